@@ -1,0 +1,100 @@
+// `wanlab daemon`: started by `up`, one per testbed, in its core namespace.
+// Runs the NFQUEUE releaser (nfqueue path) and applies [[event]]s on time.
+// Not for users; `down` stops it.
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <asio/io_context.hpp>
+#include <asio/signal_set.hpp>
+#include <asio/steady_timer.hpp>
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include "commands.hpp"
+#include "options.hpp"
+#include "wanlab/emulator/netns.hpp"
+#include "wanlab/emulator/releaser.hpp"
+#include "wanlab/emulator/testbed.hpp"
+
+namespace wanlab::cli {
+namespace em = wanlab::emulator;
+namespace {
+
+// Answers `up`, once: "ok" or the error.
+void tell(int& fd, const std::string& text) {
+  if (fd < 0) return;
+  [[maybe_unused]] auto written = ::write(fd, text.data(), text.size());
+  ::close(fd);
+  fd = -1;
+}
+
+void write_releaser_stats(const std::string& testbed, const em::ReleaserStats& stats) {
+  const std::string path = em::run_dir(testbed) + "/releaser.toml";
+  {
+    std::ofstream out(path + ".tmp");
+    out << fmt::format("packets = {}\nheld = {}\nlate_sum_ns = {}\nlate_max_ns = {}\nlate_over_100us = {}\n", stats.packets,
+                       stats.held, stats.late_sum_ns, stats.late_max_ns, stats.late_over_100us);
+  }
+  std::rename((path + ".tmp").c_str(), path.c_str());
+}
+
+using Clock = std::chrono::steady_clock;
+
+Clock::time_point at_mono(std::uint64_t ns) { return Clock::time_point(std::chrono::nanoseconds(ns)); }
+
+}  // namespace
+
+int cmd_daemon(Args args) {
+  const Options options(args, {"testbed", "ready-fd"}, {});
+  int ready_fd = std::stoi(options.get("ready-fd").value_or("-1"));
+  try {
+    const em::TestbedState state = em::load_state(options.get("testbed").value_or(""));
+    const em::Scenario scenario = em::load_scenario(state.scenario_path);
+    em::NetnsScope in_core(em::core_netns(state.name));
+
+    asio::io_context io;
+    std::optional<em::NfqueueReleaser> releaser;
+    if (state.release == em::ReleasePath::nfqueue) {
+      releaser.emplace(io, 0);
+      releaser->start();
+    }
+
+    std::vector<std::unique_ptr<asio::steady_timer>> event_timers;
+    for (const auto& event : scenario.events) {
+      auto timer = std::make_unique<asio::steady_timer>(io, at_mono(state.created_mono_ns + event.at_ns));
+      timer->async_wait([&state, at = event.at_ns](const asio::error_code& ec) {
+        if (ec) return;
+        em::refresh_data_plane(state);
+        fmt::print("event at +{} ms applied\n", at / 1'000'000);
+        std::fflush(stdout);
+      });
+      event_timers.push_back(std::move(timer));
+    }
+
+    asio::steady_timer stats_timer(io);
+    std::function<void()> publish_stats = [&] {
+      if (releaser) write_releaser_stats(state.name, releaser->stats());
+      stats_timer.expires_after(std::chrono::seconds(1));
+      stats_timer.async_wait([&](const asio::error_code& ec) {
+        if (!ec) publish_stats();
+      });
+    };
+    publish_stats();
+
+    asio::signal_set stop(io, SIGTERM, SIGINT);
+    stop.async_wait([&](const asio::error_code&, int) { io.stop(); });
+
+    tell(ready_fd, "ok\n");
+    io.run();
+    return 0;
+  } catch (const std::exception& error) {
+    tell(ready_fd, error.what());
+    fmt::print(stderr, "wanlab daemon: {}\n", error.what());
+    return 1;
+  }
+}
+
+}  // namespace wanlab::cli

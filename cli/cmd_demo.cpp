@@ -1,0 +1,91 @@
+// `wanlab demo`: the main job in one command. Brings up a scenario, measures
+// RTT and single-stream TCP goodput between the first hosts of every pair of
+// DCs, prints them beside the configured values, and tears down.
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "commands.hpp"
+#include "options.hpp"
+#include "wanlab/emulator/probe.hpp"
+#include "wanlab/emulator/testbed.hpp"
+#include "wanlab/emulator/units.hpp"
+
+namespace wanlab::cli {
+namespace em = wanlab::emulator;
+namespace {
+
+const em::Host& first_host(const em::TestbedState& state, int dc) {
+  for (const auto& host : state.hosts)
+    if (host.dc_index == dc) return host;
+  throw std::runtime_error("DC without hosts");
+}
+
+// What one TCP stream can carry at most: its window over the RTT.
+double window_limit_bps(const em::Scenario& scenario, double rtt_s) {
+  const auto wmem = scenario.host.tcp_wmem_max.value_or(4u << 20);
+  const auto rmem = scenario.host.tcp_rmem_max.value_or(6u << 20);
+  // Linux uses about half of the receive buffer for the advertised window.
+  const double window = std::min(static_cast<double>(wmem), static_cast<double>(rmem) / 2);
+  return rtt_s > 0 ? window * 8 / rtt_s : INFINITY;
+}
+
+std::string mbit(double bps) { return std::isinf(bps) ? "unlimited" : fmt::format("{:.0f}", bps / 1e6); }
+
+void measure(const em::Scenario& scenario, const em::TestbedState& state, double seconds) {
+  fmt::print("\n{:<18} {:>10} {:>10} {:>8} | {:>10} {:>10} {:>10} {:>7}\n", "PAIR", "RTT CONF", "RTT MEAS", "ERROR",
+             "RATE CONF", "WND LIMIT", "GOODPUT", "OF MIN");
+  fmt::print("{:<18} {:>10} {:>10} {:>8} | {:>10} {:>10} {:>10} {:>7}\n", "", "ms", "ms", "ms", "Mbit/s", "Mbit/s",
+             "Mbit/s", "");
+  const int n = static_cast<int>(scenario.dcs.size());
+  for (int src = 0; src < n; ++src) {
+    for (int dst = 0; dst < n; ++dst) {
+      if (src == dst) continue;
+      const auto& a = first_host(state, src);
+      const auto& b = first_host(state, dst);
+      const em::Endpoint from{a.netns, a.ipv4}, to{b.netns, b.ipv4};
+      const double rtt_conf = static_cast<double>(scenario.pair(src, dst).delay_ns + scenario.pair(dst, src).delay_ns) / 1e6;
+      const double rtt_meas = em::median(em::measure_rtt_ms(from, to, 10, 20));
+      const double rate_conf = scenario.pair(src, dst).rate_bps ? static_cast<double>(scenario.pair(src, dst).rate_bps) : INFINITY;
+      const double limit = window_limit_bps(scenario, rtt_meas / 1e3);
+      em::GoodputOptions goodput_options;
+      goodput_options.seconds = seconds;
+      goodput_options.warmup_seconds = std::max(1.0, rtt_meas / 1e3 * 15);
+      const double goodput = em::measure_goodput_bps(from, to, goodput_options);
+      const double expected = std::min(rate_conf, limit);
+      fmt::print("{:<18} {:>10.2f} {:>10.2f} {:>+8.3f} | {:>10} {:>10} {:>10.1f} {:>6.0f}%\n", a.dc + " -> " + b.dc, rtt_conf,
+                 rtt_meas, rtt_meas - rtt_conf, mbit(rate_conf), mbit(limit), goodput / 1e6, 100 * goodput / expected);
+      std::fflush(stdout);
+    }
+  }
+  fmt::print("\nRTT CONF = one-way delay there + back. GOODPUT = one TCP stream ({}), counted at the receiver.\n"
+             "WND LIMIT = what one stream can carry at this RTT with its socket buffers (window / RTT);\n"
+             "OF MIN = goodput as a share of min(RATE CONF, WND LIMIT). Several streams (wanlab perf -P N) fill the rest.\n",
+             scenario.host.tcp_congestion.value_or("the kernel's default congestion control"));
+}
+
+}  // namespace
+
+int cmd_demo(Args args) {
+  const Options options(args, {"release", "seconds"}, {});
+  const std::string path = options.positionals().empty() ? "scenarios/three-dc.toml" : options.positionals().front();
+  const em::Scenario scenario = em::load_scenario(path);
+  em::UpOptions up;
+  up.release = em::parse_release_choice(options.get("release").value_or("auto"));
+  up.progress = [](const std::string& step) { fmt::print("wanlab up: {}\n", step); };
+  const auto state = em::testbed_up(scenario, up);
+  fmt::print("testbed {} is up: {} DCs, {} hosts, release path {}\n", state.name, state.dcs.size(), state.hosts.size(),
+             em::to_string(state.release));
+  try {
+    measure(scenario, state, std::stod(options.get("seconds").value_or("3")));
+  } catch (...) {
+    em::testbed_down(state.name);
+    throw;
+  }
+  em::testbed_down(state.name);
+  fmt::print("testbed {} is down\n", state.name);
+  return 0;
+}
+
+}  // namespace wanlab::cli

@@ -1,0 +1,122 @@
+// `wanlab stats`: per directed DC pair counters from the data plane's maps.
+#include <fmt/core.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+#include <toml++/toml.h>
+
+#include "commands.hpp"
+#include "json.hpp"
+#include "options.hpp"
+#include "wanlab/emulator/datapath.hpp"
+#include "wanlab/emulator/testbed.hpp"
+#include "wanlab/emulator/units.hpp"
+
+namespace wanlab::cli {
+namespace em = wanlab::emulator;
+namespace {
+
+struct PairRow {
+  std::string from, to;
+  wanlab_pair_stats total{};
+  double rate_bps = 0;        // over the last interval
+  double qdelay_avg_ms = 0;   // over the last interval
+};
+
+std::vector<PairRow> sample(const em::Datapath& datapath, const std::vector<std::string>& dcs,
+                            std::vector<wanlab_pair_stats>& previous, double interval_s) {
+  std::vector<PairRow> rows;
+  const int n = static_cast<int>(dcs.size());
+  for (int src = 0; src < n; ++src) {
+    for (int dst = 0; dst < n; ++dst) {
+      const wanlab_pair_stats now = datapath.stats(src, dst);
+      wanlab_pair_stats& before = previous[static_cast<std::size_t>(src * n + dst)];
+      if (src == dst && now.packets == 0) {
+        before = now;
+        continue;
+      }
+      PairRow row{dcs[static_cast<std::size_t>(src)], dcs[static_cast<std::size_t>(dst)], now};
+      const std::uint64_t packets = now.packets - before.packets;
+      row.rate_bps = interval_s > 0 ? static_cast<double>(now.bytes - before.bytes) * 8 / interval_s : 0;
+      row.qdelay_avg_ms = packets ? static_cast<double>(now.qdelay_sum_ns - before.qdelay_sum_ns) / static_cast<double>(packets) / 1e6 : 0;
+      before = now;
+      rows.push_back(std::move(row));
+    }
+  }
+  return rows;
+}
+
+std::optional<toml::table> releaser_stats(const std::string& testbed) {
+  const std::string path = em::run_dir(testbed) + "/releaser.toml";
+  if (!std::filesystem::exists(path)) return std::nullopt;
+  try {
+    return toml::parse_file(path);
+  } catch (const toml::parse_error&) {
+    return std::nullopt;
+  }
+}
+
+void print_table(const std::vector<PairRow>& rows, const std::optional<toml::table>& releaser) {
+  fmt::print("{:<24} {:>12} {:>14} {:>12} {:>11} {:>11} {:>12} {:>12}\n", "PAIR", "PACKETS", "BYTES", "RATE NOW",
+             "DROP QUEUE", "DROP LOSS", "QDELAY AVG", "QDELAY MAX");
+  for (const auto& row : rows) {
+    fmt::print("{:<24} {:>12} {:>14} {:>12} {:>11} {:>11} {:>10.3f}ms {:>10.3f}ms\n", row.from + " -> " + row.to,
+               row.total.packets, row.total.bytes, em::units::format_rate(static_cast<std::uint64_t>(row.rate_bps)),
+               row.total.drops[WANLAB_DROP_QUEUE], row.total.drops[WANLAB_DROP_LOSS], row.qdelay_avg_ms,
+               static_cast<double>(row.total.qdelay_max_ns) / 1e6);
+  }
+  if (releaser) {
+    const auto packets = (*releaser)["packets"].value_or(std::int64_t{0});
+    const auto late_sum = (*releaser)["late_sum_ns"].value_or(std::int64_t{0});
+    fmt::print("releaser: {} verdicts, {} held now, lateness mean {:.1f} us, max {:.1f} us, {} over 100 us\n", packets,
+               (*releaser)["held"].value_or(std::int64_t{0}), packets ? static_cast<double>(late_sum) / static_cast<double>(packets) / 1e3 : 0.0,
+               static_cast<double>((*releaser)["late_max_ns"].value_or(std::int64_t{0})) / 1e3,
+               (*releaser)["late_over_100us"].value_or(std::int64_t{0}));
+  }
+}
+
+toml::table to_json(const std::string& testbed, const std::vector<PairRow>& rows, const std::optional<toml::table>& releaser) {
+  toml::array pairs;
+  for (const auto& row : rows) {
+    pairs.push_back(toml::table{{"from", row.from},
+                                {"to", row.to},
+                                {"packets", static_cast<std::int64_t>(row.total.packets)},
+                                {"bytes", static_cast<std::int64_t>(row.total.bytes)},
+                                {"rate_bps", row.rate_bps},
+                                {"drops_queue", static_cast<std::int64_t>(row.total.drops[WANLAB_DROP_QUEUE])},
+                                {"drops_loss", static_cast<std::int64_t>(row.total.drops[WANLAB_DROP_LOSS])},
+                                {"qdelay_avg_ms", row.qdelay_avg_ms},
+                                {"qdelay_max_ms", static_cast<double>(row.total.qdelay_max_ns) / 1e6}});
+  }
+  toml::table out{{"testbed", testbed}, {"pairs", pairs}};
+  if (releaser) out.insert("releaser", *releaser);
+  return out;
+}
+
+}  // namespace
+
+int cmd_stats(Args args) {
+  const Options options(args, {"testbed", "interval"}, {"json", "watch"});
+  const auto state = em::load_state(em::resolve_testbed(options.get("testbed")));
+  const double interval_s = std::stod(options.get("interval").value_or("1"));
+  if (!(interval_s > 0)) throw UsageError("--interval: expected seconds > 0");
+  const em::Datapath datapath = em::Datapath::open_pinned(em::bpffs_dir(state.name));
+  std::vector<wanlab_pair_stats> previous(state.dcs.size() * state.dcs.size());
+  sample(datapath, state.dcs, previous, 0);
+  do {
+    std::this_thread::sleep_for(std::chrono::duration<double>(interval_s));
+    const auto rows = sample(datapath, state.dcs, previous, interval_s);
+    const auto releaser = releaser_stats(state.name);
+    if (options.flag("json")) {
+      print_json(to_json(state.name, rows, releaser));
+    } else {
+      print_table(rows, releaser);
+      if (options.flag("watch")) fmt::print("\n");
+    }
+    std::fflush(stdout);
+  } while (options.flag("watch"));
+  return 0;
+}
+
+}  // namespace wanlab::cli

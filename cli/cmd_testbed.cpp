@@ -1,0 +1,173 @@
+// Subcommands that build, inspect, change and remove testbeds.
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "commands.hpp"
+#include "json.hpp"
+#include "options.hpp"
+#include "wanlab/emulator/netns.hpp"
+#include "wanlab/emulator/process.hpp"
+#include "wanlab/emulator/rtnl.hpp"
+#include "wanlab/emulator/sys.hpp"
+#include "wanlab/emulator/testbed.hpp"
+#include "wanlab/emulator/units.hpp"
+
+namespace wanlab::cli {
+namespace em = wanlab::emulator;
+namespace {
+
+std::string one_positional(const Options& options, const char* what) {
+  if (options.positionals().size() != 1) throw UsageError(std::string("expected one ") + what);
+  return options.positionals().front();
+}
+
+em::TestbedState bring_up(const std::string& scenario_path, const Options& options, bool verbose) {
+  const em::Scenario scenario = em::load_scenario(scenario_path);
+  em::UpOptions up;
+  up.release = em::parse_release_choice(options.get("release").value_or("auto"));
+  up.name = options.get("name").value_or("");
+  if (verbose) up.progress = [](const std::string& step) { fmt::print("wanlab up: {}\n", step); };
+  return em::testbed_up(scenario, up);
+}
+
+void print_hosts_table(const em::TestbedState& state) {
+  fmt::print("{:<16} {:<10} {:<16} {}\n", "HOST", "DC", "IPV4", "NETNS");
+  for (const auto& host : state.hosts)
+    fmt::print("{:<16} {:<10} {:<16} {}\n", host.name, host.dc, em::ipv4_to_string(host.ipv4), host.netns);
+}
+
+}  // namespace
+
+int cmd_up(Args args) {
+  const Options options(args, {"release", "name"}, {"quiet"});
+  const auto state = bring_up(one_positional(options, "scenario file"), options, !options.flag("quiet"));
+  fmt::print("testbed {} is up: {} DCs, {} hosts, release path {} ({})\n", state.name, state.dcs.size(),
+             state.hosts.size(), em::to_string(state.release), state.release_reason);
+  print_hosts_table(state);
+  fmt::print("next: wanlab exec {} -- CMD   |   wanlab stats   |   wanlab down {}\n", state.hosts.front().name, state.name);
+  return 0;
+}
+
+int cmd_down(Args args) {
+  const Options options(args, {}, {"all"});
+  std::vector<std::string> names = options.positionals();
+  if (options.flag("all")) {
+    names = em::testbeds_found();
+  } else if (names.empty()) {
+    names.push_back(em::resolve_testbed(std::nullopt));
+  }
+  for (const auto& name : names) {
+    em::testbed_down(name);
+    fmt::print("testbed {} is down\n", name);
+  }
+  if (names.empty()) fmt::print("no testbed was up\n");
+  return 0;
+}
+
+int cmd_run(Args args) {
+  const Options options(args, {"release", "name"}, {"quiet"});
+  if (options.rest().empty()) throw UsageError("expected a command after --");
+  const auto state = bring_up(one_positional(options, "scenario file"), options, !options.flag("quiet"));
+  ::setenv("WANLAB_TESTBED", state.name.c_str(), 1);
+  int status = 1;
+  try {
+    status = em::run_argv(options.rest(), "", false, true);
+  } catch (...) {
+    em::testbed_down(state.name);
+    throw;
+  }
+  em::testbed_down(state.name);
+  return status;
+}
+
+int cmd_hosts(Args args) {
+  const Options options(args, {"testbed"}, {"json"});
+  const auto state = em::load_state(em::resolve_testbed(options.get("testbed")));
+  if (!options.flag("json")) {
+    print_hosts_table(state);
+    return 0;
+  }
+  toml::array hosts;
+  for (const auto& host : state.hosts)
+    hosts.push_back(toml::table{{"name", host.name}, {"dc", host.dc}, {"netns", host.netns}, {"ipv4", em::ipv4_to_string(host.ipv4)}});
+  print_json(hosts);
+  return 0;
+}
+
+int cmd_exec(Args args) {
+  const Options options(args, {"testbed"}, {});
+  if (options.rest().empty()) throw UsageError("expected a command after --");
+  const auto state = em::load_state(em::resolve_testbed(options.get("testbed")));
+  const auto& host = state.host(one_positional(options, "host name"));
+  em::UniqueFd netns = em::open_netns(host.netns);
+  em::check(::setns(netns.get(), CLONE_NEWNET), host.name + ": entering its network namespace");
+  ::setenv("WANLAB_HOST", host.name.c_str(), 1);
+  ::setenv("WANLAB_TESTBED", state.name.c_str(), 1);
+  std::vector<char*> argv;
+  for (const auto& arg : options.rest()) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  ::execvp(argv[0], argv.data());
+  em::throw_errno(host.name + ": running " + options.rest().front());
+}
+
+int cmd_set(Args args) {
+  const Options options(args, {"testbed", "rate", "delay", "jitter", "loss", "queue", "flow-rate", "reorder", "loss-model"},
+                        {"one-way"});
+  if (options.positionals().size() != 2) throw UsageError("expected two DC names");
+  em::Change change;
+  change.from = options.positionals()[0];
+  change.to = options.positionals()[1];
+  change.symmetric = !options.flag("one-way");
+  for (auto [field, value] : options.ordered()) {
+    if (field == "testbed") continue;
+    std::replace(field.begin(), field.end(), '-', '_');
+    change.fields.emplace_back(field, value);
+  }
+  if (change.fields.empty()) throw UsageError("nothing to set: give at least one of --rate --delay --jitter --loss --queue --flow-rate --reorder");
+  const auto state = em::load_state(em::resolve_testbed(options.get("testbed")));
+  em::apply_change(state, change);
+  std::vector<std::string> said;
+  for (const auto& [field, value] : change.fields) said.push_back(field + "=" + value);
+  fmt::print("{} {} {}: {}\n", change.from, change.symmetric ? "<->" : "->", change.to, fmt::join(said, " "));
+  return 0;
+}
+
+int cmd_status(Args args) {
+  const Options options(args, {}, {"json"});
+  toml::array list;
+  for (const auto& name : em::testbeds_found()) {
+    try {
+      const auto state = em::load_state(name);
+      const bool alive = em::daemon_alive(state);
+      if (options.flag("json")) {
+        list.push_back(toml::table{{"name", name}, {"release", em::to_string(state.release)}, {"release_reason", state.release_reason},
+                                   {"hosts", static_cast<std::int64_t>(state.hosts.size())}, {"daemon_alive", alive}});
+        continue;
+      }
+      fmt::print("{}: {} DCs, {} hosts, release path {} ({}); daemon {}\n", name, state.dcs.size(), state.hosts.size(),
+                 em::to_string(state.release), state.release_reason, alive ? "running" : "NOT RUNNING (wanlab down " + name + ")");
+    } catch (const std::exception& error) {
+      if (options.flag("json")) {
+        list.push_back(toml::table{{"name", name}, {"error", error.what()}});
+        continue;
+      }
+      fmt::print("{}: left over or half-built ({}); remove it with wanlab down {}\n", name, error.what(), name);
+    }
+  }
+  if (options.flag("json")) {
+    print_json(list);
+  } else if (list.empty() && em::testbeds_found().empty()) {
+    fmt::print("no testbed is up\n");
+  }
+  return 0;
+}
+
+}  // namespace wanlab::cli

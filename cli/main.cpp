@@ -1,0 +1,64 @@
+// wanlab: one command, thin subcommands over the emulator and transport libraries.
+#include <fmt/core.h>
+
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "options.hpp"
+
+namespace {
+
+struct Command {
+  const char* name;
+  int (*run)(wanlab::cli::Args);
+  const char* summary;
+};
+
+constexpr Command kCommands[] = {
+    {"up", wanlab::cli::cmd_up, "up SCENARIO [--release auto|fq|nfqueue] [--name NAME]   build the emulated WAN"},
+    {"down", wanlab::cli::cmd_down, "down [NAME | --all]                  remove a testbed, also after a crash"},
+    {"run", wanlab::cli::cmd_run, "run SCENARIO [--release R] -- CMD...   up, run CMD, down; exits with CMD's code"},
+    {"hosts", wanlab::cli::cmd_hosts, "hosts [--json] [--testbed NAME]       the emulated hosts"},
+    {"exec", wanlab::cli::cmd_exec, "exec HOST [--testbed NAME] -- CMD...  run CMD on an emulated host"},
+    {"set", wanlab::cli::cmd_set, "set DC DC [--one-way] [--rate R --delay T --jitter T --loss P% --queue Q --flow-rate R --reorder on|off]"},
+    {"stats", wanlab::cli::cmd_stats, "stats [--json] [--watch] [--interval S]  per DC pair counters and rates"},
+    {"status", wanlab::cli::cmd_status, "status                                testbeds up and their release path"},
+    {"demo", wanlab::cli::cmd_demo, "demo [SCENARIO]                       bring up a WAN, measure RTT and goodput per DC pair"},
+    {"perf", wanlab::cli::cmd_perf, "perf server|client ...                multi-stream TCP goodput (iperf3-like)"},
+    {"daemon", wanlab::cli::cmd_daemon, nullptr},
+};
+
+void print_usage() {
+  fmt::print("usage: wanlab COMMAND [ARGS]\n\ncommands:\n");
+  for (const auto& command : kCommands)
+    if (command.summary) fmt::print("  {}\n", command.summary);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
+    print_usage();
+    return argc < 2 ? 2 : 0;
+  }
+  const std::vector<std::string> args(argv + 2, argv + argc);
+  for (const auto& command : kCommands) {
+    if (std::strcmp(command.name, argv[1]) != 0) continue;
+    try {
+      return command.run(args);
+    } catch (const wanlab::cli::UsageError& error) {
+      fmt::print(stderr, "wanlab {}: {}\n", command.name, error.what());
+      if (command.summary) fmt::print(stderr, "usage: wanlab {}\n", command.summary);
+      return 2;
+    } catch (const std::exception& error) {
+      fmt::print(stderr, "wanlab {}: {}\n", command.name, error.what());
+      return 1;
+    }
+  }
+  fmt::print(stderr, "wanlab: unknown command \"{}\"\n", argv[1]);
+  print_usage();
+  return 2;
+}

@@ -1,0 +1,73 @@
+// The data plane: the tc program (bpf/wanlab_tc.bpf.c) and its maps.
+//
+// Datapath::load() loads the program into the kernel (root, or CAP_BPF +
+// CAP_NET_ADMIN); attaching it to an interface is the caller's job, through
+// program_fd(). pin() leaves the maps in a bpffs directory so that another
+// process (`wanlab set`, `wanlab stats`) can open_pinned() them and change
+// pairs or read counters while the program runs.
+//
+// DCs are numbered 0..num_dcs()-1; a directed pair is (src, dst). Every error
+// is a std::runtime_error (std::out_of_range / std::invalid_argument for bad
+// arguments) whose message says what was attempted.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+extern "C" {
+#include "wanlab_shared.h"
+}
+
+namespace wanlab::emulator {
+
+class Datapath {
+ public:
+  // Loads the program for num_dcs DCs (1..WANLAB_MAX_DCS) releasing packets by
+  // `mode`. All pairs start disabled: packets pass untouched until set_pair.
+  static Datapath load(int num_dcs, wanlab_release_mode mode);
+  // Opens the maps another process pinned in dir. The result has no program
+  // (program_fd() is -1) but supports everything else.
+  static Datapath open_pinned(const std::string& dir);
+
+  Datapath(Datapath&&) noexcept;
+  Datapath& operator=(Datapath&&) noexcept;
+  Datapath(const Datapath&) = delete;
+  Datapath& operator=(const Datapath&) = delete;
+  ~Datapath();  // unloads what load() loaded; pinned maps stay until unpinned
+
+  int program_fd() const;
+  int num_dcs() const;
+
+  // Packets from or to addresses in the prefix belong to `dc`; the longest
+  // matching prefix wins. Host bits of the address are ignored.
+  void set_dc_prefix_v4(std::uint32_t addr_host_order, int prefix_len, int dc);
+  void set_dc_prefix_v6(const std::array<std::uint8_t, 16>& addr, int prefix_len, int dc);
+
+  // Takes effect with the next packet, without reloading. The pair's running
+  // state (link backlog, loss generator) carries over unless config.generation
+  // differs from the one the state was seeded for.
+  void set_pair(int src, int dst, const wanlab_pair_config& config);
+  wanlab_pair_config pair(int src, int dst) const;
+  // Counters summed over CPUs (qdelay_max_ns: the maximum).
+  wanlab_pair_stats stats(int src, int dst) const;
+  // The program's running state of the pair, read under its lock; the link's
+  // backlog is next_free_ns minus CLOCK_MONOTONIC now.
+  wanlab_pair_state state(int src, int dst) const;
+
+  // Pins the maps (and the program, if loaded here) as files in dir, which
+  // must be on a bpffs mount. They outlive this process until unlinked.
+  void pin(const std::string& dir) const;
+
+ private:
+  struct Impl;
+  explicit Datapath(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// "queue-overflow", "loss": how statistics name enum wanlab_drop_reason.
+std::string_view drop_reason_name(int reason);
+
+}  // namespace wanlab::emulator

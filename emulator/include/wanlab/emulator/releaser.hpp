@@ -1,0 +1,74 @@
+// The nfqueue release path: packets the tc program marked with a departure
+// time wait in an NFQUEUE until then; this releaser gives each its ACCEPT
+// verdict at that time. Runs on an Asio event loop in the namespace where the
+// queue lives; talks nfnetlink through libmnl.
+#pragma once
+
+#include <asio/io_context.hpp>
+#include <asio/posix/stream_descriptor.hpp>
+#include <asio/steady_timer.hpp>
+#include <cstdint>
+#include <queue>
+#include <vector>
+
+struct mnl_socket;
+struct nlmsghdr;
+
+namespace wanlab::emulator {
+
+struct ReleaserStats {
+  std::uint64_t packets = 0;         // verdicts given
+  std::uint64_t held = 0;            // waiting now
+  std::uint64_t late_sum_ns = 0;     // sum of (verdict time - departure time)
+  std::uint64_t late_max_ns = 0;
+  std::uint64_t late_over_100us = 0;  // verdicts given more than 100 us late
+};
+
+// Departure time from a mark written by the tc program, rebuilt around now_ns.
+std::uint64_t departure_from_mark(std::uint32_t mark, std::uint64_t now_ns);
+
+class NfqueueReleaser {
+ public:
+  NfqueueReleaser(asio::io_context& io, std::uint16_t queue_num, std::uint32_t max_queue_len = 200'000);
+  ~NfqueueReleaser();
+  NfqueueReleaser(const NfqueueReleaser&) = delete;
+  NfqueueReleaser& operator=(const NfqueueReleaser&) = delete;
+
+  void start();
+  const ReleaserStats& stats() const { return stats_; }
+
+ private:
+  struct Held {
+    std::uint64_t depart_ns;
+    std::uint64_t order;  // arrival order breaks ties, keeping FIFO
+    std::uint32_t packet_id;
+    bool operator>(const Held& other) const {
+      return depart_ns != other.depart_ns ? depart_ns > other.depart_ns : order > other.order;
+    }
+  };
+
+  void configure(std::uint16_t queue_num, std::uint32_t max_queue_len);
+  void wait_readable();
+  void drain_socket();
+  void handle_packet(const nlmsghdr* nlh, std::uint64_t now_ns);
+  void release_due(std::uint64_t now_ns);
+  void arm_timer();
+  void queue_verdict(std::uint32_t packet_id, std::uint64_t depart_ns, std::uint64_t now_ns);
+  void flush_verdicts();
+
+  asio::io_context& io_;
+  mnl_socket* socket_ = nullptr;
+  std::uint32_t port_id_ = 0;
+  std::uint16_t queue_num_;
+  asio::posix::stream_descriptor readable_;
+  asio::steady_timer timer_;
+  std::uint64_t timer_at_ns_ = 0;  // 0: not armed
+  std::priority_queue<Held, std::vector<Held>, std::greater<>> held_;
+  std::uint64_t arrivals_ = 0;
+  std::vector<char> receive_buffer_;
+  std::vector<char> verdict_batch_;
+  std::size_t verdict_bytes_ = 0;
+  ReleaserStats stats_;
+};
+
+}  // namespace wanlab::emulator

@@ -1,0 +1,69 @@
+// rtnetlink over libmnl: the links, addresses, routes, qdiscs and tc filters a
+// testbed needs. Each request is built as an owned message and sent by one
+// round-trip function that waits for the kernel's ACK; errors name the request.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+struct mnl_socket;
+struct nlmsghdr;
+
+namespace wanlab::emulator {
+
+// An rtnetlink message under construction (owned bytes).
+class NetlinkMessage {
+ public:
+  explicit NetlinkMessage(std::uint16_t type, std::uint16_t flags);
+  nlmsghdr* header();
+  const std::vector<char>& bytes() const { return buffer_; }
+
+ private:
+  std::vector<char> buffer_;
+};
+
+struct FqOptions {
+  std::uint32_t packet_limit = 1'000'000;   // TCA_FQ_PLIMIT
+  std::uint32_t flow_packet_limit = 100'000;  // TCA_FQ_FLOW_PLIMIT: a WAN flow holds a BDP
+  std::uint32_t horizon_us = 60'000'000;   // departures up to 60 s ahead are kept
+};
+
+// Builders, exposed so tests can check them byte for byte.
+NetlinkMessage veth_message(const std::string& name, const std::string& peer_name, int peer_netns_fd);
+NetlinkMessage bpf_filter_message(int ifindex, bool ingress, int prog_fd, const std::string& prog_name);
+
+class Rtnl {
+ public:
+  // Opens an rtnetlink socket in the calling thread's network namespace.
+  Rtnl();
+  ~Rtnl();
+  Rtnl(const Rtnl&) = delete;
+  Rtnl& operator=(const Rtnl&) = delete;
+
+  int link_index(const std::string& name) const;  // throws if absent
+  void add_veth(const std::string& name, const std::string& peer_name, int peer_netns_fd);
+  void set_up(int ifindex);
+  void add_address_v4(int ifindex, std::uint32_t addr, int prefix_len);
+  // Route to dst/len out of `oif`, through `gateway` if given (on-link).
+  void add_route_v4(std::uint32_t dst, int dst_len, int oif, std::optional<std::uint32_t> gateway);
+  void add_clsact(int ifindex);
+  void add_bpf_filter(int ifindex, bool ingress, int prog_fd, const std::string& prog_name);
+  void delete_bpf_filters(int ifindex, bool ingress);
+  void delete_clsact(int ifindex);
+  void add_fq_root(int ifindex, const FqOptions& options);
+  void delete_root_qdisc(int ifindex);
+
+  // Sends the message, waits for the ACK; throws std::system_error(what).
+  void transact(NetlinkMessage& message, const std::string& what);
+
+ private:
+  mnl_socket* socket_ = nullptr;
+  std::uint32_t port_id_ = 0;
+  std::uint32_t next_seq_ = 1;
+};
+
+std::string ipv4_to_string(std::uint32_t addr_host_order);
+
+}  // namespace wanlab::emulator

@@ -1,0 +1,158 @@
+// A scenario file (TOML) parsed, validated and resolved into per-pair settings.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+extern "C" {
+#include "wanlab_shared.h"
+}
+
+namespace wanlab::emulator {
+
+// Thrown for every bad input; what() is one line: "file:line:column: message".
+class ScenarioError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct QueueLimit {
+  enum class Kind { time, bytes, bdp };
+  Kind kind = Kind::bdp;
+  double value = 1.0;  // ns, bytes or multiples of the bandwidth-delay product
+};
+
+// "50ms" (time), "4mb" (bytes, 1024-based as tc) or "0.5bdp"; must be greater
+// than 0. Throws std::invalid_argument saying what was expected.
+QueueLimit parse_queue(std::string_view text);
+// Shortest text parse_queue reads back as the same limit ("1bdp", "50ms", "4mb").
+std::string format_queue(const QueueLimit& queue);
+
+enum class LossModel { bernoulli, gilbert_elliott };
+
+// Link settings as written; every field optional so that [defaults], [[link]]
+// and [[event]] can be layered.
+struct LinkParams {
+  std::optional<std::uint64_t> rate_bps;       // 0 = unlimited
+  std::optional<std::uint64_t> flow_rate_bps;  // 0 = no per-flow cap
+  std::optional<std::uint64_t> delay_ns;
+  std::optional<std::uint64_t> jitter_ns;
+  std::optional<QueueLimit> queue;
+  std::optional<double> loss;  // probability in [0, 1]; GE: P(good -> bad)
+  std::optional<LossModel> loss_model;
+  std::optional<double> ge_r;          // GE: P(bad -> good)
+  std::optional<double> ge_bad_loss;   // GE: loss probability in the bad state
+  std::optional<double> ge_good_loss;  // GE: loss probability in the good state
+  std::optional<bool> reorder;
+
+  // Fields set in `over` replace those here.
+  void overlay(const LinkParams& over);
+};
+
+// Effective settings of one directed DC pair, every field decided.
+struct PairParams {
+  std::uint64_t rate_bps = 0;
+  std::uint64_t flow_rate_bps = 0;
+  std::uint64_t delay_ns = 0;
+  std::uint64_t jitter_ns = 0;
+  QueueLimit queue{};
+  double loss = 0;
+  LossModel loss_model = LossModel::bernoulli;
+  double ge_r = 1;
+  double ge_bad_loss = 1;
+  double ge_good_loss = 0;
+  bool reorder = false;
+
+  // Fields set in `change` replace those here (how [[event]]s and `wanlab set`
+  // apply to a running pair).
+  void apply(const LinkParams& change);
+};
+
+struct Dc {
+  std::string name;
+  int hosts = 1;
+};
+
+// A directed or symmetric selection of DC pairs ([[link]] and [[event]]).
+struct LinkSpec {
+  std::string from;
+  std::string to;
+  bool symmetric = false;  // `between = [a, b]`
+  LinkParams params;
+  std::string where;  // "file:line:column" of the table, for later errors
+
+  // Whether this spec covers the directed pair src -> dst.
+  bool matches(std::string_view src, std::string_view dst) const;
+};
+
+struct Event {
+  std::uint64_t at_ns = 0;
+  LinkSpec link;
+};
+
+struct HostSettings {
+  std::optional<std::string> tcp_congestion;  // "cubic" | "bbr"
+  std::optional<std::uint64_t> tcp_wmem_max;  // bytes
+  std::optional<std::uint64_t> tcp_rmem_max;  // bytes
+};
+
+struct Ipv4Prefix {
+  std::uint32_t addr = 0;  // host byte order
+  int len = 0;
+};
+
+struct Scenario {
+  std::string path;
+  std::string name;  // [a-z0-9-], 1..12 characters
+  std::uint64_t seed = 1;
+  Ipv4Prefix pool{0x0a4d0000, 16};  // 10.77.0.0/16; DC i gets the i-th /24
+  LinkParams defaults;
+  LinkParams intra_dc;
+  HostSettings host;
+  std::vector<Dc> dcs;
+  std::vector<LinkSpec> links;
+  std::vector<Event> events;  // sorted by at_ns
+
+  int dc_index(const std::string& name) const;  // -1 if unknown
+  // Effective settings for src -> dst (same index: intra-DC): built-in
+  // defaults, then [defaults] (src != dst) or [intra_dc] (src == dst), then
+  // every [[link]] matching the directed pair. Events are not applied.
+  // Throws std::out_of_range for an index outside dcs.
+  PairParams pair(int src, int dst) const;
+  // Round trip of the pair before events: delay src -> dst plus dst -> src;
+  // what make_pair_config expects as rtt_ns.
+  std::uint64_t rtt_ns(int src, int dst) const;
+  // The /24 of DC `dc`: the dc-th /24 inside pool.
+  Ipv4Prefix dc_prefix(int dc) const;
+};
+
+// Reads, validates and returns the scenario, or throws ScenarioError. Validation
+// covers unknown keys, bad units, negative values, duplicate names, unknown DCs
+// in links/events, and every DC pair lacking a delay.
+Scenario load_scenario(const std::string& path);
+Scenario parse_scenario(std::string_view toml_text, const std::string& path);
+
+// Parses link settings given on the command line (`wanlab set --rate 200mbit`);
+// `field` names the option in errors. `field` is a link key as in the scenario
+// file ("rate", "flow_rate", "delay", "jitter", "queue", "loss", "loss_model",
+// "ge_r", "ge_bad_loss", "ge_good_loss", "reorder"); dashes and a leading "--"
+// are accepted ("--flow-rate"). `reorder` takes on|off|true|false. Returns
+// `params` with that field set; throws ScenarioError
+// ("--rate: expected a rate like \"100mbit\", got \"fast\"").
+LinkParams parse_link_option(LinkParams params, std::string_view field, std::string_view value);
+
+// The map value the tc program reads for one directed pair. rtt_ns sizes BDP
+// queue limits; pair_index and the scenario seed seed the loss generator.
+// Queue limits become time: a time limit as is; bytes at the pair's rate (the
+// per-flow rate if the link rate is unlimited; 0 = no limit if both are);
+// k BDPs as max(k * rtt_ns, time to send 64 KiB at that rate), so one GSO
+// burst always fits. Probabilities are p * 2^32 rounded, saturated at
+// 0xffffffff. The seed is a nonzero mix of seed and pair_index; generation = 1.
+wanlab_pair_config make_pair_config(const PairParams& params, std::uint64_t rtt_ns,
+                                    std::uint64_t seed, std::uint32_t pair_index);
+
+}  // namespace wanlab::emulator

@@ -1,0 +1,98 @@
+// A testbed: the emulated WAN of one scenario, built from namespaces, veths,
+// routes, the tc program and a release path. Its state lives under
+// /run/wanlab/<name>/ so any later `wanlab` process can find, change and remove it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "wanlab/emulator/scenario.hpp"
+
+namespace wanlab::emulator {
+
+enum class ReleasePath { fq, nfqueue };
+enum class ReleaseChoice { automatic, fq, nfqueue };
+
+std::string to_string(ReleasePath path);
+ReleaseChoice parse_release_choice(const std::string& text);  // auto | fq | nfqueue
+
+struct Host {
+  std::string name;  // "<dc>-<index>"
+  std::string dc;
+  int dc_index = 0;
+  int index = 0;             // within its DC
+  std::string netns;         // where it lives
+  std::uint32_t ipv4 = 0;    // host byte order
+  std::string core_ifname;   // its veth end in the core namespace
+};
+
+struct TestbedState {
+  std::string name;
+  std::string scenario_path;  // the copy under the run directory
+  ReleasePath release = ReleasePath::nfqueue;
+  std::string release_reason;
+  std::vector<std::string> dcs;
+  std::vector<Host> hosts;
+  pid_t daemon_pid = 0;
+  std::int64_t created_unix = 0;
+  std::uint64_t created_mono_ns = 0;  // CLOCK_MONOTONIC at `up`, the origin of [[event]] times
+
+  const Host& host(const std::string& host_name) const;  // throws naming the testbed
+};
+
+inline constexpr const char* kRunRoot = "/run/wanlab";
+inline constexpr const char* kPrefix = "wanlab-";
+
+std::string run_dir(const std::string& testbed);
+std::string bpffs_dir(const std::string& testbed);
+std::string core_netns(const std::string& testbed);
+std::string host_netns(const std::string& testbed, const std::string& host);
+
+struct UpOptions {
+  ReleaseChoice release = ReleaseChoice::automatic;
+  std::string name;  // overrides the scenario's name
+  std::function<void(const std::string&)> progress;  // step messages; may be empty
+};
+
+// Builds the testbed and starts its daemon (releaser, timed events). On any
+// failure, or SIGINT/SIGTERM meanwhile, removes what it made and throws.
+TestbedState testbed_up(const Scenario& scenario, const UpOptions& options);
+
+// Removes everything of the testbed, from its state file or, after a crash,
+// from what carries its name. Safe to call on a half-built or absent testbed.
+void testbed_down(const std::string& name);
+
+// Testbeds that have a run directory or namespaces of ours.
+std::vector<std::string> testbeds_found();
+TestbedState load_state(const std::string& name);
+// `explicit_name` if given; else $WANLAB_TESTBED; else the only one up.
+std::string resolve_testbed(const std::optional<std::string>& explicit_name);
+
+bool daemon_alive(const TestbedState& state);
+
+// A live change of link settings (`wanlab set`), in the words it was given.
+struct Change {
+  std::string from;
+  std::string to;
+  bool symmetric = true;
+  std::vector<std::pair<std::string, std::string>> fields;  // {"rate", "200mbit"}
+};
+
+// The scenario as it runs now: the file, plus the [[event]]s already due and
+// the changes made so far, in time order.
+Scenario current_scenario(const TestbedState& state);
+// Validates and records a change, then rewrites the data plane's pairs.
+void apply_change(const TestbedState& state, const Change& change);
+// Rewrites every pair of the running data plane from current_scenario().
+void refresh_data_plane(const TestbedState& state);
+
+class Datapath;
+// Writes every pair of `scenario` into a data plane, keeping running state.
+void write_pairs(Datapath& datapath, const Scenario& scenario);
+
+}  // namespace wanlab::emulator

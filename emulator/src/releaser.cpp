@@ -1,0 +1,227 @@
+#include "wanlab/emulator/releaser.hpp"
+
+#include <arpa/inet.h>
+#include <libmnl/libmnl.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netfilter/nfnetlink_queue.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include <chrono>
+
+#include "wanlab/emulator/sys.hpp"
+
+extern "C" {
+#include "wanlab_shared.h"
+}
+
+namespace wanlab::emulator {
+namespace {
+
+// A verdict this close to its departure time is given now rather than after
+// another trip through the timer.
+constexpr std::uint64_t kEarlySlackNs = 2'000;
+
+std::uint64_t monotonic_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+nlmsghdr* put_nfq_header(char* buf, std::uint8_t msg_type, std::uint16_t queue_num, std::uint16_t flags) {
+  nlmsghdr* nlh = mnl_nlmsg_put_header(buf);
+  nlh->nlmsg_type = static_cast<std::uint16_t>((NFNL_SUBSYS_QUEUE << 8) | msg_type);
+  nlh->nlmsg_flags = flags;
+  auto* nfg = static_cast<nfgenmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(nfgenmsg)));
+  nfg->nfgen_family = AF_UNSPEC;
+  nfg->version = NFNETLINK_V0;
+  nfg->res_id = htons(queue_num);
+  return nlh;
+}
+
+}  // namespace
+
+std::uint64_t departure_from_mark(std::uint32_t mark, std::uint64_t now_ns) {
+  const std::uint64_t now_us = now_ns / 1000;
+  const std::uint32_t window = WANLAB_MARK_TIME_MASK + 1u;  // 2^31 us
+  std::uint64_t ahead = (mark - static_cast<std::uint32_t>(now_us)) & WANLAB_MARK_TIME_MASK;
+  if (ahead >= window / 2) return now_ns;  // in the past: due now
+  return (now_us + ahead) * 1000;
+}
+
+NfqueueReleaser::NfqueueReleaser(asio::io_context& io, std::uint16_t queue_num, std::uint32_t max_queue_len)
+    : io_(io),
+      queue_num_(queue_num),
+      readable_(io),
+      timer_(io),
+      receive_buffer_(256 * 1024),
+      verdict_batch_(64 * 1024) {
+  socket_ = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (!socket_) throw_errno("opening nfnetlink socket");
+  try {
+    check(mnl_socket_bind(socket_, 0, MNL_SOCKET_AUTOPID), "binding nfnetlink socket");
+    port_id_ = mnl_socket_get_portid(socket_);
+    // Bursts of queued packets must not overflow the socket: a lost message
+    // is a lost packet.
+    const int buffer_bytes = 64 << 20;
+    ::setsockopt(mnl_socket_get_fd(socket_), SOL_SOCKET, SO_RCVBUFFORCE, &buffer_bytes, sizeof(buffer_bytes));
+    ::setsockopt(mnl_socket_get_fd(socket_), SOL_SOCKET, SO_SNDBUFFORCE, &buffer_bytes, sizeof(buffer_bytes));
+    configure(queue_num, max_queue_len);
+  } catch (...) {
+    mnl_socket_close(socket_);
+    throw;
+  }
+  // Timer slack would add up to 50 us to every release.
+  ::prctl(PR_SET_TIMERSLACK, 1UL);
+}
+
+NfqueueReleaser::~NfqueueReleaser() {
+  readable_.release();
+  mnl_socket_close(socket_);
+}
+
+void NfqueueReleaser::configure(std::uint16_t queue_num, std::uint32_t max_queue_len) {
+  const std::string what = "NFQUEUE " + std::to_string(queue_num);
+  auto round_trip = [&](nlmsghdr* nlh, const std::string& step) {
+    nlh->nlmsg_seq = static_cast<std::uint32_t>(monotonic_ns());
+    check(static_cast<int>(mnl_socket_sendto(socket_, nlh, nlh->nlmsg_len)), what + ": " + step);
+    std::vector<char> reply(MNL_SOCKET_BUFFER_SIZE);
+    for (;;) {
+      ssize_t len = mnl_socket_recvfrom(socket_, reply.data(), reply.size());
+      if (len < 0 && errno == EAGAIN) {
+        pollfd pfd{mnl_socket_get_fd(socket_), POLLIN, 0};
+        ::poll(&pfd, 1, 1000);
+        len = mnl_socket_recvfrom(socket_, reply.data(), reply.size());
+      }
+      if (len < 0) throw_errno(what + ": " + step);
+      const int ret = mnl_cb_run(reply.data(), static_cast<size_t>(len), nlh->nlmsg_seq, port_id_, nullptr, nullptr);
+      if (ret < 0) throw_errno(what + ": " + step);
+      if (ret == MNL_CB_STOP) return;
+    }
+  };
+
+  std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
+  nlmsghdr* bind = put_nfq_header(buf.data(), NFQNL_MSG_CONFIG, queue_num, NLM_F_REQUEST | NLM_F_ACK);
+  nfqnl_msg_config_cmd cmd{};
+  cmd.command = NFQNL_CFG_CMD_BIND;
+  mnl_attr_put(bind, NFQA_CFG_CMD, sizeof(cmd), &cmd);
+  round_trip(bind, "binding (is another releaser running?)");
+
+  nlmsghdr* params = put_nfq_header(buf.data(), NFQNL_MSG_CONFIG, queue_num, NLM_F_REQUEST | NLM_F_ACK);
+  // Metadata only: the verdict needs the id and mark, never the payload.
+  nfqnl_msg_config_params copy{};
+  copy.copy_range = htonl(0);
+  copy.copy_mode = NFQNL_COPY_META;
+  mnl_attr_put(params, NFQA_CFG_PARAMS, sizeof(copy), &copy);
+  mnl_attr_put_u32(params, NFQA_CFG_QUEUE_MAXLEN, htonl(max_queue_len));
+  // GSO packets stay whole: one verdict per super-packet.
+  mnl_attr_put_u32(params, NFQA_CFG_FLAGS, htonl(NFQA_CFG_F_GSO));
+  mnl_attr_put_u32(params, NFQA_CFG_MASK, htonl(NFQA_CFG_F_GSO));
+  round_trip(params, "setting copy mode, queue length and GSO");
+}
+
+void NfqueueReleaser::start() {
+  readable_.assign(mnl_socket_get_fd(socket_));
+  wait_readable();
+}
+
+void NfqueueReleaser::wait_readable() {
+  readable_.async_wait(asio::posix::stream_descriptor::wait_read, [this](const asio::error_code& ec) {
+    if (ec) return;
+    drain_socket();
+    wait_readable();
+  });
+}
+
+void NfqueueReleaser::drain_socket() {
+  for (;;) {
+    const ssize_t len = ::recv(mnl_socket_get_fd(socket_), receive_buffer_.data(), receive_buffer_.size(), 0);
+    if (len < 0) {
+      if (errno == EAGAIN || errno == EINTR) break;
+      if (errno == ENOBUFS) continue;  // the kernel dropped messages; those packets are lost
+      throw_errno("NFQUEUE " + std::to_string(queue_num_) + ": receiving");
+    }
+    const std::uint64_t now_ns = monotonic_ns();
+    int remaining = static_cast<int>(len);
+    for (auto* nlh = reinterpret_cast<const nlmsghdr*>(receive_buffer_.data()); mnl_nlmsg_ok(nlh, remaining);
+         nlh = mnl_nlmsg_next(nlh, &remaining)) {
+      if ((nlh->nlmsg_type & 0xff) == NFQNL_MSG_PACKET) handle_packet(nlh, now_ns);
+    }
+  }
+  release_due(monotonic_ns());
+}
+
+void NfqueueReleaser::handle_packet(const nlmsghdr* nlh, std::uint64_t now_ns) {
+  const nlattr* packet_header = nullptr;
+  std::uint32_t mark = 0;
+  const auto* tail = static_cast<const char*>(mnl_nlmsg_get_payload_tail(nlh));
+  for (auto* attr = static_cast<const nlattr*>(mnl_nlmsg_get_payload_offset(nlh, sizeof(nfgenmsg)));
+       mnl_attr_ok(attr, static_cast<int>(tail - reinterpret_cast<const char*>(attr))); attr = mnl_attr_next(attr)) {
+    switch (mnl_attr_get_type(attr)) {
+      case NFQA_PACKET_HDR: packet_header = attr; break;
+      case NFQA_MARK: mark = ntohl(mnl_attr_get_u32(attr)); break;
+      default: break;
+    }
+  }
+  if (!packet_header || mnl_attr_get_payload_len(packet_header) < sizeof(nfqnl_msg_packet_hdr)) return;
+  const auto* hdr = static_cast<const nfqnl_msg_packet_hdr*>(mnl_attr_get_payload(packet_header));
+  const std::uint32_t packet_id = ntohl(hdr->packet_id);
+  const std::uint64_t depart_ns = departure_from_mark(mark, now_ns);
+  if (depart_ns <= now_ns + kEarlySlackNs) {
+    queue_verdict(packet_id, depart_ns, now_ns);
+  } else {
+    held_.push(Held{depart_ns, arrivals_++, packet_id});
+  }
+}
+
+void NfqueueReleaser::release_due(std::uint64_t now_ns) {
+  while (!held_.empty() && held_.top().depart_ns <= now_ns + kEarlySlackNs) {
+    queue_verdict(held_.top().packet_id, held_.top().depart_ns, now_ns);
+    held_.pop();
+  }
+  flush_verdicts();
+  stats_.held = held_.size();
+  arm_timer();
+}
+
+void NfqueueReleaser::arm_timer() {
+  if (held_.empty()) return;
+  const std::uint64_t next = held_.top().depart_ns;
+  if (timer_at_ns_ != 0 && timer_at_ns_ <= next) return;  // an earlier wake-up is pending
+  timer_at_ns_ = next;
+  timer_.expires_at(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(next)));
+  timer_.async_wait([this](const asio::error_code& ec) {
+    if (ec) return;  // re-armed or shut down
+    timer_at_ns_ = 0;
+    release_due(monotonic_ns());
+  });
+}
+
+void NfqueueReleaser::queue_verdict(std::uint32_t packet_id, std::uint64_t depart_ns, std::uint64_t now_ns) {
+  if (verdict_batch_.size() - verdict_bytes_ < 256) flush_verdicts();
+  nlmsghdr* nlh = put_nfq_header(verdict_batch_.data() + verdict_bytes_, NFQNL_MSG_VERDICT, queue_num_, NLM_F_REQUEST);
+  nfqnl_msg_verdict_hdr verdict{};
+  verdict.verdict = htonl(NF_ACCEPT);
+  verdict.id = htonl(packet_id);
+  mnl_attr_put(nlh, NFQA_VERDICT_HDR, sizeof(verdict), &verdict);
+  verdict_bytes_ += nlh->nlmsg_len;
+
+  const std::uint64_t late = now_ns > depart_ns ? now_ns - depart_ns : 0;
+  stats_.packets++;
+  stats_.late_sum_ns += late;
+  if (late > stats_.late_max_ns) stats_.late_max_ns = late;
+  if (late > 100'000) stats_.late_over_100us++;
+}
+
+void NfqueueReleaser::flush_verdicts() {
+  if (verdict_bytes_ == 0) return;
+  // One sendmsg carries every verdict that fell due together.
+  if (::send(mnl_socket_get_fd(socket_), verdict_batch_.data(), verdict_bytes_, 0) < 0)
+    throw_errno("NFQUEUE " + std::to_string(queue_num_) + ": sending verdicts");
+  verdict_bytes_ = 0;
+}
+
+}  // namespace wanlab::emulator

@@ -1,0 +1,268 @@
+// Link settings: their keys and values, layering, and the command-line form.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <stdexcept>
+#include <strings.h>
+#include <vector>
+
+#include "link_keys.hpp"
+#include "wanlab/emulator/scenario.hpp"
+#include "wanlab/emulator/units.hpp"
+
+namespace wanlab::emulator {
+namespace {
+
+constexpr std::string_view kQueueExpected = R"(a queue limit like "50ms", "4mb" or "2bdp")";
+
+[[noreturn]] void fail_queue(std::string_view text, std::string_view why) {
+  throw std::invalid_argument(
+      fmt::format("expected {}, got \"{}\" ({})", kQueueExpected, text, why));
+}
+
+bool ends_with_ignoring_case(std::string_view text, std::string_view suffix) {
+  return text.size() >= suffix.size() &&
+         strncasecmp(text.data() + text.size() - suffix.size(), suffix.data(), suffix.size()) == 0;
+}
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+double parse_bdp_multiple(std::string_view text, std::string_view number) {
+  double multiple = 0;
+  const char* end = number.data() + number.size();
+  auto [stop, error] = std::from_chars(number.data(), end, multiple);
+  if (number.empty() || error != std::errc{} || stop != end || !std::isfinite(multiple)) {
+    fail_queue(text, "the number of BDPs must be a number, as in \"0.5bdp\"");
+  }
+  return multiple;
+}
+
+QueueLimit parse_time_or_size(std::string_view text) {
+  try {
+    return {QueueLimit::Kind::time, static_cast<double>(units::parse_time(text))};
+  } catch (const std::invalid_argument&) {
+  }
+  try {
+    return {QueueLimit::Kind::bytes, static_cast<double>(units::parse_size(text))};
+  } catch (const std::invalid_argument&) {
+  }
+  fail_queue(text, "use a time (s, ms, us, ns), a size (b, kb, mb, gb) or a multiple of the "
+                   "bandwidth-delay product (bdp)");
+}
+
+void set_rate(LinkParams& params, std::string_view text) {
+  params.rate_bps = units::parse_rate(text);
+}
+void set_flow_rate(LinkParams& params, std::string_view text) {
+  params.flow_rate_bps = units::parse_rate(text);
+}
+void set_delay(LinkParams& params, std::string_view text) {
+  params.delay_ns = units::parse_time(text);
+}
+void set_jitter(LinkParams& params, std::string_view text) {
+  params.jitter_ns = units::parse_time(text);
+}
+void set_queue(LinkParams& params, std::string_view text) { params.queue = parse_queue(text); }
+void set_loss(LinkParams& params, std::string_view text) {
+  params.loss = units::parse_percent(text);
+}
+void set_ge_r(LinkParams& params, std::string_view text) {
+  params.ge_r = units::parse_percent(text);
+}
+void set_ge_bad_loss(LinkParams& params, std::string_view text) {
+  params.ge_bad_loss = units::parse_percent(text);
+}
+void set_ge_good_loss(LinkParams& params, std::string_view text) {
+  params.ge_good_loss = units::parse_percent(text);
+}
+
+void set_loss_model(LinkParams& params, std::string_view text) {
+  if (text == "bernoulli") {
+    params.loss_model = LossModel::bernoulli;
+  } else if (text == "gilbert-elliott") {
+    params.loss_model = LossModel::gilbert_elliott;
+  } else {
+    throw std::invalid_argument(
+        fmt::format(R"(expected "bernoulli" or "gilbert-elliott", got "{}")", text));
+  }
+}
+
+// Only the command line gives `reorder` as text; the file uses a TOML boolean.
+void set_reorder(LinkParams& params, std::string_view text) {
+  if (text == "on" || text == "true") {
+    params.reorder = true;
+  } else if (text == "off" || text == "false") {
+    params.reorder = false;
+  } else {
+    throw std::invalid_argument(fmt::format(R"(expected on or off, got "{}")", text));
+  }
+}
+
+constexpr std::string_view kRateExpected = R"(a rate like "100mbit")";
+constexpr std::string_view kTimeExpected = R"(a time like "35ms")";
+constexpr std::string_view kPercentExpected = R"(a percentage like "0.1%")";
+
+constexpr std::array kLinkKeys{
+    detail::LinkKey{"rate", kRateExpected, false, set_rate},
+    detail::LinkKey{"flow_rate", kRateExpected, false, set_flow_rate},
+    detail::LinkKey{"delay", kTimeExpected, false, set_delay},
+    detail::LinkKey{"jitter", kTimeExpected, false, set_jitter},
+    detail::LinkKey{"queue", kQueueExpected, false, set_queue},
+    detail::LinkKey{"loss", kPercentExpected, false, set_loss},
+    detail::LinkKey{"loss_model", R"("bernoulli" or "gilbert-elliott")", false, set_loss_model},
+    detail::LinkKey{"ge_r", kPercentExpected, false, set_ge_r},
+    detail::LinkKey{"ge_bad_loss", kPercentExpected, false, set_ge_bad_loss},
+    detail::LinkKey{"ge_good_loss", kPercentExpected, false, set_ge_good_loss},
+    detail::LinkKey{"reorder", "true or false", true, set_reorder},
+};
+
+template <typename T>
+void replace_if_set(std::optional<T>& field, const std::optional<T>& over) {
+  if (over) field = over;
+}
+
+template <typename T>
+void assign_if_set(T& field, const std::optional<T>& over) {
+  if (over) field = *over;
+}
+
+// Optimal string alignment distance: edits plus adjacent transpositions, so
+// "dealy" is one step from "delay".
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+std::string option_name(std::string_view key) {
+  std::string option = "--" + std::string(key);
+  std::replace(option.begin(), option.end(), '_', '-');
+  return option;
+}
+
+}  // namespace
+
+namespace detail {
+
+std::span<const LinkKey> link_keys() { return kLinkKeys; }
+
+const LinkKey* find_link_key(std::string_view name) {
+  auto found = std::find_if(kLinkKeys.begin(), kLinkKeys.end(),
+                            [&](const LinkKey& key) { return key.name == name; });
+  return found == kLinkKeys.end() ? nullptr : &*found;
+}
+
+std::string closest_name(std::string_view name, std::span<const std::string_view> known) {
+  std::size_t allowed = name.size() <= 3 ? 1 : 2;
+  std::string_view best;
+  std::size_t best_distance = allowed + 1;
+  for (std::string_view candidate : known) {
+    std::size_t distance = edit_distance(name, candidate);
+    if (distance < best_distance) {
+      best = candidate;
+      best_distance = distance;
+    }
+  }
+  return std::string(best);
+}
+
+}  // namespace detail
+
+QueueLimit parse_queue(std::string_view text) {
+  std::string_view value = trim(text);
+  if (!value.empty() && value.front() == '-') fail_queue(text, "negative values are not allowed");
+  QueueLimit queue;
+  if (ends_with_ignoring_case(value, "bdp")) {
+    std::string_view number = trim(value.substr(0, value.size() - 3));
+    queue = {QueueLimit::Kind::bdp, parse_bdp_multiple(text, number)};
+  } else {
+    queue = parse_time_or_size(value);
+  }
+  if (!(queue.value > 0)) fail_queue(text, "must be greater than 0");
+  return queue;
+}
+
+std::string format_queue(const QueueLimit& queue) {
+  switch (queue.kind) {
+    case QueueLimit::Kind::time:
+      return units::format_time(static_cast<std::uint64_t>(std::llround(queue.value)));
+    case QueueLimit::Kind::bytes:
+      return units::format_size(static_cast<std::uint64_t>(std::llround(queue.value)));
+    case QueueLimit::Kind::bdp:
+      break;
+  }
+  return fmt::format("{}bdp", queue.value);
+}
+
+void LinkParams::overlay(const LinkParams& over) {
+  replace_if_set(rate_bps, over.rate_bps);
+  replace_if_set(flow_rate_bps, over.flow_rate_bps);
+  replace_if_set(delay_ns, over.delay_ns);
+  replace_if_set(jitter_ns, over.jitter_ns);
+  replace_if_set(queue, over.queue);
+  replace_if_set(loss, over.loss);
+  replace_if_set(loss_model, over.loss_model);
+  replace_if_set(ge_r, over.ge_r);
+  replace_if_set(ge_bad_loss, over.ge_bad_loss);
+  replace_if_set(ge_good_loss, over.ge_good_loss);
+  replace_if_set(reorder, over.reorder);
+}
+
+void PairParams::apply(const LinkParams& change) {
+  assign_if_set(rate_bps, change.rate_bps);
+  assign_if_set(flow_rate_bps, change.flow_rate_bps);
+  assign_if_set(delay_ns, change.delay_ns);
+  assign_if_set(jitter_ns, change.jitter_ns);
+  assign_if_set(queue, change.queue);
+  assign_if_set(loss, change.loss);
+  assign_if_set(loss_model, change.loss_model);
+  assign_if_set(ge_r, change.ge_r);
+  assign_if_set(ge_bad_loss, change.ge_bad_loss);
+  assign_if_set(ge_good_loss, change.ge_good_loss);
+  assign_if_set(reorder, change.reorder);
+}
+
+bool LinkSpec::matches(std::string_view src, std::string_view dst) const {
+  return (from == src && to == dst) || (symmetric && from == dst && to == src);
+}
+
+LinkParams parse_link_option(LinkParams params, std::string_view field, std::string_view value) {
+  std::string key(field.starts_with("--") ? field.substr(2) : field);
+  std::replace(key.begin(), key.end(), '-', '_');
+  const detail::LinkKey* link_key = detail::find_link_key(key);
+  if (link_key == nullptr) {
+    std::vector<std::string_view> names;
+    for (const detail::LinkKey& known : detail::link_keys()) names.push_back(known.name);
+    std::string closest = detail::closest_name(key, names);
+    throw ScenarioError(
+        closest.empty()
+            ? fmt::format("{}: unknown link setting", option_name(key))
+            : fmt::format("{}: unknown link setting; did you mean {}?", option_name(key),
+                          option_name(closest)));
+  }
+  try {
+    link_key->set(params, value);
+  } catch (const std::invalid_argument& error) {
+    throw ScenarioError(fmt::format("{}: {}", option_name(key), error.what()));
+  }
+  return params;
+}
+
+}  // namespace wanlab::emulator

@@ -1,0 +1,596 @@
+// Scenario files: TOML -> Scenario, with every error pointing at file:line:column.
+#include "wanlab/emulator/scenario.hpp"
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <utility>
+
+#include "link_keys.hpp"
+#include "wanlab/emulator/units.hpp"
+
+namespace wanlab::emulator {
+namespace {
+
+using namespace std::string_view_literals;
+
+constexpr std::array kTopKeys{"name"sv, "seed"sv,    "network"sv, "defaults"sv, "intra_dc"sv,
+                              "host"sv, "dc"sv,      "link"sv,    "event"sv};
+constexpr std::array kNetworkKeys{"pool"sv};
+constexpr std::array kHostKeys{"tcp_congestion"sv, "tcp_wmem_max"sv, "tcp_rmem_max"sv};
+constexpr std::array kDcKeys{"name"sv, "hosts"sv};
+constexpr std::array kSelectionKeys{"between"sv, "from"sv, "to"sv};
+
+constexpr std::size_t kMaxScenarioName = 12;
+constexpr std::size_t kMaxDcName = 15;
+constexpr std::int64_t kMaxHosts = 254;
+
+// "a table", "500", "\"fast\"": how a value that has the wrong type is shown.
+std::string describe_value(const toml::node& node) {
+  if (const auto* text = node.as_string()) return fmt::format("\"{}\"", text->get());
+  if (const auto* integer = node.as_integer()) return std::to_string(integer->get());
+  if (const auto* number = node.as_floating_point()) return fmt::format("{}", number->get());
+  if (const auto* flag = node.as_boolean()) return flag->get() ? "true" : "false";
+  if (node.is_table()) return "a table";
+  if (node.is_array()) return "an array";
+  return "a date/time";
+}
+
+std::string one_line(std::string_view text) {
+  std::string line(text);
+  std::replace(line.begin(), line.end(), '\n', ' ');
+  return line;
+}
+
+bool is_lower_or_digit(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+
+bool valid_scenario_name(std::string_view name) {
+  return !name.empty() && name.size() <= kMaxScenarioName && name.front() != '-' &&
+         std::all_of(name.begin(), name.end(),
+                     [](char c) { return is_lower_or_digit(c) || c == '-'; });
+}
+
+bool valid_dc_name(std::string_view name) {
+  return !name.empty() && name.size() <= kMaxDcName && name.front() >= 'a' &&
+         name.front() <= 'z' && std::all_of(name.begin(), name.end(), is_lower_or_digit);
+}
+
+// "10.77.0.0/16"; throws std::invalid_argument.
+Ipv4Prefix parse_ipv4_prefix(std::string_view text) {
+  auto fail = [&](std::string_view why) -> Ipv4Prefix {
+    throw std::invalid_argument(
+        fmt::format(R"(expected an IPv4 prefix like "10.77.0.0/16", got "{}" ({}))", text, why));
+  };
+  Ipv4Prefix prefix;
+  const char* cursor = text.data();
+  const char* end = text.data() + text.size();
+  for (int octet = 0; octet < 4; ++octet) {
+    unsigned value = 0;
+    auto [stop, error] = std::from_chars(cursor, end, value);
+    if (error != std::errc{} || value > 255) return fail("bad address");
+    prefix.addr = (prefix.addr << 8) | value;
+    char separator = octet < 3 ? '.' : '/';
+    if (stop == end || *stop != separator) return fail(octet < 3 ? "bad address" : "missing /length");
+    cursor = stop + 1;
+  }
+  auto [stop, error] = std::from_chars(cursor, end, prefix.len);
+  if (error != std::errc{} || stop != end || prefix.len < 0 || prefix.len > 32) {
+    return fail("bad prefix length");
+  }
+  std::uint32_t host_mask = prefix.len == 0 ? 0xffffffffu : (0xffffffffu >> prefix.len);
+  if ((prefix.addr & host_mask) != 0) return fail("host bits are set");
+  return prefix;
+}
+
+int bits_for(std::size_t count) {
+  int bits = 0;
+  while ((std::size_t{1} << bits) < count) ++bits;
+  return bits;
+}
+
+std::string join(const std::vector<Dc>& dcs) {
+  std::string names;
+  for (const Dc& dc : dcs) names += (names.empty() ? "" : ", ") + dc.name;
+  return names;
+}
+
+// Walks one document; every error goes through fail() with a position.
+class Parser {
+ public:
+  explicit Parser(std::string path) : path_(std::move(path)) {}
+
+  Scenario parse(std::string_view text) {
+    toml::table root = parse_toml(text);
+    scenario_.path = path_;
+    check_known_keys(root, kTopKeys, "the top level");
+    read_name(root);
+    read_seed(root);
+    read_dcs(root);
+    read_network(root);
+    read_link_table(root, "defaults", scenario_.defaults);
+    read_link_table(root, "intra_dc", scenario_.intra_dc);
+    read_host(root);
+    read_links(root);
+    read_events(root);
+    check_every_pair_has_delay();
+    return std::move(scenario_);
+  }
+
+ private:
+  std::string where(const toml::source_region& region) const {
+    return fmt::format("{}:{}:{}", path_, region.begin.line, region.begin.column);
+  }
+
+  [[noreturn]] void fail(const toml::source_region& region, std::string_view message) const {
+    throw ScenarioError(fmt::format("{}: {}", where(region), message));
+  }
+
+  [[noreturn]] void fail_at_start(std::string_view message) const {
+    throw ScenarioError(fmt::format("{}:1:1: {}", path_, message));
+  }
+
+  toml::table parse_toml(std::string_view text) const {
+    try {
+      return toml::parse(text, std::string_view(path_));
+    } catch (const toml::parse_error& error) {
+      fail(error.source(), one_line(error.description()));
+    }
+  }
+
+  // Reports the first unknown key in file order.
+  template <std::size_t N>
+  void check_known_keys(const toml::table& table, const std::array<std::string_view, N>& known,
+                        std::string_view table_label,
+                        std::span<const std::string_view> more_known = {}) const {
+    const toml::key* first_unknown = nullptr;
+    for (auto&& [key, node] : table) {
+      std::string_view name = key.str();
+      bool is_known = std::find(known.begin(), known.end(), name) != known.end() ||
+                      std::find(more_known.begin(), more_known.end(), name) != more_known.end();
+      if (!is_known && (first_unknown == nullptr || comes_before(key, *first_unknown))) {
+        first_unknown = &key;
+      }
+    }
+    if (first_unknown == nullptr) return;
+    std::vector<std::string_view> candidates(known.begin(), known.end());
+    candidates.insert(candidates.end(), more_known.begin(), more_known.end());
+    std::string closest = detail::closest_name(first_unknown->str(), candidates);
+    std::string hint = closest.empty() ? "" : fmt::format("; did you mean \"{}\"?", closest);
+    fail(first_unknown->source(),
+         fmt::format("unknown key \"{}\" in {}{}", first_unknown->str(), table_label, hint));
+  }
+
+  static bool comes_before(const toml::key& a, const toml::key& b) {
+    const auto& pa = a.source().begin;
+    const auto& pb = b.source().begin;
+    return pa.line != pb.line ? pa.line < pb.line : pa.column < pb.column;
+  }
+
+  const std::string& expect_string(const toml::node& node, std::string_view field,
+                                   std::string_view expected) const {
+    const auto* text = node.as_string();
+    if (text == nullptr) {
+      fail(node.source(), fmt::format("{}: expected {}, got {}", field, expected, describe_value(node)));
+    }
+    return text->get();
+  }
+
+  // Runs `parse` on a string value, turning its std::invalid_argument into a
+  // positioned error.
+  template <typename Parse>
+  auto parse_string(const toml::node& node, std::string_view field, std::string_view expected,
+                    Parse parse) const {
+    const std::string& text = expect_string(node, field, expected);
+    try {
+      return parse(text);
+    } catch (const std::invalid_argument& error) {
+      fail(node.source(), fmt::format("{}: {}", field, error.what()));
+    }
+  }
+
+  const toml::table* optional_table(const toml::table& parent, std::string_view key) const {
+    const toml::node* node = parent.get(key);
+    if (node == nullptr) return nullptr;
+    if (!node->is_table()) {
+      fail(node->source(), fmt::format("{}: expected a table ([{}]), got {}", key, key,
+                                       describe_value(*node)));
+    }
+    return node->as_table();
+  }
+
+  // [[key]] entries; a plain [key] table or any other value is an error.
+  std::vector<const toml::table*> array_of_tables(const toml::table& parent,
+                                                  std::string_view key) const {
+    std::vector<const toml::table*> tables;
+    const toml::node* node = parent.get(key);
+    if (node == nullptr) return tables;
+    const toml::array* array = node->as_array();
+    if (array == nullptr || !array->is_array_of_tables()) {
+      fail(node->source(), fmt::format("{}: expected an array of tables ([[{}]]), got {}", key,
+                                       key, describe_value(*node)));
+    }
+    for (const toml::node& element : *array) tables.push_back(element.as_table());
+    return tables;
+  }
+
+  void read_name(const toml::table& root) {
+    const toml::node* node = root.get("name");
+    if (node == nullptr) fail_at_start(R"(missing required key "name" (e.g. name = "three-dc"))");
+    const std::string& name = expect_string(*node, "name", R"(a name like "three-dc")");
+    if (!valid_scenario_name(name)) {
+      fail(node->source(),
+           fmt::format("name: expected 1 to {} characters from [a-z0-9-] starting with a letter "
+                       "or digit, got \"{}\"",
+                       kMaxScenarioName, name));
+    }
+    scenario_.name = name;
+  }
+
+  void read_seed(const toml::table& root) {
+    const toml::node* node = root.get("seed");
+    if (node == nullptr) return;
+    const auto* seed = node->as_integer();
+    if (seed == nullptr || seed->get() < 0) {
+      fail(node->source(),
+           fmt::format("seed: expected an integer >= 0, got {}", describe_value(*node)));
+    }
+    scenario_.seed = static_cast<std::uint64_t>(seed->get());
+  }
+
+  void read_network(const toml::table& root) {
+    const toml::table* network = optional_table(root, "network");
+    if (network == nullptr) return;
+    check_known_keys(*network, kNetworkKeys, "[network]");
+    const toml::node* pool = network->get("pool");
+    if (pool == nullptr) return;
+    scenario_.pool = parse_string(*pool, "network.pool", R"(an IPv4 prefix like "10.77.0.0/16")",
+                                  parse_ipv4_prefix);
+    int longest = 24 - bits_for(scenario_.dcs.size());
+    if (scenario_.pool.len > longest) {
+      fail(pool->source(),
+           fmt::format("network.pool: /{} is too small for {} DCs (each DC takes a /24); use a "
+                       "/{} or shorter prefix",
+                       scenario_.pool.len, scenario_.dcs.size(), longest));
+    }
+  }
+
+  void read_host(const toml::table& root) {
+    const toml::table* host = optional_table(root, "host");
+    if (host == nullptr) return;
+    check_known_keys(*host, kHostKeys, "[host]");
+    if (const toml::node* node = host->get("tcp_congestion")) {
+      const std::string& algorithm =
+          expect_string(*node, "host.tcp_congestion", R"("cubic" or "bbr")");
+      if (algorithm != "cubic" && algorithm != "bbr") {
+        fail(node->source(),
+             fmt::format(R"(host.tcp_congestion: expected "cubic" or "bbr", got "{}")", algorithm));
+      }
+      scenario_.host.tcp_congestion = algorithm;
+    }
+    scenario_.host.tcp_wmem_max = read_buffer_size(*host, "tcp_wmem_max");
+    scenario_.host.tcp_rmem_max = read_buffer_size(*host, "tcp_rmem_max");
+  }
+
+  std::optional<std::uint64_t> read_buffer_size(const toml::table& host, std::string_view key) {
+    const toml::node* node = host.get(key);
+    if (node == nullptr) return std::nullopt;
+    std::string field = fmt::format("host.{}", key);
+    std::uint64_t bytes =
+        parse_string(*node, field, R"(a size like "4mb")", units::parse_size);
+    if (bytes == 0) fail(node->source(), fmt::format("{}: must be greater than 0", field));
+    return bytes;
+  }
+
+  void read_dcs(const toml::table& root) {
+    std::vector<const toml::table*> tables = array_of_tables(root, "dc");
+    if (tables.empty()) fail_at_start("no [[dc]] tables: a scenario needs at least one DC");
+    for (const toml::table* table : tables) {
+      if (scenario_.dcs.size() == WANLAB_MAX_DCS) {
+        fail(table->source(), fmt::format("dc: more than {} DCs", WANLAB_MAX_DCS));
+      }
+      check_known_keys(*table, kDcKeys, "[[dc]]");
+      scenario_.dcs.push_back(Dc{read_dc_name(*table), read_hosts(*table)});
+      dc_where_.push_back(table->source());
+    }
+  }
+
+  std::string read_dc_name(const toml::table& table) const {
+    const toml::node* node = table.get("name");
+    if (node == nullptr) fail(table.source(), R"(dc.name: missing; every [[dc]] needs name = "...")");
+    const std::string& name = expect_string(*node, "dc.name", R"(a DC name like "east")");
+    if (!valid_dc_name(name)) {
+      fail(node->source(),
+           fmt::format("dc.name: expected 1 to {} characters from [a-z0-9] starting with a "
+                       "letter (hosts are named <dc>-<index>), got \"{}\"",
+                       kMaxDcName, name));
+    }
+    int existing = scenario_.dc_index(name);
+    if (existing >= 0) {
+      fail(node->source(), fmt::format("dc.name: duplicate DC \"{}\" (first at {})", name,
+                                       where(dc_where_[static_cast<std::size_t>(existing)])));
+    }
+    return name;
+  }
+
+  int read_hosts(const toml::table& table) const {
+    const toml::node* node = table.get("hosts");
+    if (node == nullptr) return 1;
+    const auto* hosts = node->as_integer();
+    if (hosts == nullptr || hosts->get() < 1 || hosts->get() > kMaxHosts) {
+      fail(node->source(), fmt::format("dc.hosts: expected a number of hosts from 1 to {}, got {}",
+                                       kMaxHosts, describe_value(*node)));
+    }
+    return static_cast<int>(hosts->get());
+  }
+
+  void read_link_table(const toml::table& root, std::string_view key, LinkParams& params) {
+    const toml::table* table = optional_table(root, key);
+    if (table == nullptr) return;
+    check_known_keys(*table, std::array<std::string_view, 0>{}, fmt::format("[{}]", key),
+                     link_key_names());
+    params = read_link_params(*table, key);
+  }
+
+  static std::span<const std::string_view> link_key_names() {
+    static const std::vector<std::string_view> names = [] {
+      std::vector<std::string_view> list;
+      for (const detail::LinkKey& key : detail::link_keys()) list.push_back(key.name);
+      return list;
+    }();
+    return names;
+  }
+
+  LinkParams read_link_params(const toml::table& table, std::string_view table_name) const {
+    LinkParams params;
+    for (const detail::LinkKey& key : detail::link_keys()) {
+      const toml::node* node = table.get(key.name);
+      if (node == nullptr) continue;
+      std::string field = fmt::format("{}.{}", table_name, key.name);
+      if (key.is_bool) {
+        read_bool(*node, field, key, params);
+      } else {
+        parse_string(*node, field, key.expected,
+                     [&](const std::string& text) { key.set(params, text); return 0; });
+      }
+    }
+    check_ge_needs_model(table, table_name, params);
+    return params;
+  }
+
+  void read_bool(const toml::node& node, std::string_view field, const detail::LinkKey& key,
+                 LinkParams& params) const {
+    const auto* flag = node.as_boolean();
+    if (flag == nullptr) {
+      fail(node.source(),
+           fmt::format("{}: expected {}, got {}", field, key.expected, describe_value(node)));
+    }
+    key.set(params, flag->get() ? "true" : "false");
+  }
+
+  // Gilbert-Elliott parameters next to an explicit Bernoulli model would be
+  // silently ignored; say so instead.
+  void check_ge_needs_model(const toml::table& table, std::string_view table_name,
+                            const LinkParams& params) const {
+    if (params.loss_model != LossModel::bernoulli) return;
+    for (std::string_view key : {"ge_r"sv, "ge_bad_loss"sv, "ge_good_loss"sv}) {
+      if (const toml::node* node = table.get(key)) {
+        fail(node->source(), fmt::format(R"({}.{}: only used with loss_model = "gilbert-elliott")",
+                                         table_name, key));
+      }
+    }
+  }
+
+  void read_links(const toml::table& root) {
+    std::map<std::pair<std::string, std::string>, std::string> first_link;
+    for (const toml::table* table : array_of_tables(root, "link")) {
+      check_known_keys(*table, kSelectionKeys, "[[link]]", link_key_names());
+      LinkSpec link = read_selection(*table, "link");
+      link.params = read_link_params(*table, "link");
+      check_not_duplicate(link, *table, first_link);
+      scenario_.links.push_back(std::move(link));
+    }
+  }
+
+  void check_not_duplicate(const LinkSpec& link, const toml::table& table,
+                           std::map<std::pair<std::string, std::string>, std::string>& first_link)
+      const {
+    std::vector<std::pair<std::string, std::string>> directions{{link.from, link.to}};
+    if (link.symmetric) directions.emplace_back(link.to, link.from);
+    for (const auto& direction : directions) {
+      auto [existing, inserted] = first_link.emplace(direction, link.where);
+      if (!inserted) {
+        fail(table.source(), fmt::format("link: a second [[link]] for {} -> {} (first at {})",
+                                         direction.first, direction.second, existing->second));
+      }
+    }
+  }
+
+  void read_events(const toml::table& root) {
+    static constexpr std::array kEventKeys{"at"sv, "between"sv, "from"sv, "to"sv};
+    for (const toml::table* table : array_of_tables(root, "event")) {
+      check_known_keys(*table, kEventKeys, "[[event]]", link_key_names());
+      Event event;
+      event.at_ns = read_event_time(*table);
+      event.link = read_selection(*table, "event");
+      event.link.params = read_link_params(*table, "event");
+      if (!changes_anything(*table)) {
+        fail(table->source(), "event: changes nothing; set at least one link key (rate, delay, "
+                              "loss, ...)");
+      }
+      scenario_.events.push_back(std::move(event));
+    }
+    std::stable_sort(scenario_.events.begin(), scenario_.events.end(),
+                     [](const Event& a, const Event& b) { return a.at_ns < b.at_ns; });
+  }
+
+  static bool changes_anything(const toml::table& table) {
+    for (const detail::LinkKey& key : detail::link_keys()) {
+      if (table.contains(key.name)) return true;
+    }
+    return false;
+  }
+
+  std::uint64_t read_event_time(const toml::table& table) const {
+    const toml::node* node = table.get("at");
+    if (node == nullptr) {
+      fail(table.source(), R"(event.at: missing; every [[event]] needs at = "10s" (seconds after up))");
+    }
+    return parse_string(*node, "event.at", R"(a time like "10s")", units::parse_time);
+  }
+
+  // `between = [a, b]` or `from = a` + `to = b`, naming known, distinct DCs.
+  LinkSpec read_selection(const toml::table& table, std::string_view kind) const {
+    LinkSpec spec;
+    spec.where = where(table.source());
+    const toml::node* between = table.get("between");
+    const toml::node* from = table.get("from");
+    const toml::node* to = table.get("to");
+    if (between != nullptr && (from != nullptr || to != nullptr)) {
+      fail(between->source(),
+           fmt::format("{}.between: use either between = [a, b] or from/to, not both", kind));
+    }
+    if (between != nullptr) {
+      read_between(*between, kind, spec);
+    } else {
+      read_from_to(table, from, to, kind, spec);
+    }
+    return spec;
+  }
+
+  void read_between(const toml::node& node, std::string_view kind, LinkSpec& spec) const {
+    std::string field = fmt::format("{}.between", kind);
+    const toml::array* names = node.as_array();
+    if (names == nullptr || names->size() != 2) {
+      fail(node.source(), fmt::format(R"({}: expected two DC names like ["east", "west"], got {})",
+                                      field, describe_value(node)));
+    }
+    spec.from = read_dc_reference((*names)[0], field);
+    spec.to = read_dc_reference((*names)[1], field);
+    spec.symmetric = true;
+    if (spec.from == spec.to) {
+      fail(node.source(), fmt::format("{}: both names are \"{}\"; intra-DC settings go in "
+                                      "[intra_dc]",
+                                      field, spec.from));
+    }
+  }
+
+  void read_from_to(const toml::table& table, const toml::node* from, const toml::node* to,
+                    std::string_view kind, LinkSpec& spec) const {
+    if (from == nullptr && to == nullptr) {
+      fail(table.source(), fmt::format(R"({}: needs between = ["a", "b"] or from = "a" and )"
+                                       R"(to = "b")",
+                                       kind));
+    }
+    if (from == nullptr || to == nullptr) {
+      fail((from != nullptr ? from : to)->source(),
+           fmt::format("{}: from and to go together; {} is missing", kind,
+                       from == nullptr ? "from" : "to"));
+    }
+    spec.from = read_dc_reference(*from, fmt::format("{}.from", kind));
+    spec.to = read_dc_reference(*to, fmt::format("{}.to", kind));
+    if (spec.from == spec.to) {
+      fail(to->source(), fmt::format("{}: from and to are both \"{}\"; intra-DC settings go in "
+                                     "[intra_dc]",
+                                     kind, spec.from));
+    }
+  }
+
+  std::string read_dc_reference(const toml::node& node, std::string_view field) const {
+    const std::string& name = expect_string(node, field, R"(a DC name like "east")");
+    if (scenario_.dc_index(name) >= 0) return name;
+    std::vector<std::string_view> known;
+    for (const Dc& dc : scenario_.dcs) known.push_back(dc.name);
+    std::string closest = detail::closest_name(name, known);
+    std::string hint = closest.empty() ? fmt::format("; DCs are {}", join(scenario_.dcs))
+                                       : fmt::format("; did you mean \"{}\"?", closest);
+    fail(node.source(), fmt::format("{}: unknown DC \"{}\"{}", field, name, hint));
+  }
+
+  void check_every_pair_has_delay() const {
+    for (std::size_t src = 0; src < scenario_.dcs.size(); ++src) {
+      for (std::size_t dst = 0; dst < scenario_.dcs.size(); ++dst) {
+        if (src == dst || has_delay(src, dst)) continue;
+        fail(dc_where_[src],
+             fmt::format("no delay for {} -> {}: add a [[link]] or a delay in [defaults]",
+                         scenario_.dcs[src].name, scenario_.dcs[dst].name));
+      }
+    }
+  }
+
+  bool has_delay(std::size_t src, std::size_t dst) const {
+    if (scenario_.defaults.delay_ns) return true;
+    return std::any_of(scenario_.links.begin(), scenario_.links.end(), [&](const LinkSpec& link) {
+      return link.params.delay_ns && link.matches(scenario_.dcs[src].name, scenario_.dcs[dst].name);
+    });
+  }
+
+  std::string path_;
+  Scenario scenario_;
+  std::vector<toml::source_region> dc_where_;
+};
+
+std::string read_file(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    throw ScenarioError(fmt::format("{}: cannot read scenario: Is a directory", path));
+  }
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    throw ScenarioError(fmt::format("{}: cannot open scenario: {}", path, std::strerror(errno)));
+  }
+  std::ostringstream contents;
+  contents << file.rdbuf();
+  if (file.bad()) {
+    throw ScenarioError(fmt::format("{}: cannot read scenario: {}", path, std::strerror(errno)));
+  }
+  return contents.str();
+}
+
+}  // namespace
+
+int Scenario::dc_index(const std::string& dc_name) const {
+  for (std::size_t i = 0; i < dcs.size(); ++i) {
+    if (dcs[i].name == dc_name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+PairParams Scenario::pair(int src, int dst) const {
+  const Dc& src_dc = dcs.at(static_cast<std::size_t>(src));
+  const Dc& dst_dc = dcs.at(static_cast<std::size_t>(dst));
+  LinkParams layered = defaults;
+  for (const LinkSpec& link : links) {
+    if (link.matches(src_dc.name, dst_dc.name)) layered.overlay(link.params);
+  }
+  PairParams params;
+  params.apply(layered);
+  return params;
+}
+
+std::uint64_t Scenario::rtt_ns(int src, int dst) const {
+  return pair(src, dst).delay_ns + pair(dst, src).delay_ns;
+}
+
+Ipv4Prefix Scenario::dc_prefix(int dc) const {
+  if (dc < 0 || static_cast<std::size_t>(dc) >= dcs.size()) {
+    throw std::out_of_range(fmt::format("dc_prefix: no DC {}", dc));
+  }
+  return Ipv4Prefix{pool.addr + (static_cast<std::uint32_t>(dc) << 8), 24};
+}
+
+Scenario parse_scenario(std::string_view toml_text, const std::string& path) {
+  return Parser(path).parse(toml_text);
+}
+
+Scenario load_scenario(const std::string& path) { return parse_scenario(read_file(path), path); }
+
+}  // namespace wanlab::emulator

@@ -1,0 +1,593 @@
+#include "wanlab/emulator/testbed.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <toml++/toml.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <algorithm>
+
+#include "wanlab/emulator/datapath.hpp"
+#include "wanlab/emulator/netns.hpp"
+#include "wanlab/emulator/process.hpp"
+#include "wanlab/emulator/rtnl.hpp"
+#include "wanlab/emulator/sys.hpp"
+
+namespace fs = std::filesystem;
+
+namespace wanlab::emulator {
+namespace {
+
+constexpr std::uint32_t kCoreGateway = 0xa9fe0001;  // 169.254.0.1 on every core-side veth
+constexpr const char* kHostIfname = "wanlab0";
+constexpr std::uint16_t kQueueNum = 0;
+
+std::atomic<int> interrupted_by{0};
+
+void note_interrupt(int sig) { interrupted_by = sig; }
+
+void check_interrupted() {
+  if (int sig = interrupted_by.load()) throw std::runtime_error(fmt::format("interrupted by signal {}", sig));
+}
+
+// SIGINT/SIGTERM during `up` abort the build so the cleanup path runs.
+class InterruptGuard {
+ public:
+  InterruptGuard() {
+    struct sigaction action{};
+    action.sa_handler = note_interrupt;
+    sigaction(SIGINT, &action, &old_int_);
+    sigaction(SIGTERM, &action, &old_term_);
+  }
+  ~InterruptGuard() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+
+ private:
+  struct sigaction old_int_{};
+  struct sigaction old_term_{};
+};
+
+std::uint64_t monotonic_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+std::string state_path(const std::string& testbed) { return run_dir(testbed) + "/state.toml"; }
+std::string changes_path(const std::string& testbed) { return run_dir(testbed) + "/changes.toml"; }
+
+void say(const UpOptions& options, const std::string& message) {
+  if (options.progress) options.progress(message);
+}
+
+std::vector<Host> plan_hosts(const Scenario& scenario, const std::string& testbed) {
+  std::vector<Host> hosts;
+  for (std::size_t dc = 0; dc < scenario.dcs.size(); ++dc) {
+    const std::uint32_t dc_base = scenario.pool.addr + (static_cast<std::uint32_t>(dc) << 8);
+    for (int i = 0; i < scenario.dcs[dc].hosts; ++i) {
+      Host host;
+      host.dc = scenario.dcs[dc].name;
+      host.dc_index = static_cast<int>(dc);
+      host.index = i;
+      host.name = fmt::format("{}-{}", host.dc, i);
+      host.netns = host_netns(testbed, host.name);
+      host.ipv4 = dc_base + static_cast<std::uint32_t>(i) + 1;
+      host.core_ifname = fmt::format("wanlabh{}", hosts.size());
+      hosts.push_back(std::move(host));
+    }
+  }
+  return hosts;
+}
+
+void write_state(const TestbedState& state) {
+  toml::array hosts;
+  for (const Host& host : state.hosts) {
+    hosts.push_back(toml::table{{"name", host.name},
+                                {"dc", host.dc},
+                                {"dc_index", host.dc_index},
+                                {"index", host.index},
+                                {"netns", host.netns},
+                                {"ipv4", ipv4_to_string(host.ipv4)},
+                                {"core_ifname", host.core_ifname}});
+  }
+  toml::array dcs;
+  for (const auto& dc : state.dcs) dcs.push_back(dc);
+  toml::table root{{"name", state.name},
+                   {"scenario", state.scenario_path},
+                   {"release", to_string(state.release)},
+                   {"release_reason", state.release_reason},
+                   {"daemon_pid", static_cast<std::int64_t>(state.daemon_pid)},
+                   {"created_unix", state.created_unix},
+                   {"created_mono_ns", static_cast<std::int64_t>(state.created_mono_ns)},
+                   {"dcs", dcs},
+                   {"hosts", hosts}};
+  const std::string tmp = state_path(state.name) + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << root << "\n";
+    if (!out) throw std::runtime_error(state.name + ": writing " + tmp);
+  }
+  fs::rename(tmp, state_path(state.name));
+}
+
+std::uint32_t parse_ipv4(const std::string& text) {
+  unsigned a, b, c, d;
+  if (std::sscanf(text.c_str(), "%u.%u.%u.%u", &a, &b, &c, &d) != 4) throw std::runtime_error("bad address " + text);
+  return (a << 24) | (b << 16) | (c << 8) | d;
+}
+
+// The kernel's answer to "is there an fq qdisc?", asked on the core's loopback.
+std::optional<std::string> fq_missing_reason(Rtnl& core) {
+  const int lo = core.link_index("lo");
+  try {
+    core.add_fq_root(lo, FqOptions{});
+  } catch (const std::system_error& error) {
+    return fmt::format("the kernel has no sch_fq ({})", error.what());
+  }
+  core.delete_root_qdisc(lo);
+  return std::nullopt;
+}
+
+std::optional<std::string> nfqueue_missing_reason() {
+  if (::access("/proc/net/netfilter/nfnetlink_queue", F_OK) != 0)
+    return "the kernel has no nfnetlink_queue (/proc/net/netfilter/nfnetlink_queue is missing)";
+  if (::access("/usr/sbin/iptables-legacy", X_OK) != 0 && ::access("/usr/sbin/iptables", X_OK) != 0)
+    return "iptables is not installed (apt-get install iptables)";
+  return std::nullopt;
+}
+
+std::pair<ReleasePath, std::string> choose_release(ReleaseChoice choice, Rtnl& core) {
+  const auto fq_missing = fq_missing_reason(core);
+  const auto nfqueue_missing = nfqueue_missing_reason();
+  switch (choice) {
+    case ReleaseChoice::fq:
+      if (fq_missing) throw std::runtime_error("--release fq: " + *fq_missing);
+      return {ReleasePath::fq, "asked for with --release fq"};
+    case ReleaseChoice::nfqueue:
+      if (nfqueue_missing) throw std::runtime_error("--release nfqueue: " + *nfqueue_missing);
+      return {ReleasePath::nfqueue, "asked for with --release nfqueue"};
+    case ReleaseChoice::automatic:
+      break;
+  }
+  if (!fq_missing) return {ReleasePath::fq, "auto: the kernel has sch_fq, which enforces departure times in the kernel"};
+  if (!nfqueue_missing) return {ReleasePath::nfqueue, "auto: " + *fq_missing + ", so a userspace NFQUEUE releaser enforces departure times"};
+  throw std::runtime_error("no release path: " + *fq_missing + "; " + *nfqueue_missing);
+}
+
+std::string iptables_binary() {
+  // The nftables backend lacks the queue statement on some kernels; the legacy
+  // backend's NFQUEUE target works wherever nfnetlink_queue does.
+  return ::access("/usr/sbin/iptables-legacy", X_OK) == 0 ? "/usr/sbin/iptables-legacy" : "/usr/sbin/iptables";
+}
+
+void install_nfqueue_rule(const std::string& testbed) {
+  const std::vector<std::string> argv = {
+      iptables_binary(), "-w", "-A", "FORWARD", "-m", "mark", "--mark",
+      fmt::format("{:#x}/{:#x}", WANLAB_MARK_HOLD, WANLAB_MARK_HOLD), "-m", "comment", "--comment", "wanlab",
+      "-j", "NFQUEUE", "--queue-num", std::to_string(kQueueNum)};
+  const int status = run_argv(argv, core_netns(testbed), true);
+  if (status != 0)
+    throw std::runtime_error(fmt::format("{}: installing the NFQUEUE rule: {} exited with {}", core_netns(testbed), argv[0], status));
+}
+
+void setup_host_sysctls(const Scenario& scenario) {
+  if (scenario.host.tcp_congestion)
+    write_sysctl("/proc/sys/net/ipv4/tcp_congestion_control", *scenario.host.tcp_congestion);
+  if (scenario.host.tcp_wmem_max)
+    write_sysctl("/proc/sys/net/ipv4/tcp_wmem", fmt::format("4096 16384 {}", *scenario.host.tcp_wmem_max));
+  if (scenario.host.tcp_rmem_max)
+    write_sysctl("/proc/sys/net/ipv4/tcp_rmem", fmt::format("4096 131072 {}", *scenario.host.tcp_rmem_max));
+}
+
+// In a network namespace other than the first, the kernel lets the default
+// congestion control be only one listed in the global
+// tcp_allowed_congestion_control. We add ours there if needed, remember the
+// original list, and restore it when the last testbed goes down.
+constexpr const char* kAllowedCc = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
+
+std::string allowed_cc_backup() { return std::string(kRunRoot) + "/.tcp_allowed_congestion_control"; }
+
+void allow_congestion_control(const std::string& name) {
+  std::string allowed = read_file(kAllowedCc);
+  while (!allowed.empty() && allowed.back() == '\n') allowed.pop_back();
+  std::istringstream words(allowed);
+  for (std::string word; words >> word;)
+    if (word == name) return;
+  if (!fs::exists(allowed_cc_backup())) std::ofstream(allowed_cc_backup()) << allowed;
+  write_sysctl(kAllowedCc, allowed + " " + name);
+}
+
+void restore_allowed_congestion_control() {
+  if (!fs::exists(allowed_cc_backup())) return;
+  write_sysctl(kAllowedCc, read_file(allowed_cc_backup()));
+  fs::remove(allowed_cc_backup());
+}
+
+void build_host(const Scenario& scenario, Rtnl& core, const Host& host) {
+  create_netns(host.netns);
+  {
+    UniqueFd host_fd = open_netns(host.netns);
+    core.add_veth(host.core_ifname, kHostIfname, host_fd.get());
+  }
+  const int core_if = core.link_index(host.core_ifname);
+  core.add_address_v4(core_if, kCoreGateway, 32);
+  core.set_up(core_if);
+  core.add_route_v4(host.ipv4, 32, core_if, std::nullopt);
+
+  NetnsScope in_host(host.netns);
+  Rtnl rtnl;
+  rtnl.set_up(rtnl.link_index("lo"));
+  const int host_if = rtnl.link_index(kHostIfname);
+  rtnl.add_address_v4(host_if, host.ipv4, 32);
+  rtnl.set_up(host_if);
+  rtnl.add_route_v4(0, 0, host_if, kCoreGateway);
+  try {
+    setup_host_sysctls(scenario);
+  } catch (const std::exception& error) {
+    throw std::runtime_error(host.name + ": " + error.what());
+  }
+}
+
+void attach_program(Rtnl& core, const Host& host, ReleasePath release, int prog_fd) {
+  const int core_if = core.link_index(host.core_ifname);
+  core.add_clsact(core_if);
+  if (release == ReleasePath::fq) {
+    // Departure times are stamped on the way out to the destination host and
+    // enforced by fq on that same interface.
+    core.add_fq_root(core_if, FqOptions{});
+    core.add_bpf_filter(core_if, false, prog_fd, "wanlab_tc");
+  } else {
+    // Stamped on the way in, so the FORWARD chain's NFQUEUE rule sees the mark.
+    core.add_bpf_filter(core_if, true, prog_fd, "wanlab_tc");
+  }
+}
+
+void mount_bpffs(const std::string& testbed) {
+  const std::string dir = bpffs_dir(testbed);
+  fs::create_directories(dir);
+  check(::mount("bpf", dir.c_str(), "bpf", 0, "mode=0700"), testbed + ": mounting bpffs at " + dir);
+}
+
+pid_t start_daemon(const TestbedState& state) {
+  int ready[2];
+  check(::pipe2(ready, O_CLOEXEC), "creating a pipe");
+  UniqueFd read_end(ready[0]), write_end(ready[1]);
+  const std::string exe = self_exe();
+  const std::string log = run_dir(state.name) + "/daemon.log";
+  const std::string ready_fd = std::to_string(write_end.get());
+  const pid_t pid = ::fork();
+  if (pid < 0) throw_errno(state.name + ": starting the daemon");
+  if (pid == 0) {
+    ::setsid();
+    const int devnull = ::open("/dev/null", O_RDONLY);
+    const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    ::dup2(devnull, STDIN_FILENO);
+    ::dup2(log_fd, STDOUT_FILENO);
+    ::dup2(log_fd, STDERR_FILENO);
+    ::fcntl(write_end.get(), F_SETFD, 0);  // the daemon inherits the ready pipe
+    ::execl(exe.c_str(), exe.c_str(), "daemon", "--testbed", state.name.c_str(), "--ready-fd", ready_fd.c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  write_end.reset();
+  // The daemon writes "ok" once its releaser listens, or an error line.
+  std::string answer;
+  char buf[512];
+  ssize_t len;
+  while ((len = ::read(read_end.get(), buf, sizeof(buf))) > 0) answer.append(buf, static_cast<size_t>(len));
+  if (answer.rfind("ok", 0) != 0) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    if (answer.empty()) answer = "it exited without a word; see " + log;
+    throw std::runtime_error(state.name + ": daemon failed: " + answer);
+  }
+  return pid;
+}
+
+bool pid_is_our_daemon(pid_t pid, const std::string& testbed) {
+  if (pid <= 0) return false;
+  std::string cmdline;
+  try {
+    cmdline = read_file(fmt::format("/proc/{}/cmdline", pid));
+  } catch (const std::exception&) {
+    return false;
+  }
+  for (char& c : cmdline)
+    if (c == '\0') c = ' ';
+  return cmdline.find(" daemon --testbed " + testbed + " ") != std::string::npos;
+}
+
+}  // namespace
+
+std::string to_string(ReleasePath path) { return path == ReleasePath::fq ? "fq" : "nfqueue"; }
+
+ReleaseChoice parse_release_choice(const std::string& text) {
+  if (text == "auto") return ReleaseChoice::automatic;
+  if (text == "fq") return ReleaseChoice::fq;
+  if (text == "nfqueue") return ReleaseChoice::nfqueue;
+  throw std::invalid_argument("--release: expected auto, fq or nfqueue, got \"" + text + "\"");
+}
+
+const Host& TestbedState::host(const std::string& host_name) const {
+  for (const Host& h : hosts)
+    if (h.name == host_name) return h;
+  std::string known;
+  for (const Host& h : hosts) known += (known.empty() ? "" : ", ") + h.name;
+  throw std::runtime_error(fmt::format("{}: no host \"{}\" (hosts: {})", name, host_name, known));
+}
+
+std::string run_dir(const std::string& testbed) { return std::string(kRunRoot) + "/" + testbed; }
+std::string bpffs_dir(const std::string& testbed) { return run_dir(testbed) + "/bpf"; }
+// '.' cannot appear in a testbed name, so one testbed's names never prefix another's.
+std::string core_netns(const std::string& testbed) { return kPrefix + testbed + ".core"; }
+std::string host_netns(const std::string& testbed, const std::string& host) { return kPrefix + testbed + "." + host; }
+
+TestbedState testbed_up(const Scenario& scenario, const UpOptions& options) {
+  TestbedState state;
+  state.name = options.name.empty() ? scenario.name : options.name;
+  if (fs::exists(run_dir(state.name)) || netns_exists(core_netns(state.name)))
+    throw std::runtime_error(fmt::format("testbed \"{}\" is already up (wanlab down {})", state.name, state.name));
+  for (const auto& dc : scenario.dcs) state.dcs.push_back(dc.name);
+  state.hosts = plan_hosts(scenario, state.name);
+  state.created_unix = ::time(nullptr);
+  state.created_mono_ns = monotonic_ns();
+
+  InterruptGuard interrupts;
+  interrupted_by = 0;
+  try {
+    fs::create_directories(run_dir(state.name));
+    state.scenario_path = run_dir(state.name) + "/scenario.toml";
+    fs::copy_file(scenario.path, state.scenario_path);
+    write_state(state);  // from here on `down` knows the testbed
+    if (scenario.host.tcp_congestion) allow_congestion_control(*scenario.host.tcp_congestion);
+    mount_bpffs(state.name);
+
+    say(options, "creating core namespace " + core_netns(state.name));
+    create_netns(core_netns(state.name));
+    NetnsScope in_core(core_netns(state.name));
+    Rtnl core;
+    core.set_up(core.link_index("lo"));
+    write_sysctl("/proc/sys/net/ipv4/ip_forward", "1");
+    std::tie(state.release, state.release_reason) = choose_release(options.release, core);
+    say(options, "release path: " + to_string(state.release) + " (" + state.release_reason + ")");
+
+    Datapath datapath = Datapath::load(static_cast<int>(scenario.dcs.size()),
+                                       state.release == ReleasePath::fq ? WANLAB_RELEASE_FQ : WANLAB_RELEASE_NFQUEUE);
+    for (std::size_t dc = 0; dc < scenario.dcs.size(); ++dc)
+      datapath.set_dc_prefix_v4(scenario.pool.addr + (static_cast<std::uint32_t>(dc) << 8), 24, static_cast<int>(dc));
+    write_pairs(datapath, scenario);
+    datapath.pin(bpffs_dir(state.name));
+
+    say(options, fmt::format("creating {} hosts", state.hosts.size()));
+    for (const Host& host : state.hosts) {
+      check_interrupted();
+      build_host(scenario, core, host);
+      attach_program(core, host, state.release, datapath.program_fd());
+    }
+    if (state.release == ReleasePath::nfqueue) install_nfqueue_rule(state.name);
+    check_interrupted();
+    say(options, "starting the daemon");
+    state.daemon_pid = start_daemon(state);
+    write_state(state);
+  } catch (...) {
+    testbed_down(state.name);
+    throw;
+  }
+  return state;
+}
+
+void testbed_down(const std::string& name) {
+  std::optional<TestbedState> state;
+  try {
+    state = load_state(name);
+  } catch (const std::exception&) {
+    // Half-built or its state is gone: fall back to what carries its name.
+  }
+  if (state && pid_is_our_daemon(state->daemon_pid, name)) terminate_pids({state->daemon_pid});
+  std::vector<std::string> namespaces = list_netns(kPrefix + name + ".");
+  for (const auto& ns : namespaces) terminate_pids(netns_pids(ns));
+  for (const auto& ns : namespaces) delete_netns(ns);
+  const std::string bpf = bpffs_dir(name);
+  if (::umount2(bpf.c_str(), MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
+    throw_errno(name + ": unmounting " + bpf);
+  std::error_code ec;
+  fs::remove_all(run_dir(name), ec);
+  if (ec) throw std::runtime_error(name + ": removing " + run_dir(name) + ": " + ec.message());
+  if (testbeds_found().empty()) restore_allowed_congestion_control();
+}
+
+std::vector<std::string> testbeds_found() {
+  std::set<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(kRunRoot, ec))
+    if (entry.is_directory()) names.insert(entry.path().filename());
+  for (const auto& ns : list_netns(kPrefix)) {
+    const auto dot = ns.find('.');
+    if (dot != std::string::npos) names.insert(ns.substr(std::string(kPrefix).size(), dot - std::string(kPrefix).size()));
+  }
+  return {names.begin(), names.end()};
+}
+
+TestbedState load_state(const std::string& name) {
+  toml::table root;
+  try {
+    root = toml::parse_file(state_path(name));
+  } catch (const toml::parse_error& error) {
+    throw std::runtime_error(fmt::format("testbed \"{}\": reading {}: {}", name, state_path(name), error.description()));
+  }
+  TestbedState state;
+  state.name = root["name"].value_or(std::string{});
+  state.scenario_path = root["scenario"].value_or(std::string{});
+  state.release = root["release"].value_or(std::string{}) == "fq" ? ReleasePath::fq : ReleasePath::nfqueue;
+  state.release_reason = root["release_reason"].value_or(std::string{});
+  state.daemon_pid = static_cast<pid_t>(root["daemon_pid"].value_or(std::int64_t{0}));
+  state.created_unix = root["created_unix"].value_or(std::int64_t{0});
+  state.created_mono_ns = static_cast<std::uint64_t>(root["created_mono_ns"].value_or(std::int64_t{0}));
+  if (auto* dcs = root["dcs"].as_array())
+    for (auto& dc : *dcs) state.dcs.push_back(dc.value_or(std::string{}));
+  if (auto* hosts = root["hosts"].as_array()) {
+    for (auto& node : *hosts) {
+      auto& t = *node.as_table();
+      Host host;
+      host.name = t["name"].value_or(std::string{});
+      host.dc = t["dc"].value_or(std::string{});
+      host.dc_index = t["dc_index"].value_or(0);
+      host.index = t["index"].value_or(0);
+      host.netns = t["netns"].value_or(std::string{});
+      host.ipv4 = parse_ipv4(t["ipv4"].value_or(std::string{"0.0.0.0"}));
+      host.core_ifname = t["core_ifname"].value_or(std::string{});
+      state.hosts.push_back(std::move(host));
+    }
+  }
+  return state;
+}
+
+std::string resolve_testbed(const std::optional<std::string>& explicit_name) {
+  if (explicit_name) {
+    if (!fs::exists(state_path(*explicit_name))) throw std::runtime_error("no testbed \"" + *explicit_name + "\" is up");
+    return *explicit_name;
+  }
+  if (const char* env = std::getenv("WANLAB_TESTBED"); env && *env) return resolve_testbed(std::string(env));
+  const auto found = testbeds_found();
+  if (found.empty()) throw std::runtime_error("no testbed is up (wanlab up SCENARIO)");
+  if (found.size() > 1) {
+    std::string names;
+    for (const auto& n : found) names += (names.empty() ? "" : ", ") + n;
+    throw std::runtime_error("several testbeds are up (" + names + "): choose one with --testbed NAME");
+  }
+  return found.front();
+}
+
+bool daemon_alive(const TestbedState& state) { return pid_is_our_daemon(state.daemon_pid, state.name); }
+
+namespace {
+
+struct TimedSpec {
+  std::uint64_t at_mono_ns;
+  LinkSpec spec;
+};
+
+// Changes keep the CLI's own words ("200mbit") and are parsed again with the
+// same function, so a change reads back exactly as it was given.
+std::vector<TimedSpec> read_changes(const std::string& testbed) {
+  std::vector<TimedSpec> changes;
+  if (!fs::exists(changes_path(testbed))) return changes;
+  const toml::table root = toml::parse_file(changes_path(testbed));
+  if (const auto* list = root["change"].as_array()) {
+    for (const auto& node : *list) {
+      const auto& t = *node.as_table();
+      TimedSpec timed;
+      timed.at_mono_ns = static_cast<std::uint64_t>(t["at_mono_ns"].value_or(std::int64_t{0}));
+      timed.spec.from = t["from"].value_or(std::string{});
+      timed.spec.to = t["to"].value_or(std::string{});
+      timed.spec.symmetric = t["symmetric"].value_or(false);
+      timed.spec.where = "wanlab set";
+      if (const auto* fields = t["fields"].as_table())
+        for (const auto& [key, value] : *fields)
+          timed.spec.params = parse_link_option(timed.spec.params, key.str(), value.value_or(std::string{}));
+      changes.push_back(std::move(timed));
+    }
+  }
+  return changes;
+}
+
+// Serializes writers of the changes file and of the data plane's pairs.
+class TestbedLock {
+ public:
+  explicit TestbedLock(const std::string& testbed)
+      : fd_(::open((run_dir(testbed) + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)) {
+    if (!fd_) throw_errno(testbed + ": opening lock file");
+    check(::flock(fd_.get(), LOCK_EX), testbed + ": locking");
+  }
+
+ private:
+  UniqueFd fd_;
+};
+
+void refresh_locked(const TestbedState& state) {
+  const Scenario scenario = current_scenario(state);
+  Datapath datapath = Datapath::open_pinned(bpffs_dir(state.name));
+  write_pairs(datapath, scenario);
+}
+
+}  // namespace
+
+Scenario current_scenario(const TestbedState& state) {
+  Scenario scenario = load_scenario(state.scenario_path);
+  std::vector<TimedSpec> timeline;
+  const std::uint64_t now = monotonic_ns();
+  for (const Event& event : scenario.events)
+    if (state.created_mono_ns + event.at_ns <= now) timeline.push_back({state.created_mono_ns + event.at_ns, event.link});
+  for (auto& change : read_changes(state.name)) timeline.push_back(std::move(change));
+  std::stable_sort(timeline.begin(), timeline.end(),
+                   [](const TimedSpec& a, const TimedSpec& b) { return a.at_mono_ns < b.at_mono_ns; });
+  for (auto& timed : timeline) scenario.links.push_back(std::move(timed.spec));
+  return scenario;
+}
+
+void apply_change(const TestbedState& state, const Change& change) {
+  for (const auto& dc : {change.from, change.to}) {
+    if (std::find(state.dcs.begin(), state.dcs.end(), dc) == state.dcs.end())
+      throw std::runtime_error(fmt::format("{}: no DC \"{}\" (DCs: {})", state.name, dc, fmt::join(state.dcs, ", ")));
+  }
+  LinkParams checked;
+  for (const auto& [field, value] : change.fields) checked = parse_link_option(checked, field, value);
+
+  TestbedLock lock(state.name);
+  toml::table root;
+  if (fs::exists(changes_path(state.name))) root = toml::parse_file(changes_path(state.name));
+  if (!root.contains("change")) root.insert("change", toml::array{});
+  toml::table fields;
+  for (const auto& [field, value] : change.fields) fields.insert_or_assign(field, value);
+  root["change"].as_array()->push_back(toml::table{{"at_mono_ns", static_cast<std::int64_t>(monotonic_ns())},
+                                                   {"from", change.from},
+                                                   {"to", change.to},
+                                                   {"symmetric", change.symmetric},
+                                                   {"fields", fields}});
+  {
+    std::ofstream out(changes_path(state.name) + ".tmp");
+    out << root << "\n";
+  }
+  fs::rename(changes_path(state.name) + ".tmp", changes_path(state.name));
+  refresh_locked(state);
+}
+
+void refresh_data_plane(const TestbedState& state) {
+  TestbedLock lock(state.name);
+  refresh_locked(state);
+}
+
+void write_pairs(Datapath& datapath, const Scenario& scenario) {
+  const int n = static_cast<int>(scenario.dcs.size());
+  for (int src = 0; src < n; ++src) {
+    for (int dst = 0; dst < n; ++dst) {
+      const PairParams forward = scenario.pair(src, dst);
+      const std::uint64_t rtt = forward.delay_ns + scenario.pair(dst, src).delay_ns;
+      wanlab_pair_config config = make_pair_config(forward, rtt, scenario.seed, static_cast<std::uint32_t>(src * n + dst));
+      // Keep the running generation so a live change does not reset the pair's state.
+      const wanlab_pair_config running = datapath.pair(src, dst);
+      if (running.generation != 0) {
+        config.generation = running.generation;
+        config.seed = running.seed;
+      }
+      datapath.set_pair(src, dst, config);
+    }
+  }
+}
+
+}  // namespace wanlab::emulator

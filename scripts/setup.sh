@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs what wanlab needs on Debian 12 (as root), builds it, and then runs
+#   demo   the three-DC demo (default)
+#   test   the whole test suite (unit, bpf, integration)
+#   build  nothing more
+# Usage: scripts/setup.sh [demo|test|build]   (BUILD_DIR overrides ./build)
+set -euo pipefail
+
+what=${1:-demo}
+case "$what" in demo|test|build) ;; *) echo "usage: $0 [demo|test|build]" >&2; exit 2 ;; esac
+if [ "$(id -u)" -ne 0 ]; then
+  echo "wanlab needs root (namespaces, BPF, netlink): run this as root or with sudo" >&2
+  exit 1
+fi
+cd "$(dirname "$0")/.."
+build=${BUILD_DIR:-build}
+
+packages=(build-essential cmake ninja-build pkg-config clang llvm
+          libbpf-dev bpftool libelf-dev zlib1g-dev libmnl-dev
+          libasio-dev libfmt-dev libtomlplusplus-dev libboost-test-dev
+          iproute2 iptables iperf3 procps)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "== installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+echo "== building in $build"
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWANLAB_WERROR=ON
+cmake --build "$build" -j "$(nproc)"
+
+case "$what" in
+  demo)
+    echo "== demo: three DCs"
+    "$build/cli/wanlab" demo scenarios/three-dc.toml ;;
+  test)
+    echo "== tests"
+    ctest --test-dir "$build" --output-on-failure --timeout 600 ;;
+  build) ;;
+esac

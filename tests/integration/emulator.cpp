@@ -1,0 +1,214 @@
+// The emulator end to end, as a user drives it: the real `wanlab` binary, real
+// namespaces, the real tc program and release path, real TCP and UDP.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <boost/test/unit_test.hpp>
+#include <chrono>
+#include <thread>
+
+#include "support/wanlab_cli.hpp"
+#include "wanlab/emulator/probe.hpp"
+#include "wanlab/emulator/testbed.hpp"
+
+using namespace wanlab;
+using namespace std::chrono_literals;
+namespace em = wanlab::emulator;
+
+namespace {
+
+const char* kTwoDc = R"(
+name = "itest"
+[defaults]
+delay = "20ms"
+rate = "100mbit"
+queue = "1bdp"
+[host]
+tcp_congestion = "cubic"
+tcp_wmem_max = "8mb"
+tcp_rmem_max = "16mb"
+[[dc]]
+name = "east"
+hosts = 2
+[[dc]]
+name = "west"
+hosts = 1
+)";
+
+// Brings a testbed up through the CLI and always takes it down.
+struct Testbed {
+  explicit Testbed(const std::string& text, const std::vector<std::string>& extra = {})
+      : file("itest", text) {
+    std::vector<std::string> args{"up", file.path(), "--quiet"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto up = test::wanlab(args);
+    BOOST_TEST_REQUIRE(up.status == 0, up.output);
+    state = em::load_state("itest");
+  }
+  ~Testbed() { test::wanlab({"down", "itest"}); }
+
+  em::Endpoint endpoint(const std::string& host) const {
+    const auto& h = state.host(host);
+    return {h.netns, h.ipv4};
+  }
+
+  test::ScenarioFile file;
+  em::TestbedState state;
+};
+
+double median_rtt(const Testbed& bed, const std::string& a, const std::string& b, int count = 20) {
+  const auto rtts = em::measure_rtt_ms(bed.endpoint(a), bed.endpoint(b), count, 10);
+  BOOST_TEST_REQUIRE(rtts.size() >= static_cast<size_t>(count * 9 / 10));
+  return em::median(rtts);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(rtt_between_dcs_is_twice_the_one_way_delay) {
+  Testbed bed(kTwoDc);
+  const double rtt = median_rtt(bed, "east-0", "west-0");
+  BOOST_TEST(rtt >= 40.0);
+  BOOST_TEST(rtt <= 41.5);
+  // Hosts of one DC see the intra-DC delay (none here), not the WAN's.
+  BOOST_TEST(median_rtt(bed, "east-0", "east-1") < 2.0);
+}
+
+BOOST_AUTO_TEST_CASE(tcp_goodput_is_close_to_the_configured_rate) {
+  Testbed bed(kTwoDc);
+  em::GoodputOptions options;
+  options.seconds = 4;
+  options.warmup_seconds = 1.5;
+  options.congestion = "cubic";
+  const double goodput = em::measure_goodput_bps(bed.endpoint("east-0"), bed.endpoint("west-0"), options);
+  BOOST_TEST_MESSAGE("goodput " << goodput / 1e6 << " Mbit/s of 100");
+  BOOST_TEST(goodput > 85e6);
+  BOOST_TEST(goodput < 101e6);
+}
+
+BOOST_AUTO_TEST_CASE(set_changes_rtt_live_and_stats_show_drops) {
+  Testbed bed(kTwoDc);
+  BOOST_TEST(median_rtt(bed, "east-0", "west-0") < 42.0);
+
+  const auto set = test::wanlab({"set", "east", "west", "--delay", "40ms", "--testbed", "itest"});
+  BOOST_TEST_REQUIRE(set.status == 0, set.output);
+  const double rtt = median_rtt(bed, "east-0", "west-0");
+  BOOST_TEST(rtt >= 80.0);
+  BOOST_TEST(rtt <= 81.5);
+
+  // Loss: 20% each way loses about 36% of echoes.
+  BOOST_TEST_REQUIRE(test::wanlab({"set", "east", "west", "--loss", "20%", "--delay", "1ms"}).status == 0);
+  const auto survived = em::measure_rtt_ms(bed.endpoint("east-0"), bed.endpoint("west-0"), 200, 1);
+  BOOST_TEST(survived.size() > 90u);
+  BOOST_TEST(survived.size() < 170u);
+
+  // Overflow: a 2 ms queue at 100 Mbit/s cannot hold TCP's bursts.
+  BOOST_TEST_REQUIRE(test::wanlab({"set", "east", "west", "--loss", "0%", "--queue", "2ms"}).status == 0);
+  em::GoodputOptions options;
+  options.seconds = 1;
+  options.warmup_seconds = 0;
+  em::measure_goodput_bps(bed.endpoint("east-0"), bed.endpoint("west-0"), options);
+
+  const auto stats = test::wanlab({"stats", "--json", "--interval", "0.2"});
+  BOOST_TEST_REQUIRE(stats.status == 0, stats.output);
+  const std::string east_west = test::json_object_with(stats.output, "\"from\": \"east\"", "\"to\": \"west\"");
+  BOOST_TEST_REQUIRE(!east_west.empty(), stats.output);
+  BOOST_TEST(test::json_number(east_west, "drops_loss") > 20);
+  BOOST_TEST(test::json_number(east_west, "drops_queue") > 0);
+  BOOST_TEST(test::json_number(east_west, "packets") > 100);
+}
+
+BOOST_AUTO_TEST_CASE(events_change_links_on_time_and_host_settings_apply) {
+  Testbed bed(std::string(kTwoDc) + R"(
+[[event]]
+at = "1500ms"
+between = ["east", "west"]
+delay = "5ms"
+)");
+  BOOST_TEST(median_rtt(bed, "east-0", "west-0", 10) > 39.0);
+  std::this_thread::sleep_for(1500ms);
+  const double after = median_rtt(bed, "east-0", "west-0", 10);
+  BOOST_TEST(after >= 10.0);
+  BOOST_TEST(after <= 11.5);
+
+  const auto cc = test::wanlab({"exec", "west-0", "--", "cat", "/proc/sys/net/ipv4/tcp_congestion_control"});
+  BOOST_TEST(cc.status == 0);
+  BOOST_TEST(cc.output == "cubic\n");
+  const auto wmem = test::wanlab({"exec", "west-0", "--", "cat", "/proc/sys/net/ipv4/tcp_wmem"});
+  BOOST_TEST(wmem.output.find("8388608") != std::string::npos, wmem.output);
+}
+
+BOOST_AUTO_TEST_CASE(hosts_json_lists_every_host) {
+  Testbed bed(kTwoDc);
+  const auto hosts = test::wanlab({"hosts", "--json"});
+  BOOST_TEST_REQUIRE(hosts.status == 0, hosts.output);
+  for (const char* name : {"east-0", "east-1", "west-0"})
+    BOOST_TEST(hosts.output.find(std::string("\"") + name + "\"") != std::string::npos, hosts.output);
+  BOOST_TEST(hosts.output.find("\"ipv4\"") != std::string::npos);
+  const auto unknown = test::wanlab({"exec", "north-0", "--", "true"});
+  BOOST_TEST(unknown.status == 1);
+  BOOST_TEST(unknown.output.find("no host \"north-0\"") != std::string::npos, unknown.output);
+}
+
+BOOST_AUTO_TEST_CASE(run_returns_the_command_exit_code_and_cleans_up) {
+  test::ScenarioFile file("itest", kTwoDc);
+  const int programs_before = test::wanlab_programs_loaded();
+  const auto ok = test::wanlab({"run", file.path(), "--quiet", "--", test::wanlab_bin(), "exec", "east-0", "--", "true"});
+  BOOST_TEST(ok.status == 0, ok.output);
+  const auto seven = test::wanlab({"run", file.path(), "--quiet", "--", "sh", "-c", "exit 7"});
+  BOOST_TEST(seven.status == 7, seven.output);
+  BOOST_TEST(test::leftovers("itest").empty(), test::leftovers("itest"));
+  BOOST_TEST(test::eventually([&] { return test::wanlab_programs_loaded() <= programs_before; }));
+}
+
+BOOST_AUTO_TEST_CASE(down_leaves_nothing_also_with_processes_running_on_hosts) {
+  const int programs_before = test::wanlab_programs_loaded();
+  pid_t server = -1;
+  int server_out = -1;
+  {
+    Testbed bed(kTwoDc);
+    // A program left running on a host must not survive the testbed.
+    server = test::spawn_wanlab({"exec", "west-0", "--", "sleep", "600"}, &server_out);
+    BOOST_TEST_REQUIRE(test::eventually([&] { return !emulator::netns_pids(bed.state.host("west-0").netns).empty(); }));
+  }
+  int status = 0;
+  BOOST_TEST(test::eventually([&] { return ::waitpid(server, &status, WNOHANG) == server; }, 5000ms));
+  BOOST_TEST(WIFSIGNALED(status));
+  ::close(server_out);
+  BOOST_TEST(test::leftovers("itest").empty(), test::leftovers("itest"));
+  BOOST_TEST(test::eventually([&] { return test::wanlab_programs_loaded() <= programs_before; }));
+}
+
+BOOST_AUTO_TEST_CASE(killed_up_is_cleaned_by_down_and_interrupted_up_cleans_itself) {
+  // Many DCs make `up` slow enough to be stopped midway.
+  std::string big = "name = \"itest\"\n[defaults]\ndelay = \"1ms\"\n";
+  for (int i = 0; i < 40; ++i) big += "[[dc]]\nname = \"dc" + std::to_string(i) + "\"\nhosts = 1\n";
+  test::ScenarioFile file("itest", big);
+  const int programs_before = test::wanlab_programs_loaded();
+
+  for (int sig : {SIGKILL, SIGTERM}) {
+    int out = -1;
+    const pid_t up = test::spawn_wanlab({"up", file.path()}, &out);
+    BOOST_TEST_REQUIRE(test::eventually([] { return emulator::list_netns("wanlab-itest.").size() >= 3; }));
+    ::kill(up, sig);
+    const std::string said = test::read_all(out);
+    ::waitpid(up, nullptr, 0);
+    if (sig == SIGKILL) {
+      BOOST_TEST(!test::leftovers("itest").empty());  // nothing could clean up yet
+      const auto down = test::wanlab({"down", "--all"});
+      BOOST_TEST(down.status == 0, down.output);
+    } else {
+      BOOST_TEST(said.find("interrupted") != std::string::npos, said);
+    }
+    BOOST_TEST(test::leftovers("itest").empty(), test::leftovers("itest"));
+    BOOST_TEST(test::eventually([&] { return test::wanlab_programs_loaded() <= programs_before; }));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bad_scenario_is_refused_with_its_position_and_creates_nothing) {
+  test::ScenarioFile file("itest", std::string(kTwoDc) + "\n[[link]]\nbetween = [\"east\", \"mars\"]\ndelay = \"5ms\"\n");
+  const auto up = test::wanlab({"up", file.path()});
+  BOOST_TEST(up.status == 1);
+  BOOST_TEST(up.output.find(file.path() + ":") != std::string::npos, up.output);
+  BOOST_TEST(up.output.find("mars") != std::string::npos, up.output);
+  BOOST_TEST(test::leftovers("itest").empty());
+}

@@ -1,0 +1,147 @@
+// Test support: runs the real `wanlab` binary (path from $WANLAB_BIN, set by
+// CTest) and captures what it prints; writes scenario files; checks leftovers.
+#pragma once
+
+#include <bpf/bpf.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "wanlab/emulator/netns.hpp"
+
+namespace wanlab::test {
+
+struct CliResult {
+  int status = -1;
+  std::string output;  // stdout and stderr together
+};
+
+inline std::string wanlab_bin() {
+  const char* bin = std::getenv("WANLAB_BIN");
+  if (!bin) throw std::runtime_error("WANLAB_BIN is not set (run through ctest)");
+  return bin;
+}
+
+inline std::string source_dir() {
+  const char* dir = std::getenv("WANLAB_SOURCE_DIR");
+  return dir ? dir : ".";
+}
+
+// Starts `wanlab args...`; returns its pid and the read end of its output.
+inline pid_t spawn_wanlab(const std::vector<std::string>& args, int* output_fd) {
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) < 0) throw std::runtime_error("pipe");
+  const std::string bin = wanlab_bin();
+  std::vector<char*> argv{const_cast<char*>(bin.c_str())};
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(pipe_fds[1], STDOUT_FILENO);
+    ::dup2(pipe_fds[1], STDERR_FILENO);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::close(pipe_fds[1]);
+  *output_fd = pipe_fds[0];
+  return pid;
+}
+
+inline std::string read_all(int fd) {
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return out;
+}
+
+inline CliResult wanlab(const std::vector<std::string>& args) {
+  int fd = -1;
+  const pid_t pid = spawn_wanlab(args, &fd);
+  CliResult result;
+  result.output = read_all(fd);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+// A scenario written to a temporary file, removed with the object.
+class ScenarioFile {
+ public:
+  ScenarioFile(const std::string& name, const std::string& text)
+      : path_(std::filesystem::temp_directory_path() / ("wanlab-test-" + name + ".toml")) {
+    std::ofstream(path_) << text;
+  }
+  ~ScenarioFile() { std::filesystem::remove(path_); }
+  std::string path() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Names of loaded BPF programs called wanlab_tc.
+inline int wanlab_programs_loaded() {
+  int count = 0;
+  __u32 id = 0;
+  while (bpf_prog_get_next_id(id, &id) == 0) {
+    const int fd = bpf_prog_get_fd_by_id(id);
+    if (fd < 0) continue;
+    bpf_prog_info info{};
+    __u32 len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && std::string(info.name) == "wanlab_tc") ++count;
+    ::close(fd);
+  }
+  return count;
+}
+
+// What remains of testbed `name`: namespaces, run directory, programs.
+inline std::string leftovers(const std::string& name) {
+  std::string found;
+  for (const auto& ns : emulator::list_netns("wanlab-" + name + ".")) found += " netns:" + ns;
+  if (std::filesystem::exists("/run/wanlab/" + name)) found += " rundir:/run/wanlab/" + name;
+  return found;
+}
+
+// Waits up to timeout for a condition (network namespaces die asynchronously).
+template <typename Predicate>
+bool eventually(Predicate predicate, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (predicate()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return predicate();
+}
+
+// The innermost {...} of a JSON text that contains both fragments ("" if none).
+inline std::string json_object_with(const std::string& json, const std::string& a, const std::string& b) {
+  for (std::size_t open = json.find('{'); open != std::string::npos; open = json.find('{', open + 1)) {
+    const std::size_t close = json.find('}', open);
+    const std::size_t nested = json.find('{', open + 1);
+    if (close == std::string::npos || (nested != std::string::npos && nested < close)) continue;
+    const std::string object = json.substr(open, close - open + 1);
+    if (object.find(a) != std::string::npos && object.find(b) != std::string::npos) return object;
+  }
+  return "";
+}
+
+// The number after "key": in a flat JSON object (-1 if absent).
+inline double json_number(const std::string& object, const std::string& key) {
+  const std::size_t at = object.find("\"" + key + "\"");
+  if (at == std::string::npos) return -1;
+  const std::size_t colon = object.find(':', at);
+  return std::stod(object.substr(colon + 1));
+}
+
+}  // namespace wanlab::test

@@ -1,0 +1,78 @@
+// Options of a Channel and of its TCP connections, with defaults chosen for
+// long-fat pipes (high bandwidth x high RTT). docs/TRANSPORT.md explains them.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace wanlab::transport {
+
+inline constexpr unsigned kMaxConnections = 64;
+inline constexpr std::uint32_t kMinChunkSize = 1024;
+inline constexpr std::uint32_t kMaxChunkSize = 64u << 20;
+/// Chosen by measurement (docs/TRANSPORT.md, bench/transport/chunk_size.sh):
+/// large enough that per-chunk costs vanish, small enough that a message
+/// spreads over many connections and a stalled connection holds little.
+inline constexpr std::uint32_t kDefaultChunkSize = 512u << 10;
+
+/// Options applied to every TCP connection of a channel.
+struct SocketOptions {
+  /// SO_SNDBUF in bytes. 0 keeps the kernel's autotuning, which grows the
+  /// buffer up to net.ipv4.tcp_wmem[2]; a set value disables autotuning and is
+  /// capped by net.core.wmem_max. The send buffer bounds a connection's window:
+  /// rate <= buffer / RTT.
+  int send_buffer = 0;
+  /// SO_RCVBUF in bytes; 0 keeps autotuning (up to net.ipv4.tcp_rmem[2]).
+  /// Set before connect/listen so that the window scale covers it.
+  int receive_buffer = 0;
+  /// TCP_CONGESTION by name ("cubic", "bbr"); empty keeps the system default.
+  /// Only names in net.ipv4.tcp_allowed_congestion_control work without
+  /// CAP_NET_ADMIN.
+  std::string congestion_control;
+  /// TCP_NODELAY: chunks are large, so Nagle only delays message tails.
+  bool no_delay = true;
+  /// TCP_NOTSENT_LOWAT in bytes (0: leave unset). A connection reports
+  /// "writable" only while less than half of this is queued unsent, so the
+  /// scheduler hands chunks to connections that are draining, and a stalled
+  /// connection holds at most about this much plus one chunk.
+  std::uint32_t not_sent_lowat = 256u << 10;
+  /// TCP_USER_TIMEOUT: fail a connection whose data stays unacknowledged this
+  /// long (0: kernel default, many minutes). Note that it also fires when the
+  /// peer's window stays closed, i.e. when the receiving application stalls.
+  std::chrono::milliseconds user_timeout{0};
+  /// SO_KEEPALIVE with 30 s idle, 10 s interval, 3 probes: an idle channel
+  /// notices a vanished peer within about a minute.
+  bool keepalive = true;
+};
+
+/// Options of a Channel (both for Channel::connect and Acceptor::listen).
+struct ChannelOptions {
+  /// Number of TCP connections, 1..kMaxConnections (the connecting side decides).
+  unsigned connections = 8;
+  /// Payload bytes per chunk this side sends, kMinChunkSize..kMaxChunkSize.
+  std::uint32_t chunk_size = kDefaultChunkSize;
+  /// Send a CRC32C of every chunk's payload (the receiver checks it whenever
+  /// present, whatever its own setting).
+  bool checksum = false;
+  /// Largest message this side accepts from the peer (told in the handshake).
+  std::uint64_t max_message_size = 1ull << 30;
+  /// Receive memory: bytes of messages being assembled or waiting for
+  /// receive(). Above it, connections stop reading new messages (TCP flow
+  /// control pushes back on the sender) except the next message in order,
+  /// so one message larger than the limit still gets through.
+  std::uint64_t receive_memory_limit = 512ull << 20;
+  /// Whole of Channel::connect: resolve, TCP connects and handshakes.
+  std::chrono::milliseconds connect_timeout{10000};
+  /// Acceptor: time for a connection to send its hello, and for all
+  /// connections of a channel to arrive.
+  std::chrono::milliseconds handshake_timeout{10000};
+  /// Local address to bind connecting sockets to (empty: any).
+  std::string local_address;
+  SocketOptions socket;
+};
+
+/// Throws TransportError(invalid_argument) naming the first bad field.
+void validate(const ChannelOptions& options);
+
+}  // namespace wanlab::transport

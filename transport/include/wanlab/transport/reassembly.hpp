@@ -1,0 +1,135 @@
+// The receiving half of a channel, free of I/O: FrameReader turns one
+// connection's bytes into chunks, Reassembler validates every chunk against the
+// channel's state and assembles whole messages in order. Channel drives them
+// from sockets; the fuzz target and tests drive them from byte buffers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "wanlab/transport/message.hpp"
+#include "wanlab/transport/wire.hpp"
+
+namespace wanlab::transport {
+
+struct ReceiveLimits {
+  std::uint32_t chunk_size = 0;          ///< the peer's chunk size (from its hello)
+  std::uint64_t max_message_size = 0;   ///< largest message accepted
+  std::uint64_t memory_limit = 0;       ///< see ChannelOptions::receive_memory_limit
+};
+
+/// Assembles the messages of one direction of a channel. Every call that gets
+/// data from the peer validates it and throws TransportError(protocol_error)
+/// with a one-line reason on anything a correct sender would not send: size
+/// above the limit, misaligned or mis-sized chunk, offset outside the message,
+/// a message id already delivered or implausibly far ahead, a size that
+/// differs between chunks of a message, a duplicate chunk, chunks out of order
+/// on a connection, data after a goodbye, a goodbye count that does not match.
+class Reassembler {
+ public:
+  /// Bookkeeping charged per message on top of its bytes, so that a flood of
+  /// empty messages is bounded by memory_limit too.
+  static constexpr std::uint64_t kPerMessageOverhead = 128;
+
+  Reassembler(ReceiveLimits limits, unsigned connections);
+
+  /// A data chunk's header arrived on `connection`. Returns where its payload
+  /// goes (inside the message's buffer), or nullopt when taking a new message
+  /// now would exceed the memory limit: call again after memory_released().
+  std::optional<std::span<std::byte>> begin_chunk(unsigned connection, const wire::ChunkHeader& header);
+  /// The payload of a chunk accepted by begin_chunk() has been written.
+  void finish_chunk(const wire::ChunkHeader& header);
+  /// A goodbye arrived on `connection`: the peer sent `messages_sent` messages.
+  void goodbye(unsigned connection, std::uint64_t messages_sent);
+
+  bool has_ready() const { return !ready_.empty(); }
+  /// The next whole message in send order. Precondition: has_ready().
+  Message pop_ready();
+  /// Every connection said goodbye and every message has been popped or is ready.
+  bool all_goodbyes() const { return goodbyes_ == goodbye_seen_.size(); }
+
+  /// Bytes (plus per-message overhead) held in messages not yet popped.
+  std::uint64_t buffered_bytes() const { return buffered_; }
+  /// Incremented whenever memory is released or the next-in-order message
+  /// changes: a reader blocked in begin_chunk() may now proceed.
+  std::uint64_t memory_epoch() const { return memory_epoch_; }
+  std::uint64_t next_message_id() const { return next_deliver_; }
+  std::uint64_t messages_completed() const { return completed_; }
+
+ private:
+  struct Pending {
+    Message data;
+    std::vector<bool> received;  // one bit per chunk
+    std::uint64_t chunks_left = 0;
+  };
+  struct Position {
+    std::uint64_t message_id = 0;
+    std::uint64_t offset = 0;
+    bool any = false;
+  };
+
+  void check_header(unsigned connection, const wire::ChunkHeader& header) const;
+  Pending* find_or_allocate(const wire::ChunkHeader& header);
+  void deliver_in_order();
+  std::uint64_t charge(std::uint64_t size) const { return size + kPerMessageOverhead; }
+
+  ReceiveLimits limits_;
+  std::uint64_t max_ids_ahead_;
+  std::map<std::uint64_t, Pending> pending_;
+  std::deque<Message> ready_;
+  std::uint64_t next_deliver_ = 0;  // id of the next message to hand to ready_
+  std::uint64_t buffered_ = 0;
+  std::uint64_t memory_epoch_ = 0;
+  std::uint64_t completed_ = 0;
+  std::vector<Position> last_chunk_;  // per connection
+  std::vector<bool> goodbye_seen_;
+  std::size_t goodbyes_ = 0;
+  std::optional<std::uint64_t> peer_message_count_;
+};
+
+/// Splits one connection's byte stream into frames and feeds them to the
+/// Reassembler, verifying checksums. Payload bytes are read straight into
+/// the message buffer.
+class FrameReader {
+ public:
+  FrameReader(Reassembler& reassembler, unsigned connection);
+
+  /// Where the next bytes from the connection go. Empty while blocked().
+  std::span<std::byte> buffer();
+  /// `n` bytes (1 <= n <= buffer().size()) were written into buffer().
+  /// Throws TransportError (protocol_error, checksum_mismatch).
+  void commit(std::size_t n);
+  /// The reassembler has no memory for the next message yet.
+  bool blocked() const { return state_ == State::blocked; }
+  /// Retries a blocked chunk; true if no longer blocked.
+  bool retry();
+  /// The connection ended cleanly (EOF). Throws unless it ended right after a goodbye.
+  void end_of_stream();
+  bool said_goodbye() const { return state_ == State::after_goodbye; }
+
+  std::uint64_t chunks() const { return chunks_; }
+  std::uint64_t payload_bytes() const { return payload_bytes_; }
+
+ private:
+  enum class State { header, payload, blocked, after_goodbye };
+  void on_header();
+  void on_payload();
+
+  Reassembler& reassembler_;
+  unsigned connection_;
+  State state_ = State::header;
+  wire::ChunkHeaderBytes header_bytes_{};
+  std::array<std::byte, 16> trailing_{};
+  std::size_t filled_ = 0;
+  wire::ChunkHeader header_;
+  std::span<std::byte> payload_;
+  std::uint64_t chunks_ = 0;
+  std::uint64_t payload_bytes_ = 0;
+};
+
+}  // namespace wanlab::transport

@@ -1,0 +1,65 @@
+#include "socket_setup.hpp"
+
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "wanlab/transport/error.hpp"
+
+namespace wanlab::transport::detail {
+namespace {
+
+std::string read_first_line(const char* path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+void set_int(int fd, int level, int name, int value, const char* what) {
+  if (::setsockopt(fd, level, name, &value, sizeof(value)) != 0) {
+    throw TransportError(Errc::invalid_argument, fmt::format("setting {} to {}: {}", what, value, std::strerror(errno)));
+  }
+}
+
+void set_congestion_control(int fd, const std::string& name) {
+  if (::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name.data(), static_cast<socklen_t>(name.size())) == 0) return;
+  const int error = errno;
+  throw TransportError(
+      Errc::invalid_argument,
+      fmt::format("setting congestion control '{}': {} (available: {}; allowed without CAP_NET_ADMIN: {})", name,
+                  std::strerror(error), read_first_line("/proc/sys/net/ipv4/tcp_available_congestion_control"),
+                  read_first_line("/proc/sys/net/ipv4/tcp_allowed_congestion_control")));
+}
+
+}  // namespace
+
+void apply_buffer_options(int fd, const SocketOptions& options) {
+  if (options.send_buffer > 0) set_int(fd, SOL_SOCKET, SO_SNDBUF, options.send_buffer, "SO_SNDBUF");
+  if (options.receive_buffer > 0) set_int(fd, SOL_SOCKET, SO_RCVBUF, options.receive_buffer, "SO_RCVBUF");
+}
+
+void apply_connection_options(int fd, const SocketOptions& options) {
+  set_int(fd, IPPROTO_TCP, TCP_NODELAY, options.no_delay ? 1 : 0, "TCP_NODELAY");
+  if (!options.congestion_control.empty()) set_congestion_control(fd, options.congestion_control);
+  if (options.not_sent_lowat > 0) {
+    set_int(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, static_cast<int>(options.not_sent_lowat), "TCP_NOTSENT_LOWAT");
+  }
+  if (options.user_timeout.count() > 0) {
+    set_int(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, static_cast<int>(options.user_timeout.count()), "TCP_USER_TIMEOUT");
+  }
+  if (options.keepalive) {
+    set_int(fd, SOL_SOCKET, SO_KEEPALIVE, 1, "SO_KEEPALIVE");
+    set_int(fd, IPPROTO_TCP, TCP_KEEPIDLE, 30, "TCP_KEEPIDLE");
+    set_int(fd, IPPROTO_TCP, TCP_KEEPINTVL, 10, "TCP_KEEPINTVL");
+    set_int(fd, IPPROTO_TCP, TCP_KEEPCNT, 3, "TCP_KEEPCNT");
+  }
+}
+
+}  // namespace wanlab::transport::detail

@@ -1,0 +1,49 @@
+// Kept apart from Asio: <linux/tcp.h> has the full struct tcp_info (glibc's
+// <netinet/tcp.h>, which Asio includes, stops at tcpi_total_retrans) and the
+// two headers cannot be included together.
+#include <linux/tcp.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <array>
+#include <cstring>
+
+#include "wanlab/transport/stats.hpp"
+
+namespace wanlab::transport {
+
+TcpInfo read_tcp_info(int fd) {
+  TcpInfo info;
+  tcp_info raw{};
+  socklen_t length = sizeof(raw);
+  if (fd < 0 || ::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &raw, &length) != 0) return info;
+  info.valid = true;
+  info.rtt_us = raw.tcpi_rtt;
+  info.rtt_var_us = raw.tcpi_rttvar;
+  info.min_rtt_us = raw.tcpi_min_rtt;
+  info.snd_cwnd = raw.tcpi_snd_cwnd;
+  info.snd_mss = raw.tcpi_snd_mss;
+  info.total_retrans = raw.tcpi_total_retrans;
+  info.bytes_sent = raw.tcpi_bytes_sent;
+  info.bytes_retrans = raw.tcpi_bytes_retrans;
+  info.bytes_acked = raw.tcpi_bytes_acked;
+  info.bytes_received = raw.tcpi_bytes_received;
+  info.delivery_rate_bps = raw.tcpi_delivery_rate * 8;
+  info.notsent_bytes = raw.tcpi_notsent_bytes;
+  info.rwnd_limited_us = raw.tcpi_rwnd_limited;
+  info.sndbuf_limited_us = raw.tcpi_sndbuf_limited;
+  info.busy_us = raw.tcpi_busy_time;
+
+  std::array<char, 16> name{};
+  socklen_t name_length = name.size();
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name.data(), &name_length) == 0) {
+    info.congestion_control.assign(name.data(), ::strnlen(name.data(), name_length));
+  }
+  socklen_t int_length = sizeof(int);
+  ::getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &info.send_buffer, &int_length);
+  int_length = sizeof(int);
+  ::getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &info.receive_buffer, &int_length);
+  return info;
+}
+
+}  // namespace wanlab::transport
