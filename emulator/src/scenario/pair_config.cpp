@@ -61,7 +61,7 @@ std::uint64_t queue_limit_ns(const PairParams& params, std::uint64_t rtt_ns) {
       break;
   }
   std::uint64_t bdp_ns = saturate(queue.value * static_cast<double>(rtt_ns));
-  return bdp_ns;
+  return std::max(bdp_ns, transmit_time_ns(kBurstBytes, rate));
 }
 
 std::uint64_t splitmix64(std::uint64_t x) {

@@ -567,7 +567,7 @@ int Scenario::dc_index(const std::string& dc_name) const {
 PairParams Scenario::pair(int src, int dst) const {
   const Dc& src_dc = dcs.at(static_cast<std::size_t>(src));
   const Dc& dst_dc = dcs.at(static_cast<std::size_t>(dst));
-  LinkParams layered = defaults;
+  LinkParams layered = src == dst ? intra_dc : defaults;
   for (const LinkSpec& link : links) {
     if (link.matches(src_dc.name, dst_dc.name)) layered.overlay(link.params);
   }

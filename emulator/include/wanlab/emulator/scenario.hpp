@@ -14,7 +14,9 @@ extern "C" {
 
 namespace wanlab::emulator {
 
-// Thrown for every bad input; what() is one line: "file:line:column: message".
+// Thrown for every bad input; what() is one line: "file:line:column: message"
+// for file contents, "file: message" for a file that cannot be read, and
+// "--option: message" from parse_link_option.
 class ScenarioError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
