@@ -2,7 +2,11 @@
 // Runs the NFQUEUE releaser (nfqueue path) and applies [[event]]s on time.
 // Not for users; `down` stops it.
 #include <fmt/core.h>
+#include <sched.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <asio/io_context.hpp>
 #include <asio/signal_set.hpp>
@@ -58,6 +62,12 @@ int cmd_daemon(Args args) {
     asio::io_context io;
     std::optional<em::NfqueueReleaser> releaser;
     if (state.release == em::ReleasePath::nfqueue) {
+      // The releaser is the emulated link: it must not wait behind the
+      // programs whose packets it releases.
+      sched_param priority{};
+      priority.sched_priority = 10;
+      if (::sched_setscheduler(0, SCHED_FIFO, &priority) < 0)
+        fmt::print(stderr, "wanlab daemon: no real-time priority ({}); release times may suffer under load\n", std::strerror(errno));
       releaser.emplace(io, 0);
       releaser->start();
     }

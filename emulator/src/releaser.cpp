@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "wanlab/emulator/sys.hpp"
@@ -24,6 +25,8 @@ namespace {
 // A verdict this close to its departure time is given now rather than after
 // another trip through the timer.
 constexpr std::uint64_t kEarlySlackNs = 2'000;
+constexpr std::uint64_t kMinWakeLeadNs = 20'000;
+constexpr std::uint64_t kMaxWakeLeadNs = 250'000;
 
 std::uint64_t monotonic_ns() {
   timespec ts{};
@@ -187,17 +190,33 @@ void NfqueueReleaser::release_due(std::uint64_t now_ns) {
   arm_timer();
 }
 
+// Waking up takes tens of microseconds on a VM, more under load; the timer is
+// set that much early (as measured so far) and the rest is spent spinning, so
+// verdicts leave on time instead of one wake-up late.
 void NfqueueReleaser::arm_timer() {
   if (held_.empty()) return;
   const std::uint64_t next = held_.top().depart_ns;
-  if (timer_at_ns_ != 0 && timer_at_ns_ <= next) return;  // an earlier wake-up is pending
-  timer_at_ns_ = next;
-  timer_.expires_at(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(next)));
-  timer_.async_wait([this](const asio::error_code& ec) {
+  const std::uint64_t wake = next > wake_lead_ns_ ? next - wake_lead_ns_ : next;
+  if (timer_at_ns_ != 0 && timer_at_ns_ <= wake) return;  // an earlier wake-up is pending
+  timer_at_ns_ = wake;
+  timer_.expires_at(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(wake)));
+  timer_.async_wait([this, wake](const asio::error_code& ec) {
     if (ec) return;  // re-armed or shut down
     timer_at_ns_ = 0;
-    release_due(monotonic_ns());
+    std::uint64_t now = monotonic_ns();
+    learn_wake_latency(now > wake ? now - wake : 0);
+    while (!held_.empty() && held_.top().depart_ns > now + kEarlySlackNs &&
+           held_.top().depart_ns - now <= 2 * kMaxWakeLeadNs) {
+      now = monotonic_ns();
+    }
+    release_due(now);
   });
+}
+
+void NfqueueReleaser::learn_wake_latency(std::uint64_t latency_ns) {
+  // Exponentially weighted mean; the lead is twice it, within bounds.
+  wake_latency_ewma_ns_ = (wake_latency_ewma_ns_ * 7 + latency_ns) / 8;
+  wake_lead_ns_ = std::clamp<std::uint64_t>(2 * wake_latency_ewma_ns_, kMinWakeLeadNs, kMaxWakeLeadNs);
 }
 
 void NfqueueReleaser::queue_verdict(std::uint32_t packet_id, std::uint64_t depart_ns, std::uint64_t now_ns) {

@@ -53,6 +53,7 @@ class NfqueueReleaser {
   void handle_packet(const nlmsghdr* nlh, std::uint64_t now_ns);
   void release_due(std::uint64_t now_ns);
   void arm_timer();
+  void learn_wake_latency(std::uint64_t latency_ns);
   void queue_verdict(std::uint32_t packet_id, std::uint64_t depart_ns, std::uint64_t now_ns);
   void flush_verdicts();
 
@@ -63,6 +64,8 @@ class NfqueueReleaser {
   asio::posix::stream_descriptor readable_;
   asio::steady_timer timer_;
   std::uint64_t timer_at_ns_ = 0;  // 0: not armed
+  std::uint64_t wake_latency_ewma_ns_ = 50'000;
+  std::uint64_t wake_lead_ns_ = 100'000;
   std::priority_queue<Held, std::vector<Held>, std::greater<>> held_;
   std::uint64_t arrivals_ = 0;
   std::vector<char> receive_buffer_;
