@@ -77,6 +77,20 @@ WANLAB_EDT_INLINE __u64 wanlab_edt_random(__u64 *rng)
 	return x * 0x2545f4914f6cdd1dull;
 }
 
+/* The generator's first state for a seed: splitmix64 of it, a bijection, so
+ * distinct seeds give distinct streams (seed | 1 would merge 2k and 2k+1) and
+ * small seeds start well mixed. The one seed mapping to 0, xorshift's fixed
+ * point, gets a constant instead. */
+WANLAB_EDT_INLINE __u64 wanlab_edt_seed_state(__u64 seed)
+{
+	__u64 z = seed + 0x9e3779b97f4a7c15ull;
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return z ? z : 0x9e3779b97f4a7c15ull;
+}
+
 /* True with probability p32 / 2^32; 0xffffffff (saturated 1.0) is certain.
  * Draws from the generator only when the outcome is uncertain. */
 WANLAB_EDT_INLINE int wanlab_edt_chance(__u64 *rng, __u32 p32)
@@ -134,7 +148,7 @@ WANLAB_EDT_INLINE void wanlab_edt_sync_pair(const struct wanlab_pair_config *cfg
 	st->ge_bad = 0;
 	st->next_free_ns = 0;
 	st->last_depart_ns = 0;
-	st->rng = cfg->seed | 1;
+	st->rng = wanlab_edt_seed_state(cfg->seed);
 	st->generation = cfg->generation;
 }
 

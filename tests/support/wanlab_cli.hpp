@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -124,8 +125,17 @@ bool eventually(Predicate predicate, std::chrono::milliseconds timeout = std::ch
   return predicate();
 }
 
-// The innermost {...} of a JSON text that contains both fragments ("" if none).
-inline std::string json_object_with(const std::string& json, const std::string& a, const std::string& b) {
+// The innermost {...} of a JSON text that contains both fragments ("" if
+// none); whitespace is ignored on both sides.
+inline std::string without_spaces(const std::string& text) {
+  std::string out;
+  for (char c : text)
+    if (!std::isspace(static_cast<unsigned char>(c))) out += c;
+  return out;
+}
+
+inline std::string json_object_with(const std::string& spaced_json, const std::string& spaced_a, const std::string& spaced_b) {
+  const std::string json = without_spaces(spaced_json), a = without_spaces(spaced_a), b = without_spaces(spaced_b);
   for (std::size_t open = json.find('{'); open != std::string::npos; open = json.find('{', open + 1)) {
     const std::size_t close = json.find('}', open);
     const std::size_t nested = json.find('{', open + 1);

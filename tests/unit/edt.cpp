@@ -1,6 +1,7 @@
 // The EDT arithmetic the tc program runs (bpf/wanlab_edt.h), tested directly.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -319,12 +320,25 @@ BOOST_AUTO_TEST_CASE(new_generation_resets_state_and_reseeds) {
   pair.config.seed = 99;  // same generation: the state carries on
   pair.send(kMs, 1000);
   BOOST_TEST(pair.state.next_free_ns == 48 * kMs);
-  BOOST_TEST(pair.state.rng == 1235u);  // nothing drawn yet: still the first seed | 1
+  // Nothing drawn yet (no loss, no jitter): still the state of the first seed.
+  BOOST_TEST(pair.state.rng == wanlab_edt_seed_state(1234));
 
   pair.config.generation = 2;
   BOOST_TEST(pair.depart(2 * kMs, 1000) == 10 * kMs);  // empty link again
   BOOST_TEST(pair.state.generation == 2u);
-  BOOST_TEST(pair.state.rng == 99u);
+  BOOST_TEST(pair.state.rng == wanlab_edt_seed_state(99));
+}
+
+BOOST_AUTO_TEST_CASE(seeds_give_distinct_nonzero_generator_states) {
+  // Neighbouring seeds (2k, 2k+1) must not share a stream, and no seed may
+  // leave xorshift at its fixed point 0.
+  std::vector<std::uint64_t> states;
+  for (std::uint64_t seed = 0; seed < 1000; ++seed) states.push_back(wanlab_edt_seed_state(seed));
+  std::sort(states.begin(), states.end());
+  BOOST_TEST((std::adjacent_find(states.begin(), states.end()) == states.end()));
+  BOOST_TEST(states.front() != 0u);
+  // The seed whose hash is 0 (splitmix64's inverse of 0) still gets a state.
+  BOOST_TEST(wanlab_edt_seed_state(0x61c8864680b583ebull) != 0u);
 }
 
 BOOST_AUTO_TEST_CASE(zeroed_state_is_seeded_even_for_generation_zero) {

@@ -36,7 +36,9 @@ class Datapath {
   Datapath& operator=(Datapath&&) noexcept;
   Datapath(const Datapath&) = delete;
   Datapath& operator=(const Datapath&) = delete;
-  ~Datapath();  // unloads what load() loaded; pinned maps stay until unpinned
+  // Unloads what load() loaded; pinned maps stay until their pins are
+  // unlinked. A moved-from Datapath may only be assigned to or destroyed.
+  ~Datapath();
 
   int program_fd() const;
   int num_dcs() const;
