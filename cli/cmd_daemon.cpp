@@ -1,4 +1,5 @@
 // `wanlab daemon`: started by `up`, one per testbed, in its core namespace.
+// (or, for `attach`, in the attached interface's namespace).
 // Runs the NFQUEUE releaser (nfqueue path) and applies [[event]]s on time.
 // Not for users; `down` stops it.
 #include <fmt/core.h>
@@ -57,7 +58,7 @@ int cmd_daemon(Args args) {
   try {
     const em::TestbedState state = em::load_state(options.get("testbed").value_or(""));
     const em::Scenario scenario = em::load_scenario(state.scenario_path);
-    em::NetnsScope in_core(em::core_netns(state.name));
+    em::NetnsScope in_namespace(state.netns);
 
     asio::io_context io;
     std::optional<em::NfqueueReleaser> releaser;
@@ -68,7 +69,7 @@ int cmd_daemon(Args args) {
       priority.sched_priority = 10;
       if (::sched_setscheduler(0, SCHED_FIFO, &priority) < 0)
         fmt::print(stderr, "wanlab daemon: no real-time priority ({}); release times may suffer under load\n", std::strerror(errno));
-      releaser.emplace(io, 0);
+      releaser.emplace(io, state.queue_num);
       releaser->start();
     }
 

@@ -1,6 +1,7 @@
 // Subcommands that build, inspect, change and remove testbeds.
 #include <fmt/core.h>
 #include <fmt/ranges.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -53,6 +54,41 @@ int cmd_up(Args args) {
              state.hosts.size(), em::to_string(state.release), state.release_reason);
   print_hosts_table(state);
   fmt::print("next: wanlab exec {} -- CMD   |   wanlab stats   |   wanlab down {}\n", state.hosts.front().name, state.name);
+  return 0;
+}
+
+int cmd_attach(Args args) {
+  const Options options(args, {"release", "name", "queue-num", "netns", "pid"}, {"quiet"});
+  if (options.positionals().size() != 2) throw UsageError("expected an interface and a scenario file");
+  const em::Scenario scenario = em::load_scenario(options.positionals()[1]);
+  // The interface lives in a named namespace (--netns) or in a process's, such
+  // as a Mininet host's (--pid); by default in ours.
+  if (options.get("netns") && options.get("pid")) throw UsageError("give --netns or --pid, not both");
+  if (auto pid = options.get("pid")) {
+    if (pid->empty() || pid->find_first_not_of("0123456789") != std::string::npos) throw UsageError("--pid: expected a process id");
+    em::UniqueFd netns(::open(("/proc/" + *pid + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
+    if (!netns) em::throw_errno("--pid " + *pid + ": opening its network namespace");
+    em::check(::setns(netns.get(), CLONE_NEWNET), "--pid " + *pid + ": entering its network namespace");
+  } else if (auto name = options.get("netns")) {
+    em::UniqueFd netns = em::open_netns(*name);
+    em::check(::setns(netns.get(), CLONE_NEWNET), "--netns " + *name + ": entering it");
+  }
+  em::AttachOptions attach;
+  attach.release = em::parse_release_choice(options.get("release").value_or("auto"));
+  attach.name = options.get("name").value_or("");
+  if (auto queue = options.get("queue-num")) {
+    const int number = std::stoi(*queue);
+    if (number < 0 || number > 65535) throw UsageError("--queue-num: expected 0..65535");
+    attach.queue_num = static_cast<std::uint16_t>(number);
+  }
+  if (!options.flag("quiet")) attach.progress = [](const std::string& step) { fmt::print("wanlab attach: {}\n", step); };
+  const auto state = em::attach_up(options.positionals()[0], scenario, attach);
+  fmt::print("testbed {} is attached to {}: {} DCs by address (pool {}/{}), release path {} ({})\n", state.name, state.dev,
+             state.dcs.size(), em::ipv4_to_string(scenario.pool.addr), scenario.pool.len, em::to_string(state.release),
+             state.release_reason);
+  if (state.release == em::ReleasePath::nfqueue)
+    fmt::print("without sch_fq, packets are shaped as they ARRIVE on {}; attach on both ends to shape both directions\n", state.dev);
+  fmt::print("remove with: wanlab down {}\n", state.name);
   return 0;
 }
 
@@ -149,10 +185,13 @@ int cmd_status(Args args) {
       const bool alive = em::daemon_alive(state);
       if (options.flag("json")) {
         list.push_back(toml::table{{"name", name}, {"release", em::to_string(state.release)}, {"release_reason", state.release_reason},
+                                   {"attached_to", state.dev},
                                    {"hosts", static_cast<std::int64_t>(state.hosts.size())}, {"daemon_alive", alive}});
         continue;
       }
-      fmt::print("{}: {} DCs, {} hosts, release path {} ({}); daemon {}\n", name, state.dcs.size(), state.hosts.size(),
+      const std::string where = state.kind == em::TestbedKind::attached ? "attached to " + state.dev
+                                                                         : std::to_string(state.hosts.size()) + " hosts";
+      fmt::print("{}: {} DCs, {}, release path {} ({}); daemon {}\n", name, state.dcs.size(), where,
                  em::to_string(state.release), state.release_reason, alive ? "running" : "NOT RUNNING (wanlab down " + name + ")");
     } catch (const std::exception& error) {
       if (options.flag("json")) {

@@ -17,6 +17,7 @@ int cmd_exec(Args args);
 int cmd_set(Args args);
 int cmd_stats(Args args);
 int cmd_status(Args args);
+int cmd_attach(Args args);
 int cmd_daemon(Args args);  // internal: releaser and timed events of one testbed
 int cmd_perf(Args args);
 int cmd_demo(Args args);

@@ -26,6 +26,7 @@ constexpr Command kCommands[] = {
     {"set", wanlab::cli::cmd_set, "set DC DC [--one-way] [--rate R --delay T --jitter T --loss P% --queue Q --flow-rate R --reorder on|off]"},
     {"stats", wanlab::cli::cmd_stats, "stats [--json] [--watch] [--interval S]  per DC pair counters and rates"},
     {"status", wanlab::cli::cmd_status, "status                                testbeds up and their release path"},
+    {"attach", wanlab::cli::cmd_attach, "attach DEV SCENARIO [--netns NAME | --pid PID] [--release R] [--name NAME]  the data plane on an existing interface"},
     {"demo", wanlab::cli::cmd_demo, "demo [SCENARIO]                       bring up a WAN, measure RTT and goodput per DC pair"},
     {"perf", wanlab::cli::cmd_perf, "perf server|client ...                multi-stream TCP goodput (iperf3-like)"},
     {"daemon", wanlab::cli::cmd_daemon, nullptr},

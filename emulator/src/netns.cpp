@@ -63,6 +63,20 @@ void create_netns(const std::string& name) {
   }
 }
 
+void name_current_netns(const std::string& name) {
+  prepare_netns_dir();
+  const std::string path = netns_path(name);
+  UniqueFd file(::open(path.c_str(), O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0));
+  if (!file) throw_errno(name + ": creating " + path);
+  file.reset();
+  const std::string self = "/proc/self/task/" + std::to_string(::syscall(SYS_gettid)) + "/ns/net";
+  if (::mount(self.c_str(), path.c_str(), "none", MS_BIND, nullptr) < 0) {
+    const int err = errno;
+    ::unlink(path.c_str());
+    throw_errno(name + ": mounting " + path, err);
+  }
+}
+
 void delete_netns(const std::string& name) {
   const std::string path = netns_path(name);
   if (::umount2(path.c_str(), MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)

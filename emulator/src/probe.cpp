@@ -2,7 +2,8 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
+#include <linux/tcp.h>
+#include <sys/time.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -11,8 +12,11 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
+#include <cstring>
 #include <exception>
 #include <future>
+#include <stdexcept>
 #include <thread>
 
 #include "wanlab/emulator/netns.hpp"
@@ -53,20 +57,56 @@ bool wait_readable(int fd, int timeout_ms) {
   return ::poll(&pfd, 1, timeout_ms) > 0;
 }
 
-}  // namespace
+SenderTcpInfo read_tcp_info(const std::vector<UniqueFd>& conns) {
+  SenderTcpInfo sum;
+  int streams = 0;
+  for (const auto& conn : conns) {
+    tcp_info info{};
+    socklen_t len = sizeof(info);
+    if (::getsockopt(conn.get(), IPPROTO_TCP, TCP_INFO, &info, &len) < 0) continue;
+    ++streams;
+    sum.retransmitted_segments += info.tcpi_total_retrans;
+    sum.srtt_ms += info.tcpi_rtt / 1000.0;
+    sum.max_cwnd_segments = std::max<std::uint64_t>(sum.max_cwnd_segments, info.tcpi_snd_cwnd);
+    // Older kernels return a shorter struct; fields past `len` stay 0.
+    if (len >= offsetof(tcp_info, tcpi_sndbuf_limited) + sizeof(info.tcpi_sndbuf_limited)) {
+      sum.busy_us += info.tcpi_busy_time;
+      sum.rwnd_limited_us += info.tcpi_rwnd_limited;
+      sum.sndbuf_limited_us += info.tcpi_sndbuf_limited;
+    }
+  }
+  if (streams > 0) sum.srtt_ms /= streams;
+  return sum;
+}
 
-std::vector<double> measure_rtt_ms(const Endpoint& from, const Endpoint& to, int count, int interval_ms) {
-  std::promise<std::uint16_t> port_promise;
-  auto port_future = port_promise.get_future();
-  std::atomic<bool> done{false};
-  std::exception_ptr echo_failure;
-  std::thread echo([&] {
+// A UDP echo server on its own thread in `at`'s namespace, until destroyed.
+class UdpEcho {
+ public:
+  explicit UdpEcho(const Endpoint& at) {
+    auto port_future = port_promise_.get_future();
+    thread_ = std::thread([this, at] { serve(at); });
+    port_ = port_future.get();
+  }
+  ~UdpEcho() {
+    done_ = true;
+    thread_.join();
+  }
+  UdpEcho(const UdpEcho&) = delete;
+  UdpEcho& operator=(const UdpEcho&) = delete;
+
+  std::uint16_t port() const { return port_; }  // 0 if it failed to start
+  void rethrow_failure() const {
+    if (failure_) std::rethrow_exception(failure_);
+  }
+
+ private:
+  void serve(const Endpoint& at) {
     try {
-      NetnsScope in_ns(to.netns);
-      UniqueFd fd = bound_socket(SOCK_DGRAM, to.ipv4, to.netns + ": UDP echo");
-      port_promise.set_value(bound_port(fd.get()));
+      NetnsScope in_ns(at.netns);
+      UniqueFd fd = bound_socket(SOCK_DGRAM, at.ipv4, at.netns + ": UDP echo");
+      port_promise_.set_value(bound_port(fd.get()));
       char buf[64];
-      while (!done) {
+      while (!done_) {
         if (!wait_readable(fd.get(), 100)) continue;
         sockaddr_in peer{};
         socklen_t len = sizeof(peer);
@@ -74,51 +114,149 @@ std::vector<double> measure_rtt_ms(const Endpoint& from, const Endpoint& to, int
         if (n > 0) ::sendto(fd.get(), buf, static_cast<size_t>(n), 0, reinterpret_cast<sockaddr*>(&peer), len);
       }
     } catch (...) {
-      echo_failure = std::current_exception();
-      try { port_promise.set_value(0); } catch (...) {}
+      failure_ = std::current_exception();
+      try { port_promise_.set_value(0); } catch (...) {}
+    }
+  }
+
+  std::promise<std::uint16_t> port_promise_;
+  std::atomic<bool> done_{false};
+  std::exception_ptr failure_;
+  std::uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+// Runs `body` on a thread inside `netns` and waits for it; rethrows its failure.
+template <typename Body>
+void run_in_netns(const std::string& netns, Body body) {
+  std::exception_ptr failure;
+  std::thread worker([&] {
+    try {
+      NetnsScope in_ns(netns);
+      body();
+    } catch (...) {
+      failure = std::current_exception();
     }
   });
+  worker.join();
+  if (failure) std::rethrow_exception(failure);
+}
 
+double ms_between(const timespec& earlier, const timespec& later) {
+  return static_cast<double>(later.tv_sec - earlier.tv_sec) * 1e3 + static_cast<double>(later.tv_nsec - earlier.tv_nsec) / 1e6;
+}
+
+// Reads one datagram carrying a sequence number; its kernel receive time goes
+// to `received`. False if it was not one of ours.
+bool receive_stamped(int fd, int& seq, timespec& received) {
+  char control[CMSG_SPACE(sizeof(timespec))];
+  iovec iov{&seq, sizeof(seq)};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  if (::recvmsg(fd, &msg, MSG_DONTWAIT) != sizeof(seq)) return false;
+  bool stamped = false;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+      std::memcpy(&received, CMSG_DATA(c), sizeof(received));
+      stamped = true;
+    }
+  }
+  if (!stamped) ::clock_gettime(CLOCK_REALTIME, &received);
+  return true;
+}
+
+}  // namespace
+
+std::vector<double> measure_rtt_ms(const Endpoint& from, const Endpoint& to, int count, int interval_ms) {
+  UdpEcho echo(to);
   std::vector<double> rtts;
-  std::exception_ptr client_failure;
-  const std::uint16_t port = port_future.get();
-  if (port != 0) {
-    std::thread client([&] {
-      try {
-        NetnsScope in_ns(from.netns);
-        UniqueFd fd = bound_socket(SOCK_DGRAM, from.ipv4, from.netns + ": UDP client");
-        sockaddr_in dst = make_addr(to.ipv4, port);
-        for (int seq = 0; seq < count; ++seq) {
-          const auto sent = Clock::now();
-          check(static_cast<int>(::sendto(fd.get(), &seq, sizeof(seq), 0, reinterpret_cast<sockaddr*>(&dst), sizeof(dst))),
-                from.netns + ": sending echo");
-          // Wait for this sequence number; stale answers from earlier are skipped.
-          const auto deadline = sent + std::chrono::seconds(2);
-          while (Clock::now() < deadline) {
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-            if (!wait_readable(fd.get(), static_cast<int>(std::max<long>(1, left)))) continue;
-            int answer = -1;
-            if (::recv(fd.get(), &answer, sizeof(answer), 0) == sizeof(answer) && answer == seq) {
-              rtts.push_back(std::chrono::duration<double, std::milli>(Clock::now() - sent).count());
-              break;
-            }
+  if (echo.port() != 0) {
+    run_in_netns(from.netns, [&] {
+      UniqueFd fd = bound_socket(SOCK_DGRAM, from.ipv4, from.netns + ": UDP client");
+      sockaddr_in dst = make_addr(to.ipv4, echo.port());
+      for (int seq = 0; seq < count; ++seq) {
+        const auto sent = Clock::now();
+        check(static_cast<int>(::sendto(fd.get(), &seq, sizeof(seq), 0, reinterpret_cast<sockaddr*>(&dst), sizeof(dst))),
+              from.netns + ": sending echo");
+        // Wait for this sequence number; stale answers from earlier are skipped.
+        const auto deadline = sent + std::chrono::seconds(2);
+        while (Clock::now() < deadline) {
+          const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+          if (!wait_readable(fd.get(), static_cast<int>(std::max<long>(1, left)))) continue;
+          int answer = -1;
+          if (::recv(fd.get(), &answer, sizeof(answer), 0) == sizeof(answer) && answer == seq) {
+            rtts.push_back(std::chrono::duration<double, std::milli>(Clock::now() - sent).count());
+            break;
           }
-          std::this_thread::sleep_for(std::chrono::milliseconds(interval_ms));
         }
-      } catch (...) {
-        client_failure = std::current_exception();
+        std::this_thread::sleep_for(std::chrono::milliseconds(interval_ms));
       }
     });
-    client.join();
   }
-  done = true;
-  echo.join();
-  if (echo_failure) std::rethrow_exception(echo_failure);
-  if (client_failure) std::rethrow_exception(client_failure);
+  echo.rethrow_failure();
+  return rtts;
+}
+
+std::vector<double> measure_rtt_paced_ms(const Endpoint& from, const Endpoint& to, int count, double interval_ms) {
+  if (count < 0 || !(interval_ms >= 0)) throw std::invalid_argument("measure_rtt_paced_ms: count and interval_ms must be >= 0");
+  UdpEcho echo(to);
+  std::vector<double> rtts;
+  if (echo.port() != 0) {
+    run_in_netns(from.netns, [&] {
+      UniqueFd fd = bound_socket(SOCK_DGRAM, from.ipv4, from.netns + ": UDP client");
+      const int one = 1;
+      check(::setsockopt(fd.get(), SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)), from.netns + ": SO_TIMESTAMPNS");
+      sockaddr_in dst = make_addr(to.ipv4, echo.port());
+      std::vector<timespec> sent(static_cast<std::size_t>(count));
+      std::vector<double> rtt_of(static_cast<std::size_t>(count), std::nan(""));
+      const auto interval = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(interval_ms));
+      const auto start = Clock::now();
+      int next = 0, answered = 0;
+      auto deadline = start + interval * count + std::chrono::seconds(2);
+      while (answered < count && Clock::now() < deadline) {
+        const auto next_send = start + interval * next;
+        const auto wake = next < count ? std::min(next_send, deadline) : deadline;
+        const auto wait_us = std::chrono::duration_cast<std::chrono::microseconds>(wake - Clock::now()).count();
+        const timespec timeout{static_cast<time_t>(std::max<long>(0, wait_us) / 1'000'000),
+                               static_cast<long>(std::max<long>(0, wait_us) % 1'000'000 * 1000)};
+        pollfd pfd{fd.get(), POLLIN, 0};
+        if (::ppoll(&pfd, 1, &timeout, nullptr) > 0) {
+          int seq = -1;
+          timespec received{};
+          while (receive_stamped(fd.get(), seq, received)) {
+            if (seq < 0 || seq >= next || !std::isnan(rtt_of[static_cast<std::size_t>(seq)])) continue;
+            rtt_of[static_cast<std::size_t>(seq)] = ms_between(sent[static_cast<std::size_t>(seq)], received);
+            ++answered;
+          }
+        }
+        if (next < count && Clock::now() >= next_send) {
+          ::clock_gettime(CLOCK_REALTIME, &sent[static_cast<std::size_t>(next)]);
+          check(static_cast<int>(::sendto(fd.get(), &next, sizeof(next), 0, reinterpret_cast<sockaddr*>(&dst), sizeof(dst))),
+                from.netns + ": sending echo");
+          ++next;
+        }
+      }
+      for (double rtt : rtt_of)
+        if (!std::isnan(rtt)) rtts.push_back(rtt);
+    });
+  }
+  echo.rethrow_failure();
   return rtts;
 }
 
 double measure_goodput_bps(const Endpoint& from, const Endpoint& to, const GoodputOptions& options) {
+  return measure_goodput(from, to, options).bps;
+}
+
+GoodputReport measure_goodput(const Endpoint& from, const Endpoint& to, const GoodputOptions& options,
+                              double interval_seconds) {
+  if (!(interval_seconds > 0)) throw std::invalid_argument("measure_goodput: interval_seconds must be > 0");
+  const auto bins = static_cast<std::size_t>(std::max(1.0, std::ceil(options.seconds / interval_seconds - 1e-9)));
+  std::vector<std::uint64_t> bin_bytes(bins, 0);
+  SenderTcpInfo sender_info;
   std::promise<std::uint16_t> port_promise;
   auto port_future = port_promise.get_future();
   std::atomic<bool> stop_sending{false};
@@ -149,7 +287,11 @@ double measure_goodput_bps(const Endpoint& from, const Endpoint& to, const Goodp
           if (!(pfd.revents & (POLLIN | POLLHUP))) continue;
           const ssize_t n = ::recv(pfd.fd, buf.data(), buf.size(), 0);
           const auto now = Clock::now();
-          if (n > 0 && now >= count_from && now < count_until) counted_bytes += static_cast<std::uint64_t>(n);
+          if (n > 0 && now >= count_from && now < count_until) {
+            counted_bytes += static_cast<std::uint64_t>(n);
+            const double into = std::chrono::duration<double>(now - count_from).count();
+            bin_bytes[std::min(bins - 1, static_cast<std::size_t>(into / interval_seconds))] += static_cast<std::uint64_t>(n);
+          }
         }
       }
     } catch (...) {
@@ -185,6 +327,7 @@ double measure_goodput_bps(const Endpoint& from, const Endpoint& to, const Goodp
           for (auto& pfd : pfds)
             if (pfd.revents & POLLOUT) ::send(pfd.fd, buf.data(), buf.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
         }
+        sender_info = read_tcp_info(conns);
       } catch (...) {
         source_failure = std::current_exception();
       }
@@ -194,10 +337,32 @@ double measure_goodput_bps(const Endpoint& from, const Endpoint& to, const Goodp
   sink.join();
   if (sink_failure) std::rethrow_exception(sink_failure);
   if (source_failure) std::rethrow_exception(source_failure);
-  return static_cast<double>(counted_bytes.load()) * 8.0 / options.seconds;
+  GoodputReport report;
+  report.bps = static_cast<double>(counted_bytes.load()) * 8.0 / options.seconds;
+  for (std::size_t i = 0; i < bins; ++i) {
+    const double length = std::min(interval_seconds, options.seconds - static_cast<double>(i) * interval_seconds);
+    report.interval_bps.push_back(static_cast<double>(bin_bytes[i]) * 8.0 / length);
+  }
+  report.sender = sender_info;
+  return report;
 }
 
 double median(std::vector<double> values) { return percentile(std::move(values), 50); }
+
+double mean(const std::vector<double>& values) {
+  if (values.empty()) return std::nan("");
+  double sum = 0;
+  for (double v : values) sum += v;
+  return sum / static_cast<double>(values.size());
+}
+
+double coefficient_of_variation(const std::vector<double>& values) {
+  const double average = mean(values);
+  if (values.empty()) return average;
+  double squares = 0;
+  for (double v : values) squares += (v - average) * (v - average);
+  return std::sqrt(squares / static_cast<double>(values.size())) / average;
+}
 
 double percentile(std::vector<double> values, double p) {
   if (values.empty()) return std::nan("");

@@ -78,11 +78,12 @@ NetlinkMessage veth_message(const std::string& name, const std::string& peer_nam
   return message;
 }
 
-NetlinkMessage bpf_filter_message(int ifindex, bool ingress, int prog_fd, const std::string& prog_name) {
+NetlinkMessage bpf_filter_message(int ifindex, bool ingress, int prog_fd, const std::string& prog_name,
+                                  std::uint32_t priority, std::uint32_t handle) {
   NetlinkMessage message(RTM_NEWTFILTER, kCreate);
   nlmsghdr* nlh = message.header();
-  tcmsg* tcm = put_tcmsg(nlh, ifindex, clsact_parent(ingress), 1);
-  tcm->tcm_info = TC_H_MAKE(1u << 16, htons(ETH_P_ALL));
+  tcmsg* tcm = put_tcmsg(nlh, ifindex, clsact_parent(ingress), handle);
+  tcm->tcm_info = TC_H_MAKE(priority << 16, htons(ETH_P_ALL));
   mnl_attr_put_strz(nlh, TCA_KIND, "bpf");
   nlattr* options = mnl_attr_nest_start(nlh, TCA_OPTIONS);
   mnl_attr_put_u32(nlh, TCA_BPF_FD, static_cast<std::uint32_t>(prog_fd));
@@ -182,8 +183,9 @@ void Rtnl::delete_clsact(int ifindex) {
   transact(message, if_name(ifindex) + ": deleting clsact qdisc");
 }
 
-void Rtnl::add_bpf_filter(int ifindex, bool ingress, int prog_fd, const std::string& prog_name) {
-  NetlinkMessage message = bpf_filter_message(ifindex, ingress, prog_fd, prog_name);
+void Rtnl::add_bpf_filter(int ifindex, bool ingress, int prog_fd, const std::string& prog_name, std::uint32_t priority,
+                          std::uint32_t handle) {
+  NetlinkMessage message = bpf_filter_message(ifindex, ingress, prog_fd, prog_name, priority, handle);
   transact(message, if_name(ifindex) + ": attaching " + prog_name + " at tc " + (ingress ? "ingress" : "egress"));
 }
 
@@ -191,6 +193,15 @@ void Rtnl::delete_bpf_filters(int ifindex, bool ingress) {
   NetlinkMessage message(RTM_DELTFILTER, NLM_F_REQUEST | NLM_F_ACK);
   put_tcmsg(message.header(), ifindex, clsact_parent(ingress), 0);
   transact(message, if_name(ifindex) + ": detaching tc " + (ingress ? "ingress" : "egress") + " filters");
+}
+
+void Rtnl::delete_bpf_filter(int ifindex, bool ingress, std::uint32_t priority, std::uint32_t handle) {
+  NetlinkMessage message(RTM_DELTFILTER, NLM_F_REQUEST | NLM_F_ACK);
+  nlmsghdr* nlh = message.header();
+  tcmsg* tcm = put_tcmsg(nlh, ifindex, clsact_parent(ingress), handle);
+  tcm->tcm_info = TC_H_MAKE(priority << 16, htons(ETH_P_ALL));
+  mnl_attr_put_strz(nlh, TCA_KIND, "bpf");
+  transact(message, if_name(ifindex) + ": detaching our tc " + (ingress ? "ingress" : "egress") + " filter");
 }
 
 void Rtnl::add_fq_root(int ifindex, const FqOptions& options) {

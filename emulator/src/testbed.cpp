@@ -20,6 +20,7 @@
 #include <fmt/ranges.h>
 #include <algorithm>
 
+#include "testbed_internal.hpp"
 #include "wanlab/emulator/datapath.hpp"
 #include "wanlab/emulator/netns.hpp"
 #include "wanlab/emulator/process.hpp"
@@ -29,11 +30,10 @@
 namespace fs = std::filesystem;
 
 namespace wanlab::emulator {
-namespace {
+namespace detail {
 
 constexpr std::uint32_t kCoreGateway = 0xa9fe0001;  // 169.254.0.1 on every core-side veth
 constexpr const char* kHostIfname = "wanlab0";
-constexpr std::uint16_t kQueueNum = 0;
 
 std::atomic<int> interrupted_by{0};
 
@@ -43,24 +43,17 @@ void check_interrupted() {
   if (int sig = interrupted_by.load()) throw std::runtime_error(fmt::format("interrupted by signal {}", sig));
 }
 
-// SIGINT/SIGTERM during `up` abort the build so the cleanup path runs.
-class InterruptGuard {
- public:
-  InterruptGuard() {
-    struct sigaction action{};
-    action.sa_handler = note_interrupt;
-    sigaction(SIGINT, &action, &old_int_);
-    sigaction(SIGTERM, &action, &old_term_);
-  }
-  ~InterruptGuard() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-  }
+InterruptGuard::InterruptGuard() {
+  struct sigaction action{};
+  action.sa_handler = note_interrupt;
+  sigaction(SIGINT, &action, &old_int_);
+  sigaction(SIGTERM, &action, &old_term_);
+}
 
- private:
-  struct sigaction old_int_{};
-  struct sigaction old_term_{};
-};
+InterruptGuard::~InterruptGuard() {
+  sigaction(SIGINT, &old_int_, nullptr);
+  sigaction(SIGTERM, &old_term_, nullptr);
+}
 
 std::uint64_t monotonic_ns() {
   timespec ts{};
@@ -114,6 +107,12 @@ void write_state(const TestbedState& state) {
                    {"daemon_pid", static_cast<std::int64_t>(state.daemon_pid)},
                    {"created_unix", state.created_unix},
                    {"created_mono_ns", static_cast<std::int64_t>(state.created_mono_ns)},
+                   {"kind", state.kind == TestbedKind::attached ? "attached" : "namespaces"},
+                   {"netns", state.netns},
+                   {"queue_num", static_cast<std::int64_t>(state.queue_num)},
+                   {"dev", state.dev},
+                   {"created_clsact", state.created_clsact},
+                   {"created_fq", state.created_fq},
                    {"dcs", dcs},
                    {"hosts", hosts}};
   const std::string tmp = state_path(state.name) + ".tmp";
@@ -175,15 +174,28 @@ std::string iptables_binary() {
   return ::access("/usr/sbin/iptables-legacy", X_OK) == 0 ? "/usr/sbin/iptables-legacy" : "/usr/sbin/iptables";
 }
 
-void install_nfqueue_rule(const std::string& testbed) {
-  const std::vector<std::string> argv = {
-      iptables_binary(), "-w", "-A", "FORWARD", "-m", "mark", "--mark",
-      fmt::format("{:#x}/{:#x}", WANLAB_MARK_HOLD, WANLAB_MARK_HOLD), "-m", "comment", "--comment", "wanlab",
-      "-j", "NFQUEUE", "--queue-num", std::to_string(kQueueNum)};
-  const int status = run_argv(argv, core_netns(testbed), true);
-  if (status != 0)
-    throw std::runtime_error(fmt::format("{}: installing the NFQUEUE rule: {} exited with {}", core_netns(testbed), argv[0], status));
+
+std::vector<std::string> nfqueue_rule(const TestbedState& state, const std::string& action) {
+  std::vector<std::string> argv = {iptables_binary(), "-w"};
+  if (state.kind == TestbedKind::attached) {
+    // Before routing, so packets for this namespace and forwarded ones both wait.
+    argv.insert(argv.end(), {"-t", "mangle", action, "PREROUTING", "-i", state.dev});
+  } else {
+    argv.insert(argv.end(), {action, "FORWARD"});
+  }
+  argv.insert(argv.end(), {"-m", "mark", "--mark", fmt::format("{:#x}/{:#x}", WANLAB_MARK_HOLD, WANLAB_MARK_HOLD), "-m",
+                           "comment", "--comment", "wanlab-" + state.name, "-j", "NFQUEUE", "--queue-num",
+                           std::to_string(state.queue_num)});
+  return argv;
 }
+
+void install_nfqueue_rule(const TestbedState& state) {
+  const auto argv = nfqueue_rule(state, "-A");
+  const int status = run_argv(argv, state.netns, true);
+  if (status != 0)
+    throw std::runtime_error(fmt::format("{}: installing the NFQUEUE rule: {} exited with {}", state.netns, argv[0], status));
+}
+
 
 void setup_host_sysctls(const Scenario& scenario) {
   if (scenario.host.tcp_congestion)
@@ -257,6 +269,13 @@ void attach_program(Rtnl& core, const Host& host, ReleasePath release, int prog_
   }
 }
 
+void create_run_dir(TestbedState& state, const Scenario& scenario) {
+  fs::create_directories(run_dir(state.name));
+  state.scenario_path = run_dir(state.name) + "/scenario.toml";
+  fs::copy_file(scenario.path, state.scenario_path);
+  write_state(state);
+}
+
 void mount_bpffs(const std::string& testbed) {
   const std::string dir = bpffs_dir(testbed);
   fs::create_directories(dir);
@@ -312,7 +331,9 @@ bool pid_is_our_daemon(pid_t pid, const std::string& testbed) {
   return cmdline.find(" daemon --testbed " + testbed + " ") != std::string::npos;
 }
 
-}  // namespace
+}  // namespace detail
+
+using namespace detail;
 
 std::string to_string(ReleasePath path) { return path == ReleasePath::fq ? "fq" : "nfqueue"; }
 
@@ -346,14 +367,12 @@ TestbedState testbed_up(const Scenario& scenario, const UpOptions& options) {
   state.hosts = plan_hosts(scenario, state.name);
   state.created_unix = ::time(nullptr);
   state.created_mono_ns = monotonic_ns();
+  state.netns = core_netns(state.name);
 
   InterruptGuard interrupts;
   interrupted_by = 0;
   try {
-    fs::create_directories(run_dir(state.name));
-    state.scenario_path = run_dir(state.name) + "/scenario.toml";
-    fs::copy_file(scenario.path, state.scenario_path);
-    write_state(state);  // from here on `down` knows the testbed
+    create_run_dir(state, scenario);  // from here on `down` knows the testbed
     if (scenario.host.tcp_congestion) allow_congestion_control(*scenario.host.tcp_congestion);
     mount_bpffs(state.name);
 
@@ -379,7 +398,7 @@ TestbedState testbed_up(const Scenario& scenario, const UpOptions& options) {
       build_host(scenario, core, host);
       attach_program(core, host, state.release, datapath.program_fd());
     }
-    if (state.release == ReleasePath::nfqueue) install_nfqueue_rule(state.name);
+    if (state.release == ReleasePath::nfqueue) install_nfqueue_rule(state);
     check_interrupted();
     say(options, "starting the daemon");
     state.daemon_pid = start_daemon(state);
@@ -398,17 +417,34 @@ void testbed_down(const std::string& name) {
   } catch (const std::exception&) {
     // Half-built or its state is gone: fall back to what carries its name.
   }
-  if (state && pid_is_our_daemon(state->daemon_pid, name)) terminate_pids({state->daemon_pid});
-  std::vector<std::string> namespaces = list_netns(kPrefix + name + ".");
-  for (const auto& ns : namespaces) terminate_pids(netns_pids(ns));
-  for (const auto& ns : namespaces) delete_netns(ns);
-  const std::string bpf = bpffs_dir(name);
-  if (::umount2(bpf.c_str(), MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
-    throw_errno(name + ": unmounting " + bpf);
-  std::error_code ec;
-  fs::remove_all(run_dir(name), ec);
-  if (ec) throw std::runtime_error(name + ": removing " + run_dir(name) + ": " + ec.message());
-  if (testbeds_found().empty()) restore_allowed_congestion_control();
+  // Every step runs even if an earlier one failed; the failures are reported together.
+  std::vector<std::string> failures;
+  auto attempt = [&](auto&& step) {
+    try {
+      step();
+    } catch (const std::exception& error) {
+      failures.push_back(error.what());
+    }
+  };
+  if (state && pid_is_our_daemon(state->daemon_pid, name)) attempt([&] { terminate_pids({state->daemon_pid}); });
+  if (state && state->kind == TestbedKind::attached) attempt([&] { detach_interface(*state); });
+  for (const auto& ns : list_netns(kPrefix + name + ".")) {
+    // An attached testbed's namespace is the user's: we only hold a reference.
+    if (!ns.ends_with(kAttachedSuffix)) attempt([&] { terminate_pids(netns_pids(ns)); });
+    attempt([&] { delete_netns(ns); });
+  }
+  attempt([&] {
+    const std::string bpf = bpffs_dir(name);
+    if (::umount2(bpf.c_str(), MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
+      throw_errno(name + ": unmounting " + bpf);
+  });
+  attempt([&] {
+    std::error_code ec;
+    fs::remove_all(run_dir(name), ec);
+    if (ec) throw std::runtime_error(name + ": removing " + run_dir(name) + ": " + ec.message());
+  });
+  if (testbeds_found().empty()) attempt(restore_allowed_congestion_control);
+  if (!failures.empty()) throw std::runtime_error(fmt::format("{}", fmt::join(failures, "; ")));
 }
 
 std::vector<std::string> testbeds_found() {
@@ -438,6 +474,12 @@ TestbedState load_state(const std::string& name) {
   state.daemon_pid = static_cast<pid_t>(root["daemon_pid"].value_or(std::int64_t{0}));
   state.created_unix = root["created_unix"].value_or(std::int64_t{0});
   state.created_mono_ns = static_cast<std::uint64_t>(root["created_mono_ns"].value_or(std::int64_t{0}));
+  state.kind = root["kind"].value_or(std::string{}) == "attached" ? TestbedKind::attached : TestbedKind::namespaces;
+  state.netns = root["netns"].value_or(core_netns(name));
+  state.queue_num = static_cast<std::uint16_t>(root["queue_num"].value_or(std::int64_t{0}));
+  state.dev = root["dev"].value_or(std::string{});
+  state.created_clsact = root["created_clsact"].value_or(false);
+  state.created_fq = root["created_fq"].value_or(false);
   if (auto* dcs = root["dcs"].as_array())
     for (auto& dc : *dcs) state.dcs.push_back(dc.value_or(std::string{}));
   if (auto* hosts = root["hosts"].as_array()) {
@@ -474,120 +516,5 @@ std::string resolve_testbed(const std::optional<std::string>& explicit_name) {
 }
 
 bool daemon_alive(const TestbedState& state) { return pid_is_our_daemon(state.daemon_pid, state.name); }
-
-namespace {
-
-struct TimedSpec {
-  std::uint64_t at_mono_ns;
-  LinkSpec spec;
-};
-
-// Changes keep the CLI's own words ("200mbit") and are parsed again with the
-// same function, so a change reads back exactly as it was given.
-std::vector<TimedSpec> read_changes(const std::string& testbed) {
-  std::vector<TimedSpec> changes;
-  if (!fs::exists(changes_path(testbed))) return changes;
-  const toml::table root = toml::parse_file(changes_path(testbed));
-  if (const auto* list = root["change"].as_array()) {
-    for (const auto& node : *list) {
-      const auto& t = *node.as_table();
-      TimedSpec timed;
-      timed.at_mono_ns = static_cast<std::uint64_t>(t["at_mono_ns"].value_or(std::int64_t{0}));
-      timed.spec.from = t["from"].value_or(std::string{});
-      timed.spec.to = t["to"].value_or(std::string{});
-      timed.spec.symmetric = t["symmetric"].value_or(false);
-      timed.spec.where = "wanlab set";
-      if (const auto* fields = t["fields"].as_table())
-        for (const auto& [key, value] : *fields)
-          timed.spec.params = parse_link_option(timed.spec.params, key.str(), value.value_or(std::string{}));
-      changes.push_back(std::move(timed));
-    }
-  }
-  return changes;
-}
-
-// Serializes writers of the changes file and of the data plane's pairs.
-class TestbedLock {
- public:
-  explicit TestbedLock(const std::string& testbed)
-      : fd_(::open((run_dir(testbed) + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)) {
-    if (!fd_) throw_errno(testbed + ": opening lock file");
-    check(::flock(fd_.get(), LOCK_EX), testbed + ": locking");
-  }
-
- private:
-  UniqueFd fd_;
-};
-
-void refresh_locked(const TestbedState& state) {
-  const Scenario scenario = current_scenario(state);
-  Datapath datapath = Datapath::open_pinned(bpffs_dir(state.name));
-  write_pairs(datapath, scenario);
-}
-
-}  // namespace
-
-Scenario current_scenario(const TestbedState& state) {
-  Scenario scenario = load_scenario(state.scenario_path);
-  std::vector<TimedSpec> timeline;
-  const std::uint64_t now = monotonic_ns();
-  for (const Event& event : scenario.events)
-    if (state.created_mono_ns + event.at_ns <= now) timeline.push_back({state.created_mono_ns + event.at_ns, event.link});
-  for (auto& change : read_changes(state.name)) timeline.push_back(std::move(change));
-  std::stable_sort(timeline.begin(), timeline.end(),
-                   [](const TimedSpec& a, const TimedSpec& b) { return a.at_mono_ns < b.at_mono_ns; });
-  for (auto& timed : timeline) scenario.links.push_back(std::move(timed.spec));
-  return scenario;
-}
-
-void apply_change(const TestbedState& state, const Change& change) {
-  for (const auto& dc : {change.from, change.to}) {
-    if (std::find(state.dcs.begin(), state.dcs.end(), dc) == state.dcs.end())
-      throw std::runtime_error(fmt::format("{}: no DC \"{}\" (DCs: {})", state.name, dc, fmt::join(state.dcs, ", ")));
-  }
-  LinkParams checked;
-  for (const auto& [field, value] : change.fields) checked = parse_link_option(checked, field, value);
-
-  TestbedLock lock(state.name);
-  toml::table root;
-  if (fs::exists(changes_path(state.name))) root = toml::parse_file(changes_path(state.name));
-  if (!root.contains("change")) root.insert("change", toml::array{});
-  toml::table fields;
-  for (const auto& [field, value] : change.fields) fields.insert_or_assign(field, value);
-  root["change"].as_array()->push_back(toml::table{{"at_mono_ns", static_cast<std::int64_t>(monotonic_ns())},
-                                                   {"from", change.from},
-                                                   {"to", change.to},
-                                                   {"symmetric", change.symmetric},
-                                                   {"fields", fields}});
-  {
-    std::ofstream out(changes_path(state.name) + ".tmp");
-    out << root << "\n";
-  }
-  fs::rename(changes_path(state.name) + ".tmp", changes_path(state.name));
-  refresh_locked(state);
-}
-
-void refresh_data_plane(const TestbedState& state) {
-  TestbedLock lock(state.name);
-  refresh_locked(state);
-}
-
-void write_pairs(Datapath& datapath, const Scenario& scenario) {
-  const int n = static_cast<int>(scenario.dcs.size());
-  for (int src = 0; src < n; ++src) {
-    for (int dst = 0; dst < n; ++dst) {
-      const PairParams forward = scenario.pair(src, dst);
-      const std::uint64_t rtt = forward.delay_ns + scenario.pair(dst, src).delay_ns;
-      wanlab_pair_config config = make_pair_config(forward, rtt, scenario.seed, static_cast<std::uint32_t>(src * n + dst));
-      // Keep the running generation so a live change does not reset the pair's state.
-      const wanlab_pair_config running = datapath.pair(src, dst);
-      if (running.generation != 0) {
-        config.generation = running.generation;
-        config.seed = running.seed;
-      }
-      datapath.set_pair(src, dst, config);
-    }
-  }
-}
 
 }  // namespace wanlab::emulator

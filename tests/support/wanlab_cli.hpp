@@ -37,19 +37,18 @@ inline std::string source_dir() {
   return dir ? dir : ".";
 }
 
-// Starts `wanlab args...`; returns its pid and the read end of its output.
-inline pid_t spawn_wanlab(const std::vector<std::string>& args, int* output_fd) {
+// Starts argv (PATH lookup); returns its pid and the read end of its output.
+inline pid_t spawn(const std::vector<std::string>& command, int* output_fd) {
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) < 0) throw std::runtime_error("pipe");
-  const std::string bin = wanlab_bin();
-  std::vector<char*> argv{const_cast<char*>(bin.c_str())};
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  std::vector<char*> argv;
+  for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::dup2(pipe_fds[1], STDOUT_FILENO);
     ::dup2(pipe_fds[1], STDERR_FILENO);
-    ::execv(argv[0], argv.data());
+    ::execvp(argv[0], argv.data());
     ::_exit(127);
   }
   ::close(pipe_fds[1]);
@@ -66,15 +65,29 @@ inline std::string read_all(int fd) {
   return out;
 }
 
-inline CliResult wanlab(const std::vector<std::string>& args) {
+// Starts `wanlab args...`.
+inline pid_t spawn_wanlab(const std::vector<std::string>& args, int* output_fd) {
+  std::vector<std::string> command{wanlab_bin()};
+  command.insert(command.end(), args.begin(), args.end());
+  return spawn(command, output_fd);
+}
+
+// Runs argv to its end and returns its status and output.
+inline CliResult run(const std::vector<std::string>& command) {
   int fd = -1;
-  const pid_t pid = spawn_wanlab(args, &fd);
+  const pid_t pid = spawn(command, &fd);
   CliResult result;
   result.output = read_all(fd);
   int status = 0;
   ::waitpid(pid, &status, 0);
   result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
+}
+
+inline CliResult wanlab(const std::vector<std::string>& args) {
+  std::vector<std::string> command{wanlab_bin()};
+  command.insert(command.end(), args.begin(), args.end());
+  return run(command);
 }
 
 // A scenario written to a temporary file, removed with the object.

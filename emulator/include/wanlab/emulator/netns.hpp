@@ -15,6 +15,10 @@ inline constexpr const char* kNetnsDir = "/run/netns";
 
 void create_netns(const std::string& name);  // throws if it exists
 void delete_netns(const std::string& name);  // absent is fine
+// Names the calling thread's current network namespace (a bind mount, like
+// `ip netns attach`), so later processes can enter it; delete_netns drops the
+// name only, never the namespace's contents.
+void name_current_netns(const std::string& name);
 bool netns_exists(const std::string& name);
 std::vector<std::string> list_netns(const std::string& prefix);
 UniqueFd open_netns(const std::string& name);

@@ -29,6 +29,43 @@ struct GoodputOptions {
 // TCP goodput from `from` to `to` in bit/s, counted at the receiver.
 double measure_goodput_bps(const Endpoint& from, const Endpoint& to, const GoodputOptions& options);
 
+// Round-trip times (ms) of `count` UDP echoes sent every `interval_ms` on a
+// fixed schedule, without waiting for answers, so a long RTT does not stretch
+// the run. Answers are timed by the kernel's receive timestamp
+// (SO_TIMESTAMPNS), so the prober's own wake-up delay is not counted; the echo
+// side is a thread like measure_rtt_ms's. Echoes without an answer 2 s after
+// the last send are left out; the rest keep their send order.
+std::vector<double> measure_rtt_paced_ms(const Endpoint& from, const Endpoint& to, int count, double interval_ms);
+
+// The senders' TCP_INFO when a goodput run ends, summed over the streams
+// (srtt: their mean). The *_limited times say why a stream was not sending:
+// receive window or send buffer (kernel >= 4.10; 0 where unsupported).
+struct SenderTcpInfo {
+  std::uint64_t retransmitted_segments = 0;  // tcpi_total_retrans
+  double srtt_ms = 0;                        // tcpi_rtt, mean over streams
+  std::uint64_t busy_us = 0;                 // tcpi_busy_time: time with data in flight
+  std::uint64_t rwnd_limited_us = 0;         // tcpi_rwnd_limited
+  std::uint64_t sndbuf_limited_us = 0;       // tcpi_sndbuf_limited
+  std::uint64_t max_cwnd_segments = 0;       // tcpi_snd_cwnd, the largest stream's
+};
+
+struct GoodputReport {
+  double bps = 0;                     // over the counted seconds, as measure_goodput_bps
+  std::vector<double> interval_bps;   // goodput of each interval of the counted span, in order
+  SenderTcpInfo sender;
+};
+
+// measure_goodput_bps, also splitting the counted span into `interval_seconds`
+// slices (the last one may be shorter and is scaled to its length) and reading
+// the senders' TCP_INFO at the end.
+GoodputReport measure_goodput(const Endpoint& from, const Endpoint& to, const GoodputOptions& options,
+                              double interval_seconds = 1.0);
+
+// Mean and coefficient of variation (population standard deviation / mean);
+// NaN for no values.
+double mean(const std::vector<double>& values);
+double coefficient_of_variation(const std::vector<double>& values);
+
 double median(std::vector<double> values);
 double percentile(std::vector<double> values, double p);  // p in [0, 100]
 

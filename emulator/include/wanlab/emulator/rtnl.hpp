@@ -32,7 +32,9 @@ struct FqOptions {
 
 // Builders, exposed so tests can check them byte for byte.
 NetlinkMessage veth_message(const std::string& name, const std::string& peer_name, int peer_netns_fd);
-NetlinkMessage bpf_filter_message(int ifindex, bool ingress, int prog_fd, const std::string& prog_name);
+// A direct-action bpf filter at the clsact hook, with the given priority and handle.
+NetlinkMessage bpf_filter_message(int ifindex, bool ingress, int prog_fd, const std::string& prog_name,
+                                  std::uint32_t priority = 1, std::uint32_t handle = 1);
 
 class Rtnl {
  public:
@@ -49,8 +51,12 @@ class Rtnl {
   // Route to dst/len out of `oif`, through `gateway` if given (on-link).
   void add_route_v4(std::uint32_t dst, int dst_len, int oif, std::optional<std::uint32_t> gateway);
   void add_clsact(int ifindex);
-  void add_bpf_filter(int ifindex, bool ingress, int prog_fd, const std::string& prog_name);
+  void add_bpf_filter(int ifindex, bool ingress, int prog_fd, const std::string& prog_name, std::uint32_t priority = 1,
+                      std::uint32_t handle = 1);
+  // Every filter at the hook (for interfaces that are all ours).
   void delete_bpf_filters(int ifindex, bool ingress);
+  // Just the bpf filter with this priority and handle.
+  void delete_bpf_filter(int ifindex, bool ingress, std::uint32_t priority, std::uint32_t handle);
   void delete_clsact(int ifindex);
   void add_fq_root(int ifindex, const FqOptions& options);
   void delete_root_qdisc(int ifindex);

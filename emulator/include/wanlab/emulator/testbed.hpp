@@ -31,7 +31,10 @@ struct Host {
   std::string core_ifname;   // its veth end in the core namespace
 };
 
+enum class TestbedKind { namespaces, attached };
+
 struct TestbedState {
+  TestbedKind kind = TestbedKind::namespaces;
   std::string name;
   std::string scenario_path;  // the copy under the run directory
   ReleasePath release = ReleasePath::nfqueue;
@@ -41,12 +44,20 @@ struct TestbedState {
   pid_t daemon_pid = 0;
   std::int64_t created_unix = 0;
   std::uint64_t created_mono_ns = 0;  // CLOCK_MONOTONIC at `up`, the origin of [[event]] times
+  std::string netns;                  // where the program's hook, the rule and the daemon live
+  std::uint16_t queue_num = 0;        // NFQUEUE number (nfqueue path)
+  // `wanlab attach` only: the interface, and what we added to it (removed by down).
+  std::string dev;
+  bool created_clsact = false;
+  bool created_fq = false;
 
   const Host& host(const std::string& host_name) const;  // throws naming the testbed
 };
 
 inline constexpr const char* kRunRoot = "/run/wanlab";
 inline constexpr const char* kPrefix = "wanlab-";
+// The reference `attach` keeps to the namespace it attached in.
+inline constexpr const char* kAttachedSuffix = ".attached";
 
 std::string run_dir(const std::string& testbed);
 std::string bpffs_dir(const std::string& testbed);
@@ -62,6 +73,22 @@ struct UpOptions {
 // Builds the testbed and starts its daemon (releaser, timed events). On any
 // failure, or SIGINT/SIGTERM meanwhile, removes what it made and throws.
 TestbedState testbed_up(const Scenario& scenario, const UpOptions& options);
+
+struct AttachOptions {
+  ReleaseChoice release = ReleaseChoice::automatic;
+  std::string name;                        // overrides the scenario's name
+  std::optional<std::uint16_t> queue_num;  // default: 30000 + the interface's index
+  std::function<void(const std::string&)> progress;
+};
+
+// Puts the data plane on an existing interface `dev` of the calling thread's
+// network namespace (a Mininet host, a container, a real NIC). DCs are told
+// apart by the scenario's address pool; no hosts or namespaces are created.
+// With fq, departures are enforced on dev's egress; without it, what arrives
+// on dev is shaped through its ingress hook and an NFQUEUE releaser. Only what
+// this call adds is removed by testbed_down; the interface's own qdiscs and
+// filters are left alone.
+TestbedState attach_up(const std::string& dev, const Scenario& scenario, const AttachOptions& options);
 
 // Removes everything of the testbed, from its state file or, after a crash,
 // from what carries its name. Safe to call on a half-built or absent testbed.

@@ -1,0 +1,168 @@
+// `wanlab attach`: the data plane on an interface that is not ours.
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <filesystem>
+#include <cctype>
+#include <ctime>
+#include <stdexcept>
+#include <system_error>
+
+#include "testbed_internal.hpp"
+#include "wanlab/emulator/datapath.hpp"
+#include "wanlab/emulator/netns.hpp"
+#include "wanlab/emulator/process.hpp"
+#include "wanlab/emulator/rtnl.hpp"
+#include "wanlab/emulator/sys.hpp"
+#include "wanlab/emulator/testbed.hpp"
+
+namespace wanlab::emulator {
+using namespace detail;
+namespace {
+
+// The name reaches iptables' argv, where '+' is a wildcard: allow only plain names.
+void check_interface_name(const std::string& dev) {
+  const bool plain = !dev.empty() && dev.size() < 16 && std::all_of(dev.begin(), dev.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == '@' || c == ':';
+  });
+  if (!plain) throw std::invalid_argument("interface name \"" + dev + "\": expected 1-15 of [A-Za-z0-9_.@:-]");
+}
+
+// Asks the kernel for sch_fq in a scratch namespace, never on the user's interfaces.
+std::pair<ReleasePath, std::string> choose_release_for(const std::string& testbed, ReleaseChoice choice) {
+  const std::string scratch = kPrefix + testbed + ".probe";
+  create_netns(scratch);
+  try {
+    NetnsScope in_scratch(scratch);
+    Rtnl rtnl;
+    auto chosen = choose_release(choice, rtnl);
+    delete_netns(scratch);
+    return chosen;
+  } catch (...) {
+    delete_netns(scratch);
+    throw;
+  }
+}
+
+bool add_clsact_if_missing(Rtnl& rtnl, int ifindex) {
+  try {
+    rtnl.add_clsact(ifindex);
+    return true;
+  } catch (const std::system_error& error) {
+    if (error.code().value() == EEXIST) return false;  // someone's clsact: share it, leave it
+    throw;
+  }
+}
+
+// `ip netns exec` runs its command in a private mount namespace whose mounts
+// never reach other processes; the namespace reference and the bpffs mount
+// that later `wanlab` commands need would vanish with us.
+void refuse_private_mount_namespace() {
+  struct stat ours{}, parent{};
+  const std::string parent_ns = "/proc/" + std::to_string(::getppid()) + "/ns/mnt";
+  if (::stat("/proc/self/ns/mnt", &ours) < 0 || ::stat(parent_ns.c_str(), &parent) < 0) return;
+  if (ours.st_ino != parent.st_ino)
+    throw std::runtime_error(
+        "running in a private mount namespace (ip netns exec?): mounts made here would be lost; "
+        "use `wanlab attach --netns NAME DEV SCENARIO` or `--pid PID` instead");
+}
+
+}  // namespace
+
+TestbedState attach_up(const std::string& dev, const Scenario& scenario, const AttachOptions& options) {
+  check_interface_name(dev);
+  refuse_private_mount_namespace();
+  TestbedState state;
+  state.kind = TestbedKind::attached;
+  state.name = options.name.empty() ? scenario.name : options.name;
+  state.dev = dev;
+  state.netns = kPrefix + state.name + kAttachedSuffix;
+  for (const auto& dc : scenario.dcs) state.dcs.push_back(dc.name);
+  if (std::filesystem::exists(run_dir(state.name)))
+    throw std::runtime_error(fmt::format("testbed \"{}\" is already up (wanlab down {})", state.name, state.name));
+  Rtnl rtnl;
+  const int ifindex = rtnl.link_index(dev);  // the calling thread's namespace
+  state.queue_num = options.queue_num.value_or(static_cast<std::uint16_t>(30000 + ifindex % 30000));
+  state.created_unix = ::time(nullptr);
+  state.created_mono_ns = monotonic_ns();
+
+  auto say = [&](const std::string& step) {
+    if (options.progress) options.progress(step);
+  };
+  InterruptGuard interrupts;
+  try {
+    create_run_dir(state, scenario);
+    name_current_netns(state.netns);
+    mount_bpffs(state.name);
+    std::tie(state.release, state.release_reason) = choose_release_for(state.name, options.release);
+    say("release path: " + to_string(state.release) + " (" + state.release_reason + ")");
+
+    Datapath datapath = Datapath::load(static_cast<int>(scenario.dcs.size()),
+                                       state.release == ReleasePath::fq ? WANLAB_RELEASE_FQ : WANLAB_RELEASE_NFQUEUE);
+    for (std::size_t dc = 0; dc < scenario.dcs.size(); ++dc)
+      datapath.set_dc_prefix_v4(scenario.pool.addr + (static_cast<std::uint32_t>(dc) << 8), 24, static_cast<int>(dc));
+    write_pairs(datapath, scenario);
+    datapath.pin(bpffs_dir(state.name));
+    check_interrupted();
+
+    state.created_clsact = add_clsact_if_missing(rtnl, ifindex);
+    write_state(state);
+    if (state.release == ReleasePath::fq) {
+      rtnl.add_fq_root(ifindex, FqOptions{});
+      state.created_fq = true;
+      write_state(state);
+      rtnl.add_bpf_filter(ifindex, false, datapath.program_fd(), "wanlab_tc", kFilterPriority, kFilterHandle);
+    } else {
+      rtnl.add_bpf_filter(ifindex, true, datapath.program_fd(), "wanlab_tc", kFilterPriority, kFilterHandle);
+      install_nfqueue_rule(state);
+    }
+    check_interrupted();
+    say("starting the daemon");
+    state.daemon_pid = start_daemon(state);
+    write_state(state);
+  } catch (...) {
+    testbed_down(state.name);
+    throw;
+  }
+  return state;
+}
+
+void detail::detach_interface(const TestbedState& state) {
+  // Best effort, step by step: a piece already gone must not keep the rest.
+  std::vector<std::string> failures;
+  auto attempt = [&](auto&& step) {
+    try {
+      step();
+    } catch (const std::system_error& error) {
+      if (error.code().value() != ENOENT && error.code().value() != ENODEV && error.code().value() != EINVAL)
+        failures.push_back(error.what());
+    } catch (const std::exception& error) {
+      failures.push_back(error.what());
+    }
+  };
+  if (!netns_exists(state.netns)) return;
+  NetnsScope in_ns(state.netns);
+  Rtnl rtnl;
+  int ifindex = 0;
+  attempt([&] { ifindex = rtnl.link_index(state.dev); });
+  if (ifindex > 0) {
+    const bool ingress = state.release == ReleasePath::nfqueue;
+    attempt([&] { rtnl.delete_bpf_filter(ifindex, ingress, kFilterPriority, kFilterHandle); });
+    if (state.created_fq) attempt([&] { rtnl.delete_root_qdisc(ifindex); });
+    if (state.created_clsact) attempt([&] { rtnl.delete_clsact(ifindex); });
+  }
+  if (state.release == ReleasePath::nfqueue) {
+    // Exit status 1 means the rule is not there (already gone): nothing to do.
+    attempt([&] { run_argv(nfqueue_rule(state, "-D"), "", true); });
+  }
+  if (!failures.empty())
+    throw std::runtime_error(fmt::format("{}: detaching from {}: {}", state.name, state.dev, fmt::join(failures, "; ")));
+}
+
+}  // namespace wanlab::emulator

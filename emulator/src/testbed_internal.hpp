@@ -1,0 +1,63 @@
+// Pieces shared by testbed.cpp (namespaces), attach.cpp (existing interface)
+// and changes.cpp (live changes). Not a public header.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <signal.h>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "wanlab/emulator/testbed.hpp"
+
+namespace wanlab::emulator {
+class Rtnl;
+}
+
+namespace wanlab::emulator::detail {
+
+std::uint64_t monotonic_ns();
+std::string state_path(const std::string& testbed);
+std::string changes_path(const std::string& testbed);
+
+// SIGINT/SIGTERM while it lives make check_interrupted() throw, so a build
+// stops at the next step and its cleanup path runs.
+class InterruptGuard {
+ public:
+  InterruptGuard();
+  ~InterruptGuard();
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+
+ private:
+  struct sigaction old_int_{};
+  struct sigaction old_term_{};
+};
+void check_interrupted();
+
+void write_state(const TestbedState& state);
+void mount_bpffs(const std::string& testbed);
+// Sets up the run directory, the copy of the scenario and the first state file.
+void create_run_dir(TestbedState& state, const Scenario& scenario);
+// Picks the release path; `probe` is an rtnetlink socket in a namespace of
+// ours whose loopback may be used to ask the kernel for sch_fq.
+std::pair<ReleasePath, std::string> choose_release(ReleaseChoice choice, Rtnl& probe);
+void install_nfqueue_rule(const TestbedState& state);
+std::vector<std::string> nfqueue_rule(const TestbedState& state, const std::string& action);
+pid_t start_daemon(const TestbedState& state);
+bool pid_is_our_daemon(pid_t pid, const std::string& testbed);
+void allow_congestion_control(const std::string& name);
+void restore_allowed_congestion_control();
+
+// The tc filter's priority and handle on interfaces we attach to: distinctive,
+// so that down removes exactly our filter from an interface that has others.
+inline constexpr std::uint32_t kFilterPriority = 0xc0de;
+inline constexpr std::uint32_t kFilterHandle = 0x5741;
+
+// Removes what attach_up added to the interface (testbed_down calls it).
+void detach_interface(const TestbedState& state);
+
+}  // namespace wanlab::emulator::detail

@@ -1,0 +1,120 @@
+// `wanlab attach` on interfaces that are not ours: two namespaces joined by a
+// veth stand in for two Mininet hosts. It must shape, and `down` must remove
+// exactly what it added.
+#include <boost/test/unit_test.hpp>
+
+#include "support/wanlab_cli.hpp"
+#include "wanlab/emulator/netns.hpp"
+#include "wanlab/emulator/probe.hpp"
+#include "wanlab/emulator/process.hpp"
+#include "wanlab/emulator/rtnl.hpp"
+
+using namespace wanlab;
+namespace em = wanlab::emulator;
+
+namespace {
+
+constexpr std::uint32_t kAddrA = 0x0a630001;  // 10.99.0.1, DC "a"
+constexpr std::uint32_t kAddrB = 0x0a630101;  // 10.99.1.1, DC "b"
+
+const char* kScenario = R"(
+name = "itest-att"
+[network]
+pool = "10.99.0.0/16"
+[defaults]
+delay = "20ms"
+[[dc]]
+name = "a"
+[[dc]]
+name = "b"
+)";
+
+// Two namespaces that play the user's hosts; built with our rtnetlink code
+// but not by the code under test.
+struct UserHosts {
+  UserHosts() {
+    em::create_netns("wltest-att-a");
+    em::create_netns("wltest-att-b");
+    {
+      em::NetnsScope in_a("wltest-att-a");
+      em::Rtnl rtnl;
+      em::UniqueFd b = em::open_netns("wltest-att-b");
+      rtnl.add_veth("veth-a", "veth-b", b.get());
+      const int a_if = rtnl.link_index("veth-a");
+      rtnl.add_address_v4(a_if, kAddrA, 16);
+      rtnl.set_up(a_if);
+    }
+    em::NetnsScope in_b("wltest-att-b");
+    em::Rtnl rtnl;
+    const int b_if = rtnl.link_index("veth-b");
+    rtnl.add_address_v4(b_if, kAddrB, 16);
+    rtnl.set_up(b_if);
+    // The user's own tc and iptables configuration on b, which must survive.
+    rtnl.add_clsact(b_if);
+  }
+  ~UserHosts() {
+    test::wanlab({"down", "itest-att"});
+    test::wanlab({"down", "itest-att2"});
+    for (const char* ns : {"wltest-att-a", "wltest-att-b"}) {
+      em::terminate_pids(em::netns_pids(ns));
+      em::delete_netns(ns);
+    }
+  }
+};
+
+std::string in_ns(const std::string& ns, std::vector<std::string> command) {
+  command.insert(command.begin(), {"ip", "netns", "exec", ns});
+  return test::run(command).output;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(attach_shapes_existing_interfaces_and_down_removes_only_its_own) {
+  UserHosts hosts;
+  BOOST_TEST_REQUIRE(test::run({"ip", "netns", "exec", "wltest-att-b", "iptables-legacy", "-t", "mangle", "-A", "PREROUTING",
+                                "-p", "udp", "--dport", "9", "-m", "comment", "--comment", "users-rule", "-j", "ACCEPT"})
+                         .status == 0);
+  test::ScenarioFile file("itest-att", kScenario);
+  const em::Endpoint a{"wltest-att-a", kAddrA}, b{"wltest-att-b", kAddrB};
+  BOOST_TEST(em::median(em::measure_rtt_ms(a, b, 10, 5)) < 2.0);
+
+  // Without sch_fq, each end shapes what arrives on it: attach on both.
+  const auto on_b = test::wanlab({"attach", "veth-b", file.path(), "--netns", "wltest-att-b", "--quiet"});
+  BOOST_TEST_REQUIRE(on_b.status == 0, on_b.output);
+  const auto on_a = test::wanlab({"attach", "veth-a", file.path(), "--netns", "wltest-att-a", "--name", "itest-att2", "--quiet"});
+  BOOST_TEST_REQUIRE(on_a.status == 0, on_a.output);
+  const double rtt = em::median(em::measure_rtt_ms(a, b, 20, 10));
+  BOOST_TEST(rtt >= 40.0);
+  BOOST_TEST(rtt <= 41.5);
+
+  const auto stats = test::wanlab({"stats", "--testbed", "itest-att2", "--json", "--interval", "0.1"});
+  BOOST_TEST(test::json_number(test::json_object_with(stats.output, "\"from\": \"b\"", "\"to\": \"a\""), "packets") >= 20);
+
+  BOOST_TEST(test::wanlab({"down", "itest-att"}).status == 0);
+  BOOST_TEST(test::wanlab({"down", "itest-att2"}).status == 0);
+  const std::string b_filters = in_ns("wltest-att-b", {"tc", "filter", "show", "dev", "veth-b", "ingress"});
+  BOOST_TEST(b_filters.find("wanlab") == std::string::npos, b_filters);
+  BOOST_TEST(in_ns("wltest-att-b", {"tc", "qdisc", "show", "dev", "veth-b"}).find("clsact") != std::string::npos);
+  BOOST_TEST(in_ns("wltest-att-a", {"tc", "qdisc", "show", "dev", "veth-a"}).find("clsact") == std::string::npos);
+  const std::string rules = in_ns("wltest-att-b", {"iptables-legacy", "-t", "mangle", "-S"});
+  BOOST_TEST(rules.find("users-rule") != std::string::npos, rules);
+  BOOST_TEST(rules.find("wanlab") == std::string::npos, rules);
+  BOOST_TEST(test::leftovers("itest-att").empty(), test::leftovers("itest-att"));
+  BOOST_TEST(test::leftovers("itest-att2").empty(), test::leftovers("itest-att2"));
+  BOOST_TEST(em::median(em::measure_rtt_ms(a, b, 10, 5)) < 2.0);
+}
+
+BOOST_AUTO_TEST_CASE(attach_refuses_bad_interfaces_and_leaves_nothing) {
+  UserHosts hosts;
+  test::ScenarioFile file("itest-att", kScenario);
+  const auto missing = test::wanlab({"attach", "eth9", file.path(), "--netns", "wltest-att-b"});
+  BOOST_TEST(missing.status == 1);
+  BOOST_TEST(missing.output.find("eth9") != std::string::npos, missing.output);
+  const auto wildcard = test::wanlab({"attach", "veth+", file.path(), "--netns", "wltest-att-b"});
+  BOOST_TEST(wildcard.status == 1);
+  BOOST_TEST(wildcard.output.find("expected 1-15 of") != std::string::npos, wildcard.output);
+  const auto private_mounts = test::run({"ip", "netns", "exec", "wltest-att-b", test::wanlab_bin(), "attach", "veth-b", file.path()});
+  BOOST_TEST(private_mounts.status == 1);
+  BOOST_TEST(private_mounts.output.find("--netns") != std::string::npos, private_mounts.output);
+  BOOST_TEST(test::leftovers("itest-att").empty(), test::leftovers("itest-att"));
+}
