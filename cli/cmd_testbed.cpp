@@ -40,9 +40,10 @@ em::TestbedState bring_up(const std::string& scenario_path, const Options& optio
 }
 
 void print_hosts_table(const em::TestbedState& state) {
-  fmt::print("{:<16} {:<10} {:<16} {}\n", "HOST", "DC", "IPV4", "NETNS");
+  fmt::print("{:<16} {:<10} {:<16} {:<20} {}\n", "HOST", "DC", "IPV4", "IPV6", "NETNS");
   for (const auto& host : state.hosts)
-    fmt::print("{:<16} {:<10} {:<16} {}\n", host.name, host.dc, em::ipv4_to_string(host.ipv4), host.netns);
+    fmt::print("{:<16} {:<10} {:<16} {:<20} {}\n", host.name, host.dc, em::ipv4_to_string(host.ipv4),
+               em::ipv6_to_string(host.ipv6), host.netns);
 }
 
 }  // namespace
@@ -133,7 +134,8 @@ int cmd_hosts(Args args) {
   }
   toml::array hosts;
   for (const auto& host : state.hosts)
-    hosts.push_back(toml::table{{"name", host.name}, {"dc", host.dc}, {"netns", host.netns}, {"ipv4", em::ipv4_to_string(host.ipv4)}});
+    hosts.push_back(toml::table{{"name", host.name}, {"dc", host.dc}, {"netns", host.netns}, {"ipv4", em::ipv4_to_string(host.ipv4)},
+                                  {"ipv6", em::ipv6_to_string(host.ipv6)}});
   print_json(hosts);
   return 0;
 }

@@ -159,7 +159,7 @@ void detail::detach_interface(const TestbedState& state) {
   }
   if (state.release == ReleasePath::nfqueue) {
     // Exit status 1 means the rule is not there (already gone): nothing to do.
-    attempt([&] { run_argv(nfqueue_rule(state, "-D"), "", true); });
+    for (bool ipv6 : nfqueue_rule_families(state)) attempt([&] { run_argv(nfqueue_rule(state, "-D", ipv6), "", true); });
   }
   if (!failures.empty())
     throw std::runtime_error(fmt::format("{}: detaching from {}: {}", state.name, state.dev, fmt::join(failures, "; ")));

@@ -51,6 +51,12 @@ std::string ipv4_to_string(std::uint32_t addr_host_order) {
   return text;
 }
 
+std::string ipv6_to_string(const std::array<std::uint8_t, 16>& addr) {
+  char text[INET6_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET6, addr.data(), text, sizeof(text));
+  return text;
+}
+
 NetlinkMessage::NetlinkMessage(std::uint16_t type, std::uint16_t flags) : buffer_(MNL_SOCKET_BUFFER_SIZE) {
   nlmsghdr* nlh = mnl_nlmsg_put_header(buffer_.data());
   nlh->nlmsg_type = type;
@@ -167,6 +173,37 @@ void Rtnl::add_route_v4(std::uint32_t dst, int dst_len, int oif, std::optional<s
   mnl_attr_put_u32(nlh, RTA_OIF, static_cast<std::uint32_t>(oif));
   if (gateway) mnl_attr_put_u32(nlh, RTA_GATEWAY, htonl(*gateway));
   transact(message, if_name(oif) + ": adding route " + ipv4_to_string(dst) + "/" + std::to_string(dst_len));
+}
+
+void Rtnl::add_address_v6(int ifindex, const Ipv6& addr, int prefix_len) {
+  NetlinkMessage message(RTM_NEWADDR, kCreate);
+  nlmsghdr* nlh = message.header();
+  auto* ifa = static_cast<ifaddrmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(ifaddrmsg)));
+  ifa->ifa_family = AF_INET6;
+  ifa->ifa_prefixlen = static_cast<unsigned char>(prefix_len);
+  ifa->ifa_flags = IFA_F_NODAD;
+  ifa->ifa_index = static_cast<unsigned>(ifindex);
+  mnl_attr_put(nlh, IFA_LOCAL, addr.size(), addr.data());
+  mnl_attr_put(nlh, IFA_ADDRESS, addr.size(), addr.data());
+  mnl_attr_put_u32(nlh, IFA_FLAGS, IFA_F_NODAD);
+  transact(message, if_name(ifindex) + ": adding address " + ipv6_to_string(addr) + "/" + std::to_string(prefix_len));
+}
+
+void Rtnl::add_route_v6(const Ipv6& dst, int dst_len, int oif, std::optional<Ipv6> gateway) {
+  NetlinkMessage message(RTM_NEWROUTE, kCreate);
+  nlmsghdr* nlh = message.header();
+  auto* rtm = static_cast<rtmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(rtmsg)));
+  rtm->rtm_family = AF_INET6;
+  rtm->rtm_dst_len = static_cast<unsigned char>(dst_len);
+  rtm->rtm_table = RT_TABLE_MAIN;
+  rtm->rtm_protocol = RTPROT_STATIC;
+  rtm->rtm_type = RTN_UNICAST;
+  rtm->rtm_scope = RT_SCOPE_UNIVERSE;
+  if (gateway) rtm->rtm_flags = RTNH_F_ONLINK;
+  if (dst_len > 0) mnl_attr_put(nlh, RTA_DST, dst.size(), dst.data());
+  mnl_attr_put_u32(nlh, RTA_OIF, static_cast<std::uint32_t>(oif));
+  if (gateway) mnl_attr_put(nlh, RTA_GATEWAY, gateway->size(), gateway->data());
+  transact(message, if_name(oif) + ": adding route " + ipv6_to_string(dst) + "/" + std::to_string(dst_len));
 }
 
 void Rtnl::add_clsact(int ifindex) {

@@ -1,5 +1,6 @@
 #include "wanlab/emulator/testbed.hpp"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -33,6 +34,7 @@ namespace wanlab::emulator {
 namespace detail {
 
 constexpr std::uint32_t kCoreGateway = 0xa9fe0001;  // 169.254.0.1 on every core-side veth
+constexpr std::array<std::uint8_t, 16> kCoreGateway6 = {0xfd, 0x77, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
 constexpr const char* kHostIfname = "wanlab0";
 
 std::atomic<int> interrupted_by{0};
@@ -80,6 +82,9 @@ std::vector<Host> plan_hosts(const Scenario& scenario, const std::string& testbe
       host.name = fmt::format("{}-{}", host.dc, i);
       host.netns = host_netns(testbed, host.name);
       host.ipv4 = dc_base + static_cast<std::uint32_t>(i) + 1;
+      host.ipv6 = dc_prefix_v6(static_cast<int>(dc));
+      host.ipv6[14] = static_cast<std::uint8_t>((i + 1) >> 8);
+      host.ipv6[15] = static_cast<std::uint8_t>(i + 1);
       host.core_ifname = fmt::format("wanlabh{}", hosts.size());
       hosts.push_back(std::move(host));
     }
@@ -96,6 +101,7 @@ void write_state(const TestbedState& state) {
                                 {"index", host.index},
                                 {"netns", host.netns},
                                 {"ipv4", ipv4_to_string(host.ipv4)},
+                                {"ipv6", ipv6_to_string(host.ipv6)},
                                 {"core_ifname", host.core_ifname}});
   }
   toml::array dcs;
@@ -168,15 +174,19 @@ std::pair<ReleasePath, std::string> choose_release(ReleaseChoice choice, Rtnl& c
   throw std::runtime_error("no release path: " + *fq_missing + "; " + *nfqueue_missing);
 }
 
+// The nftables backend lacks the queue statement on some kernels; the legacy
+// backend's NFQUEUE target works wherever nfnetlink_queue does.
 std::string iptables_binary() {
-  // The nftables backend lacks the queue statement on some kernels; the legacy
-  // backend's NFQUEUE target works wherever nfnetlink_queue does.
   return ::access("/usr/sbin/iptables-legacy", X_OK) == 0 ? "/usr/sbin/iptables-legacy" : "/usr/sbin/iptables";
 }
 
+std::string ip6tables_binary() {
+  return ::access("/usr/sbin/ip6tables-legacy", X_OK) == 0 ? "/usr/sbin/ip6tables-legacy" : "/usr/sbin/ip6tables";
+}
 
-std::vector<std::string> nfqueue_rule(const TestbedState& state, const std::string& action) {
-  std::vector<std::string> argv = {iptables_binary(), "-w"};
+
+std::vector<std::string> nfqueue_rule(const TestbedState& state, const std::string& action, bool ipv6) {
+  std::vector<std::string> argv = {ipv6 ? ip6tables_binary() : iptables_binary(), "-w"};
   if (state.kind == TestbedKind::attached) {
     // Before routing, so packets for this namespace and forwarded ones both wait.
     argv.insert(argv.end(), {"-t", "mangle", action, "PREROUTING", "-i", state.dev});
@@ -189,11 +199,19 @@ std::vector<std::string> nfqueue_rule(const TestbedState& state, const std::stri
   return argv;
 }
 
+std::vector<bool> nfqueue_rule_families(const TestbedState& state) {
+  // An attached testbed knows only the scenario's IPv4 pool.
+  if (state.kind == TestbedKind::attached) return {false};
+  return {false, true};
+}
+
 void install_nfqueue_rule(const TestbedState& state) {
-  const auto argv = nfqueue_rule(state, "-A");
-  const int status = run_argv(argv, state.netns, true);
-  if (status != 0)
-    throw std::runtime_error(fmt::format("{}: installing the NFQUEUE rule: {} exited with {}", state.netns, argv[0], status));
+  for (bool ipv6 : nfqueue_rule_families(state)) {
+    const auto argv = nfqueue_rule(state, "-A", ipv6);
+    const int status = run_argv(argv, state.netns, true);
+    if (status != 0)
+      throw std::runtime_error(fmt::format("{}: installing the NFQUEUE rule: {} exited with {}", state.netns, argv[0], status));
+  }
 }
 
 
@@ -230,8 +248,19 @@ void restore_allowed_congestion_control() {
   fs::remove(allowed_cc_backup());
 }
 
+// Links made later in the namespace skip duplicate address detection, which
+// would hold IPv6 neighbour discovery back for a second on every new link.
+void skip_ipv6_dad_in_current_netns() {
+  write_sysctl("/proc/sys/net/ipv6/conf/default/accept_dad", "0");
+  write_sysctl("/proc/sys/net/ipv6/conf/all/accept_dad", "0");
+}
+
 void build_host(const Scenario& scenario, Rtnl& core, const Host& host) {
   create_netns(host.netns);
+  {
+    NetnsScope in_host(host.netns);
+    skip_ipv6_dad_in_current_netns();
+  }
   {
     UniqueFd host_fd = open_netns(host.netns);
     core.add_veth(host.core_ifname, kHostIfname, host_fd.get());
@@ -240,14 +269,18 @@ void build_host(const Scenario& scenario, Rtnl& core, const Host& host) {
   core.add_address_v4(core_if, kCoreGateway, 32);
   core.set_up(core_if);
   core.add_route_v4(host.ipv4, 32, core_if, std::nullopt);
+  core.add_address_v6(core_if, kCoreGateway6, 128);
+  core.add_route_v6(host.ipv6, 128, core_if, std::nullopt);
 
   NetnsScope in_host(host.netns);
   Rtnl rtnl;
   rtnl.set_up(rtnl.link_index("lo"));
   const int host_if = rtnl.link_index(kHostIfname);
   rtnl.add_address_v4(host_if, host.ipv4, 32);
+  rtnl.add_address_v6(host_if, host.ipv6, 128);
   rtnl.set_up(host_if);
   rtnl.add_route_v4(0, 0, host_if, kCoreGateway);
+  rtnl.add_route_v6({}, 0, host_if, kCoreGateway6);
   try {
     setup_host_sysctls(scenario);
   } catch (const std::exception& error) {
@@ -355,6 +388,10 @@ const Host& TestbedState::host(const std::string& host_name) const {
 std::string run_dir(const std::string& testbed) { return std::string(kRunRoot) + "/" + testbed; }
 std::string bpffs_dir(const std::string& testbed) { return run_dir(testbed) + "/bpf"; }
 // '.' cannot appear in a testbed name, so one testbed's names never prefix another's.
+std::array<std::uint8_t, 16> dc_prefix_v6(int dc) {
+  return {0xfd, 0x77, 0, 0, 0, 0, static_cast<std::uint8_t>(dc >> 8), static_cast<std::uint8_t>(dc), 0, 0, 0, 0, 0, 0, 0, 0};
+}
+
 std::string core_netns(const std::string& testbed) { return kPrefix + testbed + ".core"; }
 std::string host_netns(const std::string& testbed, const std::string& host) { return kPrefix + testbed + "." + host; }
 
@@ -382,13 +419,17 @@ TestbedState testbed_up(const Scenario& scenario, const UpOptions& options) {
     Rtnl core;
     core.set_up(core.link_index("lo"));
     write_sysctl("/proc/sys/net/ipv4/ip_forward", "1");
+    write_sysctl("/proc/sys/net/ipv6/conf/all/forwarding", "1");
+    skip_ipv6_dad_in_current_netns();
     std::tie(state.release, state.release_reason) = choose_release(options.release, core);
     say(options, "release path: " + to_string(state.release) + " (" + state.release_reason + ")");
 
     Datapath datapath = Datapath::load(static_cast<int>(scenario.dcs.size()),
                                        state.release == ReleasePath::fq ? WANLAB_RELEASE_FQ : WANLAB_RELEASE_NFQUEUE);
-    for (std::size_t dc = 0; dc < scenario.dcs.size(); ++dc)
+    for (std::size_t dc = 0; dc < scenario.dcs.size(); ++dc) {
       datapath.set_dc_prefix_v4(scenario.pool.addr + (static_cast<std::uint32_t>(dc) << 8), 24, static_cast<int>(dc));
+      datapath.set_dc_prefix_v6(dc_prefix_v6(static_cast<int>(dc)), 64, static_cast<int>(dc));
+    }
     write_pairs(datapath, scenario);
     datapath.pin(bpffs_dir(state.name));
 
@@ -492,6 +533,7 @@ TestbedState load_state(const std::string& name) {
       host.index = t["index"].value_or(0);
       host.netns = t["netns"].value_or(std::string{});
       host.ipv4 = parse_ipv4(t["ipv4"].value_or(std::string{"0.0.0.0"}));
+      ::inet_pton(AF_INET6, t["ipv6"].value_or(std::string{"::"}).c_str(), host.ipv6.data());
       host.core_ifname = t["core_ifname"].value_or(std::string{});
       state.hosts.push_back(std::move(host));
     }

@@ -46,7 +46,8 @@ void create_run_dir(TestbedState& state, const Scenario& scenario);
 // ours whose loopback may be used to ask the kernel for sch_fq.
 std::pair<ReleasePath, std::string> choose_release(ReleaseChoice choice, Rtnl& probe);
 void install_nfqueue_rule(const TestbedState& state);
-std::vector<std::string> nfqueue_rule(const TestbedState& state, const std::string& action);
+std::vector<bool> nfqueue_rule_families(const TestbedState& state);  // false: IPv4, true: IPv6
+std::vector<std::string> nfqueue_rule(const TestbedState& state, const std::string& action, bool ipv6);
 pid_t start_daemon(const TestbedState& state);
 bool pid_is_our_daemon(pid_t pid, const std::string& testbed);
 void allow_congestion_control(const std::string& name);

@@ -238,3 +238,15 @@ BOOST_AUTO_TEST_CASE(fq_release_path_works_or_refuses_loudly) {
   BOOST_TEST(rtt >= 40.0);
   BOOST_TEST(rtt <= 41.5);
 }
+
+// Hosts are dual-stack; the program classifies IPv6 by the DCs' /64s.
+BOOST_AUTO_TEST_CASE(ipv6_is_emulated_like_ipv4) {
+  Testbed bed(kTwoDc);
+  const auto ping = test::wanlab({"exec", "east-0", "--", "ping", "-6", "-U", "-n", "-q", "-c", "10", "-i", "0.05", "fd77:0:0:1::1"});
+  BOOST_TEST_REQUIRE(ping.status == 0, ping.output);
+  const auto at = ping.output.find("rtt min/avg/max/mdev = ");
+  BOOST_TEST_REQUIRE(at != std::string::npos, ping.output);
+  const double min_rtt = std::stod(ping.output.substr(at + 23));
+  BOOST_TEST(min_rtt >= 40.0);
+  BOOST_TEST(min_rtt <= 41.5);
+}

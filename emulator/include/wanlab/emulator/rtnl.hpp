@@ -3,6 +3,7 @@
 // round-trip function that waits for the kernel's ACK; errors name the request.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -50,6 +51,11 @@ class Rtnl {
   void add_address_v4(int ifindex, std::uint32_t addr, int prefix_len);
   // Route to dst/len out of `oif`, through `gateway` if given (on-link).
   void add_route_v4(std::uint32_t dst, int dst_len, int oif, std::optional<std::uint32_t> gateway);
+  using Ipv6 = std::array<std::uint8_t, 16>;
+  // Without duplicate address detection: our links have one peer, and DAD
+  // would keep the address unusable for a second.
+  void add_address_v6(int ifindex, const Ipv6& addr, int prefix_len);
+  void add_route_v6(const Ipv6& dst, int dst_len, int oif, std::optional<Ipv6> gateway);
   void add_clsact(int ifindex);
   void add_bpf_filter(int ifindex, bool ingress, int prog_fd, const std::string& prog_name, std::uint32_t priority = 1,
                       std::uint32_t handle = 1);
@@ -71,5 +77,6 @@ class Rtnl {
 };
 
 std::string ipv4_to_string(std::uint32_t addr_host_order);
+std::string ipv6_to_string(const std::array<std::uint8_t, 16>& addr);
 
 }  // namespace wanlab::emulator

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -28,6 +29,7 @@ struct Host {
   int index = 0;             // within its DC
   std::string netns;         // where it lives
   std::uint32_t ipv4 = 0;    // host byte order
+  std::array<std::uint8_t, 16> ipv6{};  // fd77:0:0:<dc>::<index + 1>
   std::string core_ifname;   // its veth end in the core namespace
 };
 
@@ -63,6 +65,8 @@ std::string run_dir(const std::string& testbed);
 std::string bpffs_dir(const std::string& testbed);
 std::string core_netns(const std::string& testbed);
 std::string host_netns(const std::string& testbed, const std::string& host);
+// IPv6: DC i is fd77:0:0:i::/64 (fixed; IPv4 follows the scenario's pool).
+std::array<std::uint8_t, 16> dc_prefix_v6(int dc);
 
 struct UpOptions {
   ReleaseChoice release = ReleaseChoice::automatic;
