@@ -103,12 +103,7 @@ TestbedState attach_up(const std::string& dev, const Scenario& scenario, const A
     std::tie(state.release, state.release_reason) = choose_release_for(state.name, options.release);
     say("release path: " + to_string(state.release) + " (" + state.release_reason + ")");
 
-    Datapath datapath = Datapath::load(static_cast<int>(scenario.dcs.size()),
-                                       state.release == ReleasePath::fq ? WANLAB_RELEASE_FQ : WANLAB_RELEASE_NFQUEUE);
-    for (std::size_t dc = 0; dc < scenario.dcs.size(); ++dc)
-      datapath.set_dc_prefix_v4(scenario.pool.addr + (static_cast<std::uint32_t>(dc) << 8), 24, static_cast<int>(dc));
-    write_pairs(datapath, scenario);
-    datapath.pin(bpffs_dir(state.name));
+    Datapath datapath = load_datapath(scenario, state, false);
     check_interrupted();
 
     state.created_clsact = add_clsact_if_missing(rtnl, ifindex);

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <exception>
 #include <future>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -79,6 +80,51 @@ SenderTcpInfo read_tcp_info(const std::vector<UniqueFd>& conns) {
   return sum;
 }
 
+// A paced echo request: the echo side writes how long it held the request
+// (its kernel receive timestamp to its sendto), so the prober can leave the
+// echo application's wake-up out of the network's round trip.
+struct StampedProbe {
+  std::int32_t seq = 0;
+  std::uint32_t magic = 0;
+  std::int64_t echo_hold_ns = 0;
+};
+constexpr std::uint32_t kStampedMagic = 0x77616e31;  // "wan1"
+
+timespec realtime_now() {
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  return now;
+}
+
+std::int64_t ns_between(const timespec& earlier, const timespec& later) {
+  return static_cast<std::int64_t>(later.tv_sec - earlier.tv_sec) * 1'000'000'000 + (later.tv_nsec - earlier.tv_nsec);
+}
+
+void enable_receive_timestamps(int fd, const std::string& what) {
+  const int one = 1;
+  check(::setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)), what + ": SO_TIMESTAMPNS");
+}
+
+// Reads one datagram without blocking; its kernel receive time (CLOCK_REALTIME)
+// goes to `received`, or the time now if the kernel gave none.
+ssize_t receive_stamped(int fd, void* buf, std::size_t size, sockaddr_in* peer, timespec& received) {
+  char control[CMSG_SPACE(sizeof(timespec))];
+  iovec iov{buf, size};
+  msghdr msg{};
+  msg.msg_name = peer;
+  msg.msg_namelen = peer ? sizeof(*peer) : 0;
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  const ssize_t n = ::recvmsg(fd, &msg, MSG_DONTWAIT);
+  if (n < 0) return n;
+  received = realtime_now();
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) std::memcpy(&received, CMSG_DATA(c), sizeof(received));
+  return n;
+}
+
 // A UDP echo server on its own thread in `at`'s namespace, until destroyed.
 class UdpEcho {
  public:
@@ -104,14 +150,24 @@ class UdpEcho {
     try {
       NetnsScope in_ns(at.netns);
       UniqueFd fd = bound_socket(SOCK_DGRAM, at.ipv4, at.netns + ": UDP echo");
+      enable_receive_timestamps(fd.get(), at.netns + ": UDP echo");
       port_promise_.set_value(bound_port(fd.get()));
       char buf[64];
       while (!done_) {
         if (!wait_readable(fd.get(), 100)) continue;
         sockaddr_in peer{};
-        socklen_t len = sizeof(peer);
-        const ssize_t n = ::recvfrom(fd.get(), buf, sizeof(buf), 0, reinterpret_cast<sockaddr*>(&peer), &len);
-        if (n > 0) ::sendto(fd.get(), buf, static_cast<size_t>(n), 0, reinterpret_cast<sockaddr*>(&peer), len);
+        timespec received{};
+        const ssize_t n = receive_stamped(fd.get(), buf, sizeof(buf), &peer, received);
+        if (n <= 0) continue;
+        if (n == sizeof(StampedProbe)) {
+          StampedProbe probe;
+          std::memcpy(&probe, buf, sizeof(probe));
+          if (probe.magic == kStampedMagic) {
+            probe.echo_hold_ns = ns_between(received, realtime_now());
+            std::memcpy(buf, &probe, sizeof(probe));
+          }
+        }
+        ::sendto(fd.get(), buf, static_cast<size_t>(n), 0, reinterpret_cast<sockaddr*>(&peer), sizeof(peer));
       }
     } catch (...) {
       failure_ = std::current_exception();
@@ -140,32 +196,6 @@ void run_in_netns(const std::string& netns, Body body) {
   });
   worker.join();
   if (failure) std::rethrow_exception(failure);
-}
-
-double ms_between(const timespec& earlier, const timespec& later) {
-  return static_cast<double>(later.tv_sec - earlier.tv_sec) * 1e3 + static_cast<double>(later.tv_nsec - earlier.tv_nsec) / 1e6;
-}
-
-// Reads one datagram carrying a sequence number; its kernel receive time goes
-// to `received`. False if it was not one of ours.
-bool receive_stamped(int fd, int& seq, timespec& received) {
-  char control[CMSG_SPACE(sizeof(timespec))];
-  iovec iov{&seq, sizeof(seq)};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  if (::recvmsg(fd, &msg, MSG_DONTWAIT) != sizeof(seq)) return false;
-  bool stamped = false;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
-      std::memcpy(&received, CMSG_DATA(c), sizeof(received));
-      stamped = true;
-    }
-  }
-  if (!stamped) ::clock_gettime(CLOCK_REALTIME, &received);
-  return true;
 }
 
 }  // namespace
@@ -200,51 +230,55 @@ std::vector<double> measure_rtt_ms(const Endpoint& from, const Endpoint& to, int
   return rtts;
 }
 
-std::vector<double> measure_rtt_paced_ms(const Endpoint& from, const Endpoint& to, int count, double interval_ms) {
-  if (count < 0 || !(interval_ms >= 0)) throw std::invalid_argument("measure_rtt_paced_ms: count and interval_ms must be >= 0");
+std::vector<PacedEcho> measure_echoes_paced(const Endpoint& from, const Endpoint& to, int count, double interval_ms) {
+  if (count < 0 || !(interval_ms >= 0)) throw std::invalid_argument("measure_echoes_paced: count and interval_ms must be >= 0");
   UdpEcho echo(to);
-  std::vector<double> rtts;
+  std::vector<PacedEcho> echoes;
   if (echo.port() != 0) {
     run_in_netns(from.netns, [&] {
       UniqueFd fd = bound_socket(SOCK_DGRAM, from.ipv4, from.netns + ": UDP client");
-      const int one = 1;
-      check(::setsockopt(fd.get(), SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)), from.netns + ": SO_TIMESTAMPNS");
-      sockaddr_in dst = make_addr(to.ipv4, echo.port());
+      enable_receive_timestamps(fd.get(), from.netns + ": UDP client");
+      const sockaddr_in dst = make_addr(to.ipv4, echo.port());
       std::vector<timespec> sent(static_cast<std::size_t>(count));
-      std::vector<double> rtt_of(static_cast<std::size_t>(count), std::nan(""));
+      std::vector<std::optional<PacedEcho>> answers(static_cast<std::size_t>(count));
       const auto interval = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(interval_ms));
       const auto start = Clock::now();
+      const auto deadline = start + interval * count + std::chrono::seconds(2);
       int next = 0, answered = 0;
-      auto deadline = start + interval * count + std::chrono::seconds(2);
       while (answered < count && Clock::now() < deadline) {
         const auto next_send = start + interval * next;
         const auto wake = next < count ? std::min(next_send, deadline) : deadline;
-        const auto wait_us = std::chrono::duration_cast<std::chrono::microseconds>(wake - Clock::now()).count();
-        const timespec timeout{static_cast<time_t>(std::max<long>(0, wait_us) / 1'000'000),
-                               static_cast<long>(std::max<long>(0, wait_us) % 1'000'000 * 1000)};
+        const long wait_ns = std::max<long>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(wake - Clock::now()).count());
+        const timespec timeout{static_cast<time_t>(wait_ns / 1'000'000'000), wait_ns % 1'000'000'000};
         pollfd pfd{fd.get(), POLLIN, 0};
         if (::ppoll(&pfd, 1, &timeout, nullptr) > 0) {
-          int seq = -1;
+          StampedProbe probe;
           timespec received{};
-          while (receive_stamped(fd.get(), seq, received)) {
-            if (seq < 0 || seq >= next || !std::isnan(rtt_of[static_cast<std::size_t>(seq)])) continue;
-            rtt_of[static_cast<std::size_t>(seq)] = ms_between(sent[static_cast<std::size_t>(seq)], received);
+          while (receive_stamped(fd.get(), &probe, sizeof(probe), nullptr, received) == sizeof(probe)) {
+            if (probe.magic != kStampedMagic || probe.seq < 0 || probe.seq >= next) continue;
+            auto& answer = answers[static_cast<std::size_t>(probe.seq)];
+            if (answer) continue;
+            answer = PacedEcho{static_cast<double>(ns_between(sent[static_cast<std::size_t>(probe.seq)], received)) / 1e6,
+                               static_cast<double>(probe.echo_hold_ns) / 1e6};
             ++answered;
           }
         }
         if (next < count && Clock::now() >= next_send) {
-          ::clock_gettime(CLOCK_REALTIME, &sent[static_cast<std::size_t>(next)]);
-          check(static_cast<int>(::sendto(fd.get(), &next, sizeof(next), 0, reinterpret_cast<sockaddr*>(&dst), sizeof(dst))),
+          StampedProbe probe;
+          probe.seq = next;
+          probe.magic = kStampedMagic;
+          sent[static_cast<std::size_t>(next)] = realtime_now();
+          check(static_cast<int>(::sendto(fd.get(), &probe, sizeof(probe), 0, reinterpret_cast<const sockaddr*>(&dst), sizeof(dst))),
                 from.netns + ": sending echo");
           ++next;
         }
       }
-      for (double rtt : rtt_of)
-        if (!std::isnan(rtt)) rtts.push_back(rtt);
+      for (const auto& answer : answers)
+        if (answer) echoes.push_back(*answer);
     });
   }
   echo.rethrow_failure();
-  return rtts;
+  return echoes;
 }
 
 double measure_goodput_bps(const Endpoint& from, const Endpoint& to, const GoodputOptions& options) {

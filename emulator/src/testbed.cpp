@@ -302,6 +302,18 @@ void attach_program(Rtnl& core, const Host& host, ReleasePath release, int prog_
   }
 }
 
+Datapath load_datapath(const Scenario& scenario, const TestbedState& state, bool with_ipv6) {
+  Datapath datapath = Datapath::load(static_cast<int>(scenario.dcs.size()),
+                                     state.release == ReleasePath::fq ? WANLAB_RELEASE_FQ : WANLAB_RELEASE_NFQUEUE);
+  for (int dc = 0; dc < static_cast<int>(scenario.dcs.size()); ++dc) {
+    datapath.set_dc_prefix_v4(scenario.pool.addr + (static_cast<std::uint32_t>(dc) << 8), 24, dc);
+    if (with_ipv6) datapath.set_dc_prefix_v6(dc_prefix_v6(dc), 64, dc);
+  }
+  write_pairs(datapath, scenario);
+  datapath.pin(bpffs_dir(state.name));
+  return datapath;
+}
+
 void create_run_dir(TestbedState& state, const Scenario& scenario) {
   fs::create_directories(run_dir(state.name));
   state.scenario_path = run_dir(state.name) + "/scenario.toml";
@@ -424,14 +436,7 @@ TestbedState testbed_up(const Scenario& scenario, const UpOptions& options) {
     std::tie(state.release, state.release_reason) = choose_release(options.release, core);
     say(options, "release path: " + to_string(state.release) + " (" + state.release_reason + ")");
 
-    Datapath datapath = Datapath::load(static_cast<int>(scenario.dcs.size()),
-                                       state.release == ReleasePath::fq ? WANLAB_RELEASE_FQ : WANLAB_RELEASE_NFQUEUE);
-    for (std::size_t dc = 0; dc < scenario.dcs.size(); ++dc) {
-      datapath.set_dc_prefix_v4(scenario.pool.addr + (static_cast<std::uint32_t>(dc) << 8), 24, static_cast<int>(dc));
-      datapath.set_dc_prefix_v6(dc_prefix_v6(static_cast<int>(dc)), 64, static_cast<int>(dc));
-    }
-    write_pairs(datapath, scenario);
-    datapath.pin(bpffs_dir(state.name));
+    Datapath datapath = load_datapath(scenario, state, true);
 
     say(options, fmt::format("creating {} hosts", state.hosts.size()));
     for (const Host& host : state.hosts) {

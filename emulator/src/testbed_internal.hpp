@@ -13,6 +13,8 @@
 
 #include "wanlab/emulator/testbed.hpp"
 
+#include "wanlab/emulator/datapath.hpp"
+
 namespace wanlab::emulator {
 class Rtnl;
 }
@@ -39,6 +41,9 @@ class InterruptGuard {
 void check_interrupted();
 
 void write_state(const TestbedState& state);
+// Loads the program for the scenario's DCs and the state's release path, fills
+// the prefix tries (IPv6 too for namespace testbeds) and pairs, and pins the maps.
+Datapath load_datapath(const Scenario& scenario, const TestbedState& state, bool with_ipv6);
 void mount_bpffs(const std::string& testbed);
 // Sets up the run directory, the copy of the scenario and the first state file.
 void create_run_dir(TestbedState& state, const Scenario& scenario);

@@ -29,13 +29,21 @@ struct GoodputOptions {
 // TCP goodput from `from` to `to` in bit/s, counted at the receiver.
 double measure_goodput_bps(const Endpoint& from, const Endpoint& to, const GoodputOptions& options);
 
-// Round-trip times (ms) of `count` UDP echoes sent every `interval_ms` on a
-// fixed schedule, without waiting for answers, so a long RTT does not stretch
-// the run. Answers are timed by the kernel's receive timestamp
-// (SO_TIMESTAMPNS), so the prober's own wake-up delay is not counted; the echo
-// side is a thread like measure_rtt_ms's. Echoes without an answer 2 s after
-// the last send are left out; the rest keep their send order.
-std::vector<double> measure_rtt_paced_ms(const Endpoint& from, const Endpoint& to, int count, double interval_ms);
+// One answered echo of measure_echoes_paced.
+struct PacedEcho {
+  double rtt_ms = 0;        // sent until the answer arrived (kernel receive timestamp)
+  double echo_hold_ms = 0;  // the echo side's kernel receive timestamp until its reply's sendto
+  // The round trip of the network alone: without the echo application's
+  // wake-up, which a kernel-answered ping would not have either.
+  double network_rtt_ms() const { return rtt_ms - echo_hold_ms; }
+};
+
+// `count` UDP echoes sent every `interval_ms` on a fixed schedule, without
+// waiting for answers, so a long RTT does not stretch the run. Both sides take
+// receive times from the kernel (SO_TIMESTAMPNS, CLOCK_REALTIME); the sender
+// stamps just before sendto. Echoes without an answer 2 s after the last send
+// are left out; the rest keep their send order.
+std::vector<PacedEcho> measure_echoes_paced(const Endpoint& from, const Endpoint& to, int count, double interval_ms);
 
 // The senders' TCP_INFO when a goodput run ends, summed over the streams
 // (srtt: their mean). The *_limited times say why a stream was not sending:
