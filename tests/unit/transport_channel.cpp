@@ -1,7 +1,6 @@
 // Channel over loopback: integrity, ordering, many messages in flight, both
 // directions, graceful shutdown, limits.
 #include <boost/test/unit_test.hpp>
-
 #include <map>
 
 #include "unit/transport_support.hpp"
@@ -19,8 +18,7 @@ struct Pair {
 
 // GCC 12 miscompiles a co_await expression that creates two class-type
 // temporaries (one is destroyed twice), so callers pass named options.
-asio::awaitable<Pair> connect_pair(const wt::ChannelOptions& client_options,
-                                   const wt::ChannelOptions& server_options) {
+asio::awaitable<Pair> connect_pair(const wt::ChannelOptions& client_options, const wt::ChannelOptions& server_options) {
   auto executor = co_await asio::this_coro::executor;
   auto acceptor = wt::Acceptor::listen(executor, loopback(), server_options);
   auto client = co_await Channel::connect(executor, "127.0.0.1", acceptor.local_endpoint().port(), client_options);
@@ -93,21 +91,24 @@ BOOST_AUTO_TEST_CASE(edge_sizes_arrive_intact_over_many_connections) {
 BOOST_AUTO_TEST_CASE(hundred_mib_message_with_one_and_many_connections) {
   asio::io_context io;
   for (unsigned connections : {1u, 8u}) {
-    run(io, [](unsigned n) -> asio::awaitable<void> {
-      const auto client_options = small_options(n, 512 * 1024);
-      const wt::ChannelOptions server_options;
-      auto pair = co_await connect_pair(client_options, server_options);
-      // (GCC 12 cannot take a braced list as a temporary inside a coroutine.)
-      const std::vector<std::size_t> sizes{100u << 20, 1, 100u << 20};
-      co_await transfer_and_check(pair.client, pair.server, sizes, 10 + n);
-      const auto stats = pair.client.stats();
-      BOOST_CHECK_EQUAL(stats.bytes_sent(), 2 * (100ull << 20) + 1);
-      if (n > 1) {
-        unsigned used = 0;
-        for (const auto& c : stats.connections) used += c.bytes_sent > 0 ? 1 : 0;
-        BOOST_CHECK_MESSAGE(used >= 2, "only " << used << " of " << n << " connections carried data");
-      }
-    }(connections), 60s);
+    run(
+        io,
+        [](unsigned n) -> asio::awaitable<void> {
+          const auto client_options = small_options(n, 512 * 1024);
+          const wt::ChannelOptions server_options;
+          auto pair = co_await connect_pair(client_options, server_options);
+          // (GCC 12 cannot take a braced list as a temporary inside a coroutine.)
+          const std::vector<std::size_t> sizes{100u << 20, 1, 100u << 20};
+          co_await transfer_and_check(pair.client, pair.server, sizes, 10 + n);
+          const auto stats = pair.client.stats();
+          BOOST_CHECK_EQUAL(stats.bytes_sent(), 2 * (100ull << 20) + 1);
+          if (n > 1) {
+            unsigned used = 0;
+            for (const auto& c : stats.connections) used += c.bytes_sent > 0 ? 1 : 0;
+            BOOST_CHECK_MESSAGE(used >= 2, "only " << used << " of " << n << " connections carried data");
+          }
+        }(connections),
+        60s);
   }
 }
 

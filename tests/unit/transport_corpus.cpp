@@ -3,7 +3,6 @@
 // outcomes; the fuzzer-found inputs must decode without breaking the
 // decoder's invariants (which throw std::logic_error) and deterministically.
 #include <boost/test/unit_test.hpp>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -35,8 +34,8 @@ struct Expected {
 // From transport/fuzz/make_corpus.cpp: sizes 0, 1, 1023, 1024, 1025, 3079 with
 // a 1024-byte chunk; one 5120-byte message; no messages.
 const std::map<std::string, Expected> kValid{
-    {"valid-one-connection", {6, 6152}},  {"valid-three-connections", {6, 6152}}, {"valid-checksums", {6, 6152}},
-    {"valid-out-of-order", {1, 5120}},    {"valid-no-messages", {0, 0}},
+    {"valid-one-connection", {6, 6152}}, {"valid-three-connections", {6, 6152}}, {"valid-checksums", {6, 6152}},
+    {"valid-out-of-order", {1, 5120}},   {"valid-no-messages", {0, 0}},
 };
 
 const std::map<std::string, std::string> kBad{

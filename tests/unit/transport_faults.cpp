@@ -3,7 +3,6 @@
 // malformed frames from a raw peer. Each must end in a clear error (or, for
 // the stall, in delivery through the other connections), never in a hang.
 #include <boost/test/unit_test.hpp>
-
 #include <random>
 
 #include "unit/transport_support.hpp"
@@ -43,53 +42,56 @@ asio::awaitable<void> wait_until(std::function<bool()> condition, std::chrono::s
 
 BOOST_AUTO_TEST_CASE(stalled_connection_does_not_stop_the_others) {
   asio::io_context io;
-  run(io, []() -> asio::awaitable<void> {
-    auto executor = co_await asio::this_coro::executor;
-    const wt::ChannelOptions server_options = small_options(1);
-    auto acceptor = wt::Acceptor::listen(executor, loopback(), server_options);
-    auto proxy = std::make_shared<Proxy>(executor, acceptor.local_endpoint());
-    proxy->start();
-    const auto client_options = small_options(4, 64 * 1024);
-    auto client = co_await Channel::connect(executor, "127.0.0.1", proxy->port(), client_options);
-    auto server = co_await acceptor.accept();
-    BOOST_REQUIRE_EQUAL(proxy->pairs(), 4u);
+  run(
+      io,
+      []() -> asio::awaitable<void> {
+        auto executor = co_await asio::this_coro::executor;
+        const wt::ChannelOptions server_options = small_options(1);
+        auto acceptor = wt::Acceptor::listen(executor, loopback(), server_options);
+        auto proxy = std::make_shared<Proxy>(executor, acceptor.local_endpoint());
+        proxy->start();
+        const auto client_options = small_options(4, 64 * 1024);
+        auto client = co_await Channel::connect(executor, "127.0.0.1", proxy->port(), client_options);
+        auto server = co_await acceptor.accept();
+        BOOST_REQUIRE_EQUAL(proxy->pairs(), 4u);
 
-    proxy->pause(0);  // connection 0's path stops forwarding: its window closes
-    constexpr std::size_t kMessages = 96;
-    constexpr std::size_t kSize = 1 << 20;
-    std::vector<std::uint64_t> hashes;
-    for (std::size_t i = 0; i < kMessages; ++i) {
-      auto message = make_message(kSize, 500 + i);
-      hashes.push_back(hash_of(message.bytes()));
-      client.send(std::move(message));
-    }
-    auto forwarded_by_others = [&] {
-      std::uint64_t total = 0;
-      for (int i = 1; i < 4; ++i) total += proxy->pair(i)->client_to_server_bytes;
-      return total;
-    };
-    // With round-robin the sender would block once connection 0's buffers are
-    // full (a few MiB in all); pulling lets the other three carry the rest.
-    co_await wait_until([&] { return forwarded_by_others() >= 85ull << 20; }, 20s,
-                        "85 MiB through connections 1-3 while connection 0 is stalled");
-    const auto stats = client.stats();
-    BOOST_TEST_MESSAGE("while stalled: connection 0 took " << stats.connections[0].bytes_sent << " bytes, "
-                                                           << stats.connections[0].stalls << " stalls");
-    BOOST_CHECK_LE(stats.connections[0].bytes_sent, 6ull << 20);
-    BOOST_CHECK_GE(stats.connections[0].stalls, 1u);
-    // The proxy's pump may have had one read in progress when paused.
-    BOOST_CHECK_LE(proxy->pair(0)->client_to_server_bytes, 256u * 1024);
+        proxy->pause(0);  // connection 0's path stops forwarding: its window closes
+        constexpr std::size_t kMessages = 96;
+        constexpr std::size_t kSize = 1 << 20;
+        std::vector<std::uint64_t> hashes;
+        for (std::size_t i = 0; i < kMessages; ++i) {
+          auto message = make_message(kSize, 500 + i);
+          hashes.push_back(hash_of(message.bytes()));
+          client.send(std::move(message));
+        }
+        auto forwarded_by_others = [&] {
+          std::uint64_t total = 0;
+          for (int i = 1; i < 4; ++i) total += proxy->pair(i)->client_to_server_bytes;
+          return total;
+        };
+        // With round-robin the sender would block once connection 0's buffers are
+        // full (a few MiB in all); pulling lets the other three carry the rest.
+        co_await wait_until([&] { return forwarded_by_others() >= 85ull << 20; }, 20s,
+                            "85 MiB through connections 1-3 while connection 0 is stalled");
+        const auto stats = client.stats();
+        BOOST_TEST_MESSAGE("while stalled: connection 0 took " << stats.connections[0].bytes_sent << " bytes, "
+                                                               << stats.connections[0].stalls << " stalls");
+        BOOST_CHECK_LE(stats.connections[0].bytes_sent, 6ull << 20);
+        BOOST_CHECK_GE(stats.connections[0].stalls, 1u);
+        // The proxy's pump may have had one read in progress when paused.
+        BOOST_CHECK_LE(proxy->pair(0)->client_to_server_bytes, 256u * 1024);
 
-    proxy->resume(0);
-    for (std::size_t i = 0; i < kMessages; ++i) {
-      auto received = co_await server.receive();
-      BOOST_REQUIRE(received);
-      BOOST_REQUIRE_EQUAL(received->size(), kSize);
-      BOOST_REQUIRE_MESSAGE(hash_of(received->bytes()) == hashes[i], "message " << i << " content differs");
-    }
-    co_await client.flush();
-    proxy->close();
-  }(), 60s);
+        proxy->resume(0);
+        for (std::size_t i = 0; i < kMessages; ++i) {
+          auto received = co_await server.receive();
+          BOOST_REQUIRE(received);
+          BOOST_REQUIRE_EQUAL(received->size(), kSize);
+          BOOST_REQUIRE_MESSAGE(hash_of(received->bytes()) == hashes[i], "message " << i << " content differs");
+        }
+        co_await client.flush();
+        proxy->close();
+      }(),
+      60s);
 }
 
 BOOST_AUTO_TEST_CASE(reset_connection_fails_both_sides_promptly) {
@@ -154,27 +156,31 @@ BOOST_AUTO_TEST_CASE(peer_that_vanishes_without_goodbye_fails_the_channel) {
 
 BOOST_AUTO_TEST_CASE(black_holed_connection_fails_after_the_user_timeout) {
   asio::io_context io;
-  run(io, []() -> asio::awaitable<void> {
-    auto executor = co_await asio::this_coro::executor;
-    const wt::ChannelOptions server_options = small_options(1);
-    auto acceptor = wt::Acceptor::listen(executor, loopback(), server_options);
-    auto proxy = std::make_shared<Proxy>(executor, acceptor.local_endpoint());
-    proxy->start();
-    auto client_options = small_options(2, 64 * 1024);
-    client_options.socket.user_timeout = 1s;
-    auto client = co_await Channel::connect(executor, "127.0.0.1", proxy->port(), client_options);
-    auto server = co_await acceptor.accept();
-    proxy->pause(1);
-    // Nobody reads the server side either: both paths fill up, and
-    // connection 1's path stays shut. TCP_USER_TIMEOUT must fail it.
-    for (int i = 0; i < 64; ++i) client.send(make_message(1 << 20, i));
-    const auto started = Clock::now();
-    co_await wait_until([&] { return !client.is_open(); }, 20s, "the client channel to fail");
-    const auto error = client.error()->what();
-    BOOST_TEST_MESSAGE("after " << std::chrono::duration<double>(Clock::now() - started).count() << " s: " << error);
-    BOOST_CHECK_MESSAGE(contains(error, "timed out"), error);
-    proxy->close();
-  }(), 40s);
+  run(
+      io,
+      []() -> asio::awaitable<void> {
+        auto executor = co_await asio::this_coro::executor;
+        const wt::ChannelOptions server_options = small_options(1);
+        auto acceptor = wt::Acceptor::listen(executor, loopback(), server_options);
+        auto proxy = std::make_shared<Proxy>(executor, acceptor.local_endpoint());
+        proxy->start();
+        auto client_options = small_options(2, 64 * 1024);
+        client_options.socket.user_timeout = 1s;
+        auto client = co_await Channel::connect(executor, "127.0.0.1", proxy->port(), client_options);
+        auto server = co_await acceptor.accept();
+        proxy->pause(1);
+        // Nobody reads the server side either: both paths fill up, and
+        // connection 1's path stays shut. TCP_USER_TIMEOUT must fail it.
+        for (int i = 0; i < 64; ++i) client.send(make_message(1 << 20, i));
+        const auto started = Clock::now();
+        co_await wait_until([&] { return !client.is_open(); }, 20s, "the client channel to fail");
+        const auto error = client.error()->what();
+        BOOST_TEST_MESSAGE("after " << std::chrono::duration<double>(Clock::now() - started).count()
+                                    << " s: " << error);
+        BOOST_CHECK_MESSAGE(contains(error, "timed out"), error);
+        proxy->close();
+      }(),
+      40s);
 }
 
 // ---- handshakes ------------------------------------------------------------
@@ -193,7 +199,7 @@ wire::Hello valid_hello(std::uint64_t id, std::uint16_t index, std::uint16_t cou
 
 // Connects a raw socket, sends `bytes`, returns the reply (and its reason text).
 asio::awaitable<std::pair<wire::Hello, std::string>> raw_handshake(tcp::socket& socket, std::uint16_t port,
-                                                                  std::span<const std::byte> bytes) {
+                                                                   std::span<const std::byte> bytes) {
   co_await socket.async_connect({asio::ip::make_address("127.0.0.1"), port}, asio::use_awaitable);
   co_await asio::async_write(socket, asio::buffer(bytes.data(), bytes.size()), asio::use_awaitable);
   wire::HelloBytes reply_bytes;
@@ -224,18 +230,43 @@ struct RefusalCase {
 
 BOOST_AUTO_TEST_CASE(acceptor_refuses_bad_hellos_with_a_reason) {
   const std::vector<RefusalCase> cases{
-      {"version", [] { auto h = valid_hello(1, 0, 1); h.version = 2; return h; }, wire::HelloStatus::bad_version,
-       "protocol version 2 is not supported"},
-      {"magic", [] { auto h = valid_hello(1, 0, 1); h.magic = 0x47455420; return h; }, wire::HelloStatus::bad_magic,
-       "bad magic 0x47455420"},
+      {"version",
+       [] {
+         auto h = valid_hello(1, 0, 1);
+         h.version = 2;
+         return h;
+       },
+       wire::HelloStatus::bad_version, "protocol version 2 is not supported"},
+      {"magic",
+       [] {
+         auto h = valid_hello(1, 0, 1);
+         h.magic = 0x47455420;
+         return h;
+       },
+       wire::HelloStatus::bad_magic, "bad magic 0x47455420"},
       {"count 0", [] { return valid_hello(1, 0, 0); }, wire::HelloStatus::bad_count, "connection count 0"},
       {"count 65", [] { return valid_hello(1, 0, 65); }, wire::HelloStatus::bad_count, "connection count 65"},
       {"index", [] { return valid_hello(1, 3, 3); }, wire::HelloStatus::bad_index, "index 3 is not below"},
-      {"chunk", [] { auto h = valid_hello(1, 0, 1); h.chunk_size = 100; return h; }, wire::HelloStatus::bad_chunk_size,
-       "chunk size 100"},
-      {"reserved", [] { auto h = valid_hello(1, 0, 1); h.reserved = 9; return h; }, wire::HelloStatus::bad_field,
-       "reserved"},
-      {"status", [] { auto h = valid_hello(1, 0, 1); h.status = wire::HelloStatus::busy; return h; },
+      {"chunk",
+       [] {
+         auto h = valid_hello(1, 0, 1);
+         h.chunk_size = 100;
+         return h;
+       },
+       wire::HelloStatus::bad_chunk_size, "chunk size 100"},
+      {"reserved",
+       [] {
+         auto h = valid_hello(1, 0, 1);
+         h.reserved = 9;
+         return h;
+       },
+       wire::HelloStatus::bad_field, "reserved"},
+      {"status",
+       [] {
+         auto h = valid_hello(1, 0, 1);
+         h.status = wire::HelloStatus::busy;
+         return h;
+       },
        wire::HelloStatus::bad_field, "status"},
   };
   for (const auto& c : cases) {
@@ -320,11 +351,14 @@ asio::awaitable<void> fake_server(tcp::acceptor& acceptor, std::vector<std::byte
     co_await asio::async_read(*socket, asio::buffer(hello), asio::use_awaitable);
     if (!reply.empty()) co_await asio::async_write(*socket, asio::buffer(reply), asio::use_awaitable);
     // Keep the socket open (a silent server) until the acceptor goes.
-    asio::co_spawn(acceptor.get_executor(), [](std::shared_ptr<tcp::socket> s) -> asio::awaitable<void> {
-      std::array<char, 64> sink;
-      std::error_code ec;
-      while (!ec) co_await s->async_read_some(asio::buffer(sink), asio::redirect_error(asio::use_awaitable, ec));
-    }(socket), asio::detached);
+    asio::co_spawn(
+        acceptor.get_executor(),
+        [](std::shared_ptr<tcp::socket> s) -> asio::awaitable<void> {
+          std::array<char, 64> sink;
+          std::error_code ec;
+          while (!ec) co_await s->async_read_some(asio::buffer(sink), asio::redirect_error(asio::use_awaitable, ec));
+        }(socket),
+        asio::detached);
   }
 }
 
@@ -403,49 +437,88 @@ std::vector<std::byte> concat(std::vector<std::byte> a, const std::vector<std::b
 
 BOOST_AUTO_TEST_CASE(malformed_frames_close_the_channel_with_the_reason) {
   const std::vector<FrameCase> cases{
-      {"bad magic", [] { auto f = frame(data(0, 10, 0, 10), 10); f[0] = std::byte{0}; return f; }, "bad magic"},
+      {"bad magic",
+       [] {
+         auto f = frame(data(0, 10, 0, 10), 10);
+         f[0] = std::byte{0};
+         return f;
+       },
+       "bad magic"},
       {"too large", [] { return frame(data(0, 2 << 20, 0, 4096), 0); }, "above the limit of 1048576"},
       {"offset outside", [] { return frame(data(0, 10, 4096, 0), 0); }, "outside the message's 10 bytes"},
       {"misaligned", [] { return frame(data(0, 10000, 100, 4096), 0); }, "not a multiple of the chunk size 4096"},
       {"wrong length", [] { return frame(data(0, 10, 0, 11), 11); }, "has length 11, expected 10"},
       {"duplicate", [] { return concat(frame(data(0, 8192, 0, 4096), 4096), frame(data(0, 8192, 0, 4096), 4096)); },
        "arrived after message 0 offset 0"},
-      {"size changes", [] { return concat(frame(data(0, 8192, 0, 4096), 4096), frame(data(0, 9000, 4096, 4096), 4096)); },
+      {"size changes",
+       [] { return concat(frame(data(0, 8192, 0, 4096), 4096), frame(data(0, 9000, 4096, 4096), 4096)); },
        "an earlier chunk said 8192"},
       {"already delivered", [] { return concat(frame(data(0, 1, 0, 1), 1), frame(data(0, 1, 0, 1), 1)); },
        "message 0 was already delivered"},
-      {"checksum", [] { auto h = data(0, 100, 0, 100); h.flags = wire::kFlagChecksum; h.checksum = 1; return frame(h, 100); },
+      {"checksum",
+       [] {
+         auto h = data(0, 100, 0, 100);
+         h.flags = wire::kFlagChecksum;
+         h.checksum = 1;
+         return frame(h, 100);
+       },
        "checksum 0x00000001 in the header"},
-      {"unknown type", [] { auto f = frame(data(0, 1, 0, 1), 1); f[4] = std::byte{7}; return f; }, "unknown type 7"},
-      {"after goodbye", [] { wire::ChunkHeader g; g.type = wire::FrameType::goodbye; return concat(frame(g, 0), frame(data(0, 1, 0, 1), 1)); },
+      {"unknown type",
+       [] {
+         auto f = frame(data(0, 1, 0, 1), 1);
+         f[4] = std::byte{7};
+         return f;
+       },
+       "unknown type 7"},
+      {"after goodbye",
+       [] {
+         wire::ChunkHeader g;
+         g.type = wire::FrameType::goodbye;
+         return concat(frame(g, 0), frame(data(0, 1, 0, 1), 1));
+       },
        "after the goodbye"},
-      {"goodbye count", [] { wire::ChunkHeader g; g.type = wire::FrameType::goodbye; g.message_id = 2; return concat(frame(data(0, 1, 0, 1), 1), frame(g, 0)); },
+      {"goodbye count",
+       [] {
+         wire::ChunkHeader g;
+         g.type = wire::FrameType::goodbye;
+         g.message_id = 2;
+         return concat(frame(data(0, 1, 0, 1), 1), frame(g, 0));
+       },
        "sent 2 messages, but only 1 arrived whole"},
-      {"cut payload", [] { auto f = frame(data(0, 5000, 0, 4096), 4096); f.resize(f.size() - 10); return f; },
+      {"cut payload",
+       [] {
+         auto f = frame(data(0, 5000, 0, 4096), 4096);
+         f.resize(f.size() - 10);
+         return f;
+       },
        "in the middle of message 0"},
       {"absurd id", [] { return frame(data(1ull << 62, 1, 0, 1), 1); }, "implausibly far ahead"},
   };
   for (const auto& c : cases) {
     BOOST_TEST_CONTEXT("case " << c.name) {
       asio::io_context io;
-      run(io, [](const FrameCase& c) -> asio::awaitable<void> {
-        auto executor = co_await asio::this_coro::executor;
-        auto options = small_options(1);
-        options.max_message_size = 1 << 20;
-        auto acceptor = wt::Acceptor::listen(executor, loopback(), options);
-        tcp::socket raw(executor);
-        const auto hello = wire::encode(valid_hello(std::random_device{}(), 0, 1));
-        const auto [reply, reason] = co_await raw_handshake(raw, acceptor.local_endpoint().port(), hello);
-        BOOST_REQUIRE(reply.status == wire::HelloStatus::ok);
-        auto channel = co_await acceptor.accept();
-        const auto bytes = c.bytes();
-        co_await asio::async_write(raw, asio::buffer(bytes), asio::use_awaitable);
-        raw.shutdown(tcp::socket::shutdown_send);  // then EOF: "cut payload" needs it, the others must not wait for it
-        const auto error = co_await receive_until_failure(channel);
-        BOOST_CHECK_MESSAGE(contains(error, "connection 0 of 1: ") && contains(error, c.error_part),
-                            "got: " << error);
-        BOOST_CHECK(!channel.is_open());
-      }(c), 10s);
+      run(
+          io,
+          [](const FrameCase& c) -> asio::awaitable<void> {
+            auto executor = co_await asio::this_coro::executor;
+            auto options = small_options(1);
+            options.max_message_size = 1 << 20;
+            auto acceptor = wt::Acceptor::listen(executor, loopback(), options);
+            tcp::socket raw(executor);
+            const auto hello = wire::encode(valid_hello(std::random_device{}(), 0, 1));
+            const auto [reply, reason] = co_await raw_handshake(raw, acceptor.local_endpoint().port(), hello);
+            BOOST_REQUIRE(reply.status == wire::HelloStatus::ok);
+            auto channel = co_await acceptor.accept();
+            const auto bytes = c.bytes();
+            co_await asio::async_write(raw, asio::buffer(bytes), asio::use_awaitable);
+            raw.shutdown(
+                tcp::socket::shutdown_send);  // then EOF: "cut payload" needs it, the others must not wait for it
+            const auto error = co_await receive_until_failure(channel);
+            BOOST_CHECK_MESSAGE(contains(error, "connection 0 of 1: ") && contains(error, c.error_part),
+                                "got: " << error);
+            BOOST_CHECK(!channel.is_open());
+          }(c),
+          10s);
     }
   }
 }

@@ -1,7 +1,6 @@
 // `wanlab perf` over loopback: argument parsing, a byte-count run and a timed
 // run, the report's consistency and its JSON.
 #include <boost/test/unit_test.hpp>
-
 #include <cctype>
 #include <cmath>
 #include <sstream>
@@ -79,9 +78,12 @@ class JsonChecker {
   bool string() {
     if (at_ >= text_.size() || text_[at_] != '"') return false;
     for (++at_; at_ < text_.size(); ++at_) {
-      if (text_[at_] == '\\') ++at_;
-      else if (text_[at_] == '"') return ++at_, true;
-      else if (static_cast<unsigned char>(text_[at_]) < 0x20) return false;
+      if (text_[at_] == '\\')
+        ++at_;
+      else if (text_[at_] == '"')
+        return ++at_, true;
+      else if (static_cast<unsigned char>(text_[at_]) < 0x20)
+        return false;
     }
     return false;
   }
@@ -139,8 +141,9 @@ BOOST_AUTO_TEST_CASE(arguments_parse_with_clear_errors) {
   BOOST_CHECK(contains(usage_error({"server", "-P", "4"}), "unknown server option '-P'"));
   BOOST_CHECK(contains(usage_error({"server", "--port", "70000"}), "--port: 70000 is out of range"));
 
-  const std::vector<std::string> client{"client", "10.2.0.2", "-P", "8", "-n", "1GiB", "--message-size=4M",
-                                        "--chunk-size", "256K", "--cc", "cubic", "--json", "-p", "6000"};
+  const std::vector<std::string> client{
+      "client",       "10.2.0.2", "-P",   "8",     "-n",     "1GiB", "--message-size=4M",
+      "--chunk-size", "256K",     "--cc", "cubic", "--json", "-p",   "6000"};
   const auto command = perf::parse_args(client);
   BOOST_REQUIRE(command.mode == perf::Command::Mode::client);
   BOOST_CHECK_EQUAL(command.client.host, "10.2.0.2");

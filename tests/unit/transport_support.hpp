@@ -3,8 +3,6 @@
 // proxy that can stall or reset single connections of a channel.
 #pragma once
 
-#include <boost/test/unit_test.hpp>
-
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/io_context.hpp>
@@ -14,6 +12,7 @@
 #include <asio/steady_timer.hpp>
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
+#include <boost/test/unit_test.hpp>
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -52,9 +51,12 @@ inline void run(asio::io_context& io, asio::awaitable<void> task, std::chrono::s
 template <typename T>
 T run(asio::io_context& io, asio::awaitable<T> task, std::chrono::steady_clock::duration limit = 30s) {
   std::optional<T> result;
-  run(io, [](asio::awaitable<T> inner, std::optional<T>& out) -> asio::awaitable<void> {
-    out.emplace(co_await std::move(inner));
-  }(std::move(task), result), limit);
+  run(
+      io,
+      [](asio::awaitable<T> inner, std::optional<T>& out) -> asio::awaitable<void> {
+        out.emplace(co_await std::move(inner));
+      }(std::move(task), result),
+      limit);
   return std::move(*result);
 }
 
@@ -120,11 +122,11 @@ class Proxy : public std::enable_shared_from_this<Proxy> {
     bool client_to_server_paused = false;
     std::uint64_t client_to_server_bytes = 0;
     std::unique_ptr<asio::steady_timer> resume;  // wakes a paused pump
-    explicit Pair(asio::any_io_executor ex) : client(ex), server(ex), resume(std::make_unique<asio::steady_timer>(ex)) {}
+    explicit Pair(asio::any_io_executor ex)
+        : client(ex), server(ex), resume(std::make_unique<asio::steady_timer>(ex)) {}
   };
 
-  Proxy(asio::any_io_executor ex, tcp::endpoint target)
-      : executor_(ex), acceptor_(ex, loopback()), target_(target) {}
+  Proxy(asio::any_io_executor ex, tcp::endpoint target) : executor_(ex), acceptor_(ex, loopback()), target_(target) {}
 
   void start() { asio::co_spawn(executor_, accept_loop(), asio::detached); }
   std::uint16_t port() const { return acceptor_.local_endpoint().port(); }

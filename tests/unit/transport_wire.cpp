@@ -1,7 +1,6 @@
 // The wire format, CRC32C, and the receive-side validation in Reassembler and
 // FrameReader, without sockets.
 #include <boost/test/unit_test.hpp>
-
 #include <cstring>
 #include <functional>
 #include <random>
@@ -186,7 +185,8 @@ BOOST_AUTO_TEST_CASE(reassembler_rejects_what_a_correct_sender_never_sends) {
   };
   const std::vector<Case> cases{
       {"too large", [](auto& r) { r.begin_chunk(0, data(0, 64 * 1024 + 1, 0, kChunk)); }, "above the limit of 65536"},
-      {"misaligned", [](auto& r) { r.begin_chunk(0, data(0, 5000, 1000, kChunk)); }, "not a multiple of the chunk size"},
+      {"misaligned", [](auto& r) { r.begin_chunk(0, data(0, 5000, 1000, kChunk)); },
+       "not a multiple of the chunk size"},
       {"outside", [](auto& r) { r.begin_chunk(0, data(0, 5000, 5120, 0)); }, "outside the message's 5000 bytes"},
       {"empty with offset", [](auto& r) { r.begin_chunk(0, data(0, 0, 1024, 0)); }, "outside the message's 0 bytes"},
       {"short chunk", [](auto& r) { r.begin_chunk(0, data(0, 5000, 0, 100)); }, "has length 100, expected 1024"},
@@ -335,8 +335,8 @@ std::vector<wt::Message> feed(const std::vector<std::byte>& stream, std::size_t 
 BOOST_AUTO_TEST_CASE(frame_reader_handles_any_split_of_the_stream) {
   const std::vector<std::size_t> sizes{0, 1, kChunk - 1, kChunk, kChunk + 1, 3 * kChunk};
   const auto stream = stream_of(sizes, true);
-  for (std::size_t piece : {std::size_t{1}, std::size_t{3}, std::size_t{40}, std::size_t{41}, std::size_t{1000},
-                            stream.size()}) {
+  for (std::size_t piece :
+       {std::size_t{1}, std::size_t{3}, std::size_t{40}, std::size_t{41}, std::size_t{1000}, stream.size()}) {
     BOOST_TEST_CONTEXT("pieces of " << piece) {
       const auto messages = feed(stream, piece);
       BOOST_REQUIRE_EQUAL(messages.size(), sizes.size());

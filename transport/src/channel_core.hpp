@@ -123,8 +123,8 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore> {
   std::optional<TransportError> failure_;
 
   // Sending.
-  std::deque<std::shared_ptr<Outgoing>> send_queue_;   // messages with chunks not yet handed out
-  std::deque<std::shared_ptr<Outgoing>> unfinished_;   // messages not yet fully written
+  std::deque<std::shared_ptr<Outgoing>> send_queue_;  // messages with chunks not yet handed out
+  std::deque<std::shared_ptr<Outgoing>> unfinished_;  // messages not yet fully written
   std::uint64_t next_message_id_ = 0;
   std::uint64_t messages_sent_ = 0;
   bool shutting_down_ = false;

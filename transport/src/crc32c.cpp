@@ -46,8 +46,7 @@ std::uint32_t update_portable(const unsigned char* p, std::size_t n, std::uint32
 }
 
 #if defined(__x86_64__)
-__attribute__((target("sse4.2"))) std::uint32_t update_sse42(const unsigned char* p, std::size_t n,
-                                                              std::uint32_t crc) {
+__attribute__((target("sse4.2"))) std::uint32_t update_sse42(const unsigned char* p, std::size_t n, std::uint32_t crc) {
   std::uint64_t wide = crc;
   while (n >= 8) {
     std::uint64_t word;

@@ -16,8 +16,8 @@ void validate(const ChannelOptions& options) {
     bad_option(fmt::format("connections: {} is out of range (1..{})", options.connections, kMaxConnections));
   }
   if (options.chunk_size < kMinChunkSize || options.chunk_size > kMaxChunkSize) {
-    bad_option(fmt::format("chunk_size: {} is out of range ({}..{})", options.chunk_size, kMinChunkSize,
-                           kMaxChunkSize));
+    bad_option(
+        fmt::format("chunk_size: {} is out of range ({}..{})", options.chunk_size, kMinChunkSize, kMaxChunkSize));
   }
   if (options.max_message_size == 0) bad_option("max_message_size: must be at least 1");
   if (options.receive_memory_limit == 0) bad_option("receive_memory_limit: must be at least 1");

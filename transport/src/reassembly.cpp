@@ -25,9 +25,8 @@ void Reassembler::check_header(unsigned connection, const wire::ChunkHeader& hea
   const auto id = header.message_id;
   if (goodbye_seen_.at(connection)) violation(fmt::format("message {} arrived after this connection's goodbye", id));
   if (header.message_size > limits_.max_message_size) {
-    throw TransportError(Errc::message_too_large,
-                         fmt::format("message {} declares {} bytes, above the limit of {}", id, header.message_size,
-                                     limits_.max_message_size));
+    throw TransportError(Errc::message_too_large, fmt::format("message {} declares {} bytes, above the limit of {}", id,
+                                                              header.message_size, limits_.max_message_size));
   }
   if (header.offset % limits_.chunk_size != 0) {
     violation(fmt::format("message {}: chunk offset {} is not a multiple of the chunk size {}", id, header.offset,
@@ -39,8 +38,8 @@ void Reassembler::check_header(unsigned connection, const wire::ChunkHeader& hea
   }
   const auto expected = wire::chunk_length(header.message_size, header.offset, limits_.chunk_size);
   if (header.length != expected) {
-    violation(fmt::format("message {}: chunk at offset {} has length {}, expected {}", id, header.offset,
-                          header.length, expected));
+    violation(fmt::format("message {}: chunk at offset {} has length {}, expected {}", id, header.offset, header.length,
+                          expected));
   }
   if (id < next_deliver_) violation(fmt::format("message {} was already delivered", id));
   if (id - next_deliver_ > max_ids_ahead_) {
@@ -134,8 +133,8 @@ void Reassembler::goodbye(unsigned connection, std::uint64_t messages_sent) {
   }
   for (const auto& last : last_chunk_) {
     if (last.any && last.message_id >= messages_sent) {
-      violation(fmt::format("goodbye says {} messages were sent, but message {} arrived", messages_sent,
-                            last.message_id));
+      violation(
+          fmt::format("goodbye says {} messages were sent, but message {} arrived", messages_sent, last.message_id));
     }
   }
   peer_message_count_ = messages_sent;
@@ -225,9 +224,10 @@ void FrameReader::end_of_stream() {
       violation(fmt::format("the peer closed the connection {} bytes into a frame header", filled_));
     case State::payload:
     case State::blocked:
-      violation(fmt::format("the peer closed the connection in the middle of message {} (chunk at offset {}, "
-                            "{} of {} payload bytes)",
-                            header_.message_id, header_.offset, filled_, header_.length));
+      violation(
+          fmt::format("the peer closed the connection in the middle of message {} (chunk at offset {}, "
+                      "{} of {} payload bytes)",
+                      header_.message_id, header_.offset, filled_, header_.length));
   }
 }
 

@@ -24,7 +24,8 @@ std::string read_first_line(const char* path) {
 
 void set_int(int fd, int level, int name, int value, const char* what) {
   if (::setsockopt(fd, level, name, &value, sizeof(value)) != 0) {
-    throw TransportError(Errc::invalid_argument, fmt::format("setting {} to {}: {}", what, value, std::strerror(errno)));
+    throw TransportError(Errc::invalid_argument,
+                         fmt::format("setting {} to {}: {}", what, value, std::strerror(errno)));
   }
 }
 
@@ -40,14 +41,18 @@ void set_congestion_control(int fd, const std::string& name) {
 
 }  // namespace
 
-void apply_buffer_options(int fd, const SocketOptions& options) {
+void apply_before_connect(int fd, const SocketOptions& options) {
   if (options.send_buffer > 0) set_int(fd, SOL_SOCKET, SO_SNDBUF, options.send_buffer, "SO_SNDBUF");
   if (options.receive_buffer > 0) set_int(fd, SOL_SOCKET, SO_RCVBUF, options.receive_buffer, "SO_RCVBUF");
+  apply_congestion_control(fd, options);
+}
+
+void apply_congestion_control(int fd, const SocketOptions& options) {
+  if (!options.congestion_control.empty()) set_congestion_control(fd, options.congestion_control);
 }
 
 void apply_connection_options(int fd, const SocketOptions& options) {
   set_int(fd, IPPROTO_TCP, TCP_NODELAY, options.no_delay ? 1 : 0, "TCP_NODELAY");
-  if (!options.congestion_control.empty()) set_congestion_control(fd, options.congestion_control);
   if (options.not_sent_lowat > 0) {
     set_int(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, static_cast<int>(options.not_sent_lowat), "TCP_NOTSENT_LOWAT");
   }

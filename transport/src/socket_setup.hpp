@@ -5,10 +5,13 @@
 
 namespace wanlab::transport::detail {
 
-/// SO_SNDBUF / SO_RCVBUF: before connect() or listen(), so the window scale
-/// negotiated in the SYN covers the receive buffer.
-void apply_buffer_options(int fd, const SocketOptions& options);
-/// TCP_NODELAY, TCP_CONGESTION, TCP_NOTSENT_LOWAT, TCP_USER_TIMEOUT, keepalive.
+/// SO_SNDBUF / SO_RCVBUF and TCP_CONGESTION: before connect() or listen(), so
+/// that the window scale negotiated in the SYN covers the receive buffer, and
+/// so that an unusable congestion control fails before any connection exists.
+void apply_before_connect(int fd, const SocketOptions& options);
+/// TCP_CONGESTION alone (accepted sockets: the listener's may not carry over).
+void apply_congestion_control(int fd, const SocketOptions& options);
+/// TCP_NODELAY, TCP_NOTSENT_LOWAT, TCP_USER_TIMEOUT, keepalive.
 void apply_connection_options(int fd, const SocketOptions& options);
 
 }  // namespace wanlab::transport::detail

@@ -76,13 +76,12 @@ Hello decode_hello(std::span<const std::byte, kHelloSize> bytes) {
 
 HelloVerdict check(const Hello& hello, bool request) {
   if (hello.magic != kHelloMagic) {
-    return {HelloStatus::bad_magic,
-            fmt::format("bad magic 0x{:08x} (expected 0x{:08x}): not a wanlab transport peer", hello.magic,
-                        kHelloMagic)};
+    return {HelloStatus::bad_magic, fmt::format("bad magic 0x{:08x} (expected 0x{:08x}): not a wanlab transport peer",
+                                                hello.magic, kHelloMagic)};
   }
   if (hello.version != kProtocolVersion) {
-    return {HelloStatus::bad_version, fmt::format("protocol version {} is not supported (this side speaks {})",
-                                                  hello.version, kProtocolVersion)};
+    return {HelloStatus::bad_version,
+            fmt::format("protocol version {} is not supported (this side speaks {})", hello.version, kProtocolVersion)};
   }
   if (hello.count < 1 || hello.count > kMaxConnections) {
     return {HelloStatus::bad_count,
@@ -98,9 +97,8 @@ HelloVerdict check(const Hello& hello, bool request) {
   }
   if (hello.max_message_size == 0) return {HelloStatus::bad_field, "max message size is 0"};
   if (hello.flags != 0 || hello.reserved != 0) {
-    return {HelloStatus::bad_field,
-            fmt::format("reserved fields are not zero (flags 0x{:04x}, reserved 0x{:08x})", hello.flags,
-                        hello.reserved)};
+    return {HelloStatus::bad_field, fmt::format("reserved fields are not zero (flags 0x{:04x}, reserved 0x{:08x})",
+                                                hello.flags, hello.reserved)};
   }
   if (request && (hello.status != HelloStatus::ok || hello.reason_length != 0)) {
     return {HelloStatus::bad_field, fmt::format("a request carries status {} and reason length {}",
@@ -126,8 +124,8 @@ ChunkHeaderBytes encode(const ChunkHeader& header) {
 ChunkHeader decode_chunk_header(std::span<const std::byte, kChunkHeaderSize> bytes) {
   const auto magic = load<std::uint32_t>(&bytes[0]);
   if (magic != kChunkMagic) {
-    malformed(fmt::format("frame header has bad magic 0x{:08x} (expected 0x{:08x}): stream out of sync", magic,
-                          kChunkMagic));
+    malformed(
+        fmt::format("frame header has bad magic 0x{:08x} (expected 0x{:08x}): stream out of sync", magic, kChunkMagic));
   }
   ChunkHeader header;
   const auto type = std::to_integer<std::uint8_t>(bytes[4]);
@@ -136,7 +134,8 @@ ChunkHeader decode_chunk_header(std::span<const std::byte, kChunkHeaderSize> byt
   }
   header.type = static_cast<FrameType>(type);
   header.flags = std::to_integer<std::uint8_t>(bytes[5]);
-  if ((header.flags & ~kFlagChecksum) != 0) malformed(fmt::format("frame header has unknown flags 0x{:02x}", header.flags));
+  if ((header.flags & ~kFlagChecksum) != 0)
+    malformed(fmt::format("frame header has unknown flags 0x{:02x}", header.flags));
   if (const auto reserved = load<std::uint16_t>(&bytes[6]); reserved != 0) {
     malformed(fmt::format("frame header has reserved field 0x{:04x}, expected 0", reserved));
   }

@@ -26,8 +26,7 @@ std::error_code make_error_code(Errc e) noexcept;
 /// ("connection 3 of 8: receiving: Connection reset by peer"), code() the kind.
 class TransportError : public std::runtime_error {
  public:
-  TransportError(Errc code, const std::string& what)
-      : std::runtime_error(what), code_(make_error_code(code)) {}
+  TransportError(Errc code, const std::string& what) : std::runtime_error(what), code_(make_error_code(code)) {}
   std::error_code code() const noexcept { return code_; }
   bool is(Errc e) const noexcept { return code_ == make_error_code(e); }
 

@@ -14,7 +14,7 @@ inline constexpr std::uint32_t kMaxChunkSize = 64u << 20;
 /// Chosen by measurement (docs/TRANSPORT.md, bench/transport/chunk_size.sh):
 /// large enough that per-chunk costs vanish, small enough that a message
 /// spreads over many connections and a stalled connection holds little.
-inline constexpr std::uint32_t kDefaultChunkSize = 512u << 10;
+inline constexpr std::uint32_t kDefaultChunkSize = 256u << 10;
 
 /// Options applied to every TCP connection of a channel.
 struct SocketOptions {

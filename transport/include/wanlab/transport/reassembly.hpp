@@ -18,9 +18,9 @@
 namespace wanlab::transport {
 
 struct ReceiveLimits {
-  std::uint32_t chunk_size = 0;          ///< the peer's chunk size (from its hello)
-  std::uint64_t max_message_size = 0;   ///< largest message accepted
-  std::uint64_t memory_limit = 0;       ///< see ChannelOptions::receive_memory_limit
+  std::uint32_t chunk_size = 0;        ///< the peer's chunk size (from its hello)
+  std::uint64_t max_message_size = 0;  ///< largest message accepted
+  std::uint64_t memory_limit = 0;      ///< see ChannelOptions::receive_memory_limit
 };
 
 /// Assembles the messages of one direction of a channel. Every call that gets

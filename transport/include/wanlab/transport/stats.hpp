@@ -16,20 +16,20 @@ struct TcpInfo {
   std::uint32_t rtt_us = 0;
   std::uint32_t rtt_var_us = 0;
   std::uint32_t min_rtt_us = 0;
-  std::uint32_t snd_cwnd = 0;          ///< segments
+  std::uint32_t snd_cwnd = 0;  ///< segments
   std::uint32_t snd_mss = 0;
-  std::uint32_t total_retrans = 0;     ///< segments retransmitted over the connection's life
-  std::uint64_t bytes_sent = 0;        ///< including retransmissions
+  std::uint32_t total_retrans = 0;  ///< segments retransmitted over the connection's life
+  std::uint64_t bytes_sent = 0;     ///< including retransmissions
   std::uint64_t bytes_retrans = 0;
   std::uint64_t bytes_acked = 0;
   std::uint64_t bytes_received = 0;
   std::uint64_t delivery_rate_bps = 0;  ///< bits per second, the kernel's latest estimate
   std::uint32_t notsent_bytes = 0;
-  std::uint64_t rwnd_limited_us = 0;   ///< time limited by the peer's receive window
-  std::uint64_t sndbuf_limited_us = 0; ///< time limited by the send buffer
+  std::uint64_t rwnd_limited_us = 0;    ///< time limited by the peer's receive window
+  std::uint64_t sndbuf_limited_us = 0;  ///< time limited by the send buffer
   std::uint64_t busy_us = 0;
   std::string congestion_control;
-  int send_buffer = 0;                 ///< SO_SNDBUF as the kernel reports it
+  int send_buffer = 0;  ///< SO_SNDBUF as the kernel reports it
   int receive_buffer = 0;
 };
 
@@ -38,9 +38,9 @@ TcpInfo read_tcp_info(int fd);
 
 struct ConnectionStats {
   unsigned index = 0;
-  std::uint64_t bytes_sent = 0;        ///< payload bytes of chunks written to the socket
+  std::uint64_t bytes_sent = 0;  ///< payload bytes of chunks written to the socket
   std::uint64_t chunks_sent = 0;
-  std::uint64_t bytes_received = 0;    ///< payload bytes of chunks read from the socket
+  std::uint64_t bytes_received = 0;  ///< payload bytes of chunks read from the socket
   std::uint64_t chunks_received = 0;
   /// Times this connection had chunks waiting for it but was not writable
   /// (its unsent backlog above TCP_NOTSENT_LOWAT, or its buffer full), and the
@@ -56,7 +56,7 @@ struct ChannelStats {
   std::uint64_t messages_received = 0;  ///< messages handed to receive()
   std::uint64_t bytes_sent() const;
   std::uint64_t bytes_received() const;
-  std::uint64_t retransmits() const;    ///< sum of tcp.total_retrans
+  std::uint64_t retransmits() const;  ///< sum of tcp.total_retrans
 };
 
 }  // namespace wanlab::transport

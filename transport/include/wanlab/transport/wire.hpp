@@ -58,10 +58,10 @@ enum class HelloStatus : std::uint16_t {
   bad_count = 3,
   bad_index = 4,
   bad_chunk_size = 5,
-  bad_field = 6,        ///< a reserved field or flag is not zero, or a limit is 0
-  group_mismatch = 7,   ///< differs from earlier connections of the same channel id
+  bad_field = 6,       ///< a reserved field or flag is not zero, or a limit is 0
+  group_mismatch = 7,  ///< differs from earlier connections of the same channel id
   duplicate_index = 8,
-  busy = 9,             ///< too many handshakes in progress
+  busy = 9,  ///< too many handshakes in progress
 };
 
 const char* to_string(HelloStatus status);

@@ -1,0 +1,412 @@
+#include <fmt/format.h>
+#include <poll.h>
+
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/write.hpp>
+#include <cstring>
+
+#include "channel_core.hpp"
+#include "wanlab/transport/crc32c.hpp"
+
+namespace wanlab::transport::detail {
+namespace {
+
+// One poll() instead of a round trip through the reactor: with
+// TCP_NOTSENT_LOWAT, POLLOUT means "less than half the low-water mark unsent".
+bool writable_now(asio::ip::tcp::socket& socket) {
+  pollfd entry{socket.native_handle(), POLLOUT, 0};
+  return ::poll(&entry, 1, 0) == 1 && (entry.revents & POLLOUT) != 0;
+}
+
+std::uint32_t checksum_of(const std::vector<asio::const_buffer>& pieces) {
+  std::uint32_t crc = 0;
+  for (const auto& piece : pieces) crc = crc32c({static_cast<const std::byte*>(piece.data()), piece.size()}, crc);
+  return crc;
+}
+
+}  // namespace
+
+ChannelCore::ChannelCore(ChannelSetup setup)
+    : executor_(setup.executor),
+      options_(std::move(setup.options)),
+      id_(setup.id),
+      peer_chunk_size_(setup.peer_chunk_size),
+      peer_max_message_size_(setup.peer_max_message_size),
+      reassembler_({setup.peer_chunk_size, options_.max_message_size, options_.receive_memory_limit},
+                   static_cast<unsigned>(setup.sockets.size())),
+      send_work_(executor_),
+      sent_event_(executor_),
+      receive_event_(executor_),
+      memory_event_(executor_) {
+  std::error_code ignored;
+  if (!setup.sockets.empty()) remote_endpoint_ = setup.sockets.front().remote_endpoint(ignored);
+  for (unsigned i = 0; i < setup.sockets.size(); ++i) {
+    connections_.push_back(std::make_unique<Connection>(std::move(setup.sockets[i]), i, reassembler_));
+    connections_.back()->counters.index = i;
+  }
+}
+
+std::shared_ptr<ChannelCore> ChannelCore::start(ChannelSetup setup) {
+  auto core = std::make_shared<ChannelCore>(std::move(setup));
+  for (auto& connection : core->connections_) {
+    asio::co_spawn(core->executor_, core->read_loop(*connection), asio::detached);
+    asio::co_spawn(core->executor_, core->write_loop(*connection), asio::detached);
+  }
+  return core;
+}
+
+std::string ChannelCore::where(const Connection& connection) const {
+  return fmt::format("connection {} of {}", connection.index, connections_.size());
+}
+
+TransportError ChannelCore::unusable_error() const {
+  if (failure_) return *failure_;
+  return TransportError(Errc::closed, "the channel has finished: both sides shut down");
+}
+
+// ---- sending ---------------------------------------------------------------
+
+SendTicket ChannelCore::enqueue(std::shared_ptr<Outgoing> message) {
+  if (state_ != State::open) throw unusable_error();
+  if (shutting_down_) throw TransportError(Errc::invalid_argument, "send after shutdown()");
+  if (message->size > peer_max_message_size_) {
+    throw TransportError(Errc::message_too_large, fmt::format("message of {} bytes exceeds the peer's limit of {}",
+                                                              message->size, peer_max_message_size_));
+  }
+  message->id = next_message_id_++;
+  message->chunks_total = wire::chunk_count(message->size, options_.chunk_size);
+  send_queue_.push_back(message);
+  unfinished_.push_back(message);
+  send_work_.notify_all();
+  return SendTicket(shared_from_this(), std::move(message));
+}
+
+asio::awaitable<void> ChannelCore::write_loop(Connection& connection) {
+  auto self = shared_from_this();
+  try {
+    for (;;) {
+      while (state_ == State::open && send_queue_.empty() && !shutting_down_) co_await send_work_.wait();
+      if (state_ != State::open) co_return;
+      if (send_queue_.empty()) {
+        co_await write_goodbye(connection);
+        co_return;
+      }
+      if (!writable_now(connection.socket)) {
+        co_await wait_writable(connection);
+        continue;  // the queue may have drained meanwhile
+      }
+      connection.gather.clear();
+      connection.gather.push_back(asio::buffer(connection.header));
+      const auto job = pull_chunk(connection.gather);
+      co_await write_chunk(connection, job);
+    }
+  } catch (const std::system_error& e) {
+    fail(
+        TransportError(Errc::connection_failed, fmt::format("{}: sending: {}", where(connection), e.code().message())));
+  }
+}
+
+asio::awaitable<void> ChannelCore::wait_writable(Connection& connection) {
+  ++connection.counters.stalls;
+  const auto since = Clock::now();
+  co_await connection.socket.async_wait(asio::ip::tcp::socket::wait_write, asio::use_awaitable);
+  connection.counters.stalled_time += Clock::now() - since;
+}
+
+ChannelCore::ChunkJob ChannelCore::pull_chunk(std::vector<asio::const_buffer>& pieces) {
+  auto& message = *send_queue_.front();
+  ChunkJob job{send_queue_.front(), message.next_offset,
+               wire::chunk_length(message.size, message.next_offset, options_.chunk_size)};
+  if (!message.started_at) message.started_at = Clock::now();
+
+  std::size_t needed = job.length;
+  while (needed > 0) {
+    const auto& buffer = message.buffers[message.cursor_buffer];
+    const auto take = std::min(needed, buffer.size() - message.cursor_offset);
+    if (take > 0) pieces.emplace_back(static_cast<const std::byte*>(buffer.data()) + message.cursor_offset, take);
+    message.cursor_offset += take;
+    needed -= take;
+    if (message.cursor_offset == buffer.size()) {
+      ++message.cursor_buffer;
+      message.cursor_offset = 0;
+    }
+  }
+  message.next_offset += job.length;
+  if (++message.chunks_handed_out == message.chunks_total) send_queue_.pop_front();
+  return job;
+}
+
+asio::awaitable<void> ChannelCore::write_chunk(Connection& connection, const ChunkJob& job) {
+  wire::ChunkHeader header;
+  header.type = wire::FrameType::data;
+  header.length = job.length;
+  header.message_id = job.message->id;
+  header.message_size = job.message->size;
+  header.offset = job.offset;
+  if (options_.checksum) {
+    header.flags = wire::kFlagChecksum;
+    header.checksum = checksum_of({connection.gather.begin() + 1, connection.gather.end()});
+  }
+  connection.header = wire::encode(header);
+  co_await asio::async_write(connection.socket, connection.gather, asio::use_awaitable);
+  connection.counters.bytes_sent += job.length;
+  ++connection.counters.chunks_sent;
+  chunk_written(job);
+}
+
+void ChannelCore::chunk_written(const ChunkJob& job) {
+  auto& message = *job.message;
+  if (++message.chunks_written < message.chunks_total || message.failed) return;
+  message.written_at = Clock::now();
+  message.owned = Message();
+  message.buffers.clear();
+  ++messages_sent_;
+  while (!unfinished_.empty() && unfinished_.front()->done()) unfinished_.pop_front();
+  sent_event_.notify_all();
+}
+
+asio::awaitable<void> ChannelCore::write_goodbye(Connection& connection) {
+  wire::ChunkHeader goodbye;
+  goodbye.type = wire::FrameType::goodbye;
+  goodbye.message_id = next_message_id_;
+  connection.header = wire::encode(goodbye);
+  co_await asio::async_write(connection.socket, asio::buffer(connection.header), asio::use_awaitable);
+  std::error_code ignored;
+  connection.socket.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+  connection.writing_done = true;
+  for (const auto& other : connections_) {
+    if (!other->writing_done) co_return;
+  }
+  send_done_ = true;
+  sent_event_.notify_all();
+  maybe_finish();
+}
+
+asio::awaitable<void> ChannelCore::flush() {
+  auto self = shared_from_this();
+  while (state_ == State::open && !unfinished_.empty()) co_await sent_event_.wait();
+  if (!unfinished_.empty()) throw unusable_error();
+}
+
+asio::awaitable<void> ChannelCore::shutdown() {
+  auto self = shared_from_this();
+  if (state_ == State::failed || state_ == State::closed) throw unusable_error();
+  shutting_down_ = true;
+  send_work_.notify_all();
+  while (state_ == State::open && !send_done_) co_await sent_event_.wait();
+  if (!send_done_) throw unusable_error();
+}
+
+// ---- receiving -------------------------------------------------------------
+
+asio::awaitable<void> ChannelCore::read_loop(Connection& connection) {
+  auto self = shared_from_this();
+  auto& reader = connection.reader;
+  try {
+    for (;;) {
+      if (reader.blocked()) {
+        const auto epoch = reassembler_.memory_epoch();
+        while (state_ == State::open && reassembler_.memory_epoch() == epoch) co_await memory_event_.wait();
+        if (state_ != State::open) co_return;
+        reader.retry();
+        continue;
+      }
+      const auto buffer = reader.buffer();
+      std::error_code ec;
+      const auto n = co_await connection.socket.async_read_some(asio::buffer(buffer.data(), buffer.size()),
+                                                                asio::redirect_error(asio::use_awaitable, ec));
+      if (state_ != State::open) co_return;
+      if (ec == asio::error::eof) {
+        reader.end_of_stream();
+        reading_finished(connection);
+        co_return;
+      }
+      if (ec) throw std::system_error(ec);
+      const auto epoch = reassembler_.memory_epoch();
+      reader.commit(n);
+      connection.counters.bytes_received = reader.payload_bytes();
+      connection.counters.chunks_received = reader.chunks();
+      if (reassembler_.has_ready()) receive_event_.notify_all();
+      if (reassembler_.memory_epoch() != epoch) memory_event_.notify_all();
+    }
+  } catch (const TransportError& e) {
+    fail(TransportError(static_cast<Errc>(e.code().value()), fmt::format("{}: {}", where(connection), e.what())));
+  } catch (const std::system_error& e) {
+    fail(TransportError(Errc::connection_failed,
+                        fmt::format("{}: receiving: {}", where(connection), e.code().message())));
+  }
+}
+
+void ChannelCore::reading_finished(Connection& connection) {
+  connection.reading_done = true;
+  for (const auto& other : connections_) {
+    if (!other->reading_done) return;
+  }
+  receive_done_ = true;
+  receive_event_.notify_all();
+  maybe_finish();
+}
+
+asio::awaitable<std::optional<Message>> ChannelCore::receive() {
+  auto self = shared_from_this();
+  for (;;) {
+    if (reassembler_.has_ready()) {
+      ++messages_received_;
+      auto message = reassembler_.pop_ready();
+      memory_event_.notify_all();
+      co_return message;
+    }
+    if (state_ == State::failed || state_ == State::closed) throw unusable_error();
+    if (receive_done_) co_return std::nullopt;
+    co_await receive_event_.wait();
+  }
+}
+
+// ---- ending ----------------------------------------------------------------
+
+void ChannelCore::maybe_finish() {
+  if (send_done_ && receive_done_ && state_ == State::open) stop(State::finished);
+}
+
+void ChannelCore::fail(TransportError error) {
+  if (state_ != State::open) return;  // the first cause wins
+  failure_ = std::move(error);
+  stop(State::failed);
+}
+
+void ChannelCore::close() {
+  if (state_ != State::open) return;
+  failure_ = TransportError(Errc::closed, "the channel was closed locally");
+  stop(State::closed);
+}
+
+void ChannelCore::stop(State state) {
+  state_ = state;
+  for (auto& connection : connections_) {
+    connection->final_tcp = read_tcp_info(connection->socket.native_handle());
+    std::error_code ignored;
+    connection->socket.close(ignored);
+  }
+  if (state != State::finished) {
+    for (auto& message : unfinished_) {
+      if (!message->done()) message->failed = true;
+    }
+    unfinished_.clear();
+    send_queue_.clear();
+  }
+  send_work_.notify_all();
+  sent_event_.notify_all();
+  receive_event_.notify_all();
+  memory_event_.notify_all();
+}
+
+ChannelStats ChannelCore::stats() const {
+  ChannelStats stats;
+  stats.messages_sent = messages_sent_;
+  stats.messages_received = messages_received_;
+  for (const auto& connection : connections_) {
+    auto entry = connection->counters;
+    entry.tcp =
+        connection->socket.is_open() ? read_tcp_info(connection->socket.native_handle()) : connection->final_tcp;
+    stats.connections.push_back(std::move(entry));
+  }
+  return stats;
+}
+
+}  // namespace wanlab::transport::detail
+
+namespace wanlab::transport {
+
+using detail::ChannelCore;
+
+// ---- SendTicket --------------------------------------------------------------
+
+SendTicket::SendTicket(std::shared_ptr<ChannelCore> channel, std::shared_ptr<detail::Outgoing> message)
+    : channel_(std::move(channel)), message_(std::move(message)) {}
+
+std::uint64_t SendTicket::message_id() const { return message_->id; }
+std::uint64_t SendTicket::size() const { return message_->size; }
+bool SendTicket::done() const { return message_->done(); }
+std::optional<SendTicket::clock::time_point> SendTicket::started_at() const { return message_->started_at; }
+std::optional<SendTicket::clock::time_point> SendTicket::written_at() const { return message_->written_at; }
+
+asio::awaitable<void> SendTicket::wait() const {
+  auto channel = channel_;
+  auto message = message_;
+  while (!message->done()) co_await channel->sent_event().wait();
+  if (message->failed) throw channel->unusable_error();
+}
+
+// ---- Channel -----------------------------------------------------------------
+
+Channel::Channel(std::shared_ptr<ChannelCore> core) : core_(std::move(core)) {}
+Channel::Channel(Channel&&) noexcept = default;
+Channel& Channel::operator=(Channel&& other) noexcept {
+  if (this != &other) {
+    if (core_) core_->close();
+    core_ = std::move(other.core_);
+  }
+  return *this;
+}
+Channel::~Channel() {
+  if (core_) core_->close();
+}
+
+SendTicket Channel::send(Message message) {
+  auto outgoing = std::make_shared<detail::Outgoing>();
+  outgoing->size = message.size();
+  outgoing->buffers.emplace_back(message.data(), message.size());
+  outgoing->owned = std::move(message);
+  return core_->enqueue(std::move(outgoing));
+}
+
+SendTicket Channel::send_borrowed(std::span<const std::byte> bytes) {
+  return send_borrowed(std::vector<asio::const_buffer>{asio::const_buffer(bytes.data(), bytes.size())});
+}
+
+SendTicket Channel::send_borrowed(std::vector<asio::const_buffer> buffers) {
+  auto outgoing = std::make_shared<detail::Outgoing>();
+  outgoing->size = asio::buffer_size(buffers);
+  outgoing->buffers = std::move(buffers);
+  return core_->enqueue(std::move(outgoing));
+}
+
+asio::awaitable<void> Channel::flush() { return core_->flush(); }
+asio::awaitable<std::optional<Message>> Channel::receive() { return core_->receive(); }
+asio::awaitable<void> Channel::shutdown() { return core_->shutdown(); }
+void Channel::close() { core_->close(); }
+bool Channel::is_open() const { return core_->is_open(); }
+std::optional<TransportError> Channel::error() const { return core_->failure(); }
+ChannelStats Channel::stats() const { return core_->stats(); }
+std::uint64_t Channel::id() const { return core_->id(); }
+unsigned Channel::connection_count() const { return core_->connection_count(); }
+std::uint32_t Channel::chunk_size() const { return core_->chunk_size(); }
+std::uint32_t Channel::peer_chunk_size() const { return core_->peer_chunk_size(); }
+std::uint64_t Channel::peer_max_message_size() const { return core_->peer_max_message_size(); }
+asio::ip::tcp::endpoint Channel::remote_endpoint() const { return core_->remote_endpoint(); }
+asio::any_io_executor Channel::get_executor() const { return core_->executor(); }
+
+Message Message::copy_of(std::span<const std::byte> bytes) {
+  Message message(bytes.size());
+  if (!bytes.empty()) std::memcpy(message.data(), bytes.data(), bytes.size());
+  return message;
+}
+
+std::uint64_t ChannelStats::bytes_sent() const {
+  std::uint64_t total = 0;
+  for (const auto& c : connections) total += c.bytes_sent;
+  return total;
+}
+std::uint64_t ChannelStats::bytes_received() const {
+  std::uint64_t total = 0;
+  for (const auto& c : connections) total += c.bytes_received;
+  return total;
+}
+std::uint64_t ChannelStats::retransmits() const {
+  std::uint64_t total = 0;
+  for (const auto& c : connections) total += c.tcp.total_retrans;
+  return total;
+}
+
+}  // namespace wanlab::transport
