@@ -1,0 +1,50 @@
+// A discrete-event simulation of a Plan: compute ops take their duration;
+// transfers take latency + bytes / rate on their directed link, where the rate
+// of a cross-DC link is min(link rate x scale, streams x per-stream ceiling)
+// and concurrent transfers share it (or queue, with temporal sharing).
+// Unit tests check schedule arithmetic with free communication.
+//
+// The model in detail (docs/HARNESS.md has the formulas):
+// - One link per directed DC pair, the intra-DC pair included, as the tc
+//   program shapes them; its capacity is the pair's rate x scale (0: unlimited).
+// - A transfer is on the wire for bits / its rate, then arrives one pair delay
+//   later. Concurrent transfers share the capacity max-min fairly, each capped
+//   by streams x per-stream ceiling x scale (streams = experiment.streams
+//   across DCs, 1 inside). The per-stream ceiling is the least of the pair's
+//   flow_rate, per_stream_ceiling_bps and stream_window_bytes x 8 / RTT.
+// - Messages from one worker to another go one after the other, as through one
+//   transport channel; only the head of a channel is on the wire.
+// - With temporal sharing, slotted transfers on a link go on the wire one at a
+//   time in link_slot order (the next may start when the previous one's last
+//   bit is sent); other transfers share the link with them.
+// - Two workers on one emulated host exchange messages for free (loopback is
+//   not shaped by the emulator either).
+// - allreduce: once every member has joined, 2(R-1) ring steps; in each step
+//   every member sends stage_param_bytes / R to its ring successor over the
+//   link model, and the step ends when all have arrived.
+// - Iterations are separated by a barrier: iteration i + 1 starts when the
+//   last worker has finished iteration i. No jitter, loss or TCP slow start.
+#pragma once
+
+#include "wanlab/harness/record.hpp"
+
+namespace wanlab::harness {
+
+struct LinkModel {
+  bool free_communication = false;     // every transfer takes 0
+  // 0: no ceiling (e.g. window / RTT). Like link rates, given at full size:
+  // the simulator multiplies it by the experiment's scale.
+  double per_stream_ceiling_bps = 0;
+  // 0: none; else one TCP stream moves at most this many bytes per round trip
+  // of its pair (window / RTT), before scale like every rate.
+  std::uint64_t stream_window_bytes = 0;
+};
+
+// The link model the testbed implies: stream_window_bytes = the smaller of the
+// scenario's host tcp_wmem_max and tcp_rmem_max (0 if neither is set).
+LinkModel link_model_for(const emulator::Scenario& scenario);
+
+// Throws std::logic_error if the plan deadlocks (a plan from make_plan never does).
+RunRecord simulate(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model, int iterations = 1);
+
+}  // namespace wanlab::harness

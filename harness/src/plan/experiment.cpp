@@ -1,0 +1,601 @@
+// Experiment files: TOML -> Experiment, with every error pointing at
+// file:line:column the way scenario files do.
+#include "wanlab/harness/experiment.hpp"
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "text.hpp"
+
+namespace wanlab::harness {
+namespace {
+
+using namespace std::string_view_literals;
+
+constexpr std::array kTopKeys{"name"sv,       "testbed"sv, "schedule"sv, "placement"sv, "streams"sv,
+                              "temporal_sharing"sv, "iterations"sv, "seed"sv, "scale"sv,
+                              "reorder_dcs"sv, "model"sv, "parallel"sv, "compute"sv, "gpus"sv};
+constexpr std::array kModelKeys{"layers"sv,          "hidden"sv,     "seq_len"sv,
+                                "bytes_per_value"sv, "microbatch"sv, "microbatches"sv};
+constexpr std::array kParallelKeys{"pp"sv, "dp"sv, "tp"sv};
+constexpr std::array kComputeKeys{"peak_tflops"sv, "mfu"sv, "recompute"sv, "forward_ms"sv,
+                                  "backward_ms"sv};
+constexpr std::array kScheduleNames{"gpipe"sv, "1f1b"sv, "atlas"sv};
+constexpr std::array kPlacementNames{"atlas"sv, "pp-across-dc"sv, "dp-across-dc"sv};
+constexpr std::array kOverrideNames{"schedule"sv,   "placement"sv,  "streams"sv, "temporal-sharing"sv,
+                                    "iterations"sv, "reorder-dcs"sv};
+
+constexpr std::size_t kMaxName = 64;
+constexpr std::int64_t kMaxStreams = 64;
+constexpr std::int64_t kMaxIterations = 100000;
+constexpr std::int64_t kMaxWorkers = 1024;
+constexpr int kDefaultAtlasStreams = 8;
+
+struct IntRange {
+  std::int64_t min;
+  std::int64_t max;
+};
+
+std::string describe_value(const toml::node& node) {
+  if (const auto* text = node.as_string()) return fmt::format("\"{}\"", text->get());
+  if (const auto* integer = node.as_integer()) return std::to_string(integer->get());
+  if (const auto* number = node.as_floating_point()) return fmt::format("{}", number->get());
+  if (const auto* flag = node.as_boolean()) return flag->get() ? "true" : "false";
+  if (node.is_table()) return "a table";
+  if (node.is_array()) return "an array";
+  return "a date/time";
+}
+
+std::string one_line(std::string_view text) {
+  std::string line(text);
+  std::replace(line.begin(), line.end(), '\n', ' ');
+  return line;
+}
+
+bool valid_experiment_name(std::string_view name) {
+  auto allowed = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+  };
+  return !name.empty() && name.size() <= kMaxName && name.front() != '-' && name.front() != '.' &&
+         std::all_of(name.begin(), name.end(), allowed);
+}
+
+std::optional<Schedule> schedule_named(std::string_view name) {
+  if (name == "gpipe") return Schedule::gpipe;
+  if (name == "1f1b") return Schedule::one_f_one_b;
+  if (name == "atlas") return Schedule::atlas;
+  return std::nullopt;
+}
+
+std::optional<Placement> placement_named(std::string_view name) {
+  if (name == "atlas") return Placement::atlas;
+  if (name == "pp-across-dc") return Placement::pp_across_dc;
+  if (name == "dp-across-dc") return Placement::dp_across_dc;
+  return std::nullopt;
+}
+
+// Placement, streams and temporal sharing follow the schedule unless given.
+void apply_schedule_defaults(Experiment& experiment) {
+  bool atlas = experiment.schedule == Schedule::atlas;
+  if (!experiment.placement_given) {
+    experiment.placement = atlas ? Placement::atlas : Placement::pp_across_dc;
+    experiment.placement_dcs.clear();
+  }
+  if (!experiment.streams_given) experiment.streams = atlas ? kDefaultAtlasStreams : 1;
+  if (!experiment.temporal_sharing_given) experiment.temporal_sharing = atlas;
+}
+
+std::filesystem::path resolve_testbed(const std::string& experiment_path, const std::string& testbed) {
+  std::filesystem::path testbed_path(testbed);
+  if (testbed_path.is_absolute()) return testbed_path.lexically_normal();
+  std::filesystem::path directory = std::filesystem::path(experiment_path).parent_path();
+  return (directory / testbed_path).lexically_normal();
+}
+
+// Walks one document; every error goes through fail() with a position.
+class Parser {
+ public:
+  explicit Parser(std::string path) : path_(std::move(path)) {}
+
+  Experiment parse(std::string_view text) {
+    toml::table root = parse_toml(text);
+    experiment_.path = path_;
+    check_known_keys(root, kTopKeys, "the top level");
+    read_name(root);
+    read_testbed(root);
+    read_schedule(root);
+    read_scalars(root);
+    read_model(root);
+    read_parallel(root);
+    read_compute(root);
+    read_gpus(root);
+    read_placement(root);  // after [parallel]: a DC list needs pp entries
+    apply_schedule_defaults(experiment_);
+    return std::move(experiment_);
+  }
+
+ private:
+  std::string where(const toml::source_region& region) const {
+    return fmt::format("{}:{}:{}", path_, region.begin.line, region.begin.column);
+  }
+
+  [[noreturn]] void fail(const toml::source_region& region, std::string_view message) const {
+    throw ExperimentError(fmt::format("{}: {}", where(region), message));
+  }
+
+  [[noreturn]] void fail_at_start(std::string_view message) const {
+    throw ExperimentError(fmt::format("{}:1:1: {}", path_, message));
+  }
+
+  void remember(const std::string& field, const toml::node& node) {
+    experiment_.positions[field] = where(node.source());
+  }
+
+  toml::table parse_toml(std::string_view text) const {
+    try {
+      return toml::parse(text, std::string_view(path_));
+    } catch (const toml::parse_error& error) {
+      fail(error.source(), one_line(error.description()));
+    }
+  }
+
+  static bool comes_before(const toml::key& a, const toml::key& b) {
+    const auto& pa = a.source().begin;
+    const auto& pb = b.source().begin;
+    return pa.line != pb.line ? pa.line < pb.line : pa.column < pb.column;
+  }
+
+  // Reports the first unknown key in file order.
+  template <std::size_t N>
+  void check_known_keys(const toml::table& table, const std::array<std::string_view, N>& known,
+                        std::string_view table_label) const {
+    const toml::key* first_unknown = nullptr;
+    for (auto&& [key, node] : table) {
+      bool is_known = std::find(known.begin(), known.end(), key.str()) != known.end();
+      if (!is_known && (first_unknown == nullptr || comes_before(key, *first_unknown))) {
+        first_unknown = &key;
+      }
+    }
+    if (first_unknown == nullptr) return;
+    fail(first_unknown->source(),
+         fmt::format("unknown key \"{}\" in {}{}", first_unknown->str(), table_label,
+                     detail::suggestion(first_unknown->str(), known)));
+  }
+
+  const toml::table* optional_table(const toml::table& parent, std::string_view key) const {
+    const toml::node* node = parent.get(key);
+    if (node == nullptr) return nullptr;
+    if (!node->is_table()) {
+      fail(node->source(),
+           fmt::format("{}: expected a table ([{}]), got {}", key, key, describe_value(*node)));
+    }
+    return node->as_table();
+  }
+
+  const std::string& expect_string(const toml::node& node, std::string_view field,
+                                   std::string_view expected) const {
+    const auto* text = node.as_string();
+    if (text == nullptr) {
+      fail(node.source(), fmt::format("{}: expected {}, got {}", field, expected, describe_value(node)));
+    }
+    return text->get();
+  }
+
+  std::optional<std::int64_t> read_int(const toml::table& table, std::string_view key,
+                                       const std::string& field, IntRange range) {
+    const toml::node* node = table.get(key);
+    if (node == nullptr) return std::nullopt;
+    const auto* integer = node->as_integer();
+    if (integer == nullptr || integer->get() < range.min || integer->get() > range.max) {
+      fail(node->source(), fmt::format("{}: expected an integer from {} to {}, got {}", field,
+                                       range.min, range.max, describe_value(*node)));
+    }
+    remember(field, *node);
+    return integer->get();
+  }
+
+  // A number in (0, max]; integers are accepted ("312" as well as "312.0").
+  std::optional<double> read_positive(const toml::table& table, std::string_view key,
+                                      const std::string& field, double max) {
+    const toml::node* node = table.get(key);
+    if (node == nullptr) return std::nullopt;
+    std::optional<double> number;
+    if (const auto* floating = node->as_floating_point()) number = floating->get();
+    if (const auto* integer = node->as_integer()) number = static_cast<double>(integer->get());
+    if (!number || !(*number > 0) || *number > max) {
+      fail(node->source(), fmt::format("{}: expected a number greater than 0 and at most {}, got {}",
+                                       field, max, describe_value(*node)));
+    }
+    remember(field, *node);
+    return number;
+  }
+
+  std::optional<bool> read_bool(const toml::table& table, std::string_view key,
+                                const std::string& field) {
+    const toml::node* node = table.get(key);
+    if (node == nullptr) return std::nullopt;
+    const auto* flag = node->as_boolean();
+    if (flag == nullptr) {
+      fail(node->source(),
+           fmt::format("{}: expected true or false, got {}", field, describe_value(*node)));
+    }
+    remember(field, *node);
+    return flag->get();
+  }
+
+  int to_int(std::optional<std::int64_t> value, int fallback) const {
+    return value ? static_cast<int>(*value) : fallback;
+  }
+
+  void read_name(const toml::table& root) {
+    const toml::node* node = root.get("name");
+    if (node == nullptr) fail_at_start(R"(missing required key "name" (e.g. name = "atlas-3dc"))");
+    const std::string& name = expect_string(*node, "name", R"(a name like "atlas-3dc")");
+    if (!valid_experiment_name(name)) {
+      fail(node->source(), fmt::format("name: expected 1 to {} characters from [a-z0-9-_.] starting "
+                                       "with a letter or digit (it names the results directory), "
+                                       "got \"{}\"",
+                                       kMaxName, name));
+    }
+    remember("name", *node);
+    experiment_.name = name;
+  }
+
+  void read_testbed(const toml::table& root) {
+    const toml::node* node = root.get("testbed");
+    if (node == nullptr) {
+      fail_at_start(R"(missing required key "testbed" (the scenario file, e.g. testbed = "../three-dc.toml"))");
+    }
+    const std::string& testbed =
+        expect_string(*node, "testbed", R"(a scenario path like "../three-dc.toml")");
+    if (testbed.empty()) fail(node->source(), "testbed: must not be empty");
+    remember("testbed", *node);
+    experiment_.testbed_path = resolve_testbed(path_, testbed).string();
+  }
+
+  void read_schedule(const toml::table& root) {
+    const toml::node* node = root.get("schedule");
+    if (node == nullptr) {
+      fail_at_start(R"(missing required key "schedule" ("gpipe", "1f1b" or "atlas"))");
+    }
+    const std::string& name = expect_string(*node, "schedule", R"("gpipe", "1f1b" or "atlas")");
+    std::optional<Schedule> schedule = schedule_named(name);
+    if (!schedule) {
+      fail(node->source(), fmt::format(R"(schedule: expected "gpipe", "1f1b" or "atlas", got "{}"{})",
+                                       name, detail::suggestion(name, kScheduleNames)));
+    }
+    remember("schedule", *node);
+    experiment_.schedule = *schedule;
+  }
+
+  void read_scalars(const toml::table& root) {
+    if (auto streams = read_int(root, "streams", "streams", {1, kMaxStreams})) {
+      experiment_.streams = static_cast<int>(*streams);
+      experiment_.streams_given = true;
+    }
+    if (auto sharing = read_bool(root, "temporal_sharing", "temporal_sharing")) {
+      experiment_.temporal_sharing = *sharing;
+      experiment_.temporal_sharing_given = true;
+    }
+    experiment_.iterations =
+        to_int(read_int(root, "iterations", "iterations", {1, kMaxIterations}), experiment_.iterations);
+    if (auto seed = read_int(root, "seed", "seed", {0, std::numeric_limits<std::int64_t>::max()})) {
+      experiment_.seed = static_cast<std::uint64_t>(*seed);
+    }
+    if (auto scale = read_positive(root, "scale", "scale", 1.0)) experiment_.scale = *scale;
+    if (auto reorder = read_bool(root, "reorder_dcs", "reorder_dcs")) experiment_.reorder_dcs = *reorder;
+  }
+
+  void read_model(const toml::table& root) {
+    const toml::table* table = optional_table(root, "model");
+    if (table == nullptr) return;
+    check_known_keys(*table, kModelKeys, "[model]");
+    Model& model = experiment_.model;
+    model.layers = to_int(read_int(*table, "layers", "model.layers", {1, 100000}), model.layers);
+    model.hidden = to_int(read_int(*table, "hidden", "model.hidden", {1, 1000000}), model.hidden);
+    model.seq_len = to_int(read_int(*table, "seq_len", "model.seq_len", {1, 10000000}), model.seq_len);
+    model.bytes_per_value =
+        to_int(read_int(*table, "bytes_per_value", "model.bytes_per_value", {1, 8}), model.bytes_per_value);
+    model.microbatch =
+        to_int(read_int(*table, "microbatch", "model.microbatch", {1, 1000000}), model.microbatch);
+    model.microbatches =
+        to_int(read_int(*table, "microbatches", "model.microbatches", {1, 4096}), model.microbatches);
+  }
+
+  void read_parallel(const toml::table& root) {
+    const toml::table* table = optional_table(root, "parallel");
+    if (table == nullptr) return;
+    check_known_keys(*table, kParallelKeys, "[parallel]");
+    Parallel& parallel = experiment_.parallel;
+    parallel.pp = to_int(read_int(*table, "pp", "parallel.pp", {1, 256}), parallel.pp);
+    parallel.dp = to_int(read_int(*table, "dp", "parallel.dp", {1, 256}), parallel.dp);
+    parallel.tp = to_int(read_int(*table, "tp", "parallel.tp", {1, 1024}), parallel.tp);
+    if (static_cast<std::int64_t>(parallel.pp) * parallel.dp > kMaxWorkers) {
+      fail(table->source(), fmt::format("parallel: pp x dp = {} workers; at most {}",
+                                        parallel.pp * parallel.dp, kMaxWorkers));
+    }
+    if (parallel.pp > experiment_.model.layers) {
+      const toml::node* pp = table->get("pp");
+      fail(pp != nullptr ? pp->source() : table->source(),
+           fmt::format("parallel.pp: {} stages for {} layers; every stage needs at least one layer",
+                       parallel.pp, experiment_.model.layers));
+    }
+  }
+
+  void read_compute(const toml::table& root) {
+    const toml::table* table = optional_table(root, "compute");
+    if (table == nullptr) {
+      fail_at_start("missing [compute]: give peak_tflops and mfu, or forward_ms and backward_ms");
+    }
+    check_known_keys(*table, kComputeKeys, "[compute]");
+    Compute& compute = experiment_.compute;
+    compute.peak_tflops = read_positive(*table, "peak_tflops", "compute.peak_tflops", 1e6);
+    compute.mfu = read_positive(*table, "mfu", "compute.mfu", 1.0);
+    compute.forward_ms = read_positive(*table, "forward_ms", "compute.forward_ms", 1e6);
+    compute.backward_ms = read_positive(*table, "backward_ms", "compute.backward_ms", 1e6);
+    compute.recompute = read_bool(*table, "recompute", "compute.recompute").value_or(false);
+    check_compute_is_one_kind(*table);
+  }
+
+  // Either FLOPs-derived (peak_tflops + mfu [+ recompute]) or given times.
+  void check_compute_is_one_kind(const toml::table& table) const {
+    const Compute& compute = experiment_.compute;
+    bool flops = compute.peak_tflops || compute.mfu;
+    bool given = compute.forward_ms || compute.backward_ms;
+    if (flops && given) {
+      const toml::node* node = table.get(compute.forward_ms ? "forward_ms" : "backward_ms");
+      fail(node->source(), "compute: give either peak_tflops and mfu, or forward_ms and backward_ms, "
+                           "not both");
+    }
+    auto require_pair = [&](bool has_first, bool has_second, std::string_view first,
+                            std::string_view second) {
+      if (has_first == has_second) return;
+      std::string_view present = has_first ? first : second;
+      std::string_view missing = has_first ? second : first;
+      fail(table.get(present)->source(),
+           fmt::format("compute.{}: also needs compute.{}", present, missing));
+    };
+    require_pair(compute.peak_tflops.has_value(), compute.mfu.has_value(), "peak_tflops", "mfu");
+    require_pair(compute.forward_ms.has_value(), compute.backward_ms.has_value(), "forward_ms",
+                 "backward_ms");
+    if (!flops && !given) {
+      fail(table.source(), "compute: give peak_tflops and mfu, or forward_ms and backward_ms");
+    }
+    if (given && compute.recompute) {
+      fail(table.get("recompute")->source(),
+           "compute.recompute: only used with peak_tflops and mfu; put the recompute time into "
+           "backward_ms");
+    }
+  }
+
+  void read_gpus(const toml::table& root) {
+    const toml::table* table = optional_table(root, "gpus");
+    if (table == nullptr) return;
+    std::vector<std::pair<const toml::key*, const toml::node*>> entries;
+    for (auto&& [key, node] : *table) entries.emplace_back(&key, &node);
+    // In file order, as a list of DCs is read by people.
+    std::sort(entries.begin(), entries.end(),
+              [](const auto& a, const auto& b) { return comes_before(*a.first, *b.first); });
+    for (const auto& [key, node] : entries) {
+      std::string field = fmt::format("gpus.{}", key->str());
+      const auto* count = node->as_integer();
+      if (count == nullptr || count->get() < 0 || count->get() > 1000000) {
+        fail(node->source(), fmt::format("{}: expected a number of GPUs from 0 to 1000000, got {}",
+                                         field, describe_value(*node)));
+      }
+      experiment_.positions[field] = where(key->source());
+      experiment_.gpus.emplace_back(std::string(key->str()), static_cast<int>(count->get()));
+    }
+  }
+
+  void read_placement(const toml::table& root) {
+    const toml::node* node = root.get("placement");
+    if (node == nullptr) return;
+    remember("placement", *node);
+    experiment_.placement_given = true;
+    if (const toml::array* list = node->as_array()) {
+      read_placement_list(*node, *list);
+      return;
+    }
+    const std::string& name = expect_string(
+        *node, "placement", R"("atlas", "pp-across-dc", "dp-across-dc" or a list of DCs, one per stage)");
+    std::optional<Placement> placement = placement_named(name);
+    if (!placement) {
+      fail(node->source(),
+           fmt::format(R"(placement: expected "atlas", "pp-across-dc", "dp-across-dc" or a list of )"
+                       R"(DCs, one per stage, got "{}"{})",
+                       name, detail::suggestion(name, kPlacementNames)));
+    }
+    experiment_.placement = *placement;
+  }
+
+  void read_placement_list(const toml::node& node, const toml::array& list) {
+    int pp = experiment_.parallel.pp;
+    if (static_cast<int>(list.size()) != pp) {
+      fail(node.source(), fmt::format("placement: {} DCs for pp = {} stages; list one DC per stage",
+                                      list.size(), pp));
+    }
+    experiment_.placement = Placement::explicit_list;
+    for (std::size_t stage = 0; stage < list.size(); ++stage) {
+      std::string field = fmt::format("placement[{}]", stage);
+      const std::string& dc = expect_string(list[stage], field, R"(a DC name like "east")");
+      if (dc.empty()) fail(list[stage].source(), fmt::format("{}: empty DC name", field));
+      remember(field, list[stage]);
+      experiment_.placement_dcs.push_back(dc);
+    }
+  }
+
+  std::string path_;
+  Experiment experiment_;
+};
+
+std::string read_file(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    throw ExperimentError(fmt::format("{}: cannot read experiment: Is a directory", path));
+  }
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    throw ExperimentError(fmt::format("{}: cannot open experiment: {}", path, std::strerror(errno)));
+  }
+  std::ostringstream contents;
+  contents << file.rdbuf();
+  if (file.bad()) {
+    throw ExperimentError(fmt::format("{}: cannot read experiment: {}", path, std::strerror(errno)));
+  }
+  return contents.str();
+}
+
+// "--temporal-sharing" / "temporal_sharing" -> "temporal-sharing".
+std::string normalize_option(std::string_view option) {
+  if (option.substr(0, 2) == "--") option.remove_prefix(2);
+  std::string name(option);
+  std::replace(name.begin(), name.end(), '_', '-');
+  return name;
+}
+
+int parse_override_int(std::string_view flag, std::string_view value, IntRange range) {
+  std::int64_t number = 0;
+  auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
+  if (error != std::errc{} || end != value.data() + value.size() || number < range.min ||
+      number > range.max) {
+    throw ExperimentError(fmt::format("{}: expected an integer from {} to {}, got \"{}\"", flag,
+                                      range.min, range.max, value));
+  }
+  return static_cast<int>(number);
+}
+
+bool parse_on_off(std::string_view flag, std::string_view value) {
+  if (value == "on" || value == "true") return true;
+  if (value == "off" || value == "false") return false;
+  throw ExperimentError(fmt::format("{}: expected on or off, got \"{}\"", flag, value));
+}
+
+std::vector<std::string> split_commas(std::string_view text) {
+  std::vector<std::string> parts;
+  while (true) {
+    std::size_t comma = text.find(',');
+    parts.emplace_back(text.substr(0, comma));
+    if (comma == std::string_view::npos) return parts;
+    text.remove_prefix(comma + 1);
+  }
+}
+
+void override_placement(Experiment& experiment, const std::string& flag, std::string_view value) {
+  experiment.placement_given = true;
+  experiment.positions["placement"] = flag;
+  if (std::optional<Placement> placement = placement_named(value)) {
+    experiment.placement = *placement;
+    experiment.placement_dcs.clear();
+    return;
+  }
+  std::vector<std::string> dcs = split_commas(value);
+  if (dcs.size() == 1) {
+    throw ExperimentError(fmt::format(
+        R"({}: expected atlas, pp-across-dc, dp-across-dc or DCs like "east,east,west,west", got "{}"{})",
+        flag, value, detail::suggestion(value, kPlacementNames)));
+  }
+  if (static_cast<int>(dcs.size()) != experiment.parallel.pp) {
+    throw ExperimentError(fmt::format("{}: {} DCs for pp = {} stages; give one DC per stage", flag,
+                                      dcs.size(), experiment.parallel.pp));
+  }
+  for (std::size_t stage = 0; stage < dcs.size(); ++stage) {
+    if (dcs[stage].empty()) throw ExperimentError(fmt::format("{}: empty DC name at {}", flag, stage));
+    experiment.positions[fmt::format("placement[{}]", stage)] = flag;
+  }
+  experiment.placement = Placement::explicit_list;
+  experiment.placement_dcs = std::move(dcs);
+}
+
+}  // namespace
+
+std::string Experiment::where(const std::string& field) const {
+  auto found = positions.find(field);
+  return found != positions.end() ? found->second : path;
+}
+
+Experiment parse_experiment(std::string_view toml_text, const std::string& path) {
+  return Parser(path).parse(toml_text);
+}
+
+Experiment load_experiment(const std::string& path) { return parse_experiment(read_file(path), path); }
+
+void apply_override(Experiment& experiment, std::string_view option, std::string_view value) {
+  std::string name = normalize_option(option);
+  std::string flag = "--" + name;
+  if (name == "schedule") {
+    std::optional<Schedule> schedule = schedule_named(value);
+    if (!schedule) {
+      throw ExperimentError(fmt::format("{}: expected gpipe, 1f1b or atlas, got \"{}\"{}", flag, value,
+                                        detail::suggestion(value, kScheduleNames)));
+    }
+    experiment.schedule = *schedule;
+    experiment.positions["schedule"] = flag;
+    apply_schedule_defaults(experiment);
+  } else if (name == "placement") {
+    override_placement(experiment, flag, value);
+  } else if (name == "streams") {
+    experiment.streams = parse_override_int(flag, value, {1, kMaxStreams});
+    experiment.streams_given = true;
+    experiment.positions["streams"] = flag;
+  } else if (name == "temporal-sharing") {
+    experiment.temporal_sharing = parse_on_off(flag, value);
+    experiment.temporal_sharing_given = true;
+    experiment.positions["temporal_sharing"] = flag;
+  } else if (name == "reorder-dcs") {
+    experiment.reorder_dcs = parse_on_off(flag, value);
+    experiment.positions["reorder_dcs"] = flag;
+  } else if (name == "iterations") {
+    experiment.iterations = parse_override_int(flag, value, {1, kMaxIterations});
+    experiment.positions["iterations"] = flag;
+  } else {
+    std::string closest = detail::closest_name(name, kOverrideNames);
+    throw ExperimentError(closest.empty()
+                              ? fmt::format("{}: unknown experiment option (known: --schedule, "
+                                            "--placement, --streams, --temporal-sharing, --iterations, "
+                                            "--reorder-dcs)",
+                                            flag)
+                              : fmt::format("{}: unknown experiment option; did you mean --{}?", flag,
+                                            closest));
+  }
+}
+
+emulator::Scenario load_testbed(const Experiment& experiment) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(experiment.testbed_path, error)) {
+    throw ExperimentError(fmt::format("{}: testbed: no scenario file at \"{}\"", experiment.where("testbed"),
+                                      experiment.testbed_path));
+  }
+  return emulator::load_scenario(experiment.testbed_path);
+}
+
+std::string to_string(Schedule schedule) {
+  switch (schedule) {
+    case Schedule::gpipe: return "gpipe";
+    case Schedule::one_f_one_b: return "1f1b";
+    case Schedule::atlas: return "atlas";
+  }
+  return "?";
+}
+
+std::string to_string(Placement placement) {
+  switch (placement) {
+    case Placement::atlas: return "atlas";
+    case Placement::pp_across_dc: return "pp-across-dc";
+    case Placement::dp_across_dc: return "dp-across-dc";
+    case Placement::explicit_list: return "list";
+  }
+  return "?";
+}
+
+}  // namespace wanlab::harness

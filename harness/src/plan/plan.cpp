@@ -1,0 +1,214 @@
+// make_plan: model arithmetic, placement, hosts, per-worker op lists and
+// temporal-sharing slots.
+#include "wanlab/harness/plan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "placement.hpp"
+#include "wanlab/harness/simulate.hpp"
+
+namespace wanlab::harness {
+namespace {
+
+// Messages beyond 1 TiB or compute steps beyond a day mean a typo in the model.
+constexpr double kMaxMessageBytes = 1099511627776.0;
+constexpr double kMaxComputeNs = 86400e9;
+
+std::uint64_t checked_bytes(double bytes, const Experiment& experiment, std::string_view what) {
+  if (bytes > kMaxMessageBytes) {
+    throw ExperimentError(fmt::format("{}: model: {} of {:.3g} bytes (after scale); at most 1 TiB",
+                                      experiment.where("model"), what, bytes));
+  }
+  return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(bytes)));
+}
+
+std::uint64_t checked_ns(double ns, const Experiment& experiment, std::string_view what) {
+  if (!(ns <= kMaxComputeNs)) {
+    throw ExperimentError(fmt::format("{}: compute: {} of {:.3g} s per microbatch; at most a day",
+                                      experiment.where("compute"), what, ns / 1e9));
+  }
+  // Compute always takes some time: link slots rely on a dependency being later.
+  return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(ns)));
+}
+
+void fill_costs(Plan& plan) {
+  const Experiment& experiment = plan.experiment;
+  const Model& model = experiment.model;
+  const Compute& compute = experiment.compute;
+  double stage_params = parameter_count(model) / experiment.parallel.pp;
+  double tokens = static_cast<double>(model.microbatch) * model.seq_len;
+  plan.parameters = parameter_count(model);
+  if (compute.forward_ms && compute.backward_ms) {
+    plan.forward_ns = checked_ns(*compute.forward_ms * 1e6, experiment, "forward");
+    plan.backward_ns = checked_ns(*compute.backward_ms * 1e6, experiment, "backward");
+  } else {
+    // 2 FLOPs per parameter and token forward, 4 backward, 2 more to recompute
+    // the forward: 6N (8N) per token over the whole model.
+    double flops_per_second = experiment.parallel.tp * compute.peak_tflops.value_or(0) * 1e12 *
+                              compute.mfu.value_or(0);
+    double forward_ns = 2 * stage_params * tokens / flops_per_second * 1e9;
+    plan.forward_ns = checked_ns(forward_ns, experiment, "forward");
+    plan.backward_ns =
+        checked_ns(forward_ns * (compute.recompute ? 3 : 2), experiment, "backward");
+  }
+  double activation = tokens * model.hidden * model.bytes_per_value * experiment.scale;
+  plan.activation_bytes = checked_bytes(activation, experiment, "an activation message");
+  plan.stage_param_bytes = checked_bytes(stage_params * model.bytes_per_value * experiment.scale,
+                                         experiment, "a stage's gradients");
+  int replicas = experiment.parallel.dp;
+  plan.allreduce_bytes =
+      replicas == 1 ? 0
+                    : static_cast<std::uint64_t>(std::llround(2.0 * (replicas - 1) / replicas *
+                                                              static_cast<double>(plan.stage_param_bytes)));
+}
+
+void make_workers(Plan& plan, const emulator::Scenario& scenario, const std::vector<std::vector<int>>& dc_of) {
+  const Parallel& parallel = plan.experiment.parallel;
+  plan.workers.resize(static_cast<std::size_t>(parallel.pp * parallel.dp));
+  for (int replica = 0; replica < parallel.dp; ++replica) {
+    for (int stage = 0; stage < parallel.pp; ++stage) {
+      Worker& worker = plan.workers[static_cast<std::size_t>(plan.worker_id(stage, replica))].worker;
+      worker.id = plan.worker_id(stage, replica);
+      worker.stage = stage;
+      worker.replica = replica;
+      worker.dc = dc_of[static_cast<std::size_t>(replica)][static_cast<std::size_t>(stage)];
+      worker.dc_name = scenario.dcs[static_cast<std::size_t>(worker.dc)].name;
+    }
+  }
+  // A host stands for one multi-GPU server: the replicas of a stage that share
+  // a DC share a host, so their all-reduce runs on the server (loopback, not
+  // the emulated network), as over NVLink; stages go round-robin over the
+  // DC's hosts, so pipeline hops inside a DC cross its network.
+  std::vector<int> next_host(scenario.dcs.size(), 0);
+  std::map<std::pair<int, int>, std::string> host_of_stage;  // (dc, stage) -> host
+  for (int stage = 0; stage < parallel.pp; ++stage) {
+    for (int replica = 0; replica < parallel.dp; ++replica) {
+      Worker& worker = plan.workers[static_cast<std::size_t>(plan.worker_id(stage, replica))].worker;
+      auto [host, inserted] = host_of_stage.try_emplace({worker.dc, stage});
+      if (inserted) {
+        int& next = next_host[static_cast<std::size_t>(worker.dc)];
+        host->second = fmt::format("{}-{}", worker.dc_name, next);
+        next = (next + 1) % scenario.dcs[static_cast<std::size_t>(worker.dc)].hosts;
+      }
+      worker.host = host->second;
+    }
+  }
+  // Ring order groups each DC's members, so a ring crosses each WAN link once.
+  for (int stage = 0; stage < parallel.pp; ++stage) {
+    std::vector<const Worker*> members;
+    for (int replica = 0; replica < parallel.dp; ++replica) {
+      members.push_back(&plan.workers[static_cast<std::size_t>(plan.worker_id(stage, replica))].worker);
+    }
+    std::stable_sort(members.begin(), members.end(),
+                     [](const Worker* a, const Worker* b) { return a->dc < b->dc; });
+    std::vector<int> ring;
+    for (const Worker* member : members) ring.push_back(member->id);
+    for (const Worker* member : members) plan.workers[static_cast<std::size_t>(member->id)].worker.allreduce_group = ring;
+  }
+}
+
+Op transfer_op(OpKind kind, int microbatch, const Worker& self, const Worker& peer, std::uint64_t bytes) {
+  Op op;
+  op.kind = kind;
+  op.microbatch = microbatch;
+  op.peer = peer.id;
+  op.bytes = bytes;
+  op.cross_dc = self.dc != peer.dc;
+  return op;
+}
+
+void add_ops(Plan& plan) {
+  const Experiment& experiment = plan.experiment;
+  int stages = experiment.parallel.pp;
+  for (WorkerPlan& worker_plan : plan.workers) {
+    const Worker& self = worker_plan.worker;
+    auto neighbour = [&](int stage) -> const Worker& {
+      return plan.workers[static_cast<std::size_t>(plan.worker_id(stage, self.replica))].worker;
+    };
+    std::vector<Op>& ops = worker_plan.ops;
+    for (const ComputeStep& step : compute_steps(experiment.schedule, stages, experiment.model.microbatches, self.stage)) {
+      int k = step.microbatch;
+      bool has_upstream = self.stage > 0;
+      bool has_downstream = self.stage < stages - 1;
+      Op compute;
+      compute.kind = step.forward ? OpKind::forward : OpKind::backward;
+      compute.microbatch = k;
+      compute.duration_ns = step.forward ? plan.forward_ns : plan.backward_ns;
+      if (step.forward) {
+        if (has_upstream) ops.push_back(transfer_op(OpKind::recv, k, self, neighbour(self.stage - 1), plan.activation_bytes));
+        ops.push_back(compute);
+        if (has_downstream) ops.push_back(transfer_op(OpKind::send, k, self, neighbour(self.stage + 1), plan.activation_bytes));
+      } else {
+        if (has_downstream) ops.push_back(transfer_op(OpKind::recv, k, self, neighbour(self.stage + 1), plan.activation_bytes));
+        ops.push_back(compute);
+        if (has_upstream) ops.push_back(transfer_op(OpKind::send, k, self, neighbour(self.stage - 1), plan.activation_bytes));
+      }
+    }
+    if (experiment.parallel.dp > 1) {
+      Op allreduce;
+      allreduce.kind = OpKind::allreduce;
+      allreduce.bytes = plan.allreduce_bytes;
+      allreduce.cross_dc = std::any_of(self.allreduce_group.begin(), self.allreduce_group.end(), [&](int id) {
+        return plan.workers[static_cast<std::size_t>(id)].worker.dc != self.dc;
+      });
+      ops.push_back(allreduce);
+    }
+  }
+}
+
+// Temporal sharing: every cross-DC message on a directed link gets a rank in
+// the order the messages start in a simulation without sharing (ties: lower
+// replica, then lower stage). A message that depends on another starts
+// strictly later there (compute takes time), so the order never makes a
+// transfer wait for one that waits for it.
+void assign_link_slots(Plan& plan, const emulator::Scenario& scenario) {
+  RunRecord ideal = simulate(plan, scenario, link_model_for(scenario), 1);
+  using Start = std::tuple<std::int64_t, int, int, int>;  // start, replica, stage, op index
+  std::map<std::pair<int, int>, std::vector<Start>> by_link;
+  for (const Event& event : ideal.events) {
+    if (event.kind != OpKind::send || !event.cross_dc) continue;
+    const Worker& sender = plan.workers[static_cast<std::size_t>(event.worker)].worker;
+    const Worker& receiver = plan.workers[static_cast<std::size_t>(event.peer)].worker;
+    by_link[{sender.dc, receiver.dc}].emplace_back(event.start_ns, sender.replica, sender.stage, event.op_index);
+  }
+  for (auto& [link, starts] : by_link) {
+    std::sort(starts.begin(), starts.end());
+    for (std::size_t slot = 0; slot < starts.size(); ++slot) {
+      const auto& [start, replica, stage, op_index] = starts[slot];
+      Op& send = plan.workers[static_cast<std::size_t>(plan.worker_id(stage, replica))].ops[static_cast<std::size_t>(op_index)];
+      send.link_slot = static_cast<int>(slot);
+      for (Op& op : plan.workers[static_cast<std::size_t>(send.peer)].ops) {
+        if (op.kind == OpKind::recv && op.peer == plan.worker_id(stage, replica) && op.microbatch == send.microbatch) {
+          op.link_slot = static_cast<int>(slot);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+double parameter_count(const Model& model) {
+  return 12.0 * model.layers * static_cast<double>(model.hidden) * model.hidden;
+}
+
+Plan make_plan(const Experiment& experiment, const emulator::Scenario& scenario) {
+  Plan plan;
+  plan.experiment = experiment;
+  for (const emulator::Dc& dc : scenario.dcs) plan.dc_names.push_back(dc.name);
+  fill_costs(plan);
+  std::vector<std::vector<int>> dc_of = detail::place_workers(experiment, scenario);
+  plan.stage_dc = dc_of.front();
+  make_workers(plan, scenario, dc_of);
+  plan.gpus_used = static_cast<int>(plan.workers.size()) * experiment.parallel.tp;
+  add_ops(plan);
+  if (experiment.temporal_sharing) assign_link_slots(plan, scenario);
+  return plan;
+}
+
+}  // namespace wanlab::harness

@@ -1,0 +1,30 @@
+// Helpers shared by the summaries and the report writers.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "wanlab/harness/record.hpp"
+
+namespace wanlab::harness::detail {
+
+struct IterationSpan {
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+};
+
+int iteration_count(const RunRecord& record);
+IterationSpan iteration_span(const RunRecord& record, int iteration);
+bool is_compute(OpKind kind);
+// "east->west" for bytes that cross the WAN, else empty.
+std::string wan_link_of(const Plan& plan, const Event& event);
+
+// Workers in display order: DCs in the order the pipeline first reaches them,
+// then stage, then replica.
+std::vector<int> display_order(const Plan& plan);
+
+// Writes `contents` to `path`; throws std::runtime_error naming the path.
+void write_text_file(const std::string& path, const std::string& contents);
+
+}  // namespace wanlab::harness::detail

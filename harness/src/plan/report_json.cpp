@@ -1,0 +1,348 @@
+// results.json and trace.json.
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+
+#include "json.hpp"
+#include "record_internal.hpp"
+#include "wanlab/harness/record.hpp"
+
+#ifndef WANLAB_VERSION
+#define WANLAB_VERSION "unknown"
+#endif
+
+namespace wanlab::harness {
+namespace detail {
+
+std::vector<int> display_order(const Plan& plan) {
+  std::vector<int> dc_rank(plan.dc_names.size(), static_cast<int>(plan.dc_names.size()));
+  int next_rank = 0;
+  std::vector<const Worker*> workers;
+  for (const WorkerPlan& worker_plan : plan.workers) workers.push_back(&worker_plan.worker);
+  std::vector<const Worker*> by_stage = workers;
+  std::stable_sort(by_stage.begin(), by_stage.end(), [](const Worker* a, const Worker* b) {
+    return std::tie(a->stage, a->replica) < std::tie(b->stage, b->replica);
+  });
+  for (const Worker* worker : by_stage) {
+    auto dc = static_cast<std::size_t>(worker->dc);
+    if (dc < dc_rank.size() && dc_rank[dc] == static_cast<int>(dc_rank.size())) dc_rank[dc] = next_rank++;
+  }
+  auto rank = [&](const Worker* worker) {
+    auto dc = static_cast<std::size_t>(worker->dc);
+    return dc < dc_rank.size() ? dc_rank[dc] : worker->dc;
+  };
+  std::stable_sort(by_stage.begin(), by_stage.end(), [&](const Worker* a, const Worker* b) {
+    return std::make_tuple(rank(a), a->stage, a->replica) < std::make_tuple(rank(b), b->stage, b->replica);
+  });
+  std::vector<int> order;
+  for (const Worker* worker : by_stage) order.push_back(worker->id);
+  return order;
+}
+
+void write_text_file(const std::string& path, const std::string& contents) {
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  if (!file) throw std::runtime_error(fmt::format("{}: cannot create: {}", path, std::strerror(errno)));
+  file << contents;
+  file.flush();
+  if (!file) throw std::runtime_error(fmt::format("{}: cannot write: {}", path, std::strerror(errno)));
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::Json;
+
+std::string worker_track_name(const Worker& worker) {
+  return fmt::format("stage {} replica {} ({})", worker.stage, worker.replica, worker.dc_name);
+}
+
+Json configuration_json(const Experiment& experiment) {
+  Json config = Json::object();
+  config.set("name", experiment.name);
+  config.set("path", experiment.path);
+  config.set("testbed", experiment.testbed_path);
+  config.set("schedule", to_string(experiment.schedule));
+  if (experiment.placement == Placement::explicit_list) {
+    Json& dcs = config.set("placement", Json::array());
+    for (const std::string& dc : experiment.placement_dcs) dcs.push(dc);
+  } else {
+    config.set("placement", to_string(experiment.placement));
+  }
+  config.set("reorder_dcs", experiment.reorder_dcs);
+  config.set("streams", experiment.streams);
+  config.set("temporal_sharing", experiment.temporal_sharing);
+  config.set("iterations", experiment.iterations);
+  config.set("seed", experiment.seed);
+  config.set("scale", experiment.scale);
+  Json& model = config.set("model", Json::object());
+  model.set("layers", experiment.model.layers);
+  model.set("hidden", experiment.model.hidden);
+  model.set("seq_len", experiment.model.seq_len);
+  model.set("bytes_per_value", experiment.model.bytes_per_value);
+  model.set("microbatch", experiment.model.microbatch);
+  model.set("microbatches", experiment.model.microbatches);
+  Json& parallel = config.set("parallel", Json::object());
+  parallel.set("pp", experiment.parallel.pp);
+  parallel.set("dp", experiment.parallel.dp);
+  parallel.set("tp", experiment.parallel.tp);
+  Json& compute = config.set("compute", Json::object());
+  if (experiment.compute.peak_tflops) compute.set("peak_tflops", *experiment.compute.peak_tflops);
+  if (experiment.compute.mfu) compute.set("mfu", *experiment.compute.mfu);
+  compute.set("recompute", experiment.compute.recompute);
+  if (experiment.compute.forward_ms) compute.set("forward_ms", *experiment.compute.forward_ms);
+  if (experiment.compute.backward_ms) compute.set("backward_ms", *experiment.compute.backward_ms);
+  Json& gpus = config.set("gpus", Json::object());
+  for (const auto& [dc, count] : experiment.gpus) gpus.set(dc, count);
+  return config;
+}
+
+Json plan_json(const Plan& plan) {
+  Json json = Json::object();
+  json.set("parameters", plan.parameters);
+  json.set("activation_bytes", plan.activation_bytes);
+  json.set("stage_param_bytes", plan.stage_param_bytes);
+  json.set("allreduce_bytes_per_worker", plan.allreduce_bytes);
+  json.set("forward_ms", static_cast<double>(plan.forward_ns) / 1e6);
+  json.set("backward_ms", static_cast<double>(plan.backward_ns) / 1e6);
+  json.set("gpus_used", plan.gpus_used);
+  Json& stage_dc = json.set("stage_dc", Json::array());
+  for (int dc : plan.stage_dc) stage_dc.push(plan.dc_names.at(static_cast<std::size_t>(dc)));
+  Json& workers = json.set("workers", Json::array());
+  for (const WorkerPlan& worker_plan : plan.workers) {
+    const Worker& worker = worker_plan.worker;
+    Json& entry = workers.push(Json::object());
+    entry.set("id", worker.id);
+    entry.set("stage", worker.stage);
+    entry.set("replica", worker.replica);
+    entry.set("dc", worker.dc_name);
+    entry.set("host", worker.host);
+    entry.set("ops", static_cast<std::uint64_t>(worker_plan.ops.size()));
+  }
+  return json;
+}
+
+Json iteration_json(const IterationSummary& summary) {
+  Json json = Json::object();
+  json.set("index", summary.index);
+  json.set("time_s", summary.time_s);
+  json.set("tokens_per_s", summary.tokens_per_s);
+  json.set("mean_gpu_utilization", summary.mean_gpu_utilization);
+  json.set("bubble_fraction", summary.bubble_fraction);
+  json.set("network_blocked_s", summary.network_blocked_s);
+  Json& utilization = json.set("gpu_utilization", Json::array());
+  for (double value : summary.gpu_utilization) utilization.push(value);
+  Json& wan = json.set("wan_bytes", Json::object());
+  for (const auto& [link, bytes] : summary.wan_bytes) wan.set(link, bytes);
+  return json;
+}
+
+Json versions_json() {
+  Json versions = Json::object();
+  versions.set("wanlab", WANLAB_VERSION);
+  versions.set("tomlplusplus", fmt::format("{}.{}.{}", TOML_LIB_MAJOR, TOML_LIB_MINOR, TOML_LIB_PATCH));
+  versions.set("fmt", fmt::format("{}.{}.{}", FMT_VERSION / 10000, FMT_VERSION / 100 % 100, FMT_VERSION % 100));
+#if defined(__clang__)
+  versions.set("compiler", fmt::format("clang {}", __clang_version__));
+#elif defined(__GNUC__)
+  versions.set("compiler", fmt::format("gcc {}", __VERSION__));
+#endif
+  return versions;
+}
+
+// --- trace.json ---
+
+constexpr int kWorkersPid = 1;
+constexpr int kLinksPid = 2;
+
+double to_us(std::int64_t ns) { return static_cast<double>(ns) / 1e3; }
+
+Json metadata(std::string_view name, int pid, int tid, Json args) {
+  Json event = Json::object();
+  event.set("name", name);
+  event.set("ph", "M");
+  event.set("pid", pid);
+  event.set("tid", tid);
+  event.set("args", std::move(args));
+  return event;
+}
+
+Json named(std::string_view name) {
+  Json args = Json::object();
+  args.set("name", name);
+  return args;
+}
+
+Json sort_index(int index) {
+  Json args = Json::object();
+  args.set("sort_index", index);
+  return args;
+}
+
+Json complete(std::string_view name, std::string_view category, int pid, int tid, const Event& event) {
+  Json json = Json::object();
+  json.set("name", name);
+  json.set("cat", category);
+  json.set("ph", "X");
+  json.set("pid", pid);
+  json.set("tid", tid);
+  json.set("ts", to_us(event.start_ns));
+  json.set("dur", to_us(event.end_ns - event.start_ns));
+  Json& args = json.set("args", Json::object());
+  args.set("iteration", event.iteration);
+  args.set("op", event.op_index);
+  if (event.microbatch >= 0) args.set("microbatch", event.microbatch);
+  if (event.peer >= 0) args.set("peer", event.peer);
+  if (event.bytes > 0) args.set("bytes", event.bytes);
+  args.set("cross_dc", event.cross_dc);
+  return json;
+}
+
+std::string worker_event_name(const Plan& plan, const Event& event) {
+  auto stage_of = [&](int id) {
+    return id >= 0 && static_cast<std::size_t>(id) < plan.workers.size()
+               ? plan.workers[static_cast<std::size_t>(id)].worker.stage
+               : -1;
+  };
+  switch (event.kind) {
+    case OpKind::forward: return fmt::format("F{}", event.microbatch);
+    case OpKind::backward: return fmt::format("B{}", event.microbatch);
+    case OpKind::recv: return fmt::format("wait for mb {} from stage {}", event.microbatch, stage_of(event.peer));
+    case OpKind::allreduce: return "all-reduce";
+    case OpKind::send: return fmt::format("send mb {} to stage {}", event.microbatch, stage_of(event.peer));
+  }
+  return "?";
+}
+
+// Each link gets as many lanes (tracks) as it has overlapping transfers.
+class LinkTracks {
+ public:
+  int lane(const std::string& link, std::int64_t start, std::int64_t end, Json& trace) {
+    std::vector<std::int64_t>& lane_ends = lanes_[link];
+    for (std::size_t lane = 0; lane < lane_ends.size(); ++lane) {
+      if (lane_ends[lane] <= start) {
+        lane_ends[lane] = end;
+        return tids_[{link, lane}];
+      }
+    }
+    lane_ends.push_back(end);
+    std::size_t lane = lane_ends.size() - 1;
+    int tid = next_tid_++;
+    tids_[{link, lane}] = tid;
+    std::string name = lane == 0 ? link : fmt::format("{} ({})", link, lane + 1);
+    trace.push(metadata("thread_name", kLinksPid, tid, named(name)));
+    trace.push(metadata("thread_sort_index", kLinksPid, tid, sort_index(tid)));
+    return tid;
+  }
+
+ private:
+  std::map<std::string, std::vector<std::int64_t>> lanes_;
+  std::map<std::pair<std::string, std::size_t>, int> tids_;
+  int next_tid_ = 1;
+};
+
+}  // namespace
+
+std::string results_json(const RunRecord& record, const std::string& scenario_text) {
+  const Experiment& experiment = record.plan.experiment;
+  std::vector<IterationSummary> iterations = summarize(record);
+  RunSummary run = summarize_run(iterations);
+  Json root = Json::object();
+  root.set("experiment", experiment.name);
+  root.set("runtime", record.runtime);
+  root.set("mean_iteration_s", run.mean_iteration_s);
+  root.set("mean_gpu_utilization", run.mean_gpu_utilization);
+  root.set("mean_bubble_fraction", run.mean_bubble_fraction);
+  root.set("mean_tokens_per_s", run.mean_tokens_per_s);
+  root.set("means_skip_first_iterations", run.skipped_iterations);
+  Json& list = root.set("iterations", Json::array());
+  for (const IterationSummary& summary : iterations) list.push(iteration_json(summary));
+  root.set("configuration", configuration_json(experiment));
+  root.set("plan", plan_json(record.plan));
+  root.set("seed", experiment.seed);
+  root.set("versions", versions_json());
+  Json& scenario = root.set("scenario", Json::object());
+  scenario.set("path", experiment.testbed_path);
+  scenario.set("text", scenario_text);
+  return root.dump();
+}
+
+std::string trace_json(const RunRecord& record) {
+  const Plan& plan = record.plan;
+  Json trace = Json::array();
+  trace.push(metadata("process_name", kWorkersPid, 0, named("workers (GPUs)")));
+  trace.push(metadata("process_sort_index", kWorkersPid, 0, sort_index(0)));
+  trace.push(metadata("process_name", kLinksPid, 0, named("links between DCs")));
+  trace.push(metadata("process_sort_index", kLinksPid, 0, sort_index(1)));
+  trace.push(metadata("thread_name", kWorkersPid, 0, named("iterations")));
+  trace.push(metadata("thread_sort_index", kWorkersPid, 0, sort_index(0)));
+  std::vector<int> order = detail::display_order(plan);
+  for (std::size_t rank = 0; rank < order.size(); ++rank) {
+    const Worker& worker = plan.workers[static_cast<std::size_t>(order[rank])].worker;
+    trace.push(metadata("thread_name", kWorkersPid, worker.id + 1, named(worker_track_name(worker))));
+    trace.push(metadata("thread_sort_index", kWorkersPid, worker.id + 1, sort_index(static_cast<int>(rank) + 1)));
+  }
+  for (int iteration = 0; iteration < detail::iteration_count(record); ++iteration) {
+    detail::IterationSpan span = detail::iteration_span(record, iteration);
+    Event marker;
+    marker.iteration = iteration;
+    marker.start_ns = span.start_ns;
+    marker.end_ns = span.end_ns;
+    trace.push(complete(fmt::format("iteration {}", iteration), "iteration", kWorkersPid, 0, marker));
+  }
+  std::vector<const Event*> events;
+  for (const Event& event : record.events) events.push_back(&event);
+  std::stable_sort(events.begin(), events.end(),
+                   [](const Event* a, const Event* b) { return a->start_ns < b->start_ns; });
+  LinkTracks links;
+  for (const Event* event : events) {
+    if (event->worker < 0 || static_cast<std::size_t>(event->worker) >= plan.workers.size()) continue;
+    std::string name = worker_event_name(plan, *event);
+    if (event->kind == OpKind::send) {
+      std::string link = detail::wan_link_of(plan, *event);
+      if (link.empty()) continue;  // intra-DC messages show as waits on the receiver
+      const Worker& sender = plan.workers[static_cast<std::size_t>(event->worker)].worker;
+      std::string label = fmt::format("r{} s{} {}", sender.replica, sender.stage, name);
+      trace.push(complete(label, "wan", kLinksPid, links.lane(link, event->start_ns, event->end_ns, trace), *event));
+      continue;
+    }
+    bool waited = event->end_ns > event->start_ns;
+    if (event->kind == OpKind::recv && !waited) continue;
+    std::string_view category = detail::is_compute(event->kind) ? "compute" : "network";
+    trace.push(complete(name, category, kWorkersPid, event->worker + 1, *event));
+    if (event->kind == OpKind::allreduce) {
+      std::string link = detail::wan_link_of(plan, *event);
+      if (!link.empty()) {
+        const Worker& self = plan.workers[static_cast<std::size_t>(event->worker)].worker;
+        trace.push(complete(fmt::format("all-reduce stage {} r{}", self.stage, self.replica), "wan", kLinksPid,
+                            links.lane(link, event->start_ns, event->end_ns, trace), *event));
+      }
+    }
+  }
+  Json other = Json::object();
+  other.set("experiment", plan.experiment.name);
+  other.set("runtime", record.runtime);
+  other.set("schedule", to_string(plan.experiment.schedule));
+  other.set("wanlab", WANLAB_VERSION);
+  // One event per line: small enough to read, and diffs stay line-sized.
+  std::string text = "{\"displayTimeUnit\": \"ms\",\n\"otherData\": " + other.dump_compact() +
+                     ",\n\"traceEvents\": [\n";
+  text += trace.dump_items_compact(",\n");
+  return text + "\n]}\n";
+}
+
+void write_results_json(const RunRecord& record, const std::string& scenario_text, const std::string& path) {
+  detail::write_text_file(path, results_json(record, scenario_text));
+}
+
+void write_trace_json(const RunRecord& record, const std::string& path) {
+  detail::write_text_file(path, trace_json(record));
+}
+
+}  // namespace wanlab::harness

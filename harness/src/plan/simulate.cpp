@@ -1,0 +1,487 @@
+// Discrete-event simulation of a Plan with fluid link sharing: between two
+// events every transfer on the wire moves at a constant rate, recomputed
+// (max-min fair, per-transfer caps) whenever a link's set of transfers changes.
+#include "wanlab/harness/simulate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <map>
+#include <queue>
+#include <stdexcept>
+#include <tuple>
+
+namespace wanlab::harness {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kDoneBits = 1e-3;  // rounding left over when a transfer's last bit is sent
+
+struct LinkState {
+  double capacity_bps = kInf;
+  double stream_ceiling_bps = kInf;  // per stream, scaled
+  double delay_ns = 0;
+  std::vector<int> on_wire;          // transfer ids
+  std::map<int, int> slotted;        // link_slot -> transfer id, issued and not yet on the wire
+  int next_slot = 0;
+  bool slot_on_wire = false;
+};
+
+struct Transfer {
+  int link = 0;
+  double bits_left = 0;
+  double cap_bps = kInf;
+  double rate_bps = 0;
+  int slot = -1;
+  int message = -1;     // index into messages_, or
+  int collective = -1;  // stage whose all-reduce step this belongs to
+  std::pair<int, int> channel;  // (sender, receiver): one transport channel, FIFO
+};
+
+struct Message {
+  int send_event = -1;
+  bool arrived = false;
+  int waiting_worker = -1;  // blocked in the recv of this message
+};
+
+enum class Status { ready, computing, waiting, collective, done };
+
+struct WorkerState {
+  std::size_t next_op = 0;
+  Status status = Status::ready;
+  double since = 0;  // when the current wait began
+};
+
+struct Collective {
+  std::vector<int> ring;
+  int joined = 0;
+  int step = 0;
+  int pending = 0;
+  std::vector<double> joined_at;  // by worker id
+};
+
+struct Timed {
+  double time;
+  std::uint64_t sequence;
+  bool arrival;  // else a compute completion
+  int index;     // transfer id or worker id
+  bool operator>(const Timed& other) const {
+    return std::tie(time, sequence) > std::tie(other.time, other.sequence);
+  }
+};
+
+std::int64_t to_ns(double ns) { return static_cast<std::int64_t>(std::llround(ns)); }
+
+// Max-min fair shares of `capacity` among transfers with individual caps.
+void share_fairly(double capacity, std::vector<Transfer*>& transfers) {
+  std::sort(transfers.begin(), transfers.end(),
+            [](const Transfer* a, const Transfer* b) { return a->cap_bps < b->cap_bps; });
+  double left = capacity;
+  std::size_t remaining = transfers.size();
+  for (Transfer* transfer : transfers) {
+    double share = left / static_cast<double>(remaining);  // inf when the link is unlimited
+    transfer->rate_bps = std::min(transfer->cap_bps, share);
+    if (std::isfinite(left)) left = std::max(0.0, left - transfer->rate_bps);
+    --remaining;
+  }
+}
+
+class Simulator {
+ public:
+  Simulator(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model)
+      : plan_(plan), model_(model), dcs_(static_cast<int>(scenario.dcs.size())) {
+    record_.plan = plan;
+    record_.runtime = "simulator";
+    make_links(scenario);
+    for (std::size_t stage = 0; stage < static_cast<std::size_t>(plan.experiment.parallel.pp); ++stage) {
+      collectives_.push_back(Collective{plan.workers[stage].worker.allreduce_group, 0, 0, 0, {}});
+    }
+  }
+
+  RunRecord run(int iterations) {
+    double start = 0;
+    for (int iteration = 0; iteration < iterations; ++iteration) {
+      double end = run_iteration(iteration, start);
+      record_.iteration_start_ns.push_back(to_ns(start));
+      record_.iteration_end_ns.push_back(to_ns(end));
+      start = end;
+    }
+    return std::move(record_);
+  }
+
+ private:
+  void make_links(const emulator::Scenario& scenario) {
+    double scale = plan_.experiment.scale;
+    for (int src = 0; src < dcs_; ++src) {
+      for (int dst = 0; dst < dcs_; ++dst) {
+        emulator::PairParams pair = scenario.pair(src, dst);
+        LinkState link;
+        link.capacity_bps = pair.rate_bps == 0 ? kInf : static_cast<double>(pair.rate_bps) * scale;
+        link.delay_ns = static_cast<double>(pair.delay_ns);
+        double ceiling = kInf;
+        if (pair.flow_rate_bps > 0) ceiling = std::min(ceiling, static_cast<double>(pair.flow_rate_bps));
+        if (model_.per_stream_ceiling_bps > 0) ceiling = std::min(ceiling, model_.per_stream_ceiling_bps);
+        std::uint64_t rtt_ns = scenario.rtt_ns(src, dst);
+        if (model_.stream_window_bytes > 0 && rtt_ns > 0) {
+          ceiling = std::min(ceiling, static_cast<double>(model_.stream_window_bytes) * 8 * 1e9 /
+                                          static_cast<double>(rtt_ns));
+        }
+        link.stream_ceiling_bps = ceiling * scale;
+        links_.push_back(link);
+      }
+    }
+  }
+
+  const Worker& worker(int id) const { return plan_.workers[static_cast<std::size_t>(id)].worker; }
+  const Op& current_op(int id) const {
+    return plan_.workers[static_cast<std::size_t>(id)].ops[states_[static_cast<std::size_t>(id)].next_op];
+  }
+
+  double run_iteration(int iteration, double start) {
+    iteration_ = iteration;
+    now_ = start;
+    states_.assign(plan_.workers.size(), WorkerState{});
+    messages_.clear();
+    message_index_.clear();
+    transfers_.clear();
+    channels_.clear();
+    for (LinkState& link : links_) {
+      link.next_slot = 0;
+      link.slot_on_wire = false;
+    }
+    for (Collective& collective : collectives_) {
+      collective.joined = collective.step = collective.pending = 0;
+      collective.joined_at.assign(plan_.workers.size(), 0);
+    }
+    std::size_t first_event = record_.events.size();
+    while (true) {
+      advance_workers();
+      if (finished()) break;
+      step_time();
+    }
+    double end = start;
+    for (std::size_t i = first_event; i < record_.events.size(); ++i) {
+      end = std::max(end, static_cast<double>(record_.events[i].end_ns));
+    }
+    return end;
+  }
+
+  bool finished() const {
+    bool all_done = std::all_of(states_.begin(), states_.end(),
+                                [](const WorkerState& state) { return state.status == Status::done; });
+    return all_done && timed_.empty();
+  }
+
+  // Runs every worker as far as it can go at now_.
+  void advance_workers() {
+    for (int id = 0; id < static_cast<int>(states_.size()); ++id) {
+      while (states_[static_cast<std::size_t>(id)].status == Status::ready) start_op(id);
+    }
+  }
+
+  Event& add_event(int id, const Op& op, double start, double end) {
+    Event event;
+    event.worker = id;
+    event.iteration = iteration_;
+    event.op_index = static_cast<int>(states_[static_cast<std::size_t>(id)].next_op);
+    event.kind = op.kind;
+    event.microbatch = op.microbatch;
+    event.peer = op.peer;
+    event.bytes = op.bytes;
+    event.start_ns = to_ns(start);
+    event.end_ns = to_ns(end);
+    event.cross_dc = op.cross_dc;
+    record_.events.push_back(event);
+    return record_.events.back();
+  }
+
+  void start_op(int id) {
+    WorkerState& state = states_[static_cast<std::size_t>(id)];
+    const std::vector<Op>& ops = plan_.workers[static_cast<std::size_t>(id)].ops;
+    if (state.next_op == ops.size()) {
+      state.status = Status::done;
+      return;
+    }
+    const Op& op = ops[state.next_op];
+    switch (op.kind) {
+      case OpKind::forward:
+      case OpKind::backward: {
+        double end = now_ + static_cast<double>(op.duration_ns);
+        add_event(id, op, now_, end);
+        state.status = Status::computing;
+        schedule({end, 0, false, id});
+        break;
+      }
+      case OpKind::send: {
+        int message = message_for(id, op.peer, op.microbatch);
+        messages_[static_cast<std::size_t>(message)].send_event = static_cast<int>(record_.events.size());
+        add_event(id, op, now_, now_);
+        start_transfer(id, op.peer, static_cast<double>(op.bytes) * 8, op.link_slot, message, -1);
+        ++state.next_op;
+        break;
+      }
+      case OpKind::recv: {
+        int message = message_for(op.peer, id, op.microbatch);
+        const Message& arrived = messages_[static_cast<std::size_t>(message)];
+        if (arrived.arrived) {
+          add_event(id, op, now_, now_);
+          ++state.next_op;
+        } else {
+          state.status = Status::waiting;
+          state.since = now_;
+          messages_[static_cast<std::size_t>(message)].waiting_worker = id;
+        }
+        break;
+      }
+      case OpKind::allreduce:
+        join_collective(id);
+        break;
+    }
+  }
+
+  int message_for(int sender, int receiver, int microbatch) {
+    auto [found, inserted] = message_index_.try_emplace(std::make_tuple(sender, receiver, microbatch),
+                                                        static_cast<int>(messages_.size()));
+    if (inserted) messages_.emplace_back();
+    return found->second;
+  }
+
+  void schedule(Timed timed) {
+    timed.sequence = sequence_++;
+    timed_.push(timed);
+  }
+
+  int link_of(int from, int to) const { return worker(from).dc * dcs_ + worker(to).dc; }
+
+  void start_transfer(int from, int to, double bits, int slot, int message, int collective) {
+    Transfer transfer;
+    transfer.link = link_of(from, to);
+    transfer.bits_left = bits;
+    transfer.slot = slot;
+    transfer.message = message;
+    transfer.collective = collective;
+    int id = static_cast<int>(transfers_.size());
+    LinkState& link = links_[static_cast<std::size_t>(transfer.link)];
+    bool cross_dc = worker(from).dc != worker(to).dc;
+    transfer.cap_bps = link.stream_ceiling_bps * (cross_dc ? plan_.experiment.streams : 1);
+    transfer.channel = {from, to};
+    transfers_.push_back(transfer);
+    if (model_.free_communication || worker(from).host == worker(to).host) {
+      schedule({now_, 0, true, id});
+      return;
+    }
+    std::deque<int>& queue = channels_[transfer.channel];
+    queue.push_back(id);
+    if (queue.size() == 1) admit(id);
+  }
+
+  // The head of its channel goes on the wire, or waits for its slot.
+  void admit(int id) {
+    const Transfer& transfer = transfers_[static_cast<std::size_t>(id)];
+    LinkState& link = links_[static_cast<std::size_t>(transfer.link)];
+    if (transfer.slot >= 0) {
+      link.slotted[transfer.slot] = id;
+      start_next_slot(transfer.link);
+    } else {
+      link.on_wire.push_back(id);
+      rebalance(transfer.link);
+    }
+  }
+
+  void start_next_slot(int link_index) {
+    LinkState& link = links_[static_cast<std::size_t>(link_index)];
+    auto next = link.slotted.find(link.next_slot);
+    if (link.slot_on_wire || next == link.slotted.end()) return;
+    link.on_wire.push_back(next->second);
+    link.slotted.erase(next);
+    link.slot_on_wire = true;
+    ++link.next_slot;
+    rebalance(link_index);
+  }
+
+  void rebalance(int link_index) {
+    LinkState& link = links_[static_cast<std::size_t>(link_index)];
+    std::vector<Transfer*> transfers;
+    for (int id : link.on_wire) transfers.push_back(&transfers_[static_cast<std::size_t>(id)]);
+    share_fairly(link.capacity_bps, transfers);
+  }
+
+  void join_collective(int id) {
+    WorkerState& state = states_[static_cast<std::size_t>(id)];
+    Collective& collective = collectives_[static_cast<std::size_t>(worker(id).stage)];
+    state.status = Status::collective;
+    collective.joined_at[static_cast<std::size_t>(id)] = now_;
+    if (++collective.joined == static_cast<int>(collective.ring.size())) start_ring_step(worker(id).stage);
+  }
+
+  // Ring all-reduce, one step at a time: every member sends a 1/R chunk of the
+  // stage's gradients to its successor; 2(R-1) steps (reduce-scatter + all-gather).
+  void start_ring_step(int stage) {
+    Collective& collective = collectives_[static_cast<std::size_t>(stage)];
+    int members = static_cast<int>(collective.ring.size());
+    if (collective.step == 2 * (members - 1)) {
+      finish_collective(collective);
+      return;
+    }
+    double chunk_bits = static_cast<double>(plan_.stage_param_bytes) * 8 / members;
+    collective.pending = members;
+    for (int i = 0; i < members; ++i) {
+      int from = collective.ring[static_cast<std::size_t>(i)];
+      int to = collective.ring[static_cast<std::size_t>((i + 1) % members)];
+      start_transfer(from, to, chunk_bits, -1, -1, stage);
+    }
+  }
+
+  void finish_collective(const Collective& collective) {
+    for (int id : collective.ring) {
+      WorkerState& state = states_[static_cast<std::size_t>(id)];
+      add_event(id, current_op(id), collective.joined_at[static_cast<std::size_t>(id)], now_);
+      ++state.next_op;
+      state.status = Status::ready;
+    }
+  }
+
+  // Moves time to the next compute completion, arrival or last bit sent.
+  void step_time() {
+    double next = timed_.empty() ? kInf : timed_.top().time;
+    int first_done = -1;
+    for (const LinkState& link : links_) {
+      for (int id : link.on_wire) {
+        const Transfer& transfer = transfers_[static_cast<std::size_t>(id)];
+        double done = now_ + (transfer.bits_left <= 0 ? 0 : transfer.bits_left / transfer.rate_bps * 1e9);
+        if (done < next) {
+          next = done;
+          first_done = id;
+        }
+      }
+    }
+    if (!std::isfinite(next)) throw std::logic_error(describe_deadlock());
+    double elapsed = next - now_;
+    for (const LinkState& link : links_) {
+      for (int id : link.on_wire) {
+        Transfer& transfer = transfers_[static_cast<std::size_t>(id)];
+        if (elapsed > 0) transfer.bits_left -= transfer.rate_bps * elapsed / 1e9;
+      }
+    }
+    now_ = next;
+    if (first_done >= 0) transfers_[static_cast<std::size_t>(first_done)].bits_left = 0;
+    take_sent_transfers_off_the_wire();
+    while (!timed_.empty() && timed_.top().time <= now_) {
+      Timed timed = timed_.top();
+      timed_.pop();
+      if (timed.arrival) {
+        arrive(timed.index);
+      } else {
+        ++states_[static_cast<std::size_t>(timed.index)].next_op;
+        states_[static_cast<std::size_t>(timed.index)].status = Status::ready;
+      }
+    }
+  }
+
+  void take_sent_transfers_off_the_wire() {
+    std::vector<int> sent;
+    for (int link_index = 0; link_index < static_cast<int>(links_.size()); ++link_index) {
+      LinkState& link = links_[static_cast<std::size_t>(link_index)];
+      std::size_t before = sent.size();
+      std::erase_if(link.on_wire, [&](int id) {
+        bool done = transfers_[static_cast<std::size_t>(id)].bits_left <= kDoneBits;
+        if (done) sent.push_back(id);
+        return done;
+      });
+      for (std::size_t i = before; i < sent.size(); ++i) {
+        schedule({now_ + link.delay_ns, 0, true, sent[i]});
+        if (transfers_[static_cast<std::size_t>(sent[i])].slot >= 0) link.slot_on_wire = false;
+      }
+      if (sent.size() > before) rebalance(link_index);
+    }
+    for (int id : sent) {
+      std::deque<int>& queue = channels_[transfers_[static_cast<std::size_t>(id)].channel];
+      queue.pop_front();
+      if (!queue.empty()) admit(queue.front());
+    }
+    for (int link_index = 0; link_index < static_cast<int>(links_.size()); ++link_index) start_next_slot(link_index);
+  }
+
+  void arrive(int transfer_id) {
+    const Transfer& transfer = transfers_[static_cast<std::size_t>(transfer_id)];
+    if (transfer.collective >= 0) {
+      Collective& collective = collectives_[static_cast<std::size_t>(transfer.collective)];
+      if (--collective.pending == 0) {
+        ++collective.step;
+        start_ring_step(transfer.collective);
+      }
+      return;
+    }
+    Message& message = messages_[static_cast<std::size_t>(transfer.message)];
+    message.arrived = true;
+    record_.events[static_cast<std::size_t>(message.send_event)].end_ns = to_ns(now_);
+    if (message.waiting_worker < 0) return;
+    int id = message.waiting_worker;
+    WorkerState& state = states_[static_cast<std::size_t>(id)];
+    add_event(id, current_op(id), state.since, now_);
+    ++state.next_op;
+    state.status = Status::ready;
+  }
+
+  std::string describe_deadlock() const {
+    std::string blocked;
+    for (int id = 0; id < static_cast<int>(states_.size()); ++id) {
+      const WorkerState& state = states_[static_cast<std::size_t>(id)];
+      if (state.status != Status::waiting && state.status != Status::collective) continue;
+      const Op& op = current_op(id);
+      blocked += fmt::format("; worker {} (stage {} replica {}) in op {} ({} {})", id, worker(id).stage,
+                             worker(id).replica, state.next_op, to_string(op.kind),
+                             op.kind == OpKind::recv ? fmt::format("from {}", op.peer) : "");
+    }
+    for (std::size_t index = 0; index < links_.size(); ++index) {
+      const LinkState& link = links_[index];
+      if (link.slotted.empty()) continue;
+      blocked += fmt::format("; link {}->{} holds slot {} waiting for slot {}", plan_.dc_names[index / static_cast<std::size_t>(dcs_)],
+                             plan_.dc_names[index % static_cast<std::size_t>(dcs_)], link.slotted.begin()->first,
+                             link.next_slot);
+    }
+    return fmt::format("simulate: deadlock at {:.3f} ms in iteration {}{}", now_ / 1e6, iteration_, blocked);
+  }
+
+  const Plan& plan_;
+  LinkModel model_;
+  int dcs_;
+  RunRecord record_;
+  std::vector<LinkState> links_;
+  std::vector<Collective> collectives_;
+  std::vector<WorkerState> states_;
+  std::vector<Transfer> transfers_;
+  std::map<std::pair<int, int>, std::deque<int>> channels_;  // transfers not yet sent, in order
+  std::vector<Message> messages_;
+  std::map<std::tuple<int, int, int>, int> message_index_;
+  std::priority_queue<Timed, std::vector<Timed>, std::greater<>> timed_;
+  std::uint64_t sequence_ = 0;
+  double now_ = 0;
+  int iteration_ = 0;
+};
+
+}  // namespace
+
+LinkModel link_model_for(const emulator::Scenario& scenario) {
+  LinkModel model;
+  const emulator::HostSettings& host = scenario.host;
+  if (host.tcp_wmem_max && host.tcp_rmem_max) {
+    model.stream_window_bytes = std::min(*host.tcp_wmem_max, *host.tcp_rmem_max);
+  } else if (host.tcp_wmem_max || host.tcp_rmem_max) {
+    model.stream_window_bytes = host.tcp_wmem_max ? *host.tcp_wmem_max : *host.tcp_rmem_max;
+  }
+  return model;
+}
+
+RunRecord simulate(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model, int iterations) {
+  if (plan.dc_names.size() != scenario.dcs.size()) {
+    throw std::invalid_argument(fmt::format("simulate: the plan has {} DCs, the scenario {}",
+                                            plan.dc_names.size(), scenario.dcs.size()));
+  }
+  return Simulator(plan, scenario, model).run(iterations);
+}
+
+}  // namespace wanlab::harness

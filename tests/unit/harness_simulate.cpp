@@ -1,0 +1,294 @@
+// The simulator: schedule arithmetic with free communication (the issue's
+// numbers), transfer times, link sharing, temporal sharing, streams, the
+// all-reduce, and Atlas's DC ordering against Algorithm 1's.
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "harness_support.hpp"
+#include "wanlab/harness/simulate.hpp"
+
+using namespace wanlab::harness;
+using harness_test::experiment;
+using harness_test::three_dcs;
+
+namespace {
+
+constexpr double kMs = 1e6;
+
+LinkModel free_links() {
+  LinkModel model;
+  model.free_communication = true;
+  return model;
+}
+
+double iteration_ms(const RunRecord& record, int iteration = 0) {
+  return static_cast<double>(record.iteration_end_ns.at(static_cast<std::size_t>(iteration)) -
+                             record.iteration_start_ns.at(static_cast<std::size_t>(iteration))) /
+         kMs;
+}
+
+double makespan_ms(const std::string& top_level, int pp, int dp, int microbatches, const LinkModel& model,
+                   const std::string& gpus = "") {
+  auto scenario = three_dcs();
+  Plan plan = make_plan(experiment(top_level, pp, dp, microbatches, 1, 2, gpus), scenario);
+  return iteration_ms(simulate(plan, scenario, model));
+}
+
+// 2 x 1024 x 1024 bytes at 1 Gbit/s.
+constexpr double kActivationWireMs = 2.0 * 1024 * 1024 * 8 / 1e9 * 1e3;
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(free_communication)
+
+BOOST_AUTO_TEST_CASE(one_f_one_b_p4_m8_takes_33_units_with_27_percent_bubble) {
+  auto scenario = three_dcs();
+  Plan plan = make_plan(experiment("schedule = \"1f1b\"", 4, 1, 8, 1, 2), scenario);
+  RunRecord record = simulate(plan, scenario, free_links());
+  BOOST_TEST(iteration_ms(record) == 33.0, boost::test_tools::tolerance(1e-9));
+  std::vector<IterationSummary> summary = summarize(record);
+  BOOST_TEST(summary.at(0).bubble_fraction == 9.0 / 33.0, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(std::round(summary.at(0).bubble_fraction * 1000) == 273);
+  for (double utilization : summary.at(0).gpu_utilization) {
+    BOOST_TEST(utilization == 24.0 / 33.0, boost::test_tools::tolerance(1e-9));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(one_f_one_b_p8_m32_takes_117_units) {
+  BOOST_TEST(makespan_ms("schedule = \"1f1b\"", 8, 1, 32, free_links()) == 117.0,
+             boost::test_tools::tolerance(1e-9));
+}
+
+BOOST_AUTO_TEST_CASE(gpipe_bubble_is_p_minus_1_over_m_plus_p_minus_1) {
+  auto scenario = three_dcs();
+  for (auto [p, m] : {std::pair{4, 8}, std::pair{2, 3}, std::pair{8, 32}, std::pair{6, 1}}) {
+    Plan plan = make_plan(experiment("schedule = \"gpipe\"", p, 1, m, 1, 2), scenario);
+    std::vector<IterationSummary> summary = summarize(simulate(plan, scenario, free_links()));
+    BOOST_TEST(summary.at(0).bubble_fraction == (p - 1.0) / (m + p - 1.0), boost::test_tools::tolerance(1e-9));
+    BOOST_TEST(summary.at(0).time_s * 1e3 == 3.0 * (m + p - 1), boost::test_tools::tolerance(1e-9));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(data_parallel_replicas_do_not_change_the_arithmetic) {
+  BOOST_TEST(makespan_ms("schedule = \"atlas\"", 4, 3, 8, free_links()) == 33.0,
+             boost::test_tools::tolerance(1e-9));
+}
+
+BOOST_AUTO_TEST_CASE(iterations_follow_each_other_and_repeat) {
+  auto scenario = three_dcs();
+  Plan plan = make_plan(experiment("schedule = \"1f1b\"", 4, 2, 8, 1, 2), scenario);
+  RunRecord record = simulate(plan, scenario, link_model_for(scenario), 3);
+  BOOST_REQUIRE(record.iteration_start_ns.size() == 3u);
+  for (int i = 1; i < 3; ++i) {
+    BOOST_TEST(record.iteration_start_ns[static_cast<std::size_t>(i)] ==
+               record.iteration_end_ns[static_cast<std::size_t>(i - 1)]);
+    BOOST_TEST(iteration_ms(record, i) == iteration_ms(record, 0), boost::test_tools::tolerance(1e-6));
+  }
+  std::size_t ops = 0;
+  for (const WorkerPlan& worker_plan : plan.workers) ops += worker_plan.ops.size();
+  BOOST_TEST(record.events.size() == 3 * ops);
+  BOOST_TEST(record.runtime == "simulator");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(transfers)
+
+// stage 0 in a, stage 1 in b, one microbatch: F0, activation a->b, F0, B0,
+// gradient b->a, B0. Each transfer: 10 ms + 2 MiB at 1 Gbit/s.
+BOOST_AUTO_TEST_CASE(one_message_takes_latency_plus_bytes_over_rate) {
+  double expected = 1 + 1 + 2 + 2 + 2 * (10 + kActivationWireMs);
+  BOOST_TEST(makespan_ms("schedule = \"gpipe\"\nplacement = [\"a\", \"b\"]", 2, 1, 1, LinkModel{}) == expected,
+             boost::test_tools::tolerance(1e-6));
+}
+
+BOOST_AUTO_TEST_CASE(scale_keeps_transfer_times) {
+  double full = makespan_ms("schedule = \"gpipe\"\nplacement = [\"a\", \"c\"]", 2, 1, 3, LinkModel{});
+  double scaled = makespan_ms("schedule = \"gpipe\"\nplacement = [\"a\", \"c\"]\nscale = 0.01", 2, 1, 3, LinkModel{});
+  BOOST_TEST(scaled == full, boost::test_tools::tolerance(1e-4));
+}
+
+BOOST_AUTO_TEST_CASE(streams_lift_a_window_limited_transfer) {
+  LinkModel model;
+  model.stream_window_bytes = 1024 * 1024;  // 1 MiB per 20 ms round trip: 419 Mbit/s a stream
+  double one = makespan_ms("schedule = \"gpipe\"\nplacement = [\"a\", \"b\"]\nstreams = 1", 2, 1, 1, model);
+  double four = makespan_ms("schedule = \"gpipe\"\nplacement = [\"a\", \"b\"]\nstreams = 4", 2, 1, 1, model);
+  double stream_rate = 1024.0 * 1024 * 8 / 0.020;
+  BOOST_TEST(one == 6 + 2 * (10 + 2.0 * 1024 * 1024 * 8 / stream_rate * 1e3), boost::test_tools::tolerance(1e-6));
+  // Four streams would carry 1.68 Gbit/s; the link's 1 Gbit/s is the limit.
+  BOOST_TEST(four == 6 + 2 * (10 + kActivationWireMs), boost::test_tools::tolerance(1e-6));
+}
+
+BOOST_AUTO_TEST_CASE(per_stream_ceiling_applies_only_across_dcs) {
+  LinkModel model;
+  model.per_stream_ceiling_bps = 100e6;
+  double across = makespan_ms("schedule = \"gpipe\"\nplacement = [\"a\", \"b\"]\nstreams = 2", 2, 1, 1, model);
+  BOOST_TEST(across == 6 + 2 * (10 + 2.0 * 1024 * 1024 * 8 / 200e6 * 1e3), boost::test_tools::tolerance(1e-6));
+}
+
+BOOST_AUTO_TEST_CASE(intra_dc_messages_use_the_intra_dc_pair) {
+  // Stages on a-0 and a-1: 50 us + 2 MiB at 10 Gbit/s each way.
+  double expected = 6 + 2 * (0.05 + kActivationWireMs / 10);
+  BOOST_TEST(makespan_ms("schedule = \"gpipe\"\nplacement = [\"a\", \"a\"]", 2, 1, 1, LinkModel{}) == expected,
+             boost::test_tools::tolerance(1e-6));
+}
+
+BOOST_AUTO_TEST_CASE(workers_on_one_host_exchange_for_free) {
+  auto scenario = wanlab::emulator::parse_scenario(
+      "name = \"one\"\n[defaults]\ndelay = \"10ms\"\n[[dc]]\nname = \"a\"\nhosts = 1\n[[dc]]\nname = \"b\"\n", "one.toml");
+  Plan plan = make_plan(experiment("schedule = \"1f1b\"\nplacement = [\"a\", \"a\", \"a\"]", 3, 1, 4, 1, 2), scenario);
+  BOOST_TEST(iteration_ms(simulate(plan, scenario, LinkModel{})) == 3.0 * (4 + 3 - 1),
+             boost::test_tools::tolerance(1e-9));
+}
+
+// dp 2, both replicas' stage 0 in a and stage 1 in b: each microbatch's two
+// activations want a -> b at the same moment.
+std::map<int, std::int64_t> activation_arrivals(bool temporal_sharing, std::int64_t& iteration_ns) {
+  auto scenario = three_dcs();
+  std::string top = std::string("schedule = \"gpipe\"\nplacement = [\"a\", \"b\"]\ntemporal_sharing = ") +
+                    (temporal_sharing ? "true" : "false");
+  Plan plan = make_plan(experiment(top, 2, 2, 1, 1, 2), scenario);
+  RunRecord record = simulate(plan, scenario, LinkModel{});
+  iteration_ns = record.iteration_end_ns.at(0) - record.iteration_start_ns.at(0);
+  std::map<int, std::int64_t> arrivals;  // replica -> arrival of its activation
+  for (const Event& event : record.events) {
+    const Worker& worker = plan.workers[static_cast<std::size_t>(event.worker)].worker;
+    if (event.kind == OpKind::send && worker.stage == 0) arrivals[worker.replica] = event.end_ns;
+  }
+  return arrivals;
+}
+
+BOOST_AUTO_TEST_CASE(concurrent_transfers_share_a_link) {
+  std::int64_t iteration_ns = 0;
+  std::map<int, std::int64_t> arrivals = activation_arrivals(false, iteration_ns);
+  double both = (1 + 10 + 2 * kActivationWireMs) * kMs;
+  BOOST_TEST(static_cast<double>(arrivals.at(0)) == both, boost::test_tools::tolerance(1e-6));
+  BOOST_TEST(static_cast<double>(arrivals.at(1)) == both, boost::test_tools::tolerance(1e-6));
+}
+
+BOOST_AUTO_TEST_CASE(temporal_sharing_sends_one_at_a_time_at_full_rate) {
+  std::int64_t shared_ns = 0;
+  std::int64_t staggered_ns = 0;
+  activation_arrivals(false, shared_ns);
+  std::map<int, std::int64_t> arrivals = activation_arrivals(true, staggered_ns);
+  BOOST_TEST(static_cast<double>(arrivals.at(0)) == (1 + 10 + kActivationWireMs) * kMs,
+             boost::test_tools::tolerance(1e-6));
+  BOOST_TEST(static_cast<double>(arrivals.at(1)) == (1 + 10 + 2 * kActivationWireMs) * kMs,
+             boost::test_tools::tolerance(1e-6));
+  // Replica 0 starts its backward earlier and its gradient no longer collides
+  // with replica 1's: the iteration is shorter.
+  BOOST_TEST(staggered_ns < shared_ns);
+}
+
+BOOST_AUTO_TEST_CASE(ring_allreduce_across_two_dcs) {
+  auto scenario = three_dcs();
+  // pp 1, replica 0 in a, replica 1 in b: 2 ring steps of S/2 bytes, a -> b
+  // and b -> a at the same time on their own links, 10 ms one way.
+  Plan plan = make_plan(experiment("schedule = \"1f1b\"\nplacement = \"dp-across-dc\"", 1, 2, 1, 1, 2), scenario);
+  RunRecord record = simulate(plan, scenario, LinkModel{});
+  double step_ms = 10 + static_cast<double>(plan.stage_param_bytes) / 2 * 8 / 1e9 * 1e3;
+  BOOST_TEST(iteration_ms(record) == 3 + 2 * step_ms, boost::test_tools::tolerance(1e-6));
+  int allreduces = 0;
+  for (const Event& event : record.events) {
+    if (event.kind != OpKind::allreduce) continue;
+    ++allreduces;
+    BOOST_TEST(static_cast<double>(event.end_ns - event.start_ns) / kMs == 2 * step_ms,
+               boost::test_tools::tolerance(1e-6));
+  }
+  BOOST_TEST(allreduces == 2);
+}
+
+BOOST_AUTO_TEST_CASE(an_allreduce_on_one_host_waits_only_for_the_slowest_member) {
+  auto scenario = three_dcs();
+  Plan plan = make_plan(experiment("schedule = \"1f1b\"\nplacement = [\"a\"]", 1, 2, 1, 1, 2), scenario);
+  BOOST_TEST(iteration_ms(simulate(plan, scenario, LinkModel{})) == 3.0, boost::test_tools::tolerance(1e-9));
+}
+
+BOOST_AUTO_TEST_CASE(messages_between_two_workers_go_one_after_the_other) {
+  auto scenario = three_dcs();
+  // GPipe, 3 microbatches a -> b: forwards end at 1, 2, 3 ms; one channel, so
+  // the activations arrive 1, 2 and 3 wire times after the first was sent.
+  Plan plan = make_plan(experiment("schedule = \"gpipe\"\nplacement = [\"a\", \"b\"]", 2, 1, 3, 1, 2), scenario);
+  RunRecord record = simulate(plan, scenario, LinkModel{});
+  std::vector<double> arrivals;
+  for (const Event& event : record.events) {
+    if (event.kind == OpKind::send && event.worker == 0) arrivals.push_back(static_cast<double>(event.end_ns) / kMs);
+  }
+  BOOST_REQUIRE(arrivals.size() == 3u);
+  for (int k = 0; k < 3; ++k) {
+    BOOST_TEST(arrivals[static_cast<std::size_t>(k)] == 1 + 10 + (k + 1) * kActivationWireMs,
+               boost::test_tools::tolerance(1e-6));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(allreduce_across_the_wan_is_slower_than_inside_a_dc) {
+  std::string gpus = "[gpus]\na = 8\nb = 8\n";
+  double inside = makespan_ms("schedule = \"1f1b\"\nplacement = [\"a\", \"b\"]", 2, 2, 4, LinkModel{}, gpus);
+  double across = makespan_ms("schedule = \"1f1b\"\nplacement = \"dp-across-dc\"", 2, 2, 4, LinkModel{}, gpus);
+  BOOST_TEST(across > inside);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(atlas)
+
+// Algorithm 1 chains b -> c -> a (60 ms + 40 ms one way); ordering by latency
+// gives b -> a -> c (10 ms + 40 ms). The simulator shows the gain.
+BOOST_AUTO_TEST_CASE(ordering_dcs_by_latency_shortens_the_iteration) {
+  auto scenario = three_dcs();
+  std::string gpus = "[gpus]\nb = 6\nc = 4\na = 2\n";
+  Plan algorithm1 = make_plan(experiment("schedule = \"atlas\"\nreorder_dcs = false", 6, 2, 8, 10, 20, gpus), scenario);
+  Plan ordered = make_plan(experiment("schedule = \"atlas\"", 6, 2, 8, 10, 20, gpus), scenario);
+  BOOST_TEST(algorithm1.stage_dc != ordered.stage_dc);
+  double before = iteration_ms(simulate(algorithm1, scenario, link_model_for(scenario)));
+  double after = iteration_ms(simulate(ordered, scenario, link_model_for(scenario)));
+  BOOST_TEST_MESSAGE("Algorithm 1 order: " << before << " ms, ordered by latency: " << after << " ms");
+  // The pipeline's fill and drain alone cross the chain once each way: 2 x 50 ms less.
+  BOOST_TEST(after < before - 100);
+}
+
+BOOST_AUTO_TEST_CASE(every_configuration_runs_to_completion) {
+  auto scenario = three_dcs();
+  LinkModel model = link_model_for(scenario);
+  model.per_stream_ceiling_bps = 300e6;
+  int runs = 0;
+  for (const char* schedule : {"gpipe", "1f1b", "atlas"}) {
+    for (const char* placement : {"atlas", "pp-across-dc", "dp-across-dc", "[\"a\", \"c\", \"a\", \"b\"]"}) {
+      for (const char* sharing : {"true", "false"}) {
+        for (int microbatches : {1, 3, 8}) {
+          std::string placement_value = placement[0] == '[' ? placement : std::string("\"") + placement + "\"";
+          std::string top = std::string("schedule = \"") + schedule + "\"\nplacement = " + placement_value +
+                            "\ntemporal_sharing = " + sharing;
+          Plan plan = make_plan(experiment(top, 4, 3, microbatches, 3, 5, "[gpus]\na = 12\nb = 12\nc = 12\n"), scenario);
+          RunRecord record = simulate(plan, scenario, model, 2);
+          std::size_t ops = 0;
+          for (const WorkerPlan& worker_plan : plan.workers) ops += worker_plan.ops.size();
+          BOOST_TEST(record.events.size() == 2 * ops, top);
+          BOOST_TEST(iteration_ms(record) >= 8.0 * (microbatches + 3), top);
+          ++runs;
+        }
+      }
+    }
+  }
+  BOOST_TEST(runs == 72);
+}
+
+BOOST_AUTO_TEST_CASE(a_recv_ends_when_its_message_arrives) {
+  auto scenario = three_dcs();
+  Plan plan = make_plan(experiment("schedule = \"atlas\"", 4, 2, 4, 1, 2, "[gpus]\na = 4\nb = 2\nc = 2\n"), scenario);
+  RunRecord record = simulate(plan, scenario, link_model_for(scenario));
+  std::map<std::tuple<int, int, int>, std::int64_t> arrival;
+  for (const Event& event : record.events) {
+    if (event.kind == OpKind::send) arrival[{event.worker, event.peer, event.microbatch}] = event.end_ns;
+  }
+  for (const Event& event : record.events) {
+    if (event.kind != OpKind::recv) continue;
+    std::int64_t arrived = arrival.at({event.peer, event.worker, event.microbatch});
+    BOOST_TEST(event.end_ns == std::max(event.start_ns, arrived));
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,266 @@
+// Shared by the harness unit tests: a strict JSON reader (to check that the
+// reports parse and hold what they claim) and small scenario/experiment builders.
+#pragma once
+
+#include <cctype>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "wanlab/emulator/scenario.hpp"
+#include "wanlab/harness/experiment.hpp"
+#include "wanlab/harness/plan.hpp"
+
+namespace harness_test {
+
+struct JsonValue {
+  enum class Type { null, boolean, number, string, array, object };
+  Type type = Type::null;
+  bool boolean = false;
+  double number = 0;
+  std::string text;
+  std::vector<JsonValue> items;
+  std::vector<std::pair<std::string, JsonValue>> members;
+
+  bool has(std::string_view key) const {
+    for (const auto& member : members) {
+      if (member.first == key) return true;
+    }
+    return false;
+  }
+  const JsonValue& operator[](std::string_view key) const {
+    for (const auto& member : members) {
+      if (member.first == key) return member.second;
+    }
+    throw std::runtime_error("JSON: no member \"" + std::string(key) + "\"");
+  }
+  const JsonValue& operator[](std::size_t index) const { return items.at(index); }
+};
+
+// RFC 8259, strictly: no trailing commas, no comments, nothing after the value.
+class JsonReader {
+ public:
+  explicit JsonReader(std::string_view text) : text_(text) {}
+
+  JsonValue document() {
+    JsonValue value = read_value();
+    skip_space();
+    if (position_ != text_.size()) fail("text after the value");
+    return value;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    throw std::runtime_error("JSON at offset " + std::to_string(position_) + ": " + what);
+  }
+
+  void skip_space() {
+    while (position_ < text_.size() && std::string_view(" \t\r\n").find(text_[position_]) != std::string_view::npos) {
+      ++position_;
+    }
+  }
+
+  char peek() {
+    skip_space();
+    if (position_ >= text_.size()) fail("unexpected end");
+    return text_[position_];
+  }
+
+  void expect(char c) {
+    if (peek() != c) fail(std::string("expected '") + c + "'");
+    ++position_;
+  }
+
+  bool literal(std::string_view word) {
+    if (text_.substr(position_, word.size()) != word) return false;
+    position_ += word.size();
+    return true;
+  }
+
+  JsonValue read_value() {
+    char c = peek();
+    JsonValue value;
+    if (c == '{') return read_object();
+    if (c == '[') return read_array();
+    if (c == '"') {
+      value.type = JsonValue::Type::string;
+      value.text = read_string();
+    } else if (literal("true")) {
+      value.type = JsonValue::Type::boolean;
+      value.boolean = true;
+    } else if (literal("false")) {
+      value.type = JsonValue::Type::boolean;
+    } else if (literal("null")) {
+      value.type = JsonValue::Type::null;
+    } else {
+      value.type = JsonValue::Type::number;
+      value.number = read_number();
+    }
+    return value;
+  }
+
+  JsonValue read_object() {
+    JsonValue value;
+    value.type = JsonValue::Type::object;
+    expect('{');
+    if (peek() == '}') {
+      ++position_;
+      return value;
+    }
+    while (true) {
+      if (peek() != '"') fail("expected a member name");
+      std::string key = read_string();
+      expect(':');
+      value.members.emplace_back(std::move(key), read_value());
+      if (peek() == ',') {
+        ++position_;
+        continue;
+      }
+      expect('}');
+      return value;
+    }
+  }
+
+  JsonValue read_array() {
+    JsonValue value;
+    value.type = JsonValue::Type::array;
+    expect('[');
+    if (peek() == ']') {
+      ++position_;
+      return value;
+    }
+    while (true) {
+      value.items.push_back(read_value());
+      if (peek() == ',') {
+        ++position_;
+        continue;
+      }
+      expect(']');
+      return value;
+    }
+  }
+
+  std::string read_string() {
+    ++position_;  // the opening quote
+    std::string text;
+    while (true) {
+      if (position_ >= text_.size()) fail("unterminated string");
+      char c = text_[position_++];
+      if (c == '"') return text;
+      if (static_cast<unsigned char>(c) < 0x20) fail("control character in a string");
+      if (c != '\\') {
+        text += c;
+        continue;
+      }
+      if (position_ >= text_.size()) fail("unterminated escape");
+      char escaped = text_[position_++];
+      switch (escaped) {
+        case '"': text += '"'; break;
+        case '\\': text += '\\'; break;
+        case '/': text += '/'; break;
+        case 'b': text += '\b'; break;
+        case 'f': text += '\f'; break;
+        case 'n': text += '\n'; break;
+        case 'r': text += '\r'; break;
+        case 't': text += '\t'; break;
+        case 'u': {
+          if (position_ + 4 > text_.size()) fail("short \\u escape");
+          for (int i = 0; i < 4; ++i) {
+            if (!std::isxdigit(static_cast<unsigned char>(text_[position_ + static_cast<std::size_t>(i)]))) fail("bad \\u escape");
+          }
+          text += '?';  // the tests never look at escaped code points
+          position_ += 4;
+          break;
+        }
+        default: fail("bad escape");
+      }
+    }
+  }
+
+  double read_number() {
+    std::size_t start = position_;
+    if (position_ < text_.size() && text_[position_] == '-') ++position_;
+    auto digits = [&] {
+      std::size_t first = position_;
+      while (position_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[position_]))) ++position_;
+      return position_ - first;
+    };
+    std::size_t integer_start = position_;
+    if (digits() == 0) fail("expected a value");
+    if (text_[integer_start] == '0' && position_ - integer_start > 1) fail("leading zero");
+    if (position_ < text_.size() && text_[position_] == '.') {
+      ++position_;
+      if (digits() == 0) fail("digits expected after '.'");
+    }
+    if (position_ < text_.size() && (text_[position_] == 'e' || text_[position_] == 'E')) {
+      ++position_;
+      if (position_ < text_.size() && (text_[position_] == '+' || text_[position_] == '-')) ++position_;
+      if (digits() == 0) fail("digits expected in the exponent");
+    }
+    return std::strtod(std::string(text_.substr(start, position_ - start)).c_str(), nullptr);
+  }
+
+  std::string_view text_;
+  std::size_t position_ = 0;
+};
+
+inline JsonValue parse_json(std::string_view text) { return JsonReader(text).document(); }
+
+// Three DCs with cited-like delays: a-b 10 ms, a-c 40 ms, b-c 60 ms one way,
+// 1 Gbit/s between DCs, 10 Gbit/s and 50 us inside, two hosts each.
+inline const char* const kThreeDcScenario = R"(name = "t3"
+[defaults]
+rate = "1gbit"
+[intra_dc]
+delay = "50us"
+rate = "10gbit"
+[[dc]]
+name = "a"
+hosts = 2
+[[dc]]
+name = "b"
+hosts = 2
+[[dc]]
+name = "c"
+hosts = 2
+[[link]]
+between = ["a", "b"]
+delay = "10ms"
+[[link]]
+between = ["a", "c"]
+delay = "40ms"
+[[link]]
+between = ["b", "c"]
+delay = "60ms"
+)";
+
+inline wanlab::emulator::Scenario three_dcs() {
+  return wanlab::emulator::parse_scenario(kThreeDcScenario, "t3.toml");
+}
+
+// An experiment with given compute times (ms) over the three-DC scenario;
+// `extra` is appended (top-level keys must come before any table, so it is
+// inserted before [model]).
+inline wanlab::harness::Experiment experiment(const std::string& top_level, int pp, int dp, int microbatches,
+                                             double forward_ms = 1, double backward_ms = 2,
+                                             const std::string& gpus = "") {
+  std::string toml = "name = \"x\"\ntestbed = \"t3.toml\"\n" + top_level + "\n[model]\nlayers = 64\n" +
+                     "hidden = 1024\nseq_len = 1024\nmicrobatches = " + std::to_string(microbatches) +
+                     "\n[parallel]\npp = " + std::to_string(pp) + "\ndp = " + std::to_string(dp) +
+                     "\n[compute]\nforward_ms = " + std::to_string(forward_ms) +
+                     "\nbackward_ms = " + std::to_string(backward_ms) + "\n" + gpus;
+  return wanlab::harness::parse_experiment(toml, "x.toml");
+}
+
+inline int count_substring(std::string_view text, std::string_view piece) {
+  int count = 0;
+  for (std::size_t at = text.find(piece); at != std::string_view::npos; at = text.find(piece, at + piece.size())) {
+    ++count;
+  }
+  return count;
+}
+
+}  // namespace harness_test
