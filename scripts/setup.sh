@@ -18,7 +18,7 @@ build=${BUILD_DIR:-build}
 packages=(build-essential cmake ninja-build pkg-config clang llvm
           libbpf-dev bpftool libelf-dev zlib1g-dev libmnl-dev
           libasio-dev libfmt-dev libtomlplusplus-dev libboost-test-dev
-          iproute2 iptables iperf3 iputils-ping procps)
+          iproute2 iptables iperf3 iputils-ping procps python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
