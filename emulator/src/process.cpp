@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <climits>
+#include <cstdio>
 #include <iterator>
 #include <stdexcept>
 #include <thread>
@@ -73,15 +74,31 @@ int run_argv(const std::vector<std::string>& argv, const std::string& netns, boo
   return WEXITSTATUS(status);
 }
 
+namespace {
+
+// A zombie has exited; only its parent's wait is missing (and the parent may
+// be an init that reaps late), so it counts as gone.
+bool running(pid_t pid) {
+  if (::kill(pid, 0) != 0) return false;
+  char state = '?';
+  if (FILE* stat = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r")) {
+    if (std::fscanf(stat, "%*d (%*[^)]) %c", &state) != 1) state = '?';
+    std::fclose(stat);
+  }
+  return state != 'Z' && state != 'X';
+}
+
+}  // namespace
+
 void terminate_pids(const std::vector<pid_t>& pids, int grace_ms) {
   for (pid_t pid : pids) ::kill(pid, SIGTERM);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
   for (pid_t pid : pids) {
-    while (::kill(pid, 0) == 0 && std::chrono::steady_clock::now() < deadline) {
+    while (running(pid) && std::chrono::steady_clock::now() < deadline) {
       ::waitpid(pid, nullptr, WNOHANG);  // reaps it if it is our child
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    if (::kill(pid, 0) == 0) {
+    if (running(pid)) {
       ::kill(pid, SIGKILL);
       ::waitpid(pid, nullptr, WNOHANG);
     }

@@ -1,0 +1,340 @@
+#include "bench_support.hpp"
+
+#include <bpf/bpf.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "wanlab/emulator/datapath.hpp"
+#include "wanlab/emulator/netns.hpp"
+#include "wanlab/emulator/rtnl.hpp"
+#include "wanlab/emulator/sys.hpp"
+
+extern char** environ;
+
+namespace wanlab::bench {
+namespace em = wanlab::emulator;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Testbeds up now, for the signal cleanup.
+std::mutex registry_mutex;
+std::set<std::string> registry;
+std::atomic<pid_t> running_child{0};
+std::string cleanup_wanlab;
+
+void register_testbed(const std::string& name) {
+  std::lock_guard lock(registry_mutex);
+  registry.insert(name);
+}
+
+void unregister_testbed(const std::string& name) {
+  std::lock_guard lock(registry_mutex);
+  registry.erase(name);
+}
+
+void wait_for_signal_then_clean_up(sigset_t signals) {
+  int sig = 0;
+  if (sigwait(&signals, &sig) != 0) return;
+  fmt::print(stderr, "\nsignal {}: taking the benchmark's testbeds down\n", sig);
+  // A `wanlab up` under way got the same signal and undoes itself; let it finish.
+  const auto deadline = Clock::now() + std::chrono::seconds(15);
+  while (running_child.load() > 0 && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::set<std::string> names;
+  {
+    std::lock_guard lock(registry_mutex);
+    names = registry;
+  }
+  for (const auto& name : names) {
+    const auto down = run_command({cleanup_wanlab, "down", name});
+    fmt::print(stderr, "{}", down.output);
+  }
+  ::_exit(128 + sig);
+}
+
+std::uint64_t process_ticks(pid_t pid) {
+  const std::string stat = em::read_file(fmt::format("/proc/{}/stat", pid));
+  // Fields after the command name, which may hold spaces: ") state ppid ...".
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+  std::string field;
+  std::uint64_t utime = 0, stime = 0;
+  for (int index = 3; fields >> field; ++index) {
+    if (index == 14) utime = std::stoull(field);
+    if (index == 15) {
+      stime = std::stoull(field);
+      break;
+    }
+  }
+  return utime + stime;
+}
+
+// The "cpu" line of /proc/stat sums all CPUs: user nice system idle iowait irq
+// softirq steal (guest time is inside user).
+void system_ticks(std::uint64_t& busy, std::uint64_t& total, std::uint64_t& softirq, std::uint64_t& steal) {
+  std::istringstream lines(em::read_file("/proc/stat"));
+  std::string cpu;
+  lines >> cpu;
+  std::uint64_t value = 0;
+  busy = total = softirq = steal = 0;
+  for (int index = 0; index < 8 && lines >> value; ++index) {
+    total += value;
+    if (index != 3 && index != 4) busy += value;
+    if (index == 6) softirq = value;
+    if (index == 7) steal = value;
+  }
+}
+
+std::string trimmed(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
+}  // namespace
+
+CommandResult run_command(const std::vector<std::string>& argv) {
+  int pipe_fds[2];
+  em::check(::pipe2(pipe_fds, O_CLOEXEC), "creating a pipe");
+  em::UniqueFd read_end(pipe_fds[0]), write_end(pipe_fds[1]);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, write_end.get(), STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, write_end.get(), STDERR_FILENO);
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigemptyset(&defaults);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) sigaddset(&defaults, sig);
+  posix_spawnattr_setsigmask(&attributes, &none);
+  posix_spawnattr_setsigdefault(&attributes, &defaults);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+
+  std::vector<char*> c_argv;
+  for (const auto& arg : argv) c_argv.push_back(const_cast<char*>(arg.c_str()));
+  c_argv.push_back(nullptr);
+  const auto start = Clock::now();
+  pid_t pid = 0;
+  const int spawn_error = posix_spawn(&pid, c_argv[0], &actions, &attributes, c_argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
+  if (spawn_error != 0) em::throw_errno("starting " + argv[0], spawn_error);
+  running_child = pid;
+  write_end.reset();
+
+  CommandResult result;
+  char buf[4096];
+  for (ssize_t len; (len = ::read(read_end.get(), buf, sizeof(buf))) != 0;) {
+    if (len < 0 && errno == EINTR) continue;
+    if (len < 0) break;
+    result.output.append(buf, static_cast<size_t>(len));
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  running_child = 0;
+  result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  result.status = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+  return result;
+}
+
+void install_signal_cleanup(const std::string& wanlab_binary) {
+  cleanup_wanlab = wanlab_binary;
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&signals, sig);
+  // Blocked here, so in every thread started later; only the waiter takes them.
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::thread(wait_for_signal_then_clean_up, signals).detach();
+}
+
+std::string scenario_toml(const ScenarioSpec& spec) {
+  std::string text = fmt::format("name = \"{}\"\n\n[defaults]\ndelay = \"{}\"\nqueue = \"{}\"\n", spec.name, spec.delay, spec.queue);
+  if (spec.rate) text += fmt::format("rate = \"{}\"\n", *spec.rate);
+  text += fmt::format("\n[host]\ntcp_congestion = \"{}\"\ntcp_wmem_max = \"{}\"\ntcp_rmem_max = \"{}\"\n", spec.congestion,
+                      spec.wmem_max, spec.rmem_max);
+  for (int dc = 0; dc < spec.dcs; ++dc) text += fmt::format("\n[[dc]]\nname = \"d{}\"\nhosts = 1\n", dc);
+  return text;
+}
+
+Testbed::Testbed(const std::string& wanlab_binary, const std::string& work_dir, const ScenarioSpec& spec)
+    : wanlab_(wanlab_binary) {
+  const std::string path = work_dir + "/" + spec.name + ".toml";
+  {
+    std::ofstream out(path);
+    out << scenario_toml(spec);
+    if (!out) throw std::runtime_error("writing " + path);
+  }
+  register_testbed(spec.name);
+  const auto up = run_command({wanlab_, "up", path, "--quiet"});
+  up_seconds_ = up.seconds;
+  if (up.status != 0) {
+    // A failed `up` removes what it made itself; a testbed that was up before is not ours to remove.
+    unregister_testbed(spec.name);
+    throw std::runtime_error(fmt::format("{}: wanlab up {} exited with {}: {}", spec.name, path, up.status, trimmed(up.output)));
+  }
+  try {
+    state_ = em::load_state(spec.name);
+  } catch (...) {
+    run_command({wanlab_, "down", spec.name});
+    unregister_testbed(spec.name);
+    throw;
+  }
+}
+
+Testbed::~Testbed() {
+  const auto down = run_command({wanlab_, "down", state_.name});
+  if (down.status != 0) fmt::print(stderr, "warning: wanlab down {} exited with {}: {}\n", state_.name, down.status, trimmed(down.output));
+  unregister_testbed(state_.name);
+}
+
+// The nfqueue path stamps packets on the way in; the fq path on the way out,
+// where fq enforces the time.
+bool Testbed::program_at_ingress() const { return state_.release == em::ReleasePath::nfqueue; }
+
+em::Host Testbed::host_of_dc(int dc) const {
+  for (const auto& host : state_.hosts)
+    if (host.dc_index == dc) return host;
+  throw std::out_of_range(fmt::format("{}: no host in DC {}", state_.name, dc));
+}
+
+void Testbed::set_link(int a, int b, const std::vector<std::pair<std::string, std::string>>& fields) const {
+  em::Change change;
+  change.from = state_.dcs.at(static_cast<std::size_t>(a));
+  change.to = state_.dcs.at(static_cast<std::size_t>(b));
+  change.symmetric = true;
+  change.fields = fields;
+  em::apply_change(state_, change);
+}
+
+void Testbed::detach_programs() const {
+  em::NetnsScope in_core(em::core_netns(state_.name));
+  em::Rtnl core;
+  for (const auto& host : state_.hosts) core.delete_bpf_filters(core.link_index(host.core_ifname), program_at_ingress());
+}
+
+void Testbed::attach_programs() const {
+  const std::string pin = em::bpffs_dir(state_.name) + "/wanlab_tc";
+  em::UniqueFd program(bpf_obj_get(pin.c_str()));
+  if (!program) em::throw_errno(state_.name + ": opening the pinned program " + pin);
+  em::NetnsScope in_core(em::core_netns(state_.name));
+  em::Rtnl core;
+  for (const auto& host : state_.hosts)
+    core.add_bpf_filter(core.link_index(host.core_ifname), program_at_ingress(), program.get(), "wanlab_tc");
+}
+
+CpuMeter::CpuMeter(pid_t process) : process_(process), start_(Clock::now()), process_ticks_(process_ticks(process)) {
+  system_ticks(system_busy_, system_total_, system_softirq_, system_steal_);
+}
+
+CpuMeter::Usage CpuMeter::read() const {
+  const double seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+  const double ticks_per_second = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  std::uint64_t busy = 0, total = 0, softirq = 0, steal = 0;
+  system_ticks(busy, total, softirq, steal);
+  Usage usage;
+  usage.seconds = seconds;
+  usage.process_pct_of_core = 100.0 * static_cast<double>(process_ticks(process_) - process_ticks_) / ticks_per_second / seconds;
+  if (total > system_total_) {
+    const double elapsed = static_cast<double>(total - system_total_);
+    usage.system_pct_of_all = 100.0 * static_cast<double>(busy - system_busy_) / elapsed;
+    usage.softirq_pct_of_all = 100.0 * static_cast<double>(softirq - system_softirq_) / elapsed;
+    usage.steal_pct_of_all = 100.0 * static_cast<double>(steal - system_steal_) / elapsed;
+  }
+  return usage;
+}
+
+ReleaserCounters read_releaser_counters(const std::string& testbed) {
+  ReleaserCounters counters;
+  std::ifstream in(em::run_dir(testbed) + "/releaser.toml");
+  std::string key, equals;
+  std::uint64_t value = 0;
+  while (in >> key >> equals >> value) {
+    if (key == "packets") counters.packets = value;
+    if (key == "late_sum_ns") counters.late_sum_ns = value;
+    if (key == "late_max_ns") counters.late_max_ns = value;
+    if (key == "late_over_100us") counters.late_over_100us = value;
+  }
+  return counters;
+}
+
+PairCounters read_pair_counters(const std::string& testbed, int src, int dst) {
+  const auto datapath = em::Datapath::open_pinned(em::bpffs_dir(testbed));
+  const wanlab_pair_stats stats = datapath.stats(src, dst);
+  return PairCounters{stats.packets, stats.bytes, stats.drops[WANLAB_DROP_QUEUE]};
+}
+
+MachineInfo machine_info() {
+  MachineInfo info;
+  utsname names{};
+  if (::uname(&names) == 0) info.kernel = fmt::format("{} {} {}", names.sysname, names.release, names.machine);
+  info.cpus = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("model name", 0) == 0) {
+      info.cpu_model = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  double kib = 0;
+  if (meminfo >> key >> kib && key == "MemTotal:") info.memory_gib = kib / (1024.0 * 1024.0);
+  return info;
+}
+
+std::string Table::text() const {
+  std::vector<std::size_t> widths(header.size(), 0);
+  auto widen = [&](const std::vector<std::string>& cells) {
+    for (std::size_t i = 0; i < cells.size() && i < widths.size(); ++i) widths[i] = std::max(widths[i], cells[i].size());
+  };
+  widen(header);
+  for (const auto& row : rows) widen(row);
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string out;
+    for (std::size_t i = 0; i < widths.size(); ++i)
+      out += fmt::format("{}{:<{}}", i ? "  " : "", i < cells.size() ? cells[i] : "", widths[i]);
+    return trimmed(out) + "\n";
+  };
+  std::string out = title + "\n" + line(header);
+  std::size_t total = 0;
+  for (auto w : widths) total += w + 2;
+  out += std::string(total - 2, '-') + "\n";
+  for (const auto& row : rows) out += line(row);
+  for (const auto& note : notes) out += "  " + note + "\n";
+  return out;
+}
+
+std::string Table::markdown() const {
+  auto line = [](const std::vector<std::string>& cells) {
+    std::string out = "|";
+    for (const auto& cell : cells) out += " " + cell + " |";
+    return out + "\n";
+  };
+  std::string out = "### " + title + "\n\n" + line(header) + "|";
+  for (std::size_t i = 0; i < header.size(); ++i) out += " --- |";
+  out += "\n";
+  for (const auto& row : rows) out += line(row);
+  if (!notes.empty()) out += "\n";
+  for (const auto& note : notes) out += "- " + note + "\n";
+  return out;
+}
+
+std::string verdict(bool pass) { return pass ? "PASS" : "MISS"; }
+
+}  // namespace wanlab::bench

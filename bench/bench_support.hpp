@@ -1,0 +1,136 @@
+// What the emulator benchmark needs besides the probes: running the `wanlab`
+// binary, testbeds that always go down, generated scenarios, CPU and releaser
+// counters, machine facts and tables printed as text and markdown.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "wanlab/emulator/testbed.hpp"
+
+namespace wanlab::bench {
+
+struct CommandResult {
+  int status = 0;       // exit status, 128 + signal if killed
+  std::string output;   // stdout and stderr together
+  double seconds = 0;   // wall time
+};
+
+// Runs argv (no shell), capturing its output; the child gets default signal
+// dispositions and an empty signal mask whatever ours are.
+CommandResult run_command(const std::vector<std::string>& argv);
+
+// SIGINT, SIGTERM and SIGHUP take down every testbed still registered, then
+// end the process. Call first in main, before any thread starts.
+void install_signal_cleanup(const std::string& wanlab_binary);
+
+// A scenario the benchmark writes: `dcs` DCs named d0.., `hosts` each, every
+// pair with the same settings.
+struct ScenarioSpec {
+  std::string name;
+  int dcs = 2;
+  std::string delay = "25ms";
+  std::optional<std::string> rate;  // none: unlimited
+  std::string queue = "1bdp";
+  std::string congestion = "cubic";
+  std::string wmem_max = "16mb";
+  std::string rmem_max = "32mb";
+};
+std::string scenario_toml(const ScenarioSpec& spec);
+
+// A testbed brought up with `wanlab up` and always taken down with
+// `wanlab down` (destructor, or the signal cleanup).
+class Testbed {
+ public:
+  Testbed(const std::string& wanlab_binary, const std::string& work_dir, const ScenarioSpec& spec);
+  ~Testbed();
+  Testbed(const Testbed&) = delete;
+  Testbed& operator=(const Testbed&) = delete;
+
+  const emulator::TestbedState& state() const { return state_; }
+  const std::string& name() const { return state_.name; }
+  double up_seconds() const { return up_seconds_; }
+  // Endpoint of the first host of DC `dc`.
+  emulator::Host host_of_dc(int dc) const;
+
+  // `wanlab set`, in-process: fields like {"delay", "5ms"} for both directions
+  // between DCs a and b.
+  void set_link(int a, int b, const std::vector<std::pair<std::string, std::string>>& fields) const;
+  // Detaches the tc program from every core-side veth: plain forwarding.
+  void detach_programs() const;
+  // Attaches the testbed's pinned tc program again where detach_programs() removed it.
+  void attach_programs() const;
+
+ private:
+  bool program_at_ingress() const;
+
+  std::string wanlab_;
+  emulator::TestbedState state_;
+  double up_seconds_ = 0;
+};
+
+// CPU time used between construction and read(): by one process (% of one
+// core) and by the whole machine (% of all cores).
+class CpuMeter {
+ public:
+  explicit CpuMeter(pid_t process);
+  struct Usage {
+    double seconds = 0;  // wall time measured over
+    double process_pct_of_core = 0;
+    double system_pct_of_all = 0;  // busy, all processes and the kernel, incl. steal
+    double softirq_pct_of_all = 0; // packet processing (ours and anyone's) in softirq context
+    double steal_pct_of_all = 0;   // time the hypervisor ran something else on our CPUs
+  };
+  Usage read() const;
+
+ private:
+  pid_t process_;
+  std::chrono::steady_clock::time_point start_;
+  std::uint64_t process_ticks_ = 0;
+  std::uint64_t system_busy_ = 0, system_total_ = 0, system_softirq_ = 0, system_steal_ = 0;
+};
+
+// The releaser's counters the daemon publishes once a second (releaser.toml).
+struct ReleaserCounters {
+  std::uint64_t packets = 0;
+  std::uint64_t late_sum_ns = 0;
+  std::uint64_t late_max_ns = 0;  // since the daemon started
+  std::uint64_t late_over_100us = 0;
+};
+ReleaserCounters read_releaser_counters(const std::string& testbed);  // zeros if absent
+
+// Data-plane counters of the directed pair src -> dst.
+struct PairCounters {
+  std::uint64_t packets = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t queue_drops = 0;
+};
+PairCounters read_pair_counters(const std::string& testbed, int src, int dst);
+
+struct MachineInfo {
+  std::string kernel;
+  std::string cpu_model;
+  int cpus = 0;
+  double memory_gib = 0;
+};
+MachineInfo machine_info();
+
+// A table of text cells, printed with aligned columns or as markdown.
+struct Table {
+  std::string title;
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> notes;  // printed under the table
+
+  std::string text() const;
+  std::string markdown() const;
+};
+
+std::string verdict(bool pass);  // "PASS" | "MISS"
+
+}  // namespace wanlab::bench
