@@ -21,5 +21,8 @@ int cmd_attach(Args args);
 int cmd_daemon(Args args);  // internal: releaser and timed events of one testbed
 int cmd_perf(Args args);
 int cmd_demo(Args args);
+int cmd_train(Args args);
+int cmd_compare(Args args);
+int cmd_worker(Args args);  // internal: one emulated GPU of `train`
 
 }  // namespace wanlab::cli

@@ -1,0 +1,199 @@
+#!/bin/bash
+# The harness experiments, real runs over the emulated WAN (root), each beside
+# the simulator's figure for the same plan, and the tables they make.
+#
+#   bench/harness/run-experiments.sh                 everything (about 15-20 minutes on 2 cores)
+#   ONLY=sweep bench/harness/run-experiments.sh      one part: sweep | threedc
+#   SIMULATE_ONLY=1 bench/harness/run-experiments.sh the simulator only (seconds, no root)
+#
+# Environment: WANLAB (the binary, default build/cli/wanlab), OUT (where the
+# runs go, default bench/harness/results/DATE), ITERATIONS (3), SCALE (0.1).
+#
+# 1. Latency sweep: a 2-DC job (pp 2 x dp 2, 1F1B, one TCP stream per
+#    transfer) with its stages across the DCs (pp-across-dc) or its replicas
+#    across them (dp-across-dc), as the one-way delay between the DCs grows
+#    (0, 10, 20, 40, 80 ms at 1 Gbit/s), against the same job with no WAN
+#    (the "WAN" as fast as the network inside a DC: 50 us, 10 Gbit/s).
+# 2. Three DCs (scenarios/three-dc.toml, the model of
+#    scenarios/experiments/atlas-3dc.toml): Atlas against GPipe, 1F1B and
+#    DP-across-DC, and each Atlas element switched on alone on top of the 1F1B
+#    baseline (multiple streams, temporal sharing, Atlas's DC placement).
+#
+# Every run keeps results.json, trace.json, timeline.svg and its log under
+# $OUT/<run>/; the simulated twin under $OUT/<run>-sim/.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+WANLAB=${WANLAB:-$root/build/cli/wanlab}
+OUT=${OUT:-$root/bench/harness/results/$(date +%Y%m%d-%H%M%S)}
+ITERATIONS=${ITERATIONS:-3}
+SCALE=${SCALE:-0.1}
+ONLY=${ONLY:-all}
+SIMULATE_ONLY=${SIMULATE_ONLY:-0}
+
+[ -x "$WANLAB" ] || { echo "run-experiments.sh: $WANLAB is not built (set WANLAB=...)" >&2; exit 2; }
+if [ "$SIMULATE_ONLY" != 1 ] && [ "$(id -u)" != 0 ]; then
+  echo "run-experiments.sh: real runs need root (or SIMULATE_ONLY=1)" >&2
+  exit 2
+fi
+mkdir -p "$OUT/files"
+echo "results in $OUT"
+
+# run NAME EXPERIMENT [OPTIONS...]: the real run (unless SIMULATE_ONLY) and the simulated one.
+run() {
+  local name=$1 experiment=$2
+  shift 2
+  "$WANLAB" train "$experiment" "$@" --simulate --quiet --out "$OUT/$name-sim" > "$OUT/$name-sim.log" 2>&1 ||
+    { echo "  $name: simulation failed, see $OUT/$name-sim.log" >&2; return 0; }
+  [ "$SIMULATE_ONLY" = 1 ] && return 0
+  local started=$SECONDS
+  if "$WANLAB" train "$experiment" "$@" --out "$OUT/$name" > "$OUT/$name.log" 2>&1; then
+    echo "  $name: $(jq -r '.mean_iteration_s * 1000 | round / 1000' "$OUT/$name/results.json") s per iteration ($((SECONDS - started)) s)"
+  else
+    echo "  $name: FAILED, see $OUT/$name.log" >&2
+  fi
+}
+
+# table TITLE BASELINE_RUN RUN...: measured and simulated side by side.
+table() {
+  local title=$1 baseline=$2
+  shift 2
+  python3 - "$OUT" "$title" "$baseline" "$@" <<'EOF'
+import json, os, sys
+out, title, baseline, runs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+def load(name):
+    path = os.path.join(out, name, "results.json")
+    return json.load(open(path)) if os.path.exists(path) else None
+def wan_mb(r):
+    its = r["iterations"]
+    return sum(sum(i["wan_bytes"].values()) for i in its) / len(its) / 1e6
+def fmt(value, spec, unit=""):
+    return "-" if value is None else format(value, spec) + unit
+base, base_sim = load(baseline), load(baseline + "-sim")
+print(f"\n{title}\n")
+print(f"| run | iteration (s) | simulated (s) | GPU util | simulated util | bubble | WAN MB/iter (as sent) | vs {baseline} | simulated vs {baseline} | runtime |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+for name in runs:
+    r, s = load(name), load(name + "-sim")
+    it = r["mean_iteration_s"] if r else None
+    sit = s["mean_iteration_s"] if s else None
+    rel = base["mean_iteration_s"] / it if r and base else None
+    srel = base_sim["mean_iteration_s"] / sit if s and base_sim else None
+    util = 100 * r["mean_gpu_utilization"] if r else None
+    sutil = 100 * s["mean_gpu_utilization"] if s else None
+    bubble = 100 * r["mean_bubble_fraction"] if r else None
+    wan = wan_mb(r) if r else (wan_mb(s) if s else None)
+    print(f"| {name} | {fmt(it, '.3f')} | {fmt(sit, '.3f')} | {fmt(util, '.1f', '%')} | {fmt(sutil, '.1f', '%')} "
+          f"| {fmt(bubble, '.1f', '%')} | {fmt(wan, '.1f')} | {fmt(rel, '.2f', 'x')} | {fmt(srel, '.2f', 'x')} "
+          f"| {r['runtime'] if r else '-'} |")
+EOF
+}
+
+# slowdown_table: the sweep, as slowdown against the no-WAN job per placement.
+slowdown_table() {
+  python3 - "$OUT" <<'EOF'
+import json, os, sys
+out = sys.argv[1]
+def it(name):
+    path = os.path.join(out, name, "results.json")
+    return json.load(open(path))["mean_iteration_s"] if os.path.exists(path) else None
+def cell(name, base):
+    a, b = it(name), it(base)
+    return "-" if a is None or b is None else f"{a:.3f} s ({a / b:.2f}x)"
+print("\nSlowdown against the same job with no WAN: measured (simulated), iteration time and ratio\n")
+print("| one-way delay | pp-across-dc | pp-across-dc simulated | dp-across-dc | dp-across-dc simulated |")
+print("|---|---:|---:|---:|---:|")
+for delay in ["nowan", "0", "10", "20", "40", "80"]:
+    label = "no WAN" if delay == "nowan" else f"{delay} ms"
+    row = [cell(f"sweep-{p}-{delay}{sim}", f"sweep-{p}-nowan{sim}") for p in ("pp", "dp") for sim in ("", "-sim")]
+    print(f"| {label} | " + " | ".join(row) + " |")
+EOF
+}
+
+sweep() {
+  echo "latency sweep (2 DCs, pp 2 x dp 2, 1F1B, 1 stream, scale $SCALE, $ITERATIONS iterations)"
+  for delay in nowan 0 10 20 40 80; do
+    local link
+    if [ "$delay" = nowan ]; then link=$'delay = "50us"\nrate = "10gbit"'; else link="delay = \"${delay}ms\""; fi
+    cat > "$OUT/files/sweep-$delay.toml" <<EOF
+# Two DCs, one-way delay $delay between them (generated by run-experiments.sh).
+name = "sweep"
+[defaults]
+rate = "1gbit"
+queue = "1bdp"
+[intra_dc]
+delay = "50us"
+rate = "10gbit"
+[host]
+tcp_congestion = "cubic"
+tcp_wmem_max = "4mb"
+tcp_rmem_max = "6mb"
+[[dc]]
+name = "east"
+hosts = 2
+[[dc]]
+name = "west"
+hosts = 2
+[[link]]
+between = ["east", "west"]
+$link
+EOF
+    cat > "$OUT/files/sweep-job-$delay.toml" <<EOF
+# 8 layers, hidden 1024: 2 MB activations, 200 MB of gradients per stage at
+# full size; 20/40 ms forward/backward per microbatch (generated by run-experiments.sh).
+name = "sweep-$delay"
+testbed = "sweep-$delay.toml"
+schedule = "1f1b"
+iterations = $ITERATIONS
+scale = $SCALE
+[model]
+layers = 8
+hidden = 1024
+seq_len = 1024
+microbatches = 8
+[parallel]
+pp = 2
+dp = 2
+[compute]
+forward_ms = 20
+backward_ms = 40
+[gpus]
+east = 2
+west = 2
+EOF
+    for placement in pp dp; do
+      run "sweep-$placement-$delay" "$OUT/files/sweep-job-$delay.toml" --placement "$placement-across-dc"
+    done
+  done
+  slowdown_table | tee "$OUT/sweep.md"
+}
+
+threedc() {
+  local atlas=$root/scenarios/experiments/atlas-3dc.toml
+  local common=(--scale "$SCALE" --iterations "$ITERATIONS")
+  echo "three DCs (atlas-3dc.toml's model, scale $SCALE, $ITERATIONS iterations)"
+  run 3dc-1f1b "$atlas" "${common[@]}" --schedule 1f1b
+  run 3dc-gpipe "$atlas" "${common[@]}" --schedule gpipe
+  run 3dc-1f1b+streams "$atlas" "${common[@]}" --schedule 1f1b --streams 8
+  run 3dc-1f1b+sharing "$atlas" "${common[@]}" --schedule 1f1b --temporal-sharing on
+  run 3dc-1f1b+placement "$atlas" "${common[@]}" --schedule 1f1b --placement atlas
+  run 3dc-1f1b+streams+sharing "$atlas" "${common[@]}" --schedule 1f1b --streams 8 --temporal-sharing on
+  run 3dc-atlas+no-sharing "$atlas" "${common[@]}" --temporal-sharing off
+  run 3dc-atlas "$atlas" "${common[@]}"
+  # Its gradients cross the WAN: about 100 s per iteration; two iterations.
+  run 3dc-dp-across-dc "$atlas" --scale "$SCALE" --iterations 2 --schedule 1f1b --placement dp-across-dc
+  {
+    table "Atlas and baselines on three DCs (speedup against 1F1B)" 3dc-1f1b \
+      3dc-gpipe 3dc-1f1b 3dc-dp-across-dc 3dc-atlas
+    table "Atlas's elements, each alone on top of the 1F1B baseline (pp-across-dc, 1 stream, no sharing)" 3dc-1f1b \
+      3dc-1f1b 3dc-1f1b+streams 3dc-1f1b+sharing 3dc-1f1b+placement 3dc-1f1b+streams+sharing 3dc-atlas+no-sharing 3dc-atlas
+  } | tee "$OUT/threedc.md"
+}
+
+case "$ONLY" in
+  all) sweep; threedc ;;
+  sweep) sweep ;;
+  threedc) threedc ;;
+  *) echo "run-experiments.sh: ONLY must be all, sweep or threedc" >&2; exit 2 ;;
+esac

@@ -1,0 +1,139 @@
+// `wanlab train`, `wanlab compare` and the internal `wanlab worker`: the
+// harness's real runs over an emulated WAN.
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "commands.hpp"
+#include "options.hpp"
+#include "wanlab/harness/compare.hpp"
+#include "wanlab/harness/experiment.hpp"
+#include "wanlab/harness/run.hpp"
+#include "wanlab/harness/simulate.hpp"
+
+namespace wanlab::cli {
+namespace hs = wanlab::harness;
+namespace em = wanlab::emulator;
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A number in (0, 1], as the experiment file's `scale`.
+double parse_fraction(const std::string& option, const std::string& text) {
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || !(value > 0 && value <= 1))
+    throw UsageError(fmt::format("--{}: expected a number in (0, 1], got \"{}\"", option, text));
+  return value;
+}
+
+int parse_count(const std::string& option, const std::string& text, int min, int max) {
+  int value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < min || value > max)
+    throw UsageError(fmt::format("--{}: expected a whole number in {}..{}, got \"{}\"", option, min, max, text));
+  return value;
+}
+
+void write_outputs(const hs::RunRecord& record, const std::string& scenario_text, const std::string& dir) {
+  std::filesystem::create_directories(dir);
+  hs::write_results_json(record, scenario_text, dir + "/results.json");
+  hs::write_trace_json(record, dir + "/trace.json");
+  // The last iteration: the steady state, after the first one's warm-up.
+  hs::write_timeline_svg(record, static_cast<int>(record.iteration_end_ns.size()) - 1, dir + "/timeline.svg");
+}
+
+void print_summary(const hs::RunRecord& record) {
+  const auto iterations = hs::summarize(record);
+  const auto run = hs::summarize_run(iterations);
+  fmt::print("\n{} iterations on {} workers ({}): mean iteration {:.3f} s, GPU utilization {:.1f}%, bubble {:.1f}%{}\n",
+             iterations.size(), record.plan.workers.size(), record.runtime, run.mean_iteration_s,
+             100 * run.mean_gpu_utilization, 100 * run.mean_bubble_fraction,
+             run.skipped_iterations ? fmt::format(" (means skip the first {})", run.skipped_iterations) : "");
+  if (iterations.empty()) return;
+  for (const auto& [link, bytes] : iterations.back().wan_bytes)
+    fmt::print("  WAN {:<22} {:>10.1f} MB per iteration\n", link, static_cast<double>(bytes) / 1e6);
+}
+
+}  // namespace
+
+int cmd_train(Args args) {
+  const Options options(args,
+                        {"out", "schedule", "placement", "streams", "temporal-sharing", "iterations", "scale", "runtime",
+                         "image", "release", "timeout"},
+                        {"quiet", "simulate"});
+  if (options.positionals().size() != 1) throw UsageError("expected one experiment file");
+  hs::Experiment experiment = hs::load_experiment(options.positionals().front());
+  for (const auto& [name, value] : options.ordered()) {
+    if (name == "schedule" || name == "placement" || name == "streams" || name == "temporal-sharing" || name == "iterations")
+      hs::apply_override(experiment, name, value);
+  }
+  if (const auto scale = options.get("scale")) experiment.scale = parse_fraction("scale", *scale);
+  const em::Scenario scenario = hs::load_testbed(experiment);
+
+  hs::RunOptions run;
+  try {
+    run.runtime = hs::parse_runtime_choice(options.get("runtime").value_or("auto"));
+  } catch (const std::invalid_argument& error) {
+    throw UsageError(std::string("--runtime: ") + error.what());
+  }
+  run.image = options.get("image").value_or("");
+  run.release = em::parse_release_choice(options.get("release").value_or("auto"));
+  if (const auto timeout = options.get("timeout")) run.iteration_timeout = std::chrono::seconds(parse_count("timeout", *timeout, 1, 86400));
+  const bool quiet = options.flag("quiet");
+  if (!quiet) run.log = [](const std::string& line) { fmt::print("wanlab train: {}\n", line); std::fflush(stdout); };
+  run.progress = [](const hs::Progress& p) {
+    fmt::print("iteration {}/{}: {:.3f} s, GPU utilization so far {:.1f}%\n", p.iteration + 1, p.iterations, p.iteration_s,
+               100 * p.utilization_so_far);
+    std::fflush(stdout);
+  };
+  fmt::print("{}: {} schedule, {} placement, {} stream(s), temporal sharing {}, {} iterations, scale {}\n", experiment.name,
+             hs::to_string(experiment.schedule), hs::to_string(experiment.placement), experiment.streams,
+             experiment.temporal_sharing ? "on" : "off", experiment.iterations, experiment.scale);
+  std::fflush(stdout);
+
+  // --simulate: the planner's discrete-event simulation instead of the emulated WAN.
+  const hs::RunRecord record =
+      options.flag("simulate")
+          ? hs::simulate(hs::make_plan(experiment, scenario), scenario, hs::link_model_for(scenario), experiment.iterations)
+          : hs::run_experiment(experiment, scenario, run);
+  print_summary(record);
+  if (const auto out = options.get("out")) {
+    write_outputs(record, read_text(experiment.testbed_path), *out);
+    fmt::print("wrote {0}/results.json, {0}/trace.json, {0}/timeline.svg\n", *out);
+  }
+  return 0;
+}
+
+int cmd_compare(Args args) {
+  const Options options(args, {}, {});
+  if (options.positionals().empty()) throw UsageError("expected one or more result directories (or results.json files)");
+  std::vector<hs::ResultRow> rows;
+  for (const auto& path : options.positionals()) rows.push_back(hs::read_result(path));
+  fmt::print("{}", hs::compare_table(rows));
+  return 0;
+}
+
+int cmd_worker(Args args) {
+  const Options options(args, {"control", "id"}, {"probe"});
+  if (options.flag("probe")) {
+    // The runtime's check that the binary runs inside a container.
+    fmt::print("wanlab worker: ok (pid {})\n", ::getpid());
+    return 0;
+  }
+  const auto control = options.get("control");
+  const auto id = options.get("id");
+  if (!control || !id) throw UsageError("expected --control SOCKET and --id N");
+  return hs::worker_main(*control, parse_count("id", *id, 0, 1 << 20));
+}
+
+}  // namespace wanlab::cli

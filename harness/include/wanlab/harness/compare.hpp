@@ -1,0 +1,37 @@
+// `wanlab compare`: results.json files side by side.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace wanlab::harness {
+
+// What a comparison shows of one results.json.
+struct ResultRow {
+  std::string label;       // as given on the command line
+  std::string experiment;
+  std::string runtime;
+  std::string schedule;
+  std::string placement;
+  int streams = 0;
+  bool temporal_sharing = false;
+  double scale = 1;
+  int iterations = 0;
+  double iteration_s = 0;   // mean_iteration_s
+  double utilization = 0;   // mean_gpu_utilization
+  double bubble = 0;        // mean_bubble_fraction
+  double wan_bytes_per_iteration = 0;  // summed over links, mean over iterations (as sent, scaled)
+};
+
+// Reads DIR/results.json, or the file itself if `path` is a file. Throws
+// std::runtime_error "PATH: what is wrong" (missing file, bad JSON with its
+// line and column, a missing or mistyped field).
+ResultRow read_result(const std::string& path);
+ResultRow parse_result(std::string_view json_text, const std::string& label);
+
+// The table: one row per result; SPEEDUP is the first row's iteration time
+// over the row's.
+std::string compare_table(const std::vector<ResultRow>& rows);
+
+}  // namespace wanlab::harness

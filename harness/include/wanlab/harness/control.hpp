@@ -1,0 +1,138 @@
+// The control protocol between the coordinator (`wanlab train`) and its
+// workers (`wanlab worker`): small length-prefixed binary frames over a Unix
+// domain socket in the run directory, unshaped by the emulated WAN.
+//
+// Frame: u32 length (little-endian, of what follows, 1..kMaxFrameBytes), then
+// one type byte and the message's fields, little-endian, fixed layouts;
+// strings and lists carry a u32 count first. Decoding checks every count
+// against the bytes left, every enum value and that nothing is left over; a
+// bad frame throws ControlError saying what was wrong and where.
+//
+// A run, seen from one worker:
+//   W->C hello        its id and pid
+//   C->W assign       its plan, its data addresses, its peers' addresses
+//   W->C listening    its data port accepts channels
+//   C->W connect      every worker listens: open channels to peers
+//   W->C ready        channels to every peer are open
+//   C->W start        iteration i begins (a barrier per iteration)
+//   W->C gate_request / C->W gate_grant / W->C gate_release  (temporal sharing)
+//   W->C report       iteration i's events and the arrival times of what it received
+//   C->W stop         the run is over: close channels and exit 0
+//   W->C failed       the worker gives up, with the reason (then exits non-zero)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "wanlab/harness/plan.hpp"
+#include "wanlab/harness/record.hpp"
+
+namespace wanlab::harness::control {
+
+class ControlError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+inline constexpr std::uint32_t kMaxFrameBytes = 64u << 20;
+
+struct Hello {
+  int worker = 0;
+  int pid = 0;  // as the worker sees itself (1 in a container's PID namespace)
+};
+
+struct PeerAddress {
+  int worker = 0;
+  std::uint32_t ipv4 = 0;  // host byte order
+  std::uint16_t port = 0;  // the peer's port for this kind (intra- or cross-DC) of channel
+  bool cross_dc = false;
+};
+
+// One kind of data channel: where this worker accepts it and how its sends
+// are cut (transport chunk size, TCP_NOTSENT_LOWAT).
+struct ChannelTuning {
+  std::uint16_t port = 0;
+  std::uint32_t chunk_size = 0;
+  std::uint32_t not_sent_lowat = 0;
+};
+
+struct Assign {
+  WorkerPlan plan;
+  std::uint32_t ipv4 = 0;  // where this worker listens (host byte order)
+  ChannelTuning intra_dc;
+  ChannelTuning cross_dc;
+  std::vector<PeerAddress> peers;  // every worker it exchanges data with
+  int cross_dc_streams = 1;        // TCP connections per cross-DC channel (intra-DC: 1)
+  int iterations = 0;
+};
+
+struct Listening {};
+struct Connect {};
+struct Ready {};
+struct Start {
+  int iteration = 0;
+};
+// Temporal sharing: the sender of a gated send op (link_slot >= 0) asks, is
+// granted, and releases the link once every byte is written to its sockets.
+struct GateRequest {
+  int iteration = 0;
+  int op_index = 0;
+};
+struct GateGrant {
+  int iteration = 0;
+  int op_index = 0;
+};
+struct GateRelease {
+  int iteration = 0;
+  int op_index = 0;
+};
+// When a message from `sender`'s op `sender_op` had fully arrived here.
+struct Arrival {
+  int sender = 0;
+  int sender_op = 0;
+  std::int64_t arrival_ns = 0;  // CLOCK_MONOTONIC
+};
+// Times are CLOCK_MONOTONIC nanoseconds; the coordinator moves them to the run's origin.
+struct Report {
+  int iteration = 0;
+  std::vector<Event> events;
+  std::vector<Arrival> arrivals;
+};
+struct Stop {};
+struct Failed {
+  std::string reason;
+};
+
+using Message = std::variant<Hello, Assign, Listening, Connect, Ready, Start, GateRequest, GateGrant, GateRelease,
+                             Report, Stop, Failed>;
+
+// "hello", "assign", ... for messages in errors.
+std::string type_name(const Message& message);
+
+// The whole frame: length prefix, type byte, fields.
+std::vector<std::byte> encode(const Message& message);
+// One frame's body (what follows the length prefix). Throws ControlError.
+Message decode(std::span<const std::byte> body);
+
+// Reassembles frames from a byte stream (whatever the reads return).
+class FrameReader {
+ public:
+  void feed(std::span<const std::byte> bytes);
+  // The next complete message, if one is buffered. Throws ControlError for a
+  // length outside 1..kMaxFrameBytes or a malformed body.
+  std::optional<Message> next();
+  // Bytes of an incomplete frame buffered (non-zero at EOF: a truncated frame).
+  std::size_t pending() const { return buffer_.size() - consumed_; }
+
+ private:
+  std::vector<std::byte> buffer_;
+  std::size_t consumed_ = 0;
+};
+
+}  // namespace wanlab::harness::control

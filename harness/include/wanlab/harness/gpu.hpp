@@ -1,0 +1,48 @@
+// An emulated GPU: a timeline of busy intervals on CLOCK_MONOTONIC. Training
+// compute reserves it for the planned duration and waits until the planned
+// end (it is emulated: nothing is computed). Because the GPU knows when it is
+// busy, the gaps between its intervals (the pipeline's bubbles) can be listed
+// and reserved by other work, such as BubbleTea's prefill requests, without
+// overlapping training.
+#pragma once
+
+#include <asio/any_io_executor.hpp>
+#include <asio/awaitable.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace wanlab::harness {
+
+// CLOCK_MONOTONIC in nanoseconds: comparable across the processes of one machine.
+std::int64_t monotonic_ns();
+
+class EmulatedGpu {
+ public:
+  struct Interval {
+    std::int64_t start_ns = 0;
+    std::int64_t end_ns = 0;
+    std::string what;  // "F3", "B3", "prefill 12"
+  };
+
+  // Reserves [start_ns, start_ns + duration_ns). Throws std::logic_error if it
+  // overlaps an interval already reserved.
+  const Interval& reserve(std::int64_t start_ns, std::uint64_t duration_ns, std::string what);
+  // Reserves `duration_ns` from now (or from the end of the last interval if
+  // that is later) and waits on `executor` until the interval ends. Returns
+  // the interval: its end is the planned end, whatever the timer's wake-up lag.
+  asio::awaitable<Interval> compute(asio::any_io_executor executor, std::uint64_t duration_ns, std::string what);
+
+  const std::vector<Interval>& busy() const { return busy_; }
+  // Busy nanoseconds inside [from_ns, to_ns).
+  std::int64_t busy_ns(std::int64_t from_ns, std::int64_t to_ns) const;
+  // The gaps between busy intervals inside [from_ns, to_ns), in time order.
+  std::vector<Interval> idle(std::int64_t from_ns, std::int64_t to_ns) const;
+  // Drops intervals that ended before `ns` (a long run's memory stays bounded).
+  void forget_before(std::int64_t ns);
+
+ private:
+  std::vector<Interval> busy_;  // sorted by start, non-overlapping
+};
+
+}  // namespace wanlab::harness

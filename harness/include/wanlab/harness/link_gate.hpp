@@ -1,0 +1,76 @@
+// Workload-aware temporal sharing of WAN links, as the coordinator enforces
+// it: the gated sends (cross-DC send ops with link_slot >= 0) of one directed
+// DC link go one slot at a time, in increasing link_slot, within an
+// iteration. A sender asks for its op's turn, is granted it once every send
+// of the earlier slots on that link has released the link, and releases it
+// when every byte of its message is written to its sockets (the bytes still
+// in flight then drain ahead of the next sender's). Sends that share a slot
+// value go together.
+#pragma once
+
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "wanlab/harness/plan.hpp"
+
+namespace wanlab::harness {
+
+class GateError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class LinkGate {
+ public:
+  struct Grant {
+    int worker = 0;
+    int op_index = 0;
+    bool operator==(const Grant&) const = default;
+  };
+
+  explicit LinkGate(const Plan& plan);
+
+  // Whether worker's op goes through the gate.
+  bool gated(int worker, int op_index) const;
+  // Directed links with gated sends.
+  std::size_t link_count() const { return links_.size(); }
+
+  // Begins iteration `iteration`: every link starts again at its first slot.
+  void start_iteration(int iteration);
+  // A sender asks for its op's turn. Returns the grants this makes (empty or
+  // this op). Throws GateError for an op that is not gated, another
+  // iteration, or a second request.
+  std::vector<Grant> request(int worker, int iteration, int op_index);
+  // A granted sender is done with the link. Returns the grants this makes
+  // (the waiting senders of the next slot). Throws GateError for an op that
+  // was not granted.
+  std::vector<Grant> release(int worker, int iteration, int op_index);
+  // Each link's position, for error messages: "east->west at slot 3 of 8 (waiting for worker 2 op 7)".
+  std::string describe() const;
+
+ private:
+  enum class State { idle, requested, granted, released };
+  struct Link {
+    std::string name;                         // "east->west"
+    std::vector<int> slots;                   // distinct link_slot values, increasing
+    std::vector<std::vector<std::pair<int, int>>> sends;  // per slot: (worker, op_index)
+    std::size_t current = 0;                  // index into slots
+  };
+  struct GatedOp {
+    std::size_t link = 0;
+    std::size_t slot_index = 0;
+    State state = State::idle;
+  };
+
+  GatedOp& find(int worker, int iteration, int op_index, const char* action);
+  std::vector<Grant> advance(Link& link);
+
+  std::vector<Link> links_;
+  std::map<std::pair<int, int>, GatedOp> ops_;  // (worker, op_index)
+  int iteration_ = -1;
+};
+
+}  // namespace wanlab::harness

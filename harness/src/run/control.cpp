@@ -1,0 +1,371 @@
+#include "wanlab/harness/control.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <type_traits>
+
+namespace wanlab::harness::control {
+namespace {
+
+// Type bytes, in the order of the Message variant (index + 1).
+constexpr const char* kTypeNames[] = {"hello",        "assign",     "listening",    "connect", "ready", "start",
+                                      "gate_request", "gate_grant", "gate_release", "report",  "stop",  "failed"};
+static_assert(std::size(kTypeNames) == std::variant_size_v<Message>);
+
+constexpr std::uint32_t kMaxString = 4096;
+constexpr int kMaxOpKind = static_cast<int>(OpKind::allreduce);
+
+class Writer {
+ public:
+  void u8(std::uint8_t v) { bytes_.push_back(static_cast<std::byte>(v)); }
+  void u16(std::uint16_t v) { little_endian(v, 2); }
+  void u32(std::uint32_t v) { little_endian(v, 4); }
+  void u64(std::uint64_t v) { little_endian(v, 8); }
+  void i32(int v) { u32(static_cast<std::uint32_t>(v)); }
+  void i64(std::int64_t v) { u64(static_cast<std::uint64_t>(v)); }
+  void boolean(bool v) { u8(v ? 1 : 0); }
+  void count(std::size_t n) { u32(static_cast<std::uint32_t>(n)); }
+  void string(const std::string& s) {
+    count(s.size());
+    for (char c : s) u8(static_cast<std::uint8_t>(c));
+  }
+  std::vector<std::byte> take() { return std::move(bytes_); }
+
+ private:
+  void little_endian(std::uint64_t v, int size) {
+    for (int i = 0; i < size; ++i) bytes_.push_back(static_cast<std::byte>(v >> (8 * i)));
+  }
+  std::vector<std::byte> bytes_;
+};
+
+class Reader {
+ public:
+  Reader(std::span<const std::byte> bytes, const char* type) : bytes_(bytes), type_(type) {}
+
+  std::uint8_t u8(const char* field) { return static_cast<std::uint8_t>(little_endian(1, field)); }
+  std::uint16_t u16(const char* field) { return static_cast<std::uint16_t>(little_endian(2, field)); }
+  std::uint32_t u32(const char* field) { return static_cast<std::uint32_t>(little_endian(4, field)); }
+  std::uint64_t u64(const char* field) { return little_endian(8, field); }
+  std::int64_t i64(const char* field) { return static_cast<std::int64_t>(u64(field)); }
+  int i32(const char* field) { return static_cast<int>(static_cast<std::int32_t>(u32(field))); }
+  // Ids, indexes and counts of things: 0..INT32_MAX.
+  int index(const char* field) {
+    const int v = i32(field);
+    if (v < 0) fail(fmt::format("{} is {}, expected >= 0", field, v));
+    return v;
+  }
+  int index_or_none(const char* field) {
+    const int v = i32(field);
+    if (v < -1) fail(fmt::format("{} is {}, expected >= -1", field, v));
+    return v;
+  }
+  bool boolean(const char* field) {
+    const auto v = u8(field);
+    if (v > 1) fail(fmt::format("{} is {}, expected 0 or 1", field, v));
+    return v == 1;
+  }
+  // A list length, checked against the bytes left at `min_item_bytes` each.
+  std::size_t count(const char* field, std::size_t min_item_bytes) {
+    const std::uint32_t n = u32(field);
+    if (min_item_bytes && n > left() / min_item_bytes)
+      fail(fmt::format("{} says {} items, but only {} bytes follow", field, n, left()));
+    return n;
+  }
+  std::string string(const char* field) {
+    const std::size_t n = count(field, 1);
+    if (n > kMaxString) fail(fmt::format("{} is {} bytes long, at most {} allowed", field, n, kMaxString));
+    std::string s(n, '\0');
+    std::memcpy(s.data(), bytes_.data() + at_, n);
+    at_ += n;
+    return s;
+  }
+  void finish() {
+    if (left()) fail(fmt::format("{} bytes left over", left()));
+  }
+  [[noreturn]] void fail(const std::string& what) const {
+    throw ControlError(fmt::format("malformed {} frame at byte {}: {}", type_, at_ + 1, what));
+  }
+
+ private:
+  std::size_t left() const { return bytes_.size() - at_; }
+  std::uint64_t little_endian(int size, const char* field) {
+    if (left() < static_cast<std::size_t>(size)) fail(fmt::format("truncated in {}", field));
+    std::uint64_t v = 0;
+    for (int i = 0; i < size; ++i) v |= std::to_integer<std::uint64_t>(bytes_[at_ + i]) << (8 * i);
+    at_ += size;
+    return v;
+  }
+  std::span<const std::byte> bytes_;
+  const char* type_;
+  std::size_t at_ = 0;
+};
+
+// Fixed sizes, for bounding list counts before allocating.
+constexpr std::size_t kOpBytes = 1 + 4 + 4 + 8 + 8 + 1 + 4;
+constexpr std::size_t kPeerBytes = 4 + 4 + 2 + 1;
+constexpr std::size_t kEventBytes = 4 + 4 + 4 + 1 + 4 + 4 + 8 + 8 + 8 + 1;
+constexpr std::size_t kArrivalBytes = 4 + 4 + 8;
+
+OpKind op_kind(Reader& in, const char* field) {
+  const int v = in.u8(field);
+  if (v > kMaxOpKind) in.fail(fmt::format("{} is {}, expected 0..{}", field, v, kMaxOpKind));
+  return static_cast<OpKind>(v);
+}
+
+void write_op(Writer& out, const Op& op) {
+  out.u8(static_cast<std::uint8_t>(op.kind));
+  out.i32(op.microbatch);
+  out.i32(op.peer);
+  out.u64(op.bytes);
+  out.u64(op.duration_ns);
+  out.boolean(op.cross_dc);
+  out.i32(op.link_slot);
+}
+
+Op read_op(Reader& in) {
+  Op op;
+  op.kind = op_kind(in, "op.kind");
+  op.microbatch = in.index_or_none("op.microbatch");
+  op.peer = in.index_or_none("op.peer");
+  op.bytes = in.u64("op.bytes");
+  op.duration_ns = in.u64("op.duration_ns");
+  op.cross_dc = in.boolean("op.cross_dc");
+  op.link_slot = in.index_or_none("op.link_slot");
+  return op;
+}
+
+void write_event(Writer& out, const Event& e) {
+  out.i32(e.worker);
+  out.i32(e.iteration);
+  out.i32(e.op_index);
+  out.u8(static_cast<std::uint8_t>(e.kind));
+  out.i32(e.microbatch);
+  out.i32(e.peer);
+  out.u64(e.bytes);
+  out.i64(e.start_ns);
+  out.i64(e.end_ns);
+  out.boolean(e.cross_dc);
+}
+
+Event read_event(Reader& in) {
+  Event e;
+  e.worker = in.index("event.worker");
+  e.iteration = in.index("event.iteration");
+  e.op_index = in.index("event.op_index");
+  e.kind = op_kind(in, "event.kind");
+  e.microbatch = in.index_or_none("event.microbatch");
+  e.peer = in.index_or_none("event.peer");
+  e.bytes = in.u64("event.bytes");
+  e.start_ns = in.i64("event.start_ns");
+  e.end_ns = in.i64("event.end_ns");
+  e.cross_dc = in.boolean("event.cross_dc");
+  if (e.end_ns < e.start_ns) in.fail(fmt::format("event ends ({}) before it starts ({})", e.end_ns, e.start_ns));
+  return e;
+}
+
+void write_fields(Writer& out, const Hello& m) {
+  out.i32(m.worker);
+  out.i32(m.pid);
+}
+void write_fields(Writer& out, const Assign& m) {
+  const Worker& w = m.plan.worker;
+  out.i32(w.id);
+  out.i32(w.stage);
+  out.i32(w.replica);
+  out.i32(w.dc);
+  out.string(w.dc_name);
+  out.string(w.host);
+  out.count(w.allreduce_group.size());
+  for (int id : w.allreduce_group) out.i32(id);
+  out.count(m.plan.ops.size());
+  for (const Op& op : m.plan.ops) write_op(out, op);
+  out.u32(m.ipv4);
+  for (const ChannelTuning* t : {&m.intra_dc, &m.cross_dc}) {
+    out.u16(t->port);
+    out.u32(t->chunk_size);
+    out.u32(t->not_sent_lowat);
+  }
+  out.count(m.peers.size());
+  for (const PeerAddress& p : m.peers) {
+    out.i32(p.worker);
+    out.u32(p.ipv4);
+    out.u16(p.port);
+    out.boolean(p.cross_dc);
+  }
+  out.i32(m.cross_dc_streams);
+  out.i32(m.iterations);
+}
+void write_fields(Writer&, const Listening&) {}
+void write_fields(Writer&, const Connect&) {}
+void write_fields(Writer&, const Ready&) {}
+void write_fields(Writer&, const Stop&) {}
+void write_fields(Writer& out, const Start& m) { out.i32(m.iteration); }
+void write_fields(Writer& out, const GateRequest& m) {
+  out.i32(m.iteration);
+  out.i32(m.op_index);
+}
+void write_fields(Writer& out, const GateGrant& m) {
+  out.i32(m.iteration);
+  out.i32(m.op_index);
+}
+void write_fields(Writer& out, const GateRelease& m) {
+  out.i32(m.iteration);
+  out.i32(m.op_index);
+}
+void write_fields(Writer& out, const Report& m) {
+  out.i32(m.iteration);
+  out.count(m.events.size());
+  for (const Event& e : m.events) write_event(out, e);
+  out.count(m.arrivals.size());
+  for (const Arrival& a : m.arrivals) {
+    out.i32(a.sender);
+    out.i32(a.sender_op);
+    out.i64(a.arrival_ns);
+  }
+}
+void write_fields(Writer& out, const Failed& m) { out.string(m.reason.substr(0, kMaxString)); }
+
+Message read_hello(Reader& in) {
+  Hello m;
+  m.worker = in.index("worker");
+  m.pid = in.index("pid");
+  return m;
+}
+
+Message read_assign(Reader& in) {
+  Assign m;
+  Worker& w = m.plan.worker;
+  w.id = in.index("worker.id");
+  w.stage = in.index("worker.stage");
+  w.replica = in.index("worker.replica");
+  w.dc = in.index("worker.dc");
+  w.dc_name = in.string("worker.dc_name");
+  w.host = in.string("worker.host");
+  const std::size_t group = in.count("worker.allreduce_group", 4);
+  for (std::size_t i = 0; i < group; ++i) w.allreduce_group.push_back(in.index("worker.allreduce_group[]"));
+  const std::size_t ops = in.count("ops", kOpBytes);
+  for (std::size_t i = 0; i < ops; ++i) m.plan.ops.push_back(read_op(in));
+  m.ipv4 = in.u32("ipv4");
+  for (ChannelTuning* t : {&m.intra_dc, &m.cross_dc}) {
+    t->port = in.u16("tuning.port");
+    t->chunk_size = in.u32("tuning.chunk_size");
+    t->not_sent_lowat = in.u32("tuning.not_sent_lowat");
+  }
+  const std::size_t peers = in.count("peers", kPeerBytes);
+  for (std::size_t i = 0; i < peers; ++i) {
+    PeerAddress p;
+    p.worker = in.index("peer.worker");
+    p.ipv4 = in.u32("peer.ipv4");
+    p.port = in.u16("peer.port");
+    p.cross_dc = in.boolean("peer.cross_dc");
+    m.peers.push_back(p);
+  }
+  m.cross_dc_streams = in.index("cross_dc_streams");
+  m.iterations = in.index("iterations");
+  return m;
+}
+
+template <typename GateMessage>
+Message read_gate(Reader& in) {
+  GateMessage m;
+  m.iteration = in.index("iteration");
+  m.op_index = in.index("op_index");
+  return m;
+}
+
+Message read_report(Reader& in) {
+  Report m;
+  m.iteration = in.index("iteration");
+  const std::size_t events = in.count("events", kEventBytes);
+  for (std::size_t i = 0; i < events; ++i) m.events.push_back(read_event(in));
+  const std::size_t arrivals = in.count("arrivals", kArrivalBytes);
+  for (std::size_t i = 0; i < arrivals; ++i) {
+    Arrival a;
+    a.sender = in.index("arrival.sender");
+    a.sender_op = in.index("arrival.sender_op");
+    a.arrival_ns = in.i64("arrival.arrival_ns");
+    m.arrivals.push_back(a);
+  }
+  return m;
+}
+
+Message read_fields(std::size_t index, Reader& in) {
+  switch (index) {
+    case 0: return read_hello(in);
+    case 1: return read_assign(in);
+    case 2: return Listening{};
+    case 3: return Connect{};
+    case 4: return Ready{};
+    case 5: return Start{in.index("iteration")};
+    case 6: return read_gate<GateRequest>(in);
+    case 7: return read_gate<GateGrant>(in);
+    case 8: return read_gate<GateRelease>(in);
+    case 9: return read_report(in);
+    case 10: return Stop{};
+    default: return Failed{in.string("reason")};
+  }
+}
+
+std::uint32_t read_length(const std::byte* p) {
+  std::uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= std::to_integer<std::uint32_t>(p[i]) << (8 * i);
+  return v;
+}
+
+}  // namespace
+
+std::string type_name(const Message& message) { return kTypeNames[message.index()]; }
+
+std::vector<std::byte> encode(const Message& message) {
+  Writer out;
+  out.u32(0);  // length, filled in below
+  out.u8(static_cast<std::uint8_t>(message.index() + 1));
+  std::visit([&](const auto& m) { write_fields(out, m); }, message);
+  auto bytes = out.take();
+  const std::size_t length = bytes.size() - 4;
+  if (length > kMaxFrameBytes)
+    throw ControlError(fmt::format("{} message of {} bytes exceeds the frame limit of {} bytes", type_name(message),
+                                   length, kMaxFrameBytes));
+  for (int i = 0; i < 4; ++i) bytes[i] = static_cast<std::byte>(length >> (8 * i));
+  return bytes;
+}
+
+Message decode(std::span<const std::byte> body) {
+  if (body.empty()) throw ControlError("malformed frame: empty (no type byte)");
+  const int type = std::to_integer<int>(body[0]);
+  if (type < 1 || type > static_cast<int>(std::size(kTypeNames)))
+    throw ControlError(fmt::format("malformed frame: unknown type {} (expected 1..{})", type, std::size(kTypeNames)));
+  const auto index = static_cast<std::size_t>(type - 1);
+  Reader in(body.subspan(1), kTypeNames[index]);
+  Message message = read_fields(index, in);
+  in.finish();
+  return message;
+}
+
+void FrameReader::feed(std::span<const std::byte> bytes) {
+  if (consumed_ > 0 && consumed_ == buffer_.size()) {
+    buffer_.clear();
+    consumed_ = 0;
+  }
+  buffer_.insert(buffer_.end(), bytes.begin(), bytes.end());
+}
+
+std::optional<Message> FrameReader::next() {
+  const std::size_t available = buffer_.size() - consumed_;
+  if (available < 4) return std::nullopt;
+  const std::uint32_t length = read_length(buffer_.data() + consumed_);
+  if (length == 0 || length > kMaxFrameBytes)
+    throw ControlError(fmt::format("malformed frame: length {} (expected 1..{})", length, kMaxFrameBytes));
+  if (available - 4 < length) return std::nullopt;
+  const std::span<const std::byte> body(buffer_.data() + consumed_ + 4, length);
+  consumed_ += 4 + length;
+  Message message = decode(body);
+  if (consumed_ == buffer_.size()) {
+    buffer_.clear();
+    consumed_ = 0;
+  }
+  return message;
+}
+
+}  // namespace wanlab::harness::control

@@ -1,0 +1,530 @@
+// The coordinator: launches the workers, distributes plans, runs the
+// iterations, gates WAN links, gathers events; on any failure stops it all.
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/io_context.hpp>
+#include <asio/local/stream_protocol.hpp>
+#include <asio/posix/stream_descriptor.hpp>
+#include <asio/redirect_error.hpp>
+#include <asio/use_awaitable.hpp>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "control_socket.hpp"
+#include "interrupts.hpp"
+#include "notifier.hpp"
+#include "wanlab/emulator/process.hpp"
+#include "wanlab/harness/gpu.hpp"
+#include "wanlab/harness/link_gate.hpp"
+#include "wanlab/harness/run.hpp"
+#include "wanlab/harness/simulate.hpp"
+#include "wanlab/transport/options.hpp"
+
+namespace wanlab::harness {
+namespace {
+
+using namespace run_detail;
+namespace ctl = control;
+namespace em = wanlab::emulator;
+namespace fs = std::filesystem;
+
+constexpr std::uint16_t kIntraDcPort = 47000;  // + worker id
+constexpr std::uint16_t kCrossDcPort = 48000;  // + worker id
+constexpr std::uint32_t kCrossDcChunk = 16u << 10;
+constexpr auto kFailureGrace = std::chrono::milliseconds(700);
+constexpr auto kExitWait = std::chrono::seconds(15);
+
+std::string describe_status(int status) {
+  if (WIFSIGNALED(status)) return fmt::format("killed by signal {} ({})", WTERMSIG(status), ::strsignal(WTERMSIG(status)));
+  const int code = WEXITSTATUS(status);
+  // A container runtime's client reports a signal that ended the worker as 128 + its number.
+  if (code > 128 && code < 128 + 65)
+    return fmt::format("exited with status {} (its worker was killed by signal {}, {})", code, code - 128, ::strsignal(code - 128));
+  return fmt::format("exited with status {}", code);
+}
+
+// Worker ids it exchanges data with: its send/recv peers and its ring neighbours.
+std::set<int> peers_of(const WorkerPlan& worker) {
+  std::set<int> peers;
+  bool reduces = false;
+  for (const Op& op : worker.ops) {
+    if ((op.kind == OpKind::send || op.kind == OpKind::recv) && op.peer >= 0) peers.insert(op.peer);
+    if (op.kind == OpKind::allreduce && op.bytes > 0) reduces = true;
+  }
+  const auto& group = worker.worker.allreduce_group;
+  const auto me = std::find(group.begin(), group.end(), worker.worker.id);
+  if (reduces && group.size() > 1 && me != group.end()) {
+    const auto n = group.size();
+    const auto position = static_cast<std::size_t>(me - group.begin());
+    peers.insert(group[(position + 1) % n]);
+    peers.insert(group[(position + n - 1) % n]);
+  }
+  peers.erase(worker.worker.id);
+  return peers;
+}
+
+struct WorkerState {
+  const WorkerPlan* plan = nullptr;
+  const em::Host* host = nullptr;
+  pid_t pid = -1;
+  std::optional<int> exit_status;  // waitpid status once it ended
+  std::shared_ptr<ControlSocket> control;
+  bool hello = false;
+  bool listening = false;
+  bool ready = false;
+  int reported = -1;  // last iteration reported
+  bool said_failed = false;
+};
+
+struct Failure {
+  int worker = -1;  // -1: not a worker's
+  std::string reason;
+  bool lost = false;  // the worker itself died (rather than reporting a peer's trouble)
+};
+
+class Coordinator {
+ public:
+  Coordinator(const Plan& plan, const em::Scenario& scenario, const em::TestbedState& testbed, const RunOptions& options)
+      : plan_(plan), scenario_(scenario), testbed_(testbed), options_(options), gate_(plan) {
+    workers_.resize(plan.workers.size());
+    for (std::size_t i = 0; i < plan.workers.size(); ++i) {
+      if (plan.workers[i].worker.id != static_cast<int>(i))
+        throw RunError(fmt::format("plan: worker {} has id {}", i, plan.workers[i].worker.id));
+      workers_[i].plan = &plan.workers[i];
+      workers_[i].host = &testbed.host(plan.workers[i].worker.host);
+    }
+    harness_dir_ = em::run_dir(testbed.name) + "/harness";
+    control_dir_ = harness_dir_ + "/control";
+  }
+
+  ~Coordinator() { cleanup(); }
+
+  RunRecord run() {
+    fs::create_directories(control_dir_);
+    RuntimeSetup setup;
+    setup.choice = options_.runtime;
+    setup.rootfs_dir = harness_dir_ + "/rootfs";
+    setup.control_dir = control_dir_;
+    setup.exe = options_.exe.empty() ? em::self_exe() : options_.exe;
+    setup.image = options_.image;
+    setup.progress = options_.log;
+    runtime_ = make_runtime(setup);
+    log(fmt::format("workers run in {} ({})", runtime_->name(), runtime_->detail()));
+    record_.plan = plan_;
+    record_.runtime = runtime_->name();
+
+    const std::string socket_path = control_dir_ + "/control.sock";
+    acceptor_.emplace(io_, asio::local::stream_protocol::endpoint(socket_path));
+    asio::co_spawn(io_, main(), [this](std::exception_ptr error) {
+      if (error) main_error_ = error;
+      io_.stop();
+    });
+    io_.run();
+    if (main_error_) std::rethrow_exception(main_error_);
+    return std::move(record_);
+  }
+
+ private:
+  void log(const std::string& line) const {
+    if (options_.log) options_.log(line);
+  }
+
+  std::string who(int worker) const {
+    const Worker& w = workers_[worker].plan->worker;
+    return fmt::format("worker {} (stage {}, replica {}, on {})", worker, w.stage, w.replica, w.host);
+  }
+
+  void fail(int worker, std::string reason, bool lost = false) {
+    if (stopping_) return;
+    failures_.push_back(Failure{worker, std::move(reason), lost});
+    changed_.notify();
+  }
+
+  // Waits for `ready`; throws RunError on a failure (after a short grace in
+  // which the root cause usually arrives) or at the deadline.
+  template <typename Ready, typename Describe>
+  asio::awaitable<void> wait_for(Ready ready, Clock::time_point deadline, Describe describe_timeout) {
+    const bool done = co_await changed_.wait_for([&] { return !failures_.empty() || ready(); }, deadline);
+    if (failures_.empty() && done) co_return;
+    if (failures_.empty()) fail(-1, describe_timeout());
+    co_await changed_.wait_for([] { return false; }, Clock::now() + kFailureGrace);
+    co_await changed_.wait_for([&] { return lost_pending_ == 0; }, Clock::now() + std::chrono::seconds(4));
+    throw RunError(failure_message());
+  }
+
+  std::string failure_message() const {
+    // A worker that died explains the others' broken channels: name it first.
+    std::vector<Failure> ordered = failures_;
+    std::stable_partition(ordered.begin(), ordered.end(), [](const Failure& f) { return f.lost; });
+    std::string text;
+    for (const Failure& f : ordered) {
+      const std::string line = f.worker >= 0 ? who(f.worker) + " failed: " + f.reason : f.reason;
+      if (text.empty()) {
+        text = line;
+      } else if (text.size() < 2000) {
+        text += "; also " + line;
+      }
+    }
+    return text;
+  }
+
+  // ---- main sequence --------------------------------------------------------
+
+  asio::awaitable<void> main() {
+    asio::co_spawn(io_, watch_interrupts(), asio::detached);
+    asio::co_spawn(io_, accept_workers(), asio::detached);
+    launch_workers();
+    const auto startup_deadline = Clock::now() + options_.startup_timeout;
+    co_await wait_for([&] { return all([](const WorkerState& w) { return w.hello; }); }, startup_deadline,
+                      [&] { return missing("connected", [](const WorkerState& w) { return w.hello; }); });
+    log(fmt::format("{} workers connected; opening channels", workers_.size()));
+    for (std::size_t i = 0; i < workers_.size(); ++i) workers_[i].control->post(assignment(static_cast<int>(i)));
+    co_await wait_for([&] { return all([](const WorkerState& w) { return w.listening; }); }, startup_deadline,
+                      [&] { return missing("listening", [](const WorkerState& w) { return w.listening; }); });
+    for (auto& w : workers_) w.control->post(ctl::Connect{});
+    co_await wait_for([&] { return all([](const WorkerState& w) { return w.ready; }); }, startup_deadline,
+                      [&] { return missing("ready (channels open)", [](const WorkerState& w) { return w.ready; }); });
+    const int iterations = plan_.experiment.iterations;
+    for (int i = 0; i < iterations; ++i) co_await run_iteration(i, iterations);
+    co_await stop_workers();
+  }
+
+  template <typename Predicate>
+  bool all(Predicate predicate) const {
+    return std::all_of(workers_.begin(), workers_.end(), predicate);
+  }
+
+  template <typename Predicate>
+  std::string missing(const char* what, Predicate predicate) const {
+    std::string ids;
+    for (std::size_t i = 0; i < workers_.size(); ++i)
+      if (!predicate(workers_[i])) ids += fmt::format("{}{}", ids.empty() ? "" : ", ", i);
+    return fmt::format("timed out after {} s waiting for workers to be {}: not yet {}", options_.startup_timeout.count(),
+                       what, ids);
+  }
+
+  asio::awaitable<void> watch_interrupts() {
+    asio::steady_timer tick(io_);
+    while (!stopping_) {
+      if (const int sig = interrupted_by()) {
+        fail(-1, fmt::format("interrupted by signal {} ({})", sig, ::strsignal(sig)));
+        co_return;
+      }
+      tick.expires_after(std::chrono::milliseconds(100));
+      std::error_code ignored;
+      co_await tick.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    }
+  }
+
+  void launch_workers() {
+    for (std::size_t i = 0; i < workers_.size(); ++i) {
+      const int id = static_cast<int>(i);
+      LaunchSpec spec;
+      spec.worker = id;
+      spec.name = fmt::format("wanlab-{}-w{}", testbed_.name, id);
+      spec.hostname = fmt::format("w{}-{}", id, workers_[i].host->name);
+      spec.netns = workers_[i].host->netns;
+      spec.args = {"worker", "--control", control_dir_ + "/control.sock", "--id", std::to_string(id)};
+      workers_[i].pid = runtime_->launch(spec);
+      if (workers_[i].pid > 0) asio::co_spawn(io_, watch_exit(id), asio::detached);
+    }
+  }
+
+  asio::awaitable<void> watch_exit(int id) {
+    WorkerState& w = workers_[id];
+    const int fd = static_cast<int>(::syscall(SYS_pidfd_open, w.pid, 0));
+    if (fd < 0) {
+      fail(id, fmt::format("watching its process {}: {}", w.pid, std::strerror(errno)));
+      co_return;
+    }
+    asio::posix::stream_descriptor process(io_, fd);
+    std::error_code ec;
+    co_await process.async_wait(asio::posix::stream_descriptor::wait_read, asio::redirect_error(asio::use_awaitable, ec));
+    int status = 0;
+    if (::waitpid(w.pid, &status, 0) != w.pid) co_return;
+    w.exit_status = status;
+    if (!stopping_ && !w.said_failed) fail(id, describe_status(status), true);
+    changed_.notify();
+  }
+
+  asio::awaitable<void> accept_workers() {
+    for (;;) {
+      std::error_code ec;
+      auto socket = co_await acceptor_->async_accept(asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) co_return;  // closed
+      asio::co_spawn(io_, serve(std::make_shared<ControlSocket>(std::move(socket))), asio::detached);
+    }
+  }
+
+  // One worker's control connection: its hello, then whatever it says.
+  asio::awaitable<void> serve(std::shared_ptr<ControlSocket> socket) {
+    int id = -1;
+    std::string lost;  // why the connection ended, when it did without a word
+    try {
+      auto first = co_await socket->read();
+      if (!first) co_return;
+      const auto* hello = std::get_if<ctl::Hello>(&*first);
+      if (!hello) throw ctl::ControlError("expected hello, got " + ctl::type_name(*first));
+      if (hello->worker >= static_cast<int>(workers_.size()) || workers_[hello->worker].hello)
+        throw ctl::ControlError(fmt::format("hello from unknown or repeated worker {}", hello->worker));
+      id = hello->worker;
+      workers_[id].hello = true;
+      workers_[id].control = socket;
+      changed_.notify();
+      for (;;) {
+        auto message = co_await socket->read();
+        if (!message) break;
+        handle(id, std::move(*message));
+        changed_.notify();
+      }
+      lost = "closed its control connection";
+    } catch (const std::system_error& error) {
+      // A reset, as when the worker was killed: its exit status says more.
+      lost = fmt::format("control connection: {}", error.what());
+    } catch (const std::exception& error) {
+      if (id < 0) {
+        fail(-1, fmt::format("a process on the control socket: {}", error.what()));
+      } else if (!stopping_) {
+        fail(id, fmt::format("control connection: {}", error.what()));
+      }
+    }
+    if (id >= 0 && !lost.empty() && !stopping_) co_await control_lost(id, lost);
+  }
+
+  // The connection ended without a word: wait a moment for the exit status, which says more.
+  asio::awaitable<void> control_lost(int id, const std::string& what) {
+    ++lost_pending_;
+    if (workers_[id].pid > 0)
+      co_await changed_.wait_for([&] { return workers_[id].exit_status.has_value() || stopping_; },
+                                 Clock::now() + std::chrono::seconds(3));
+    --lost_pending_;
+    if (!workers_[id].exit_status && !workers_[id].said_failed) fail(id, what, true);
+    changed_.notify();
+  }
+
+  void handle(int id, ctl::Message message) {
+    WorkerState& w = workers_[id];
+    if (std::holds_alternative<ctl::Listening>(message)) {
+      w.listening = true;
+    } else if (std::holds_alternative<ctl::Ready>(message)) {
+      w.ready = true;
+    } else if (auto* request = std::get_if<ctl::GateRequest>(&message)) {
+      grant(gate_.request(id, request->iteration, request->op_index));
+    } else if (auto* release = std::get_if<ctl::GateRelease>(&message)) {
+      grant(gate_.release(id, release->iteration, release->op_index));
+    } else if (auto* report = std::get_if<ctl::Report>(&message)) {
+      accept_report(id, std::move(*report));
+    } else if (auto* failed = std::get_if<ctl::Failed>(&message)) {
+      w.said_failed = true;
+      fail(id, failed->reason, failed->reason.find("worker") == std::string::npos);
+    } else {
+      throw ctl::ControlError("unexpected " + ctl::type_name(message) + " message");
+    }
+  }
+
+  void grant(const std::vector<LinkGate::Grant>& grants) {
+    for (const auto& g : grants) workers_[g.worker].control->post(ctl::GateGrant{current_iteration_, g.op_index});
+  }
+
+  // Intra-DC channels carry the large all-reduce pieces: large chunks, few
+  // wake-ups. Cross-DC channels take small chunks and a small unsent
+  // backlog, so that a gated send's "all written" comes when nearly all of
+  // its bytes have left (the gate then hands the link on), and so that an
+  // activation spreads over the streams. (A chunk costs a wake-up and a
+  // write: about 50 us on a loaded two-core machine.)
+  static ctl::ChannelTuning intra_dc_tuning(int id) {
+    return {static_cast<std::uint16_t>(kIntraDcPort + id), transport::kDefaultChunkSize, 256u << 10};
+  }
+  static ctl::ChannelTuning cross_dc_tuning(int id) {
+    return {static_cast<std::uint16_t>(kCrossDcPort + id), kCrossDcChunk, kCrossDcChunk};
+  }
+
+  ctl::Assign assignment(int id) const {
+    const WorkerState& w = workers_[id];
+    ctl::Assign assign;
+    assign.plan = *w.plan;
+    assign.ipv4 = w.host->ipv4;
+    assign.intra_dc = intra_dc_tuning(id);
+    assign.cross_dc = cross_dc_tuning(id);
+    for (int peer : peers_of(*w.plan)) {
+      const WorkerState& p = workers_.at(peer);
+      const bool cross = p.plan->worker.dc != w.plan->worker.dc;
+      const auto port = cross ? cross_dc_tuning(peer).port : intra_dc_tuning(peer).port;
+      assign.peers.push_back(ctl::PeerAddress{peer, p.host->ipv4, port, cross});
+    }
+    assign.cross_dc_streams = std::max(1, plan_.experiment.streams);
+    assign.iterations = plan_.experiment.iterations;
+    return assign;
+  }
+
+  // ---- iterations -----------------------------------------------------------
+
+  std::chrono::seconds iteration_timeout() const {
+    if (options_.iteration_timeout.count() > 0) return options_.iteration_timeout;
+    try {
+      const RunRecord simulated = simulate(plan_, scenario_, LinkModel{}, 1);
+      const double seconds = simulated.iteration_end_ns.empty() ? 0
+                                 : static_cast<double>(simulated.iteration_end_ns[0] - simulated.iteration_start_ns[0]) / 1e9;
+      return std::chrono::seconds(30 + static_cast<long>(10 * seconds));
+    } catch (const std::exception&) {
+      return std::chrono::seconds(300);
+    }
+  }
+
+  asio::awaitable<void> run_iteration(int i, int iterations) {
+    current_iteration_ = i;
+    gate_.start_iteration(i);
+    const std::int64_t start = monotonic_ns();
+    if (i == 0) origin_ns_ = start;
+    for (auto& w : workers_) w.control->post(ctl::Start{i});
+    const auto timeout = iteration_timeout_ ? *iteration_timeout_ : *(iteration_timeout_ = iteration_timeout());
+    co_await wait_for([&] { return all([i](const WorkerState& w) { return w.reported >= i; }); }, Clock::now() + timeout,
+                      [&] {
+                        return fmt::format("iteration {} did not finish within {} s: {}{}", i, timeout.count(),
+                                           missing_reports(i), gate_.link_count() ? "; links: " + gate_.describe() : "");
+                      });
+    finish_iteration(i, start);
+    const double seconds = static_cast<double>(record_.iteration_end_ns.back() - record_.iteration_start_ns.back()) / 1e9;
+    if (options_.progress) options_.progress(Progress{i, iterations, seconds, utilization_so_far()});
+  }
+
+  std::string missing_reports(int i) const {
+    std::string ids;
+    for (std::size_t w = 0; w < workers_.size(); ++w)
+      if (workers_[w].reported < i) ids += fmt::format("{}{}", ids.empty() ? "" : ", ", w);
+    return "workers " + ids + " have not finished";
+  }
+
+  void accept_report(int id, ctl::Report report) {
+    if (report.iteration != current_iteration_ || workers_[id].reported >= report.iteration)
+      throw ctl::ControlError(fmt::format("report of iteration {} while iteration {} runs", report.iteration, current_iteration_));
+    const auto& ops = workers_[id].plan->ops;
+    if (report.events.size() != ops.size())
+      throw ctl::ControlError(fmt::format("{} events for {} planned ops", report.events.size(), ops.size()));
+    std::vector<bool> seen(ops.size());
+    for (const Event& e : report.events) {
+      if (e.worker != id || e.iteration != report.iteration || e.op_index >= static_cast<int>(ops.size()) ||
+          seen[e.op_index] || e.kind != ops[e.op_index].kind)
+        throw ctl::ControlError(fmt::format("event for op {} does not match the plan", e.op_index));
+      seen[e.op_index] = true;
+    }
+    for (const auto& a : report.arrivals) arrivals_[{a.sender, a.sender_op}] = a.arrival_ns;
+    pending_events_.insert(pending_events_.end(), report.events.begin(), report.events.end());
+    workers_[id].reported = report.iteration;
+  }
+
+  // Times from the run's origin; a send ends when its message had arrived.
+  void finish_iteration(int i, std::int64_t start) {
+    std::int64_t end = start;
+    for (Event& e : pending_events_) {
+      if (e.kind == OpKind::send) {
+        const auto arrival = arrivals_.find({e.worker, e.op_index});
+        if (arrival != arrivals_.end()) e.end_ns = std::max(e.end_ns, arrival->second);
+      }
+      end = std::max(end, e.end_ns);
+      e.start_ns -= origin_ns_;
+      e.end_ns -= origin_ns_;
+      record_.events.push_back(e);
+    }
+    pending_events_.clear();
+    arrivals_.clear();
+    record_.iteration_start_ns.push_back(start - origin_ns_);
+    record_.iteration_end_ns.push_back(end - origin_ns_);
+    (void)i;
+  }
+
+  double utilization_so_far() const {
+    double busy = 0, wall = 0;
+    for (std::size_t i = 0; i < record_.iteration_start_ns.size(); ++i)
+      wall += static_cast<double>(record_.iteration_end_ns[i] - record_.iteration_start_ns[i]);
+    for (const Event& e : record_.events)
+      if (e.kind == OpKind::forward || e.kind == OpKind::backward) busy += static_cast<double>(e.end_ns - e.start_ns);
+    return wall > 0 ? busy / (wall * static_cast<double>(workers_.size())) : 0;
+  }
+
+  // ---- the end --------------------------------------------------------------
+
+  asio::awaitable<void> stop_workers() {
+    stopping_ = true;
+    for (auto& w : workers_) w.control->post(ctl::Stop{});
+    const auto ended = [](const WorkerState& w) { return w.exit_status.has_value() || w.pid <= 0; };
+    co_await changed_.wait_for([&] { return all(ended); }, Clock::now() + kExitWait);
+    for (std::size_t i = 0; i < workers_.size(); ++i) {
+      const auto& status = workers_[i].exit_status;
+      if (workers_[i].pid <= 0) continue;
+      if (!status) {
+        log(fmt::format("{} did not exit after stop; stopping it", who(static_cast<int>(i))));
+      } else if (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
+        log(fmt::format("{} {} after stop", who(static_cast<int>(i)), describe_status(*status)));
+      }
+    }
+  }
+
+  // Stops every worker still running, removes the runtime's leftovers and the run's files.
+  void cleanup() noexcept {
+    stopping_ = true;
+    std::vector<pid_t> running;
+    for (auto& w : workers_)
+      if (w.pid > 0 && !w.exit_status) running.push_back(w.pid);
+    try {
+      em::terminate_pids(running, 2000);
+    } catch (...) {
+    }
+    for (pid_t pid : running) ::waitpid(pid, nullptr, WNOHANG);
+    if (runtime_) runtime_->cleanup();
+    // Sockets close while the io_context lives.
+    for (auto& w : workers_) {
+      if (w.control) w.control->close();
+      w.control.reset();
+    }
+    std::error_code ignored;
+    if (acceptor_) acceptor_->close(ignored);
+    acceptor_.reset();
+    fs::remove_all(harness_dir_, ignored);
+  }
+
+  const Plan& plan_;
+  const em::Scenario& scenario_;
+  const em::TestbedState& testbed_;
+  const RunOptions& options_;
+  LinkGate gate_;
+  std::string harness_dir_;
+  std::string control_dir_;
+  std::unique_ptr<WorkerRuntime> runtime_;
+  std::vector<WorkerState> workers_;
+  std::vector<Failure> failures_;
+  Notifier changed_;
+  bool stopping_ = false;
+  int lost_pending_ = 0;  // connections lost whose worker's exit status is awaited
+  int current_iteration_ = -1;
+  std::optional<std::chrono::seconds> iteration_timeout_;
+  std::int64_t origin_ns_ = 0;
+  std::vector<Event> pending_events_;
+  std::map<std::pair<int, int>, std::int64_t> arrivals_;  // (sender, op) -> arrival
+  RunRecord record_;
+  std::exception_ptr main_error_;
+  // Last: destroyed first, with the coroutines it still holds.
+  asio::io_context io_{1};
+  std::optional<asio::local::stream_protocol::acceptor> acceptor_;
+};
+
+}  // namespace
+
+RunRecord run_plan(const Plan& plan, const emulator::Scenario& scenario, const emulator::TestbedState& testbed,
+                   const RunOptions& options) {
+  InterruptGuard interrupts;
+  Coordinator coordinator(plan, scenario, testbed, options);
+  return coordinator.run();
+}
+
+}  // namespace wanlab::harness

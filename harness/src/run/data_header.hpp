@@ -1,0 +1,35 @@
+// The first bytes of every data message between workers: which iteration,
+// which sender and what it is, so the receiver files it under the op that
+// waits for it, whatever order messages of different peers arrive in.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+namespace wanlab::harness::run_detail {
+
+inline constexpr std::uint32_t kDataMagic = 0x504c4457;      // "WDLP"
+inline constexpr std::uint32_t kIdentityMagic = 0x44494c57;  // "WLID"
+inline constexpr std::size_t kDataHeaderBytes = 32;
+
+struct DataHeader {
+  int iteration = 0;
+  int sender = 0;
+  int microbatch = -1;  // point-to-point: the microbatch; -1 for allreduce
+  int step = -1;        // allreduce: the ring step; -1 for point-to-point
+  int sender_op = 0;    // the sender's op index
+};
+
+std::array<std::byte, kDataHeaderBytes> encode_header(const DataHeader& header);
+// Throws std::runtime_error saying what is wrong.
+DataHeader decode_header(std::span<const std::byte> bytes);
+
+// The first message on a channel names the connecting worker.
+std::array<std::byte, 8> encode_identity(int worker);
+std::optional<int> decode_identity(std::span<const std::byte> bytes);
+
+}  // namespace wanlab::harness::run_detail

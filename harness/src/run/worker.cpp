@@ -1,0 +1,458 @@
+// `wanlab worker`: one emulated GPU group. Everything runs on one
+// single-threaded io_context: the control connection, the data channels'
+// readers, the GPU's timers and the op sequence of each iteration.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/io_context.hpp>
+#include <asio/ip/address_v4.hpp>
+#include <asio/local/stream_protocol.hpp>
+#include <asio/signal_set.hpp>
+#include <asio/use_awaitable.hpp>
+#include <csignal>
+#include <deque>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include "control_socket.hpp"
+#include "data_header.hpp"
+#include "notifier.hpp"
+#include "wanlab/harness/gpu.hpp"
+#include "wanlab/harness/run.hpp"
+#include "wanlab/transport/channel.hpp"
+
+namespace wanlab::harness {
+namespace {
+
+using namespace run_detail;
+namespace ctl = control;
+using transport::Channel;
+
+constexpr auto kConnectPhase = std::chrono::seconds(60);
+
+// A failure the worker reports to the coordinator before exiting.
+struct WorkerFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct InboxKey {
+  int iteration, sender, microbatch, step;
+  auto operator<=>(const InboxKey&) const = default;
+};
+
+struct Arrived {
+  std::int64_t at_ns = 0;
+  std::uint64_t payload_bytes = 0;
+  int sender_op = 0;
+};
+
+class WorkerProcess {
+ public:
+  WorkerProcess(std::string control_path, int id) : control_path_(std::move(control_path)), id_(id) {}
+
+  int run() {
+    asio::signal_set signals(io_, SIGINT, SIGTERM, SIGHUP);
+    signals.async_wait([this](std::error_code ec, int sig) {
+      if (!ec) fail(fmt::format("terminated by signal {} ({})", sig, ::strsignal(sig)));
+    });
+    asio::co_spawn(io_, guarded(main_loop()), asio::detached);
+    io_.run();
+    if (control_ && control_->is_open() && failure_) control_->send_now(ctl::Failed{*failure_});
+    if (failure_) fmt::print(stderr, "wanlab worker {}: {}\n", id_, *failure_);
+    // Sockets close while the io_context lives; coroutines holding them end with it.
+    for (auto& [peer, channel] : channels_) channel->close();
+    channels_.clear();
+    acceptors_.clear();
+    if (control_) control_->close();
+    control_.reset();
+    return failure_ ? 1 : 0;
+  }
+
+ private:
+  // Any exception in a coroutine ends the worker with its message.
+  asio::awaitable<void> guarded(asio::awaitable<void> work) {
+    try {
+      co_await std::move(work);
+    } catch (const std::exception& error) {
+      fail(error.what());
+    }
+  }
+
+  void fail(const std::string& reason) {
+    if (!failure_ && !stopping_) failure_ = reason;
+    io_.stop();
+  }
+
+  // Peers close their channels once stopped, possibly before our own stop arrives.
+  bool run_over() const { return stop_ || stopping_ || (assign_ && iterations_reported_ >= assign_->iterations); }
+
+  void finish() {
+    stopping_ = true;
+    for (auto& [peer, channel] : channels_) channel->close();
+    for (auto& acceptor : acceptors_) acceptor.close();
+    io_.stop();
+  }
+
+  asio::awaitable<void> main_loop() {
+    co_await connect_control();
+    control_->post(ctl::Hello{id_, static_cast<int>(::getpid())});
+    asio::co_spawn(io_, guarded(read_control()), asio::detached);
+    const auto connect_deadline = Clock::now() + kConnectPhase;
+    if (!co_await changed_.wait_for([&] { return assign_.has_value(); }, connect_deadline))
+      throw WorkerFailure("no assignment from the coordinator within 60 s");
+    size_payload_buffer();
+    listen();
+    control_->post(ctl::Listening{});
+    if (!co_await changed_.wait_for([&] { return connect_; }, connect_deadline))
+      throw WorkerFailure("no connect from the coordinator within 60 s");
+    co_await open_channels(connect_deadline);
+    control_->post(ctl::Ready{});
+    for (;;) {
+      co_await changed_.wait_for([&] { return stop_ || !starts_.empty(); });
+      if (stop_) break;
+      const int iteration = starts_.front();
+      starts_.pop_front();
+      co_await run_iteration(iteration);
+      ++iterations_reported_;
+    }
+    finish();
+  }
+
+  asio::awaitable<void> connect_control() {
+    ControlSocket::Socket socket(io_);
+    std::error_code ec;
+    // The socket exists before workers start; a few tries cover a slow file system.
+    for (int attempt = 0; attempt < 50; ++attempt) {
+      socket.connect(asio::local::stream_protocol::endpoint(control_path_), ec);
+      if (!ec) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (ec) throw WorkerFailure(fmt::format("connecting to the coordinator at {}: {}", control_path_, ec.message()));
+    control_ = std::make_shared<ControlSocket>(std::move(socket));
+    co_return;
+  }
+
+  asio::awaitable<void> read_control() {
+    for (;;) {
+      auto message = co_await control_->read();
+      if (!message) {
+        if (!stop_) throw WorkerFailure("the coordinator closed the control connection");
+        co_return;
+      }
+      handle(std::move(*message));
+      changed_.notify();
+    }
+  }
+
+  void handle(ctl::Message message) {
+    if (auto* assign = std::get_if<ctl::Assign>(&message)) {
+      if (assign_) throw WorkerFailure("a second assignment");
+      if (assign->plan.worker.id != id_) throw WorkerFailure(fmt::format("assigned the plan of worker {}", assign->plan.worker.id));
+      assign_ = std::move(*assign);
+    } else if (std::holds_alternative<ctl::Connect>(message)) {
+      connect_ = true;
+    } else if (auto* start = std::get_if<ctl::Start>(&message)) {
+      starts_.push_back(start->iteration);
+    } else if (auto* grant = std::get_if<ctl::GateGrant>(&message)) {
+      grants_.insert({grant->iteration, grant->op_index});
+    } else if (std::holds_alternative<ctl::Stop>(message)) {
+      stop_ = true;
+    } else {
+      throw WorkerFailure("unexpected " + ctl::type_name(message) + " message from the coordinator");
+    }
+  }
+
+  // ---- channels ------------------------------------------------------------
+
+  transport::ChannelOptions channel_options(bool cross_dc) const {
+    const ctl::ChannelTuning& tuning = cross_dc ? assign_->cross_dc : assign_->intra_dc;
+    transport::ChannelOptions options;
+    options.connections = cross_dc ? static_cast<unsigned>(assign_->cross_dc_streams) : 1;
+    options.chunk_size = tuning.chunk_size;
+    options.socket.not_sent_lowat = tuning.not_sent_lowat;
+    options.connect_timeout = std::chrono::seconds(20);
+    options.handshake_timeout = std::chrono::seconds(20);
+    options.max_message_size = 16ull << 30;
+    return options;
+  }
+
+  const ctl::PeerAddress& peer(int worker) const {
+    for (const auto& p : assign_->peers)
+      if (p.worker == worker) return p;
+    throw WorkerFailure(fmt::format("worker {} is not among my peers", worker));
+  }
+
+  // One acceptor per kind of channel (its options set the chunk size of
+  // what this side sends), each only if a lower peer of that kind connects.
+  void listen() {
+    for (const bool cross : {false, true}) {
+      const bool needed = std::any_of(assign_->peers.begin(), assign_->peers.end(),
+                                      [&](const ctl::PeerAddress& p) { return p.worker < id_ && p.cross_dc == cross; });
+      if (!needed) continue;
+      const auto port = cross ? assign_->cross_dc.port : assign_->intra_dc.port;
+      const asio::ip::tcp::endpoint endpoint(asio::ip::address_v4(assign_->ipv4), port);
+      try {
+        // The connecting side decides the number of streams.
+        acceptors_.push_back(transport::Acceptor::listen(io_.get_executor(), endpoint, channel_options(cross)));
+      } catch (const std::exception& error) {
+        throw WorkerFailure(fmt::format("listening on {}:{}: {}", endpoint.address().to_string(), endpoint.port(), error.what()));
+      }
+      acceptor_is_cross_.push_back(cross);
+    }
+  }
+
+  // Lower ids connect to higher ids; each accepted channel's first message names its worker.
+  asio::awaitable<void> open_channels(Clock::time_point deadline) {
+    for (std::size_t i = 0; i < acceptors_.size(); ++i) {
+      const bool cross = acceptor_is_cross_[i];
+      const auto expected = std::count_if(assign_->peers.begin(), assign_->peers.end(),
+                                          [&](const ctl::PeerAddress& p) { return p.worker < id_ && p.cross_dc == cross; });
+      asio::co_spawn(io_, guarded(accept_channels(acceptors_[i], static_cast<int>(expected), cross)), asio::detached);
+    }
+    for (const auto& p : assign_->peers) {
+      if (p.worker <= id_) continue;
+      const std::string address = asio::ip::address_v4(p.ipv4).to_string();
+      try {
+        auto channel = co_await Channel::connect(io_.get_executor(), address, p.port, channel_options(p.cross_dc));
+        const auto identity = encode_identity(id_);
+        co_await channel.send_borrowed(std::span<const std::byte>(identity)).wait();
+        add_channel(p.worker, std::move(channel));
+      } catch (const std::exception& error) {
+        throw WorkerFailure(fmt::format("opening a channel to worker {} at {}:{}: {}", p.worker, address, p.port, error.what()));
+      }
+    }
+    if (!co_await changed_.wait_for([&] { return channels_.size() == assign_->peers.size(); }, deadline))
+      throw WorkerFailure(fmt::format("only {} of {} peers' channels open after 60 s", channels_.size(), assign_->peers.size()));
+  }
+
+  asio::awaitable<void> accept_channels(transport::Acceptor& acceptor, int count, bool cross) {
+    for (int accepted = 0; accepted < count; ++accepted) {
+      auto channel = co_await acceptor.accept();
+      auto first = co_await channel.receive();
+      const auto worker = first ? decode_identity(first->bytes()) : std::nullopt;
+      if (!worker || *worker >= id_ || channels_.count(*worker) || peer(*worker).cross_dc != cross)
+        throw WorkerFailure(fmt::format("a channel from {} did not name an expected worker",
+                                        channel.remote_endpoint().address().to_string()));
+      add_channel(*worker, std::move(channel));
+    }
+  }
+
+  void add_channel(int worker, Channel channel) {
+    auto shared = std::make_shared<Channel>(std::move(channel));
+    channels_[worker] = shared;
+    asio::co_spawn(io_, guarded(read_channel(worker, shared)), asio::detached);
+    changed_.notify();
+  }
+
+  asio::awaitable<void> read_channel(int worker, std::shared_ptr<Channel> channel) {
+    for (;;) {
+      std::optional<transport::Message> message;
+      try {
+        message = co_await channel->receive();
+      } catch (const std::exception& error) {
+        if (run_over()) co_return;
+        throw WorkerFailure(fmt::format("channel from worker {}: {}", worker, error.what()));
+      }
+      if (!message) {
+        if (!run_over()) throw WorkerFailure(fmt::format("worker {} closed its channel", worker));
+        co_return;
+      }
+      const auto at = monotonic_ns();
+      DataHeader header;
+      try {
+        header = decode_header(message->bytes());
+      } catch (const std::exception& error) {
+        throw WorkerFailure(fmt::format("from worker {}: {}", worker, error.what()));
+      }
+      if (header.sender != worker)
+        throw WorkerFailure(fmt::format("worker {}'s channel carried a message of worker {}", worker, header.sender));
+      const InboxKey key{header.iteration, header.sender, header.microbatch, header.step};
+      if (!inbox_.emplace(key, Arrived{at, message->size() - kDataHeaderBytes, header.sender_op}).second)
+        throw WorkerFailure(fmt::format("worker {} sent microbatch {} step {} of iteration {} twice", worker,
+                                        header.microbatch, header.step, header.iteration));
+      changed_.notify();
+    }
+  }
+
+  // ---- one iteration -------------------------------------------------------
+
+  asio::awaitable<void> run_iteration(int iteration) {
+    events_.clear();
+    arrivals_.clear();
+    const auto& ops = assign_->plan.ops;
+    for (std::size_t index = 0; index < ops.size(); ++index) {
+      const Op& op = ops[index];
+      const int op_index = static_cast<int>(index);
+      switch (op.kind) {
+        case OpKind::forward:
+        case OpKind::backward: co_await compute(iteration, op_index, op); break;
+        case OpKind::send:
+          ++sends_in_flight_;
+          asio::co_spawn(io_, guarded(send(iteration, op_index, op)), asio::detached);
+          break;
+        case OpKind::recv: co_await receive(iteration, op_index, op); break;
+        case OpKind::allreduce: co_await allreduce(iteration, op_index, op); break;
+      }
+    }
+    co_await changed_.wait_for([&] { return sends_in_flight_ == 0; });
+    control_->post(ctl::Report{iteration, std::move(events_), std::move(arrivals_)});
+    events_.clear();
+    arrivals_.clear();
+    gpu_.forget_before(monotonic_ns() - 1'000'000'000);
+  }
+
+  Event event_of(int iteration, int op_index, const Op& op, std::int64_t start, std::int64_t end) const {
+    Event e;
+    e.worker = id_;
+    e.iteration = iteration;
+    e.op_index = op_index;
+    e.kind = op.kind;
+    e.microbatch = op.microbatch;
+    e.peer = op.peer;
+    e.bytes = op.bytes;
+    e.start_ns = start;
+    e.end_ns = end;
+    e.cross_dc = op.cross_dc;
+    return e;
+  }
+
+  asio::awaitable<void> compute(int iteration, int op_index, const Op& op) {
+    const std::string what = fmt::format("{}{}", op.kind == OpKind::forward ? "F" : "B", op.microbatch);
+    const auto interval = co_await gpu_.compute(io_.get_executor(), op.duration_ns, what);
+    events_.push_back(event_of(iteration, op_index, op, interval.start_ns, interval.end_ns));
+  }
+
+  Channel& channel_to(int worker) {
+    const auto it = channels_.find(worker);
+    if (it == channels_.end()) throw WorkerFailure(fmt::format("no channel to worker {}", worker));
+    return *it->second;
+  }
+
+  // Zeros that every data message's payload is borrowed from: sized once for
+  // the largest message, since sends in flight keep pointing into it.
+  void size_payload_buffer() {
+    std::uint64_t largest = 0;
+    const auto& group = assign_->plan.worker.allreduce_group;
+    const std::uint64_t steps = group.size() > 1 ? 2 * (group.size() - 1) : 1;
+    for (const Op& op : assign_->plan.ops) {
+      if (op.kind == OpKind::send) largest = std::max(largest, op.bytes);
+      if (op.kind == OpKind::allreduce) largest = std::max(largest, (op.bytes + steps - 1) / steps);
+    }
+    zeros_.assign(largest, std::byte{0});
+  }
+
+  std::span<const std::byte> payload(std::uint64_t bytes) const {
+    if (bytes > zeros_.size()) throw WorkerFailure(fmt::format("a message of {} bytes, larger than planned", bytes));
+    return {zeros_.data(), bytes};
+  }
+
+  asio::awaitable<void> transmit(int to, const DataHeader& header, std::uint64_t bytes) {
+    const auto head = encode_header(header);
+    // Keep the channel alive while its ticket is pending.
+    const auto keep = channels_.at(to);
+    const auto body = payload(bytes);
+    auto ticket = keep->send_borrowed(std::vector<asio::const_buffer>{asio::buffer(head), asio::buffer(body.data(), body.size())});
+    try {
+      co_await ticket.wait();
+    } catch (const std::exception& error) {
+      throw WorkerFailure(fmt::format("sending to worker {}: {}", to, error.what()));
+    }
+  }
+
+  asio::awaitable<void> send(int iteration, int op_index, const Op& op) {
+    channel_to(op.peer);
+    const bool gated = op.cross_dc && op.link_slot >= 0;
+    if (gated) {
+      control_->post(ctl::GateRequest{iteration, op_index});
+      co_await changed_.wait_for([&] { return grants_.count({iteration, op_index}) != 0; });
+      grants_.erase({iteration, op_index});
+    }
+    const auto start = monotonic_ns();
+    co_await transmit(op.peer, DataHeader{iteration, id_, op.microbatch, -1, op_index}, op.bytes);
+    const auto written = monotonic_ns();
+    if (gated) control_->post(ctl::GateRelease{iteration, op_index});
+    // The coordinator moves the end to the receiver's arrival time.
+    events_.push_back(event_of(iteration, op_index, op, start, written));
+    --sends_in_flight_;
+    changed_.notify();
+  }
+
+  // Waits for a message and takes it out of the inbox; returns its arrival time.
+  asio::awaitable<std::int64_t> take(const InboxKey& key, std::uint64_t expected_bytes, const char* what) {
+    co_await changed_.wait_for([&] { return inbox_.count(key) != 0; });
+    const Arrived arrived = inbox_.at(key);
+    inbox_.erase(key);
+    if (arrived.payload_bytes != expected_bytes)
+      throw WorkerFailure(fmt::format("{} from worker {} (iteration {}): {} bytes where the plan says {}", what, key.sender,
+                                      key.iteration, arrived.payload_bytes, expected_bytes));
+    if (key.step < 0) arrivals_.push_back(ctl::Arrival{key.sender, arrived.sender_op, arrived.at_ns});
+    co_return arrived.at_ns;
+  }
+
+  asio::awaitable<void> receive(int iteration, int op_index, const Op& op) {
+    channel_to(op.peer);
+    const auto start = monotonic_ns();
+    const auto arrival = co_await take(InboxKey{iteration, op.peer, op.microbatch, -1}, op.bytes, "microbatch message");
+    events_.push_back(event_of(iteration, op_index, op, start, std::max(start, arrival)));
+  }
+
+  // Ring all-reduce: 2(n-1) steps, each sending bytes / (2(n-1)) to the next
+  // member and waiting for the previous member's piece of the same step.
+  asio::awaitable<void> allreduce(int iteration, int op_index, const Op& op) {
+    const auto start = monotonic_ns();
+    const auto& group = assign_->plan.worker.allreduce_group;
+    const auto me = std::find(group.begin(), group.end(), id_);
+    if (group.size() > 1 && op.bytes > 0) {
+      if (me == group.end()) throw WorkerFailure("allreduce: not in my own allreduce group");
+      const int n = static_cast<int>(group.size());
+      const int position = static_cast<int>(me - group.begin());
+      const int next = group[(position + 1) % n];
+      const int previous = group[(position + n - 1) % n];
+      const int steps = 2 * (n - 1);
+      const std::uint64_t piece = (op.bytes + steps - 1) / steps;
+      for (int step = 0; step < steps; ++step) {
+        co_await transmit(next, DataHeader{iteration, id_, -1, step, op_index}, piece);
+        co_await take(InboxKey{iteration, previous, -1, step}, piece, "allreduce piece");
+      }
+    }
+    events_.push_back(event_of(iteration, op_index, op, start, monotonic_ns()));
+  }
+
+  std::string control_path_;
+  int id_;
+  std::shared_ptr<ControlSocket> control_;
+  Notifier changed_;
+  std::optional<ctl::Assign> assign_;
+  bool connect_ = false;
+  bool stop_ = false;
+  bool stopping_ = false;
+  std::deque<int> starts_;
+  std::set<std::pair<int, int>> grants_;  // (iteration, op_index)
+  std::vector<transport::Acceptor> acceptors_;  // intra-DC and/or cross-DC
+  std::vector<bool> acceptor_is_cross_;
+  std::map<int, std::shared_ptr<Channel>> channels_;
+  std::map<InboxKey, Arrived> inbox_;
+  EmulatedGpu gpu_;
+  std::vector<Event> events_;
+  std::vector<ctl::Arrival> arrivals_;
+  int sends_in_flight_ = 0;
+  int iterations_reported_ = 0;
+  std::vector<std::byte> zeros_;
+  std::optional<std::string> failure_;
+  // Last: destroyed first, with the coroutines it still holds, while the
+  // members they refer to are alive.
+  asio::io_context io_{1};
+};
+
+}  // namespace
+
+int worker_main(const std::string& control_socket, int id) {
+  WorkerProcess worker(control_socket, id);
+  return worker.run();
+}
+
+}  // namespace wanlab::harness

@@ -1,0 +1,225 @@
+// The control protocol: every message survives encode/decode; every kind of
+// malformed frame is a ControlError that says what was wrong, never a crash.
+#include <boost/test/unit_test.hpp>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "wanlab/harness/control.hpp"
+
+namespace ctl = wanlab::harness::control;
+using wanlab::harness::Event;
+using wanlab::harness::Op;
+using wanlab::harness::OpKind;
+
+namespace {
+
+ctl::Assign sample_assign() {
+  ctl::Assign assign;
+  auto& worker = assign.plan.worker;
+  worker.id = 3;
+  worker.stage = 1;
+  worker.replica = 1;
+  worker.dc = 2;
+  worker.dc_name = "europe";
+  worker.host = "europe-1";
+  worker.allreduce_group = {1, 3};
+  Op compute;
+  compute.kind = OpKind::forward;
+  compute.microbatch = 0;
+  compute.duration_ns = 20'000'000;
+  Op send;
+  send.kind = OpKind::send;
+  send.microbatch = 0;
+  send.peer = 4;
+  send.bytes = 1u << 20;
+  send.cross_dc = true;
+  send.link_slot = 7;
+  Op allreduce;
+  allreduce.kind = OpKind::allreduce;
+  allreduce.bytes = 123456789012ull;
+  assign.plan.ops = {compute, send, allreduce};
+  assign.ipv4 = 0x0a4d0203;
+  assign.intra_dc = {47003, 512u << 10, 256u << 10};
+  assign.cross_dc = {48003, 16384, 16384};
+  assign.peers = {{1, 0x0a4d0102, 47001, false}, {4, 0x0a4d0001, 47004, true}};
+  assign.cross_dc_streams = 8;
+  assign.iterations = 5;
+  return assign;
+}
+
+ctl::Report sample_report() {
+  ctl::Report report;
+  report.iteration = 2;
+  Event e;
+  e.worker = 3;
+  e.iteration = 2;
+  e.op_index = 1;
+  e.kind = OpKind::send;
+  e.microbatch = 0;
+  e.peer = 4;
+  e.bytes = 1u << 20;
+  e.start_ns = 1'000'000'000'123;
+  e.end_ns = 1'000'050'000'000;
+  e.cross_dc = true;
+  report.events = {e};
+  report.arrivals = {{1, 5, 999}};
+  return report;
+}
+
+std::vector<std::byte> body_of(const std::vector<std::byte>& frame) { return {frame.begin() + 4, frame.end()}; }
+
+ctl::Message round_trip(const ctl::Message& message) {
+  const auto frame = ctl::encode(message);
+  std::uint32_t length = 0;
+  std::memcpy(&length, frame.data(), 4);  // little-endian host
+  BOOST_TEST(length == frame.size() - 4);
+  return ctl::decode(body_of(frame));
+}
+
+std::string decode_error(const std::vector<std::byte>& body) {
+  try {
+    ctl::decode(body);
+  } catch (const ctl::ControlError& error) {
+    return error.what();
+  }
+  return "(no error)";
+}
+
+void put_u32(std::vector<std::byte>& bytes, std::size_t at, std::uint32_t value) {
+  for (int i = 0; i < 4; ++i) bytes[at + i] = static_cast<std::byte>(value >> (8 * i));
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(assign_round_trips) {
+  const auto original = sample_assign();
+  const auto decoded = std::get<ctl::Assign>(round_trip(original));
+  BOOST_TEST(decoded.plan.worker.id == 3);
+  BOOST_TEST(decoded.plan.worker.dc_name == "europe");
+  BOOST_TEST(decoded.plan.worker.host == "europe-1");
+  BOOST_TEST(decoded.plan.worker.allreduce_group == original.plan.worker.allreduce_group);
+  BOOST_REQUIRE(decoded.plan.ops.size() == 3u);
+  BOOST_TEST(static_cast<int>(decoded.plan.ops[1].kind) == static_cast<int>(OpKind::send));
+  BOOST_TEST(decoded.plan.ops[1].peer == 4);
+  BOOST_TEST(decoded.plan.ops[1].bytes == 1u << 20);
+  BOOST_TEST(decoded.plan.ops[1].cross_dc);
+  BOOST_TEST(decoded.plan.ops[1].link_slot == 7);
+  BOOST_TEST(decoded.plan.ops[0].duration_ns == 20'000'000u);
+  BOOST_TEST(decoded.plan.ops[2].microbatch == -1);
+  BOOST_TEST(decoded.plan.ops[2].bytes == 123456789012ull);
+  BOOST_TEST(decoded.ipv4 == 0x0a4d0203u);
+  BOOST_TEST(decoded.intra_dc.port == 47003);
+  BOOST_TEST(decoded.intra_dc.chunk_size == 512u << 10);
+  BOOST_TEST(decoded.intra_dc.not_sent_lowat == 256u << 10);
+  BOOST_TEST(decoded.cross_dc.port == 48003);
+  BOOST_TEST(decoded.cross_dc.chunk_size == 16384u);
+  BOOST_REQUIRE(decoded.peers.size() == 2u);
+  BOOST_TEST(decoded.peers[1].worker == 4);
+  BOOST_TEST(decoded.peers[1].cross_dc);
+  BOOST_TEST(!decoded.peers[0].cross_dc);
+  BOOST_TEST(decoded.cross_dc_streams == 8);
+  BOOST_TEST(decoded.iterations == 5);
+}
+
+BOOST_AUTO_TEST_CASE(report_and_small_messages_round_trip) {
+  const auto report = std::get<ctl::Report>(round_trip(sample_report()));
+  BOOST_REQUIRE(report.events.size() == 1u);
+  BOOST_TEST(report.events[0].start_ns == 1'000'000'000'123);
+  BOOST_TEST(report.events[0].end_ns == 1'000'050'000'000);
+  BOOST_TEST(report.events[0].peer == 4);
+  BOOST_REQUIRE(report.arrivals.size() == 1u);
+  BOOST_TEST(report.arrivals[0].sender_op == 5);
+  BOOST_TEST(report.arrivals[0].arrival_ns == 999);
+
+  BOOST_TEST(std::get<ctl::Hello>(round_trip(ctl::Hello{12, 4321})).pid == 4321);
+  BOOST_TEST(std::get<ctl::Start>(round_trip(ctl::Start{9})).iteration == 9);
+  BOOST_TEST(std::get<ctl::GateGrant>(round_trip(ctl::GateGrant{1, 17})).op_index == 17);
+  BOOST_TEST(std::get<ctl::GateRelease>(round_trip(ctl::GateRelease{1, 18})).op_index == 18);
+  BOOST_TEST(std::get<ctl::GateRequest>(round_trip(ctl::GateRequest{4, 2})).iteration == 4);
+  BOOST_TEST(std::get<ctl::Failed>(round_trip(ctl::Failed{"channel from worker 2: reset"})).reason ==
+             "channel from worker 2: reset");
+  BOOST_TEST(std::holds_alternative<ctl::Stop>(round_trip(ctl::Stop{})));
+  BOOST_TEST(std::holds_alternative<ctl::Ready>(round_trip(ctl::Ready{})));
+  BOOST_TEST(ctl::type_name(ctl::GateRequest{}) == "gate_request");
+}
+
+BOOST_AUTO_TEST_CASE(malformed_bodies_are_errors_that_say_why) {
+  BOOST_TEST(decode_error({}).find("empty") != std::string::npos);
+  BOOST_TEST(decode_error({std::byte{0}}).find("unknown type 0") != std::string::npos);
+  BOOST_TEST(decode_error({std::byte{99}}).find("unknown type 99") != std::string::npos);
+
+  // Every truncation of a valid assign is rejected, never read past its end.
+  const auto assign = body_of(ctl::encode(sample_assign()));
+  for (std::size_t length = 1; length < assign.size(); ++length) {
+    const std::vector<std::byte> cut(assign.begin(), assign.begin() + static_cast<long>(length));
+    const std::string error = decode_error(cut);
+    BOOST_TEST_CONTEXT("assign cut to " << length << " bytes") { BOOST_TEST(error.find("malformed assign frame") != std::string::npos); }
+  }
+
+  auto trailing = body_of(ctl::encode(ctl::Start{1}));
+  trailing.push_back(std::byte{0});
+  BOOST_TEST(decode_error(trailing).find("1 bytes left over") != std::string::npos);
+
+  auto negative = body_of(ctl::encode(ctl::Start{1}));
+  put_u32(negative, 1, 0xffffffff);
+  BOOST_TEST(decode_error(negative).find("iteration is -1") != std::string::npos);
+
+  // A report claiming more events than bytes follow is refused before allocating.
+  auto report = body_of(ctl::encode(sample_report()));
+  put_u32(report, 5, 0x7fffffff);
+  BOOST_TEST(decode_error(report).find("events says 2147483647 items") != std::string::npos);
+
+  // An op kind outside the enum.
+  auto bad_kind = body_of(ctl::encode(sample_report()));
+  bad_kind[1 + 4 + 4 + 12] = std::byte{42};
+  BOOST_TEST(decode_error(bad_kind).find("event.kind is 42") != std::string::npos);
+
+  // An event that ends before it starts.
+  auto backwards = sample_report();
+  std::swap(backwards.events[0].start_ns, backwards.events[0].end_ns);
+  BOOST_TEST(decode_error(body_of(ctl::encode(backwards))).find("ends") != std::string::npos);
+
+  // A boolean that is neither 0 nor 1.
+  auto bad_bool = body_of(ctl::encode(sample_report()));
+  bad_bool[1 + 4 + 4 + 45] = std::byte{2};
+  BOOST_TEST(decode_error(bad_bool).find("event.cross_dc is 2") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(frame_reader_reassembles_any_split) {
+  std::vector<std::byte> stream;
+  for (const ctl::Message& m : {ctl::Message(ctl::Hello{1, 2}), ctl::Message(sample_assign()), ctl::Message(ctl::Stop{})}) {
+    const auto frame = ctl::encode(m);
+    stream.insert(stream.end(), frame.begin(), frame.end());
+  }
+  ctl::FrameReader reader;
+  std::vector<std::string> types;
+  for (std::byte b : stream) {  // one byte at a time: the worst split
+    reader.feed(std::span<const std::byte>(&b, 1));
+    while (auto message = reader.next()) types.push_back(ctl::type_name(*message));
+  }
+  BOOST_TEST(types == (std::vector<std::string>{"hello", "assign", "stop"}), boost::test_tools::per_element());
+  BOOST_TEST(reader.pending() == 0u);
+
+  // Half a frame at the end stays pending (the caller reports it as truncated at EOF).
+  const auto frame = ctl::encode(ctl::Start{3});
+  reader.feed(std::span<const std::byte>(frame.data(), 3));
+  BOOST_TEST(!reader.next().has_value());
+  BOOST_TEST(reader.pending() == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(frame_lengths_outside_the_limit_are_refused) {
+  for (std::uint32_t length : {0u, ctl::kMaxFrameBytes + 1, 0xffffffffu}) {
+    ctl::FrameReader reader;
+    std::vector<std::byte> prefix(4);
+    put_u32(prefix, 0, length);
+    reader.feed(prefix);
+    try {
+      reader.next();
+      BOOST_ERROR("length " << length << " accepted");
+    } catch (const ctl::ControlError& error) {
+      BOOST_TEST(std::string(error.what()).find("length " + std::to_string(length)) != std::string::npos);
+    }
+  }
+}

@@ -1,0 +1,76 @@
+// scale_scenario: rates, per-flow rates, byte queues and TCP buffers shrink
+// with the experiment's scale; delays and time-based queues stay.
+#include <boost/test/unit_test.hpp>
+
+#include "wanlab/harness/run.hpp"
+
+namespace em = wanlab::emulator;
+using wanlab::harness::run_testbed_name;
+using wanlab::harness::scale_scenario;
+
+namespace {
+
+const char* kScenario = R"(
+name = "three-dc"
+[defaults]
+rate = "1gbit"
+queue = "1bdp"
+[intra_dc]
+delay = "50us"
+rate = "10gbit"
+[host]
+tcp_wmem_max = "4mb"
+[[dc]]
+name = "east"
+[[dc]]
+name = "west"
+[[link]]
+between = ["east", "west"]
+delay = "33ms"
+flow_rate = "100mbit"
+queue = "2mb"
+[[event]]
+at = "5s"
+between = ["east", "west"]
+rate = "500mbit"
+)";
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(rates_and_bytes_scale_delays_do_not) {
+  const em::Scenario original = em::parse_scenario(kScenario, "three-dc.toml");
+  const em::Scenario scaled = scale_scenario(original, 0.1);
+  const auto pair = scaled.pair(0, 1);
+  BOOST_TEST(pair.rate_bps == 100'000'000u);
+  BOOST_TEST(pair.flow_rate_bps == 10'000'000u);
+  BOOST_TEST(pair.delay_ns == 33'000'000u);
+  BOOST_TEST(static_cast<int>(pair.queue.kind) == static_cast<int>(em::QueueLimit::Kind::bytes));
+  BOOST_TEST(pair.queue.value == original.pair(0, 1).queue.value * 0.1);
+  BOOST_TEST(scaled.pair(0, 0).rate_bps == 1'000'000'000u);
+  BOOST_TEST(scaled.pair(0, 0).delay_ns == 50'000u);
+  BOOST_REQUIRE(!scaled.events.empty());
+  BOOST_TEST(*scaled.events[0].link.params.rate_bps == 50'000'000u);
+  BOOST_TEST(*scaled.host.tcp_wmem_max == (4u << 20) / 10);
+  BOOST_TEST(*scaled.host.tcp_rmem_max == 629146u);  // the 6 MiB default x 0.1, rounded
+}
+
+BOOST_AUTO_TEST_CASE(buffers_keep_a_floor_and_scale_one_changes_nothing) {
+  const em::Scenario original = em::parse_scenario(kScenario, "three-dc.toml");
+  const em::Scenario tiny = scale_scenario(original, 0.001);
+  BOOST_TEST(*tiny.host.tcp_wmem_max == 16u << 10);
+  BOOST_TEST(*tiny.host.tcp_rmem_max == 128u << 10);
+  const em::Scenario same = scale_scenario(original, 1.0);
+  BOOST_TEST(same.pair(0, 1).rate_bps == original.pair(0, 1).rate_bps);
+  BOOST_TEST(!same.host.tcp_rmem_max.has_value());
+  BOOST_CHECK_THROW(scale_scenario(original, 0), std::invalid_argument);
+  BOOST_CHECK_THROW(scale_scenario(original, -1), std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_CASE(testbed_names_are_valid_scenario_names) {
+  em::Scenario scenario = em::parse_scenario(kScenario, "three-dc.toml");
+  const std::string name = run_testbed_name(scenario);
+  BOOST_TEST(name.size() <= 12u);
+  BOOST_TEST(name.rfind("three-", 0) == 0u);
+  scenario.name = "ab-----";
+  BOOST_TEST(run_testbed_name(scenario).rfind("ab-", 0) == 0u);
+}
