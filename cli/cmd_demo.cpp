@@ -46,7 +46,11 @@ void measure(const em::Scenario& scenario, const em::TestbedState& state, double
       const auto& b = first_host(state, dst);
       const em::Endpoint from{a.netns, a.ipv4}, to{b.netns, b.ipv4};
       const double rtt_conf = static_cast<double>(scenario.pair(src, dst).delay_ns + scenario.pair(dst, src).delay_ns) / 1e6;
-      const double rtt_meas = em::median(em::measure_rtt_ms(from, to, 10, 20));
+      // Network RTT as a kernel-answered ping sees it: kernel receive
+      // timestamps, without the echo program's own wake-up.
+      std::vector<double> rtts;
+      for (const auto& echo : em::measure_echoes_paced(from, to, 20, 10)) rtts.push_back(echo.network_rtt_ms());
+      const double rtt_meas = em::median(rtts);
       const double rate_conf = scenario.pair(src, dst).rate_bps ? static_cast<double>(scenario.pair(src, dst).rate_bps) : INFINITY;
       const double limit = window_limit_bps(scenario, rtt_meas / 1e3);
       em::GoodputOptions goodput_options;
@@ -59,7 +63,7 @@ void measure(const em::Scenario& scenario, const em::TestbedState& state, double
       std::fflush(stdout);
     }
   }
-  fmt::print("\nRTT CONF = one-way delay there + back. GOODPUT = one TCP stream ({}), counted at the receiver.\n"
+  fmt::print("\nRTT CONF = one-way delay there + back; RTT MEAS = median of 20 UDP echoes, from kernel timestamps.\nGOODPUT = one TCP stream ({}), counted at the receiver.\n"
              "WND LIMIT = what one stream can carry at this RTT with its socket buffers (window / RTT);\n"
              "OF MIN = goodput as a share of min(RATE CONF, WND LIMIT). Several streams (wanlab perf -P N) fill the rest.\n",
              scenario.host.tcp_congestion.value_or("the kernel's default congestion control"));
