@@ -2,6 +2,8 @@
 // `wanlab set` options, so that file and command line read values one way.
 #pragma once
 
+#include "wanlab/emulator/input.hpp"
+
 #include "wanlab/emulator/scenario.hpp"
 
 #include <span>
@@ -21,7 +23,6 @@ struct LinkKey {
 std::span<const LinkKey> link_keys();
 const LinkKey* find_link_key(std::string_view name);
 
-// The known name closest to `name` if it is a likely typo, else empty.
-std::string closest_name(std::string_view name, std::span<const std::string_view> known);
+using wanlab::emulator::closest_name;
 
 }  // namespace wanlab::emulator::detail

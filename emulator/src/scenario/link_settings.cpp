@@ -169,6 +169,9 @@ const LinkKey* find_link_key(std::string_view name) {
   return found == kLinkKeys.end() ? nullptr : &*found;
 }
 
+
+}  // namespace detail
+
 std::string closest_name(std::string_view name, std::span<const std::string_view> known) {
   std::size_t allowed = name.size() <= 3 ? 1 : 2;
   std::string_view best;
@@ -182,8 +185,6 @@ std::string closest_name(std::string_view name, std::span<const std::string_view
   }
   return std::string(best);
 }
-
-}  // namespace detail
 
 QueueLimit parse_queue(std::string_view text) {
   std::string_view value = trim(text);

@@ -1,4 +1,5 @@
 // Scenario files: TOML -> Scenario, with every error pointing at file:line:column.
+#include "wanlab/emulator/input.hpp"
 #include "wanlab/emulator/scenario.hpp"
 
 #include <fmt/format.h>
@@ -538,22 +539,6 @@ class Parser {
   std::vector<toml::source_region> dc_where_;
 };
 
-std::string read_file(const std::string& path) {
-  std::error_code error;
-  if (std::filesystem::is_directory(path, error)) {
-    throw ScenarioError(fmt::format("{}: cannot read scenario: Is a directory", path));
-  }
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    throw ScenarioError(fmt::format("{}: cannot open scenario: {}", path, std::strerror(errno)));
-  }
-  std::ostringstream contents;
-  contents << file.rdbuf();
-  if (file.bad()) {
-    throw ScenarioError(fmt::format("{}: cannot read scenario: {}", path, std::strerror(errno)));
-  }
-  return contents.str();
-}
 
 }  // namespace
 
@@ -591,6 +576,6 @@ Scenario parse_scenario(std::string_view toml_text, const std::string& path) {
   return Parser(path).parse(toml_text);
 }
 
-Scenario load_scenario(const std::string& path) { return parse_scenario(read_file(path), path); }
+Scenario load_scenario(const std::string& path) { return parse_scenario(emulator::read_input_file<ScenarioError>(path, "scenario"), path); }
 
 }  // namespace wanlab::emulator

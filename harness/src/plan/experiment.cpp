@@ -1,5 +1,6 @@
 // Experiment files: TOML -> Experiment, with every error pointing at
 // file:line:column the way scenario files do.
+#include "wanlab/emulator/input.hpp"
 #include "wanlab/harness/experiment.hpp"
 
 #include <fmt/format.h>
@@ -439,22 +440,6 @@ class Parser {
   Experiment experiment_;
 };
 
-std::string read_file(const std::string& path) {
-  std::error_code error;
-  if (std::filesystem::is_directory(path, error)) {
-    throw ExperimentError(fmt::format("{}: cannot read experiment: Is a directory", path));
-  }
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    throw ExperimentError(fmt::format("{}: cannot open experiment: {}", path, std::strerror(errno)));
-  }
-  std::ostringstream contents;
-  contents << file.rdbuf();
-  if (file.bad()) {
-    throw ExperimentError(fmt::format("{}: cannot read experiment: {}", path, std::strerror(errno)));
-  }
-  return contents.str();
-}
 
 // "--temporal-sharing" / "temporal_sharing" -> "temporal-sharing".
 std::string normalize_option(std::string_view option) {
@@ -528,7 +513,7 @@ Experiment parse_experiment(std::string_view toml_text, const std::string& path)
   return Parser(path).parse(toml_text);
 }
 
-Experiment load_experiment(const std::string& path) { return parse_experiment(read_file(path), path); }
+Experiment load_experiment(const std::string& path) { return parse_experiment(emulator::read_input_file<ExperimentError>(path, "experiment"), path); }
 
 void apply_override(Experiment& experiment, std::string_view option, std::string_view value) {
   std::string name = normalize_option(option);

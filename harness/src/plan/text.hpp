@@ -1,6 +1,8 @@
 // Small text helpers shared by the experiment parser and the planner.
 #pragma once
 
+#include "wanlab/emulator/input.hpp"
+
 #include <span>
 #include <string>
 #include <string_view>
@@ -11,7 +13,7 @@ namespace wanlab::harness::detail {
 // The known name closest to `name` if it is a likely typo (edit distance at
 // most 1 for names up to 3 characters, else 2), else empty. The scenario
 // parser suggests names the same way.
-std::string closest_name(std::string_view name, std::span<const std::string_view> known);
+using wanlab::emulator::closest_name;
 
 // "; did you mean \"west\"?" or `otherwise` when nothing is close.
 std::string suggestion(std::string_view name, std::span<const std::string_view> known,
