@@ -1,5 +1,6 @@
 // Scenario files: TOML -> Scenario, with every error pointing at file:line:column.
 #include "wanlab/emulator/input.hpp"
+#include "wanlab/emulator/toml_input.hpp"
 #include "wanlab/emulator/scenario.hpp"
 
 #include <fmt/format.h>
@@ -35,22 +36,6 @@ constexpr std::size_t kMaxScenarioName = 12;
 constexpr std::size_t kMaxDcName = 15;
 constexpr std::int64_t kMaxHosts = 254;
 
-// "a table", "500", "\"fast\"": how a value that has the wrong type is shown.
-std::string describe_value(const toml::node& node) {
-  if (const auto* text = node.as_string()) return fmt::format("\"{}\"", text->get());
-  if (const auto* integer = node.as_integer()) return std::to_string(integer->get());
-  if (const auto* number = node.as_floating_point()) return fmt::format("{}", number->get());
-  if (const auto* flag = node.as_boolean()) return flag->get() ? "true" : "false";
-  if (node.is_table()) return "a table";
-  if (node.is_array()) return "an array";
-  return "a date/time";
-}
-
-std::string one_line(std::string_view text) {
-  std::string line(text);
-  std::replace(line.begin(), line.end(), '\n', ' ');
-  return line;
-}
 
 bool is_lower_or_digit(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
 

@@ -1,6 +1,7 @@
 // Experiment files: TOML -> Experiment, with every error pointing at
 // file:line:column the way scenario files do.
 #include "wanlab/emulator/input.hpp"
+#include "wanlab/emulator/toml_input.hpp"
 #include "wanlab/harness/experiment.hpp"
 
 #include <fmt/format.h>
@@ -47,21 +48,8 @@ struct IntRange {
   std::int64_t max;
 };
 
-std::string describe_value(const toml::node& node) {
-  if (const auto* text = node.as_string()) return fmt::format("\"{}\"", text->get());
-  if (const auto* integer = node.as_integer()) return std::to_string(integer->get());
-  if (const auto* number = node.as_floating_point()) return fmt::format("{}", number->get());
-  if (const auto* flag = node.as_boolean()) return flag->get() ? "true" : "false";
-  if (node.is_table()) return "a table";
-  if (node.is_array()) return "an array";
-  return "a date/time";
-}
-
-std::string one_line(std::string_view text) {
-  std::string line(text);
-  std::replace(line.begin(), line.end(), '\n', ' ');
-  return line;
-}
+using emulator::describe_value;
+using emulator::one_line;
 
 bool valid_experiment_name(std::string_view name) {
   auto allowed = [](char c) {

@@ -1,0 +1,32 @@
+// Error wording shared by the parsers of scenario and experiment files (both
+// read TOML with toml++, which the including library must link).
+#pragma once
+
+#include <algorithm>
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+namespace wanlab::emulator {
+
+// "a table", "500", "\"fast\"": how a value that has the wrong type is shown.
+inline std::string describe_value(const toml::node& node) {
+  if (const auto* text = node.as_string()) return fmt::format("\"{}\"", text->get());
+  if (const auto* integer = node.as_integer()) return std::to_string(integer->get());
+  if (const auto* number = node.as_floating_point()) return fmt::format("{}", number->get());
+  if (const auto* flag = node.as_boolean()) return flag->get() ? "true" : "false";
+  if (node.is_table()) return "a table";
+  if (node.is_array()) return "an array";
+  return "a date/time";
+}
+
+// A parser's message on one line, as every error here is.
+inline std::string one_line(std::string_view text) {
+  std::string line(text);
+  std::replace(line.begin(), line.end(), '\n', ' ');
+  return line;
+}
+
+}  // namespace wanlab::emulator
