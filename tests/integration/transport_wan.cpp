@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -216,11 +217,17 @@ BOOST_AUTO_TEST_CASE(eight_streams_get_three_times_the_goodput_of_one_on_a_long_
   BOOST_TEST_MESSAGE("1 stream:  " << one.goodput_bps / 1e6 << " Mbit/s (steady " << one.steady_goodput_bps / 1e6
                                    << ")\n8 streams: " << eight.goodput_bps / 1e6 << " Mbit/s (steady "
                                    << eight.steady_goodput_bps / 1e6 << ")");
-  // One stream is window-bound: 4 MiB per 100 ms is 335 Mbit/s before overhead.
+  // One stream is window-bound: 4 MiB per 100 ms is 335 Mbit/s before
+  // overhead. It must use most of that window: a writer that waits for POLLOUT
+  // keeps only about 70% of the buffer in flight (about 230 Mbit/s here).
   BOOST_TEST(one.steady_goodput_bps < 340e6, one.json);
-  BOOST_TEST(one.steady_goodput_bps > 50e6, one.json);
-  // Eight streams: at least three times as much, and not more than the link.
-  BOOST_TEST(eight.steady_goodput_bps >= 3 * one.steady_goodput_bps, eight.json);
-  BOOST_TEST(eight.goodput_bps >= 2.5 * one.goodput_bps, eight.json);
+  BOOST_TEST(one.steady_goodput_bps > 245e6, one.json);
+  // Eight streams: three times as much, unless that is more than the link
+  // carries. 1448 payload bytes per 1514-byte frame make 956 Mbit/s the most
+  // a 1 Gbit/s link delivers, and one stream gets about 300 of it, so 3x would
+  // be 94% of the link: then 90% of it is asked for instead.
+  constexpr double link_payload_bps = 1e9 * 1448 / 1514;
+  BOOST_TEST(eight.steady_goodput_bps >= std::min(3 * one.steady_goodput_bps, 0.9 * link_payload_bps), eight.json);
+  BOOST_TEST(eight.goodput_bps >= std::min(2.5 * one.goodput_bps, 0.8 * link_payload_bps), eight.json);
   BOOST_TEST(eight.steady_goodput_bps < 1.01e9, eight.json);
 }

@@ -112,7 +112,7 @@ class AcceptorCore : public std::enable_shared_from_this<AcceptorCore> {
     const auto from = ec ? std::string("unknown peer") : to_string(peer);
     try {
       apply_congestion_control(socket.native_handle(), options_.socket);
-      apply_connection_options(socket.native_handle(), options_.socket);
+      apply_connection_options(socket.native_handle(), options_);
       wire::Hello hello;
       {
         Watchdog watchdog(executor_, options_.handshake_timeout, [&socket] {

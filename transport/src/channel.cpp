@@ -1,22 +1,41 @@
 #include <fmt/format.h>
 #include <poll.h>
 
+#include <algorithm>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
+#include <asio/experimental/awaitable_operators.hpp>
 #include <asio/write.hpp>
 #include <cstring>
 
 #include "channel_core.hpp"
+#include "send_state.hpp"
 #include "wanlab/transport/crc32c.hpp"
 
 namespace wanlab::transport::detail {
 namespace {
 
-// One poll() instead of a round trip through the reactor: with
-// TCP_NOTSENT_LOWAT, POLLOUT means "less than half the low-water mark unsent".
-bool writable_now(asio::ip::tcp::socket& socket) {
-  pollfd entry{socket.native_handle(), POLLOUT, 0};
-  return ::poll(&entry, 1, 0) == 1 && (entry.revents & POLLOUT) != 0;
+// Linux reports a TCP socket writable (POLLOUT) only once a third of its send
+// buffer is free, but write() takes data whenever there is any room. A
+// connection whose window is its send buffer (one stream on a long-fat pipe)
+// would run a third below that window if its writer waited for POLLOUT alone,
+// so a waiting writer also tries again after a sixteenth of the RTT.
+std::chrono::microseconds retry_interval(std::chrono::microseconds smoothed_rtt) {
+  constexpr std::chrono::microseconds shortest{1000};
+  constexpr std::chrono::microseconds longest{8000};
+  if (smoothed_rtt.count() == 0) return shortest;
+  return std::clamp(smoothed_rtt / 16, shortest, longest);
+}
+
+/// Drops the first `written` bytes from a gather list.
+void consume(std::vector<asio::const_buffer>& pieces, std::size_t written) {
+  auto first = pieces.begin();
+  while (first != pieces.end() && written >= first->size()) {
+    written -= first->size();
+    ++first;
+  }
+  pieces.erase(pieces.begin(), first);
+  if (!pieces.empty()) pieces.front() += written;
 }
 
 std::uint32_t checksum_of(const std::vector<asio::const_buffer>& pieces) {
@@ -50,6 +69,7 @@ ChannelCore::ChannelCore(ChannelSetup setup)
 std::shared_ptr<ChannelCore> ChannelCore::start(ChannelSetup setup) {
   auto core = std::make_shared<ChannelCore>(std::move(setup));
   for (auto& connection : core->connections_) {
+    connection->socket.non_blocking(true);  // writers write until the kernel says "would block"
     asio::co_spawn(core->executor_, core->read_loop(*connection), asio::detached);
     asio::co_spawn(core->executor_, core->write_loop(*connection), asio::detached);
   }
@@ -92,10 +112,11 @@ asio::awaitable<void> ChannelCore::write_loop(Connection& connection) {
         co_await write_goodbye(connection);
         co_return;
       }
-      if (!writable_now(connection.socket)) {
-        co_await wait_writable(connection);
+      if (!takes_chunks(connection)) {
+        co_await wait_for_room(connection);
         continue;  // the queue may have drained meanwhile
       }
+      stall_ended(connection);
       connection.gather.clear();
       connection.gather.push_back(asio::buffer(connection.header));
       const auto job = pull_chunk(connection.gather);
@@ -107,11 +128,45 @@ asio::awaitable<void> ChannelCore::write_loop(Connection& connection) {
   }
 }
 
-asio::awaitable<void> ChannelCore::wait_writable(Connection& connection) {
-  ++connection.counters.stalls;
-  const auto since = Clock::now();
-  co_await connection.socket.async_wait(asio::ip::tcp::socket::wait_write, asio::use_awaitable);
-  connection.counters.stalled_time += Clock::now() - since;
+// A connection takes a chunk only when it can write all of it now, so that a
+// chunk never waits in a connection that is not draining while the rest of
+// its message has gone: less than `not_sent_lowat` sits in the socket unsent
+// (the kernel's mark is one chunk higher, see kernel_not_sent_lowat), and the
+// send buffer has room for the chunk and the kernel's per-packet overhead (or
+// a third of the buffer, when chunks are larger than that).
+bool ChannelCore::takes_chunks(Connection& connection) const {
+  if (connection.broken) return true;  // the write reports why
+  const auto state = read_send_state(connection.socket.native_handle());
+  const auto lowat = options_.socket.not_sent_lowat;
+  if (lowat != 0 && state.not_sent_bytes >= lowat) return false;
+  const std::uint64_t chunk_bytes = options_.chunk_size + wire::kChunkHeaderSize;
+  const auto room_needed = std::min<std::uint64_t>(chunk_bytes + chunk_bytes / 16, state.buffer_size / 3);
+  return state.buffer_free >= room_needed;
+}
+
+asio::awaitable<void> ChannelCore::wait_for_room(Connection& connection) {
+  using namespace asio::experimental::awaitable_operators;
+  if (!connection.stalled_since) {
+    ++connection.counters.stalls;
+    connection.stalled_since = Clock::now();
+  }
+  const int fd = connection.socket.native_handle();
+  // poll() also marks the socket as waiting for room, which is what makes the
+  // kernel wake writers and grow an autotuned send buffer.
+  pollfd entry{fd, POLLOUT, 0};
+  if (::poll(&entry, 1, 0) == 1 && (entry.revents & (POLLERR | POLLHUP)) != 0) {
+    connection.broken = true;
+    co_return;
+  }
+  connection.retry_timer.expires_after(retry_interval(read_smoothed_rtt(fd)));
+  co_await (connection.socket.async_wait(asio::ip::tcp::socket::wait_write, asio::use_awaitable) ||
+            connection.retry_timer.async_wait(asio::use_awaitable));
+}
+
+void ChannelCore::stall_ended(Connection& connection) {
+  if (!connection.stalled_since) return;
+  connection.counters.stalled_time += Clock::now() - *connection.stalled_since;
+  connection.stalled_since.reset();
 }
 
 ChannelCore::ChunkJob ChannelCore::pull_chunk(std::vector<asio::const_buffer>& pieces) {
@@ -149,7 +204,18 @@ asio::awaitable<void> ChannelCore::write_chunk(Connection& connection, const Chu
     header.checksum = checksum_of({connection.gather.begin() + 1, connection.gather.end()});
   }
   connection.header = wire::encode(header);
-  co_await asio::async_write(connection.socket, connection.gather, asio::use_awaitable);
+  auto& pieces = connection.gather;
+  while (!pieces.empty()) {
+    std::error_code ec;
+    const auto written = connection.socket.write_some(pieces, ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again) {
+      co_await wait_for_room(connection);
+      continue;
+    }
+    if (ec) throw std::system_error(ec);
+    stall_ended(connection);
+    consume(pieces, written);
+  }
   connection.counters.bytes_sent += job.length;
   ++connection.counters.chunks_sent;
   chunk_written(job);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <asio/ip/tcp.hpp>
+#include <asio/steady_timer.hpp>
 #include <chrono>
 #include <deque>
 #include <memory>
@@ -38,15 +39,18 @@ struct Outgoing {
 
 struct Connection {
   Connection(asio::ip::tcp::socket s, unsigned i, Reassembler& reassembler)
-      : socket(std::move(s)), reader(reassembler, i), index(i) {}
+      : socket(std::move(s)), retry_timer(socket.get_executor()), reader(reassembler, i), index(i) {}
 
   asio::ip::tcp::socket socket;
+  asio::steady_timer retry_timer;  // a writer waiting for room also looks again on this
   FrameReader reader;
   unsigned index;
   ConnectionStats counters;
   TcpInfo final_tcp;  // snapshot taken when the socket closes
   bool reading_done = false;
   bool writing_done = false;
+  bool broken = false;  // poll() saw an error or hang-up: the next write reports it
+  std::optional<Clock::time_point> stalled_since;  // had work but no room since
   wire::ChunkHeaderBytes header{};
   std::vector<asio::const_buffer> gather;  // header + payload pieces of one chunk
 };
@@ -99,7 +103,10 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore> {
 
   asio::awaitable<void> write_loop(Connection& connection);
   asio::awaitable<void> read_loop(Connection& connection);
-  asio::awaitable<void> wait_writable(Connection& connection);
+  bool takes_chunks(Connection& connection) const;
+  /// One wait: until the socket reports POLLOUT or a fraction of the RTT passes.
+  asio::awaitable<void> wait_for_room(Connection& connection);
+  void stall_ended(Connection& connection);
   asio::awaitable<void> write_chunk(Connection& connection, const ChunkJob& job);
   asio::awaitable<void> write_goodbye(Connection& connection);
   ChunkJob pull_chunk(std::vector<asio::const_buffer>& pieces);

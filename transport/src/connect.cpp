@@ -86,7 +86,7 @@ class ConnectAttempt : public std::enable_shared_from_this<ConnectAttempt> {
     const char* doing = "connecting";
     try {
       co_await connect_socket(index);
-      apply_connection_options(socket.native_handle(), options_.socket);
+      apply_connection_options(socket.native_handle(), options_);
       doing = "sending the hello";
       const auto hello = wire::encode(make_hello(options_, channel_id_, static_cast<std::uint16_t>(index),
                                                  static_cast<std::uint16_t>(options_.connections)));

@@ -5,12 +5,15 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <string>
 
 #include "wanlab/transport/error.hpp"
+#include "wanlab/transport/wire.hpp"
 
 namespace wanlab::transport::detail {
 namespace {
@@ -51,10 +54,18 @@ void apply_congestion_control(int fd, const SocketOptions& options) {
   if (!options.congestion_control.empty()) set_congestion_control(fd, options.congestion_control);
 }
 
-void apply_connection_options(int fd, const SocketOptions& options) {
+std::uint32_t kernel_not_sent_lowat(const ChannelOptions& options) {
+  const auto lowat = options.socket.not_sent_lowat;
+  if (lowat == 0) return 0;
+  const std::uint64_t with_a_chunk = std::uint64_t{lowat} + options.chunk_size + wire::kChunkHeaderSize;
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(with_a_chunk, std::numeric_limits<int>::max()));
+}
+
+void apply_connection_options(int fd, const ChannelOptions& channel) {
+  const auto& options = channel.socket;
   set_int(fd, IPPROTO_TCP, TCP_NODELAY, options.no_delay ? 1 : 0, "TCP_NODELAY");
-  if (options.not_sent_lowat > 0) {
-    set_int(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, static_cast<int>(options.not_sent_lowat), "TCP_NOTSENT_LOWAT");
+  if (const auto lowat = kernel_not_sent_lowat(channel); lowat > 0) {
+    set_int(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, static_cast<int>(lowat), "TCP_NOTSENT_LOWAT");
   }
   if (options.user_timeout.count() > 0) {
     set_int(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, static_cast<int>(options.user_timeout.count()), "TCP_USER_TIMEOUT");

@@ -1,13 +1,17 @@
 // Kept apart from Asio: <linux/tcp.h> has the full struct tcp_info (glibc's
 // <netinet/tcp.h>, which Asio includes, stops at tcpi_total_retrans) and the
 // two headers cannot be included together.
+#include <linux/sock_diag.h>
+#include <linux/sockios.h>
 #include <linux/tcp.h>
 #include <netinet/in.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <array>
 #include <cstring>
 
+#include "send_state.hpp"
 #include "wanlab/transport/stats.hpp"
 
 namespace wanlab::transport {
@@ -46,4 +50,28 @@ TcpInfo read_tcp_info(int fd) {
   return info;
 }
 
+namespace detail {
+
+SendState read_send_state(int fd) {
+  SendState state;
+  int not_sent = 0;
+  if (::ioctl(fd, SIOCOUTQNSD, &not_sent) == 0 && not_sent > 0) state.not_sent_bytes = static_cast<std::uint32_t>(not_sent);
+  std::array<std::uint32_t, SK_MEMINFO_VARS> memory{};
+  socklen_t length = sizeof(memory);
+  if (::getsockopt(fd, SOL_SOCKET, SO_MEMINFO, memory.data(), &length) == 0) {
+    state.buffer_size = memory[SK_MEMINFO_SNDBUF];
+    const auto queued = memory[SK_MEMINFO_WMEM_QUEUED];
+    state.buffer_free = state.buffer_size > queued ? state.buffer_size - queued : 0;
+  }
+  return state;
+}
+
+std::chrono::microseconds read_smoothed_rtt(int fd) {
+  tcp_info raw{};
+  socklen_t length = sizeof(raw);
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &raw, &length) != 0) return {};
+  return std::chrono::microseconds(raw.tcpi_rtt);
+}
+
+}  // namespace detail
 }  // namespace wanlab::transport

@@ -32,10 +32,11 @@ struct SocketOptions {
   std::string congestion_control;
   /// TCP_NODELAY: chunks are large, so Nagle only delays message tails.
   bool no_delay = true;
-  /// TCP_NOTSENT_LOWAT in bytes (0: leave unset). A connection reports
-  /// "writable" only while less than half of this is queued unsent, so the
-  /// scheduler hands chunks to connections that are draining, and a stalled
-  /// connection holds at most about this much plus one chunk.
+  /// Unsent bytes a connection may hold and still take a chunk (0: no limit,
+  /// TCP_NOTSENT_LOWAT left unset). The writer hands chunks only to
+  /// connections that are draining, so a stalled connection holds at most
+  /// this much plus one chunk. The socket's TCP_NOTSENT_LOWAT is set one chunk
+  /// higher, so that a chunk taken is accepted whole.
   std::uint32_t not_sent_lowat = 256u << 10;
   /// TCP_USER_TIMEOUT: fail a connection whose data stays unacknowledged this
   /// long (0: kernel default, many minutes). Note that it also fires when the

@@ -42,9 +42,9 @@ struct ConnectionStats {
   std::uint64_t chunks_sent = 0;
   std::uint64_t bytes_received = 0;  ///< payload bytes of chunks read from the socket
   std::uint64_t chunks_received = 0;
-  /// Times this connection had chunks waiting for it but was not writable
-  /// (its unsent backlog above TCP_NOTSENT_LOWAT, or its buffer full), and the
-  /// total time it spent so.
+  /// Times this connection had chunks waiting for it but could not take one
+  /// (its unsent backlog at not_sent_lowat, or no room in its send buffer for
+  /// a whole chunk), and the total time it spent so.
   std::uint64_t stalls = 0;
   std::chrono::nanoseconds stalled_time{0};
   TcpInfo tcp;  ///< as of the stats() call, or as of the close
