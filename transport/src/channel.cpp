@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
+#include <asio/post.hpp>
 #include <asio/experimental/awaitable_operators.hpp>
 #include <asio/write.hpp>
 #include <cstring>
@@ -121,6 +122,10 @@ asio::awaitable<void> ChannelCore::write_loop(Connection& connection) {
       connection.gather.push_back(asio::buffer(connection.header));
       const auto job = pull_chunk(connection.gather);
       co_await write_chunk(connection, job);
+      // Let the other writers that were woken for this work take the next
+      // chunks: a small message then goes out over several connections at
+      // once instead of queuing in the first writer's congestion window.
+      co_await asio::post(executor_, asio::use_awaitable);
     }
   } catch (const std::system_error& e) {
     fail(
