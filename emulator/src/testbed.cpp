@@ -222,6 +222,8 @@ void setup_host_sysctls(const Scenario& scenario) {
     write_sysctl("/proc/sys/net/ipv4/tcp_wmem", fmt::format("4096 16384 {}", *scenario.host.tcp_wmem_max));
   if (scenario.host.tcp_rmem_max)
     write_sysctl("/proc/sys/net/ipv4/tcp_rmem", fmt::format("4096 131072 {}", *scenario.host.tcp_rmem_max));
+  if (scenario.host.tcp_slow_start_after_idle)
+    write_sysctl("/proc/sys/net/ipv4/tcp_slow_start_after_idle", *scenario.host.tcp_slow_start_after_idle ? "1" : "0");
 }
 
 // In a network namespace other than the first, the kernel lets the default

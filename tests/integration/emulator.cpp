@@ -28,6 +28,7 @@ queue = "1bdp"
 tcp_congestion = "cubic"
 tcp_wmem_max = "8mb"
 tcp_rmem_max = "16mb"
+tcp_slow_start_after_idle = false
 [[dc]]
 name = "east"
 hosts = 2
@@ -136,6 +137,8 @@ delay = "5ms"
   BOOST_TEST(cc.output == "cubic\n");
   const auto wmem = test::wanlab({"exec", "west-0", "--testbed", "itest", "--", "cat", "/proc/sys/net/ipv4/tcp_wmem"});
   BOOST_TEST(wmem.output.find("8388608") != std::string::npos, wmem.output);
+  const auto idle = test::wanlab({"exec", "west-0", "--testbed", "itest", "--", "cat", "/proc/sys/net/ipv4/tcp_slow_start_after_idle"});
+  BOOST_TEST(idle.output == "0\n", idle.output);
 }
 
 BOOST_AUTO_TEST_CASE(hosts_json_lists_every_host) {

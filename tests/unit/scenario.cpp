@@ -105,6 +105,8 @@ const std::vector<BadInput>& bad_inputs() {
        R"(t.toml:9:16: host.tcp_wmem_max: expected a size like "4mb", got 4194304)"},
       {"buffer size zero", kTwoDcsWithDelay + "[host]\ntcp_rmem_max = \"0mb\"\n",
        "t.toml:9:16: host.tcp_rmem_max: must be greater than 0"},
+      {"slow start after idle as text", kTwoDcsWithDelay + "[host]\ntcp_slow_start_after_idle = \"off\"\n",
+       R"(t.toml:9:29: host.tcp_slow_start_after_idle: expected true or false, got "off")"},
 
       // Unknown keys and misplaced tables.
       {"unknown top-level key", "seeds = 1\n" + kTwoDcsWithDelay,
@@ -443,6 +445,7 @@ pool = "172.20.0.0/20"
 tcp_congestion = "bbr"
 tcp_wmem_max = "4mb"
 tcp_rmem_max = "6mb"
+tcp_slow_start_after_idle = false
 [defaults]
 delay = "1ms"
 [[dc]]
@@ -454,6 +457,7 @@ name = "b"
   BOOST_TEST(scenario.host.tcp_congestion.value_or("") == "bbr");
   BOOST_TEST(scenario.host.tcp_wmem_max.value_or(0) == 4u * 1024 * 1024);
   BOOST_TEST(scenario.host.tcp_rmem_max.value_or(0) == 6u * 1024 * 1024);
+  BOOST_TEST(scenario.host.tcp_slow_start_after_idle.value_or(true) == false);
   BOOST_TEST(scenario.pool.addr == 0xac140000u);
   BOOST_TEST(scenario.pool.len == 20);
   BOOST_TEST(scenario.dc_prefix(0).addr == 0xac140000u);

@@ -28,7 +28,7 @@ using namespace std::string_view_literals;
 constexpr std::array kTopKeys{"name"sv, "seed"sv,    "network"sv, "defaults"sv, "intra_dc"sv,
                               "host"sv, "dc"sv,      "link"sv,    "event"sv};
 constexpr std::array kNetworkKeys{"pool"sv};
-constexpr std::array kHostKeys{"tcp_congestion"sv, "tcp_wmem_max"sv, "tcp_rmem_max"sv};
+constexpr std::array kHostKeys{"tcp_congestion"sv, "tcp_wmem_max"sv, "tcp_rmem_max"sv, "tcp_slow_start_after_idle"sv};
 constexpr std::array kDcKeys{"name"sv, "hosts"sv};
 constexpr std::array kSelectionKeys{"between"sv, "from"sv, "to"sv};
 
@@ -264,6 +264,14 @@ class Parser {
     }
     scenario_.host.tcp_wmem_max = read_buffer_size(*host, "tcp_wmem_max");
     scenario_.host.tcp_rmem_max = read_buffer_size(*host, "tcp_rmem_max");
+    if (const toml::node* node = host->get("tcp_slow_start_after_idle")) {
+      const auto* flag = node->as_boolean();
+      if (flag == nullptr) {
+        fail(node->source(), fmt::format("host.tcp_slow_start_after_idle: expected true or false, got {}",
+                                         describe_value(*node)));
+      }
+      scenario_.host.tcp_slow_start_after_idle = flag->get();
+    }
   }
 
   std::optional<std::uint64_t> read_buffer_size(const toml::table& host, std::string_view key) {

@@ -100,6 +100,7 @@ struct HostSettings {
   std::optional<std::string> tcp_congestion;  // "cubic" | "bbr"
   std::optional<std::uint64_t> tcp_wmem_max;  // bytes
   std::optional<std::uint64_t> tcp_rmem_max;  // bytes
+  std::optional<bool> tcp_slow_start_after_idle;
 };
 
 struct Ipv4Prefix {
