@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "../harness/src/run/data_header.hpp"
 #include "wanlab/harness/control.hpp"
 
 namespace ctl = wanlab::harness::control;
@@ -221,5 +222,30 @@ BOOST_AUTO_TEST_CASE(frame_lengths_outside_the_limit_are_refused) {
     } catch (const ctl::ControlError& error) {
       BOOST_TEST(std::string(error.what()).find("length " + std::to_string(length)) != std::string::npos);
     }
+  }
+}
+
+// Worker-to-worker data messages: the header round-trips, including the bytes
+// a same-host message stands for, and a header that both stands for bytes
+// and carries some is refused.
+BOOST_AUTO_TEST_CASE(data_headers_round_trip_and_modelled_messages_carry_nothing) {
+  namespace rd = wanlab::harness::run_detail;
+  rd::DataHeader header{7, 3, -1, 2, 41, (5ull << 32) + 17};
+  const auto bytes = rd::encode_header(header);
+  const auto back = rd::decode_header(bytes);
+  BOOST_TEST(back.iteration == 7);
+  BOOST_TEST(back.sender == 3);
+  BOOST_TEST(back.microbatch == -1);
+  BOOST_TEST(back.step == 2);
+  BOOST_TEST(back.sender_op == 41);
+  BOOST_TEST(back.modelled_bytes == (5ull << 32) + 17);
+
+  std::vector<std::byte> with_payload(bytes.begin(), bytes.end());
+  with_payload.resize(bytes.size() + 10);
+  try {
+    rd::decode_header(with_payload);
+    BOOST_ERROR("a modelled message with a payload was accepted");
+  } catch (const std::runtime_error& error) {
+    BOOST_TEST(std::string(error.what()) == "data message standing for 21474836497 bytes also carries 10");
   }
 }

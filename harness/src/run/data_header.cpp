@@ -27,6 +27,8 @@ std::array<std::byte, kDataHeaderBytes> encode_header(const DataHeader& header) 
   put(&bytes[12], static_cast<std::uint32_t>(header.microbatch));
   put(&bytes[16], static_cast<std::uint32_t>(header.step));
   put(&bytes[20], static_cast<std::uint32_t>(header.sender_op));
+  put(&bytes[24], static_cast<std::uint32_t>(header.modelled_bytes));
+  put(&bytes[28], static_cast<std::uint32_t>(header.modelled_bytes >> 32));
   return bytes;
 }
 
@@ -34,11 +36,15 @@ DataHeader decode_header(std::span<const std::byte> bytes) {
   if (bytes.size() < kDataHeaderBytes)
     throw std::runtime_error(fmt::format("data message of {} bytes, shorter than its {}-byte header", bytes.size(), kDataHeaderBytes));
   if (get(&bytes[0]) != kDataMagic) throw std::runtime_error(fmt::format("data message with bad magic {:#x}", get(&bytes[0])));
-  DataHeader header{get_int(&bytes[4]), get_int(&bytes[8]), get_int(&bytes[12]), get_int(&bytes[16]), get_int(&bytes[20])};
+  DataHeader header{get_int(&bytes[4]), get_int(&bytes[8]), get_int(&bytes[12]), get_int(&bytes[16]), get_int(&bytes[20]),
+                    get(&bytes[24]) | std::uint64_t{get(&bytes[28])} << 32};
   if (header.iteration < 0 || header.sender < 0 || header.sender_op < 0 || header.microbatch < -1 || header.step < -1 ||
       (header.microbatch < 0) == (header.step < 0))
     throw std::runtime_error(fmt::format("data message with a bad header (iteration {}, sender {}, microbatch {}, step {}, op {})",
                                          header.iteration, header.sender, header.microbatch, header.step, header.sender_op));
+  if (header.modelled_bytes > 0 && bytes.size() != kDataHeaderBytes)
+    throw std::runtime_error(fmt::format("data message standing for {} bytes also carries {}", header.modelled_bytes,
+                                         bytes.size() - kDataHeaderBytes));
   return header;
 }
 

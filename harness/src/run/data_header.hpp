@@ -22,6 +22,10 @@ struct DataHeader {
   int microbatch = -1;  // point-to-point: the microbatch; -1 for allreduce
   int step = -1;        // allreduce: the ring step; -1 for point-to-point
   int sender_op = 0;    // the sender's op index
+  // Payload bytes the message stands for but does not carry: messages between
+  // workers on one host (GPUs of one server, NVLink) are modelled as free, as
+  // in the simulator, instead of pushing them through loopback TCP.
+  std::uint64_t modelled_bytes = 0;
 };
 
 std::array<std::byte, kDataHeaderBytes> encode_header(const DataHeader& header);

@@ -271,7 +271,11 @@ class WorkerProcess {
       if (header.sender != worker)
         throw WorkerFailure(fmt::format("worker {}'s channel carried a message of worker {}", worker, header.sender));
       const InboxKey key{header.iteration, header.sender, header.microbatch, header.step};
-      if (!inbox_.emplace(key, Arrived{at, message->size() - kDataHeaderBytes, header.sender_op}).second)
+      if (header.modelled_bytes > 0 && !same_host(worker))
+        throw WorkerFailure(fmt::format("worker {} is on another host but sent a message standing for {} bytes", worker,
+                                        header.modelled_bytes));
+      const auto payload_bytes = message->size() - kDataHeaderBytes + header.modelled_bytes;
+      if (!inbox_.emplace(key, Arrived{at, payload_bytes, header.sender_op}).second)
         throw WorkerFailure(fmt::format("worker {} sent microbatch {} step {} of iteration {} twice", worker,
                                         header.microbatch, header.step, header.iteration));
       changed_.notify();
@@ -338,9 +342,13 @@ class WorkerProcess {
     std::uint64_t largest = 0;
     const auto& group = assign_->plan.worker.allreduce_group;
     const std::uint64_t steps = group.size() > 1 ? 2 * (group.size() - 1) : 1;
+    // Messages to a worker on this host carry no payload (see transmit).
+    const auto me = std::find(group.begin(), group.end(), id_);
+    int next = -1;  // the all-reduce ring's next member
+    if (me != group.end() && group.size() > 1) next = group[static_cast<std::size_t>(me - group.begin() + 1) % group.size()];
     for (const Op& op : assign_->plan.ops) {
-      if (op.kind == OpKind::send) largest = std::max(largest, op.bytes);
-      if (op.kind == OpKind::allreduce) largest = std::max(largest, (op.bytes + steps - 1) / steps);
+      if (op.kind == OpKind::send && !same_host(op.peer)) largest = std::max(largest, op.bytes);
+      if (op.kind == OpKind::allreduce && next >= 0 && !same_host(next)) largest = std::max(largest, (op.bytes + steps - 1) / steps);
     }
     zeros_.assign(largest, std::byte{0});
   }
@@ -350,7 +358,13 @@ class WorkerProcess {
     return {zeros_.data(), bytes};
   }
 
-  asio::awaitable<void> transmit(int to, const DataHeader& header, std::uint64_t bytes) {
+  bool same_host(int worker) const { return peer(worker).ipv4 == assign_->ipv4; }
+
+  asio::awaitable<void> transmit(int to, DataHeader header, std::uint64_t bytes) {
+    if (same_host(to)) {
+      header.modelled_bytes = bytes;
+      bytes = 0;
+    }
     const auto head = encode_header(header);
     // Keep the channel alive while its ticket is pending.
     const auto keep = channels_.at(to);
