@@ -181,6 +181,12 @@ threedc() {
   run 3dc-1f1b+streams+sharing "$atlas" "${common[@]}" --schedule 1f1b --streams 8 --temporal-sharing on
   run 3dc-atlas+no-sharing "$atlas" "${common[@]}" --temporal-sharing off
   run 3dc-atlas "$atlas" "${common[@]}"
+  # The same two Atlas runs on hosts that keep their congestion windows
+  # across idle periods ([host] tcp_slow_start_after_idle = false).
+  sed 's/^tcp_rmem_max = .*/&\ntcp_slow_start_after_idle = false/' "$root/scenarios/three-dc.toml" > "$OUT/files/three-dc-tuned.toml"
+  sed "s#^testbed = .*#testbed = \"$OUT/files/three-dc-tuned.toml\"#" "$atlas" > "$OUT/files/atlas-3dc-tuned.toml"
+  run 3dc-atlas-tuned "$OUT/files/atlas-3dc-tuned.toml" "${common[@]}"
+  run 3dc-atlas+no-sharing-tuned "$OUT/files/atlas-3dc-tuned.toml" "${common[@]}" --temporal-sharing off
   # Its gradients cross the WAN: about 100 s per iteration; two iterations.
   run 3dc-dp-across-dc "$atlas" --scale "$SCALE" --iterations 2 --schedule 1f1b --placement dp-across-dc
   {
@@ -188,6 +194,8 @@ threedc() {
       3dc-gpipe 3dc-1f1b 3dc-dp-across-dc 3dc-atlas
     table "Atlas's elements, each alone on top of the 1F1B baseline (pp-across-dc, 1 stream, no sharing)" 3dc-1f1b \
       3dc-1f1b 3dc-1f1b+streams 3dc-1f1b+sharing 3dc-1f1b+placement 3dc-1f1b+streams+sharing 3dc-atlas+no-sharing 3dc-atlas
+    table "Atlas with and without temporal sharing on hosts that keep their windows when idle" 3dc-1f1b \
+      3dc-atlas+no-sharing-tuned 3dc-atlas-tuned
   } | tee "$OUT/threedc.md"
 }
 

@@ -321,10 +321,11 @@ BOOST_AUTO_TEST_CASE(every_file_loads_plans_and_simulates) {
                                                         << plan.stage_param_bytes << " B per stage");
     // Real runs must stay short on a 2-core box: seconds per iteration (the
     // DP-across-DC baseline is slow by design and runs fewer iterations),
-    // WAN messages of a few hundred KB.
+    // activations of a few MB and stage gradients of a few hundred MB (at
+    // scale 0.1; the real runs of bench/harness took 30 s to 4 minutes).
     BOOST_TEST(seconds * experiment.iterations < 240, path);
-    BOOST_TEST(plan.activation_bytes <= 1024u * 1024, path);
-    BOOST_TEST(plan.stage_param_bytes <= 32u * 1024 * 1024, path);
+    BOOST_TEST(plan.activation_bytes <= 4u * 1024 * 1024, path);
+    BOOST_TEST(plan.stage_param_bytes <= 512u * 1024 * 1024, path);
   }
   BOOST_TEST(files >= 2);
 }
