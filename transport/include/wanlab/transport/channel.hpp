@@ -3,8 +3,9 @@
 //
 // Messages are cut into chunks (ChannelOptions::chunk_size) and each chunk
 // goes to whichever connection can take it now: every connection has a writer
-// that, when its socket is writable (with TCP_NOTSENT_LOWAT: when it is
-// draining), pulls the next chunk from the channel's send queue. A slow or
+// that, when its socket can accept a whole chunk and is draining (less than
+// the not-sent low-water mark unsent), pulls the next chunk from the
+// channel's send queue. A slow or
 // stalled connection stops pulling, so it holds at most about one chunk plus
 // its not-sent low-water mark, and the others carry the rest. The receiver
 // writes each chunk straight to its offset in the message buffer and delivers
