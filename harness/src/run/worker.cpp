@@ -336,19 +336,32 @@ class WorkerProcess {
     return *it->second;
   }
 
+  // The member `offset` places after this worker in its all-reduce ring;
+  // -1 when there is no ring.
+  int ring_member(int offset) const {
+    const auto& group = assign_->plan.worker.allreduce_group;
+    const auto me = std::find(group.begin(), group.end(), id_);
+    if (group.size() < 2 || me == group.end()) return -1;
+    const auto n = static_cast<int>(group.size());
+    return group[static_cast<std::size_t>((static_cast<int>(me - group.begin()) + offset % n + n) % n)];
+  }
+
+  // Ring all-reduce: 2(n-1) steps, each moving bytes / (2(n-1)).
+  std::uint64_t allreduce_piece(std::uint64_t bytes) const {
+    const auto n = assign_->plan.worker.allreduce_group.size();
+    const std::uint64_t steps = n > 1 ? 2 * (n - 1) : 1;
+    return (bytes + steps - 1) / steps;
+  }
+
   // Zeros that every data message's payload is borrowed from: sized once for
   // the largest message, since sends in flight keep pointing into it.
+  // Messages to a worker on this host carry no payload (see transmit).
   void size_payload_buffer() {
     std::uint64_t largest = 0;
-    const auto& group = assign_->plan.worker.allreduce_group;
-    const std::uint64_t steps = group.size() > 1 ? 2 * (group.size() - 1) : 1;
-    // Messages to a worker on this host carry no payload (see transmit).
-    const auto me = std::find(group.begin(), group.end(), id_);
-    int next = -1;  // the all-reduce ring's next member
-    if (me != group.end() && group.size() > 1) next = group[static_cast<std::size_t>(me - group.begin() + 1) % group.size()];
+    const int next = ring_member(1);
     for (const Op& op : assign_->plan.ops) {
       if (op.kind == OpKind::send && !same_host(op.peer)) largest = std::max(largest, op.bytes);
-      if (op.kind == OpKind::allreduce && next >= 0 && !same_host(next)) largest = std::max(largest, (op.bytes + steps - 1) / steps);
+      if (op.kind == OpKind::allreduce && next >= 0 && !same_host(next)) largest = std::max(largest, allreduce_piece(op.bytes));
     }
     zeros_.assign(largest, std::byte{0});
   }
@@ -419,15 +432,13 @@ class WorkerProcess {
   asio::awaitable<void> allreduce(int iteration, int op_index, const Op& op) {
     const auto start = monotonic_ns();
     const auto& group = assign_->plan.worker.allreduce_group;
-    const auto me = std::find(group.begin(), group.end(), id_);
     if (group.size() > 1 && op.bytes > 0) {
-      if (me == group.end()) throw WorkerFailure("allreduce: not in my own allreduce group");
-      const int n = static_cast<int>(group.size());
-      const int position = static_cast<int>(me - group.begin());
-      const int next = group[(position + 1) % n];
-      const int previous = group[(position + n - 1) % n];
-      const int steps = 2 * (n - 1);
-      const std::uint64_t piece = (op.bytes + steps - 1) / steps;
+      if (std::find(group.begin(), group.end(), id_) == group.end())
+        throw WorkerFailure("allreduce: not in my own allreduce group");
+      const int next = ring_member(1);
+      const int previous = ring_member(-1);
+      const int steps = 2 * (static_cast<int>(group.size()) - 1);
+      const std::uint64_t piece = allreduce_piece(op.bytes);
       for (int step = 0; step < steps; ++step) {
         co_await transmit(next, DataHeader{iteration, id_, -1, step, op_index}, piece);
         co_await take(InboxKey{iteration, previous, -1, step}, piece, "allreduce piece");
