@@ -7,18 +7,19 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstring>
 
 #include <asio/io_context.hpp>
 #include <asio/signal_set.hpp>
 #include <asio/steady_timer.hpp>
 #include <chrono>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <optional>
 
 #include "commands.hpp"
+#include "wanlab/base/files.hpp"
 #include "options.hpp"
 #include "wanlab/emulator/netns.hpp"
 #include "wanlab/emulator/releaser.hpp"
@@ -37,24 +38,24 @@ void tell(int& fd, const std::string& text) {
 }
 
 void write_releaser_stats(const std::string& testbed, const em::ReleaserStats& stats) {
-  const std::string path = em::run_dir(testbed) + "/releaser.toml";
-  {
-    std::ofstream out(path + ".tmp");
-    out << fmt::format("packets = {}\nheld = {}\nlate_sum_ns = {}\nlate_max_ns = {}\nlate_over_100us = {}\n", stats.packets,
-                       stats.held, stats.late_sum_ns, stats.late_max_ns, stats.late_over_100us);
-  }
-  std::rename((path + ".tmp").c_str(), path.c_str());
+  base::replace_file(em::run_dir(testbed) + "/releaser.toml",
+                     fmt::format("packets = {}\nheld = {}\nlate_sum_ns = {}\nlate_max_ns = {}\nlate_over_100us = {}\n",
+                                 stats.packets, stats.held, stats.late_sum_ns, stats.late_max_ns, stats.late_over_100us));
 }
 
 using Clock = std::chrono::steady_clock;
 
-Clock::time_point at_mono(std::uint64_t ns) { return Clock::time_point(std::chrono::nanoseconds(ns)); }
+// steady_clock counts signed nanoseconds: a later time is "never", not the past.
+Clock::time_point at_mono(std::uint64_t ns) {
+  if (ns > static_cast<std::uint64_t>(INT64_MAX)) return Clock::time_point::max();
+  return Clock::time_point(std::chrono::nanoseconds(static_cast<std::int64_t>(ns)));
+}
 
 }  // namespace
 
 int cmd_daemon(Args args) {
   const Options options(args, {"testbed", "ready-fd"}, {});
-  int ready_fd = std::stoi(options.get("ready-fd").value_or("-1"));
+  int ready_fd = options.integer<int>("ready-fd", 0, INT_MAX).value_or(-1);
   try {
     const em::TestbedState state = em::load_state(options.get("testbed").value_or(""));
     const em::Scenario scenario = em::load_scenario(state.scenario_path);
@@ -75,7 +76,7 @@ int cmd_daemon(Args args) {
 
     std::vector<std::unique_ptr<asio::steady_timer>> event_timers;
     for (const auto& event : scenario.events) {
-      auto timer = std::make_unique<asio::steady_timer>(io, at_mono(state.created_mono_ns + event.at_ns));
+      auto timer = std::make_unique<asio::steady_timer>(io, at_mono(em::event_due_mono_ns(state, event.at_ns)));
       timer->async_wait([&state, at = event.at_ns](const asio::error_code& ec) {
         if (ec) return;
         em::refresh_data_plane(state);

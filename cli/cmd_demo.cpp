@@ -73,16 +73,20 @@ void measure(const em::Scenario& scenario, const em::TestbedState& state, double
 
 int cmd_demo(Args args) {
   const Options options(args, {"release", "seconds"}, {});
+  if (options.positionals().size() > 1) throw UsageError("expected at most one scenario file");
+  // Every option is checked before a testbed is built.
+  const double seconds = options.decimal("seconds", 0.1, 3600).value_or(3.0);
+  const em::ReleaseChoice release = release_option(options);
   const std::string path = options.positionals().empty() ? "scenarios/three-dc.toml" : options.positionals().front();
   const em::Scenario scenario = em::load_scenario(path);
   em::UpOptions up;
-  up.release = em::parse_release_choice(options.get("release").value_or("auto"));
+  up.release = release;
   up.progress = [](const std::string& step) { fmt::print("wanlab up: {}\n", step); };
   const auto state = em::testbed_up(scenario, up);
   fmt::print("testbed {} is up: {} DCs, {} hosts, release path {}\n", state.name, state.dcs.size(), state.hosts.size(),
              em::to_string(state.release));
   try {
-    measure(scenario, state, std::stod(options.get("seconds").value_or("3")));
+    measure(scenario, state, seconds);
   } catch (...) {
     em::testbed_down(state.name);
     throw;

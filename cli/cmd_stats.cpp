@@ -7,6 +7,7 @@
 #include <toml++/toml.h>
 
 #include "commands.hpp"
+#include "wanlab/base/files.hpp"
 #include "json.hpp"
 #include "options.hpp"
 #include "wanlab/emulator/datapath.hpp"
@@ -47,12 +48,13 @@ std::vector<PairRow> sample(const em::Datapath& datapath, const std::vector<std:
   return rows;
 }
 
+// The daemon's file; missing before its first second, or unreadable: no line.
 std::optional<toml::table> releaser_stats(const std::string& testbed) {
   const std::string path = em::run_dir(testbed) + "/releaser.toml";
   if (!std::filesystem::exists(path)) return std::nullopt;
   try {
-    return toml::parse_file(path);
-  } catch (const toml::parse_error&) {
+    return toml::parse(base::read_regular_file(path, base::ReadRules{4096, false}), std::string_view(path));
+  } catch (const std::exception&) {
     return std::nullopt;
   }
 }
@@ -98,9 +100,8 @@ toml::table to_json(const std::string& testbed, const std::vector<PairRow>& rows
 
 int cmd_stats(Args args) {
   const Options options(args, {"testbed", "interval"}, {"json", "watch"});
-  const auto state = em::load_state(em::resolve_testbed(options.get("testbed")));
-  const double interval_s = std::stod(options.get("interval").value_or("1"));
-  if (!(interval_s > 0)) throw UsageError("--interval: expected seconds > 0");
+  const double interval_s = options.decimal("interval", 0.01, 86400).value_or(1.0);
+  const auto state = em::load_state(em::resolve_testbed(testbed_option(options)));
   const em::Datapath datapath = em::Datapath::open_pinned(em::bpffs_dir(state.name));
   std::vector<wanlab_pair_stats> previous(state.dcs.size() * state.dcs.size());
   sample(datapath, state.dcs, previous, 0);

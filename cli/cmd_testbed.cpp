@@ -14,6 +14,7 @@
 #include "commands.hpp"
 #include "json.hpp"
 #include "options.hpp"
+#include "wanlab/emulator/names.hpp"
 #include "wanlab/emulator/netns.hpp"
 #include "wanlab/emulator/process.hpp"
 #include "wanlab/emulator/rtnl.hpp"
@@ -33,8 +34,8 @@ std::string one_positional(const Options& options, const char* what) {
 em::TestbedState bring_up(const std::string& scenario_path, const Options& options, bool verbose) {
   const em::Scenario scenario = em::load_scenario(scenario_path);
   em::UpOptions up;
-  up.release = em::parse_release_choice(options.get("release").value_or("auto"));
-  up.name = options.get("name").value_or("");
+  up.release = release_option(options);
+  if (const auto name = options.get("name")) up.name = checked_testbed_name(*name, "--name");
   if (verbose) up.progress = [](const std::string& step) { fmt::print("wanlab up: {}\n", step); };
   return em::testbed_up(scenario, up);
 }
@@ -61,26 +62,23 @@ int cmd_up(Args args) {
 int cmd_attach(Args args) {
   const Options options(args, {"release", "name", "queue-num", "netns", "pid"}, {"quiet"});
   if (options.positionals().size() != 2) throw UsageError("expected an interface and a scenario file");
+  em::AttachOptions attach;
+  attach.release = release_option(options);
+  if (const auto name = options.get("name")) attach.name = checked_testbed_name(*name, "--name");
+  attach.queue_num = options.integer<std::uint16_t>("queue-num", 0, 65535);
+  const auto pid = options.integer<pid_t>("pid", 1, 0x3fffffff);
   const em::Scenario scenario = em::load_scenario(options.positionals()[1]);
   // The interface lives in a named namespace (--netns) or in a process's, such
   // as a Mininet host's (--pid); by default in ours.
   if (options.get("netns") && options.get("pid")) throw UsageError("give --netns or --pid, not both");
-  if (auto pid = options.get("pid")) {
-    if (pid->empty() || pid->find_first_not_of("0123456789") != std::string::npos) throw UsageError("--pid: expected a process id");
-    em::UniqueFd netns(::open(("/proc/" + *pid + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
-    if (!netns) em::throw_errno("--pid " + *pid + ": opening its network namespace");
-    em::check(::setns(netns.get(), CLONE_NEWNET), "--pid " + *pid + ": entering its network namespace");
+  if (pid) {
+    const std::string proc = fmt::format("/proc/{}/ns/net", *pid);
+    em::UniqueFd netns(::open(proc.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!netns) em::throw_errno(fmt::format("--pid {}: opening its network namespace", *pid));
+    em::check(::setns(netns.get(), CLONE_NEWNET), fmt::format("--pid {}: entering its network namespace", *pid));
   } else if (auto name = options.get("netns")) {
     em::UniqueFd netns = em::open_netns(*name);
     em::check(::setns(netns.get(), CLONE_NEWNET), "--netns " + *name + ": entering it");
-  }
-  em::AttachOptions attach;
-  attach.release = em::parse_release_choice(options.get("release").value_or("auto"));
-  attach.name = options.get("name").value_or("");
-  if (auto queue = options.get("queue-num")) {
-    const int number = std::stoi(*queue);
-    if (number < 0 || number > 65535) throw UsageError("--queue-num: expected 0..65535");
-    attach.queue_num = static_cast<std::uint16_t>(number);
   }
   if (!options.flag("quiet")) attach.progress = [](const std::string& step) { fmt::print("wanlab attach: {}\n", step); };
   const auto state = em::attach_up(options.positionals()[0], scenario, attach);
@@ -96,6 +94,8 @@ int cmd_attach(Args args) {
 int cmd_down(Args args) {
   const Options options(args, {}, {"all"});
   std::vector<std::string> names = options.positionals();
+  if (options.flag("all") && !names.empty()) throw UsageError("give testbed names or --all, not both");
+  for (const auto& name : names) checked_testbed_name(name, "testbed");
   if (options.flag("all")) {
     names = em::testbeds_found();
   } else if (names.empty()) {
@@ -127,7 +127,7 @@ int cmd_run(Args args) {
 
 int cmd_hosts(Args args) {
   const Options options(args, {"testbed"}, {"json"});
-  const auto state = em::load_state(em::resolve_testbed(options.get("testbed")));
+  const auto state = em::load_state(em::resolve_testbed(testbed_option(options)));
   if (!options.flag("json")) {
     print_hosts_table(state);
     return 0;
@@ -143,7 +143,7 @@ int cmd_hosts(Args args) {
 int cmd_exec(Args args) {
   const Options options(args, {"testbed"}, {});
   if (options.rest().empty()) throw UsageError("expected a command after --");
-  const auto state = em::load_state(em::resolve_testbed(options.get("testbed")));
+  const auto state = em::load_state(em::resolve_testbed(testbed_option(options)));
   const auto& host = state.host(one_positional(options, "host name"));
   em::UniqueFd netns = em::open_netns(host.netns);
   em::check(::setns(netns.get(), CLONE_NEWNET), host.name + ": entering its network namespace");
@@ -170,7 +170,7 @@ int cmd_set(Args args) {
     change.fields.emplace_back(field, value);
   }
   if (change.fields.empty()) throw UsageError("nothing to set: give at least one of --rate --delay --jitter --loss --queue --flow-rate --reorder");
-  const auto state = em::load_state(em::resolve_testbed(options.get("testbed")));
+  const auto state = em::load_state(em::resolve_testbed(testbed_option(options)));
   em::apply_change(state, change);
   std::vector<std::string> said;
   for (const auto& [field, value] : change.fields) said.push_back(field + "=" + value);

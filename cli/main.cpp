@@ -53,6 +53,9 @@ int main(int argc, char** argv) {
     if (std::strcmp(command.name, argv[1]) != 0) continue;
     try {
       return command.run(args);
+    } catch (const wanlab::cli::HelpRequested&) {
+      if (command.summary) fmt::print("usage: wanlab {}\n", command.summary);
+      return 0;
     } catch (const wanlab::cli::UsageError& error) {
       fmt::print(stderr, "wanlab {}: {}\n", command.name, error.what());
       if (command.summary) fmt::print(stderr, "usage: wanlab {}\n", command.summary);

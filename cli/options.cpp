@@ -1,5 +1,7 @@
 #include "options.hpp"
 
+#include "wanlab/emulator/names.hpp"
+
 namespace wanlab::cli {
 
 Options::Options(Args args, std::set<std::string> valued, std::set<std::string> flags) {
@@ -9,10 +11,12 @@ Options::Options(Args args, std::set<std::string> valued, std::set<std::string> 
       rest_.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
       return;
     }
-    if (!arg.starts_with("--") || arg.size() == 2) {
+    if (arg == "-h" || arg == "--help") throw HelpRequested();
+    if (!arg.starts_with("-") || arg == "-") {
       positionals_.push_back(arg);
       continue;
     }
+    if (!arg.starts_with("--")) throw UsageError("unknown option " + base::quoted(arg));
     std::string name = arg.substr(2);
     std::optional<std::string> inline_value;
     if (auto eq = name.find('='); eq != std::string::npos) {
@@ -30,7 +34,7 @@ Options::Options(Args args, std::set<std::string> valued, std::set<std::string> 
       values_[name] = *inline_value;
       ordered_.emplace_back(name, *inline_value);
     } else {
-      throw UsageError("unknown option --" + name);
+      throw UsageError("unknown option " + base::quoted("--" + name));
     }
   }
 }
@@ -39,6 +43,39 @@ std::optional<std::string> Options::get(const std::string& name) const {
   auto it = values_.find(name);
   if (it == values_.end()) return std::nullopt;
   return it->second;
+}
+
+std::optional<double> Options::decimal(const std::string& name, double min, double max) const {
+  const auto text = get(name);
+  if (!text) return std::nullopt;
+  try {
+    return base::parse_decimal(*text, min, max);
+  } catch (const base::ParseError& error) {
+    throw UsageError("--" + name + ": " + error.what());
+  }
+}
+
+std::string checked_testbed_name(const std::string& name, std::string_view where) {
+  try {
+    emulator::check_testbed_name(name, where);
+  } catch (const emulator::InvalidName& error) {
+    throw UsageError(error.what());
+  }
+  return name;
+}
+
+emulator::ReleaseChoice release_option(const Options& options) {
+  try {
+    return emulator::parse_release_choice(options.get("release").value_or("auto"));
+  } catch (const std::invalid_argument& error) {
+    throw UsageError(error.what());
+  }
+}
+
+std::optional<std::string> testbed_option(const Options& options) {
+  const auto name = options.get("testbed");
+  if (!name) return std::nullopt;
+  return checked_testbed_name(*name, "--testbed");
 }
 
 }  // namespace wanlab::cli

@@ -1,7 +1,10 @@
 // A small argv parser shared by the subcommands: `--name value`,
 // `--name=value`, boolean `--flag`, positionals, and everything after `--`.
+// `-h`/`--help` ask for the usage; any other word starting with '-' before
+// `--` is an unknown option, never a positional.
 #pragma once
 
+#include <concepts>
 #include <map>
 #include <optional>
 #include <set>
@@ -10,6 +13,8 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "wanlab/base/parse.hpp"
+#include "wanlab/emulator/testbed.hpp"
 
 namespace wanlab::cli {
 
@@ -18,12 +23,31 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// -h or --help: print the command's usage and exit 0.
+class HelpRequested : public std::exception {
+ public:
+  const char* what() const noexcept override { return "help requested"; }
+};
+
 class Options {
  public:
   // `valued` options take a value, `flags` do not; anything else is an error.
   Options(Args args, std::set<std::string> valued, std::set<std::string> flags);
 
   std::optional<std::string> get(const std::string& name) const;
+  // A valued option as a number in [min, max], through the one strict parser
+  // (wanlab/base/parse.hpp); anything else is a UsageError naming the option.
+  template <std::integral T>
+  std::optional<T> integer(const std::string& name, T min, T max) const {
+    const auto text = get(name);
+    if (!text) return std::nullopt;
+    try {
+      return base::parse_integer<T>(*text, min, max);
+    } catch (const base::ParseError& error) {
+      throw UsageError("--" + name + ": " + error.what());
+    }
+  }
+  std::optional<double> decimal(const std::string& name, double min, double max) const;
   bool flag(const std::string& name) const { return flags_set_.count(name) != 0; }
   const std::vector<std::string>& positionals() const { return positionals_; }
   const std::vector<std::string>& rest() const { return rest_; }  // after "--"
@@ -37,5 +61,14 @@ class Options {
   std::vector<std::string> positionals_;
   std::vector<std::string> rest_;
 };
+
+// --release auto|fq|nfqueue (default auto); a UsageError if it is none of them.
+emulator::ReleaseChoice release_option(const Options& options);
+
+// --testbed NAME, checked against the testbed name rule (a UsageError if broken).
+std::optional<std::string> testbed_option(const Options& options);
+// A testbed name from the command line, checked the same way; `where` names
+// the option or argument in the message.
+std::string checked_testbed_name(const std::string& name, std::string_view where);
 
 }  // namespace wanlab::cli

@@ -15,6 +15,8 @@
 #include <system_error>
 
 #include "testbed_internal.hpp"
+#include "wanlab/base/parse.hpp"
+#include "wanlab/emulator/names.hpp"
 #include "wanlab/emulator/datapath.hpp"
 #include "wanlab/emulator/netns.hpp"
 #include "wanlab/emulator/process.hpp"
@@ -26,12 +28,9 @@ namespace wanlab::emulator {
 using namespace detail;
 namespace {
 
-// The name reaches iptables' argv, where '+' is a wildcard: allow only plain names.
 void check_interface_name(const std::string& dev) {
-  const bool plain = !dev.empty() && dev.size() < 16 && std::all_of(dev.begin(), dev.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == '@' || c == ':';
-  });
-  if (!plain) throw std::invalid_argument("interface name \"" + dev + "\": expected 1-15 of [A-Za-z0-9_.@:-]");
+  if (!is_valid_interface_name(dev))
+    throw std::invalid_argument(fmt::format("interface name {}: expected 1-15 of [A-Za-z0-9_.@:-]", base::quoted(dev)));
 }
 
 // Asks the kernel for sch_fq in a scratch namespace, never on the user's interfaces.

@@ -5,10 +5,14 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <fstream>
+#include <sstream>
+#include <utility>
 #include <toml++/toml.h>
 
+#include "wanlab/base/parse.hpp"
+#include "strict_toml.hpp"
 #include "testbed_internal.hpp"
+#include "wanlab/base/files.hpp"
 #include "wanlab/emulator/datapath.hpp"
 #include "wanlab/emulator/sys.hpp"
 #include "wanlab/emulator/testbed.hpp"
@@ -25,35 +29,60 @@ struct TimedSpec {
   LinkSpec spec;
 };
 
-// Changes keep the CLI's own words ("200mbit") and are parsed again with the
-// same function, so a change reads back exactly as it was given.
-std::vector<TimedSpec> read_changes(const std::string& testbed) {
-  std::vector<TimedSpec> changes;
-  if (!fs::exists(changes_path(testbed))) return changes;
-  const toml::table root = toml::parse_file(changes_path(testbed));
-  if (const auto* list = root["change"].as_array()) {
-    for (const auto& node : *list) {
-      const auto& t = *node.as_table();
-      TimedSpec timed;
-      timed.at_mono_ns = static_cast<std::uint64_t>(t["at_mono_ns"].value_or(std::int64_t{0}));
-      timed.spec.from = t["from"].value_or(std::string{});
-      timed.spec.to = t["to"].value_or(std::string{});
-      timed.spec.symmetric = t["symmetric"].value_or(false);
-      timed.spec.where = "wanlab set";
-      if (const auto* fields = t["fields"].as_table())
-        for (const auto& [key, value] : *fields)
-          timed.spec.params = parse_link_option(timed.spec.params, key.str(), value.value_or(std::string{}));
-      changes.push_back(std::move(timed));
+using namespace std::string_view_literals;
+
+// A `set` every second for a day is about 9 MB: ample.
+constexpr std::size_t kMaxChangesBytes = 32u << 20;
+constexpr std::array kChangesKeys{"change"sv};
+constexpr std::array kChangeKeys{"at_mono_ns"sv, "from"sv, "to"sv, "symmetric"sv, "fields"sv};
+
+std::string read_dc(const StrictToml& file, const toml::table& table, std::string_view key, const std::string& field,
+                    const TestbedState& state) {
+  std::string dc = file.string(table, key, field);
+  if (std::find(state.dcs.begin(), state.dcs.end(), dc) == state.dcs.end())
+    file.fail(*table.get(key), field, fmt::format("no DC {} in this testbed", base::quoted(dc)));
+  return dc;
+}
+
+TimedSpec read_change(const StrictToml& file, const toml::node& node, std::size_t position, const TestbedState& state) {
+  const std::string field = fmt::format("change[{}]", position);
+  const toml::table& table = file.entry(node, field, kChangeKeys);
+  TimedSpec timed;
+  timed.at_mono_ns = static_cast<std::uint64_t>(file.integer(table, "at_mono_ns", field + ".at_mono_ns", 0, INT64_MAX));
+  timed.spec.from = read_dc(file, table, "from", field + ".from", state);
+  timed.spec.to = read_dc(file, table, "to", field + ".to", state);
+  timed.spec.symmetric = file.boolean(table, "symmetric", field + ".symmetric");
+  timed.spec.where = "wanlab set";
+  const toml::table& fields = file.table(file.need(table, "fields", field + ".fields"), field + ".fields");
+  for (const auto& [key, value] : fields) {
+    const std::string name = fmt::format("{}.fields.{}", field, key.str());
+    try {
+      timed.spec.params = parse_link_option(timed.spec.params, key.str(), file.string(value, name));
+    } catch (const ScenarioError& error) {
+      file.fail(value, name, error.what());
     }
   }
-  return changes;
+  return timed;
+}
+
+// Changes keep the CLI's own words ("200mbit") and are parsed again with the
+// same function, so a change reads back exactly as it was given. Returns the
+// changes and the file's table (empty when there is no file yet).
+std::pair<std::vector<TimedSpec>, toml::table> read_changes(const TestbedState& state) {
+  std::vector<TimedSpec> changes;
+  if (!fs::exists(changes_path(state.name))) return {changes, toml::table{{"change", toml::array{}}}};
+  const StrictToml file(changes_path(state.name), kMaxChangesBytes);
+  file.only_keys(file.root(), kChangesKeys, "changes");
+  const toml::array& list = file.array(file.root(), "change", "change");
+  for (std::size_t i = 0; i < list.size(); ++i) changes.push_back(read_change(file, list[i], i, state));
+  return {changes, file.root()};
 }
 
 // Serializes writers of the changes file and of the data plane's pairs.
 class TestbedLock {
  public:
   explicit TestbedLock(const std::string& testbed)
-      : fd_(::open((run_dir(testbed) + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)) {
+      : fd_(::open((run_dir(testbed) + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) {
     if (!fd_) throw_errno(testbed + ": opening lock file");
     check(::flock(fd_.get(), LOCK_EX), testbed + ": locking");
   }
@@ -70,13 +99,20 @@ void refresh_locked(const TestbedState& state) {
 
 }  // namespace
 
+std::uint64_t event_due_mono_ns(const TestbedState& state, std::uint64_t at_ns) {
+  const std::uint64_t due = state.created_mono_ns + at_ns;
+  return due < at_ns ? UINT64_MAX : due;
+}
+
 Scenario current_scenario(const TestbedState& state) {
   Scenario scenario = load_scenario(state.scenario_path);
   std::vector<TimedSpec> timeline;
   const std::uint64_t now = monotonic_ns();
-  for (const Event& event : scenario.events)
-    if (state.created_mono_ns + event.at_ns <= now) timeline.push_back({state.created_mono_ns + event.at_ns, event.link});
-  for (auto& change : read_changes(state.name)) timeline.push_back(std::move(change));
+  for (const Event& event : scenario.events) {
+    const std::uint64_t due = event_due_mono_ns(state, event.at_ns);
+    if (due <= now) timeline.push_back({due, event.link});
+  }
+  for (auto& change : read_changes(state).first) timeline.push_back(std::move(change));
   std::stable_sort(timeline.begin(), timeline.end(),
                    [](const TimedSpec& a, const TimedSpec& b) { return a.at_mono_ns < b.at_mono_ns; });
   for (auto& timed : timeline) scenario.links.push_back(std::move(timed.spec));
@@ -86,15 +122,15 @@ Scenario current_scenario(const TestbedState& state) {
 void apply_change(const TestbedState& state, const Change& change) {
   for (const auto& dc : {change.from, change.to}) {
     if (std::find(state.dcs.begin(), state.dcs.end(), dc) == state.dcs.end())
-      throw std::runtime_error(fmt::format("{}: no DC \"{}\" (DCs: {})", state.name, dc, fmt::join(state.dcs, ", ")));
+      throw std::runtime_error(fmt::format("{}: no DC {} (DCs: {})", state.name, base::quoted(dc), fmt::join(state.dcs, ", ")));
   }
   LinkParams checked;
   for (const auto& [field, value] : change.fields) checked = parse_link_option(checked, field, value);
 
   TestbedLock lock(state.name);
-  toml::table root;
-  if (fs::exists(changes_path(state.name))) root = toml::parse_file(changes_path(state.name));
-  if (!root.contains("change")) root.insert("change", toml::array{});
+  // The earlier changes are read back strictly: a broken file stops here,
+  // before anything is recorded or applied.
+  toml::table root = read_changes(state).second;
   toml::table fields;
   for (const auto& [field, value] : change.fields) fields.insert_or_assign(field, value);
   root["change"].as_array()->push_back(toml::table{{"at_mono_ns", static_cast<std::int64_t>(monotonic_ns())},
@@ -102,11 +138,9 @@ void apply_change(const TestbedState& state, const Change& change) {
                                                    {"to", change.to},
                                                    {"symmetric", change.symmetric},
                                                    {"fields", fields}});
-  {
-    std::ofstream out(changes_path(state.name) + ".tmp");
-    out << root << "\n";
-  }
-  fs::rename(changes_path(state.name) + ".tmp", changes_path(state.name));
+  std::ostringstream text;
+  text << root << "\n";
+  base::replace_file(changes_path(state.name), text.str(), 0600);
   refresh_locked(state);
 }
 

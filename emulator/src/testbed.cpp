@@ -1,5 +1,6 @@
 #include "wanlab/emulator/testbed.hpp"
 
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -21,7 +22,10 @@
 #include <fmt/ranges.h>
 #include <algorithm>
 
+#include "wanlab/base/parse.hpp"
 #include "testbed_internal.hpp"
+#include "wanlab/base/files.hpp"
+#include "wanlab/emulator/names.hpp"
 #include "wanlab/emulator/datapath.hpp"
 #include "wanlab/emulator/netns.hpp"
 #include "wanlab/emulator/process.hpp"
@@ -63,9 +67,6 @@ std::uint64_t monotonic_ns() {
   return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
-std::string state_path(const std::string& testbed) { return run_dir(testbed) + "/state.toml"; }
-std::string changes_path(const std::string& testbed) { return run_dir(testbed) + "/changes.toml"; }
-
 void say(const UpOptions& options, const std::string& message) {
   if (options.progress) options.progress(message);
 }
@@ -90,50 +91,6 @@ std::vector<Host> plan_hosts(const Scenario& scenario, const std::string& testbe
     }
   }
   return hosts;
-}
-
-void write_state(const TestbedState& state) {
-  toml::array hosts;
-  for (const Host& host : state.hosts) {
-    hosts.push_back(toml::table{{"name", host.name},
-                                {"dc", host.dc},
-                                {"dc_index", host.dc_index},
-                                {"index", host.index},
-                                {"netns", host.netns},
-                                {"ipv4", ipv4_to_string(host.ipv4)},
-                                {"ipv6", ipv6_to_string(host.ipv6)},
-                                {"core_ifname", host.core_ifname}});
-  }
-  toml::array dcs;
-  for (const auto& dc : state.dcs) dcs.push_back(dc);
-  toml::table root{{"name", state.name},
-                   {"scenario", state.scenario_path},
-                   {"release", to_string(state.release)},
-                   {"release_reason", state.release_reason},
-                   {"daemon_pid", static_cast<std::int64_t>(state.daemon_pid)},
-                   {"created_unix", state.created_unix},
-                   {"created_mono_ns", static_cast<std::int64_t>(state.created_mono_ns)},
-                   {"kind", state.kind == TestbedKind::attached ? "attached" : "namespaces"},
-                   {"netns", state.netns},
-                   {"queue_num", static_cast<std::int64_t>(state.queue_num)},
-                   {"dev", state.dev},
-                   {"created_clsact", state.created_clsact},
-                   {"created_fq", state.created_fq},
-                   {"dcs", dcs},
-                   {"hosts", hosts}};
-  const std::string tmp = state_path(state.name) + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << root << "\n";
-    if (!out) throw std::runtime_error(state.name + ": writing " + tmp);
-  }
-  fs::rename(tmp, state_path(state.name));
-}
-
-std::uint32_t parse_ipv4(const std::string& text) {
-  unsigned a, b, c, d;
-  if (std::sscanf(text.c_str(), "%u.%u.%u.%u", &a, &b, &c, &d) != 4) throw std::runtime_error("bad address " + text);
-  return (a << 24) | (b << 16) | (c << 8) | d;
 }
 
 // The kernel's answer to "is there an fq qdisc?", asked on the core's loopback.
@@ -240,13 +197,13 @@ void allow_congestion_control(const std::string& name) {
   std::istringstream words(allowed);
   for (std::string word; words >> word;)
     if (word == name) return;
-  if (!fs::exists(allowed_cc_backup())) std::ofstream(allowed_cc_backup()) << allowed;
+  if (!fs::exists(allowed_cc_backup())) base::replace_file(allowed_cc_backup(), allowed, 0600);
   write_sysctl(kAllowedCc, allowed + " " + name);
 }
 
 void restore_allowed_congestion_control() {
   if (!fs::exists(allowed_cc_backup())) return;
-  write_sysctl(kAllowedCc, read_file(allowed_cc_backup()));
+  write_sysctl(kAllowedCc, base::read_regular_file(allowed_cc_backup(), base::ReadRules{4096, false}));
   fs::remove(allowed_cc_backup());
 }
 
@@ -316,17 +273,31 @@ Datapath load_datapath(const Scenario& scenario, const TestbedState& state, bool
   return datapath;
 }
 
+// A directory of ours: made here (EEXIST is an error unless `may_exist`), and
+// a real directory, not a link someone planted.
+void make_directory(const std::string& path, mode_t mode, bool may_exist) {
+  if (::mkdir(path.c_str(), mode) == 0) return;
+  const int err = errno;
+  struct stat st{};
+  if (err != EEXIST || !may_exist) throw_errno("creating " + path, err);
+  if (::lstat(path.c_str(), &st) < 0) throw_errno("checking " + path);
+  if (!S_ISDIR(st.st_mode)) throw std::runtime_error(path + ": exists and is not a directory; remove it");
+}
+
 void create_run_dir(TestbedState& state, const Scenario& scenario) {
-  fs::create_directories(run_dir(state.name));
+  make_directory(kRunRoot, 0755, true);
+  make_directory(run_dir(state.name), 0700, false);
   state.scenario_path = run_dir(state.name) + "/scenario.toml";
-  fs::copy_file(scenario.path, state.scenario_path);
+  // The text that was parsed, not the file again: it may have changed or be a pipe.
+  base::replace_file(state.scenario_path, scenario.source, 0600);
   write_state(state);
 }
 
 void mount_bpffs(const std::string& testbed) {
   const std::string dir = bpffs_dir(testbed);
-  fs::create_directories(dir);
-  check(::mount("bpf", dir.c_str(), "bpf", 0, "mode=0700"), testbed + ": mounting bpffs at " + dir);
+  make_directory(dir, 0700, false);
+  check(::mount("bpf", dir.c_str(), "bpf", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700"),
+        testbed + ": mounting bpffs at " + dir);
 }
 
 pid_t start_daemon(const TestbedState& state) {
@@ -341,7 +312,7 @@ pid_t start_daemon(const TestbedState& state) {
   if (pid == 0) {
     ::setsid();
     const int devnull = ::open("/dev/null", O_RDONLY);
-    const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
     ::dup2(devnull, STDIN_FILENO);
     ::dup2(log_fd, STDOUT_FILENO);
     ::dup2(log_fd, STDERR_FILENO);
@@ -365,17 +336,20 @@ pid_t start_daemon(const TestbedState& state) {
   return pid;
 }
 
+// Exactly "EXE daemon --testbed NAME ..." as start_daemon runs it: a word-for-word
+// match, so testbed "a" never takes another testbed's daemon for its own.
 bool pid_is_our_daemon(pid_t pid, const std::string& testbed) {
   if (pid <= 0) return false;
   std::string cmdline;
   try {
-    cmdline = read_file(fmt::format("/proc/{}/cmdline", pid));
+    cmdline = base::read_regular_file(fmt::format("/proc/{}/cmdline", pid), base::ReadRules{1u << 16, true});
   } catch (const std::exception&) {
     return false;
   }
-  for (char& c : cmdline)
-    if (c == '\0') c = ' ';
-  return cmdline.find(" daemon --testbed " + testbed + " ") != std::string::npos;
+  std::vector<std::string> argv;
+  std::istringstream words(cmdline);
+  for (std::string word; std::getline(words, word, '\0');) argv.push_back(word);
+  return argv.size() >= 4 && argv[1] == "daemon" && argv[2] == "--testbed" && argv[3] == testbed;
 }
 
 }  // namespace detail
@@ -388,7 +362,7 @@ ReleaseChoice parse_release_choice(const std::string& text) {
   if (text == "auto") return ReleaseChoice::automatic;
   if (text == "fq") return ReleaseChoice::fq;
   if (text == "nfqueue") return ReleaseChoice::nfqueue;
-  throw std::invalid_argument("--release: expected auto, fq or nfqueue, got \"" + text + "\"");
+  throw std::invalid_argument("--release: expected auto, fq or nfqueue, got " + base::quoted(text));
 }
 
 const Host& TestbedState::host(const std::string& host_name) const {
@@ -396,22 +370,35 @@ const Host& TestbedState::host(const std::string& host_name) const {
     if (h.name == host_name) return h;
   std::string known;
   for (const Host& h : hosts) known += (known.empty() ? "" : ", ") + h.name;
-  throw std::runtime_error(fmt::format("{}: no host \"{}\" (hosts: {})", name, host_name, known));
+  throw std::runtime_error(fmt::format("{}: no host {} (hosts: {})", name, base::quoted(host_name), known));
 }
 
-std::string run_dir(const std::string& testbed) { return std::string(kRunRoot) + "/" + testbed; }
+std::string run_dir(const std::string& testbed) {
+  // The name rule keeps the path one plain component below the run root.
+  check_testbed_name(testbed, "testbed");
+  return std::string(kRunRoot) + "/" + testbed;
+}
 std::string bpffs_dir(const std::string& testbed) { return run_dir(testbed) + "/bpf"; }
 // '.' cannot appear in a testbed name, so one testbed's names never prefix another's.
 std::array<std::uint8_t, 16> dc_prefix_v6(int dc) {
   return {0xfd, 0x77, 0, 0, 0, 0, static_cast<std::uint8_t>(dc >> 8), static_cast<std::uint8_t>(dc), 0, 0, 0, 0, 0, 0, 0, 0};
 }
 
-std::string core_netns(const std::string& testbed) { return kPrefix + testbed + ".core"; }
-std::string host_netns(const std::string& testbed, const std::string& host) { return kPrefix + testbed + "." + host; }
+std::string core_netns(const std::string& testbed) {
+  check_testbed_name(testbed, "testbed");
+  return kPrefix + testbed + ".core";
+}
+
+std::string host_netns(const std::string& testbed, const std::string& host) {
+  check_testbed_name(testbed, "testbed");
+  if (!is_valid_host_name(host)) throw InvalidName(fmt::format("host name {}: expected <dc>-<index>", base::quoted(host)));
+  return kPrefix + testbed + "." + host;
+}
 
 TestbedState testbed_up(const Scenario& scenario, const UpOptions& options) {
   TestbedState state;
   state.name = options.name.empty() ? scenario.name : options.name;
+  check_testbed_name(state.name, options.name.empty() ? scenario.path + ": name" : "--name");
   if (fs::exists(run_dir(state.name)) || netns_exists(core_netns(state.name)))
     throw std::runtime_error(fmt::format("testbed \"{}\" is already up (wanlab down {})", state.name, state.name));
   for (const auto& dc : scenario.dcs) state.dcs.push_back(dc.name);
@@ -458,12 +445,44 @@ TestbedState testbed_up(const Scenario& scenario, const UpOptions& options) {
   return state;
 }
 
+// The namespaces of testbed `name`: wanlab-<name>.<one word>. A testbed name
+// holds no '.', so another testbed's namespaces never match.
+std::vector<std::string> testbed_namespaces(const std::string& name) {
+  const std::string prefix = kPrefix + name + ".";
+  std::vector<std::string> found;
+  for (auto& ns : list_netns(prefix))
+    if (ns.find('.', prefix.size()) == std::string::npos && ns.size() > prefix.size()) found.push_back(std::move(ns));
+  return found;
+}
+
+// Daemons of testbed `name` found without its state file: processes of this
+// binary whose arguments are exactly "daemon --testbed NAME".
+std::vector<pid_t> daemons_of(const std::string& name) {
+  std::vector<pid_t> found;
+  const std::string exe = self_exe();
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    const std::string pid_text = entry.path().filename();
+    if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos || pid_text.size() > 9) continue;
+    const auto pid = static_cast<pid_t>(std::stol(pid_text));
+    if (pid == ::getpid() || !pid_is_our_daemon(pid, name)) continue;
+    std::error_code link_error;
+    const std::string target = fs::read_symlink(entry.path() / "exe", link_error);
+    // A binary rebuilt since `up` shows as "PATH (deleted)".
+    if (!link_error && (target == exe || target == exe + " (deleted)")) found.push_back(pid);
+  }
+  return found;
+}
+
 void testbed_down(const std::string& name) {
+  check_testbed_name(name, "testbed");
   std::optional<TestbedState> state;
+  std::string state_error;
   try {
     state = load_state(name);
-  } catch (const std::exception&) {
-    // Half-built or its state is gone: fall back to what carries its name.
+  } catch (const std::exception& error) {
+    // Half-built, or its state is gone or broken: fall back to what carries its name.
+    if (fs::exists(state_path(name))) state_error = error.what();
   }
   // Every step runs even if an earlier one failed; the failures are reported together.
   std::vector<std::string> failures;
@@ -475,8 +494,14 @@ void testbed_down(const std::string& name) {
     }
   };
   if (state && pid_is_our_daemon(state->daemon_pid, name)) attempt([&] { terminate_pids({state->daemon_pid}); });
+  if (!state) attempt([&] { terminate_pids(daemons_of(name)); });
   if (state && state->kind == TestbedKind::attached) attempt([&] { detach_interface(*state); });
-  for (const auto& ns : list_netns(kPrefix + name + ".")) {
+  // Without a readable state an attached interface cannot be named: say so.
+  if (!state && !state_error.empty() && netns_exists(kPrefix + name + kAttachedSuffix))
+    failures.push_back(fmt::format("{}: the state file is broken ({}), so the interface it was attached to keeps our "
+                                   "filter; remove it with `tc filter del dev DEV ingress pref {}` in that namespace",
+                                   name, state_error, kFilterPriority));
+  for (const auto& ns : testbed_namespaces(name)) {
     // An attached testbed's namespace is the user's: we only hold a reference.
     if (!ns.ends_with(kAttachedSuffix)) attempt([&] { terminate_pids(netns_pids(ns)); });
     attempt([&] { delete_netns(ns); });
@@ -498,62 +523,32 @@ void testbed_down(const std::string& name) {
 std::vector<std::string> testbeds_found() {
   std::set<std::string> names;
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(kRunRoot, ec))
-    if (entry.is_directory()) names.insert(entry.path().filename());
+  // Only names that pass the rule: anything else under the run root or in
+  // /run/netns was not made by us, and is never touched.
+  for (const auto& entry : fs::directory_iterator(kRunRoot, ec)) {
+    const std::string name = entry.path().filename();
+    if (is_valid_testbed_name(name) && entry.is_directory() && !entry.is_symlink()) names.insert(name);
+  }
   for (const auto& ns : list_netns(kPrefix)) {
     const auto dot = ns.find('.');
-    if (dot != std::string::npos) names.insert(ns.substr(std::string(kPrefix).size(), dot - std::string(kPrefix).size()));
+    if (dot == std::string::npos) continue;
+    const std::string name = ns.substr(std::string(kPrefix).size(), dot - std::string(kPrefix).size());
+    if (is_valid_testbed_name(name)) names.insert(name);
   }
   return {names.begin(), names.end()};
 }
 
-TestbedState load_state(const std::string& name) {
-  toml::table root;
-  try {
-    root = toml::parse_file(state_path(name));
-  } catch (const toml::parse_error& error) {
-    throw std::runtime_error(fmt::format("testbed \"{}\": reading {}: {}", name, state_path(name), error.description()));
-  }
-  TestbedState state;
-  state.name = root["name"].value_or(std::string{});
-  state.scenario_path = root["scenario"].value_or(std::string{});
-  state.release = root["release"].value_or(std::string{}) == "fq" ? ReleasePath::fq : ReleasePath::nfqueue;
-  state.release_reason = root["release_reason"].value_or(std::string{});
-  state.daemon_pid = static_cast<pid_t>(root["daemon_pid"].value_or(std::int64_t{0}));
-  state.created_unix = root["created_unix"].value_or(std::int64_t{0});
-  state.created_mono_ns = static_cast<std::uint64_t>(root["created_mono_ns"].value_or(std::int64_t{0}));
-  state.kind = root["kind"].value_or(std::string{}) == "attached" ? TestbedKind::attached : TestbedKind::namespaces;
-  state.netns = root["netns"].value_or(core_netns(name));
-  state.queue_num = static_cast<std::uint16_t>(root["queue_num"].value_or(std::int64_t{0}));
-  state.dev = root["dev"].value_or(std::string{});
-  state.created_clsact = root["created_clsact"].value_or(false);
-  state.created_fq = root["created_fq"].value_or(false);
-  if (auto* dcs = root["dcs"].as_array())
-    for (auto& dc : *dcs) state.dcs.push_back(dc.value_or(std::string{}));
-  if (auto* hosts = root["hosts"].as_array()) {
-    for (auto& node : *hosts) {
-      auto& t = *node.as_table();
-      Host host;
-      host.name = t["name"].value_or(std::string{});
-      host.dc = t["dc"].value_or(std::string{});
-      host.dc_index = t["dc_index"].value_or(0);
-      host.index = t["index"].value_or(0);
-      host.netns = t["netns"].value_or(std::string{});
-      host.ipv4 = parse_ipv4(t["ipv4"].value_or(std::string{"0.0.0.0"}));
-      ::inet_pton(AF_INET6, t["ipv6"].value_or(std::string{"::"}).c_str(), host.ipv6.data());
-      host.core_ifname = t["core_ifname"].value_or(std::string{});
-      state.hosts.push_back(std::move(host));
-    }
-  }
-  return state;
-}
-
 std::string resolve_testbed(const std::optional<std::string>& explicit_name) {
   if (explicit_name) {
+    check_testbed_name(*explicit_name, "--testbed");
     if (!fs::exists(state_path(*explicit_name))) throw std::runtime_error("no testbed \"" + *explicit_name + "\" is up");
     return *explicit_name;
   }
-  if (const char* env = std::getenv("WANLAB_TESTBED"); env && *env) return resolve_testbed(std::string(env));
+  if (const char* env = std::getenv("WANLAB_TESTBED"); env && *env) {
+    check_testbed_name(env, "$WANLAB_TESTBED");
+    if (!fs::exists(state_path(env))) throw std::runtime_error(fmt::format("no testbed \"{}\" is up ($WANLAB_TESTBED)", env));
+    return env;
+  }
   const auto found = testbeds_found();
   if (found.empty()) throw std::runtime_error("no testbed is up (wanlab up SCENARIO)");
   if (found.size() > 1) {

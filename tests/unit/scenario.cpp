@@ -234,6 +234,18 @@ const std::vector<BadInput>& bad_inputs() {
        "t.toml:3:8: network.pool: expected an IPv4 prefix like \"10.77.0.0/16\", got "
        "\"10.77.0.1/16\" (host bits are set)"},
       {"pool with a bad octet", three_dcs_with_pool("10.277.0.0/16"), "t.toml:3:8: network.pool:"},
+      // Pools where a testbed would come up and emulate nothing (issue 8).
+      {"pool in loopback", three_dcs_with_pool("127.0.0.0/16"),
+       "t.toml:3:8: network.pool: 127.0.0.0/16 overlaps 127.0.0.0/8 (loopback: packets never leave a host); no "
+       "emulation would apply"},
+      {"pool around loopback", three_dcs_with_pool("0.0.0.0/0"), "overlaps 0.0.0.0/8"},
+      {"pool in link-local", three_dcs_with_pool("169.254.0.0/16"), "overlaps 169.254.0.0/16"},
+      {"pool in multicast", three_dcs_with_pool("224.1.0.0/16"), "overlaps 224.0.0.0/3"},
+      {"pool in reserved space", three_dcs_with_pool("250.0.0.0/16"), "overlaps 224.0.0.0/3"},
+      {"event time that wraps the clock", kTwoDcsWithDelay + "[[event]]\nat = \"18446744073s\"\nfrom = \"east\"\nto = \"west\"\nrate = \"1mbit\"\n",
+       "t.toml:9:6: event.at: expected a time like \"35ms\", got \"18446744073s\" (too large"},
+      {"scenario name that is a path", "name = \"../../tmp/v\"\n[[dc]]\nname = \"east\"\n",
+       "t.toml:1:8: name: expected 1 to 12 characters from [a-z0-9-]"},
   };
   return cases;
 }
@@ -643,7 +655,7 @@ BOOST_AUTO_TEST_CASE(missing_file_is_a_scenario_error) {
                         });
   std::string directory = std::filesystem::temp_directory_path().string();
   BOOST_CHECK_EXCEPTION(load_scenario(directory), ScenarioError, [&](const ScenarioError& error) {
-    return std::string(error.what()) == directory + ": cannot read scenario: Is a directory";
+    return std::string(error.what()) == directory + ": cannot read scenario: not a regular file (a directory)";
   });
 }
 

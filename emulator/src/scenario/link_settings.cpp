@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <vector>
 
+#include "wanlab/base/parse.hpp"
 #include "link_keys.hpp"
 #include "wanlab/emulator/scenario.hpp"
 #include "wanlab/emulator/units.hpp"
@@ -20,7 +21,7 @@ constexpr std::string_view kQueueExpected = R"(a queue limit like "50ms", "4mb" 
 
 [[noreturn]] void fail_queue(std::string_view text, std::string_view why) {
   throw std::invalid_argument(
-      fmt::format("expected {}, got \"{}\" ({})", kQueueExpected, text, why));
+      fmt::format("expected {}, got {} ({})", kQueueExpected, base::quoted(text), why));
 }
 
 bool ends_with_ignoring_case(std::string_view text, std::string_view suffix) {

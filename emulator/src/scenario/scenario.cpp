@@ -2,6 +2,8 @@
 #include "wanlab/emulator/input.hpp"
 #include "wanlab/emulator/toml_input.hpp"
 #include "wanlab/emulator/scenario.hpp"
+#include "wanlab/emulator/names.hpp"
+#include "wanlab/base/parse.hpp"
 
 #include <fmt/format.h>
 #include <toml++/toml.h>
@@ -32,23 +34,7 @@ constexpr std::array kHostKeys{"tcp_congestion"sv, "tcp_wmem_max"sv, "tcp_rmem_m
 constexpr std::array kDcKeys{"name"sv, "hosts"sv};
 constexpr std::array kSelectionKeys{"between"sv, "from"sv, "to"sv};
 
-constexpr std::size_t kMaxScenarioName = 12;
-constexpr std::size_t kMaxDcName = 15;
 constexpr std::int64_t kMaxHosts = 254;
-
-
-bool is_lower_or_digit(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
-
-bool valid_scenario_name(std::string_view name) {
-  return !name.empty() && name.size() <= kMaxScenarioName && name.front() != '-' &&
-         std::all_of(name.begin(), name.end(),
-                     [](char c) { return is_lower_or_digit(c) || c == '-'; });
-}
-
-bool valid_dc_name(std::string_view name) {
-  return !name.empty() && name.size() <= kMaxDcName && name.front() >= 'a' &&
-         name.front() <= 'z' && std::all_of(name.begin(), name.end(), is_lower_or_digit);
-}
 
 // "10.77.0.0/16"; throws std::invalid_argument.
 Ipv4Prefix parse_ipv4_prefix(std::string_view text) {
@@ -77,6 +63,26 @@ Ipv4Prefix parse_ipv4_prefix(std::string_view text) {
   return prefix;
 }
 
+// Ranges the kernel never routes between hosts as it does a unicast pool:
+// a testbed there would come up and emulate nothing.
+struct SpecialRange {
+  std::uint32_t addr;
+  int len;
+  std::string_view what;
+};
+constexpr std::array kUnusableRanges{
+    SpecialRange{0x00000000, 8, "0.0.0.0/8 (\"this network\")"},
+    SpecialRange{0x7f000000, 8, "127.0.0.0/8 (loopback: packets never leave a host)"},
+    SpecialRange{0xa9fe0000, 16, "169.254.0.0/16 (link-local; wanlab's core routers use 169.254.0.1)"},
+    SpecialRange{0xe0000000, 3, "224.0.0.0/3 (multicast, reserved and broadcast)"},
+};
+
+bool overlaps(const Ipv4Prefix& pool, const SpecialRange& range) {
+  const int len = std::min(pool.len, range.len);  // the shorter prefix decides
+  const std::uint32_t mask = len == 0 ? 0 : ~0u << (32 - len);
+  return (pool.addr & mask) == (range.addr & mask);
+}
+
 int bits_for(std::size_t count) {
   int bits = 0;
   while ((std::size_t{1} << bits) < count) ++bits;
@@ -97,6 +103,7 @@ class Parser {
   Scenario parse(std::string_view text) {
     toml::table root = parse_toml(text);
     scenario_.path = path_;
+    scenario_.source = std::string(text);
     check_known_keys(root, kTopKeys, "the top level");
     read_name(root);
     read_seed(root);
@@ -152,7 +159,7 @@ class Parser {
     std::string closest = detail::closest_name(first_unknown->str(), candidates);
     std::string hint = closest.empty() ? "" : fmt::format("; did you mean \"{}\"?", closest);
     fail(first_unknown->source(),
-         fmt::format("unknown key \"{}\" in {}{}", first_unknown->str(), table_label, hint));
+         fmt::format("unknown key {} in {}{}", base::quoted(first_unknown->str()), table_label, hint));
   }
 
   static bool comes_before(const toml::key& a, const toml::key& b) {
@@ -212,11 +219,8 @@ class Parser {
     const toml::node* node = root.get("name");
     if (node == nullptr) fail_at_start(R"(missing required key "name" (e.g. name = "three-dc"))");
     const std::string& name = expect_string(*node, "name", R"(a name like "three-dc")");
-    if (!valid_scenario_name(name)) {
-      fail(node->source(),
-           fmt::format("name: expected 1 to {} characters from [a-z0-9-] starting with a letter "
-                       "or digit, got \"{}\"",
-                       kMaxScenarioName, name));
+    if (!is_valid_testbed_name(name)) {
+      fail(node->source(), fmt::format("name: expected {}, got {}", kTestbedNameRule, base::quoted(name)));
     }
     scenario_.name = name;
   }
@@ -240,6 +244,13 @@ class Parser {
     if (pool == nullptr) return;
     scenario_.pool = parse_string(*pool, "network.pool", R"(an IPv4 prefix like "10.77.0.0/16")",
                                   parse_ipv4_prefix);
+    for (const SpecialRange& range : kUnusableRanges) {
+      if (overlaps(scenario_.pool, range)) {
+        fail(pool->source(), fmt::format(R"(network.pool: {} overlaps {}; no emulation would apply, )"
+                                         R"(use a private range like "10.77.0.0/16")",
+                                         expect_string(*pool, "network.pool", ""), range.what));
+      }
+    }
     int longest = 24 - bits_for(scenario_.dcs.size());
     if (scenario_.pool.len > longest) {
       fail(pool->source(),
@@ -301,11 +312,11 @@ class Parser {
     const toml::node* node = table.get("name");
     if (node == nullptr) fail(table.source(), R"(dc.name: missing; every [[dc]] needs name = "...")");
     const std::string& name = expect_string(*node, "dc.name", R"(a DC name like "east")");
-    if (!valid_dc_name(name)) {
+    if (!is_valid_dc_name(name)) {
       fail(node->source(),
-           fmt::format("dc.name: expected 1 to {} characters from [a-z0-9] starting with a "
-                       "letter (hosts are named <dc>-<index>), got \"{}\"",
-                       kMaxDcName, name));
+           fmt::format("dc.name: expected 1 to 15 characters from [a-z0-9] starting with a "
+                       "letter (hosts are named <dc>-<index>), got {}",
+                       base::quoted(name)));
     }
     int existing = scenario_.dc_index(name);
     if (existing >= 0) {
@@ -506,7 +517,7 @@ class Parser {
     std::string closest = detail::closest_name(name, known);
     std::string hint = closest.empty() ? fmt::format("; DCs are {}", join(scenario_.dcs))
                                        : fmt::format("; did you mean \"{}\"?", closest);
-    fail(node.source(), fmt::format("{}: unknown DC \"{}\"{}", field, name, hint));
+    fail(node.source(), fmt::format("{}: unknown DC {}{}", field, base::quoted(name), hint));
   }
 
   void check_every_pair_has_delay() const {

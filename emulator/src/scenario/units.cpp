@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <strings.h>
 
+#include "wanlab/base/parse.hpp"
+
 namespace wanlab::emulator::units {
 namespace {
 
@@ -97,7 +99,7 @@ struct Decimal {
 };
 
 [[noreturn]] void fail(const Quantity& quantity, std::string_view text, std::string_view why = {}) {
-  std::string message = fmt::format("expected {}, got \"{}\"", quantity.expected, text);
+  std::string message = fmt::format("expected {}, got {}", quantity.expected, base::quoted(text));
   if (!why.empty()) message += fmt::format(" ({})", why);
   throw std::invalid_argument(message);
 }
@@ -165,7 +167,7 @@ const Unit& find_unit(const std::array<Unit, N>& units, std::string_view name,
       return unit;
     }
   }
-  fail(quantity, text, fmt::format("unknown unit \"{}\"; use one of {}", name, quantity.unit_list));
+  fail(quantity, text, fmt::format("unknown unit {}; use one of {}", base::quoted(name), quantity.unit_list));
 }
 
 // number * unit, rounded half up, or an error if it does not fit in 64 bits.
@@ -227,7 +229,12 @@ std::uint64_t parse_rate(std::string_view text) {
   return bps;
 }
 
-std::uint64_t parse_time(std::string_view text) { return parse_quantity(text, kTimeUnits, kTime); }
+std::uint64_t parse_time(std::string_view text) {
+  // Clocks count signed 64-bit nanoseconds; a longer time would wrap to the past.
+  const std::uint64_t ns = parse_quantity(text, kTimeUnits, kTime);
+  if (ns > kMaxTimeNs) fail(kTime, text, "too large; at most 9223372036s, about 292 years");
+  return ns;
+}
 
 std::uint64_t parse_size(std::string_view text) { return parse_quantity(text, kSizeUnits, kSize); }
 

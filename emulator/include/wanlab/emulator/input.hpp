@@ -2,34 +2,37 @@
 // their parsers so both answer mistakes the same way.
 #pragma once
 
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <span>
-#include <sstream>
 #include <string>
 #include <string_view>
 
 #include <fmt/format.h>
+
+#include "wanlab/base/files.hpp"
 
 namespace wanlab::emulator {
 
 // The known name closest to `name` if it is a likely typo, else empty.
 std::string closest_name(std::string_view name, std::span<const std::string_view> known);
 
-// The whole file. Throws Error("PATH: cannot open WHAT: reason") and the like.
+// Hand-written input files are small; anything larger is a mistake (or
+// /dev/zero) and is refused before it is read.
+inline constexpr std::size_t kMaxInputFileBytes = 16u << 20;
+
+// The whole file: a regular file (a FIFO or device is refused, not waited on
+// or read forever) of at most kMaxInputFileBytes. Throws
+// Error("PATH: cannot read WHAT: reason").
 template <typename Error>
 std::string read_input_file(const std::string& path, std::string_view what) {
-  std::error_code error;
-  if (std::filesystem::is_directory(path, error))
-    throw Error(fmt::format("{}: cannot read {}: Is a directory", path, what));
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw Error(fmt::format("{}: cannot open {}: {}", path, what, std::strerror(errno)));
-  std::ostringstream contents;
-  contents << file.rdbuf();
-  if (file.bad()) throw Error(fmt::format("{}: cannot read {}: {}", path, what, std::strerror(errno)));
-  return contents.str();
+  try {
+    return base::read_regular_file(path, base::ReadRules{kMaxInputFileBytes, true});
+  } catch (const base::FileError& error) {
+    // Say what the file was meant to be: "x.toml: cannot open scenario: No such file or directory".
+    std::string_view reason = error.reason();
+    constexpr std::string_view kOpen = "cannot open: ";
+    if (reason.starts_with(kOpen)) throw Error(fmt::format("{}: cannot open {}: {}", path, what, reason.substr(kOpen.size())));
+    throw Error(fmt::format("{}: cannot read {}: {}", path, what, reason));
+  }
 }
 
 }  // namespace wanlab::emulator

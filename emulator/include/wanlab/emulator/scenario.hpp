@@ -110,6 +110,7 @@ struct Ipv4Prefix {
 
 struct Scenario {
   std::string path;
+  std::string source;  // the text that was parsed (a testbed keeps this copy)
   std::string name;  // [a-z0-9-], 1..12 characters
   std::uint64_t seed = 1;
   Ipv4Prefix pool{0x0a4d0000, 16};  // 10.77.0.0/16; DC i gets the i-th /24

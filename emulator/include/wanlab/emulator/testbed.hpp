@@ -114,6 +114,10 @@ struct Change {
   std::vector<std::pair<std::string, std::string>> fields;  // {"rate", "200mbit"}
 };
 
+// CLOCK_MONOTONIC nanoseconds at which an [[event]] `at_ns` after `up` is due;
+// saturates instead of wrapping, so a far-future event is never due at once.
+std::uint64_t event_due_mono_ns(const TestbedState& state, std::uint64_t at_ns);
+
 // The scenario as it runs now: the file, plus the [[event]]s already due and
 // the changes made so far, in time order.
 Scenario current_scenario(const TestbedState& state);

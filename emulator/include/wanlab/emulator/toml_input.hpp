@@ -9,11 +9,13 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include "wanlab/base/parse.hpp"
+
 namespace wanlab::emulator {
 
 // "a table", "500", "\"fast\"": how a value that has the wrong type is shown.
 inline std::string describe_value(const toml::node& node) {
-  if (const auto* text = node.as_string()) return fmt::format("\"{}\"", text->get());
+  if (const auto* text = node.as_string()) return base::quoted(text->get());
   if (const auto* integer = node.as_integer()) return std::to_string(integer->get());
   if (const auto* number = node.as_floating_point()) return fmt::format("{}", number->get());
   if (const auto* flag = node.as_boolean()) return flag->get() ? "true" : "false";

@@ -13,12 +13,15 @@
 
 namespace wanlab::emulator::units {
 
+inline constexpr std::uint64_t kMaxTimeNs = 9'223'372'036'854'775'807;  // INT64_MAX
+
 // bit kbit mbit gbit tbit (SI), kibit mibit gibit tibit (IEC), bps kbps mbps
 // gbps tbps (bytes per second, as tc). Returns bits per second, rounded to the
 // nearest integer; must be greater than 0 (there is no "unlimited" rate text).
 std::uint64_t parse_rate(std::string_view text);
 // s sec secs ms msec msecs us usec usecs ns nsec nsecs. Returns nanoseconds,
-// rounded to the nearest integer.
+// rounded to the nearest integer, at most kMaxTimeNs (what a signed 64-bit
+// nanosecond clock can add without wrapping).
 std::uint64_t parse_time(std::string_view text);
 // b k kb m mb g gb (1024-based, as tc), kbit mbit gbit (1024-based bits).
 // Returns bytes, rounded to the nearest integer.

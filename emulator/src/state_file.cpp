@@ -1,0 +1,189 @@
+// A testbed's state file, /run/wanlab/<name>/state.toml: written by `up` and
+// `attach`, read by every later command. Read strictly: what it names becomes
+// namespaces we delete, interfaces we change and processes we signal, so each
+// such field must be exactly what we would have written for this testbed.
+#include <arpa/inet.h>
+
+#include <fmt/format.h>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "strict_toml.hpp"
+#include "testbed_internal.hpp"
+#include "wanlab/base/files.hpp"
+#include "wanlab/base/parse.hpp"
+#include "wanlab/emulator/names.hpp"
+#include "wanlab/emulator/rtnl.hpp"
+
+namespace wanlab::emulator {
+namespace detail {
+namespace {
+
+using namespace std::string_view_literals;
+
+// 128 DCs x 254 hosts at about 250 bytes a host, with room to spare.
+constexpr std::size_t kMaxStateBytes = 32u << 20;
+
+constexpr std::array kStateKeys{"name"sv,    "scenario"sv,   "release"sv, "release_reason"sv, "daemon_pid"sv,
+                                "created_unix"sv, "created_mono_ns"sv, "kind"sv, "netns"sv, "queue_num"sv,
+                                "dev"sv,     "created_clsact"sv, "created_fq"sv, "dcs"sv, "hosts"sv};
+constexpr std::array kHostKeys{"name"sv, "dc"sv, "dc_index"sv, "index"sv, "netns"sv, "ipv4"sv, "ipv6"sv, "core_ifname"sv};
+
+std::optional<std::uint32_t> parse_ipv4(const std::string& text) {
+  in_addr addr{};
+  if (::inet_pton(AF_INET, text.c_str(), &addr) != 1) return std::nullopt;
+  return ntohl(addr.s_addr);
+}
+
+std::optional<std::array<std::uint8_t, 16>> parse_ipv6(const std::string& text) {
+  std::array<std::uint8_t, 16> addr{};
+  if (::inet_pton(AF_INET6, text.c_str(), addr.data()) != 1) return std::nullopt;
+  return addr;
+}
+
+// A field that must hold exactly what we derive from the testbed's name.
+void expect_equal(const StrictToml& file, const toml::table& table, std::string_view key, std::string_view field,
+                  const std::string& expected) {
+  const std::string value = file.string(table, key, field);
+  if (value != expected)
+    file.fail(*table.get(key), field, fmt::format("expected {}, got {}", base::quoted(expected), base::quoted(value)));
+}
+
+std::string one_of(const StrictToml& file, const toml::table& table, std::string_view key, std::string_view field,
+                   std::initializer_list<std::string_view> allowed) {
+  const std::string value = file.string(table, key, field);
+  for (std::string_view candidate : allowed)
+    if (value == candidate) return value;
+  file.fail(*table.get(key), field, fmt::format("unexpected value {}", base::quoted(value)));
+}
+
+std::vector<std::string> read_dcs(const StrictToml& file) {
+  std::vector<std::string> dcs;
+  const toml::array& list = file.array(file.root(), "dcs", "dcs");
+  if (list.size() > WANLAB_MAX_DCS) file.fail(list, "dcs", fmt::format("more than {} DCs", WANLAB_MAX_DCS));
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string field = fmt::format("dcs[{}]", i);
+    std::string dc = file.string(list[i], field);
+    if (!is_valid_dc_name(dc)) file.fail(list[i], field, fmt::format("not a DC name: {}", base::quoted(dc)));
+    dcs.push_back(std::move(dc));
+  }
+  return dcs;
+}
+
+Host read_host(const StrictToml& file, const toml::node& node, std::size_t position, const TestbedState& state) {
+  const std::string field = fmt::format("hosts[{}]", position);
+  const toml::table& table = file.entry(node, field, kHostKeys);
+  Host host;
+  host.name = file.string(table, "name", field + ".name");
+  if (!is_valid_host_name(host.name))
+    file.fail(*table.get("name"), field + ".name", fmt::format("not a host name: {}", base::quoted(host.name)));
+  const auto dc_count = static_cast<std::int64_t>(state.dcs.size());
+  host.dc_index = static_cast<int>(file.integer(table, "dc_index", field + ".dc_index", 0, dc_count - 1));
+  host.dc = state.dcs[static_cast<std::size_t>(host.dc_index)];
+  expect_equal(file, table, "dc", field + ".dc", host.dc);
+  host.index = static_cast<int>(file.integer(table, "index", field + ".index", 0, 253));
+  expect_equal(file, table, "name", field + ".name", fmt::format("{}-{}", host.dc, host.index));
+  host.netns = host_netns(state.name, host.name);
+  expect_equal(file, table, "netns", field + ".netns", host.netns);
+  host.core_ifname = fmt::format("wanlabh{}", position);
+  expect_equal(file, table, "core_ifname", field + ".core_ifname", host.core_ifname);
+  const auto ipv4 = parse_ipv4(file.string(table, "ipv4", field + ".ipv4"));
+  if (!ipv4) file.fail(*table.get("ipv4"), field + ".ipv4", "not an IPv4 address");
+  host.ipv4 = *ipv4;
+  const auto ipv6 = parse_ipv6(file.string(table, "ipv6", field + ".ipv6"));
+  if (!ipv6) file.fail(*table.get("ipv6"), field + ".ipv6", "not an IPv6 address");
+  host.ipv6 = *ipv6;
+  return host;
+}
+
+void read_attachment(const StrictToml& file, TestbedState& state) {
+  const toml::table& root = file.root();
+  state.dev = file.string(root, "dev", "dev");
+  state.created_clsact = file.boolean(root, "created_clsact", "created_clsact");
+  state.created_fq = file.boolean(root, "created_fq", "created_fq");
+  if (state.kind == TestbedKind::namespaces) {
+    if (!state.dev.empty() || state.created_clsact || state.created_fq)
+      file.fail(root, "dev", "a namespace testbed is attached to no interface");
+    return;
+  }
+  if (!is_valid_interface_name(state.dev))
+    file.fail(*root.get("dev"), "dev", fmt::format("not an interface name: {}", base::quoted(state.dev)));
+}
+
+}  // namespace
+
+std::string state_path(const std::string& testbed) { return run_dir(testbed) + "/state.toml"; }
+std::string changes_path(const std::string& testbed) { return run_dir(testbed) + "/changes.toml"; }
+
+void write_state(const TestbedState& state) {
+  toml::array hosts;
+  for (const Host& host : state.hosts) {
+    hosts.push_back(toml::table{{"name", host.name},
+                                {"dc", host.dc},
+                                {"dc_index", host.dc_index},
+                                {"index", host.index},
+                                {"netns", host.netns},
+                                {"ipv4", ipv4_to_string(host.ipv4)},
+                                {"ipv6", ipv6_to_string(host.ipv6)},
+                                {"core_ifname", host.core_ifname}});
+  }
+  toml::array dcs;
+  for (const auto& dc : state.dcs) dcs.push_back(dc);
+  toml::table root{{"name", state.name},
+                   {"scenario", state.scenario_path},
+                   {"release", to_string(state.release)},
+                   {"release_reason", state.release_reason},
+                   {"daemon_pid", static_cast<std::int64_t>(state.daemon_pid)},
+                   {"created_unix", state.created_unix},
+                   {"created_mono_ns", static_cast<std::int64_t>(state.created_mono_ns)},
+                   {"kind", state.kind == TestbedKind::attached ? "attached" : "namespaces"},
+                   {"netns", state.netns},
+                   {"queue_num", static_cast<std::int64_t>(state.queue_num)},
+                   {"dev", state.dev},
+                   {"created_clsact", state.created_clsact},
+                   {"created_fq", state.created_fq},
+                   {"dcs", dcs},
+                   {"hosts", hosts}};
+  std::ostringstream text;
+  text << root << "\n";
+  try {
+    base::replace_file(state_path(state.name), text.str());
+  } catch (const base::FileError& error) {
+    throw std::runtime_error(state.name + ": writing the state file: " + error.what());
+  }
+}
+
+}  // namespace detail
+
+using namespace detail;
+
+TestbedState load_state(const std::string& name) {
+  check_testbed_name(name, "testbed");
+  const StrictToml file(state_path(name), kMaxStateBytes);
+  const toml::table& root = file.root();
+  file.only_keys(root, kStateKeys, "state");
+  TestbedState state;
+  state.name = name;
+  expect_equal(file, root, "name", "name", name);
+  state.scenario_path = run_dir(name) + "/scenario.toml";
+  expect_equal(file, root, "scenario", "scenario", state.scenario_path);
+  state.kind = one_of(file, root, "kind", "kind", {"namespaces", "attached"}) == "attached" ? TestbedKind::attached
+                                                                                             : TestbedKind::namespaces;
+  state.netns = state.kind == TestbedKind::attached ? kPrefix + name + kAttachedSuffix : core_netns(name);
+  expect_equal(file, root, "netns", "netns", state.netns);
+  state.release = one_of(file, root, "release", "release", {"fq", "nfqueue"}) == "fq" ? ReleasePath::fq : ReleasePath::nfqueue;
+  state.release_reason = file.string(root, "release_reason", "release_reason");
+  state.daemon_pid = static_cast<pid_t>(file.integer(root, "daemon_pid", "daemon_pid", 0, 0x3fffffff));
+  state.created_unix = file.integer(root, "created_unix", "created_unix", 0, INT64_MAX);
+  state.created_mono_ns = static_cast<std::uint64_t>(file.integer(root, "created_mono_ns", "created_mono_ns", 0, INT64_MAX));
+  state.queue_num = static_cast<std::uint16_t>(file.integer(root, "queue_num", "queue_num", 0, 65535));
+  read_attachment(file, state);
+  state.dcs = read_dcs(file);
+  const toml::array& hosts = file.array(root, "hosts", "hosts");
+  if (state.kind == TestbedKind::attached && !hosts.empty())
+    file.fail(hosts, "hosts", "an attached testbed has no hosts of its own");
+  for (std::size_t i = 0; i < hosts.size(); ++i) state.hosts.push_back(read_host(file, hosts[i], i, state));
+  return state;
+}
+
+}  // namespace wanlab::emulator

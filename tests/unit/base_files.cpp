@@ -1,0 +1,112 @@
+// Reading input and state files without hanging, swallowing a device or
+// following a planted link; replacing files without writing through one.
+#include <boost/test/unit_test.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "wanlab/base/files.hpp"
+
+namespace fs = std::filesystem;
+namespace b = wanlab::base;
+
+namespace {
+
+// A fresh directory under the temporary directory, removed afterwards.
+struct Scratch {
+  fs::path dir;
+  Scratch() {
+    std::string pattern = (fs::temp_directory_path() / "wanlab-files-XXXXXX").string();
+    dir = ::mkdtemp(pattern.data());
+  }
+  ~Scratch() { fs::remove_all(dir); }
+  std::string at(const std::string& name) const { return (dir / name).string(); }
+  void write(const std::string& name, const std::string& text) const { std::ofstream(at(name)) << text; }
+  std::string read(const std::string& name) const {
+    std::ifstream in(at(name));
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+};
+
+std::string error_of(const std::string& path, const b::ReadRules& rules = {}) {
+  try {
+    b::read_regular_file(path, rules);
+  } catch (const b::FileError& error) {
+    return error.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_regular_file_is_read_whole) {
+  Scratch scratch;
+  scratch.write("a.toml", "name = \"a\"\n");
+  BOOST_TEST(b::read_regular_file(scratch.at("a.toml")) == "name = \"a\"\n");
+  scratch.write("empty", "");
+  BOOST_TEST(b::read_regular_file(scratch.at("empty")).empty());
+}
+
+BOOST_AUTO_TEST_CASE(devices_fifos_and_directories_are_refused_at_once) {
+  Scratch scratch;
+  BOOST_TEST(error_of("/dev/zero") == "/dev/zero: not a regular file (a character device)");
+  BOOST_TEST(error_of(scratch.dir.string()) == scratch.dir.string() + ": not a regular file (a directory)");
+  BOOST_REQUIRE(::mkfifo(scratch.at("fifo").c_str(), 0600) == 0);
+  const auto start = std::chrono::steady_clock::now();
+  BOOST_TEST(error_of(scratch.at("fifo")) == scratch.at("fifo") + ": not a regular file (a FIFO)");
+  BOOST_TEST((std::chrono::steady_clock::now() - start < std::chrono::seconds(2)));  // no writer: it must not wait
+  BOOST_TEST(error_of(scratch.at("missing")) == scratch.at("missing") + ": cannot open: No such file or directory");
+}
+
+BOOST_AUTO_TEST_CASE(files_over_the_limit_are_refused_before_reading) {
+  Scratch scratch;
+  scratch.write("big", std::string(2000, 'x'));
+  BOOST_TEST(error_of(scratch.at("big"), b::ReadRules{1024, true}) ==
+             scratch.at("big") + ": 2.0 KiB is over the limit of 1.0 KiB");
+  BOOST_TEST(b::read_regular_file(scratch.at("big"), b::ReadRules{2000, true}).size() == 2000u);
+}
+
+BOOST_AUTO_TEST_CASE(links_are_refused_where_asked) {
+  Scratch scratch;
+  scratch.write("target", "secret");
+  fs::create_symlink(scratch.at("target"), scratch.at("link"));
+  BOOST_TEST(b::read_regular_file(scratch.at("link")) == "secret");
+  BOOST_TEST(error_of(scratch.at("link"), b::ReadRules{1024, false}) ==
+             scratch.at("link") + ": is a symbolic link; refusing to follow it");
+}
+
+// Issue 8: a link planted where a root process writes must not have its
+// target overwritten.
+BOOST_AUTO_TEST_CASE(replacing_never_writes_through_a_planted_link) {
+  Scratch scratch;
+  scratch.write("victim", "keep me");
+  fs::create_symlink(scratch.at("victim"), scratch.at("stats.toml.tmp"));  // the old fixed temporary name
+  fs::create_symlink(scratch.at("victim"), scratch.at("stats.toml"));      // the file itself
+  b::replace_file(scratch.at("stats.toml"), "packets = 1\n");
+  BOOST_TEST(scratch.read("victim") == "keep me");
+  BOOST_TEST(!fs::is_symlink(scratch.at("stats.toml")));
+  BOOST_TEST(scratch.read("stats.toml") == "packets = 1\n");
+  b::replace_file(scratch.at("stats.toml"), "packets = 2\n", 0600);
+  BOOST_TEST(scratch.read("stats.toml") == "packets = 2\n");
+  struct stat st{};
+  BOOST_REQUIRE(::stat(scratch.at("stats.toml").c_str(), &st) == 0);
+  BOOST_TEST((st.st_mode & 0777) == 0600u);
+  // Nothing but the file, the victim and the planted link are left behind.
+  int entries = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(scratch.dir)) ++entries;
+  BOOST_TEST(entries == 3);
+}
+
+BOOST_AUTO_TEST_CASE(replacing_in_a_missing_directory_names_the_path) {
+  try {
+    b::replace_file("/nonexistent-dir/x.toml", "x");
+    BOOST_FAIL("wrote");
+  } catch (const b::FileError& error) {
+    BOOST_TEST(std::string(error.what()).starts_with("/nonexistent-dir/x.toml: creating a file in /nonexistent-dir"));
+  }
+}
