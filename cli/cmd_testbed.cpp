@@ -77,6 +77,9 @@ int cmd_attach(Args args) {
     if (!netns) em::throw_errno(fmt::format("--pid {}: opening its network namespace", *pid));
     em::check(::setns(netns.get(), CLONE_NEWNET), fmt::format("--pid {}: entering its network namespace", *pid));
   } else if (auto name = options.get("netns")) {
+    // A name under /run/netns, as `ip netns` takes it: one path component.
+    if (name->empty() || *name == "." || *name == ".." || name->find('/') != std::string::npos)
+      throw UsageError("--netns: expected a network namespace name (as in `ip netns list`), got " + base::quoted(*name));
     em::UniqueFd netns = em::open_netns(*name);
     em::check(::setns(netns.get(), CLONE_NEWNET), "--netns " + *name + ": entering it");
   }

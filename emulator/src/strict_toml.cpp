@@ -39,7 +39,7 @@ void StrictToml::only_keys(const toml::table& table, std::span<const std::string
 
 const toml::node& StrictToml::need(const toml::table& table, std::string_view key, std::string_view field) const {
   const toml::node* node = table.get(key);
-  if (node == nullptr) fail(table, field, "missing");
+  if (node == nullptr) fail(table, field, "missing key");
   return *node;
 }
 
