@@ -547,6 +547,22 @@ BOOST_AUTO_TEST_CASE(time_and_byte_queue_limits) {
   BOOST_TEST(unlimited.queue_limit_ns == 0u);
 }
 
+// A packet is held at most 60 s (fq's horizon): delay, jitter and the queue
+// limit each get 20 s; a derived queue limit is cut there (issue 8, item 7).
+BOOST_AUTO_TEST_CASE(holds_beyond_the_release_paths_reach_are_refused_or_cut) {
+  BOOST_CHECK_NO_THROW(parse_link_option({}, "delay", "20s"));
+  BOOST_CHECK_THROW(parse_link_option({}, "delay", "21s"), ScenarioError);
+  BOOST_CHECK_THROW(parse_link_option({}, "jitter", "10000000000s"), ScenarioError);
+  BOOST_CHECK_THROW(parse_queue("30s"), std::invalid_argument);
+  BOOST_TEST(error_of(kTwoDcs + "[defaults]\ndelay = \"1000s\"\n") ==
+             R"(t.toml:7:9: defaults.delay: "1000s" is too long: at most 20s (a packet is held at most 60 s))");
+  // 4 GiB at 1 kbit/s would be 397 days of backlog.
+  const wanlab_pair_config slow = make_pair_config(pair_with(1000, {QueueLimit::Kind::bytes, 4294967296.0}), 0, 1, 0);
+  BOOST_TEST(slow.queue_limit_ns == kMaxHoldPartNs);
+  const wanlab_pair_config deep = make_pair_config(pair_with(1'000'000'000, {QueueLimit::Kind::bdp, 1000}), 300 * kMs, 1, 0);
+  BOOST_TEST(deep.queue_limit_ns == kMaxHoldPartNs);
+}
+
 BOOST_AUTO_TEST_CASE(pair_config_fields_and_fixed_point) {
   PairParams params;
   params.rate_bps = 500'000'000;

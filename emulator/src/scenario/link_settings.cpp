@@ -64,12 +64,15 @@ void set_rate(LinkParams& params, std::string_view text) {
 void set_flow_rate(LinkParams& params, std::string_view text) {
   params.flow_rate_bps = units::parse_rate(text);
 }
-void set_delay(LinkParams& params, std::string_view text) {
-  params.delay_ns = units::parse_time(text);
+std::uint64_t parse_hold_part(std::string_view text) {
+  const std::uint64_t ns = units::parse_time(text);
+  if (ns > kMaxHoldPartNs)
+    throw std::invalid_argument(fmt::format("{} is too long: at most 20s (a packet is held at most 60 s)", base::quoted(text)));
+  return ns;
 }
-void set_jitter(LinkParams& params, std::string_view text) {
-  params.jitter_ns = units::parse_time(text);
-}
+
+void set_delay(LinkParams& params, std::string_view text) { params.delay_ns = parse_hold_part(text); }
+void set_jitter(LinkParams& params, std::string_view text) { params.jitter_ns = parse_hold_part(text); }
 void set_queue(LinkParams& params, std::string_view text) { params.queue = parse_queue(text); }
 void set_loss(LinkParams& params, std::string_view text) {
   params.loss = units::parse_percent(text);
@@ -198,6 +201,8 @@ QueueLimit parse_queue(std::string_view text) {
     queue = parse_time_or_size(value);
   }
   if (!(queue.value > 0)) fail_queue(text, "must be greater than 0");
+  if (queue.kind == QueueLimit::Kind::time && queue.value > static_cast<double>(kMaxHoldPartNs))
+    fail_queue(text, "at most 20s of backlog (a packet is held at most 60 s)");
   return queue;
 }
 

@@ -49,7 +49,7 @@ std::uint64_t draining_rate(const PairParams& params) {
   return params.rate_bps != 0 ? params.rate_bps : params.flow_rate_bps;
 }
 
-std::uint64_t queue_limit_ns(const PairParams& params, std::uint64_t rtt_ns) {
+std::uint64_t uncapped_queue_limit_ns(const PairParams& params, std::uint64_t rtt_ns) {
   const QueueLimit& queue = params.queue;
   std::uint64_t rate = draining_rate(params);
   switch (queue.kind) {
@@ -62,6 +62,12 @@ std::uint64_t queue_limit_ns(const PairParams& params, std::uint64_t rtt_ns) {
   }
   std::uint64_t bdp_ns = saturate(queue.value * static_cast<double>(rtt_ns));
   return std::max(bdp_ns, transmit_time_ns(kBurstBytes, rate));
+}
+
+// A size at a low rate or a large BDP multiple can ask for hours of backlog;
+// the release paths hold a packet only so long (kMaxHoldPartNs).
+std::uint64_t queue_limit_ns(const PairParams& params, std::uint64_t rtt_ns) {
+  return std::min(uncapped_queue_limit_ns(params, rtt_ns), kMaxHoldPartNs);
 }
 
 std::uint64_t splitmix64(std::uint64_t x) {

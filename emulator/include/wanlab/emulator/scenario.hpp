@@ -22,6 +22,14 @@ class ScenarioError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// How long a packet may wait for its departure: sch_fq keeps departures up to
+// its horizon (3 x this, 60 s; FqOptions), the nfqueue mark reaches about 17
+// minutes ahead. Delay, jitter and the queue limit may each take a third, so a
+// packet is never dropped by fq's horizon or released early by a wrapped mark.
+// Longer delays and jitter are refused; a longer queue limit (a size at a low
+// rate, a large BDP multiple) is cut to this.
+inline constexpr std::uint64_t kMaxHoldPartNs = 20'000'000'000ull;
+
 struct QueueLimit {
   enum class Kind { time, bytes, bdp };
   Kind kind = Kind::bdp;
