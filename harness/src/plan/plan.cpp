@@ -205,6 +205,7 @@ double parameter_count(const Model& model) {
 }
 
 Plan make_plan(const Experiment& experiment, const emulator::Scenario& scenario) {
+  check_plan_size(experiment, experiment.iterations);
   Plan plan;
   plan.experiment = experiment;
   for (const emulator::Dc& dc : scenario.dcs) plan.dc_names.push_back(dc.name);
