@@ -325,4 +325,31 @@ BOOST_AUTO_TEST_CASE(simulate_refuses_more_iterations_than_the_limit_allows) {
   BOOST_TEST(message.find("x.toml: the run is too big: iterations 100000 x 160 steps per iteration") == 0, message);
 }
 
+// 8 GB activations over a 1 bit/s link: ~2000 years, beyond int64 nanoseconds.
+BOOST_AUTO_TEST_CASE(a_link_far_too_slow_is_an_error_not_a_wrapped_time) {
+  auto scenario = wanlab::emulator::parse_scenario(
+      "name = \"slow\"\n[defaults]\nrate = \"1bit\"\n[[dc]]\nname = \"a\"\n[[dc]]\nname = \"b\"\n"
+      "[[link]]\nbetween = [\"a\", \"b\"]\ndelay = \"10ms\"\n",
+      "slow.toml");
+  Experiment slow = parse_experiment(
+      "name = \"x\"\ntestbed = \"slow.toml\"\nschedule = \"gpipe\"\nplacement = [\"a\", \"b\"]\n[model]\nlayers = 2\n"
+      "hidden = 4096\nseq_len = 1000000\nmicrobatches = 1\n[parallel]\npp = 2\n[compute]\nforward_ms = 1\n"
+      "backward_ms = 1\n",
+      "x.toml");
+  Plan plan = make_plan(slow, scenario);
+  std::string message = error_of([&] { simulate(plan, scenario, LinkModel{}); });
+  BOOST_TEST(message.find("x.toml: simulate: the simulated time passes 1e+18 ns (about 31 years) in iteration 0") == 0,
+             message);
+}
+
+// A rate so small that a transfer's time is infinite is the same error, not a deadlock.
+BOOST_AUTO_TEST_CASE(an_infinite_transfer_time_is_the_same_error) {
+  auto scenario = three_dcs();
+  Experiment tiny = experiment("schedule = \"gpipe\"\nplacement = [\"a\", \"b\"]", 2, 1, 1);
+  tiny.scale = 1e-320;  // below what files and options accept
+  Plan plan = make_plan(tiny, scenario);
+  std::string message = error_of([&] { simulate(plan, scenario, LinkModel{}); });
+  BOOST_TEST(message.find("x.toml: simulate: the simulated time passes") == 0, message);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -355,8 +355,10 @@ class Simulator {
   void step_time() {
     double next = timed_.empty() ? kInf : timed_.top().time;
     int first_done = -1;
+    bool on_wire = false;
     for (const LinkState& link : links_) {
       for (int id : link.on_wire) {
+        on_wire = true;
         const Transfer& transfer = transfers_[static_cast<std::size_t>(id)];
         double done = now_ + (transfer.bits_left <= 0 ? 0 : transfer.bits_left / transfer.rate_bps * 1e9);
         if (done < next) {
@@ -365,7 +367,8 @@ class Simulator {
         }
       }
     }
-    if (!std::isfinite(next)) throw std::logic_error(describe_deadlock());
+    if (!std::isfinite(next) && !on_wire) throw std::logic_error(describe_deadlock());
+    if (next > kMaxSimulatedNs) fail_too_long();
     double elapsed = next - now_;
     for (const LinkState& link : links_) {
       for (int id : link.on_wire) {
@@ -432,6 +435,15 @@ class Simulator {
     add_event(id, current_op(id), state.since, now_);
     ++state.next_op;
     state.status = Status::ready;
+  }
+
+  // A transfer on the wire that never ends (its time overflows) or a run
+  // beyond kMaxSimulatedNs: int64 nanoseconds would overflow next.
+  [[noreturn]] void fail_too_long() const {
+    throw ExperimentError(fmt::format("{}: simulate: the simulated time passes {:g} ns (about 31 years) in iteration "
+                                      "{}: a link is far too slow for the messages (rates x scale {:g}) or the "
+                                      "compute steps too long",
+                                      plan_.experiment.path, kMaxSimulatedNs, iteration_, plan_.experiment.scale));
   }
 
   std::string describe_deadlock() const {

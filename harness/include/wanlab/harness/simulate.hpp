@@ -52,10 +52,15 @@ struct SimulationStats {
   std::size_t peak_pending = 0;     // compute ends and arrivals waiting at once
 };
 
-// Refuses runs beyond kMaxRunSteps (check_plan_size with `iterations`:
-// ExperimentError). Throws std::logic_error if the plan deadlocks (a plan from
-// make_plan never does).
+// Refuses runs beyond kMaxRunSteps (check_plan_size with `iterations`) and
+// runs whose simulated time passes kMaxSimulatedNs (ExperimentError: links or
+// compute far too slow for the messages). Throws std::logic_error if the plan
+// deadlocks (a plan from make_plan never does).
 RunRecord simulate(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model, int iterations = 1,
                    SimulationStats* stats = nullptr);
+
+// About 31.7 years: simulated times are int64 nanoseconds; a run that goes
+// beyond this has a link or a compute step absurdly slow for its messages.
+inline constexpr double kMaxSimulatedNs = 1e18;
 
 }  // namespace wanlab::harness
