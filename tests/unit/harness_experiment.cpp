@@ -295,10 +295,69 @@ BOOST_AUTO_TEST_CASE(bad_overrides_name_the_flag) {
   BOOST_TEST(override_error(experiment, "--schedule", "gpip") ==
              R"(--schedule: expected gpipe, 1f1b or atlas, got "gpip"; did you mean "gpipe"?)");
   BOOST_TEST(override_error(experiment, "--placement", "east,west,east") ==
-             "--placement: 3 DCs for pp = 2 stages; give one DC per stage");
+             "--placement: 3 DCs for pp = 2 stages; list one DC per stage");
   BOOST_TEST(override_error(experiment, "--placement", "pp-acros-dc") ==
              R"(--placement: expected atlas, pp-across-dc, dp-across-dc or DCs like "east,east,west,west", got "pp-acros-dc"; did you mean "pp-across-dc"?)");
   BOOST_TEST(override_error(experiment, "--stream", "4") == "--stream: unknown experiment option; did you mean --streams?");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// Checks between fields run on the final values: whichever sections the file
+// has, and again after each command-line override.
+BOOST_AUTO_TEST_SUITE(checks_on_final_values)
+
+// kBase without [parallel] (lines 6-7): pp is the default 4.
+std::string without_parallel(const std::string& layers_line) {
+  return first_lines(4) + layers_line + "\n[compute]\nforward_ms = 1\nbackward_ms = 2\n";
+}
+
+BOOST_AUTO_TEST_CASE(layers_below_the_default_pp_without_parallel) {
+  BOOST_TEST(error_of(without_parallel("layers = 2")) ==
+             "e.toml:5:10: model.layers: 2 layers for the default pp = 4 stages; every stage needs at least one "
+             "layer (set [parallel] pp)");
+  BOOST_TEST(error_of(without_parallel("layers = 4")) == "(no error)");
+}
+
+BOOST_AUTO_TEST_CASE(pp_above_the_default_layers_without_model) {
+  std::string toml = first_lines(3) + "[parallel]\npp = 33\n[compute]\nforward_ms = 1\nbackward_ms = 2\n";
+  BOOST_TEST(error_of(toml) == "e.toml:5:6: parallel.pp: 33 stages for 32 layers; every stage needs at least one layer");
+}
+
+BOOST_AUTO_TEST_CASE(more_workers_than_the_cap) {
+  BOOST_TEST(error_of(inserted(8, "dp = 256")) == "(no error)");
+  std::string toml = with_line(5, "layers = 8");
+  toml.replace(toml.find("pp = 2"), 6, "pp = 8\ndp = 256");
+  BOOST_TEST(error_of(toml) == "e.toml:6:1: parallel: pp x dp = 2048 workers; at most 1024");
+}
+
+BOOST_AUTO_TEST_CASE(placement_list_against_the_default_pp) {
+  std::string toml = first_lines(3) + "placement = [\"east\", \"west\"]\n[compute]\nforward_ms = 1\nbackward_ms = 2\n";
+  BOOST_TEST(error_of(toml) == "e.toml:4:13: placement: 2 DCs for pp = 4 stages; list one DC per stage");
+}
+
+BOOST_AUTO_TEST_CASE(a_run_too_big_for_the_limit_is_refused_in_the_file) {
+  std::string toml = first_lines(3) + "iterations = 100000\n[model]\nlayers = 4\nmicrobatches = 4096\n" +
+                     "[parallel]\npp = 2\n[compute]\nforward_ms = 1\nbackward_ms = 2\n";
+  std::string message = error_of(toml);
+  BOOST_TEST(message.find("e.toml: the run is too big: iterations 100000 x 32768 steps per iteration (parallel.pp 2, "
+                          "parallel.dp 1, model.microbatches 4096) = 3276800000 steps; at most 2000000") == 0,
+             message);
+}
+
+BOOST_AUTO_TEST_CASE(placement_override_is_checked_against_the_default_pp) {
+  Experiment experiment = parse_experiment(without_parallel("layers = 8"), "e.toml");
+  BOOST_TEST(override_error(experiment, "--placement", "east,west") ==
+             "--placement: 2 DCs for pp = 4 stages; list one DC per stage");
+  BOOST_TEST(override_error(experiment, "--placement", "east,west,east,west") == "(no error)");
+}
+
+BOOST_AUTO_TEST_CASE(iterations_override_is_checked_against_the_run_size) {
+  Experiment experiment = parse_experiment(kBase, "e.toml");  // 64 steps per iteration
+  BOOST_TEST(override_error(experiment, "--iterations", "31250") == "(no error)");
+  std::string message = override_error(experiment, "--iterations", "31251");
+  BOOST_TEST(message.find("--iterations: the run is too big: iterations 31251 x 64 steps per iteration") == 0, message);
+  BOOST_TEST(message.find('\n') == std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -3,6 +3,7 @@
 #include "wanlab/emulator/input.hpp"
 #include "wanlab/emulator/toml_input.hpp"
 #include "wanlab/harness/experiment.hpp"
+#include "wanlab/harness/plan.hpp"
 
 #include <fmt/format.h>
 #include <toml++/toml.h>
@@ -73,6 +74,56 @@ std::optional<Placement> placement_named(std::string_view name) {
   return std::nullopt;
 }
 
+// "e.toml:7:6: parallel.pp: <message>" where the file gave the field,
+// "--placement: <message>" where an option did, "e.toml: parallel.pp: <message>"
+// where it is a default.
+[[noreturn]] void fail_field(const Experiment& experiment, const std::string& field, std::string_view message) {
+  std::string where = experiment.where(field);
+  if (where.starts_with("--")) throw ExperimentError(fmt::format("{}: {}", where, message));
+  throw ExperimentError(fmt::format("{}: {}: {}", where, field, message));
+}
+
+bool given(const Experiment& experiment, const std::string& field) { return experiment.positions.contains(field); }
+
+// Named at pp when the file gives it, else at layers: without [parallel], pp
+// is the default 4 and `layers = 2` alone is what is wrong.
+void check_stages_fit_layers(const Experiment& experiment) {
+  int pp = experiment.parallel.pp;
+  int layers = experiment.model.layers;
+  if (pp <= layers) return;
+  if (given(experiment, "parallel.pp") || !given(experiment, "model.layers")) {
+    fail_field(experiment, "parallel.pp",
+               fmt::format("{} stages for {} layers; every stage needs at least one layer", pp, layers));
+  }
+  fail_field(experiment, "model.layers",
+             fmt::format("{} layers for the default pp = {} stages; every stage needs at least one layer "
+                         "(set [parallel] pp)",
+                         layers, pp));
+}
+
+void check_worker_count(const Experiment& experiment) {
+  std::int64_t workers = static_cast<std::int64_t>(experiment.parallel.pp) * experiment.parallel.dp;
+  if (workers <= kMaxWorkers) return;
+  fail_field(experiment, "parallel", fmt::format("pp x dp = {} workers; at most {}", workers, kMaxWorkers));
+}
+
+void check_placement_list(const Experiment& experiment) {
+  if (experiment.placement != Placement::explicit_list) return;
+  std::size_t dcs = experiment.placement_dcs.size();
+  if (dcs == static_cast<std::size_t>(experiment.parallel.pp)) return;
+  fail_field(experiment, "placement",
+             fmt::format("{} DCs for pp = {} stages; list one DC per stage", dcs, experiment.parallel.pp));
+}
+
+// Checks between fields, on the final values: after the whole file (whichever
+// sections it has) and again after every command-line override.
+void check_cross_fields(const Experiment& experiment) {
+  check_stages_fit_layers(experiment);
+  check_worker_count(experiment);
+  check_placement_list(experiment);
+  check_plan_size(experiment, experiment.iterations);
+}
+
 // Placement, streams and temporal sharing follow the schedule unless given.
 void apply_schedule_defaults(Experiment& experiment) {
   bool atlas = experiment.schedule == Schedule::atlas;
@@ -108,8 +159,9 @@ class Parser {
     read_parallel(root);
     read_compute(root);
     read_gpus(root);
-    read_placement(root);  // after [parallel]: a DC list needs pp entries
+    read_placement(root);
     apply_schedule_defaults(experiment_);
+    check_cross_fields(experiment_);
     return std::move(experiment_);
   }
 
@@ -305,20 +357,11 @@ class Parser {
     const toml::table* table = optional_table(root, "parallel");
     if (table == nullptr) return;
     check_known_keys(*table, kParallelKeys, "[parallel]");
+    remember("parallel", *table);
     Parallel& parallel = experiment_.parallel;
     parallel.pp = to_int(read_int(*table, "pp", "parallel.pp", {1, 256}), parallel.pp);
     parallel.dp = to_int(read_int(*table, "dp", "parallel.dp", {1, 256}), parallel.dp);
     parallel.tp = to_int(read_int(*table, "tp", "parallel.tp", {1, 1024}), parallel.tp);
-    if (static_cast<std::int64_t>(parallel.pp) * parallel.dp > kMaxWorkers) {
-      fail(table->source(), fmt::format("parallel: pp x dp = {} workers; at most {}",
-                                        parallel.pp * parallel.dp, kMaxWorkers));
-    }
-    if (parallel.pp > experiment_.model.layers) {
-      const toml::node* pp = table->get("pp");
-      fail(pp != nullptr ? pp->source() : table->source(),
-           fmt::format("parallel.pp: {} stages for {} layers; every stage needs at least one layer",
-                       parallel.pp, experiment_.model.layers));
-    }
   }
 
   void read_compute(const toml::table& root) {
@@ -393,7 +436,7 @@ class Parser {
     remember("placement", *node);
     experiment_.placement_given = true;
     if (const toml::array* list = node->as_array()) {
-      read_placement_list(*node, *list);
+      read_placement_list(*list);
       return;
     }
     const std::string& name = expect_string(
@@ -408,12 +451,8 @@ class Parser {
     experiment_.placement = *placement;
   }
 
-  void read_placement_list(const toml::node& node, const toml::array& list) {
-    int pp = experiment_.parallel.pp;
-    if (static_cast<int>(list.size()) != pp) {
-      fail(node.source(), fmt::format("placement: {} DCs for pp = {} stages; list one DC per stage",
-                                      list.size(), pp));
-    }
+  // Its length against pp is a cross-field check (check_placement_list).
+  void read_placement_list(const toml::array& list) {
     experiment_.placement = Placement::explicit_list;
     for (std::size_t stage = 0; stage < list.size(); ++stage) {
       std::string field = fmt::format("placement[{}]", stage);
@@ -478,10 +517,6 @@ void override_placement(Experiment& experiment, const std::string& flag, std::st
         R"({}: expected atlas, pp-across-dc, dp-across-dc or DCs like "east,east,west,west", got "{}"{})",
         flag, value, detail::suggestion(value, kPlacementNames)));
   }
-  if (static_cast<int>(dcs.size()) != experiment.parallel.pp) {
-    throw ExperimentError(fmt::format("{}: {} DCs for pp = {} stages; give one DC per stage", flag,
-                                      dcs.size(), experiment.parallel.pp));
-  }
   for (std::size_t stage = 0; stage < dcs.size(); ++stage) {
     if (dcs[stage].empty()) throw ExperimentError(fmt::format("{}: empty DC name at {}", flag, stage));
     experiment.positions[fmt::format("placement[{}]", stage)] = flag;
@@ -541,6 +576,7 @@ void apply_override(Experiment& experiment, std::string_view option, std::string
                               : fmt::format("{}: unknown experiment option; did you mean --{}?", flag,
                                             closest));
   }
+  check_cross_fields(experiment);  // an option names itself in what it broke
 }
 
 emulator::Scenario load_testbed(const Experiment& experiment) {

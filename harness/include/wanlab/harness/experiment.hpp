@@ -94,6 +94,9 @@ Experiment parse_experiment(std::string_view toml_text, const std::string& path)
 // --placement takes a placement name or a comma-separated DC list
 // ("east,east,west,west").
 // --schedule re-derives the settings neither the file nor another override gave.
+// The checks between fields (pp <= layers, a placement list of pp DCs, the
+// run's size: check_plan_size) run again on the result, so an override that
+// breaks one fails naming the option.
 void apply_override(Experiment& experiment, std::string_view option, std::string_view value);
 
 // Loads the testbed scenario the experiment names. A missing or unreadable file
