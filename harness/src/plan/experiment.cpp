@@ -1,5 +1,6 @@
 // Experiment files: TOML -> Experiment, with every error pointing at
 // file:line:column the way scenario files do.
+#include "wanlab/base/parse.hpp"
 #include "wanlab/emulator/input.hpp"
 #include "wanlab/emulator/toml_input.hpp"
 #include "wanlab/harness/experiment.hpp"
@@ -11,7 +12,6 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -35,14 +35,17 @@ constexpr std::array kComputeKeys{"peak_tflops"sv, "mfu"sv, "recompute"sv, "forw
                                   "backward_ms"sv};
 constexpr std::array kScheduleNames{"gpipe"sv, "1f1b"sv, "atlas"sv};
 constexpr std::array kPlacementNames{"atlas"sv, "pp-across-dc"sv, "dp-across-dc"sv};
-constexpr std::array kOverrideNames{"schedule"sv,   "placement"sv,  "streams"sv, "temporal-sharing"sv,
-                                    "iterations"sv, "reorder-dcs"sv};
+constexpr std::array kOverrideNames{"schedule"sv,   "placement"sv,   "streams"sv, "temporal-sharing"sv,
+                                    "iterations"sv, "reorder-dcs"sv, "scale"sv};
 
 constexpr std::size_t kMaxName = 64;
-constexpr std::int64_t kMaxStreams = 64;
-constexpr std::int64_t kMaxIterations = 100000;
+constexpr int kMaxStreams = 64;
+constexpr int kMaxIterations = 100000;
 constexpr std::int64_t kMaxWorkers = 1024;
 constexpr int kDefaultAtlasStreams = 8;
+// Below this, messages round up to one byte and link rates to a few bit/s, so
+// transfer times no longer stay those of scale 1 (and a real run would crawl).
+constexpr double kMinScale = 1e-6;
 
 struct IntRange {
   std::int64_t min;
@@ -245,17 +248,21 @@ class Parser {
     return integer->get();
   }
 
-  // A number in (0, max]; integers are accepted ("312" as well as "312.0").
+  // A number in (0, max], or in [min, max] when min > 0; integers are accepted
+  // ("312" as well as "312.0").
   std::optional<double> read_positive(const toml::table& table, std::string_view key,
-                                      const std::string& field, double max) {
+                                      const std::string& field, double max, double min = 0) {
     const toml::node* node = table.get(key);
     if (node == nullptr) return std::nullopt;
     std::optional<double> number;
     if (const auto* floating = node->as_floating_point()) number = floating->get();
     if (const auto* integer = node->as_integer()) number = static_cast<double>(integer->get());
-    if (!number || !(*number > 0) || *number > max) {
-      fail(node->source(), fmt::format("{}: expected a number greater than 0 and at most {}, got {}",
-                                       field, max, describe_value(*node)));
+    if (!number || !(min > 0 ? *number >= min : *number > 0) || *number > max) {
+      fail(node->source(),
+           min > 0 ? fmt::format("{}: expected a number from {:g} to {:g}, got {}", field, min, max,
+                                 describe_value(*node))
+                   : fmt::format("{}: expected a number greater than 0 and at most {}, got {}", field, max,
+                                 describe_value(*node)));
     }
     remember(field, *node);
     return number;
@@ -333,7 +340,7 @@ class Parser {
     if (auto seed = read_int(root, "seed", "seed", {0, std::numeric_limits<std::int64_t>::max()})) {
       experiment_.seed = static_cast<std::uint64_t>(*seed);
     }
-    if (auto scale = read_positive(root, "scale", "scale", 1.0)) experiment_.scale = *scale;
+    if (auto scale = read_positive(root, "scale", "scale", 1.0, kMinScale)) experiment_.scale = *scale;
     if (auto reorder = read_bool(root, "reorder_dcs", "reorder_dcs")) experiment_.reorder_dcs = *reorder;
   }
 
@@ -476,21 +483,20 @@ std::string normalize_option(std::string_view option) {
   return name;
 }
 
-int parse_override_int(std::string_view flag, std::string_view value, IntRange range) {
-  std::int64_t number = 0;
-  auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
-  if (error != std::errc{} || end != value.data() + value.size() || number < range.min ||
-      number > range.max) {
-    throw ExperimentError(fmt::format("{}: expected an integer from {} to {}, got \"{}\"", flag,
-                                      range.min, range.max, value));
+// A number from the command line, strictly (wanlab::base); errors keep the option.
+template <typename Parse>
+auto parse_number(std::string_view flag, Parse parse) {
+  try {
+    return parse();
+  } catch (const base::ParseError& error) {
+    throw ExperimentError(fmt::format("{}: {}", flag, error.what()));
   }
-  return static_cast<int>(number);
 }
 
 bool parse_on_off(std::string_view flag, std::string_view value) {
   if (value == "on" || value == "true") return true;
   if (value == "off" || value == "false") return false;
-  throw ExperimentError(fmt::format("{}: expected on or off, got \"{}\"", flag, value));
+  throw ExperimentError(fmt::format("{}: expected on or off, got {}", flag, base::quoted(value)));
 }
 
 std::vector<std::string> split_commas(std::string_view text) {
@@ -514,8 +520,8 @@ void override_placement(Experiment& experiment, const std::string& flag, std::st
   std::vector<std::string> dcs = split_commas(value);
   if (dcs.size() == 1) {
     throw ExperimentError(fmt::format(
-        R"({}: expected atlas, pp-across-dc, dp-across-dc or DCs like "east,east,west,west", got "{}"{})",
-        flag, value, detail::suggestion(value, kPlacementNames)));
+        R"({}: expected atlas, pp-across-dc, dp-across-dc or DCs like "east,east,west,west", got {}{})",
+        flag, base::quoted(value), detail::suggestion(value, kPlacementNames)));
   }
   for (std::size_t stage = 0; stage < dcs.size(); ++stage) {
     if (dcs[stage].empty()) throw ExperimentError(fmt::format("{}: empty DC name at {}", flag, stage));
@@ -544,7 +550,7 @@ void apply_override(Experiment& experiment, std::string_view option, std::string
   if (name == "schedule") {
     std::optional<Schedule> schedule = schedule_named(value);
     if (!schedule) {
-      throw ExperimentError(fmt::format("{}: expected gpipe, 1f1b or atlas, got \"{}\"{}", flag, value,
+      throw ExperimentError(fmt::format("{}: expected gpipe, 1f1b or atlas, got {}{}", flag, base::quoted(value),
                                         detail::suggestion(value, kScheduleNames)));
     }
     experiment.schedule = *schedule;
@@ -553,7 +559,7 @@ void apply_override(Experiment& experiment, std::string_view option, std::string
   } else if (name == "placement") {
     override_placement(experiment, flag, value);
   } else if (name == "streams") {
-    experiment.streams = parse_override_int(flag, value, {1, kMaxStreams});
+    experiment.streams = parse_number(flag, [&] { return base::parse_integer(value, 1, kMaxStreams); });
     experiment.streams_given = true;
     experiment.positions["streams"] = flag;
   } else if (name == "temporal-sharing") {
@@ -564,14 +570,17 @@ void apply_override(Experiment& experiment, std::string_view option, std::string
     experiment.reorder_dcs = parse_on_off(flag, value);
     experiment.positions["reorder_dcs"] = flag;
   } else if (name == "iterations") {
-    experiment.iterations = parse_override_int(flag, value, {1, kMaxIterations});
+    experiment.iterations = parse_number(flag, [&] { return base::parse_integer(value, 1, kMaxIterations); });
     experiment.positions["iterations"] = flag;
+  } else if (name == "scale") {
+    experiment.scale = parse_number(flag, [&] { return base::parse_decimal(value, kMinScale, 1.0); });
+    experiment.positions["scale"] = flag;
   } else {
     std::string closest = detail::closest_name(name, kOverrideNames);
     throw ExperimentError(closest.empty()
                               ? fmt::format("{}: unknown experiment option (known: --schedule, "
                                             "--placement, --streams, --temporal-sharing, --iterations, "
-                                            "--reorder-dcs)",
+                                            "--reorder-dcs, --scale)",
                                             flag)
                               : fmt::format("{}: unknown experiment option; did you mean --{}?", flag,
                                             closest));
