@@ -3,13 +3,13 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
-#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "wanlab/base/parse.hpp"
 #include "wanlab/harness/compare.hpp"
 #include "wanlab/harness/experiment.hpp"
 #include "wanlab/harness/run.hpp"
@@ -27,21 +27,27 @@ std::string read_text(const std::string& path) {
   return text.str();
 }
 
-// A number in (0, 1], as the experiment file's `scale`.
-double parse_fraction(const std::string& option, const std::string& text) {
-  double value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || !(value > 0 && value <= 1))
-    throw UsageError(fmt::format("--{}: expected a number in (0, 1], got \"{}\"", option, text));
-  return value;
+int parse_count(const std::string& option, const std::string& text, int min, int max) {
+  try {
+    return base::parse_integer(text, min, max);
+  } catch (const base::ParseError& error) {
+    throw UsageError(fmt::format("--{}: {}", option, error.what()));
+  }
 }
 
-int parse_count(const std::string& option, const std::string& text, int min, int max) {
-  int value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < min || value > max)
-    throw UsageError(fmt::format("--{}: expected a whole number in {}..{}, got \"{}\"", option, min, max, text));
-  return value;
+// The experiment's command-line options: a bad value, or one that breaks a
+// check between fields, is a bad command line (exit 2) naming the option.
+void apply_overrides(hs::Experiment& experiment, const Options& options) {
+  for (const auto& [name, value] : options.ordered()) {
+    if (name != "schedule" && name != "placement" && name != "streams" && name != "temporal-sharing" &&
+        name != "iterations" && name != "scale")
+      continue;
+    try {
+      hs::apply_override(experiment, name, value);
+    } catch (const hs::ExperimentError& error) {
+      throw UsageError(error.what());
+    }
+  }
 }
 
 void write_outputs(const hs::RunRecord& record, const std::string& scenario_text, const std::string& dir) {
@@ -73,11 +79,7 @@ int cmd_train(Args args) {
                         {"quiet", "simulate"});
   if (options.positionals().size() != 1) throw UsageError("expected one experiment file");
   hs::Experiment experiment = hs::load_experiment(options.positionals().front());
-  for (const auto& [name, value] : options.ordered()) {
-    if (name == "schedule" || name == "placement" || name == "streams" || name == "temporal-sharing" || name == "iterations")
-      hs::apply_override(experiment, name, value);
-  }
-  if (const auto scale = options.get("scale")) experiment.scale = parse_fraction("scale", *scale);
+  apply_overrides(experiment, options);
   const em::Scenario scenario = hs::load_testbed(experiment);
 
   hs::RunOptions run;

@@ -124,8 +124,9 @@ const std::vector<BadFile>& bad_files() {
        R"(e.toml:4:20: temporal_sharing: expected true or false, got "yes")"},
       {"zero iterations", inserted(4, "iterations = 0"), "e.toml:4:14: iterations: expected an integer from 1 to 100000, got 0"},
       {"negative seed", inserted(4, "seed = -1"), "e.toml:4:8: seed: expected an integer from 0 to"},
-      {"scale above 1", inserted(4, "scale = 2"), "e.toml:4:9: scale: expected a number greater than 0 and at most 1, got 2"},
-      {"zero scale", inserted(4, "scale = 0.0"), "e.toml:4:9: scale: expected a number greater than 0 and at most 1, got 0"},
+      {"scale above 1", inserted(4, "scale = 2"), "e.toml:4:9: scale: expected a number from 1e-06 to 1, got 2"},
+      {"zero scale", inserted(4, "scale = 0.0"), "e.toml:4:9: scale: expected a number from 1e-06 to 1, got 0"},
+      {"scale below the least", inserted(4, "scale = 1e-7"), "e.toml:4:9: scale: expected a number from 1e-06 to 1, got 1e-07"},
       {"unknown placement", inserted(4, "placement = \"atlass\""),
        R"(e.toml:4:13: placement: expected "atlas", "pp-across-dc", "dp-across-dc" or a list of DCs, one per stage, got "atlass"; did you mean "atlas"?)"},
       {"placement list too short", inserted(4, "placement = [\"east\"]"),
@@ -288,17 +289,107 @@ BOOST_AUTO_TEST_CASE(overrides_and_iterations) {
 
 BOOST_AUTO_TEST_CASE(bad_overrides_name_the_flag) {
   Experiment experiment = parse_experiment(kBase, "e.toml");
-  BOOST_TEST(override_error(experiment, "--streams", "many") == R"(--streams: expected an integer from 1 to 64, got "many")");
-  BOOST_TEST(override_error(experiment, "--streams", "8x") == R"(--streams: expected an integer from 1 to 64, got "8x")");
-  BOOST_TEST(override_error(experiment, "--iterations", "0") == R"(--iterations: expected an integer from 1 to 100000, got "0")");
+  BOOST_TEST(override_error(experiment, "--streams", "many") == R"(--streams: expected a whole number from 1 to 64, got "many")");
+  BOOST_TEST(override_error(experiment, "--streams", "8x") == R"(--streams: expected a whole number from 1 to 64, got "8x")");
+  BOOST_TEST(override_error(experiment, "--iterations", "0") == R"(--iterations: expected a whole number from 1 to 100000, got "0")");
   BOOST_TEST(override_error(experiment, "--temporal-sharing", "yes") == R"(--temporal-sharing: expected on or off, got "yes")");
   BOOST_TEST(override_error(experiment, "--schedule", "gpip") ==
              R"(--schedule: expected gpipe, 1f1b or atlas, got "gpip"; did you mean "gpipe"?)");
   BOOST_TEST(override_error(experiment, "--placement", "east,west,east") ==
-             "--placement: 3 DCs for pp = 2 stages; give one DC per stage");
+             "--placement: 3 DCs for pp = 2 stages; list one DC per stage");
   BOOST_TEST(override_error(experiment, "--placement", "pp-acros-dc") ==
              R"(--placement: expected atlas, pp-across-dc, dp-across-dc or DCs like "east,east,west,west", got "pp-acros-dc"; did you mean "pp-across-dc"?)");
   BOOST_TEST(override_error(experiment, "--stream", "4") == "--stream: unknown experiment option; did you mean --streams?");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// Checks between fields run on the final values: whichever sections the file
+// has, and again after each command-line override.
+BOOST_AUTO_TEST_SUITE(checks_on_final_values)
+
+// kBase without [parallel] (lines 6-7): pp is the default 4.
+std::string without_parallel(const std::string& layers_line) {
+  return first_lines(4) + layers_line + "\n[compute]\nforward_ms = 1\nbackward_ms = 2\n";
+}
+
+BOOST_AUTO_TEST_CASE(layers_below_the_default_pp_without_parallel) {
+  BOOST_TEST(error_of(without_parallel("layers = 2")) ==
+             "e.toml:5:10: model.layers: 2 layers for the default pp = 4 stages; every stage needs at least one "
+             "layer (set [parallel] pp)");
+  BOOST_TEST(error_of(without_parallel("layers = 4")) == "(no error)");
+}
+
+BOOST_AUTO_TEST_CASE(pp_above_the_default_layers_without_model) {
+  std::string toml = first_lines(3) + "[parallel]\npp = 33\n[compute]\nforward_ms = 1\nbackward_ms = 2\n";
+  BOOST_TEST(error_of(toml) == "e.toml:5:6: parallel.pp: 33 stages for 32 layers; every stage needs at least one layer");
+}
+
+BOOST_AUTO_TEST_CASE(more_workers_than_the_cap) {
+  BOOST_TEST(error_of(inserted(8, "dp = 256")) == "(no error)");
+  std::string toml = with_line(5, "layers = 8");
+  toml.replace(toml.find("pp = 2"), 6, "pp = 8\ndp = 256");
+  BOOST_TEST(error_of(toml) == "e.toml:6:1: parallel: pp x dp = 2048 workers; at most 1024");
+}
+
+BOOST_AUTO_TEST_CASE(placement_list_against_the_default_pp) {
+  std::string toml = first_lines(3) + "placement = [\"east\", \"west\"]\n[compute]\nforward_ms = 1\nbackward_ms = 2\n";
+  BOOST_TEST(error_of(toml) == "e.toml:4:13: placement: 2 DCs for pp = 4 stages; list one DC per stage");
+}
+
+BOOST_AUTO_TEST_CASE(a_run_too_big_for_the_limit_is_refused_in_the_file) {
+  std::string toml = first_lines(3) + "iterations = 100000\n[model]\nlayers = 4\nmicrobatches = 4096\n" +
+                     "[parallel]\npp = 2\n[compute]\nforward_ms = 1\nbackward_ms = 2\n";
+  std::string message = error_of(toml);
+  BOOST_TEST(message.find("e.toml: the run is too big: iterations 100000 x 32768 steps per iteration (parallel.pp 2, "
+                          "parallel.dp 1, model.microbatches 4096) = 3276800000 steps; at most 2000000") == 0,
+             message);
+}
+
+BOOST_AUTO_TEST_CASE(placement_override_is_checked_against_the_default_pp) {
+  Experiment experiment = parse_experiment(without_parallel("layers = 8"), "e.toml");
+  BOOST_TEST(override_error(experiment, "--placement", "east,west") ==
+             "--placement: 2 DCs for pp = 4 stages; list one DC per stage");
+  BOOST_TEST(override_error(experiment, "--placement", "east,west,east,west") == "(no error)");
+}
+
+BOOST_AUTO_TEST_CASE(iterations_override_is_checked_against_the_run_size) {
+  Experiment experiment = parse_experiment(kBase, "e.toml");  // 64 steps per iteration
+  BOOST_TEST(override_error(experiment, "--iterations", "31250") == "(no error)");
+  std::string message = override_error(experiment, "--iterations", "31251");
+  BOOST_TEST(message.find("--iterations: the run is too big: iterations 31251 x 64 steps per iteration") == 0, message);
+  BOOST_TEST(message.find('\n') == std::string::npos);
+}
+
+// A schedule, streams or temporal sharing from the command line cannot break a
+// check; what they leave is checked all the same (a list the file gave stays).
+BOOST_AUTO_TEST_CASE(every_override_leaves_a_checked_experiment) {
+  Experiment experiment = parse_experiment(inserted(4, "placement = [\"east\", \"west\"]"), "e.toml");
+  for (auto [option, value] : {std::pair{"--schedule", "gpipe"}, std::pair{"--streams", "3"},
+                               std::pair{"--temporal-sharing", "on"}, std::pair{"--scale", "0.5"},
+                               std::pair{"--iterations", "7"}}) {
+    BOOST_TEST(override_error(experiment, option, value) == "(no error)", option);
+    apply_override(experiment, option, value);
+  }
+  BOOST_TEST((experiment.placement == Placement::explicit_list));
+  BOOST_TEST(experiment.scale == 0.5);
+  BOOST_TEST(experiment.where("scale") == "--scale");
+}
+
+BOOST_AUTO_TEST_CASE(override_numbers_are_strict) {
+  Experiment experiment = parse_experiment(kBase, "e.toml");
+  for (const char* bad : {" 8", "+8", "8 ", "0x8", "", "8.0", "1e1", "99999999999999999999"}) {
+    BOOST_TEST(override_error(experiment, "--streams", bad).find("--streams: expected a whole number from 1 to 64, got ") == 0,
+               bad);
+  }
+  BOOST_TEST(override_error(experiment, "--scale", "0") == R"(--scale: expected a number from 1e-06 to 1, got "0")");
+  BOOST_TEST(override_error(experiment, "--scale", "nan") == R"(--scale: expected a number from 1e-06 to 1, got "nan")");
+  BOOST_TEST(override_error(experiment, "--scale", "1.5") == R"(--scale: expected a number from 1e-06 to 1, got "1.5")");
+  BOOST_TEST(override_error(experiment, "--scale", "1e-6") == "(no error)");
+  // Untrusted text is shown bounded.
+  std::string message = override_error(experiment, "--iterations", std::string(100000, '9'));
+  BOOST_TEST(message.size() < 200u, message);
+  BOOST_TEST(override_error(experiment, "--temporal-sharing", std::string(1000, 'x')).size() < 200u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -14,6 +13,7 @@
 #include "wanlab/harness/plan.hpp"
 
 using namespace wanlab::harness;
+using harness_test::error_of;
 using harness_test::experiment;
 using harness_test::three_dcs;
 
@@ -23,15 +23,6 @@ std::string joined(const std::vector<std::string>& order) {
   std::ostringstream text;
   for (std::size_t i = 0; i < order.size(); ++i) text << (i ? " " : "") << order[i];
   return text.str();
-}
-
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const ExperimentError& error) {
-    return error.what();
-  }
-  return "(no error)";
 }
 
 std::vector<std::string> dc_names_of(const std::vector<int>& stage_dc, const wanlab::emulator::Scenario& scenario) {
@@ -417,6 +408,43 @@ BOOST_AUTO_TEST_CASE(no_slots_without_temporal_sharing) {
   for (const WorkerPlan& worker_plan : plan.workers) {
     for (const Op& op : worker_plan.ops) BOOST_TEST(op.link_slot == -1);
   }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(run_size)
+
+// The size from the fields (known before building) is what the plan holds.
+BOOST_AUTO_TEST_CASE(the_size_from_the_fields_counts_the_plans_ops) {
+  auto scenario = three_dcs();
+  for (const char* schedule : {"gpipe", "1f1b", "atlas"}) {
+    for (auto [pp, dp, microbatches] : {std::tuple{1, 1, 5}, std::tuple{2, 1, 3}, std::tuple{4, 3, 8},
+                                        std::tuple{5, 2, 2}, std::tuple{3, 4, 1}}) {
+      Experiment given = experiment(std::string("schedule = \"") + schedule + "\"", pp, dp, microbatches);
+      Plan plan = make_plan(given, scenario);
+      std::uint64_t ops = 0;
+      for (const WorkerPlan& worker_plan : plan.workers) ops += worker_plan.ops.size();
+      PlanSize expected = plan_size(given);
+      PlanSize counted = plan_size(plan);
+      BOOST_TEST(counted.ops_per_iteration == ops);
+      BOOST_TEST(expected.ops_per_iteration == ops, schedule << " pp " << pp << " dp " << dp);
+      BOOST_TEST(expected.steps_per_iteration == counted.steps_per_iteration);
+      // Each all-reduce counts its 2(dp - 1) ring steps.
+      std::uint64_t ring = dp > 1 ? static_cast<std::uint64_t>(pp * dp) * (2 * (dp - 1) - 1) : 0;
+      BOOST_TEST(counted.steps_per_iteration == ops + ring);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(make_plan_refuses_a_run_beyond_the_limit) {
+  Experiment big = experiment("schedule = \"1f1b\"", 4, 1, 8);  // 160 steps per iteration
+  big.iterations = static_cast<int>(kMaxRunSteps / 160);
+  BOOST_TEST(error_of([&] { make_plan(big, three_dcs()); }) == "(no error)");
+  big.iterations += 1;
+  std::string message = error_of([&] { make_plan(big, three_dcs()); });
+  BOOST_TEST(message == "x.toml: the run is too big: iterations 12501 x 160 steps per iteration (parallel.pp 4, "
+                        "parallel.dp 1, model.microbatches 8) = 2000160 steps; at most 2000000 (a step is a forward, "
+                        "backward, send, recv or all-reduce ring step)");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -56,6 +56,9 @@ BOOST_AUTO_TEST_CASE(wan_bytes_count_each_cross_dc_message) {
   std::map<std::string, std::uint64_t> expected{{"a->b", per_hop}, {"b->a", per_hop}, {"b->c", per_hop},
                                                 {"c->b", per_hop}, {"c->a", per_hop}, {"a->c", per_hop}};
   BOOST_TEST(wan == expected);
+  // Each iteration's events count in their own iteration only.
+  BOOST_TEST(iterations[1].wan_bytes == iterations[0].wan_bytes);
+  BOOST_TEST(iterations[1].gpu_utilization == iterations[0].gpu_utilization, boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(utilization_and_network_time_add_up) {
@@ -151,9 +154,11 @@ BOOST_AUTO_TEST_CASE(writers_write_files_and_report_failures) {
   write_timeline_svg(run.record, 0, (dir / "timeline.svg").string());
   BOOST_TEST(parse_json(read(dir / "results.json"))["runtime"].text == "simulator");
   BOOST_TEST(parse_json(read(dir / "trace.json")).has("traceEvents"));
+  BOOST_TEST(read(dir / "trace.json") == trace_json(run.record));  // written event by event, the same text
   BOOST_TEST(read(dir / "timeline.svg") == timeline_svg(run.record, 0));
   std::filesystem::remove_all(dir);
   BOOST_CHECK_THROW(write_results_json(run.record, "", "/nonexistent/dir/results.json"), std::runtime_error);
+  BOOST_CHECK_THROW(write_trace_json(run.record, "/nonexistent/dir/trace.json"), std::runtime_error);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -319,3 +319,18 @@ BOOST_FIXTURE_TEST_CASE(a_stranger_on_the_control_socket_ends_the_run, Fixture) 
   const std::string error = finish(run);
   BOOST_TEST(error.find("hello from unknown or repeated worker 7") != std::string::npos, error);
 }
+
+// Before the run directory exists and any worker starts: a run whose events
+// would go beyond kMaxRunSteps (16 steps per iteration here).
+BOOST_FIXTURE_TEST_CASE(an_oversized_run_is_refused_before_any_worker_starts, Fixture) {
+  plan.experiment.iterations = static_cast<int>(hs::kMaxRunSteps);
+  std::string message = "(no error)";
+  try {
+    hs::run_plan(plan, scenario, testbed, options);
+  } catch (const hs::ExperimentError& error) {
+    message = error.what();
+  }
+  BOOST_TEST(message.find("experiment.toml: the run is too big: iterations 2000000 x 16 steps per iteration") == 0,
+             message);
+  BOOST_TEST(!fs::exists(em::run_dir(name)));
+}

@@ -11,6 +11,7 @@
 #include "wanlab/harness/simulate.hpp"
 
 using namespace wanlab::harness;
+using harness_test::error_of;
 using harness_test::experiment;
 using harness_test::three_dcs;
 
@@ -289,6 +290,66 @@ BOOST_AUTO_TEST_CASE(a_recv_ends_when_its_message_arrives) {
     std::int64_t arrived = arrival.at({event.peer, event.worker, event.microbatch});
     BOOST_TEST(event.end_ns == std::max(event.start_ns, arrived));
   }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(bounds)
+
+// Everything the simulator holds but the events is per iteration: 30
+// iterations hold no more than one, and the events are exactly one per op.
+BOOST_AUTO_TEST_CASE(memory_is_bounded_by_the_plan_not_the_iterations) {
+  auto scenario = three_dcs();
+  Plan plan = make_plan(experiment("schedule = \"atlas\"\nplacement = \"pp-across-dc\"", 4, 3, 8, 1, 2), scenario);
+  LinkModel model = link_model_for(scenario);
+  SimulationStats one;
+  SimulationStats many;
+  simulate(plan, scenario, model, 1, &one);
+  RunRecord record = simulate(plan, scenario, model, 30, &many);
+  PlanSize size = plan_size(plan);
+  BOOST_TEST(record.events.size() == 30 * size.ops_per_iteration);
+  BOOST_TEST(record.events.capacity() == record.events.size());  // reserved, never doubled
+  BOOST_TEST(one.completions > 0u);
+  BOOST_TEST(one.completions <= size.steps_per_iteration);
+  BOOST_TEST(many.completions == 30 * one.completions);
+  BOOST_TEST(one.peak_transfers > 0u);
+  BOOST_TEST(one.peak_transfers <= size.steps_per_iteration);
+  BOOST_TEST(many.peak_transfers == one.peak_transfers);
+  BOOST_TEST(many.peak_pending == one.peak_pending);
+}
+
+BOOST_AUTO_TEST_CASE(simulate_refuses_more_iterations_than_the_limit_allows) {
+  auto scenario = three_dcs();
+  Plan plan = make_plan(experiment("schedule = \"1f1b\"", 4, 1, 8), scenario);  // 160 steps per iteration
+  std::string message = error_of([&] { simulate(plan, scenario, LinkModel{}, 100000); });
+  BOOST_TEST(message.find("x.toml: the run is too big: iterations 100000 x 160 steps per iteration") == 0, message);
+}
+
+// 8 GB activations over a 1 bit/s link: ~2000 years, beyond int64 nanoseconds.
+BOOST_AUTO_TEST_CASE(a_link_far_too_slow_is_an_error_not_a_wrapped_time) {
+  auto scenario = wanlab::emulator::parse_scenario(
+      "name = \"slow\"\n[defaults]\nrate = \"1bit\"\n[[dc]]\nname = \"a\"\n[[dc]]\nname = \"b\"\n"
+      "[[link]]\nbetween = [\"a\", \"b\"]\ndelay = \"10ms\"\n",
+      "slow.toml");
+  Experiment slow = parse_experiment(
+      "name = \"x\"\ntestbed = \"slow.toml\"\nschedule = \"gpipe\"\nplacement = [\"a\", \"b\"]\n[model]\nlayers = 2\n"
+      "hidden = 4096\nseq_len = 1000000\nmicrobatches = 1\n[parallel]\npp = 2\n[compute]\nforward_ms = 1\n"
+      "backward_ms = 1\n",
+      "x.toml");
+  Plan plan = make_plan(slow, scenario);
+  std::string message = error_of([&] { simulate(plan, scenario, LinkModel{}); });
+  BOOST_TEST(message.find("x.toml: simulate: the simulated time passes 1e+18 ns (about 31 years) in iteration 0") == 0,
+             message);
+}
+
+// A rate so small that a transfer's time is infinite is the same error, not a deadlock.
+BOOST_AUTO_TEST_CASE(an_infinite_transfer_time_is_the_same_error) {
+  auto scenario = three_dcs();
+  Experiment tiny = experiment("schedule = \"gpipe\"\nplacement = [\"a\", \"b\"]", 2, 1, 1);
+  tiny.scale = 1e-320;  // below what files and options accept
+  Plan plan = make_plan(tiny, scenario);
+  std::string message = error_of([&] { simulate(plan, scenario, LinkModel{}); });
+  BOOST_TEST(message.find("x.toml: simulate: the simulated time passes") == 0, message);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

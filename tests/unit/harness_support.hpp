@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -253,6 +254,16 @@ inline wanlab::harness::Experiment experiment(const std::string& top_level, int 
                      "\n[compute]\nforward_ms = " + std::to_string(forward_ms) +
                      "\nbackward_ms = " + std::to_string(backward_ms) + "\n" + gpus;
   return wanlab::harness::parse_experiment(toml, "x.toml");
+}
+
+// The ExperimentError `action` throws, or "(no error)".
+inline std::string error_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const wanlab::harness::ExperimentError& error) {
+    return error.what();
+  }
+  return "(no error)";
 }
 
 inline int count_substring(std::string_view text, std::string_view piece) {

@@ -1,8 +1,10 @@
 // Experiment files: TOML -> Experiment, with every error pointing at
 // file:line:column the way scenario files do.
+#include "wanlab/base/parse.hpp"
 #include "wanlab/emulator/input.hpp"
 #include "wanlab/emulator/toml_input.hpp"
 #include "wanlab/harness/experiment.hpp"
+#include "wanlab/harness/plan.hpp"
 
 #include <fmt/format.h>
 #include <toml++/toml.h>
@@ -10,7 +12,6 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -34,14 +35,17 @@ constexpr std::array kComputeKeys{"peak_tflops"sv, "mfu"sv, "recompute"sv, "forw
                                   "backward_ms"sv};
 constexpr std::array kScheduleNames{"gpipe"sv, "1f1b"sv, "atlas"sv};
 constexpr std::array kPlacementNames{"atlas"sv, "pp-across-dc"sv, "dp-across-dc"sv};
-constexpr std::array kOverrideNames{"schedule"sv,   "placement"sv,  "streams"sv, "temporal-sharing"sv,
-                                    "iterations"sv, "reorder-dcs"sv};
+constexpr std::array kOverrideNames{"schedule"sv,   "placement"sv,   "streams"sv, "temporal-sharing"sv,
+                                    "iterations"sv, "reorder-dcs"sv, "scale"sv};
 
 constexpr std::size_t kMaxName = 64;
-constexpr std::int64_t kMaxStreams = 64;
-constexpr std::int64_t kMaxIterations = 100000;
+constexpr int kMaxStreams = 64;
+constexpr int kMaxIterations = 100000;
 constexpr std::int64_t kMaxWorkers = 1024;
 constexpr int kDefaultAtlasStreams = 8;
+// Below this, messages round up to one byte and link rates to a few bit/s, so
+// transfer times no longer stay those of scale 1 (and a real run would crawl).
+constexpr double kMinScale = 1e-6;
 
 struct IntRange {
   std::int64_t min;
@@ -71,6 +75,56 @@ std::optional<Placement> placement_named(std::string_view name) {
   if (name == "pp-across-dc") return Placement::pp_across_dc;
   if (name == "dp-across-dc") return Placement::dp_across_dc;
   return std::nullopt;
+}
+
+// "e.toml:7:6: parallel.pp: <message>" where the file gave the field,
+// "--placement: <message>" where an option did, "e.toml: parallel.pp: <message>"
+// where it is a default.
+[[noreturn]] void fail_field(const Experiment& experiment, const std::string& field, std::string_view message) {
+  std::string where = experiment.where(field);
+  if (where.starts_with("--")) throw ExperimentError(fmt::format("{}: {}", where, message));
+  throw ExperimentError(fmt::format("{}: {}: {}", where, field, message));
+}
+
+bool given(const Experiment& experiment, const std::string& field) { return experiment.positions.contains(field); }
+
+// Named at pp when the file gives it, else at layers: without [parallel], pp
+// is the default 4 and `layers = 2` alone is what is wrong.
+void check_stages_fit_layers(const Experiment& experiment) {
+  int pp = experiment.parallel.pp;
+  int layers = experiment.model.layers;
+  if (pp <= layers) return;
+  if (given(experiment, "parallel.pp") || !given(experiment, "model.layers")) {
+    fail_field(experiment, "parallel.pp",
+               fmt::format("{} stages for {} layers; every stage needs at least one layer", pp, layers));
+  }
+  fail_field(experiment, "model.layers",
+             fmt::format("{} layers for the default pp = {} stages; every stage needs at least one layer "
+                         "(set [parallel] pp)",
+                         layers, pp));
+}
+
+void check_worker_count(const Experiment& experiment) {
+  std::int64_t workers = static_cast<std::int64_t>(experiment.parallel.pp) * experiment.parallel.dp;
+  if (workers <= kMaxWorkers) return;
+  fail_field(experiment, "parallel", fmt::format("pp x dp = {} workers; at most {}", workers, kMaxWorkers));
+}
+
+void check_placement_list(const Experiment& experiment) {
+  if (experiment.placement != Placement::explicit_list) return;
+  std::size_t dcs = experiment.placement_dcs.size();
+  if (dcs == static_cast<std::size_t>(experiment.parallel.pp)) return;
+  fail_field(experiment, "placement",
+             fmt::format("{} DCs for pp = {} stages; list one DC per stage", dcs, experiment.parallel.pp));
+}
+
+// Checks between fields, on the final values: after the whole file (whichever
+// sections it has) and again after every command-line override.
+void check_cross_fields(const Experiment& experiment) {
+  check_stages_fit_layers(experiment);
+  check_worker_count(experiment);
+  check_placement_list(experiment);
+  check_plan_size(experiment, experiment.iterations);
 }
 
 // Placement, streams and temporal sharing follow the schedule unless given.
@@ -108,8 +162,9 @@ class Parser {
     read_parallel(root);
     read_compute(root);
     read_gpus(root);
-    read_placement(root);  // after [parallel]: a DC list needs pp entries
+    read_placement(root);
     apply_schedule_defaults(experiment_);
+    check_cross_fields(experiment_);
     return std::move(experiment_);
   }
 
@@ -193,17 +248,21 @@ class Parser {
     return integer->get();
   }
 
-  // A number in (0, max]; integers are accepted ("312" as well as "312.0").
+  // A number in (0, max], or in [min, max] when min > 0; integers are accepted
+  // ("312" as well as "312.0").
   std::optional<double> read_positive(const toml::table& table, std::string_view key,
-                                      const std::string& field, double max) {
+                                      const std::string& field, double max, double min = 0) {
     const toml::node* node = table.get(key);
     if (node == nullptr) return std::nullopt;
     std::optional<double> number;
     if (const auto* floating = node->as_floating_point()) number = floating->get();
     if (const auto* integer = node->as_integer()) number = static_cast<double>(integer->get());
-    if (!number || !(*number > 0) || *number > max) {
-      fail(node->source(), fmt::format("{}: expected a number greater than 0 and at most {}, got {}",
-                                       field, max, describe_value(*node)));
+    if (!number || !(min > 0 ? *number >= min : *number > 0) || *number > max) {
+      fail(node->source(),
+           min > 0 ? fmt::format("{}: expected a number from {:g} to {:g}, got {}", field, min, max,
+                                 describe_value(*node))
+                   : fmt::format("{}: expected a number greater than 0 and at most {}, got {}", field, max,
+                                 describe_value(*node)));
     }
     remember(field, *node);
     return number;
@@ -281,7 +340,7 @@ class Parser {
     if (auto seed = read_int(root, "seed", "seed", {0, std::numeric_limits<std::int64_t>::max()})) {
       experiment_.seed = static_cast<std::uint64_t>(*seed);
     }
-    if (auto scale = read_positive(root, "scale", "scale", 1.0)) experiment_.scale = *scale;
+    if (auto scale = read_positive(root, "scale", "scale", 1.0, kMinScale)) experiment_.scale = *scale;
     if (auto reorder = read_bool(root, "reorder_dcs", "reorder_dcs")) experiment_.reorder_dcs = *reorder;
   }
 
@@ -305,20 +364,11 @@ class Parser {
     const toml::table* table = optional_table(root, "parallel");
     if (table == nullptr) return;
     check_known_keys(*table, kParallelKeys, "[parallel]");
+    remember("parallel", *table);
     Parallel& parallel = experiment_.parallel;
     parallel.pp = to_int(read_int(*table, "pp", "parallel.pp", {1, 256}), parallel.pp);
     parallel.dp = to_int(read_int(*table, "dp", "parallel.dp", {1, 256}), parallel.dp);
     parallel.tp = to_int(read_int(*table, "tp", "parallel.tp", {1, 1024}), parallel.tp);
-    if (static_cast<std::int64_t>(parallel.pp) * parallel.dp > kMaxWorkers) {
-      fail(table->source(), fmt::format("parallel: pp x dp = {} workers; at most {}",
-                                        parallel.pp * parallel.dp, kMaxWorkers));
-    }
-    if (parallel.pp > experiment_.model.layers) {
-      const toml::node* pp = table->get("pp");
-      fail(pp != nullptr ? pp->source() : table->source(),
-           fmt::format("parallel.pp: {} stages for {} layers; every stage needs at least one layer",
-                       parallel.pp, experiment_.model.layers));
-    }
   }
 
   void read_compute(const toml::table& root) {
@@ -393,7 +443,7 @@ class Parser {
     remember("placement", *node);
     experiment_.placement_given = true;
     if (const toml::array* list = node->as_array()) {
-      read_placement_list(*node, *list);
+      read_placement_list(*list);
       return;
     }
     const std::string& name = expect_string(
@@ -408,12 +458,8 @@ class Parser {
     experiment_.placement = *placement;
   }
 
-  void read_placement_list(const toml::node& node, const toml::array& list) {
-    int pp = experiment_.parallel.pp;
-    if (static_cast<int>(list.size()) != pp) {
-      fail(node.source(), fmt::format("placement: {} DCs for pp = {} stages; list one DC per stage",
-                                      list.size(), pp));
-    }
+  // Its length against pp is a cross-field check (check_placement_list).
+  void read_placement_list(const toml::array& list) {
     experiment_.placement = Placement::explicit_list;
     for (std::size_t stage = 0; stage < list.size(); ++stage) {
       std::string field = fmt::format("placement[{}]", stage);
@@ -437,21 +483,20 @@ std::string normalize_option(std::string_view option) {
   return name;
 }
 
-int parse_override_int(std::string_view flag, std::string_view value, IntRange range) {
-  std::int64_t number = 0;
-  auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
-  if (error != std::errc{} || end != value.data() + value.size() || number < range.min ||
-      number > range.max) {
-    throw ExperimentError(fmt::format("{}: expected an integer from {} to {}, got \"{}\"", flag,
-                                      range.min, range.max, value));
+// A number from the command line, strictly (wanlab::base); errors keep the option.
+template <typename Parse>
+auto parse_number(std::string_view flag, Parse parse) {
+  try {
+    return parse();
+  } catch (const base::ParseError& error) {
+    throw ExperimentError(fmt::format("{}: {}", flag, error.what()));
   }
-  return static_cast<int>(number);
 }
 
 bool parse_on_off(std::string_view flag, std::string_view value) {
   if (value == "on" || value == "true") return true;
   if (value == "off" || value == "false") return false;
-  throw ExperimentError(fmt::format("{}: expected on or off, got \"{}\"", flag, value));
+  throw ExperimentError(fmt::format("{}: expected on or off, got {}", flag, base::quoted(value)));
 }
 
 std::vector<std::string> split_commas(std::string_view text) {
@@ -475,12 +520,8 @@ void override_placement(Experiment& experiment, const std::string& flag, std::st
   std::vector<std::string> dcs = split_commas(value);
   if (dcs.size() == 1) {
     throw ExperimentError(fmt::format(
-        R"({}: expected atlas, pp-across-dc, dp-across-dc or DCs like "east,east,west,west", got "{}"{})",
-        flag, value, detail::suggestion(value, kPlacementNames)));
-  }
-  if (static_cast<int>(dcs.size()) != experiment.parallel.pp) {
-    throw ExperimentError(fmt::format("{}: {} DCs for pp = {} stages; give one DC per stage", flag,
-                                      dcs.size(), experiment.parallel.pp));
+        R"({}: expected atlas, pp-across-dc, dp-across-dc or DCs like "east,east,west,west", got {}{})",
+        flag, base::quoted(value), detail::suggestion(value, kPlacementNames)));
   }
   for (std::size_t stage = 0; stage < dcs.size(); ++stage) {
     if (dcs[stage].empty()) throw ExperimentError(fmt::format("{}: empty DC name at {}", flag, stage));
@@ -509,7 +550,7 @@ void apply_override(Experiment& experiment, std::string_view option, std::string
   if (name == "schedule") {
     std::optional<Schedule> schedule = schedule_named(value);
     if (!schedule) {
-      throw ExperimentError(fmt::format("{}: expected gpipe, 1f1b or atlas, got \"{}\"{}", flag, value,
+      throw ExperimentError(fmt::format("{}: expected gpipe, 1f1b or atlas, got {}{}", flag, base::quoted(value),
                                         detail::suggestion(value, kScheduleNames)));
     }
     experiment.schedule = *schedule;
@@ -518,7 +559,7 @@ void apply_override(Experiment& experiment, std::string_view option, std::string
   } else if (name == "placement") {
     override_placement(experiment, flag, value);
   } else if (name == "streams") {
-    experiment.streams = parse_override_int(flag, value, {1, kMaxStreams});
+    experiment.streams = parse_number(flag, [&] { return base::parse_integer(value, 1, kMaxStreams); });
     experiment.streams_given = true;
     experiment.positions["streams"] = flag;
   } else if (name == "temporal-sharing") {
@@ -529,18 +570,22 @@ void apply_override(Experiment& experiment, std::string_view option, std::string
     experiment.reorder_dcs = parse_on_off(flag, value);
     experiment.positions["reorder_dcs"] = flag;
   } else if (name == "iterations") {
-    experiment.iterations = parse_override_int(flag, value, {1, kMaxIterations});
+    experiment.iterations = parse_number(flag, [&] { return base::parse_integer(value, 1, kMaxIterations); });
     experiment.positions["iterations"] = flag;
+  } else if (name == "scale") {
+    experiment.scale = parse_number(flag, [&] { return base::parse_decimal(value, kMinScale, 1.0); });
+    experiment.positions["scale"] = flag;
   } else {
     std::string closest = detail::closest_name(name, kOverrideNames);
     throw ExperimentError(closest.empty()
                               ? fmt::format("{}: unknown experiment option (known: --schedule, "
                                             "--placement, --streams, --temporal-sharing, --iterations, "
-                                            "--reorder-dcs)",
+                                            "--reorder-dcs, --scale)",
                                             flag)
                               : fmt::format("{}: unknown experiment option; did you mean --{}?", flag,
                                             closest));
   }
+  check_cross_fields(experiment);  // an option names itself in what it broke
 }
 
 emulator::Scenario load_testbed(const Experiment& experiment) {

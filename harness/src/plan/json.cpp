@@ -59,16 +59,6 @@ std::string Json::dump_compact() const {
   return out;
 }
 
-std::string Json::dump_items_compact(std::string_view separator) const {
-  std::string out;
-  for (std::size_t i = 0; i < children_.size(); ++i) {
-    if (i > 0) out += separator;
-    if (type_ == Type::object) out += json_quote(keys_[i]) + ":";
-    children_[i].write(out, 0, true);
-  }
-  return out;
-}
-
 void Json::write_scalar(std::string& out) const {
   switch (type_) {
     case Type::null: out += "null"; break;

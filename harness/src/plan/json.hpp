@@ -35,8 +35,6 @@ class Json {
   std::string dump() const;
   // Everything on one line.
   std::string dump_compact() const;
-  // A container's children, each compact, joined by `separator`.
-  std::string dump_items_compact(std::string_view separator) const;
 
  private:
   explicit Json(Type type) : type_(type) {}

@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "text.hpp"
+#include "wanlab/base/parse.hpp"
 #include "wanlab/harness/plan.hpp"
 
 namespace wanlab::harness {
@@ -35,7 +36,7 @@ std::string unknown_dc_message(const std::string& field, const std::string& dc,
                                const emulator::Scenario& scenario) {
   std::vector<std::string_view> names = dc_names(scenario);
   std::vector<std::string> listed(names.begin(), names.end());
-  return fmt::format("{}: unknown DC \"{}\" in testbed {}{}", field, dc, scenario.name,
+  return fmt::format("{}: unknown DC {} in testbed {}{}", field, base::quoted(dc), scenario.name,
                      detail::suggestion(dc, names, fmt::format(" (DCs: {})", detail::join(listed))));
 }
 

@@ -176,17 +176,24 @@ void assign_link_slots(Plan& plan, const emulator::Scenario& scenario) {
     const Worker& receiver = plan.workers[static_cast<std::size_t>(event.peer)].worker;
     by_link[{sender.dc, receiver.dc}].emplace_back(event.start_ns, sender.replica, sender.stage, event.op_index);
   }
+  // (sender, receiver, microbatch) -> slot, for the recvs: one pass over the
+  // ops instead of a search of the receiver's ops per message.
+  std::map<std::tuple<int, int, int>, int> slot_of_message;
   for (auto& [link, starts] : by_link) {
     std::sort(starts.begin(), starts.end());
     for (std::size_t slot = 0; slot < starts.size(); ++slot) {
       const auto& [start, replica, stage, op_index] = starts[slot];
-      Op& send = plan.workers[static_cast<std::size_t>(plan.worker_id(stage, replica))].ops[static_cast<std::size_t>(op_index)];
+      int sender = plan.worker_id(stage, replica);
+      Op& send = plan.workers[static_cast<std::size_t>(sender)].ops[static_cast<std::size_t>(op_index)];
       send.link_slot = static_cast<int>(slot);
-      for (Op& op : plan.workers[static_cast<std::size_t>(send.peer)].ops) {
-        if (op.kind == OpKind::recv && op.peer == plan.worker_id(stage, replica) && op.microbatch == send.microbatch) {
-          op.link_slot = static_cast<int>(slot);
-        }
-      }
+      slot_of_message[{sender, send.peer, send.microbatch}] = send.link_slot;
+    }
+  }
+  for (WorkerPlan& worker_plan : plan.workers) {
+    for (Op& op : worker_plan.ops) {
+      if (op.kind != OpKind::recv) continue;
+      auto slot = slot_of_message.find({op.peer, worker_plan.worker.id, op.microbatch});
+      if (slot != slot_of_message.end()) op.link_slot = slot->second;
     }
   }
 }
@@ -198,6 +205,7 @@ double parameter_count(const Model& model) {
 }
 
 Plan make_plan(const Experiment& experiment, const emulator::Scenario& scenario) {
+  check_plan_size(experiment, experiment.iterations);
   Plan plan;
   plan.experiment = experiment;
   for (const emulator::Dc& dc : scenario.dcs) plan.dc_names.push_back(dc.name);

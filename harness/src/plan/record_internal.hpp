@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <iosfwd>
 #include <limits>
 #include <string>
 
@@ -24,7 +26,9 @@ std::string wan_link_of(const Plan& plan, const Event& event);
 // then stage, then replica.
 std::vector<int> display_order(const Plan& plan);
 
-// Writes `contents` to `path`; throws std::runtime_error naming the path.
+// Writes `contents` (or what `fill` writes) to `path`; throws std::runtime_error
+// naming the path.
 void write_text_file(const std::string& path, const std::string& contents);
+void write_file(const std::string& path, const std::function<void(std::ostream&)>& fill);
 
 }  // namespace wanlab::harness::detail

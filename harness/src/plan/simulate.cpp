@@ -101,7 +101,11 @@ class Simulator {
     }
   }
 
-  RunRecord run(int iterations) {
+  RunRecord run(int iterations, SimulationStats* stats) {
+    // Exactly one event per op and iteration: no growth beyond the plan's size.
+    std::size_t ops = 0;
+    for (const WorkerPlan& worker_plan : plan_.workers) ops += worker_plan.ops.size();
+    record_.events.reserve(ops * static_cast<std::size_t>(std::max(iterations, 0)));
     double start = 0;
     for (int iteration = 0; iteration < iterations; ++iteration) {
       double end = run_iteration(iteration, start);
@@ -109,6 +113,7 @@ class Simulator {
       record_.iteration_end_ns.push_back(to_ns(end));
       start = end;
     }
+    if (stats != nullptr) *stats = stats_;
     return std::move(record_);
   }
 
@@ -162,6 +167,7 @@ class Simulator {
       if (finished()) break;
       step_time();
     }
+    stats_.peak_transfers = std::max(stats_.peak_transfers, transfers_.size());
     double end = start;
     for (std::size_t i = first_event; i < record_.events.size(); ++i) {
       end = std::max(end, static_cast<double>(record_.events[i].end_ns));
@@ -252,6 +258,7 @@ class Simulator {
   void schedule(Timed timed) {
     timed.sequence = sequence_++;
     timed_.push(timed);
+    stats_.peak_pending = std::max(stats_.peak_pending, timed_.size());
   }
 
   int link_of(int from, int to) const { return worker(from).dc * dcs_ + worker(to).dc; }
@@ -348,8 +355,10 @@ class Simulator {
   void step_time() {
     double next = timed_.empty() ? kInf : timed_.top().time;
     int first_done = -1;
+    bool on_wire = false;
     for (const LinkState& link : links_) {
       for (int id : link.on_wire) {
+        on_wire = true;
         const Transfer& transfer = transfers_[static_cast<std::size_t>(id)];
         double done = now_ + (transfer.bits_left <= 0 ? 0 : transfer.bits_left / transfer.rate_bps * 1e9);
         if (done < next) {
@@ -358,7 +367,8 @@ class Simulator {
         }
       }
     }
-    if (!std::isfinite(next)) throw std::logic_error(describe_deadlock());
+    if (!std::isfinite(next) && !on_wire) throw std::logic_error(describe_deadlock());
+    if (next > kMaxSimulatedNs) fail_too_long();
     double elapsed = next - now_;
     for (const LinkState& link : links_) {
       for (int id : link.on_wire) {
@@ -372,6 +382,7 @@ class Simulator {
     while (!timed_.empty() && timed_.top().time <= now_) {
       Timed timed = timed_.top();
       timed_.pop();
+      ++stats_.completions;
       if (timed.arrival) {
         arrive(timed.index);
       } else {
@@ -426,6 +437,15 @@ class Simulator {
     state.status = Status::ready;
   }
 
+  // A transfer on the wire that never ends (its time overflows) or a run
+  // beyond kMaxSimulatedNs: int64 nanoseconds would overflow next.
+  [[noreturn]] void fail_too_long() const {
+    throw ExperimentError(fmt::format("{}: simulate: the simulated time passes {:g} ns (about 31 years) in iteration "
+                                      "{}: a link is far too slow for the messages (rates x scale {:g}) or the "
+                                      "compute steps too long",
+                                      plan_.experiment.path, kMaxSimulatedNs, iteration_, plan_.experiment.scale));
+  }
+
   std::string describe_deadlock() const {
     std::string blocked;
     for (int id = 0; id < static_cast<int>(states_.size()); ++id) {
@@ -459,6 +479,7 @@ class Simulator {
   std::map<std::tuple<int, int, int>, int> message_index_;
   std::priority_queue<Timed, std::vector<Timed>, std::greater<>> timed_;
   std::uint64_t sequence_ = 0;
+  SimulationStats stats_;
   double now_ = 0;
   int iteration_ = 0;
 };
@@ -476,12 +497,14 @@ LinkModel link_model_for(const emulator::Scenario& scenario) {
   return model;
 }
 
-RunRecord simulate(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model, int iterations) {
+RunRecord simulate(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model, int iterations,
+                   SimulationStats* stats) {
   if (plan.dc_names.size() != scenario.dcs.size()) {
     throw std::invalid_argument(fmt::format("simulate: the plan has {} DCs, the scenario {}",
                                             plan.dc_names.size(), scenario.dcs.size()));
   }
-  return Simulator(plan, scenario, model).run(iterations);
+  check_plan_size(plan, iterations);
+  return Simulator(plan, scenario, model).run(iterations, stats);
 }
 
 }  // namespace wanlab::harness

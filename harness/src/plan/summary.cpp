@@ -56,28 +56,47 @@ std::string wan_link_of(const Plan& plan, const Event& event) {
 
 }  // namespace detail
 
+namespace {
+
+// One iteration's sums per worker, gathered in one pass over the events.
+struct IterationTotals {
+  std::vector<double> busy_ns;
+  std::vector<double> blocked_ns;
+  std::map<std::string, std::uint64_t> wan_bytes;
+};
+
+std::vector<IterationTotals> iteration_totals(const RunRecord& record, int iterations) {
+  std::size_t workers = record.plan.workers.size();
+  std::vector<IterationTotals> totals(static_cast<std::size_t>(iterations),
+                                      IterationTotals{std::vector<double>(workers, 0), std::vector<double>(workers, 0), {}});
+  for (const Event& event : record.events) {
+    if (event.iteration < 0 || event.worker < 0 || static_cast<std::size_t>(event.worker) >= workers) continue;
+    IterationTotals& sums = totals[static_cast<std::size_t>(event.iteration)];
+    double length = static_cast<double>(event.end_ns - event.start_ns);
+    auto worker = static_cast<std::size_t>(event.worker);
+    if (detail::is_compute(event.kind)) sums.busy_ns[worker] += length;
+    if (event.kind == OpKind::recv || event.kind == OpKind::allreduce) sums.blocked_ns[worker] += length;
+    std::string link = detail::wan_link_of(record.plan, event);
+    if (!link.empty()) sums.wan_bytes[link] += event.bytes;
+  }
+  return totals;
+}
+
+}  // namespace
+
 std::vector<IterationSummary> summarize(const RunRecord& record) {
   const Plan& plan = record.plan;
   const Model& model = plan.experiment.model;
   std::size_t workers = plan.workers.size();
   double tokens = static_cast<double>(plan.experiment.parallel.dp) * model.microbatches * model.microbatch *
                   model.seq_len;
+  int iterations = detail::iteration_count(record);
+  std::vector<IterationTotals> totals = iteration_totals(record, iterations);
   std::vector<IterationSummary> summaries;
-  for (int iteration = 0; iteration < detail::iteration_count(record); ++iteration) {
+  for (int iteration = 0; iteration < iterations; ++iteration) {
+    const IterationTotals& sums = totals[static_cast<std::size_t>(iteration)];
     detail::IterationSpan span = detail::iteration_span(record, iteration);
     double wall_ns = static_cast<double>(span.end_ns - span.start_ns);
-    std::vector<double> busy_ns(workers, 0);
-    std::vector<double> blocked_ns(workers, 0);
-    std::map<std::string, std::uint64_t> wan_bytes;
-    for (const Event& event : record.events) {
-      if (event.iteration != iteration || event.worker < 0 || static_cast<std::size_t>(event.worker) >= workers) continue;
-      double length = static_cast<double>(event.end_ns - event.start_ns);
-      auto worker = static_cast<std::size_t>(event.worker);
-      if (detail::is_compute(event.kind)) busy_ns[worker] += length;
-      if (event.kind == OpKind::recv || event.kind == OpKind::allreduce) blocked_ns[worker] += length;
-      std::string link = detail::wan_link_of(plan, event);
-      if (!link.empty()) wan_bytes[link] += event.bytes;
-    }
     IterationSummary summary;
     summary.index = iteration;
     summary.time_s = wall_ns / 1e9;
@@ -85,16 +104,16 @@ std::vector<IterationSummary> summarize(const RunRecord& record) {
     double utilization_sum = 0;
     double blocked_sum = 0;
     for (std::size_t worker = 0; worker < workers; ++worker) {
-      double utilization = wall_ns > 0 ? busy_ns[worker] / wall_ns : 0;
+      double utilization = wall_ns > 0 ? sums.busy_ns[worker] / wall_ns : 0;
       summary.gpu_utilization.push_back(utilization);
       utilization_sum += utilization;
-      blocked_sum += blocked_ns[worker] / 1e9;
+      blocked_sum += sums.blocked_ns[worker] / 1e9;
     }
     double count = workers == 0 ? 1 : static_cast<double>(workers);
     summary.mean_gpu_utilization = utilization_sum / count;
     summary.bubble_fraction = 1 - summary.mean_gpu_utilization;
     summary.network_blocked_s = blocked_sum / count;
-    summary.wan_bytes.assign(wan_bytes.begin(), wan_bytes.end());
+    summary.wan_bytes.assign(sums.wan_bytes.begin(), sums.wan_bytes.end());
     summaries.push_back(std::move(summary));
   }
   return summaries;

@@ -74,6 +74,14 @@ class Chart {
     step_ms_ = tick_step_ms(span_ms_);
     axis_ms_ = std::ceil(span_ms_ / step_ms_ - 1e-9) * step_ms_;
     summaries_ = summarize(record);
+    // One pass over the record, not one per row: a run may hold millions of events.
+    events_of_.resize(plan_.workers.size());
+    for (const Event& event : record.events) {
+      if (event.iteration == iteration && event.worker >= 0 &&
+          static_cast<std::size_t>(event.worker) < events_of_.size()) {
+        events_of_[static_cast<std::size_t>(event.worker)].push_back(&event);
+      }
+    }
   }
 
   std::string render() {
@@ -83,18 +91,20 @@ class Chart {
     double axis_y = kTitleHeight + rows_height + 6;
     double legend_y = axis_y + 52;
     double height = legend_y + 3 * 22 + 16;
-    std::string body;
-    body += title();
-    body += grid(kTitleHeight - 6, axis_y);
-    double y = kTitleHeight;
-    for (const auto& group : groups) y = draw_group(group, y, body);
-    body += axis(axis_y);
-    body += legend(legend_y);
-    return fmt::format(
+    // Appended to in place: a copy of a chart of millions of boxes would double its peak.
+    std::string out = fmt::format(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
         "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n"
-        "<rect width=\"{0}\" height=\"{1}\" fill=\"white\"/>\n{2}</svg>\n",
-        kWidth, height, body);
+        "<rect width=\"{0}\" height=\"{1}\" fill=\"white\"/>\n",
+        kWidth, height);
+    out += title();
+    out += grid(kTitleHeight - 6, axis_y);
+    double y = kTitleHeight;
+    for (const auto& group : groups) y = draw_group(group, y, out);
+    out += axis(axis_y);
+    out += legend(legend_y);
+    out += "</svg>\n";
+    return out;
   }
 
  private:
@@ -190,10 +200,7 @@ class Chart {
                        kLabelX + 10, bar_y + 12, worker.stage, worker.replica, kLabelX + 140, bar_y + 12,
                        escape(worker.host));
     out += box(kChartX, bar_y, x_of(span_.end_ns) - kChartX, kBarHeight, kIdle.fill, "idle");
-    for (const Event& event : record_.events) {
-      if (event.worker != id || event.iteration != iteration_) continue;
-      draw_event(event, bar_y, out);
-    }
+    for (const Event* event : events_of_[static_cast<std::size_t>(id)]) draw_event(*event, bar_y, out);
     if (const IterationSummary* figures = summary();
         figures != nullptr && static_cast<std::size_t>(id) < figures->gpu_utilization.size()) {
       out += fmt::format("<text x=\"{}\" y=\"{:.1f}\" font-size=\"12\" text-anchor=\"middle\">{:.0f}%</text>\n",
@@ -293,6 +300,7 @@ class Chart {
   double step_ms_ = 0;
   double axis_ms_ = 0;
   std::vector<IterationSummary> summaries_;
+  std::vector<std::vector<const Event*>> events_of_;  // this iteration's, by worker, in record order
 };
 
 }  // namespace

@@ -83,6 +83,32 @@ struct Plan {
   int worker_id(int stage, int replica) const { return replica * experiment.parallel.pp + stage; }
 };
 
+// How big a run of the experiment is, from its fields alone (before a plan is
+// built). A step is one forward, backward, send or recv op, or one ring step
+// of an all-reduce (2(dp - 1) per worker). Both runners record one event per
+// op, and the simulator handles at most one compute end or arrival per step,
+// so steps bound the memory and time of a run. Every stage runs 2m compute ops
+// and each of the pp - 1 hops carries 2m messages, a send and a recv each:
+// 2m(3pp - 2) ops per replica.
+struct PlanSize {
+  std::uint64_t steps_per_iteration = 0;  // all workers together
+  std::uint64_t ops_per_iteration = 0;    // what a runner records per iteration (<= steps)
+};
+PlanSize plan_size(const Experiment& experiment);
+PlanSize plan_size(const Plan& plan);  // counted: equals the above for a plan from make_plan
+
+// The most steps (steps_per_iteration x iterations) a run may take. At the
+// limit, `wanlab train --simulate --out` peaks below 700 MB (all steps in one
+// iteration: the timeline holds every box; 140 MB over many iterations).
+inline constexpr std::uint64_t kMaxRunSteps = 2'000'000;
+
+// Throws ExperimentError when the run's steps exceed kMaxRunSteps, naming the
+// fields that make it big and the limit. The Plan overload counts the plan's
+// own ops (the runners run those), the Experiment one the ops it will get.
+void check_plan_size(const Experiment& experiment, int iterations);
+void check_plan_size(const Plan& plan, int iterations);
+
+// Refuses plans beyond kMaxRunSteps (check_plan_size) before building one.
 // Throws ExperimentError naming what is missing when the placement is infeasible,
 // or the field when a DC in [gpus] or the placement list is not in the testbed.
 // With temporal sharing, link slots follow the transfers' start order in a

@@ -62,7 +62,8 @@ struct RunOptions {
 // Runs `plan` on a testbed that is up (its hosts' network namespaces and
 // addresses from `testbed`). Its control directory and root file system go
 // under the testbed's run directory and are removed before returning.
-// Throws RunError.
+// Throws RunError; ExperimentError, before any worker starts, for a run
+// beyond kMaxRunSteps (check_plan_size).
 RunRecord run_plan(const Plan& plan, const emulator::Scenario& scenario, const emulator::TestbedState& testbed,
                    const RunOptions& options);
 

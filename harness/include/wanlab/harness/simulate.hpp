@@ -44,7 +44,23 @@ struct LinkModel {
 // scenario's host tcp_wmem_max and tcp_rmem_max (0 if neither is set).
 LinkModel link_model_for(const emulator::Scenario& scenario);
 
-// Throws std::logic_error if the plan deadlocks (a plan from make_plan never does).
-RunRecord simulate(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model, int iterations = 1);
+// What a simulation handled and held at most. Everything but the events is
+// per iteration: it is bounded by the plan's size, not by the iterations.
+struct SimulationStats {
+  std::uint64_t completions = 0;    // compute ends and message or ring-chunk arrivals
+  std::size_t peak_transfers = 0;   // transfers started in one iteration
+  std::size_t peak_pending = 0;     // compute ends and arrivals waiting at once
+};
+
+// Refuses runs beyond kMaxRunSteps (check_plan_size with `iterations`) and
+// runs whose simulated time passes kMaxSimulatedNs (ExperimentError: links or
+// compute far too slow for the messages). Throws std::logic_error if the plan
+// deadlocks (a plan from make_plan never does).
+RunRecord simulate(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model, int iterations = 1,
+                   SimulationStats* stats = nullptr);
+
+// About 31.7 years: simulated times are int64 nanoseconds; a run that goes
+// beyond this has a link or a compute step absurdly slow for its messages.
+inline constexpr double kMaxSimulatedNs = 1e18;
 
 }  // namespace wanlab::harness

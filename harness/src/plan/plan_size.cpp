@@ -1,0 +1,65 @@
+// How big a run is, before anything is built: the bound on the simulator's
+// and the coordinator's memory and time.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "wanlab/harness/plan.hpp"
+
+namespace wanlab::harness {
+namespace {
+
+[[noreturn]] void fail_too_big(const Experiment& experiment, const PlanSize& size, int iterations,
+                               std::uint64_t steps) {
+  // Several fields make a run big: the message names them all, and is placed at
+  // the command-line option when --iterations gave the count, else at the file.
+  std::string where = experiment.where("iterations");
+  if (!where.starts_with("--")) where = experiment.path;
+  throw ExperimentError(fmt::format(
+      "{}: the run is too big: iterations {} x {} steps per iteration (parallel.pp {}, parallel.dp {}, "
+      "model.microbatches {}) = {} steps; at most {} (a step is a forward, backward, send, recv or all-reduce "
+      "ring step)",
+      where, iterations, size.steps_per_iteration, experiment.parallel.pp, experiment.parallel.dp,
+      experiment.model.microbatches, steps, kMaxRunSteps));
+}
+
+void check_steps(const Experiment& experiment, const PlanSize& size, int iterations) {
+  std::uint64_t steps = size.steps_per_iteration * static_cast<std::uint64_t>(std::max(iterations, 0));
+  if (steps > kMaxRunSteps) fail_too_big(experiment, size, iterations, steps);
+}
+
+}  // namespace
+
+PlanSize plan_size(const Experiment& experiment) {
+  const auto pp = static_cast<std::uint64_t>(experiment.parallel.pp);
+  const auto dp = static_cast<std::uint64_t>(experiment.parallel.dp);
+  const auto microbatches = static_cast<std::uint64_t>(experiment.model.microbatches);
+  std::uint64_t pipeline_ops = dp * 2 * microbatches * (3 * pp - 2);
+  std::uint64_t workers = pp * dp;
+  PlanSize size;
+  size.ops_per_iteration = pipeline_ops + (dp > 1 ? workers : 0);
+  size.steps_per_iteration = pipeline_ops + (dp > 1 ? workers * 2 * (dp - 1) : 0);
+  return size;
+}
+
+PlanSize plan_size(const Plan& plan) {
+  PlanSize size;
+  for (const WorkerPlan& worker_plan : plan.workers) {
+    std::uint64_t ring_steps = 2 * (std::max<std::uint64_t>(worker_plan.worker.allreduce_group.size(), 1) - 1);
+    for (const Op& op : worker_plan.ops) {
+      ++size.ops_per_iteration;
+      size.steps_per_iteration += op.kind == OpKind::allreduce ? ring_steps : 1;
+    }
+  }
+  return size;
+}
+
+void check_plan_size(const Experiment& experiment, int iterations) {
+  check_steps(experiment, plan_size(experiment), iterations);
+}
+
+void check_plan_size(const Plan& plan, int iterations) {
+  check_steps(plan.experiment, plan_size(plan), iterations);
+}
+
+}  // namespace wanlab::harness
