@@ -4,12 +4,9 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "commands.hpp"
 #include "options.hpp"
-#include "wanlab/base/parse.hpp"
 #include "wanlab/harness/compare.hpp"
 #include "wanlab/harness/experiment.hpp"
 #include "wanlab/harness/run.hpp"
@@ -19,21 +16,6 @@ namespace wanlab::cli {
 namespace hs = wanlab::harness;
 namespace em = wanlab::emulator;
 namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-int parse_count(const std::string& option, const std::string& text, int min, int max) {
-  try {
-    return base::parse_integer(text, min, max);
-  } catch (const base::ParseError& error) {
-    throw UsageError(fmt::format("--{}: {}", option, error.what()));
-  }
-}
 
 // The experiment's command-line options: a bad value, or one that breaks a
 // check between fields, is a bad command line (exit 2) naming the option.
@@ -89,8 +71,8 @@ int cmd_train(Args args) {
     throw UsageError(std::string("--runtime: ") + error.what());
   }
   run.image = options.get("image").value_or("");
-  run.release = em::parse_release_choice(options.get("release").value_or("auto"));
-  if (const auto timeout = options.get("timeout")) run.iteration_timeout = std::chrono::seconds(parse_count("timeout", *timeout, 1, 86400));
+  run.release = release_option(options);
+  if (const auto timeout = options.integer<int>("timeout", 1, 86400)) run.iteration_timeout = std::chrono::seconds(*timeout);
   const bool quiet = options.flag("quiet");
   if (!quiet) run.log = [](const std::string& line) { fmt::print("wanlab train: {}\n", line); std::fflush(stdout); };
   run.progress = [](const hs::Progress& p) {
@@ -110,7 +92,7 @@ int cmd_train(Args args) {
           : hs::run_experiment(experiment, scenario, run);
   print_summary(record);
   if (const auto out = options.get("out")) {
-    write_outputs(record, read_text(experiment.testbed_path), *out);
+    write_outputs(record, scenario.source, *out);
     fmt::print("wrote {0}/results.json, {0}/trace.json, {0}/timeline.svg\n", *out);
   }
   return 0;
@@ -135,7 +117,7 @@ int cmd_worker(Args args) {
   const auto control = options.get("control");
   const auto id = options.get("id");
   if (!control || !id) throw UsageError("expected --control SOCKET and --id N");
-  return hs::worker_main(*control, parse_count("id", *id, 0, 1 << 20));
+  return hs::worker_main(*control, *options.integer<int>("id", 0, 1 << 20));
 }
 
 }  // namespace wanlab::cli

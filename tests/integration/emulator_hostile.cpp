@@ -250,6 +250,7 @@ BOOST_AUTO_TEST_CASE(input_files_must_be_small_regular_files) {
       {{"up", "/tmp/huge.toml"}, "/tmp/huge.toml: cannot read scenario: 17.0 MiB is over the limit of 16.0 MiB"},
       {{"train", "/dev/zero"}, "/dev/zero: cannot read experiment: not a regular file (a character device)"},
       {{"train", "/tmp/fifo.toml", "--simulate"}, "/tmp/fifo.toml: cannot read experiment: not a regular file (a FIFO)"},
+      {{"compare", "/dev/zero"}, "/dev/zero: cannot read results: not a regular file (a character device)"},
   };
   for (const auto& c : cases) {
     BOOST_TEST_CONTEXT(c.args[0] << " " << c.args[1]) {

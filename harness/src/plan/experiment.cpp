@@ -212,7 +212,7 @@ class Parser {
     }
     if (first_unknown == nullptr) return;
     fail(first_unknown->source(),
-         fmt::format("unknown key \"{}\" in {}{}", first_unknown->str(), table_label,
+         fmt::format("unknown key {} in {}{}", base::quoted(first_unknown->str()), table_label,
                      detail::suggestion(first_unknown->str(), known)));
   }
 
@@ -292,8 +292,8 @@ class Parser {
     if (!valid_experiment_name(name)) {
       fail(node->source(), fmt::format("name: expected 1 to {} characters from [a-z0-9-_.] starting "
                                        "with a letter or digit (it names the results directory), "
-                                       "got \"{}\"",
-                                       kMaxName, name));
+                                       "got {}",
+                                       kMaxName, base::quoted(name)));
     }
     remember("name", *node);
     experiment_.name = name;
@@ -591,8 +591,8 @@ void apply_override(Experiment& experiment, std::string_view option, std::string
 emulator::Scenario load_testbed(const Experiment& experiment) {
   std::error_code error;
   if (!std::filesystem::is_regular_file(experiment.testbed_path, error)) {
-    throw ExperimentError(fmt::format("{}: testbed: no scenario file at \"{}\"", experiment.where("testbed"),
-                                      experiment.testbed_path));
+    throw ExperimentError(fmt::format("{}: testbed: no scenario file at {}", experiment.where("testbed"),
+                                      base::quoted(experiment.testbed_path, 256)));
   }
   return emulator::load_scenario(experiment.testbed_path);
 }

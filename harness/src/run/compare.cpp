@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "json_read.hpp"
+#include "wanlab/base/files.hpp"
 
 namespace wanlab::harness {
 namespace {
@@ -109,14 +110,19 @@ ResultRow parse_result(std::string_view json_text, const std::string& label) {
   return row;
 }
 
+constexpr std::size_t kMaxResultsBytes = 256u << 20;
+
 ResultRow read_result(const std::string& path) {
   namespace fs = std::filesystem;
   const fs::path file = fs::is_directory(path) ? fs::path(path) / "results.json" : fs::path(path);
-  std::ifstream in(file);
-  if (!in) throw std::runtime_error(fmt::format("{}: cannot read {}", path, file.string()));
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_result(text.str(), path);
+  std::string text;
+  try {
+    // results.json holds per-iteration summaries, not events: far below this.
+    text = base::read_regular_file(file.string(), base::ReadRules{kMaxResultsBytes, true});
+  } catch (const base::FileError& error) {
+    throw std::runtime_error(fmt::format("{}: cannot read results: {}", file.string(), error.reason()));
+  }
+  return parse_result(text, path);
 }
 
 std::string compare_table(const std::vector<ResultRow>& rows) {
