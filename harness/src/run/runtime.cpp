@@ -97,19 +97,6 @@ bool on_path(const std::string& program) {
   return false;
 }
 
-// Shared objects mapped into this process.
-std::set<std::string> mapped_libraries() {
-  std::ifstream maps("/proc/self/maps");
-  std::set<std::string> libraries;
-  for (std::string line; std::getline(maps, line);) {
-    const auto slash = line.find('/');
-    if (slash == std::string::npos) continue;
-    const std::string path = line.substr(slash);
-    if (path.find(".so") != std::string::npos && fs::exists(path)) libraries.insert(path);
-  }
-  return libraries;
-}
-
 // The program interpreter (PT_INTERP) an ELF executable names, "" if none.
 std::string elf_interpreter(const std::string& path) {
   std::ifstream elf(path, std::ios::binary);
@@ -129,6 +116,24 @@ std::string elf_interpreter(const std::string& path) {
     return interpreter;
   }
   return "";
+}
+
+// The shared objects `exe` loads, as its own loader resolves them
+// (`ld.so --list`, what ldd runs): the worker binary's, which need not be the
+// same as the process that builds the root file system (a test, say).
+std::set<std::string> needed_libraries(const std::string& exe, const std::string& interpreter) {
+  const auto listed = capture({interpreter, "--list", exe}, std::chrono::seconds(30));
+  if (listed.status != 0) throw std::runtime_error(fmt::format("{} --list {}: {}", interpreter, exe, last_line(listed.output)));
+  std::set<std::string> libraries;
+  std::istringstream lines(listed.output);
+  for (std::string line; std::getline(lines, line);) {
+    // "\tlibfmt.so.9 => /lib/x86_64-linux-gnu/libfmt.so.9 (0x...)" or "\t/lib64/ld-linux-x86-64.so.2 (0x...)"
+    const auto slash = line.find('/');
+    const auto address = line.rfind(" (0x");
+    if (slash == std::string::npos || address == std::string::npos || address < slash) continue;
+    libraries.insert(line.substr(slash, address - slash));
+  }
+  return libraries;
 }
 
 // The names the loader looks a library up by (its soname, e.g. libfmt.so.9)
@@ -369,7 +374,8 @@ void make_rootfs(const std::string& exe, const std::string& dir) {
                                                                     fs::perms::group_exec | fs::perms::others_read |
                                                                     fs::perms::others_exec);
   const fs::path interpreter = elf_interpreter(exe);
-  for (const auto& library : mapped_libraries()) {
+  if (interpreter.empty()) throw std::runtime_error(exe + ": not a dynamically linked executable");
+  for (const auto& library : needed_libraries(exe, interpreter)) {
     const fs::path real = fs::canonical(library);
     copy_into(real, root, real);
     copy_links_to(real, root);
