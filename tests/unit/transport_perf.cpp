@@ -22,8 +22,6 @@ std::string usage_error(std::vector<std::string> args) {
   return "(accepted)";
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
 // A strict JSON syntax check (RFC 8259), enough to tell the output parses.
 class JsonChecker {
  public:

@@ -5,6 +5,7 @@
 #include <functional>
 #include <random>
 
+#include "unit/transport_support.hpp"
 #include "wanlab/transport/crc32c.hpp"
 #include "wanlab/transport/error.hpp"
 #include "wanlab/transport/options.hpp"
@@ -31,16 +32,8 @@ std::string error_of(const std::function<void()>& action) {
   return "";
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-wire::ChunkHeader data(std::uint64_t id, std::uint64_t size, std::uint64_t offset, std::uint32_t length) {
-  wire::ChunkHeader h;
-  h.message_id = id;
-  h.message_size = size;
-  h.offset = offset;
-  h.length = length;
-  return h;
-}
+using transport_test::contains;
+using transport_test::data;
 
 constexpr std::uint32_t kChunk = 1024;
 
