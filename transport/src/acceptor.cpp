@@ -22,6 +22,7 @@ class AcceptorCore : public std::enable_shared_from_this<AcceptorCore> {
   AcceptorCore(asio::any_io_executor executor, const asio::ip::tcp::endpoint& endpoint, ChannelOptions options)
       : executor_(executor), acceptor_(executor), options_(std::move(options)), ready_event_(executor) {
     validate(options_);
+    budget_ = budget_for(options_);
     std::error_code ec;
     acceptor_.open(endpoint.protocol(), ec);
     if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
@@ -236,6 +237,7 @@ class AcceptorCore : public std::enable_shared_from_this<AcceptorCore> {
     setup.executor = executor_;
     for (auto& socket : group.sockets) setup.sockets.push_back(std::move(*socket));
     setup.options = options_;
+    setup.budget = budget_;
     setup.id = id;
     setup.peer_chunk_size = group.first.chunk_size;
     setup.peer_max_message_size = group.first.max_message_size;
@@ -248,6 +250,7 @@ class AcceptorCore : public std::enable_shared_from_this<AcceptorCore> {
   ChannelOptions options_;
   std::deque<std::variant<std::shared_ptr<ChannelCore>, TransportError>> ready_;
   AsyncEvent ready_event_;
+  std::shared_ptr<MemoryBudget> budget_;  // shared by every channel accepted here
   std::map<std::uint64_t, Group> groups_;
   std::size_t handshakes_ = 0;
   bool closed_ = false;

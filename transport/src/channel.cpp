@@ -55,7 +55,8 @@ ChannelCore::ChannelCore(ChannelSetup setup)
       id_(setup.id),
       peer_chunk_size_(setup.peer_chunk_size),
       peer_max_message_size_(setup.peer_max_message_size),
-      reassembler_({setup.peer_chunk_size, options_.max_message_size, options_.receive_memory_limit},
+      budget_(std::move(setup.budget)),
+      reassembler_({setup.peer_chunk_size, options_.max_message_size, options_.receive_memory_limit, budget_.get()},
                    static_cast<unsigned>(setup.sockets.size())),
       send_work_(executor_),
       sent_event_(executor_),
@@ -68,6 +69,13 @@ ChannelCore::ChannelCore(ChannelSetup setup)
     connections_.back()->counters.index = i;
   }
 }
+
+std::shared_ptr<MemoryBudget> budget_for(const ChannelOptions& options) {
+  if (options.shared_memory_budget) return options.shared_memory_budget;
+  return std::make_shared<MemoryBudget>(options.memory_budget);
+}
+
+ChannelCore::~ChannelCore() { budget_->forget(this); }
 
 std::shared_ptr<ChannelCore> ChannelCore::start(ChannelSetup setup) {
   auto core = std::make_shared<ChannelCore>(std::move(setup));
@@ -279,8 +287,7 @@ asio::awaitable<void> ChannelCore::read_loop(Connection& connection) {
   try {
     for (;;) {
       if (reader.blocked()) {
-        const auto epoch = reassembler_.memory_epoch();
-        while (state_ == State::open && reassembler_.memory_epoch() == epoch) co_await memory_event_.wait();
+        co_await wait_for_memory();
         if (state_ != State::open) co_return;
         reader.retry();
         continue;
@@ -308,6 +315,18 @@ asio::awaitable<void> ChannelCore::read_loop(Connection& connection) {
   } catch (const std::system_error& e) {
     fail(TransportError(Errc::connection_failed,
                         fmt::format("{}: receiving: {}", where(connection), e.code().message())));
+  }
+}
+
+asio::awaitable<void> ChannelCore::wait_for_memory() {
+  const auto epoch = reassembler_.memory_epoch();
+  const auto budget_epoch = budget_->epoch();
+  // Memory another channel releases wakes this one too.
+  budget_->on_next_release(this, [weak = weak_from_this()] {
+    if (auto self = weak.lock()) self->memory_event_.notify_all();
+  });
+  while (state_ == State::open && reassembler_.memory_epoch() == epoch && budget_->epoch() == budget_epoch) {
+    co_await memory_event_.wait();
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <new>
 #include <utility>
 
@@ -19,7 +20,19 @@ constexpr std::uint64_t kMaxIdsAhead = 1ull << 32;
 }  // namespace
 
 Reassembler::Reassembler(ReceiveLimits limits, unsigned connections)
-    : limits_(limits), max_ids_ahead_(kMaxIdsAhead), last_chunk_(connections), goodbye_seen_(connections, false) {}
+    : limits_(limits),
+      own_budget_(limits.budget ? nullptr : std::make_unique<MemoryBudget>(UINT64_MAX)),
+      budget_(limits.budget ? limits.budget : own_budget_.get()),
+      max_ids_ahead_(kMaxIdsAhead),
+      last_chunk_(connections),
+      goodbye_seen_(connections, false) {
+  budget_->reserve_headroom(charge(limits_.max_message_size));
+}
+
+Reassembler::~Reassembler() {
+  for (const auto& [id, pending] : pending_) budget_->release(pending.charge);
+  for (const auto& message : ready_) budget_->release(charge(message.size()));
+}
 
 void Reassembler::check_header(unsigned connection, const wire::ChunkHeader& header) const {
   const auto id = header.message_id;
@@ -66,21 +79,26 @@ Reassembler::Pending* Reassembler::find_or_allocate(const wire::ChunkHeader& hea
     return &it->second;
   }
   // The next message in order always gets memory when nothing waits for
-  // receive(), or a full budget could wait forever for its own head.
+  // receive(), or a full budget could wait forever for its own head. In the
+  // shared budget it may use the headroom the other messages leave.
   const bool next_in_order = id == next_deliver_ && ready_.empty();
-  if (buffered_ + charge(header.message_size) > limits_.memory_limit && !next_in_order) return nullptr;
+  const auto cost = charge(header.message_size);
+  if (buffered_ + cost > limits_.memory_limit && !next_in_order) return nullptr;
+  if (!budget_->try_charge(cost, next_in_order)) return nullptr;
 
   Pending pending;
+  pending.charge = cost;
+  const auto chunks = wire::chunk_count(header.message_size, limits_.chunk_size);
   try {
     pending.data = Message(header.message_size);
+    pending.received.assign(chunks, false);
   } catch (const std::bad_alloc&) {
+    budget_->release(cost);
     throw TransportError(Errc::message_too_large,
                          fmt::format("message {}: cannot allocate {} bytes", id, header.message_size));
   }
-  const auto chunks = wire::chunk_count(header.message_size, limits_.chunk_size);
-  pending.received.assign(chunks, false);
   pending.chunks_left = chunks;
-  buffered_ += charge(header.message_size);
+  buffered_ += cost;
   return &pending_.emplace(id, std::move(pending)).first->second;
 }
 
@@ -120,8 +138,10 @@ void Reassembler::deliver_in_order() {
 Message Reassembler::pop_ready() {
   Message message = std::move(ready_.front());
   ready_.pop_front();
-  buffered_ -= charge(message.size());
+  const auto cost = charge(message.size());
+  buffered_ -= cost;
   ++memory_epoch_;
+  budget_->release(cost);
   return message;
 }
 
