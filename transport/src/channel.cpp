@@ -1,6 +1,5 @@
 #include <fmt/format.h>
 #include <poll.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <asio/co_spawn.hpp>
@@ -8,8 +7,6 @@
 #include <asio/post.hpp>
 #include <asio/experimental/awaitable_operators.hpp>
 #include <asio/write.hpp>
-#include <cstring>
-#include <new>
 
 #include "channel_core.hpp"
 #include "send_state.hpp"
@@ -478,36 +475,6 @@ std::uint32_t Channel::peer_chunk_size() const { return core_->peer_chunk_size()
 std::uint64_t Channel::peer_max_message_size() const { return core_->peer_max_message_size(); }
 asio::ip::tcp::endpoint Channel::remote_endpoint() const { return core_->remote_endpoint(); }
 asio::any_io_executor Channel::get_executor() const { return core_->executor(); }
-
-namespace {
-constexpr std::size_t kMappedFrom = 8u << 20;  // smaller buffers come from the heap
-}  // namespace
-
-Message::Message(std::size_t size) : size_(size) {
-  if (size == 0) return;
-  if (size >= kMappedFrom) {
-    void* mapped = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mapped == MAP_FAILED) throw std::bad_alloc();
-    ::madvise(mapped, size, MADV_HUGEPAGE);  // best effort: fails harmlessly without THP
-    data_ = std::unique_ptr<std::byte[], Release>(static_cast<std::byte*>(mapped), Release{size});
-    return;
-  }
-  data_ = std::unique_ptr<std::byte[], Release>(new std::byte[size], Release{});
-}
-
-void detail::MessageRelease::operator()(std::byte* bytes) const noexcept {
-  if (mapped != 0) {
-    ::munmap(bytes, mapped);
-  } else {
-    delete[] bytes;
-  }
-}
-
-Message Message::copy_of(std::span<const std::byte> bytes) {
-  Message message(bytes.size());
-  if (!bytes.empty()) std::memcpy(message.data(), bytes.data(), bytes.size());
-  return message;
-}
 
 std::uint64_t ChannelStats::bytes_sent() const {
   std::uint64_t total = 0;

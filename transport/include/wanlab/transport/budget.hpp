@@ -14,8 +14,9 @@ namespace wanlab::transport {
 /// Acceptor, or whichever channels are given the same budget). A message is
 /// charged here in full (MemoryBudget::charge_of) when its first chunk
 /// arrives, before a byte of it is stored, and released when receive() hands
-/// it over or its channel ends, so what a process holds for its peers stays
-/// under limit() whatever they send.
+/// it over or its channel ends. Its buffer commits memory only as its bytes
+/// arrive (Reassembler), so a charge only reserves, and what a process holds
+/// for its peers stays under limit() whatever they send.
 ///
 /// Charging the whole message up front, rather than page by page, means a
 /// message once admitted can always be completed: channels never wait for each
@@ -44,11 +45,13 @@ class MemoryBudget {
   std::uint64_t headroom() const { return headroom_; }
 
   /// What a message of `size` bytes sent in `chunk_size`-byte chunks is
-  /// charged: its bytes, its one bit per chunk, and kPerMessageOverhead.
+  /// charged: its bytes, its one bit per chunk, 8 bytes per 2 MiB of it (the
+  /// receiver's huge-page bookkeeping), and kPerMessageOverhead.
   static constexpr std::uint64_t charge_of(std::uint64_t size, std::uint32_t chunk_size) {
     const auto chunks = size == 0 ? 1 : (size - 1) / chunk_size + 1;
     const auto record = (chunks + 63) / 64 * 8;  // std::vector<bool> keeps whole 64-bit words
-    const auto extra = record + kPerMessageOverhead;
+    const auto regions = (size >> 21) + 1;
+    const auto extra = record + regions * 8 + kPerMessageOverhead;
     return size > UINT64_MAX - extra ? UINT64_MAX : size + extra;  // saturates: such a size never fits
   }
   /// The largest message (at any chunk size) whose charge fits in `bytes`.

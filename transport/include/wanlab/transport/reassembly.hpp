@@ -37,10 +37,14 @@ struct ReceiveLimits {
 /// on a connection, data after a goodbye, a goodbye count that does not match.
 ///
 /// Memory: a message is charged MemoryBudget::charge_of(size) against
-/// memory_limit and the budget before anything is allocated.
+/// memory_limit and the budget before anything is allocated; its buffer
+/// commits memory only where chunks land, with huge pages only next to bytes
+/// that have arrived (see decide_huge_pages in reassembly.cpp).
 class Reassembler {
  public:
   static constexpr std::uint64_t kPerMessageOverhead = MemoryBudget::kPerMessageOverhead;
+  /// A huge-page region of a message is judged by this many regions before it.
+  static constexpr std::uint64_t kLookBackRegions = 64;
 
   Reassembler(ReceiveLimits limits, unsigned connections);
   /// Releases the charges of the messages it still holds.
@@ -66,6 +70,9 @@ class Reassembler {
 
   /// What the messages not yet popped are charged (MemoryBudget::charge_of).
   std::uint64_t buffered_bytes() const { return buffered_; }
+  /// Bytes of the messages not yet popped that are in memory (for tests and
+  /// the fuzzer: a mincore() per mapped buffer).
+  std::uint64_t resident_bytes() const;
   const MemoryBudget& budget() const { return *budget_; }
   /// Incremented whenever memory is released or the next-in-order message
   /// changes: a reader blocked in begin_chunk() may now proceed.
@@ -79,6 +86,9 @@ class Reassembler {
     std::vector<bool> received;  // one bit per chunk
     std::uint64_t chunks_left = 0;
     std::uint64_t charge = 0;  // taken from memory_limit and the budget
+    // Per huge-page region of a mapped buffer (see decide_huge_pages):
+    std::vector<std::uint32_t> region_finished;  // payload bytes of finished chunks in it
+    std::vector<std::uint8_t> region_decided;    // 0: not yet touched; 1: huge pages; 2: small pages
   };
   struct Position {
     std::uint64_t message_id = 0;
@@ -88,6 +98,8 @@ class Reassembler {
 
   void check_header(unsigned connection, const wire::ChunkHeader& header) const;
   Pending* find_or_allocate(const wire::ChunkHeader& header);
+  void decide_huge_pages(Pending& pending, const wire::ChunkHeader& header);
+  void count_finished(Pending& pending, const wire::ChunkHeader& header);
   void deliver_in_order();
   std::uint64_t charge(std::uint64_t size) const { return MemoryBudget::charge_of(size, limits_.chunk_size); }
 
