@@ -1,6 +1,6 @@
 // Attacks over real loopback TCP on what a peer can make a server hold
-// (docs/TRANSPORT.md, "Limits on what a peer can make us hold"): memory held
-// by one channel against another.
+// (docs/TRANSPORT.md, "Limits on what a peer can make us hold"): channels
+// left idle, and memory held by one channel against another.
 #include <boost/test/unit_test.hpp>
 
 #include "unit/transport_support.hpp"
@@ -21,6 +21,75 @@ namespace {
 
 constexpr std::uint64_t kMiB = 1 << 20;
 
+// An idle and a busy channel on an acceptor with a 1 s idle timeout, and an
+// idle one on an acceptor without.
+asio::awaitable<void> idle_and_busy_channels() {
+  auto executor = co_await asio::this_coro::executor;
+  auto server_options = small_options(1);
+  server_options.idle_timeout = 1000ms;
+  auto never = server_options;
+  never.idle_timeout = 0ms;
+  auto acceptor = wt::Acceptor::listen(executor, loopback(), server_options);
+  auto patient = wt::Acceptor::listen(executor, loopback(), never);
+  auto client_options = small_options(2);
+  client_options.idle_timeout = 0ms;
+  auto idle_client = co_await Channel::connect(executor, "127.0.0.1", acceptor.local_endpoint().port(), client_options);
+  auto idle = co_await acceptor.accept();
+  auto busy_client = co_await Channel::connect(executor, "127.0.0.1", acceptor.local_endpoint().port(), client_options);
+  auto busy = co_await acceptor.accept();
+  auto quiet_client = co_await Channel::connect(executor, "127.0.0.1", patient.local_endpoint().port(), client_options);
+  auto quiet = co_await patient.accept();
+  // The busy channel carries a message every 100 ms for 2.5 s: never idle for
+  // 1 s, unless the machine stalls this process for 0.9 s.
+  for (int i = 0; i < 25; ++i) {
+    busy_client.send(make_message(100, i));
+    const auto message = co_await busy.receive();
+    BOOST_REQUIRE(message);
+    co_await sleep(100ms);
+  }
+  BOOST_CHECK(busy.is_open());
+  BOOST_CHECK(quiet.is_open());  // idle_timeout 0: never closed for idling
+  BOOST_REQUIRE(!idle.is_open());
+  const std::string error = idle.error()->what();
+  BOOST_CHECK_MESSAGE(contains(error, "no progress for 1000 ms (idle timeout)"), error);
+  BOOST_CHECK(idle.error()->is(wt::Errc::timed_out));
+  const auto client_error = co_await receive_until_failure(idle_client);
+  BOOST_CHECK_MESSAGE(contains(client_error, "without a goodbye"), client_error);  // the peer sees it end
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_channel_that_moves_nothing_is_closed_after_the_idle_timeout) {
+  asio::io_context io;
+  run(io, idle_and_busy_channels());
+}
+
+BOOST_AUTO_TEST_CASE(a_channel_waiting_for_memory_is_told_why_when_the_idle_timeout_ends_it) {
+  asio::io_context io;
+  run(io, []() -> asio::awaitable<void> {
+    auto executor = co_await asio::this_coro::executor;
+    auto options = small_options(1);
+    options.max_message_size = kMiB;
+    options.memory_budget = 2 * wt::MemoryBudget::charge_of(kMiB, wt::kMinChunkSize);
+    options.idle_timeout = 800ms;
+    auto acceptor = wt::Acceptor::listen(executor, loopback(), options);
+    auto client_options = small_options(1);
+    client_options.idle_timeout = 0ms;
+    auto client = co_await Channel::connect(executor, "127.0.0.1", acceptor.local_endpoint().port(), client_options);
+    auto server = co_await acceptor.accept();
+    // Nobody calls receive(): message 0 waits for it, and message 1 would eat
+    // into the room kept for another channel's next message.
+    for (int i = 0; i < 3; ++i) client.send(make_message(kMiB, i));
+    co_await wait_until([&] { return !server.is_open(); }, 10s, "the idle timeout");
+    const std::string error = server.error()->what();
+    BOOST_CHECK_MESSAGE(contains(error, "no progress for 800 ms") && contains(error, "1 of 1 connections wait for memory") &&
+                            contains(error, "its memory budget"),
+                        error);
+  }());
+}
+
+namespace {
+
 // Receives one message, checks its content, and notes when it came.
 asio::awaitable<void> receive_one(Channel& channel, std::uint64_t hash, std::optional<Clock::time_point>& arrived) {
   auto message = co_await channel.receive();
@@ -35,6 +104,7 @@ asio::awaitable<void> three_channels_on_one_budget() {
   auto options = small_options(1);
   options.max_message_size = kMiB;
   options.shared_memory_budget = std::make_shared<wt::MemoryBudget>(2 * one + 1000);
+  options.idle_timeout = 0ms;
   const auto& budget = *options.shared_memory_budget;
   auto acceptor = wt::Acceptor::listen(executor, loopback(), options);
   const auto port = acceptor.local_endpoint().port();

@@ -122,6 +122,8 @@ BOOST_AUTO_TEST_CASE(options_refuse_a_budget_that_cannot_hold_one_largest_messag
   }
   options.shared_memory_budget = std::make_shared<MemoryBudget>(2ull << 30);
   BOOST_CHECK_NO_THROW(wt::validate(options));  // the shared budget's limit counts, not memory_budget
+  options.idle_timeout = std::chrono::milliseconds(-1);
+  BOOST_CHECK_THROW(wt::validate(options), wt::TransportError);
 }
 
 BOOST_AUTO_TEST_CASE(reassemblers_sharing_a_budget_stay_within_it_and_give_it_back) {

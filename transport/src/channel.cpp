@@ -55,6 +55,7 @@ ChannelCore::ChannelCore(ChannelSetup setup)
       budget_(std::move(setup.budget)),
       reassembler_({setup.peer_chunk_size, options_.max_message_size, options_.receive_memory_limit, budget_.get()},
                    static_cast<unsigned>(setup.sockets.size())),
+      idle_timer_(executor_),
       send_work_(executor_),
       sent_event_(executor_),
       receive_event_(executor_),
@@ -81,6 +82,7 @@ std::shared_ptr<ChannelCore> ChannelCore::start(ChannelSetup setup) {
     asio::co_spawn(core->executor_, core->read_loop(*connection), asio::detached);
     asio::co_spawn(core->executor_, core->write_loop(*connection), asio::detached);
   }
+  if (core->options_.idle_timeout.count() > 0) asio::co_spawn(core->executor_, core->idle_watch(), asio::detached);
   return core;
 }
 
@@ -226,6 +228,7 @@ asio::awaitable<void> ChannelCore::write_chunk(Connection& connection, const Chu
     }
     if (ec) throw std::system_error(ec);
     stall_ended(connection);
+    progressed();
     consume(pieces, written);
   }
   connection.counters.bytes_sent += job.length;
@@ -250,6 +253,7 @@ asio::awaitable<void> ChannelCore::write_goodbye(Connection& connection) {
   goodbye.message_id = next_message_id_;
   connection.header = wire::encode(goodbye);
   co_await asio::async_write(connection.socket, asio::buffer(connection.header), asio::use_awaitable);
+  progressed();
   std::error_code ignored;
   connection.socket.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
   connection.writing_done = true;
@@ -300,6 +304,7 @@ asio::awaitable<void> ChannelCore::read_loop(Connection& connection) {
         co_return;
       }
       if (ec) throw std::system_error(ec);
+      progressed();
       const auto epoch = reassembler_.memory_epoch();
       reader.commit(n);
       connection.counters.bytes_received = reader.payload_bytes();
@@ -342,6 +347,7 @@ asio::awaitable<std::optional<Message>> ChannelCore::receive() {
   for (;;) {
     if (reassembler_.has_ready()) {
       ++messages_received_;
+      progressed();
       auto message = reassembler_.pop_ready();
       memory_event_.notify_all();
       co_return message;
@@ -353,6 +359,32 @@ asio::awaitable<std::optional<Message>> ChannelCore::receive() {
 }
 
 // ---- ending ----------------------------------------------------------------
+
+asio::awaitable<void> ChannelCore::idle_watch() {
+  auto self = shared_from_this();
+  while (state_ == State::open) {
+    const auto deadline = last_progress_ + options_.idle_timeout;
+    if (Clock::now() >= deadline) {
+      fail(TransportError(Errc::timed_out, idle_reason()));
+      co_return;
+    }
+    idle_timer_.expires_at(deadline);
+    std::error_code ignored;  // cancelled when the channel stops
+    co_await idle_timer_.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+  }
+}
+
+std::string ChannelCore::idle_reason() const {
+  auto reason = fmt::format("no progress for {} ms (idle timeout): nothing was received, sent or taken by receive()",
+                            options_.idle_timeout.count());
+  std::size_t waiting = 0;
+  for (const auto& connection : connections_) waiting += connection->reader.blocked() ? 1 : 0;
+  if (waiting == 0) return reason;
+  return reason + fmt::format("; {} of {} connections wait for memory: the channel holds {} bytes (limit {}), "
+                              "its memory budget {} of {}",
+                              waiting, connections_.size(), reassembler_.buffered_bytes(),
+                              options_.receive_memory_limit, budget_->used(), budget_->limit());
+}
 
 void ChannelCore::maybe_finish() {
   if (send_done_ && receive_done_ && state_ == State::open) stop(State::finished);
@@ -384,6 +416,7 @@ void ChannelCore::stop(State state) {
     unfinished_.clear();
     send_queue_.clear();
   }
+  idle_timer_.cancel();
   send_work_.notify_all();
   sent_event_.notify_all();
   receive_event_.notify_all();

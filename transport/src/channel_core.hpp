@@ -112,6 +112,10 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore> {
   asio::awaitable<void> read_loop(Connection& connection);
   /// Until the reassembler or the budget releases memory (or the channel ends).
   asio::awaitable<void> wait_for_memory();
+  /// Fails the channel once nothing has moved for options_.idle_timeout.
+  asio::awaitable<void> idle_watch();
+  void progressed() { last_progress_ = Clock::now(); }
+  std::string idle_reason() const;
   bool takes_chunks(Connection& connection) const;
   /// One wait: until the socket reports POLLOUT or a fraction of the RTT passes.
   asio::awaitable<void> wait_for_room(Connection& connection);
@@ -138,6 +142,8 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore> {
 
   State state_ = State::open;
   std::optional<TransportError> failure_;
+  Clock::time_point last_progress_ = Clock::now();  // a byte moved or a message was taken
+  asio::steady_timer idle_timer_;
 
   // Sending.
   std::deque<std::shared_ptr<Outgoing>> send_queue_;  // messages with chunks not yet handed out

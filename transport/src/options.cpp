@@ -29,6 +29,7 @@ void validate(const ChannelOptions& options) {
                            options.shared_memory_budget ? "shared_memory_budget" : "memory_budget", budget,
                            options.max_message_size, one_message));
   }
+  if (options.idle_timeout.count() < 0) bad_option("idle_timeout: must not be negative");
   if (options.connect_timeout.count() <= 0) bad_option("connect_timeout: must be positive");
   if (options.handshake_timeout.count() <= 0) bad_option("handshake_timeout: must be positive");
   if (options.socket.send_buffer < 0) bad_option("socket.send_buffer: must not be negative");

@@ -180,6 +180,9 @@ class WorkerProcess {
     // Peers send what the plan says and nothing larger; the identity message is 8 bytes.
     options.max_message_size = largest_payload(true) + kDataHeaderBytes;
     options.shared_memory_budget = memory_budget(options.max_message_size);
+    // Channels idle for as long as the emulated GPU computes, and the peers are
+    // this run's own workers: keepalive, not an idle timeout, finds one that vanished.
+    options.idle_timeout = std::chrono::milliseconds(0);
     return options;
   }
 

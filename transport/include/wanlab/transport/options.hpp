@@ -82,6 +82,10 @@ struct ChannelOptions {
   /// A budget shared further, e.g. by every channel of a process, in place of
   /// memory_budget. It must outlive the channels.
   std::shared_ptr<MemoryBudget> shared_memory_budget;
+  /// A channel that moves no byte in either direction, and whose application
+  /// takes no message, for this long fails with Errc::timed_out (0: never).
+  /// Ends channels that a peer opened and left, or that wait on memory.
+  std::chrono::milliseconds idle_timeout{30000};
 
   /// Whole of Channel::connect: resolve, TCP connects and handshakes.
   std::chrono::milliseconds connect_timeout{10000};
