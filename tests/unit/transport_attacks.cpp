@@ -1,8 +1,13 @@
 // Attacks over real loopback TCP on what a peer can make a server hold
-// (docs/TRANSPORT.md, "Limits on what a peer can make us hold"): channels
-// left idle, and memory held by one channel against another.
+// (docs/TRANSPORT.md, "Limits on what a peer can make us hold"): a slow
+// hello, channels left idle, hundreds of idle sockets, and memory held by
+// one channel against another.
+#include <atomic>
 #include <boost/test/unit_test.hpp>
+#include <random>
+#include <thread>
 
+#include "unit/transport_attacker.hpp"
 #include "unit/transport_support.hpp"
 #include "wanlab/transport/budget.hpp"
 
@@ -14,12 +19,50 @@
 #endif
 
 using namespace transport_test;
+using transport_attack::RawPeer;
 using wt::Channel;
 using Clock = std::chrono::steady_clock;
 
 namespace {
 
 constexpr std::uint64_t kMiB = 1 << 20;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+std::uint64_t random_id() { return (std::uint64_t{std::random_device{}()} << 32) | std::random_device{}(); }
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_slowloris_hello_is_cut_at_the_handshake_timeout) {
+  asio::io_context io;
+  auto options = small_options(1);
+  options.handshake_timeout = 2500ms;
+  auto acceptor = wt::Acceptor::listen(io.get_executor(), loopback(), options);
+  const auto port = acceptor.local_endpoint().port();
+  std::atomic<int> sent{0};
+  std::atomic<bool> cut{false};
+  const auto started = Clock::now();
+  std::thread slow([&] {  // one byte of a valid hello per second
+    RawPeer peer(port);
+    const auto bytes = wt::wire::encode(valid_hello(random_id(), 0, 1));
+    for (std::size_t i = 0; i < bytes.size() && !cut; ++i) {
+      if (!peer.send(std::span(bytes).subspan(i, 1))) break;
+      ++sent;
+      cut = peer.closed_by_peer(1s);
+    }
+  });
+  const auto error = run(io, accept_error(acceptor), 15s);
+  const auto took = seconds_since(started);
+  slow.join();
+  BOOST_TEST_MESSAGE("after " << took << " s and " << sent << " bytes: " << error);
+  BOOST_CHECK_MESSAGE(contains(error, "no hello within 2500 ms (") && contains(error, " of 40 bytes arrived)"), error);
+  BOOST_CHECK(cut);
+  BOOST_CHECK_GE(took, 2.4);
+  BOOST_CHECK_LT(took, 6.0);  // a loaded machine may be late, never a byte per second for 40 s
+  BOOST_CHECK_LE(sent.load(), 6);
+}
+
+namespace {
 
 // An idle and a busy channel on an acceptor with a 1 s idle timeout, and an
 // idle one on an acceptor without.
@@ -139,4 +182,53 @@ asio::awaitable<void> three_channels_on_one_budget() {
 BOOST_AUTO_TEST_CASE(a_channel_waiting_on_the_shared_budget_resumes_when_another_releases_memory) {
   asio::io_context io;
   run(io, three_channels_on_one_budget());
+}
+
+BOOST_AUTO_TEST_CASE(idle_connections_are_shed_so_that_a_real_channel_still_gets_in) {
+  asio::io_context io;
+  auto options = small_options(1);
+  options.handshake_timeout = 60s;  // the idle sockets must not time out while a slow machine opens them
+  auto acceptor = wt::Acceptor::listen(io.get_executor(), loopback(), options);
+  const auto port = acceptor.local_endpoint().port();
+  std::atomic<int> opened{0};
+  std::atomic<bool> done{false};
+  std::thread flood([&] {  // 300 sockets that send nothing, or a few bytes of a hello
+    std::vector<std::unique_ptr<RawPeer>> peers;
+    for (int i = 0; i < 300; ++i) {
+      peers.push_back(std::make_unique<RawPeer>(port));
+      if (i % 3 == 0) peers.back()->send(std::vector<std::byte>(10, std::byte{0x57}));
+      ++opened;
+    }
+    while (!done) std::this_thread::sleep_for(10ms);
+  });
+  std::size_t shed = 0;
+  run(io, [&]() -> asio::awaitable<void> {
+    auto executor = co_await asio::this_coro::executor;
+    co_await wait_until([&] { return opened == 300; }, 20s, "300 idle sockets");
+    co_await sleep(200ms);  // let the acceptor take them all
+    auto connecting = small_options(4);
+    connecting.idle_timeout = 0ms;
+    std::optional<Channel> client;
+    asio::co_spawn(
+        executor, [&]() -> asio::awaitable<void> { client.emplace(co_await Channel::connect(executor, "127.0.0.1", port, connecting)); },
+        asio::detached);
+    std::optional<Channel> server;
+    while (!server) {
+      try {
+        server.emplace(co_await acceptor.accept());
+      } catch (const wt::TransportError& e) {
+        BOOST_REQUIRE_MESSAGE(contains(e.what(), "shed connection from 127.0.0.1:"), e.what());
+        if (shed++ == 0) BOOST_TEST_MESSAGE(e.what());
+      }
+    }
+    co_await wait_until([&] { return client.has_value(); }, 5s, "the client's channel");
+    client->send(make_message(1000, 7));
+    auto message = co_await server->receive();
+    BOOST_CHECK(message && message->size() == 1000u);
+  }());
+  done = true;
+  flood.join();
+  // 300 + 4 connections for 256 places: at least 48 idle ones had to go.
+  BOOST_TEST_MESSAGE(shed << " connections shed");
+  BOOST_CHECK_GE(shed, 48u);
 }

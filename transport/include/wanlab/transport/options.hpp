@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -12,7 +13,10 @@
 namespace wanlab::transport {
 
 inline constexpr unsigned kMaxConnections = 64;
-
+/// Acceptor: connections accepted but not yet part of a complete channel
+/// (reading their hello, or waiting for the rest of their channel). At this
+/// many, a new connection first sheds the one idle longest.
+inline constexpr std::size_t kMaxPendingConnections = 256;
 inline constexpr std::uint32_t kMinChunkSize = 1024;
 inline constexpr std::uint32_t kMaxChunkSize = 64u << 20;
 /// Chosen by measurement (docs/TRANSPORT.md, bench/transport/chunk_size.sh):
@@ -86,11 +90,10 @@ struct ChannelOptions {
   /// takes no message, for this long fails with Errc::timed_out (0: never).
   /// Ends channels that a peer opened and left, or that wait on memory.
   std::chrono::milliseconds idle_timeout{30000};
-
   /// Whole of Channel::connect: resolve, TCP connects and handshakes.
   std::chrono::milliseconds connect_timeout{10000};
   /// Acceptor: time for a connection to send its hello, and for all
-  /// connections of a channel to arrive.
+  /// connections of a channel to arrive (however slowly the bytes come).
   std::chrono::milliseconds handshake_timeout{10000};
   /// Local address to bind connecting sockets to (empty: any).
   std::string local_address;
