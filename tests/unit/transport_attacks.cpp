@@ -1,7 +1,8 @@
 // Attacks over real loopback TCP on what a peer can make a server hold
 // (docs/TRANSPORT.md, "Limits on what a peer can make us hold"): a slow
-// hello, channels left idle, hundreds of idle sockets, and memory held by
-// one channel against another.
+// hello, channels left idle, hundreds of idle sockets, memory held by one
+// channel against another, and the issue 8 attacks on a real `wanlab perf
+// server` process whose resident memory is read from /proc.
 #include <atomic>
 #include <boost/test/unit_test.hpp>
 #include <random>
@@ -231,4 +232,123 @@ BOOST_AUTO_TEST_CASE(idle_connections_are_shed_so_that_a_real_channel_still_gets
   // 300 + 4 connections for 256 places: at least 48 idle ones had to go.
   BOOST_TEST_MESSAGE(shed << " connections shed");
   BOOST_CHECK_GE(shed, 48u);
+}
+
+// ---- a real `wanlab perf server` under attack --------------------------------
+
+namespace {
+
+using transport_attack::PerfServerProcess;
+using transport_attack::run_wanlab;
+
+// The attack of issue 8 on one channel: 1 KiB chunks 2 MiB apart over a
+// message of the largest size the server allows.
+std::unique_ptr<RawPeer> sparse_attack(std::uint16_t port, std::uint64_t* sent) {
+  auto peer = std::make_unique<RawPeer>(port);
+  const auto reply = peer->handshake(random_id(), 0, 1, 1024);
+  const auto size = reply.max_message_size;
+  for (std::uint64_t offset = 0; offset < size; offset += 2 * kMiB) {
+    BOOST_REQUIRE(peer->send_chunk(0, size, offset, 1024));
+    *sent += 1024;
+  }
+  return peer;
+}
+
+// Six messages of 8 MiB, each sent whole but for its last chunk, so that the
+// server keeps them all: real bytes. Stops when the server stops reading.
+constexpr std::uint64_t kFillChunk = 64 * 1024;
+constexpr std::uint64_t kFillOffered = 6 * (8 * kMiB - kFillChunk);
+
+std::unique_ptr<RawPeer> fill_attack(std::uint16_t port, std::uint64_t* sent) {
+  constexpr std::uint64_t size = 8 * kMiB;
+  auto peer = std::make_unique<RawPeer>(port);
+  peer->handshake(random_id(), 0, 1, kFillChunk);
+  for (std::uint64_t id = 0; id < 6; ++id) {
+    for (std::uint64_t offset = 0; offset + kFillChunk < size; offset += kFillChunk) {
+      if (!peer->send_chunk(id, size, offset, kFillChunk, 1s)) return peer;
+      *sent += kFillChunk;
+    }
+  }
+  return peer;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(sparse_chunks_do_not_fault_huge_pages_in_a_real_perf_server) {
+  PerfServerProcess server({"--idle-timeout", "20"});  // the default budget: 1 GiB messages
+  const auto before = server.memory();
+  std::uint64_t sent = 0;
+  auto first = sparse_attack(server.port(), &sent);
+  auto second = sparse_attack(server.port(), &sent);
+  std::this_thread::sleep_for(1s);  // for the server to read it all
+  const auto after = server.memory();
+  BOOST_TEST_MESSAGE("two channels, " << sent << " bytes sent: peak RSS " << (before.peak >> 20) << " -> "
+                                      << (after.peak >> 20) << " MiB (1.06 GB per channel before the fix)");
+  BOOST_CHECK(server.running());
+  BOOST_CHECK(!first->closed_by_peer(0ms));  // the chunks were valid: the server kept them
+  BOOST_CHECK(!second->closed_by_peer(0ms));
+  BOOST_CHECK_LT(after.peak - before.peak, 32 * kMiB);
+}
+
+BOOST_AUTO_TEST_CASE(a_real_perf_server_stays_under_its_memory_budget_and_still_serves_afterwards) {
+  constexpr std::uint64_t budget = 64 * kMiB;
+  PerfServerProcess server({"--memory-budget", "64M", "--idle-timeout", "3"});
+  const auto before = server.memory();
+  std::uint64_t sparse_sent = 0, fill_sent = 0;
+  // Six channels push real bytes at once, then four sparse ones follow.
+  std::vector<std::thread> fillers;
+  std::vector<std::unique_ptr<RawPeer>> filled(6);
+  std::vector<std::uint64_t> filled_bytes(6, 0);
+  std::atomic<int> refused{0};
+  for (std::size_t i = 0; i < filled.size(); ++i) {
+    fillers.emplace_back([&, i] {
+      try {
+        filled[i] = fill_attack(server.port(), &filled_bytes[i]);
+      } catch (const std::exception&) {
+        ++refused;
+      }
+    });
+  }
+  for (auto& filler : fillers) filler.join();
+  BOOST_REQUIRE_EQUAL(refused.load(), 0);
+  for (const auto bytes : filled_bytes) fill_sent += bytes;
+  std::vector<std::unique_ptr<RawPeer>> attackers;
+  for (int i = 0; i < 4; ++i) attackers.push_back(sparse_attack(server.port(), &sparse_sent));
+  std::this_thread::sleep_for(500ms);
+  const auto during = server.memory();
+  BOOST_TEST_MESSAGE("sparse " << sparse_sent << " bytes and fill " << (fill_sent >> 20) << " MiB sent: peak RSS "
+                               << (before.peak >> 20) << " -> " << (during.peak >> 20) << " MiB, budget "
+                               << (budget >> 20) << " MiB");
+  // Unbounded, the server would have taken all 6 x 47.6 MiB; it stopped reading...
+  BOOST_CHECK_LT(fill_sent, 6 * kFillOffered - budget);
+  BOOST_CHECK_GT(fill_sent, budget / 2);
+  BOOST_CHECK_LT(during.peak - before.peak, budget + 16 * kMiB);  // ...within its budget
+
+  // The idle timeout ends every attacker, and their memory is given back.
+  for (auto* group : {&attackers, &filled}) {
+    for (auto& attacker : *group) BOOST_CHECK(attacker->closed_by_peer(10s));
+  }
+  std::this_thread::sleep_for(200ms);
+  BOOST_CHECK_LT(server.memory().rss, before.rss + 16 * kMiB);
+
+  // A real client still gets through, and one whose messages exceed what the
+  // budget allows is told so at once.
+  const auto client = run_wanlab({"perf", "client", "127.0.0.1", "-p", std::to_string(server.port()), "-P", "4", "-n",
+                                  "32M", "--json"});
+  BOOST_CHECK_MESSAGE(client.status == 0 && contains(client.output, "\"goodput_bps\""), client.output);
+  const auto too_large = run_wanlab({"perf", "client", "127.0.0.1", "-p", std::to_string(server.port()),
+                                     "--message-size", "48M", "-n", "48M"});
+  BOOST_CHECK_EQUAL(too_large.status, 1);
+  BOOST_CHECK_MESSAGE(contains(too_large.output, "exceeds the peer's limit of"), too_large.output);
+  BOOST_CHECK_LT(server.memory().peak - before.peak, budget + 16 * kMiB);
+}
+
+BOOST_AUTO_TEST_CASE(three_hundred_idle_sockets_do_not_lock_a_real_client_out) {
+  PerfServerProcess server({});
+  std::vector<std::unique_ptr<RawPeer>> idle;
+  for (int i = 0; i < 300; ++i) idle.push_back(std::make_unique<RawPeer>(server.port()));
+  std::this_thread::sleep_for(300ms);
+  const auto client = run_wanlab({"perf", "client", "127.0.0.1", "-p", std::to_string(server.port()), "-n", "4M", "--json"});
+  BOOST_CHECK_MESSAGE(client.status == 0 && contains(client.output, "\"goodput_bps\""), client.output);
+  BOOST_CHECK(contains(server.output(), "shed connection from 127.0.0.1:"));
 }

@@ -83,9 +83,11 @@ class ArgReader {
 };
 
 // Options both sides share; true if `reader` held one of them.
-bool parse_channel_option(ArgReader& reader, ChannelOptions& channel, std::uint16_t& port) {
+// `lowest_port`: 0 lets a server listen on any free port.
+bool parse_channel_option(ArgReader& reader, ChannelOptions& channel, std::uint16_t& port,
+                          std::uint16_t lowest_port) {
   if (reader.is({"-p", "--port"})) {
-    port = parse_number<std::uint16_t>(reader.name(), reader.value(), 1, 65535);
+    port = parse_number<std::uint16_t>(reader.name(), reader.value(), lowest_port, 65535);
   } else if (reader.is({"--chunk-size"})) {
     const auto size = parse_size(reader.name(), reader.value());
     if (size < kMinChunkSize || size > kMaxChunkSize) {
@@ -124,8 +126,16 @@ ServerOptions parse_server(std::span<const std::string> args) {
   ServerOptions options;
   ArgReader reader(args);
   while (reader.next()) {
-    if (parse_channel_option(reader, options.channel, options.port)) continue;
-    if (reader.is({"-B", "--bind"})) {
+    if (parse_channel_option(reader, options.channel, options.port, 0)) continue;
+    if (reader.is({"--memory-budget"})) {
+      options.channel.memory_budget = parse_size(reader.name(), reader.value());
+      if (options.channel.memory_budget < kMinMemoryBudget) {
+        usage_error(fmt::format("--memory-budget: {} is below the least budget of {} bytes (1M)",
+                                options.channel.memory_budget, kMinMemoryBudget));
+      }
+    } else if (reader.is({"--idle-timeout"})) {
+      options.channel.idle_timeout = parse_milliseconds(reader.name(), reader.value(), 0, 86400);
+    } else if (reader.is({"-B", "--bind"})) {
       options.bind = reader.value();
     } else if (reader.is({"-1", "--one-off"})) {
       reader.no_value();
@@ -146,7 +156,7 @@ ClientOptions parse_client(std::span<const std::string> args) {
   bool have_time = false;
   ArgReader reader(args);
   while (reader.next()) {
-    if (parse_channel_option(reader, options.channel, options.port)) continue;
+    if (parse_channel_option(reader, options.channel, options.port, 1)) continue;
     if (reader.is({"-P", "--parallel"})) {
       options.channel.connections = parse_number<unsigned>(reader.name(), reader.value(), 1, kMaxConnections);
     } else if (reader.is({"-t", "--time"})) {
@@ -222,10 +232,14 @@ std::string usage() {
 Measures goodput over a multi-connection wanlab transport channel (like iperf3).
 
 server options:
-  -p, --port N            port to listen on (default {port})
+  -p, --port N            port to listen on (default {port}; 0: any free port, printed)
   -B, --bind ADDR         address to listen on (default: all)
   -1, --one-off           exit after one client
   -J, --json              one JSON object per client
+      --memory-budget B   receive memory of all clients together (default: two 1G
+                          messages); a client's messages may be up to half of it, 1G at most
+      --idle-timeout SEC  drop a client that sends and reads nothing for SEC s,
+                          0: never (default {idle})
 
 client options:
   -p, --port N            server port (default {port})
@@ -250,7 +264,8 @@ both:
 Sizes take K, M, G, T suffixes (binary: 64K = 65536).
 )",
                      fmt::arg("port", kDefaultPort), fmt::arg("chunk", kDefaultChunkSize),
-                     fmt::arg("lowat", SocketOptions{}.not_sent_lowat));
+                     fmt::arg("lowat", SocketOptions{}.not_sent_lowat),
+                     fmt::arg("idle", std::chrono::duration<double>(ChannelOptions{}.idle_timeout).count()));
 }
 
 Command parse_args(std::span<const std::string> args) {
