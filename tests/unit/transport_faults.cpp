@@ -13,31 +13,7 @@ using wt::Channel;
 namespace wire = wt::wire;
 
 namespace {
-
 using Clock = std::chrono::steady_clock;
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-// Receives until the channel ends or fails; returns the failure (empty if it ended cleanly).
-asio::awaitable<std::string> receive_until_failure(Channel& channel) {
-  try {
-    while (co_await channel.receive()) {
-    }
-  } catch (const wt::TransportError& e) {
-    co_return std::string(e.what());
-  }
-  co_return std::string();
-}
-
-asio::awaitable<void> wait_until(std::function<bool()> condition, std::chrono::steady_clock::duration limit,
-                                 const char* what) {
-  const auto deadline = Clock::now() + limit;
-  while (!condition()) {
-    if (Clock::now() > deadline) BOOST_FAIL(std::string("timed out waiting for: ") + what);
-    co_await sleep(5ms);
-  }
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(stalled_connection_does_not_stop_the_others) {
@@ -187,16 +163,6 @@ BOOST_AUTO_TEST_CASE(black_holed_connection_fails_after_the_user_timeout) {
 
 namespace {
 
-wire::Hello valid_hello(std::uint64_t id, std::uint16_t index, std::uint16_t count) {
-  wire::Hello hello;
-  hello.channel_id = id;
-  hello.index = index;
-  hello.count = count;
-  hello.chunk_size = 4096;
-  hello.max_message_size = 1 << 20;
-  return hello;
-}
-
 // Connects a raw socket, sends `bytes`, returns the reply (and its reason text).
 asio::awaitable<std::pair<wire::Hello, std::string>> raw_handshake(tcp::socket& socket, std::uint16_t port,
                                                                    std::span<const std::byte> bytes) {
@@ -208,15 +174,6 @@ asio::awaitable<std::pair<wire::Hello, std::string>> raw_handshake(tcp::socket& 
   std::string reason(reply.reason_length, '\0');
   if (!reason.empty()) co_await asio::async_read(socket, asio::buffer(reason), asio::use_awaitable);
   co_return std::make_pair(reply, reason);
-}
-
-asio::awaitable<std::string> accept_error(wt::Acceptor& acceptor) {
-  try {
-    co_await acceptor.accept();
-  } catch (const wt::TransportError& e) {
-    co_return std::string(e.what());
-  }
-  co_return std::string("(accepted)");
 }
 
 struct RefusalCase {
@@ -411,22 +368,6 @@ struct FrameCase {
   std::function<std::vector<std::byte>()> bytes;  // sent after a valid handshake
   const char* error_part;
 };
-
-std::vector<std::byte> frame(wire::ChunkHeader header, std::size_t payload_bytes, std::byte fill = std::byte{0x5A}) {
-  const auto head = wire::encode(header);
-  std::vector<std::byte> out(head.begin(), head.end());
-  out.insert(out.end(), payload_bytes, fill);
-  return out;
-}
-
-wire::ChunkHeader data(std::uint64_t id, std::uint64_t size, std::uint64_t offset, std::uint32_t length) {
-  wire::ChunkHeader h;
-  h.message_id = id;
-  h.message_size = size;
-  h.offset = offset;
-  h.length = length;
-  return h;
-}
 
 std::vector<std::byte> concat(std::vector<std::byte> a, const std::vector<std::byte>& b) {
   a.insert(a.end(), b.begin(), b.end());

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "unit/transport_attacker.hpp"
 #include "unit/transport_support.hpp"
 #include "wanlab/transport/perf.hpp"
 
@@ -21,8 +22,6 @@ std::string usage_error(std::vector<std::string> args) {
   }
   return "(accepted)";
 }
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // A strict JSON syntax check (RFC 8259), enough to tell the output parses.
 class JsonChecker {
@@ -124,22 +123,34 @@ void start_server(asio::io_context& io, ServerRun& run) {
 
 BOOST_AUTO_TEST_CASE(arguments_parse_with_clear_errors) {
   BOOST_CHECK(contains(usage_error({}), "missing 'server' or 'client'"));
-  BOOST_CHECK(contains(usage_error({"serve"}), "unknown mode 'serve'"));
+  BOOST_CHECK(contains(usage_error({"serve"}), "unknown mode \"serve\""));
   BOOST_CHECK(contains(usage_error({"client"}), "missing HOST"));
-  BOOST_CHECK(contains(usage_error({"client", "h", "-P", "0"}), "-P: 0 is out of range (1..64)"));
-  BOOST_CHECK(contains(usage_error({"client", "h", "-P", "65"}), "-P: 65 is out of range (1..64)"));
-  BOOST_CHECK(contains(usage_error({"client", "h", "-P", "x"}), "-P: 'x' is not a whole number"));
+  const std::string p_range = "-P: expected a whole number from 1 to 64, got ";
+  BOOST_CHECK(contains(usage_error({"client", "h", "-P", "0"}), p_range + "\"0\""));
+  BOOST_CHECK(contains(usage_error({"client", "h", "-P", "65"}), p_range + "\"65\""));
+  BOOST_CHECK(contains(usage_error({"client", "h", "-P", "x"}), p_range + "\"x\""));
+  BOOST_CHECK(contains(usage_error({"client", "h", "-P", "+4"}), p_range + "\"+4\""));
   BOOST_CHECK(contains(usage_error({"client", "h", "-P"}), "option -P needs a value"));
   BOOST_CHECK(contains(usage_error({"client", "h", "-t", "5", "-n", "1M"}), "-t and -n are mutually exclusive"));
-  BOOST_CHECK(contains(usage_error({"client", "h", "-t", "-1"}), "-t: -1 is out of range"));
+  BOOST_CHECK(contains(usage_error({"client", "h", "-t", "-1"}),
+                       "-t: expected a number from 0.001 to 86400, got \"-1\" (in seconds)"));
+  BOOST_CHECK(contains(usage_error({"client", "h", "-t", "inf"}), "got \"inf\""));
   BOOST_CHECK(contains(usage_error({"client", "h", "--chunk-size", "100"}), "--chunk-size: 100 is out of range"));
-  BOOST_CHECK(contains(usage_error({"client", "h", "-n", "5X"}), "-n: '5X' has an unknown unit"));
+  BOOST_CHECK(contains(usage_error({"client", "h", "-n", "5X"}), "-n: \"5X\" has an unknown unit"));
   BOOST_CHECK(contains(usage_error({"client", "h", "--message-size", "0"}), "out of range (1..1GiB)"));
-  BOOST_CHECK(contains(usage_error({"client", "h", "--frobnicate"}), "unknown client option '--frobnicate'"));
-  BOOST_CHECK(contains(usage_error({"client", "h", "other"}), "unexpected argument 'other'"));
+  BOOST_CHECK(contains(usage_error({"client", "h", "--frobnicate"}), "unknown client option \"--frobnicate\""));
+  BOOST_CHECK(contains(usage_error({"client", "h", "other"}), "unexpected argument \"other\""));
+  BOOST_CHECK(contains(usage_error({"client", "h", "-p", "0"}), "-p: expected a whole number from 1 to 65535"));
   BOOST_CHECK(contains(usage_error({"server", "--one-off=yes"}), "option --one-off takes no value"));
-  BOOST_CHECK(contains(usage_error({"server", "-P", "4"}), "unknown server option '-P'"));
-  BOOST_CHECK(contains(usage_error({"server", "--port", "70000"}), "--port: 70000 is out of range"));
+  BOOST_CHECK(contains(usage_error({"server", "-P", "4"}), "unknown server option \"-P\""));
+  BOOST_CHECK(contains(usage_error({"server", "--port", "70000"}),
+                       "--port: expected a whole number from 0 to 65535, got \"70000\""));
+  BOOST_CHECK(contains(usage_error({"server", "--memory-budget", "64K"}), "--memory-budget: 65536 is below"));
+  BOOST_CHECK(contains(usage_error({"server", "--idle-timeout", "soon"}),
+                       "--idle-timeout: expected a number from 0 to 86400, got \"soon\""));
+  // Untrusted text is shown bounded, whatever its length.
+  const auto flood = usage_error({"client", "h", "-P", std::string(100000, '9')});
+  BOOST_CHECK_LT(flood.size(), 200u);
 
   const std::vector<std::string> client{
       "client",       "10.2.0.2", "-P",   "8",     "-n",     "1GiB", "--message-size=4M",
@@ -155,14 +166,31 @@ BOOST_AUTO_TEST_CASE(arguments_parse_with_clear_errors) {
   BOOST_CHECK(command.client.json);
   BOOST_CHECK_EQUAL(command.client.port, 6000);
 
-  const std::vector<std::string> server{"server", "-p", "7000", "--one-off", "-B", "127.0.0.1"};
+  const std::vector<std::string> server{"server",          "-p",  "7000",           "--one-off", "-B",
+                                        "127.0.0.1",       "--memory-budget", "64M", "--idle-timeout",
+                                        "2.5"};
   const auto server_command = perf::parse_args(server);
   BOOST_CHECK(server_command.mode == perf::Command::Mode::server);
   BOOST_CHECK(server_command.server.one_off);
   BOOST_CHECK_EQUAL(server_command.server.port, 7000);
+  BOOST_CHECK_EQUAL(server_command.server.channel.memory_budget, 64u << 20);
+  BOOST_CHECK_EQUAL(server_command.server.channel.idle_timeout.count(), 2500);
+  const std::vector<std::string> any_port{"server", "--port=0", "--idle-timeout", "0"};
+  BOOST_CHECK_EQUAL(perf::parse_args(any_port).server.port, 0);
+  BOOST_CHECK_EQUAL(perf::parse_args(any_port).server.channel.idle_timeout.count(), 0);
   const std::vector<std::string> help{"client", "--help"};
   BOOST_CHECK(perf::parse_args(help).mode == perf::Command::Mode::help);
   BOOST_CHECK(contains(perf::usage(), "--one-off"));
+}
+
+BOOST_AUTO_TEST_CASE(the_real_binary_exits_2_on_a_bad_command_line) {
+  const auto bad = transport_attack::run_wanlab({"perf", "client", "127.0.0.1", "-P", "many"});
+  BOOST_CHECK_EQUAL(bad.status, 2);
+  BOOST_CHECK_MESSAGE(contains(bad.output, "wanlab perf: -P: expected a whole number from 1 to 64, got \"many\""),
+                      bad.output);
+  const auto budget = transport_attack::run_wanlab({"perf", "server", "--memory-budget", "1K"});
+  BOOST_CHECK_EQUAL(budget.status, 2);
+  BOOST_CHECK_MESSAGE(contains(budget.output, "--memory-budget: 1024 is below"), budget.output);
 }
 
 BOOST_AUTO_TEST_CASE(sizes_use_binary_multiples) {

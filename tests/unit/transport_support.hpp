@@ -16,9 +16,11 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "wanlab/transport/channel.hpp"
@@ -107,6 +109,72 @@ inline wt::ChannelOptions small_options(unsigned connections, std::uint32_t chun
 }
 
 inline tcp::endpoint loopback() { return {asio::ip::make_address("127.0.0.1"), 0}; }
+
+inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+/// Receives until the channel ends or fails; returns the failure (empty if it ended cleanly).
+inline asio::awaitable<std::string> receive_until_failure(wt::Channel& channel) {
+  try {
+    while (co_await channel.receive()) {
+    }
+  } catch (const wt::TransportError& e) {
+    co_return std::string(e.what());
+  }
+  co_return std::string();
+}
+
+/// The error of the next accept() ("(accepted)" if a channel came instead).
+inline asio::awaitable<std::string> accept_error(wt::Acceptor& acceptor) {
+  try {
+    co_await acceptor.accept();
+  } catch (const wt::TransportError& e) {
+    co_return std::string(e.what());
+  }
+  co_return std::string("(accepted)");
+}
+
+/// Polls `condition` every 5 ms; fails the test after `limit`.
+inline asio::awaitable<void> wait_until(std::function<bool()> condition, std::chrono::steady_clock::duration limit,
+                                        const char* what) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) BOOST_FAIL(std::string("timed out waiting for: ") + what);
+    co_await sleep(5ms);
+  }
+}
+
+// ---- wire format, as a peer writes it -------------------------------------
+
+/// The hello a client sends on connection `index` of `count`.
+inline wt::wire::Hello valid_hello(std::uint64_t id, std::uint16_t index, std::uint16_t count,
+                                   std::uint32_t chunk_size = 4096) {
+  wt::wire::Hello hello;
+  hello.channel_id = id;
+  hello.index = index;
+  hello.count = count;
+  hello.chunk_size = chunk_size;
+  hello.max_message_size = 1 << 20;
+  return hello;
+}
+
+/// A data frame's header.
+inline wt::wire::ChunkHeader data(std::uint64_t id, std::uint64_t size, std::uint64_t offset, std::uint32_t length) {
+  wt::wire::ChunkHeader h;
+  h.message_id = id;
+  h.message_size = size;
+  h.offset = offset;
+  h.length = length;
+  return h;
+}
+
+/// `header` followed by `payload_bytes` bytes of `fill`.
+inline std::vector<std::byte> frame(const wt::wire::ChunkHeader& header, std::size_t payload_bytes,
+                                    std::byte fill = std::byte{0x5A}) {
+  const auto head = wt::wire::encode(header);
+  std::vector<std::byte> out(head.begin(), head.end());
+  out.insert(out.end(), payload_bytes, fill);
+  return out;
+}
 
 /// A TCP proxy on loopback: each accepted connection is forwarded to `target`
 /// over a fresh connection. Knows each pair's channel connection index (read

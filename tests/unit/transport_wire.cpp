@@ -5,6 +5,7 @@
 #include <functional>
 #include <random>
 
+#include "unit/transport_support.hpp"
 #include "wanlab/transport/crc32c.hpp"
 #include "wanlab/transport/error.hpp"
 #include "wanlab/transport/options.hpp"
@@ -31,16 +32,8 @@ std::string error_of(const std::function<void()>& action) {
   return "";
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-wire::ChunkHeader data(std::uint64_t id, std::uint64_t size, std::uint64_t offset, std::uint32_t length) {
-  wire::ChunkHeader h;
-  h.message_id = id;
-  h.message_size = size;
-  h.offset = offset;
-  h.length = length;
-  return h;
-}
+using transport_test::contains;
+using transport_test::data;
 
 constexpr std::uint32_t kChunk = 1024;
 
@@ -262,7 +255,8 @@ BOOST_AUTO_TEST_CASE(reassembler_memory_limit_blocks_new_messages_but_not_the_ne
   auto r = make_reassembler(2, 4096);
   auto m0 = data(0, 3000, 0, kChunk);
   BOOST_REQUIRE(r.begin_chunk(0, m0));
-  BOOST_CHECK_EQUAL(r.buffered_bytes(), 3000 + kOverhead);
+  BOOST_CHECK_EQUAL(r.buffered_bytes(), 3000 + 8 + 8 + kOverhead);  // a word of chunk bits, one 2 MiB region
+  BOOST_CHECK_EQUAL(r.buffered_bytes(), wt::MemoryBudget::charge_of(3000, kChunk));
   // Message 1 does not fit next to message 0.
   const auto m1 = data(1, 3000, 0, kChunk);
   BOOST_CHECK(!r.begin_chunk(1, m1).has_value());

@@ -4,6 +4,7 @@
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/ip/v6_only.hpp>
+#include <list>
 #include <map>
 #include <variant>
 
@@ -12,16 +13,13 @@
 #include "socket_setup.hpp"
 
 namespace wanlab::transport::detail {
-namespace {
-// A flood of connections that never complete a handshake must not exhaust fds.
-constexpr std::size_t kMaxHandshakesInProgress = 256;
-}  // namespace
 
 class AcceptorCore : public std::enable_shared_from_this<AcceptorCore> {
  public:
   AcceptorCore(asio::any_io_executor executor, const asio::ip::tcp::endpoint& endpoint, ChannelOptions options)
       : executor_(executor), acceptor_(executor), options_(std::move(options)), ready_event_(executor) {
     validate(options_);
+    budget_ = budget_for(options_);
     std::error_code ec;
     acceptor_.open(endpoint.protocol(), ec);
     if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
@@ -61,25 +59,36 @@ class AcceptorCore : public std::enable_shared_from_this<AcceptorCore> {
     closed_ = true;
     std::error_code ignored;
     acceptor_.close(ignored);
-    for (auto& [id, group] : groups_) group.close();
+    for (auto& [id, group] : groups_) group.deadline->cancel();
     groups_.clear();
+    for (auto& entry : incoming_) {
+      entry->socket.close(ignored);
+      entry->registered = false;
+    }
+    incoming_.clear();
     ready_event_.notify_all();
   }
 
  private:
+  // A connection from its accept until its channel is complete (or it fails).
+  struct Incoming {
+    explicit Incoming(asio::ip::tcp::socket s) : socket(std::move(s)) {}
+    asio::ip::tcp::socket socket;
+    std::string from;
+    Clock::time_point heard = Clock::now();  // accepted, or its last hello byte
+    std::size_t hello_bytes = 0;
+    std::optional<std::uint64_t> channel;  // waiting in this channel's group for the others
+    bool shed = false;
+    bool registered = false;
+    std::list<std::shared_ptr<Incoming>>::iterator position;  // in incoming_, while registered
+  };
+
   struct Group {
     wire::Hello first;  // the first hello of the channel: the others must agree with it
-    std::vector<std::optional<asio::ip::tcp::socket>> sockets;
+    std::vector<std::shared_ptr<Incoming>> members;  // by index, once their reply is written
     std::vector<bool> reserved;  // hello accepted for this index (its reply may be in flight)
     std::size_t arrived = 0;
     std::shared_ptr<asio::steady_timer> deadline;
-    void close() {
-      for (auto& socket : sockets) {
-        std::error_code ignored;
-        if (socket) socket->close(ignored);
-      }
-      if (deadline) deadline->cancel();
-    }
   };
 
   void report(TransportError error) {
@@ -99,54 +108,111 @@ class AcceptorCore : public std::enable_shared_from_this<AcceptorCore> {
         co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
         continue;
       }
-      if (handshakes_ >= kMaxHandshakesInProgress) continue;  // dropping `socket` closes it
-      ++handshakes_;
-      asio::co_spawn(executor_, handshake(std::move(socket)), asio::detached);
+      // A flood of connections that never complete a handshake must neither
+      // exhaust fds nor lock out the next client: the idlest one makes room.
+      if (incoming_.size() >= kMaxPendingConnections) shed_idlest();
+      asio::co_spawn(executor_, handshake(enrol(std::move(socket))), asio::detached);
     }
   }
 
-  asio::awaitable<void> handshake(asio::ip::tcp::socket socket) {
-    auto self = shared_from_this();
+  std::shared_ptr<Incoming> enrol(asio::ip::tcp::socket socket) {
+    auto entry = std::make_shared<Incoming>(std::move(socket));
     std::error_code ec;
-    const auto peer = socket.remote_endpoint(ec);
-    const auto from = ec ? std::string("unknown peer") : to_string(peer);
+    const auto peer = entry->socket.remote_endpoint(ec);
+    entry->from = ec ? std::string("unknown peer") : to_string(peer);
+    entry->position = incoming_.insert(incoming_.end(), entry);
+    entry->registered = true;
+    return entry;
+  }
+
+  void unenrol(Incoming& entry) {
+    if (!entry.registered) return;
+    incoming_.erase(entry.position);
+    entry.registered = false;
+  }
+
+  // The connection heard from longest ago, preferring those still in their
+  // hello (a complete hello is worth more than none): it is closed, and its
+  // channel with it if it was waiting for the others.
+  void shed_idlest() {
+    std::shared_ptr<Incoming> victim;
+    for (const auto& entry : incoming_) {
+      const bool in_hello = !entry->channel;
+      const bool victim_in_hello = victim && !victim->channel;
+      if (!victim || (in_hello != victim_in_hello ? in_hello : entry->heard < victim->heard)) victim = entry;
+    }
+    const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - victim->heard);
+    report(TransportError(Errc::handshake_refused,
+                          fmt::format("shed connection from {} to make room ({} connections were in their "
+                                      "handshake): it had sent {} of {} hello bytes, the last {} ms ago",
+                                      victim->from, incoming_.size(), victim->hello_bytes, wire::kHelloSize,
+                                      silent.count())));
+    victim->shed = true;
+    if (victim->channel) {
+      fail_group(*victim->channel);
+      return;
+    }
+    std::error_code ignored;
+    victim->socket.close(ignored);
+    unenrol(*victim);
+  }
+
+  // Reads the hello, noting when each byte arrives (for shed_idlest).
+  static asio::awaitable<wire::Hello> read_hello_from(Incoming& entry) {
+    wire::HelloBytes bytes;
+    while (entry.hello_bytes < bytes.size()) {
+      entry.hello_bytes += co_await entry.socket.async_read_some(
+          asio::buffer(bytes.data() + entry.hello_bytes, bytes.size() - entry.hello_bytes), asio::use_awaitable);
+      entry.heard = Clock::now();
+    }
+    co_return wire::decode_hello(bytes);
+  }
+
+  asio::awaitable<void> handshake(std::shared_ptr<Incoming> entry) {
+    auto self = shared_from_this();
+    const auto& from = entry->from;
     try {
-      apply_congestion_control(socket.native_handle(), options_.socket);
-      apply_connection_options(socket.native_handle(), options_);
+      apply_congestion_control(entry->socket.native_handle(), options_.socket);
+      apply_connection_options(entry->socket.native_handle(), options_);
       wire::Hello hello;
       {
-        Watchdog watchdog(executor_, options_.handshake_timeout, [&socket] {
+        Watchdog watchdog(executor_, options_.handshake_timeout, [entry] {
           std::error_code ignored;
-          socket.close(ignored);
+          entry->socket.close(ignored);
         });
         std::error_code read_error;
         try {
-          hello = co_await read_hello(socket);
+          hello = co_await read_hello_from(*entry);
         } catch (const std::system_error& e) {
           read_error = e.code();
         }
         if (watchdog.fired()) {
-          throw TransportError(Errc::timed_out, fmt::format("connection from {}: no hello within {} ms", from,
-                                                            options_.handshake_timeout.count()));
+          throw TransportError(Errc::timed_out, fmt::format("connection from {}: no hello within {} ms ({} of {} "
+                                                            "bytes arrived)",
+                                                            from, options_.handshake_timeout.count(),
+                                                            entry->hello_bytes, wire::kHelloSize));
         }
         if (read_error) {
           throw TransportError(Errc::connection_failed,
                                fmt::format("connection from {}: reading the hello: {}", from, read_error.message()));
         }
       }
-      co_await admit(std::move(socket), hello, from);
+      co_await admit(entry, hello);
     } catch (const TransportError& e) {
-      report(e);
+      if (!entry->shed) report(e);  // shed_idlest() reported it
     } catch (const std::system_error& e) {
-      report(TransportError(Errc::connection_failed, fmt::format("connection from {}: {}", from, e.code().message())));
+      if (!entry->shed) {
+        report(
+            TransportError(Errc::connection_failed, fmt::format("connection from {}: {}", from, e.code().message())));
+      }
     }
-    --handshakes_;
+    if (!entry->channel) unenrol(*entry);  // a group member leaves with its group
   }
 
   // Checks a hello against the rules and its channel's other connections;
   // answers it; completes the channel when its last connection arrives.
-  asio::awaitable<void> admit(asio::ip::tcp::socket socket, const wire::Hello& hello, const std::string& from) {
-    if (closed_) co_return;  // dropping `socket` closes it
+  asio::awaitable<void> admit(std::shared_ptr<Incoming> entry, const wire::Hello& hello) {
+    if (closed_ || entry->shed) co_return;  // unenrolled, then closed with `entry`
     const auto id = hello.channel_id;
     auto verdict = wire::check(hello, true);
     if (verdict.ok()) {
@@ -159,21 +225,26 @@ class AcceptorCore : public std::enable_shared_from_this<AcceptorCore> {
       if (breaks_group) fail_group(id);
       reply.status = verdict.status;
       try {
-        co_await write_reply(socket, reply, verdict.reason);
+        co_await write_reply(entry->socket, reply, verdict.reason);
       } catch (const std::system_error&) {
         // The refusal is best effort; the error below is what matters.
       }
       throw TransportError(Errc::handshake_refused,
-                           fmt::format("refused connection from {}: {}", from, verdict.reason));
+                           fmt::format("refused connection from {}: {}", entry->from, verdict.reason));
     }
     auto group = groups_.find(id);
     if (group == groups_.end()) group = open_group(hello);
     // Reserve the index before the reply, so a duplicate arriving meanwhile is refused.
     group->second.reserved[hello.index] = true;
-    co_await write_reply(socket, reply, "");
+    co_await write_reply(entry->socket, reply, "");
     group = groups_.find(id);
     if (closed_ || group == groups_.end()) co_return;  // closed, failed or timed out meanwhile
-    group->second.sockets[hello.index].emplace(std::move(socket));
+    if (entry->shed) {
+      fail_group(id);  // it cannot complete without this connection
+      co_return;
+    }
+    entry->channel = id;
+    group->second.members[hello.index] = entry;
     if (++group->second.arrived == hello.count) complete_group(id);
   }
 
@@ -197,7 +268,7 @@ class AcceptorCore : public std::enable_shared_from_this<AcceptorCore> {
   std::map<std::uint64_t, Group>::iterator open_group(const wire::Hello& hello) {
     Group group;
     group.first = hello;
-    group.sockets.resize(hello.count);
+    group.members.resize(hello.count);
     group.reserved.assign(hello.count, false);
     group.deadline = std::make_shared<asio::steady_timer>(executor_, options_.handshake_timeout);
     const auto id = hello.channel_id;
@@ -223,8 +294,15 @@ class AcceptorCore : public std::enable_shared_from_this<AcceptorCore> {
   void fail_group(std::uint64_t id) {
     auto it = groups_.find(id);
     if (it == groups_.end()) return;
-    it->second.close();
+    auto group = std::move(it->second);
     groups_.erase(it);
+    group.deadline->cancel();
+    for (const auto& member : group.members) {
+      if (!member) continue;
+      std::error_code ignored;
+      member->socket.close(ignored);
+      unenrol(*member);
+    }
   }
 
   void complete_group(std::uint64_t id) {
@@ -234,8 +312,12 @@ class AcceptorCore : public std::enable_shared_from_this<AcceptorCore> {
     group.deadline->cancel();
     ChannelSetup setup;
     setup.executor = executor_;
-    for (auto& socket : group.sockets) setup.sockets.push_back(std::move(*socket));
+    for (const auto& member : group.members) {
+      setup.sockets.push_back(std::move(member->socket));
+      unenrol(*member);
+    }
     setup.options = options_;
+    setup.budget = budget_;
     setup.id = id;
     setup.peer_chunk_size = group.first.chunk_size;
     setup.peer_max_message_size = group.first.max_message_size;
@@ -248,8 +330,9 @@ class AcceptorCore : public std::enable_shared_from_this<AcceptorCore> {
   ChannelOptions options_;
   std::deque<std::variant<std::shared_ptr<ChannelCore>, TransportError>> ready_;
   AsyncEvent ready_event_;
+  std::shared_ptr<MemoryBudget> budget_;  // shared by every channel accepted here
   std::map<std::uint64_t, Group> groups_;
-  std::size_t handshakes_ = 0;
+  std::list<std::shared_ptr<Incoming>> incoming_;  // accepted, channel not yet complete
   bool closed_ = false;
 };
 

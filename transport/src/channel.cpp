@@ -1,6 +1,5 @@
 #include <fmt/format.h>
 #include <poll.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <asio/co_spawn.hpp>
@@ -8,8 +7,6 @@
 #include <asio/post.hpp>
 #include <asio/experimental/awaitable_operators.hpp>
 #include <asio/write.hpp>
-#include <cstring>
-#include <new>
 
 #include "channel_core.hpp"
 #include "send_state.hpp"
@@ -55,8 +52,10 @@ ChannelCore::ChannelCore(ChannelSetup setup)
       id_(setup.id),
       peer_chunk_size_(setup.peer_chunk_size),
       peer_max_message_size_(setup.peer_max_message_size),
-      reassembler_({setup.peer_chunk_size, options_.max_message_size, options_.receive_memory_limit},
+      budget_(std::move(setup.budget)),
+      reassembler_({setup.peer_chunk_size, options_.max_message_size, options_.receive_memory_limit, budget_.get()},
                    static_cast<unsigned>(setup.sockets.size())),
+      idle_timer_(executor_),
       send_work_(executor_),
       sent_event_(executor_),
       receive_event_(executor_),
@@ -69,6 +68,13 @@ ChannelCore::ChannelCore(ChannelSetup setup)
   }
 }
 
+std::shared_ptr<MemoryBudget> budget_for(const ChannelOptions& options) {
+  if (options.shared_memory_budget) return options.shared_memory_budget;
+  return std::make_shared<MemoryBudget>(options.memory_budget);
+}
+
+ChannelCore::~ChannelCore() { budget_->forget(this); }
+
 std::shared_ptr<ChannelCore> ChannelCore::start(ChannelSetup setup) {
   auto core = std::make_shared<ChannelCore>(std::move(setup));
   for (auto& connection : core->connections_) {
@@ -76,6 +82,7 @@ std::shared_ptr<ChannelCore> ChannelCore::start(ChannelSetup setup) {
     asio::co_spawn(core->executor_, core->read_loop(*connection), asio::detached);
     asio::co_spawn(core->executor_, core->write_loop(*connection), asio::detached);
   }
+  if (core->options_.idle_timeout.count() > 0) asio::co_spawn(core->executor_, core->idle_watch(), asio::detached);
   return core;
 }
 
@@ -221,6 +228,7 @@ asio::awaitable<void> ChannelCore::write_chunk(Connection& connection, const Chu
     }
     if (ec) throw std::system_error(ec);
     stall_ended(connection);
+    progressed();
     consume(pieces, written);
   }
   connection.counters.bytes_sent += job.length;
@@ -245,6 +253,7 @@ asio::awaitable<void> ChannelCore::write_goodbye(Connection& connection) {
   goodbye.message_id = next_message_id_;
   connection.header = wire::encode(goodbye);
   co_await asio::async_write(connection.socket, asio::buffer(connection.header), asio::use_awaitable);
+  progressed();
   std::error_code ignored;
   connection.socket.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
   connection.writing_done = true;
@@ -279,8 +288,7 @@ asio::awaitable<void> ChannelCore::read_loop(Connection& connection) {
   try {
     for (;;) {
       if (reader.blocked()) {
-        const auto epoch = reassembler_.memory_epoch();
-        while (state_ == State::open && reassembler_.memory_epoch() == epoch) co_await memory_event_.wait();
+        co_await wait_for_memory();
         if (state_ != State::open) co_return;
         reader.retry();
         continue;
@@ -296,6 +304,7 @@ asio::awaitable<void> ChannelCore::read_loop(Connection& connection) {
         co_return;
       }
       if (ec) throw std::system_error(ec);
+      progressed();
       const auto epoch = reassembler_.memory_epoch();
       reader.commit(n);
       connection.counters.bytes_received = reader.payload_bytes();
@@ -308,6 +317,18 @@ asio::awaitable<void> ChannelCore::read_loop(Connection& connection) {
   } catch (const std::system_error& e) {
     fail(TransportError(Errc::connection_failed,
                         fmt::format("{}: receiving: {}", where(connection), e.code().message())));
+  }
+}
+
+asio::awaitable<void> ChannelCore::wait_for_memory() {
+  const auto epoch = reassembler_.memory_epoch();
+  const auto budget_epoch = budget_->epoch();
+  // Memory another channel releases wakes this one too.
+  budget_->on_next_release(this, [weak = weak_from_this()] {
+    if (auto self = weak.lock()) self->memory_event_.notify_all();
+  });
+  while (state_ == State::open && reassembler_.memory_epoch() == epoch && budget_->epoch() == budget_epoch) {
+    co_await memory_event_.wait();
   }
 }
 
@@ -326,6 +347,7 @@ asio::awaitable<std::optional<Message>> ChannelCore::receive() {
   for (;;) {
     if (reassembler_.has_ready()) {
       ++messages_received_;
+      progressed();
       auto message = reassembler_.pop_ready();
       memory_event_.notify_all();
       co_return message;
@@ -337,6 +359,32 @@ asio::awaitable<std::optional<Message>> ChannelCore::receive() {
 }
 
 // ---- ending ----------------------------------------------------------------
+
+asio::awaitable<void> ChannelCore::idle_watch() {
+  auto self = shared_from_this();
+  while (state_ == State::open) {
+    const auto deadline = last_progress_ + options_.idle_timeout;
+    if (Clock::now() >= deadline) {
+      fail(TransportError(Errc::timed_out, idle_reason()));
+      co_return;
+    }
+    idle_timer_.expires_at(deadline);
+    std::error_code ignored;  // cancelled when the channel stops
+    co_await idle_timer_.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+  }
+}
+
+std::string ChannelCore::idle_reason() const {
+  auto reason = fmt::format("no progress for {} ms (idle timeout): nothing was received, sent or taken by receive()",
+                            options_.idle_timeout.count());
+  std::size_t waiting = 0;
+  for (const auto& connection : connections_) waiting += connection->reader.blocked() ? 1 : 0;
+  if (waiting == 0) return reason;
+  return reason + fmt::format("; {} of {} connections wait for memory: the channel holds {} bytes (limit {}), "
+                              "its memory budget {} of {}",
+                              waiting, connections_.size(), reassembler_.buffered_bytes(),
+                              options_.receive_memory_limit, budget_->used(), budget_->limit());
+}
 
 void ChannelCore::maybe_finish() {
   if (send_done_ && receive_done_ && state_ == State::open) stop(State::finished);
@@ -368,6 +416,7 @@ void ChannelCore::stop(State state) {
     unfinished_.clear();
     send_queue_.clear();
   }
+  idle_timer_.cancel();
   send_work_.notify_all();
   sent_event_.notify_all();
   receive_event_.notify_all();
@@ -459,36 +508,6 @@ std::uint32_t Channel::peer_chunk_size() const { return core_->peer_chunk_size()
 std::uint64_t Channel::peer_max_message_size() const { return core_->peer_max_message_size(); }
 asio::ip::tcp::endpoint Channel::remote_endpoint() const { return core_->remote_endpoint(); }
 asio::any_io_executor Channel::get_executor() const { return core_->executor(); }
-
-namespace {
-constexpr std::size_t kMappedFrom = 8u << 20;  // smaller buffers come from the heap
-}  // namespace
-
-Message::Message(std::size_t size) : size_(size) {
-  if (size == 0) return;
-  if (size >= kMappedFrom) {
-    void* mapped = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mapped == MAP_FAILED) throw std::bad_alloc();
-    ::madvise(mapped, size, MADV_HUGEPAGE);  // best effort: fails harmlessly without THP
-    data_ = std::unique_ptr<std::byte[], Release>(static_cast<std::byte*>(mapped), Release{size});
-    return;
-  }
-  data_ = std::unique_ptr<std::byte[], Release>(new std::byte[size], Release{});
-}
-
-void detail::MessageRelease::operator()(std::byte* bytes) const noexcept {
-  if (mapped != 0) {
-    ::munmap(bytes, mapped);
-  } else {
-    delete[] bytes;
-  }
-}
-
-Message Message::copy_of(std::span<const std::byte> bytes) {
-  Message message(bytes.size());
-  if (!bytes.empty()) std::memcpy(message.data(), bytes.data(), bytes.size());
-  return message;
-}
 
 std::uint64_t ChannelStats::bytes_sent() const {
   std::uint64_t total = 0;

@@ -60,10 +60,14 @@ struct ChannelSetup {
   asio::any_io_executor executor;
   std::vector<asio::ip::tcp::socket> sockets;  // ordered by connection index
   ChannelOptions options;
+  std::shared_ptr<MemoryBudget> budget;  // the acceptor's, shared, or the channel's own
   std::uint64_t id = 0;
   std::uint32_t peer_chunk_size = 0;
   std::uint64_t peer_max_message_size = 0;
 };
+
+/// options.shared_memory_budget, or a new budget of options.memory_budget bytes.
+std::shared_ptr<MemoryBudget> budget_for(const ChannelOptions& options);
 
 class ChannelCore : public std::enable_shared_from_this<ChannelCore> {
  public:
@@ -71,6 +75,9 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore> {
   static std::shared_ptr<ChannelCore> start(ChannelSetup setup);
   static Channel make_handle(std::shared_ptr<ChannelCore> core) { return Channel(std::move(core)); }
   explicit ChannelCore(ChannelSetup setup);
+  ~ChannelCore();
+  ChannelCore(const ChannelCore&) = delete;
+  ChannelCore& operator=(const ChannelCore&) = delete;
 
   SendTicket enqueue(std::shared_ptr<Outgoing> message);
   asio::awaitable<void> flush();
@@ -103,6 +110,12 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore> {
 
   asio::awaitable<void> write_loop(Connection& connection);
   asio::awaitable<void> read_loop(Connection& connection);
+  /// Until the reassembler or the budget releases memory (or the channel ends).
+  asio::awaitable<void> wait_for_memory();
+  /// Fails the channel once nothing has moved for options_.idle_timeout.
+  asio::awaitable<void> idle_watch();
+  void progressed() { last_progress_ = Clock::now(); }
+  std::string idle_reason() const;
   bool takes_chunks(Connection& connection) const;
   /// One wait: until the socket reports POLLOUT or a fraction of the RTT passes.
   asio::awaitable<void> wait_for_room(Connection& connection);
@@ -123,11 +136,14 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore> {
   std::uint32_t peer_chunk_size_;
   std::uint64_t peer_max_message_size_;
   asio::ip::tcp::endpoint remote_endpoint_;
+  std::shared_ptr<MemoryBudget> budget_;  // before reassembler_, which charges it until destroyed
   Reassembler reassembler_;
   std::vector<std::unique_ptr<Connection>> connections_;
 
   State state_ = State::open;
   std::optional<TransportError> failure_;
+  Clock::time_point last_progress_ = Clock::now();  // a byte moved or a message was taken
+  asio::steady_timer idle_timer_;
 
   // Sending.
   std::deque<std::shared_ptr<Outgoing>> send_queue_;  // messages with chunks not yet handed out

@@ -199,6 +199,7 @@ class ConnectAttempt : public std::enable_shared_from_this<ConnectAttempt> {
     setup.executor = executor_;
     setup.sockets = std::move(sockets_);
     setup.options = options_;
+    setup.budget = budget_for(options_);
     setup.id = channel_id_;
     setup.peer_chunk_size = first.chunk_size;
     setup.peer_max_message_size = first.max_message_size;

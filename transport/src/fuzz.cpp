@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "wanlab/transport/error.hpp"
+#include "wanlab/transport/options.hpp"
 #include "wanlab/transport/reassembly.hpp"
 
 namespace wanlab::transport::fuzz {
@@ -43,7 +44,7 @@ class Harness {
  private:
   void consume_ready() {
     // The memory limit may be exceeded by the one next-in-order message only.
-    const auto ceiling = kFuzzMemoryLimit + kFuzzMaxMessage + Reassembler::kPerMessageOverhead;
+    const auto ceiling = kFuzzMemoryLimit + MemoryBudget::charge_of(kFuzzMaxMessage, kMinChunkSize);
     if (reassembler_.buffered_bytes() > ceiling) {
       throw std::logic_error(
           fmt::format("reassembler holds {} bytes, above {}", reassembler_.buffered_bytes(), ceiling));

@@ -5,9 +5,11 @@
 #include <asio/io_context.hpp>
 #include <asio/signal_set.hpp>
 #include <charconv>
+#include <concepts>
 #include <csignal>
 #include <iostream>
 
+#include "wanlab/base/parse.hpp"
 #include "wanlab/transport/error.hpp"
 #include "wanlab/transport/perf.hpp"
 
@@ -16,25 +18,28 @@ namespace {
 
 [[noreturn]] void usage_error(const std::string& what) { throw UsageError(what); }
 
-std::uint64_t parse_unsigned(const std::string& option, const std::string& text, std::uint64_t min, std::uint64_t max) {
-  std::uint64_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
-    usage_error(fmt::format("{}: '{}' is not a whole number", option, text));
+// A number given to `option`: errors read "-P: expected a whole number from 1 to 64, got "x"".
+template <std::integral T>
+T parse_number(const std::string& option, const std::string& text, T min, T max) {
+  try {
+    return base::parse_integer<T>(text, min, max);
+  } catch (const base::ParseError& e) {
+    usage_error(fmt::format("{}: {}", option, e.what()));
   }
-  if (value < min || value > max) usage_error(fmt::format("{}: {} is out of range ({}..{})", option, value, min, max));
-  return value;
 }
 
-double parse_seconds(const std::string& option, const std::string& text, double min, double max) {
-  double value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
-    usage_error(fmt::format("{}: '{}' is not a number of seconds", option, text));
+std::chrono::duration<double> parse_seconds(const std::string& option, const std::string& text, double min,
+                                            double max) {
+  try {
+    return std::chrono::duration<double>(base::parse_decimal(text, min, max));
+  } catch (const base::ParseError& e) {
+    usage_error(fmt::format("{}: {} (in seconds)", option, e.what()));
   }
-  if (!(value >= min && value <= max))
-    usage_error(fmt::format("{}: {} is out of range ({}..{} s)", option, text, min, max));
-  return value;
+}
+
+std::chrono::milliseconds parse_milliseconds(const std::string& option, const std::string& text, double min,
+                                             double max) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(parse_seconds(option, text, min, max));
 }
 
 // Walks the arguments; options take their value as the next argument or after '='.
@@ -78,20 +83,22 @@ class ArgReader {
 };
 
 // Options both sides share; true if `reader` held one of them.
-bool parse_channel_option(ArgReader& reader, ChannelOptions& channel, std::uint16_t& port) {
+// `lowest_port`: 0 lets a server listen on any free port.
+bool parse_channel_option(ArgReader& reader, ChannelOptions& channel, std::uint16_t& port,
+                          std::uint16_t lowest_port) {
   if (reader.is({"-p", "--port"})) {
-    port = static_cast<std::uint16_t>(parse_unsigned(reader.name(), reader.value(), 1, 65535));
+    port = parse_number<std::uint16_t>(reader.name(), reader.value(), lowest_port, 65535);
   } else if (reader.is({"--chunk-size"})) {
-    channel.chunk_size = static_cast<std::uint32_t>(parse_size(reader.name(), reader.value()));
-    if (channel.chunk_size < kMinChunkSize || channel.chunk_size > kMaxChunkSize) {
-      usage_error(
-          fmt::format("--chunk-size: {} is out of range ({}..{})", channel.chunk_size, kMinChunkSize, kMaxChunkSize));
+    const auto size = parse_size(reader.name(), reader.value());
+    if (size < kMinChunkSize || size > kMaxChunkSize) {
+      usage_error(fmt::format("--chunk-size: {} is out of range ({}..{})", size, kMinChunkSize, kMaxChunkSize));
     }
+    channel.chunk_size = static_cast<std::uint32_t>(size);
   } else if (reader.is({"--cc"})) {
     channel.socket.congestion_control = reader.value();
     if (channel.socket.congestion_control.empty() || channel.socket.congestion_control.size() > 15) {
-      usage_error(fmt::format("--cc: '{}' is not a congestion control name (e.g. cubic, bbr)",
-                              channel.socket.congestion_control));
+      usage_error(fmt::format("--cc: {} is not a congestion control name (e.g. cubic, bbr)",
+                              base::quoted(channel.socket.congestion_control)));
     }
   } else if (reader.is({"--checksum"})) {
     reader.no_value();
@@ -112,15 +119,23 @@ bool parse_channel_option(ArgReader& reader, ChannelOptions& channel, std::uint1
 }
 
 [[noreturn]] void unknown(const std::string& name, const char* mode) {
-  usage_error(fmt::format("unknown {} option '{}' (see 'wanlab perf --help')", mode, name));
+  usage_error(fmt::format("unknown {} option {} (see 'wanlab perf --help')", mode, base::quoted(name)));
 }
 
 ServerOptions parse_server(std::span<const std::string> args) {
   ServerOptions options;
   ArgReader reader(args);
   while (reader.next()) {
-    if (parse_channel_option(reader, options.channel, options.port)) continue;
-    if (reader.is({"-B", "--bind"})) {
+    if (parse_channel_option(reader, options.channel, options.port, 0)) continue;
+    if (reader.is({"--memory-budget"})) {
+      options.channel.memory_budget = parse_size(reader.name(), reader.value());
+      if (options.channel.memory_budget < kMinMemoryBudget) {
+        usage_error(fmt::format("--memory-budget: {} is below the least budget of {} bytes (1M)",
+                                options.channel.memory_budget, kMinMemoryBudget));
+      }
+    } else if (reader.is({"--idle-timeout"})) {
+      options.channel.idle_timeout = parse_milliseconds(reader.name(), reader.value(), 0, 86400);
+    } else if (reader.is({"-B", "--bind"})) {
       options.bind = reader.value();
     } else if (reader.is({"-1", "--one-off"})) {
       reader.no_value();
@@ -141,12 +156,11 @@ ClientOptions parse_client(std::span<const std::string> args) {
   bool have_time = false;
   ArgReader reader(args);
   while (reader.next()) {
-    if (parse_channel_option(reader, options.channel, options.port)) continue;
+    if (parse_channel_option(reader, options.channel, options.port, 1)) continue;
     if (reader.is({"-P", "--parallel"})) {
-      options.channel.connections =
-          static_cast<unsigned>(parse_unsigned(reader.name(), reader.value(), 1, kMaxConnections));
+      options.channel.connections = parse_number<unsigned>(reader.name(), reader.value(), 1, kMaxConnections);
     } else if (reader.is({"-t", "--time"})) {
-      options.duration = std::chrono::duration<double>(parse_seconds(reader.name(), reader.value(), 0.001, 86400));
+      options.duration = parse_seconds(reader.name(), reader.value(), 0.001, 86400);
       have_time = true;
     } else if (reader.is({"-n", "--bytes"})) {
       options.bytes = parse_size(reader.name(), reader.value());
@@ -160,10 +174,9 @@ ClientOptions parse_client(std::span<const std::string> args) {
       options.window = parse_size(reader.name(), reader.value());
       if (options.window == 0) usage_error("--window: must be at least 1 byte");
     } else if (reader.is({"-i", "--interval"})) {
-      options.interval = std::chrono::duration<double>(parse_seconds(reader.name(), reader.value(), 0, 3600));
+      options.interval = parse_seconds(reader.name(), reader.value(), 0, 3600);
     } else if (reader.is({"--connect-timeout"})) {
-      options.channel.connect_timeout = std::chrono::milliseconds(
-          static_cast<long>(1000 * parse_seconds(reader.name(), reader.value(), 0.001, 3600)));
+      options.channel.connect_timeout = parse_milliseconds(reader.name(), reader.value(), 0.001, 3600);
     } else if (reader.is({"-B", "--bind"})) {
       options.channel.local_address = reader.value();
     } else if (reader.is({"-J", "--json"})) {
@@ -172,7 +185,8 @@ ClientOptions parse_client(std::span<const std::string> args) {
     } else if (!reader.name().starts_with("-") && options.host.empty()) {
       options.host = reader.name();
     } else if (!reader.name().starts_with("-")) {
-      usage_error(fmt::format("unexpected argument '{}' (the host is '{}')", reader.name(), options.host));
+      usage_error(fmt::format("unexpected argument {} (the host is {})", base::quoted(reader.name()),
+                              base::quoted(options.host)));
     } else {
       unknown(reader.name(), "client");
     }
@@ -190,7 +204,7 @@ std::uint64_t parse_size(const std::string& option, const std::string& text) {
   const auto [rest, ec] = std::from_chars(text.data(), end, value);
   std::string_view suffix(rest, static_cast<std::size_t>(end - rest));
   if (ec != std::errc() || rest == text.data())
-    usage_error(fmt::format("{}: '{}' is not a size (e.g. 1500, 64K, 1M, 1GiB)", option, text));
+    usage_error(fmt::format("{}: {} is not a size (e.g. 1500, 64K, 1M, 1GiB)", option, base::quoted(text)));
   if (suffix.ends_with("iB"))
     suffix.remove_suffix(2);
   else if (suffix.size() == 2 && suffix.back() == 'B')
@@ -205,9 +219,9 @@ std::uint64_t parse_size(const std::string& option, const std::string& text) {
   else if (suffix == "T" || suffix == "t")
     shift = 40;
   else if (!suffix.empty() && suffix != "B")
-    usage_error(fmt::format("{}: '{}' has an unknown unit (use K, M, G, T)", option, text));
+    usage_error(fmt::format("{}: {} has an unknown unit (use K, M, G, T)", option, base::quoted(text)));
   if (shift > 0 && value > (~std::uint64_t{0} >> shift))
-    usage_error(fmt::format("{}: '{}' is too large", option, text));
+    usage_error(fmt::format("{}: {} is too large", option, base::quoted(text)));
   return value << shift;
 }
 
@@ -218,10 +232,14 @@ std::string usage() {
 Measures goodput over a multi-connection wanlab transport channel (like iperf3).
 
 server options:
-  -p, --port N            port to listen on (default {port})
+  -p, --port N            port to listen on (default {port}; 0: any free port, printed)
   -B, --bind ADDR         address to listen on (default: all)
   -1, --one-off           exit after one client
   -J, --json              one JSON object per client
+      --memory-budget B   receive memory of all clients together (default: two 1G
+                          messages); a client's messages may be up to half of it, 1G at most
+      --idle-timeout SEC  drop a client that sends and reads nothing for SEC s,
+                          0: never (default {idle})
 
 client options:
   -p, --port N            server port (default {port})
@@ -246,7 +264,8 @@ both:
 Sizes take K, M, G, T suffixes (binary: 64K = 65536).
 )",
                      fmt::arg("port", kDefaultPort), fmt::arg("chunk", kDefaultChunkSize),
-                     fmt::arg("lowat", SocketOptions{}.not_sent_lowat));
+                     fmt::arg("lowat", SocketOptions{}.not_sent_lowat),
+                     fmt::arg("idle", std::chrono::duration<double>(ChannelOptions{}.idle_timeout).count()));
 }
 
 Command parse_args(std::span<const std::string> args) {
@@ -265,7 +284,7 @@ Command parse_args(std::span<const std::string> args) {
     command.mode = Command::Mode::client;
     command.client = parse_client(rest);
   } else {
-    usage_error(fmt::format("unknown mode '{}': expected 'server' or 'client'", mode));
+    usage_error(fmt::format("unknown mode {}: expected 'server' or 'client'", base::quoted(mode)));
   }
   return command;
 }

@@ -2,11 +2,13 @@
 #include <fmt/format.h>
 
 #include <asio/co_spawn.hpp>
+#include <algorithm>
 #include <asio/detached.hpp>
 #include <ostream>
 
 #include "handshake.hpp"
 #include "perf_protocol.hpp"
+#include "wanlab/transport/budget.hpp"
 #include "wanlab/transport/channel.hpp"
 #include "wanlab/transport/perf.hpp"
 
@@ -104,11 +106,14 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
 
 Server Server::listen(asio::any_io_executor executor, const ServerOptions& options, std::ostream& out,
                       std::ostream& err) {
+  auto channel = options.channel;
+  const auto budget = channel.shared_memory_budget ? channel.shared_memory_budget->limit() : channel.memory_budget;
+  channel.max_message_size = std::min(channel.max_message_size, MemoryBudget::largest_message(budget / 2));
   auto make = [&](const std::string& address) {
     std::error_code ec;
     const auto parsed = asio::ip::make_address(address, ec);
     if (ec) throw TransportError(Errc::invalid_argument, fmt::format("bind address '{}': {}", address, ec.message()));
-    return Acceptor::listen(executor, {parsed, options.port}, options.channel);
+    return Acceptor::listen(executor, {parsed, options.port}, channel);
   };
   std::optional<Acceptor> acceptor;
   if (!options.bind.empty()) {

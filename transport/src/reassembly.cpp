@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <new>
 #include <utility>
 
@@ -19,7 +21,19 @@ constexpr std::uint64_t kMaxIdsAhead = 1ull << 32;
 }  // namespace
 
 Reassembler::Reassembler(ReceiveLimits limits, unsigned connections)
-    : limits_(limits), max_ids_ahead_(kMaxIdsAhead), last_chunk_(connections), goodbye_seen_(connections, false) {}
+    : limits_(limits),
+      own_budget_(limits.budget ? nullptr : std::make_unique<MemoryBudget>(UINT64_MAX)),
+      budget_(limits.budget ? limits.budget : own_budget_.get()),
+      max_ids_ahead_(kMaxIdsAhead),
+      last_chunk_(connections),
+      goodbye_seen_(connections, false) {
+  budget_->reserve_headroom(charge(limits_.max_message_size));
+}
+
+Reassembler::~Reassembler() {
+  for (const auto& [id, pending] : pending_) budget_->release(pending.charge);
+  for (const auto& message : ready_) budget_->release(charge(message.size()));
+}
 
 void Reassembler::check_header(unsigned connection, const wire::ChunkHeader& header) const {
   const auto id = header.message_id;
@@ -66,22 +80,83 @@ Reassembler::Pending* Reassembler::find_or_allocate(const wire::ChunkHeader& hea
     return &it->second;
   }
   // The next message in order always gets memory when nothing waits for
-  // receive(), or a full budget could wait forever for its own head.
+  // receive(), or a full budget could wait forever for its own head. In the
+  // shared budget it may use the headroom the other messages leave.
   const bool next_in_order = id == next_deliver_ && ready_.empty();
-  if (buffered_ + charge(header.message_size) > limits_.memory_limit && !next_in_order) return nullptr;
+  const auto cost = charge(header.message_size);
+  if (buffered_ + cost > limits_.memory_limit && !next_in_order) return nullptr;
+  if (!budget_->try_charge(cost, next_in_order)) return nullptr;
 
   Pending pending;
+  pending.charge = cost;
+  const auto chunks = wire::chunk_count(header.message_size, limits_.chunk_size);
   try {
-    pending.data = Message(header.message_size);
+    pending.data = Message::for_receiving(header.message_size);
+    pending.received.assign(chunks, false);
+    if (pending.data.grows_huge_pages()) {
+      const auto regions = (header.message_size - 1) / Message::kHugePageRegion + 1;
+      pending.region_finished.assign(regions, 0);
+      pending.region_decided.assign(regions, 0);
+    }
   } catch (const std::bad_alloc&) {
+    budget_->release(cost);
     throw TransportError(Errc::message_too_large,
                          fmt::format("message {}: cannot allocate {} bytes", id, header.message_size));
   }
-  const auto chunks = wire::chunk_count(header.message_size, limits_.chunk_size);
-  pending.received.assign(chunks, false);
   pending.chunks_left = chunks;
-  buffered_ += charge(header.message_size);
+  buffered_ += cost;
   return &pending_.emplace(id, std::move(pending)).first->second;
+}
+
+// A peer may put a chunk anywhere in a message it declared, so a sparse peer
+// could fault a 2 MiB huge page for every 1 KiB it sends (a 1 GiB message, 532
+// KiB sent, 1 GB resident). So a mapped buffer starts with small pages, and the
+// first chunk to land in a 2 MiB region decides that region once: huge pages
+// if the kLookBackRegions regions before it (fewer near the start) already
+// hold at least half their size in finished chunks, counting the deciding
+// chunk's own bytes before the region (it writes them first), else 4 KiB
+// pages for good.
+//
+// Why this bounds memory: every huge region needs half of its look-back
+// window's bytes, and each finished byte lies in the window of at most
+// kLookBackRegions regions, so a message's huge pages stay within 4x its
+// finished bytes (2x where windows are whole; the shorter windows near the
+// start bring the rest), plus one region per chunk still arriving (the region
+// its end lies in, which the next chunk may touch before this one's bytes are
+// written; the regions inside a chunk are touched by it alone). Small pages
+// cost at most two 4 KiB pages per chunk. A correct sender hands chunks out in
+// order; whatever order they arrive in over N connections, a region's
+// window is nearly full when its first chunk comes, so nearly every region
+// gets a huge page: the 1 GiB message keeps its 512 faults instead of 262144,
+// even with a connection lagging far behind. A region judged wrongly costs a
+// page fault per 4 KiB, never correctness.
+void Reassembler::decide_huge_pages(Pending& pending, const wire::ChunkHeader& header) {
+  constexpr std::uint64_t region_size = Message::kHugePageRegion;
+  const auto end = header.offset + header.length;
+  for (auto region = header.offset / region_size; region * region_size < end; ++region) {
+    if (pending.region_decided[region] != 0) continue;
+    const auto from = region > kLookBackRegions ? region - kLookBackRegions : 0;
+    std::uint64_t vouched = 0;
+    for (auto before = from; before < region; ++before) vouched += pending.region_finished[before];
+    const auto own_start = std::max(header.offset, from * region_size);
+    const auto own_end = std::min(end, region * region_size);
+    if (own_end > own_start) vouched += own_end - own_start;
+    const bool huge = region > 0 && 2 * vouched >= (region - from) * region_size;
+    pending.region_decided[region] = huge ? 1 : 2;
+    if (huge) pending.data.allow_huge_pages(region);
+  }
+}
+
+void Reassembler::count_finished(Pending& pending, const wire::ChunkHeader& header) {
+  constexpr std::uint64_t region_size = Message::kHugePageRegion;
+  auto offset = header.offset;
+  const auto end = header.offset + header.length;
+  while (offset < end) {
+    const auto region = offset / region_size;
+    const auto part = std::min(end, (region + 1) * region_size) - offset;
+    pending.region_finished[region] += static_cast<std::uint32_t>(part);
+    offset += part;
+  }
 }
 
 std::optional<std::span<std::byte>> Reassembler::begin_chunk(unsigned connection, const wire::ChunkHeader& header) {
@@ -94,6 +169,7 @@ std::optional<std::span<std::byte>> Reassembler::begin_chunk(unsigned connection
   }
   pending->received[index] = true;
   last_chunk_[connection] = {header.message_id, header.offset, true};
+  if (pending->data.grows_huge_pages()) decide_huge_pages(*pending, header);
   return pending->data.bytes().subspan(header.offset, header.length);
 }
 
@@ -102,6 +178,7 @@ void Reassembler::finish_chunk(const wire::ChunkHeader& header) {
   if (it == pending_.end() || it->second.chunks_left == 0) {
     throw std::logic_error(fmt::format("finish_chunk: message {} has no chunk in progress", header.message_id));
   }
+  if (it->second.data.grows_huge_pages()) count_finished(it->second, header);
   if (--it->second.chunks_left == 0) {
     ++completed_;
     deliver_in_order();
@@ -120,9 +197,18 @@ void Reassembler::deliver_in_order() {
 Message Reassembler::pop_ready() {
   Message message = std::move(ready_.front());
   ready_.pop_front();
-  buffered_ -= charge(message.size());
+  const auto cost = charge(message.size());
+  buffered_ -= cost;
   ++memory_epoch_;
+  budget_->release(cost);
   return message;
+}
+
+std::uint64_t Reassembler::resident_bytes() const {
+  std::uint64_t total = 0;
+  for (const auto& [id, pending] : pending_) total += pending.data.resident_bytes();
+  for (const auto& message : ready_) total += message.resident_bytes();
+  return total;
 }
 
 void Reassembler::goodbye(unsigned connection, std::uint64_t messages_sent) {

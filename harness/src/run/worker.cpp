@@ -23,6 +23,7 @@
 #include "notifier.hpp"
 #include "wanlab/harness/gpu.hpp"
 #include "wanlab/harness/run.hpp"
+#include "wanlab/transport/budget.hpp"
 #include "wanlab/transport/channel.hpp"
 
 namespace wanlab::harness {
@@ -168,7 +169,7 @@ class WorkerProcess {
 
   // ---- channels ------------------------------------------------------------
 
-  transport::ChannelOptions channel_options(bool cross_dc) const {
+  transport::ChannelOptions channel_options(bool cross_dc) {
     const ctl::ChannelTuning& tuning = cross_dc ? assign_->cross_dc : assign_->intra_dc;
     transport::ChannelOptions options;
     options.connections = cross_dc ? static_cast<unsigned>(assign_->cross_dc_streams) : 1;
@@ -176,8 +177,25 @@ class WorkerProcess {
     options.socket.not_sent_lowat = tuning.not_sent_lowat;
     options.connect_timeout = std::chrono::seconds(20);
     options.handshake_timeout = std::chrono::seconds(20);
-    options.max_message_size = 16ull << 30;
+    // Peers send what the plan says and nothing larger; the identity message is 8 bytes.
+    options.max_message_size = largest_payload(true) + kDataHeaderBytes;
+    options.shared_memory_budget = memory_budget(options.max_message_size);
+    // Channels idle for as long as the emulated GPU computes, and the peers are
+    // this run's own workers: keepalive, not an idle timeout, finds one that vanished.
+    options.idle_timeout = std::chrono::milliseconds(0);
     return options;
+  }
+
+  // One budget for every channel of this worker: room for a message of the
+  // largest planned size from every peer at once, plus the headroom the
+  // budget keeps for each channel's next message (MemoryBudget).
+  std::shared_ptr<transport::MemoryBudget> memory_budget(std::uint64_t largest_message) {
+    if (!budget_) {
+      const auto one = transport::MemoryBudget::charge_of(largest_message, transport::kMinChunkSize);
+      const auto room = std::max(transport::ChannelOptions{}.memory_budget, (assign_->peers.size() + 1) * one);
+      budget_ = std::make_shared<transport::MemoryBudget>(room);
+    }
+    return budget_;
   }
 
   const ctl::PeerAddress& peer(int worker) const {
@@ -353,18 +371,24 @@ class WorkerProcess {
     return (bytes + steps - 1) / steps;
   }
 
+  // The largest payload this worker sends over a channel (`incoming`: receives):
+  // a microbatch to (from) a worker on another host, or an all-reduce piece to
+  // the next (from the previous) ring member. Messages to a worker on this
+  // host carry no payload (see transmit).
+  std::uint64_t largest_payload(bool incoming) const {
+    std::uint64_t largest = 0;
+    const OpKind point_to_point = incoming ? OpKind::recv : OpKind::send;
+    const int ring_peer = ring_member(incoming ? -1 : 1);
+    for (const Op& op : assign_->plan.ops) {
+      if (op.kind == point_to_point && !same_host(op.peer)) largest = std::max(largest, op.bytes);
+      if (op.kind == OpKind::allreduce && ring_peer >= 0 && !same_host(ring_peer)) largest = std::max(largest, allreduce_piece(op.bytes));
+    }
+    return largest;
+  }
+
   // Zeros that every data message's payload is borrowed from: sized once for
   // the largest message, since sends in flight keep pointing into it.
-  // Messages to a worker on this host carry no payload (see transmit).
-  void size_payload_buffer() {
-    std::uint64_t largest = 0;
-    const int next = ring_member(1);
-    for (const Op& op : assign_->plan.ops) {
-      if (op.kind == OpKind::send && !same_host(op.peer)) largest = std::max(largest, op.bytes);
-      if (op.kind == OpKind::allreduce && next >= 0 && !same_host(next)) largest = std::max(largest, allreduce_piece(op.bytes));
-    }
-    zeros_.assign(largest, std::byte{0});
-  }
+  void size_payload_buffer() { zeros_.assign(largest_payload(false), std::byte{0}); }
 
   std::span<const std::byte> payload(std::uint64_t bytes) const {
     if (bytes > zeros_.size()) throw WorkerFailure(fmt::format("a message of {} bytes, larger than planned", bytes));
@@ -457,6 +481,7 @@ class WorkerProcess {
   bool stopping_ = false;
   std::deque<int> starts_;
   std::set<std::pair<int, int>> grants_;  // (iteration, op_index)
+  std::shared_ptr<transport::MemoryBudget> budget_;  // before the channels and acceptors that charge it
   std::vector<transport::Acceptor> acceptors_;  // intra-DC and/or cross-DC
   std::vector<bool> acceptor_is_cross_;
   std::map<int, std::shared_ptr<Channel>> channels_;

@@ -21,10 +21,28 @@ struct MessageRelease {
 /// page fault every 4 KiB, which cost more CPU than the receiving itself.
 class Message {
  public:
+  /// Buffers from this size on are mapped (mmap) rather than taken from the heap.
+  static constexpr std::size_t kMappedFrom = 8u << 20;
+
   Message() = default;
-  /// size bytes, uninitialised.
+  /// size bytes, uninitialised; huge pages on all of a mapped buffer (for a
+  /// writer that fills it from the start).
   explicit Message(std::size_t size);
   static Message copy_of(std::span<const std::byte> bytes);
+  /// size bytes for a peer to fill in any order. A mapped buffer is aligned
+  /// to huge pages but starts without them; allow_huge_pages() grants them
+  /// region by region, so that one byte written far ahead does not commit a
+  /// whole huge page (see Reassembler).
+  static Message for_receiving(std::size_t size);
+  /// The unit of allow_huge_pages(): a transparent huge page on x86-64.
+  static constexpr std::size_t kHugePageRegion = 2u << 20;
+  /// Lets region `region` (bytes [region, region + 1) x kHugePageRegion) of a
+  /// mapped for_receiving() buffer use a huge page; nothing for other buffers.
+  void allow_huge_pages(std::size_t region);
+  /// A mapped for_receiving() buffer: huge pages only where allowed.
+  bool grows_huge_pages() const noexcept { return grows_huge_pages_; }
+  /// Bytes of a mapped buffer that are in memory (mincore); size() for a heap buffer.
+  std::size_t resident_bytes() const;
 
   std::byte* data() noexcept { return data_.get(); }
   const std::byte* data() const noexcept { return data_.get(); }
@@ -38,6 +56,7 @@ class Message {
   using Release = detail::MessageRelease;
   std::unique_ptr<std::byte[], Release> data_;
   std::size_t size_ = 0;
+  bool grows_huge_pages_ = false;
 };
 
 }  // namespace wanlab::transport

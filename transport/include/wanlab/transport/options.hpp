@@ -3,18 +3,32 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
+
+#include "wanlab/transport/budget.hpp"
 
 namespace wanlab::transport {
 
 inline constexpr unsigned kMaxConnections = 64;
+/// Acceptor: connections accepted but not yet part of a complete channel
+/// (reading their hello, or waiting for the rest of their channel). At this
+/// many, a new connection first sheds the one idle longest.
+inline constexpr std::size_t kMaxPendingConnections = 256;
 inline constexpr std::uint32_t kMinChunkSize = 1024;
 inline constexpr std::uint32_t kMaxChunkSize = 64u << 20;
 /// Chosen by measurement (docs/TRANSPORT.md, bench/transport/chunk_size.sh):
 /// large enough that per-chunk costs vanish, small enough that a message
 /// spreads over many connections and a stalled connection holds little.
 inline constexpr std::uint32_t kDefaultChunkSize = 256u << 10;
+inline constexpr std::uint64_t kDefaultMaxMessageSize = 1ull << 30;
+/// Room for two messages of the default largest size, with their bookkeeping
+/// (2 GiB and 256 KiB): one to arrive in order on some channel while the
+/// others' messages under way share the rest.
+inline constexpr std::uint64_t kDefaultMemoryBudget =
+    2 * MemoryBudget::charge_of(kDefaultMaxMessageSize, kMinChunkSize);
 
 /// Options applied to every TCP connection of a channel.
 struct SocketOptions {
@@ -56,17 +70,30 @@ struct ChannelOptions {
   /// Send a CRC32C of every chunk's payload (the receiver checks it whenever
   /// present, whatever its own setting).
   bool checksum = false;
-  /// Largest message this side accepts from the peer (told in the handshake).
-  std::uint64_t max_message_size = 1ull << 30;
+  /// Largest message this side accepts from the peer: told in the handshake
+  /// (the peer's send() refuses larger ones) and checked on every chunk
+  /// before anything is allocated. The memory budget must hold one.
+  std::uint64_t max_message_size = kDefaultMaxMessageSize;
   /// Receive memory: bytes of messages being assembled or waiting for
   /// receive(). Above it, connections stop reading new messages (TCP flow
   /// control pushes back on the sender) except the next message in order,
   /// so one message larger than the limit still gets through.
   std::uint64_t receive_memory_limit = 512ull << 20;
+  /// Receive memory of all the channels of an Acceptor together (a channel
+  /// from connect() has one of its own): see MemoryBudget. At least one
+  /// message of max_message_size with its bookkeeping (MemoryBudget::charge_of).
+  std::uint64_t memory_budget = kDefaultMemoryBudget;
+  /// A budget shared further, e.g. by every channel of a process, in place of
+  /// memory_budget. It must outlive the channels.
+  std::shared_ptr<MemoryBudget> shared_memory_budget;
+  /// A channel that moves no byte in either direction, and whose application
+  /// takes no message, for this long fails with Errc::timed_out (0: never).
+  /// Ends channels that a peer opened and left, or that wait on memory.
+  std::chrono::milliseconds idle_timeout{30000};
   /// Whole of Channel::connect: resolve, TCP connects and handshakes.
   std::chrono::milliseconds connect_timeout{10000};
   /// Acceptor: time for a connection to send its hello, and for all
-  /// connections of a channel to arrive.
+  /// connections of a channel to arrive (however slowly the bytes come).
   std::chrono::milliseconds handshake_timeout{10000};
   /// Local address to bind connecting sockets to (empty: any).
   std::string local_address;

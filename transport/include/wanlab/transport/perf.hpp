@@ -33,12 +33,17 @@
 namespace wanlab::transport::perf {
 
 inline constexpr std::uint16_t kDefaultPort = 5301;
+/// The least --memory-budget: room for a few small messages.
+inline constexpr std::uint64_t kMinMemoryBudget = 1u << 20;
 
 struct ServerOptions {
   std::string bind;  ///< address to listen on; empty: all (IPv6 dual-stack, else IPv4)
-  std::uint16_t port = kDefaultPort;
+  std::uint16_t port = kDefaultPort;  ///< 0: any free port (local_endpoint() tells)
   bool one_off = false;  ///< exit after one client (success or failure)
   bool json = false;     ///< one JSON object per client instead of text
+  /// channel.memory_budget is shared by all clients; the server accepts
+  /// messages of up to half of it (see Server::listen), channel.idle_timeout
+  /// drops clients that stop.
   ChannelOptions channel;
 };
 
@@ -103,6 +108,9 @@ asio::awaitable<Report> run_client(ClientOptions options, std::function<void(con
 
 /// A perf server: listens at once; serve() accepts clients until stopped (or
 /// after one with one_off). Text or JSON lines go to `out`, errors to `err`.
+/// The message limit it tells clients is the smaller of
+/// channel.max_message_size and what half of channel.memory_budget holds, so
+/// that one client's message in order never waits for another's to finish.
 class Server {
  public:
   static Server listen(asio::any_io_executor executor, const ServerOptions& options, std::ostream& out,

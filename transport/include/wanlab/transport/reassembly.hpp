@@ -8,10 +8,12 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <vector>
 
+#include "wanlab/transport/budget.hpp"
 #include "wanlab/transport/message.hpp"
 #include "wanlab/transport/wire.hpp"
 
@@ -21,6 +23,9 @@ struct ReceiveLimits {
   std::uint32_t chunk_size = 0;        ///< the peer's chunk size (from its hello)
   std::uint64_t max_message_size = 0;  ///< largest message accepted
   std::uint64_t memory_limit = 0;      ///< see ChannelOptions::receive_memory_limit
+  /// Shared with other channels, and outliving the Reassembler; null: one of
+  /// its own without a limit (memory_limit alone bounds this channel).
+  MemoryBudget* budget = nullptr;
 };
 
 /// Assembles the messages of one direction of a channel. Every call that gets
@@ -30,17 +35,27 @@ struct ReceiveLimits {
 /// a message id already delivered or implausibly far ahead, a size that
 /// differs between chunks of a message, a duplicate chunk, chunks out of order
 /// on a connection, data after a goodbye, a goodbye count that does not match.
+///
+/// Memory: a message is charged MemoryBudget::charge_of(size) against
+/// memory_limit and the budget before anything is allocated; its buffer
+/// commits memory only where chunks land, with huge pages only next to bytes
+/// that have arrived (see decide_huge_pages in reassembly.cpp).
 class Reassembler {
  public:
-  /// Bookkeeping charged per message on top of its bytes, so that a flood of
-  /// empty messages is bounded by memory_limit too.
-  static constexpr std::uint64_t kPerMessageOverhead = 128;
+  static constexpr std::uint64_t kPerMessageOverhead = MemoryBudget::kPerMessageOverhead;
+  /// A huge-page region of a message is judged by this many regions before it.
+  static constexpr std::uint64_t kLookBackRegions = 64;
 
   Reassembler(ReceiveLimits limits, unsigned connections);
+  /// Releases the charges of the messages it still holds.
+  ~Reassembler();
+  Reassembler(const Reassembler&) = delete;
+  Reassembler& operator=(const Reassembler&) = delete;
 
   /// A data chunk's header arrived on `connection`. Returns where its payload
   /// goes (inside the message's buffer), or nullopt when taking a new message
-  /// now would exceed the memory limit: call again after memory_released().
+  /// now would exceed the memory limit or the budget: call again once
+  /// memory_epoch() or the budget's epoch() changed.
   std::optional<std::span<std::byte>> begin_chunk(unsigned connection, const wire::ChunkHeader& header);
   /// The payload of a chunk accepted by begin_chunk() has been written.
   void finish_chunk(const wire::ChunkHeader& header);
@@ -53,8 +68,12 @@ class Reassembler {
   /// Every connection said goodbye and every message has been popped or is ready.
   bool all_goodbyes() const { return goodbyes_ == goodbye_seen_.size(); }
 
-  /// Bytes (plus per-message overhead) held in messages not yet popped.
+  /// What the messages not yet popped are charged (MemoryBudget::charge_of).
   std::uint64_t buffered_bytes() const { return buffered_; }
+  /// Bytes of the messages not yet popped that are in memory (for tests and
+  /// the fuzzer: a mincore() per mapped buffer).
+  std::uint64_t resident_bytes() const;
+  const MemoryBudget& budget() const { return *budget_; }
   /// Incremented whenever memory is released or the next-in-order message
   /// changes: a reader blocked in begin_chunk() may now proceed.
   std::uint64_t memory_epoch() const { return memory_epoch_; }
@@ -66,6 +85,10 @@ class Reassembler {
     Message data;
     std::vector<bool> received;  // one bit per chunk
     std::uint64_t chunks_left = 0;
+    std::uint64_t charge = 0;  // taken from memory_limit and the budget
+    // Per huge-page region of a mapped buffer (see decide_huge_pages):
+    std::vector<std::uint32_t> region_finished;  // payload bytes of finished chunks in it
+    std::vector<std::uint8_t> region_decided;    // 0: not yet touched; 1: huge pages; 2: small pages
   };
   struct Position {
     std::uint64_t message_id = 0;
@@ -75,10 +98,14 @@ class Reassembler {
 
   void check_header(unsigned connection, const wire::ChunkHeader& header) const;
   Pending* find_or_allocate(const wire::ChunkHeader& header);
+  void decide_huge_pages(Pending& pending, const wire::ChunkHeader& header);
+  void count_finished(Pending& pending, const wire::ChunkHeader& header);
   void deliver_in_order();
-  std::uint64_t charge(std::uint64_t size) const { return size + kPerMessageOverhead; }
+  std::uint64_t charge(std::uint64_t size) const { return MemoryBudget::charge_of(size, limits_.chunk_size); }
 
   ReceiveLimits limits_;
+  std::unique_ptr<MemoryBudget> own_budget_;  // when limits_.budget is null
+  MemoryBudget* budget_;
   std::uint64_t max_ids_ahead_;
   std::map<std::uint64_t, Pending> pending_;
   std::deque<Message> ready_;

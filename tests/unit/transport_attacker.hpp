@@ -1,0 +1,268 @@
+// Test helpers for attacks on a transport server over real loopback TCP: a
+// raw peer that speaks the wire format with blocking sockets (hellos, frames
+// at any offset, slow bytes), and a real `wanlab perf server` child process
+// (path from $WANLAB_BIN, set by CTest) whose memory is read from /proc.
+#pragma once
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <regex>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "unit/transport_support.hpp"
+#include "wanlab/transport/wire.hpp"
+
+namespace transport_attack {
+
+namespace wire = wanlab::transport::wire;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+/// One TCP connection to 127.0.0.1:port with blocking I/O; every send gives
+/// up after `patience` (the server may stop reading: that is its defence).
+class RawPeer {
+ public:
+  explicit RawPeer(std::uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    if (fd_ < 0) throw std::runtime_error("socket() failed");
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(port);
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+      ::close(fd_);
+      throw std::runtime_error("connect() to port " + std::to_string(port) + " failed");
+    }
+    const int one = 1;
+    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  }
+  RawPeer(const RawPeer&) = delete;
+  RawPeer& operator=(const RawPeer&) = delete;
+  ~RawPeer() { ::close(fd_); }
+
+  /// True if all of `bytes` went into the socket within `patience`.
+  bool send(std::span<const std::byte> bytes, std::chrono::milliseconds patience = 2s) {
+    const auto deadline = Clock::now() + patience;
+    while (!bytes.empty()) {
+      pollfd entry{fd_, POLLOUT, 0};
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0 || ::poll(&entry, 1, static_cast<int>(left)) != 1) return false;
+      const auto n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+      if (n <= 0) return false;
+      bytes = bytes.subspan(static_cast<std::size_t>(n));
+    }
+    return true;
+  }
+
+  /// Sends a hello and reads the reply (status ok expected; throws otherwise).
+  wire::Hello handshake(std::uint64_t channel, std::uint16_t index, std::uint16_t count, std::uint32_t chunk_size) {
+    const auto bytes = wire::encode(transport_test::valid_hello(channel, index, count, chunk_size));
+    if (!send(bytes)) throw std::runtime_error("sending the hello timed out");
+    wire::HelloBytes reply_bytes;
+    if (!receive(reply_bytes, 5s)) throw std::runtime_error("no handshake reply");
+    const auto reply = wire::decode_hello(reply_bytes);
+    if (reply.status != wire::HelloStatus::ok) throw std::runtime_error("the handshake was refused");
+    return reply;
+  }
+
+  /// A data frame whose payload is `length` bytes of 0x5A.
+  bool send_chunk(std::uint64_t id, std::uint64_t size, std::uint64_t offset, std::uint32_t length,
+                  std::chrono::milliseconds patience = 2s) {
+    return send(transport_test::frame(transport_test::data(id, size, offset, length), length), patience);
+  }
+
+  /// True if the server closed or reset the connection within `wait` (data it sends is skipped).
+  bool closed_by_peer(std::chrono::milliseconds wait) {
+    const auto deadline = Clock::now() + wait;
+    for (;;) {
+      pollfd entry{fd_, POLLIN, 0};
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0 || ::poll(&entry, 1, static_cast<int>(left)) != 1) return false;
+      std::byte sink[4096];
+      const auto n = ::recv(fd_, sink, sizeof(sink), MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return true;
+    }
+  }
+
+ private:
+  bool receive(std::span<std::byte> into, std::chrono::milliseconds wait) {
+    const auto deadline = Clock::now() + wait;
+    while (!into.empty()) {
+      pollfd entry{fd_, POLLIN, 0};
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0 || ::poll(&entry, 1, static_cast<int>(left)) != 1) return false;
+      const auto n = ::recv(fd_, into.data(), into.size(), MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return false;
+      if (n > 0) into = into.subspan(static_cast<std::size_t>(n));
+    }
+    return true;
+  }
+
+  int fd_;
+};
+
+inline std::string wanlab_bin() {
+  const char* bin = std::getenv("WANLAB_BIN");
+  if (bin == nullptr) throw std::runtime_error("WANLAB_BIN is not set (run through ctest)");
+  if (::access(bin, X_OK) != 0) throw std::runtime_error(std::string(bin) + " is missing: build the wanlab target");
+  return bin;
+}
+
+/// Starts argv with stdout and stderr on a pipe; returns the pid.
+inline pid_t spawn(const std::vector<std::string>& argv, int* output) {
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2() failed");
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(pipe_fds[1], STDOUT_FILENO);
+    ::dup2(pipe_fds[1], STDERR_FILENO);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(pipe_fds[1]);
+  *output = pipe_fds[0];
+  return pid;
+}
+
+struct Memory {
+  std::uint64_t rss = 0;   ///< VmRSS, bytes
+  std::uint64_t peak = 0;  ///< VmHWM, bytes
+};
+
+/// `wanlab perf server --bind 127.0.0.1 --port 0 ARGS...`, stopped (SIGTERM)
+/// when destroyed. Its output is drained all along, so it never blocks on it.
+class PerfServerProcess {
+ public:
+  explicit PerfServerProcess(const std::vector<std::string>& args) {
+    std::vector<std::string> argv{wanlab_bin(), "perf", "server", "--bind", "127.0.0.1", "--port", "0"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    pid_ = spawn(argv, &output_fd_);
+    reader_ = std::thread([this] { drain(); });
+    const std::regex listening("listening on 127\\.0\\.0\\.1:([0-9]+)");
+    const auto deadline = Clock::now() + 10s;
+    while (port_ == 0 && Clock::now() < deadline) {
+      std::smatch match;
+      const auto text = output();
+      if (std::regex_search(text, match, listening)) port_ = static_cast<std::uint16_t>(std::stoi(match[1]));
+      std::this_thread::sleep_for(20ms);
+    }
+    if (port_ == 0) {
+      stop();
+      throw std::runtime_error("the perf server did not start: " + output());
+    }
+  }
+  PerfServerProcess(const PerfServerProcess&) = delete;
+  PerfServerProcess& operator=(const PerfServerProcess&) = delete;
+  ~PerfServerProcess() { stop(); }
+
+  std::uint16_t port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  bool running() const { return ::kill(pid_, 0) == 0; }
+
+  Memory memory() const {
+    std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
+    Memory memory;
+    std::string key;
+    std::uint64_t kib = 0;
+    while (status >> key) {
+      if (key == "VmRSS:" && status >> kib) memory.rss = kib << 10;
+      if (key == "VmHWM:" && status >> kib) memory.peak = kib << 10;
+    }
+    return memory;
+  }
+
+  std::string output() const {
+    std::lock_guard lock(mutex_);
+    return output_;
+  }
+
+ private:
+  void drain() {
+    char buffer[4096];
+    for (;;) {
+      const auto n = ::read(output_fd_, buffer, sizeof(buffer));
+      if (n <= 0) return;
+      std::lock_guard lock(mutex_);
+      output_.append(buffer, static_cast<std::size_t>(n));
+    }
+  }
+
+  void stop() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      int status = 0;
+      for (int i = 0; i < 100 && ::waitpid(pid_, &status, WNOHANG) == 0; ++i) std::this_thread::sleep_for(50ms);
+      if (::waitpid(pid_, &status, WNOHANG) == 0) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &status, 0);
+      }
+      pid_ = -1;
+    }
+    if (reader_.joinable()) reader_.join();
+    if (output_fd_ >= 0) ::close(output_fd_);
+    output_fd_ = -1;
+  }
+
+  pid_t pid_ = -1;
+  int output_fd_ = -1;
+  std::uint16_t port_ = 0;
+  std::thread reader_;
+  mutable std::mutex mutex_;
+  std::string output_;
+};
+
+struct CommandResult {
+  int status = -1;  ///< exit status; 128 + signal; -1 if it had to be killed after the limit
+  std::string output;
+};
+
+/// Runs `wanlab ARGS...` to its end (killed after `limit`).
+inline CommandResult run_wanlab(const std::vector<std::string>& args, std::chrono::seconds limit = 60s) {
+  std::vector<std::string> argv{wanlab_bin()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  int fd = -1;
+  const pid_t pid = spawn(argv, &fd);
+  CommandResult result;
+  std::thread reader([&] {
+    char buffer[4096];
+    ssize_t n;
+    while ((n = ::read(fd, buffer, sizeof(buffer))) > 0) result.output.append(buffer, static_cast<std::size_t>(n));
+  });
+  int status = 0;
+  const auto deadline = Clock::now() + limit;
+  bool killed = false;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (Clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      killed = true;
+      break;
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  reader.join();
+  ::close(fd);
+  if (!killed) result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+}  // namespace transport_attack
