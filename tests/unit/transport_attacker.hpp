@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/process.hpp"
 #include "unit/transport_support.hpp"
 #include "wanlab/transport/wire.hpp"
 
@@ -117,31 +118,8 @@ class RawPeer {
   int fd_;
 };
 
-inline std::string wanlab_bin() {
-  const char* bin = std::getenv("WANLAB_BIN");
-  if (bin == nullptr) throw std::runtime_error("WANLAB_BIN is not set (run through ctest)");
-  if (::access(bin, X_OK) != 0) throw std::runtime_error(std::string(bin) + " is missing: build the wanlab target");
-  return bin;
-}
-
-/// Starts argv with stdout and stderr on a pipe; returns the pid.
-inline pid_t spawn(const std::vector<std::string>& argv, int* output) {
-  int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2() failed");
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(pipe_fds[1], STDOUT_FILENO);
-    ::dup2(pipe_fds[1], STDERR_FILENO);
-    ::execv(args[0], args.data());
-    ::_exit(127);
-  }
-  ::close(pipe_fds[1]);
-  *output = pipe_fds[0];
-  return pid;
-}
+using wanlab::test::spawn;
+using wanlab::test::wanlab_bin;
 
 struct Memory {
   std::uint64_t rss = 0;   ///< VmRSS, bytes
