@@ -30,9 +30,18 @@ struct PrivateMounts {
     // One thread here (fixtures run first), as unshare(CLONE_NEWNS) requires.
     if (::unshare(CLONE_NEWNS) != 0) throw std::runtime_error("unshare(CLONE_NEWNS) failed");
     if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) throw std::runtime_error("making / private failed");
-    for (const char* dir : {"/run", "/tmp"})
-      if (::mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0)
-        throw std::runtime_error(std::string("mounting tmpfs on ") + dir + " failed");
+    // The binary may live under /tmp (a checkout there): keep a copy in the new /run.
+    const std::string binary = test::wanlab_bin();
+    mount_tmpfs("/run");
+    fs::create_directories("/run/wanlab-test-bin");
+    fs::copy_file(binary, "/run/wanlab-test-bin/wanlab");
+    fs::permissions("/run/wanlab-test-bin/wanlab", fs::perms::owner_all);
+    ::setenv("WANLAB_BIN", "/run/wanlab-test-bin/wanlab", 1);
+    mount_tmpfs("/tmp");
+  }
+  static void mount_tmpfs(const char* dir) {
+    if (::mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0)
+      throw std::runtime_error(std::string("mounting tmpfs on ") + dir + " failed");
   }
 };
 BOOST_TEST_GLOBAL_FIXTURE(PrivateMounts);
