@@ -56,7 +56,7 @@ for arg in "$@"; do
   # a smoke test must not replace the real results
   if [[ $arg == --quick ]]; then results="$build/transport-quick.md" raw="$build/transport-quick-raw.json"; fi
 done
-mkdir -p "$(dirname "$results")"
+mkdir -p "$(dirname "$results")" "$(dirname "$raw")"
 /usr/bin/python3 "$repo/bench/transport/transport_bench.py" --wanlab "$wanlab" --name "$testbed" \
   --markdown "$results" --raw "$raw" "$@"
 echo "written: $results (raw runs: $raw)" >&2
