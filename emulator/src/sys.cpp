@@ -3,8 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
+#include "wanlab/base/files.hpp"
 
 namespace wanlab::emulator {
 
@@ -25,11 +24,8 @@ void write_sysctl(const std::string& path, const std::string& value) {
 }
 
 std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw_errno("reading " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  // /proc and /sys files: regular, small, their size read as 0 until read.
+  return base::read_regular_file(path, base::ReadRules{1u << 20, true});
 }
 
 }  // namespace wanlab::emulator

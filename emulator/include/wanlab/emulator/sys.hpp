@@ -42,6 +42,7 @@ class UniqueFd {
 
 // Writes `value` to a /proc/sys file in the calling thread's network namespace.
 void write_sysctl(const std::string& path, const std::string& value);
+// A small file of the kernel's (/proc, /sys); throws base::FileError naming it.
 std::string read_file(const std::string& path);
 
 }  // namespace wanlab::emulator
