@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <filesystem>
-#include <cctype>
 #include <ctime>
 #include <stdexcept>
 #include <system_error>

@@ -74,15 +74,13 @@ Host read_host(const StrictToml& file, const toml::node& node, std::size_t posit
   const std::string field = fmt::format("hosts[{}]", position);
   const toml::table& table = file.entry(node, field, kHostKeys);
   Host host;
-  host.name = file.string(table, "name", field + ".name");
-  if (!is_valid_host_name(host.name))
-    file.fail(*table.get("name"), field + ".name", fmt::format("not a host name: {}", base::quoted(host.name)));
   const auto dc_count = static_cast<std::int64_t>(state.dcs.size());
   host.dc_index = static_cast<int>(file.integer(table, "dc_index", field + ".dc_index", 0, dc_count - 1));
   host.dc = state.dcs[static_cast<std::size_t>(host.dc_index)];
   expect_equal(file, table, "dc", field + ".dc", host.dc);
   host.index = static_cast<int>(file.integer(table, "index", field + ".index", 0, 253));
-  expect_equal(file, table, "name", field + ".name", fmt::format("{}-{}", host.dc, host.index));
+  host.name = fmt::format("{}-{}", host.dc, host.index);
+  expect_equal(file, table, "name", field + ".name", host.name);
   host.netns = host_netns(state.name, host.name);
   expect_equal(file, table, "netns", field + ".netns", host.netns);
   host.core_ifname = fmt::format("wanlabh{}", position);
