@@ -395,7 +395,14 @@ class Coordinator {
                       });
     finish_iteration(i, start);
     const double seconds = static_cast<double>(record_.iteration_end_ns.back() - record_.iteration_start_ns.back()) / 1e9;
-    if (options_.progress) options_.progress(Progress{i, iterations, seconds, utilization_so_far()});
+    if (options_.progress) {
+      Progress progress;
+      progress.iteration = i;
+      progress.iterations = iterations;
+      progress.iteration_s = seconds;
+      progress.utilization_so_far = utilization_so_far();
+      options_.progress(progress);
+    }
   }
 
   std::string missing_reports(int i) const {

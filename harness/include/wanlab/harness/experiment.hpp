@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "wanlab/emulator/scenario.hpp"
+#include "wanlab/harness/prefill.hpp"
 
 namespace wanlab::harness {
 
@@ -64,6 +65,9 @@ struct Experiment {
   Parallel parallel;
   Compute compute;
   std::vector<std::pair<std::string, int>> gpus;  // per DC, in file order; empty: no limit
+  // [gpus] memory_gb: every GPU's memory (default: an 80 GB H100/A100).
+  double gpu_memory_gb = 80;
+  PrefillConfig prefill;  // [prefill]: BubbleTea (off unless enabled)
   // Atlas placement: order the selected DCs so that consecutive pipeline hops
   // are short (false: Algorithm 1's order, most GPUs first).
   bool reorder_dcs = true;

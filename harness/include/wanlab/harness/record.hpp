@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "wanlab/harness/plan.hpp"
+#include "wanlab/harness/prefill.hpp"
 
 namespace wanlab::harness {
 
@@ -42,12 +44,60 @@ struct IterationSummary {
   std::vector<std::pair<std::string, std::uint64_t>> wan_bytes;
 };
 
+// BubbleTea's side of a run (both runners fill it when [prefill] is enabled).
+// Times are ns since the run's origin, like Event's.
+struct PrefillSpan {  // one chunk of a batch's prefill, on a worker's GPU
+  int worker = 0;
+  int batch = 0;
+  int chunk = 0;
+  int tokens = 0;
+  int first_layer = 0;
+  int end_layer = 0;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+};
+
+struct KvTransfer {  // a batch's KV cache to the decode host
+  int batch = 0;
+  int worker = 0;       // whose GPU computed it
+  std::string link;     // "east->europe"; empty when it stayed in the DC
+  std::uint64_t bytes = 0;  // as sent (scaled)
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;  // fully arrived at the decode host
+};
+
+enum class RequestState { served, rejected, failed, unfinished };
+
+struct RequestOutcome {
+  int id = 0;
+  std::int64_t arrival_ns = 0;
+  int prompt_tokens = 0;
+  RequestState state = RequestState::unfinished;
+  int batch = -1;
+  std::int64_t first_token_ns = -1;  // served: the KV cache fully arrived (TTFT = this - arrival)
+  std::string reason;                // rejected / failed: why
+};
+
+struct PrefillRecord {
+  std::vector<PrefillSpan> spans;
+  std::vector<KvTransfer> kv;
+  std::vector<RequestOutcome> requests;  // every request that arrived during the run, by id
+  std::vector<PredictionError> prediction;
+  // Per worker: ns its training compute started later than it asked because
+  // prefill held the GPU (a prediction that was wrong).
+  std::vector<std::int64_t> training_delay_ns;
+  std::vector<std::string> notes;  // what happened ("prefill worker 3 died: ...; 4 requests failed")
+};
+
+std::string to_string(RequestState state);
+
 struct RunRecord {
   Plan plan;
   std::string runtime;   // which container runtime ran the workers ("podman", "sandbox", "simulator")
   std::vector<Event> events;
   std::vector<std::int64_t> iteration_start_ns;  // per iteration, since the origin
   std::vector<std::int64_t> iteration_end_ns;
+  std::optional<PrefillRecord> prefill;  // set when the experiment's [prefill] is enabled
 };
 
 std::vector<IterationSummary> summarize(const RunRecord& record);

@@ -43,7 +43,13 @@ struct Progress {
   int iteration = 0;  // 0-based, just finished
   int iterations = 0;
   double iteration_s = 0;
-  double utilization_so_far = 0;  // mean GPU utilization over the finished iterations
+  double utilization_so_far = 0;  // mean GPU utilization over the finished iterations (training only)
+  // With [prefill] enabled: training + prefill, and the requests so far.
+  std::optional<double> utilization_with_prefill_so_far;
+  int requests_served = 0;
+  int requests_waiting = 0;
+  int requests_rejected = 0;
+  std::optional<double> ttft_p50_s;  // of the requests served so far
 };
 
 struct RunOptions {
