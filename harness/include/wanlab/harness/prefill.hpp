@@ -198,6 +198,7 @@ using KvEstimate = std::function<std::int64_t(int worker, std::uint64_t bytes)>;
 // found or meet the deadline.
 class Admission {
  public:
+  // Keeps a pointer to `experiment`: it must outlive the Admission.
   Admission(const Experiment& experiment, KvEstimate kv_estimate);
 
   void arrive(const Request& request);
