@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "text.hpp"
+#include "prefill_config.hpp"
 #include "toml_fields.hpp"
 
 namespace wanlab::harness {
@@ -28,7 +29,7 @@ using namespace std::string_view_literals;
 
 constexpr std::array kTopKeys{"name"sv,       "testbed"sv, "schedule"sv, "placement"sv, "streams"sv,
                               "temporal_sharing"sv, "iterations"sv, "seed"sv, "scale"sv,
-                              "reorder_dcs"sv, "model"sv, "parallel"sv, "compute"sv, "gpus"sv};
+                              "reorder_dcs"sv, "model"sv, "parallel"sv, "compute"sv, "gpus"sv, "prefill"sv};
 constexpr std::array kModelKeys{"layers"sv,          "hidden"sv,     "seq_len"sv,
                                 "bytes_per_value"sv, "microbatch"sv, "microbatches"sv};
 constexpr std::array kParallelKeys{"pp"sv, "dp"sv, "tp"sv};
@@ -37,13 +38,14 @@ constexpr std::array kComputeKeys{"peak_tflops"sv, "mfu"sv, "recompute"sv, "forw
 constexpr std::array kScheduleNames{"gpipe"sv, "1f1b"sv, "atlas"sv};
 constexpr std::array kPlacementNames{"atlas"sv, "pp-across-dc"sv, "dp-across-dc"sv};
 constexpr std::array kOverrideNames{"schedule"sv,   "placement"sv,   "streams"sv, "temporal-sharing"sv,
-                                    "iterations"sv, "reorder-dcs"sv, "scale"sv};
+                                    "iterations"sv, "reorder-dcs"sv, "scale"sv, "prefill"sv};
 
 constexpr std::size_t kMaxName = 64;
 constexpr int kMaxStreams = 64;
 constexpr int kMaxIterations = 100000;
 constexpr std::int64_t kMaxWorkers = 1024;
 constexpr int kDefaultAtlasStreams = 8;
+constexpr double kMaxGpuMemoryGb = 100000;
 // Below this, messages round up to one byte and link rates to a few bit/s, so
 // transfer times no longer stay those of scale 1 (and a real run would crawl).
 constexpr double kMinScale = 1e-6;
@@ -114,6 +116,7 @@ void check_cross_fields(const Experiment& experiment) {
   check_worker_count(experiment);
   check_placement_list(experiment);
   check_plan_size(experiment, experiment.iterations);
+  detail::check_prefill(experiment);
 }
 
 // Placement, streams and temporal sharing follow the schedule unless given.
@@ -125,13 +128,6 @@ void apply_schedule_defaults(Experiment& experiment) {
   }
   if (!experiment.streams_given) experiment.streams = atlas ? kDefaultAtlasStreams : 1;
   if (!experiment.temporal_sharing_given) experiment.temporal_sharing = atlas;
-}
-
-std::filesystem::path resolve_testbed(const std::string& experiment_path, const std::string& testbed) {
-  std::filesystem::path testbed_path(testbed);
-  if (testbed_path.is_absolute()) return testbed_path.lexically_normal();
-  std::filesystem::path directory = std::filesystem::path(experiment_path).parent_path();
-  return (directory / testbed_path).lexically_normal();
 }
 
 // Walks one document; every error goes through fail() with a position.
@@ -151,6 +147,7 @@ class Parser : FieldReader {
     read_compute(root);
     read_gpus(root);
     read_placement(root);
+    detail::read_prefill(*this, root);
     apply_schedule_defaults(experiment_);
     check_cross_fields(experiment_);
     return std::move(experiment_);
@@ -180,7 +177,7 @@ class Parser : FieldReader {
         expect_string(*node, "testbed", R"(a scenario path like "../three-dc.toml")");
     if (testbed.empty()) fail(node->source(), "testbed: must not be empty");
     remember("testbed", *node);
-    experiment_.testbed_path = resolve_testbed(path_, testbed).string();
+    experiment_.testbed_path = detail::resolve_beside(path_, testbed);
   }
 
   void read_schedule(const toml::table& root) {
@@ -292,8 +289,13 @@ class Parser : FieldReader {
   void read_gpus(const toml::table& root) {
     const toml::table* table = optional_table(root, "gpus");
     if (table == nullptr) return;
+    // Not a DC: DC names have no '_' (emulator/names.hpp).
+    experiment_.gpu_memory_gb =
+        read_positive(*table, "memory_gb", "gpus.memory_gb", kMaxGpuMemoryGb).value_or(experiment_.gpu_memory_gb);
     std::vector<std::pair<const toml::key*, const toml::node*>> entries;
-    for (auto&& [key, node] : *table) entries.emplace_back(&key, &node);
+    for (auto&& [key, node] : *table) {
+      if (key.str() != "memory_gb") entries.emplace_back(&key, &node);
+    }
     // In file order, as a list of DCs is read by people.
     std::sort(entries.begin(), entries.end(),
               [](const auto& a, const auto& b) { return comes_before(*a.first, *b.first); });
@@ -442,6 +444,8 @@ void apply_override(Experiment& experiment, std::string_view option, std::string
   } else if (name == "iterations") {
     experiment.iterations = parse_number(flag, [&] { return base::parse_integer(value, 1, kMaxIterations); });
     experiment.positions["iterations"] = flag;
+  } else if (name == "prefill") {
+    detail::override_prefill(experiment, flag, parse_on_off(flag, value));
   } else if (name == "scale") {
     experiment.scale = parse_number(flag, [&] { return base::parse_decimal(value, kMinScale, 1.0); });
     experiment.positions["scale"] = flag;
@@ -450,7 +454,7 @@ void apply_override(Experiment& experiment, std::string_view option, std::string
     throw ExperimentError(closest.empty()
                               ? fmt::format("{}: unknown experiment option (known: --schedule, "
                                             "--placement, --streams, --temporal-sharing, --iterations, "
-                                            "--reorder-dcs, --scale)",
+                                            "--reorder-dcs, --scale, --prefill)",
                                             flag)
                               : fmt::format("{}: unknown experiment option; did you mean --{}?", flag,
                                             closest));

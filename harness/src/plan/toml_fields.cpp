@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "text.hpp"
 #include "wanlab/base/parse.hpp"
@@ -18,6 +19,13 @@ void fail_field(const Experiment& experiment, const std::string& field, std::str
   std::string where = experiment.where(field);
   if (where.starts_with("--")) throw ExperimentError(fmt::format("{}: {}", where, message));
   throw ExperimentError(fmt::format("{}: {}: {}", where, field, message));
+}
+
+std::string resolve_beside(const std::string& file, const std::string& path) {
+  std::filesystem::path given(path);
+  if (given.is_absolute()) return given.lexically_normal().string();
+  std::filesystem::path directory = std::filesystem::path(file).parent_path();
+  return (directory / given).lexically_normal().string();
 }
 
 FieldReader::FieldReader(std::string path) : path_(std::move(path)) { experiment_.path = path_; }

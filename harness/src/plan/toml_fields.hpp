@@ -26,6 +26,10 @@ struct IntRange {
 // where it is a default.
 [[noreturn]] void fail_field(const Experiment& experiment, const std::string& field, std::string_view message);
 
+// `path` as written in the file at `file`: absolute as it is, relative against
+// that file's directory ("../three-dc.toml" beside "x/e.toml" -> "three-dc.toml").
+std::string resolve_beside(const std::string& file, const std::string& path);
+
 // Owns the Experiment being read from the file at `path`.
 class FieldReader {
  public:
