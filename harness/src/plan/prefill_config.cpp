@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include <array>
-#include <cmath>
 #include <limits>
 
 #include "wanlab/base/parse.hpp"
