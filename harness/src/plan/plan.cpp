@@ -211,6 +211,7 @@ Plan make_plan(const Experiment& experiment, const emulator::Scenario& scenario)
   for (const emulator::Dc& dc : scenario.dcs) plan.dc_names.push_back(dc.name);
   fill_costs(plan);
   std::vector<std::vector<int>> dc_of = detail::place_workers(experiment, scenario);
+  detail::check_decode_dc(experiment, scenario);
   plan.stage_dc = dc_of.front();
   make_workers(plan, scenario, dc_of);
   plan.gpus_used = static_cast<int>(plan.workers.size()) * experiment.parallel.tp;
