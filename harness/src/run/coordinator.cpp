@@ -511,6 +511,7 @@ class Coordinator {
       if (w.control) w.control->close();
       w.control.reset();
     }
+    if (prefill_) prefill_->close();
     std::error_code ignored;
     if (acceptor_) acceptor_->close(ignored);
     acceptor_.reset();

@@ -466,6 +466,14 @@ std::vector<pid_t> PrefillService::running() const {
   return pids;
 }
 
+void PrefillService::close() noexcept {
+  stopping_ = true;
+  for (Process& p : processes_) {
+    if (p.control) p.control->close();
+    p.control.reset();
+  }
+}
+
 PrefillRecord PrefillService::finish(const RunRecord& record) {
   const std::int64_t end = record.iteration_end_ns.empty() ? 0 : record.iteration_end_ns.back();
   for (const Request& r : requests_) {

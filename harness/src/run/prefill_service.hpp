@@ -73,6 +73,8 @@ class PrefillService {
   void stop();
   bool all_exited() const;
   std::vector<pid_t> running() const;
+  // Closes the control connections (while the io_context lives).
+  void close() noexcept;
   // What happened, for RunRecord::prefill (times from the origin).
   PrefillRecord finish(const RunRecord& record);
 
