@@ -10,6 +10,7 @@
 #include "options.hpp"
 #include "wanlab/harness/compare.hpp"
 #include "wanlab/harness/experiment.hpp"
+#include "wanlab/harness/prefill.hpp"
 #include "wanlab/harness/run.hpp"
 #include "wanlab/harness/simulate.hpp"
 
@@ -41,6 +42,22 @@ void write_outputs(const hs::RunRecord& record, const std::string& scenario_text
   hs::write_timeline_svg(record, static_cast<int>(record.iteration_end_ns.size()) - 1, dir + "/timeline.svg");
 }
 
+void print_prefill_summary(const hs::RunRecord& record) {
+  const hs::PrefillSummary p = hs::summarize_prefill(record);
+  fmt::print("prefill (BubbleTea): GPU utilization {:.1f}% with prefill ({:.1f}% training only), {:.0f} prompt tokens/s\n",
+             100 * p.mean_gpu_utilization, 100 * p.mean_training_utilization, p.prefill_tokens_per_s);
+  fmt::print("  requests: {} arrived, {} served, {} rejected, {} failed, {} unfinished; TTFT p50 {:.2f} s, p90 {:.2f} s, "
+             "p99 {:.2f} s\n",
+             p.requests, p.served, p.rejected, p.failed, p.unfinished, p.ttft_p50_s, p.ttft_p90_s, p.ttft_p99_s);
+  for (const auto& [link, bytes] : p.kv_bytes)
+    fmt::print("  KV  {:<22} {:>10.1f} MB in all\n", link, static_cast<double>(bytes) / 1e6);
+  fmt::print("  bubble prediction error: start p50 {:.1f} ms, p90 {:.1f} ms; length p50 {:.1f} ms, p90 {:.1f} ms; "
+             "training held up by prefill {:.3f} s\n",
+             1e3 * p.prediction_start_error_p50_s, 1e3 * p.prediction_start_error_p90_s,
+             1e3 * p.prediction_length_error_p50_s, 1e3 * p.prediction_length_error_p90_s, p.training_delay_s);
+  for (const auto& note : record.prefill->notes) fmt::print("  note: {}\n", note);
+}
+
 void print_summary(const hs::RunRecord& record) {
   const auto iterations = hs::summarize(record);
   const auto run = hs::summarize_run(iterations);
@@ -51,6 +68,7 @@ void print_summary(const hs::RunRecord& record) {
   if (iterations.empty()) return;
   for (const auto& [link, bytes] : iterations.back().wan_bytes)
     fmt::print("  WAN {:<22} {:>10.1f} MB per iteration\n", link, static_cast<double>(bytes) / 1e6);
+  if (record.prefill) print_prefill_summary(record);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include "wanlab/emulator/probe.hpp"
+#include "wanlab/base/stats.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -398,13 +399,6 @@ double coefficient_of_variation(const std::vector<double>& values) {
   return std::sqrt(squares / static_cast<double>(values.size())) / average;
 }
 
-double percentile(std::vector<double> values, double p) {
-  if (values.empty()) return std::nan("");
-  std::sort(values.begin(), values.end());
-  const double rank = p / 100.0 * static_cast<double>(values.size() - 1);
-  const auto lo = static_cast<std::size_t>(std::floor(rank));
-  const auto hi = std::min(values.size() - 1, lo + 1);
-  return values[lo] + (values[hi] - values[lo]) * (rank - static_cast<double>(lo));
-}
+double percentile(std::vector<double> values, double p) { return base::percentile(std::move(values), p); }
 
 }  // namespace wanlab::emulator

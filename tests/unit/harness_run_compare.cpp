@@ -94,3 +94,29 @@ BOOST_AUTO_TEST_CASE(table_shows_speedup_over_the_first) {
   BOOST_TEST(atlas_line.find("80.0%") != std::string::npos);
   BOOST_TEST(table.substr(table.find("\nbaseline")).find("1.00x") != std::string::npos);
 }
+
+BOOST_AUTO_TEST_CASE(prefill_columns_side_by_side_with_training) {
+  std::string with_prefill = results(1.5, 0.3, "atlas", 8);
+  with_prefill.insert(with_prefill.find("\"iterations\""), R"("prefill": {"mean_gpu_utilization": 0.91,
+    "prefill_tokens_per_s": 4321.5, "ttft_s": {"p50": 0.8, "p90": 1.2, "p99": 2.5},
+    "requests": {"arrived": 12, "served": 10, "rejected": 1, "failed": 1, "unfinished": 0},
+    "training_delay_s": 0.002},
+  )");
+  const auto atlas = parse_result(results(1.5, 0.3, "atlas", 8), "atlas");
+  const auto bubbletea = parse_result(with_prefill, "bt");
+  BOOST_TEST(!atlas.prefill.has_value());
+  BOOST_REQUIRE(bubbletea.prefill.has_value());
+  BOOST_TEST(bubbletea.prefill->utilization == 0.91);
+  BOOST_TEST(bubbletea.prefill->served == 10);
+  BOOST_TEST(bubbletea.prefill->ttft_p99_s == 2.5);
+  const std::string table = compare_table({atlas, bubbletea});
+  BOOST_TEST(table.find("UTIL+PF") != std::string::npos);
+  BOOST_TEST(table.find("91.0%") != std::string::npos);
+  BOOST_TEST(table.find("4322") != std::string::npos);
+  // Without any prefill result, no prefill table.
+  BOOST_TEST(compare_table({atlas}).find("UTIL+PF") == std::string::npos);
+  // A prefill object missing a field names it.
+  std::string broken = with_prefill;
+  broken.replace(broken.find("\"served\""), 8, "\"servd\"");
+  BOOST_TEST(error_of(broken).find("runs/x.prefill.requests: no \"served\"") != std::string::npos);
+}

@@ -68,6 +68,88 @@ std::string worker_track_name(const Worker& worker) {
   return fmt::format("stage {} replica {} ({})", worker.stage, worker.replica, worker.dc_name);
 }
 
+Json prefill_configuration_json(const PrefillConfig& prefill) {
+  Json json = Json::object();
+  json.set("enabled", prefill.enabled);
+  if (!prefill.enabled) return json;
+  if (!prefill.requests_path.empty()) json.set("requests", prefill.requests_path);
+  if (prefill.arrivals) {
+    Json& arrivals = json.set("arrivals", Json::object());
+    arrivals.set("rate_per_s", prefill.arrivals->rate_per_s);
+    arrivals.set("prompt_median", prefill.arrivals->prompt_median);
+    arrivals.set("prompt_p90", prefill.arrivals->prompt_p90);
+    arrivals.set("seed", prefill.arrivals->seed);
+  }
+  json.set("decode_dc", prefill.decode_dc);
+  json.set("ttft_slo_s", static_cast<double>(prefill.ttft_slo_ns) / 1e9);
+  json.set("max_batch_tokens", prefill.max_batch_tokens);
+  json.set("guard_ms", static_cast<double>(prefill.guard_ns) / 1e6);
+  Json& model = json.set("model", Json::object());
+  model.set("layers", prefill.model.layers);
+  model.set("hidden", prefill.model.hidden);
+  model.set("kv_heads", prefill.model.kv_heads);
+  model.set("head_dim", prefill.model.head_dim);
+  model.set("bytes_per_value", prefill.model.bytes_per_value);
+  if (prefill.model.parameters > 0) model.set("parameters", prefill.model.parameters);
+  if (!prefill.time_tokens.empty()) {
+    Json& time = json.set("time", Json::object());
+    Json& tokens = time.set("tokens", Json::array());
+    for (double t : prefill.time_tokens) tokens.push(t);
+    Json& ms = time.set("ms", Json::array());
+    for (double t : prefill.time_ms) ms.push(t);
+  }
+  return json;
+}
+
+// What BubbleTea did in the run: the summary (summarize_prefill) and what
+// happened to every request.
+Json prefill_json(const RunRecord& record) {
+  const PrefillRecord& prefill = *record.prefill;
+  const PrefillSummary summary = summarize_prefill(record);
+  Json json = Json::object();
+  json.set("mean_gpu_utilization", summary.mean_gpu_utilization);
+  json.set("mean_training_utilization", summary.mean_training_utilization);
+  Json& utilization = json.set("gpu_utilization", Json::array());
+  for (double value : summary.gpu_utilization) utilization.push(value);
+  json.set("prefill_tokens_per_s", summary.prefill_tokens_per_s);
+  Json& requests = json.set("requests", Json::object());
+  requests.set("arrived", summary.requests);
+  requests.set("served", summary.served);
+  requests.set("rejected", summary.rejected);
+  requests.set("failed", summary.failed);
+  requests.set("unfinished", summary.unfinished);
+  Json& ttft = json.set("ttft_s", Json::object());
+  ttft.set("p50", summary.ttft_p50_s);
+  ttft.set("p90", summary.ttft_p90_s);
+  ttft.set("p99", summary.ttft_p99_s);
+  Json& kv = json.set("kv_bytes", Json::object());
+  for (const auto& [link, bytes] : summary.kv_bytes) kv.set(link, bytes);
+  Json& prediction = json.set("bubble_prediction_error_s", Json::object());
+  prediction.set("start_p50", summary.prediction_start_error_p50_s);
+  prediction.set("start_p90", summary.prediction_start_error_p90_s);
+  prediction.set("length_p50", summary.prediction_length_error_p50_s);
+  prediction.set("length_p90", summary.prediction_length_error_p90_s);
+  json.set("training_delay_s", summary.training_delay_s);
+  Json& notes = json.set("notes", Json::array());
+  for (const std::string& note : prefill.notes) notes.push(note);
+  // One row per request: [id, arrival_s, prompt_tokens, state, ttft_s or null, reason].
+  Json& rows = json.set("request_outcomes", Json::array());
+  for (const RequestOutcome& outcome : prefill.requests) {
+    Json& row = rows.push(Json::array());
+    row.push(outcome.id);
+    row.push(static_cast<double>(outcome.arrival_ns) / 1e9);
+    row.push(outcome.prompt_tokens);
+    row.push(to_string(outcome.state));
+    if (outcome.state == RequestState::served) {
+      row.push(static_cast<double>(outcome.first_token_ns - outcome.arrival_ns) / 1e9);
+    } else {
+      row.push(Json());
+    }
+    row.push(outcome.reason);
+  }
+  return json;
+}
+
 Json configuration_json(const Experiment& experiment) {
   Json config = Json::object();
   config.set("name", experiment.name);
@@ -105,6 +187,8 @@ Json configuration_json(const Experiment& experiment) {
   if (experiment.compute.backward_ms) compute.set("backward_ms", *experiment.compute.backward_ms);
   Json& gpus = config.set("gpus", Json::object());
   for (const auto& [dc, count] : experiment.gpus) gpus.set(dc, count);
+  config.set("gpu_memory_gb", experiment.gpu_memory_gb);
+  config.set("prefill", prefill_configuration_json(experiment.prefill));
   return config;
 }
 
@@ -209,6 +293,20 @@ Json complete(std::string_view name, std::string_view category, int pid, int tid
   return json;
 }
 
+Json span_json(std::string_view name, std::string_view category, int pid, int tid, std::int64_t start_ns,
+               std::int64_t end_ns, Json args) {
+  Json json = Json::object();
+  json.set("name", name);
+  json.set("cat", category);
+  json.set("ph", "X");
+  json.set("pid", pid);
+  json.set("tid", tid);
+  json.set("ts", to_us(start_ns));
+  json.set("dur", to_us(end_ns - start_ns));
+  json.set("args", std::move(args));
+  return json;
+}
+
 std::string worker_event_name(const Plan& plan, const Event& event) {
   auto stage_of = [&](int id) {
     return id >= 0 && static_cast<std::size_t>(id) < plan.workers.size()
@@ -243,6 +341,7 @@ class TraceOut {
 // Each link gets as many lanes (tracks) as it has overlapping transfers.
 class LinkTracks {
  public:
+  explicit LinkTracks(int first_tid = 1) : next_tid_(first_tid) {}
   int lane(const std::string& link, std::int64_t start, std::int64_t end, TraceOut& trace) {
     std::vector<std::int64_t>& lane_ends = lanes_[link];
     for (std::size_t lane = 0; lane < lane_ends.size(); ++lane) {
@@ -264,7 +363,7 @@ class LinkTracks {
  private:
   std::map<std::string, std::vector<std::int64_t>> lanes_;
   std::map<std::pair<std::string, std::size_t>, int> tids_;
-  int next_tid_ = 1;
+  int next_tid_;
 };
 
 }  // namespace
@@ -281,6 +380,7 @@ std::string results_json(const RunRecord& record, const std::string& scenario_te
   root.set("mean_bubble_fraction", run.mean_bubble_fraction);
   root.set("mean_tokens_per_s", run.mean_tokens_per_s);
   root.set("means_skip_first_iterations", run.skipped_iterations);
+  if (record.prefill) root.set("prefill", prefill_json(record));
   Json& list = root.set("iterations", Json::array());
   for (const IterationSummary& summary : iterations) list.push(iteration_json(summary));
   root.set("configuration", configuration_json(experiment));
@@ -294,6 +394,39 @@ std::string results_json(const RunRecord& record, const std::string& scenario_te
 }
 
 namespace {
+
+// BubbleTea: prefill chunks on their GPU's track, KV caches on tracks named
+// for the WAN link they cross.
+// KV caches get tracks of their own beside the links' ("east->europe KV"):
+// they are written after the training events, so sharing lanes with those
+// would open a lane per transfer.
+constexpr int kFirstKvTid = 1 << 20;
+
+void write_prefill(const RunRecord& record, TraceOut& trace) {
+  LinkTracks links(kFirstKvTid);
+  const Plan& plan = record.plan;
+  for (const PrefillSpan& span : record.prefill->spans) {
+    if (span.worker < 0 || static_cast<std::size_t>(span.worker) >= plan.workers.size()) continue;
+    Json args = Json::object();
+    args.set("batch", span.batch);
+    args.set("chunk", span.chunk);
+    args.set("tokens", span.tokens);
+    args.set("layers", fmt::format("{}-{}", span.first_layer, span.end_layer - 1));
+    trace.push(span_json(fmt::format("prefill b{}", span.batch), "prefill", kWorkersPid, span.worker + 1,
+                         span.start_ns, span.end_ns, std::move(args)));
+  }
+  for (const KvTransfer& kv : record.prefill->kv) {
+    if (kv.worker < 0 || static_cast<std::size_t>(kv.worker) >= plan.workers.size()) continue;
+    const std::string& dc = plan.workers[static_cast<std::size_t>(kv.worker)].worker.dc_name;
+    const std::string link = kv.link.empty() ? fmt::format("{0}->{0} KV (inside the DC)", dc) : kv.link + " KV";
+    Json args = Json::object();
+    args.set("batch", kv.batch);
+    args.set("worker", kv.worker);
+    args.set("bytes", kv.bytes);
+    trace.push(span_json(fmt::format("KV b{}", kv.batch), "kv", kLinksPid,
+                         links.lane(link, kv.start_ns, kv.end_ns, trace), kv.start_ns, kv.end_ns, std::move(args)));
+  }
+}
 
 // The header, then one event per line: small enough to read, and diffs stay line-sized.
 void write_trace(const RunRecord& record, const std::function<void(std::string_view)>& write) {
@@ -355,6 +488,7 @@ void write_trace(const RunRecord& record, const std::function<void(std::string_v
       }
     }
   }
+  if (record.prefill) write_prefill(record, trace);
   write("\n]}\n");
 }
 

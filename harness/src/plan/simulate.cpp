@@ -3,6 +3,8 @@
 // (max-min fair, per-transfer caps) whenever a link's set of transfers changes.
 #include "wanlab/harness/simulate.hpp"
 
+#include "simulate_internal.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -20,10 +22,7 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kDoneBits = 1e-3;  // rounding left over when a transfer's last bit is sent
 
-struct LinkState {
-  double capacity_bps = kInf;
-  double stream_ceiling_bps = kInf;  // per stream, scaled
-  double delay_ns = 0;
+struct LinkState : detail::LinkRate {
   std::vector<int> on_wire;          // transfer ids
   std::map<int, int> slotted;        // link_slot -> transfer id, issued and not yet on the wire
   int next_slot = 0;
@@ -119,22 +118,10 @@ class Simulator {
 
  private:
   void make_links(const emulator::Scenario& scenario) {
-    double scale = plan_.experiment.scale;
     for (int src = 0; src < dcs_; ++src) {
       for (int dst = 0; dst < dcs_; ++dst) {
-        emulator::PairParams pair = scenario.pair(src, dst);
         LinkState link;
-        link.capacity_bps = pair.rate_bps == 0 ? kInf : static_cast<double>(pair.rate_bps) * scale;
-        link.delay_ns = static_cast<double>(pair.delay_ns);
-        double ceiling = kInf;
-        if (pair.flow_rate_bps > 0) ceiling = std::min(ceiling, static_cast<double>(pair.flow_rate_bps));
-        if (model_.per_stream_ceiling_bps > 0) ceiling = std::min(ceiling, model_.per_stream_ceiling_bps);
-        std::uint64_t rtt_ns = scenario.rtt_ns(src, dst);
-        if (model_.stream_window_bytes > 0 && rtt_ns > 0) {
-          ceiling = std::min(ceiling, static_cast<double>(model_.stream_window_bytes) * 8 * 1e9 /
-                                          static_cast<double>(rtt_ns));
-        }
-        link.stream_ceiling_bps = ceiling * scale;
+        static_cast<detail::LinkRate&>(link) = detail::link_rate(plan_.experiment, scenario, model_, src, dst);
         links_.push_back(link);
       }
     }
@@ -273,7 +260,7 @@ class Simulator {
     int id = static_cast<int>(transfers_.size());
     LinkState& link = links_[static_cast<std::size_t>(transfer.link)];
     bool cross_dc = worker(from).dc != worker(to).dc;
-    transfer.cap_bps = link.stream_ceiling_bps * (cross_dc ? plan_.experiment.streams : 1);
+    transfer.cap_bps = detail::transfer_cap_bps(link, cross_dc ? plan_.experiment.streams : 1);
     transfer.channel = {from, to};
     transfers_.push_back(transfer);
     if (model_.free_communication || worker(from).host == worker(to).host) {
@@ -486,6 +473,33 @@ class Simulator {
 
 }  // namespace
 
+namespace detail {
+
+LinkRate link_rate(const Experiment& experiment, const emulator::Scenario& scenario, const LinkModel& model, int src,
+                   int dst) {
+  emulator::PairParams pair = scenario.pair(src, dst);
+  LinkRate link;
+  link.capacity_bps = pair.rate_bps == 0 ? kInf : static_cast<double>(pair.rate_bps) * experiment.scale;
+  link.delay_ns = static_cast<double>(pair.delay_ns);
+  double ceiling = kInf;
+  if (pair.flow_rate_bps > 0) ceiling = std::min(ceiling, static_cast<double>(pair.flow_rate_bps));
+  if (model.per_stream_ceiling_bps > 0) ceiling = std::min(ceiling, model.per_stream_ceiling_bps);
+  std::uint64_t rtt_ns = scenario.rtt_ns(src, dst);
+  if (model.stream_window_bytes > 0 && rtt_ns > 0) {
+    ceiling = std::min(ceiling, static_cast<double>(model.stream_window_bytes) * 8 * 1e9 / static_cast<double>(rtt_ns));
+  }
+  link.stream_ceiling_bps = ceiling * experiment.scale;
+  return link;
+}
+
+double transfer_cap_bps(const LinkRate& link, int streams) { return link.stream_ceiling_bps * streams; }
+
+double alone_rate_bps(const LinkRate& link, int streams) {
+  return std::min(link.capacity_bps, transfer_cap_bps(link, streams));
+}
+
+}  // namespace detail
+
 LinkModel link_model_for(const emulator::Scenario& scenario) {
   LinkModel model;
   const emulator::HostSettings& host = scenario.host;
@@ -504,7 +518,9 @@ RunRecord simulate(const Plan& plan, const emulator::Scenario& scenario, const L
                                             plan.dc_names.size(), scenario.dcs.size()));
   }
   check_plan_size(plan, iterations);
-  return Simulator(plan, scenario, model).run(iterations, stats);
+  RunRecord record = Simulator(plan, scenario, model).run(iterations, stats);
+  if (plan.experiment.prefill.enabled) detail::simulate_prefill(record, scenario, model);
+  return record;
 }
 
 }  // namespace wanlab::harness

@@ -36,6 +36,7 @@ constexpr Colour kAllreduce{"#b07aa1", "all-reduce (and waiting for the other re
 constexpr Colour kIdle{"#e6e6e6", "idle (pipeline bubble)"};
 constexpr Colour kWanMessage{"#2f8f46", "message in flight across the WAN (thin line)"};
 constexpr Colour kDcMessage{"#9fd59a", "message in flight inside a DC (thin line)"};
+constexpr Colour kPrefill{"#edc948", "prefill of inference requests (BubbleTea)"};
 
 std::string escape(std::string_view text) {
   std::string escaped;
@@ -80,6 +81,14 @@ class Chart {
       if (event.iteration == iteration && event.worker >= 0 &&
           static_cast<std::size_t>(event.worker) < events_of_.size()) {
         events_of_[static_cast<std::size_t>(event.worker)].push_back(&event);
+      }
+    }
+    spans_of_.resize(plan_.workers.size());
+    if (record.prefill) {
+      for (const PrefillSpan& span : record.prefill->spans) {
+        if (span.end_ns > span_.start_ns && span.start_ns < span_.end_ns && span.worker >= 0 &&
+            static_cast<std::size_t>(span.worker) < spans_of_.size())
+          spans_of_[static_cast<std::size_t>(span.worker)].push_back(&span);
       }
     }
   }
@@ -201,11 +210,32 @@ class Chart {
                        escape(worker.host));
     out += box(kChartX, bar_y, x_of(span_.end_ns) - kChartX, kBarHeight, kIdle.fill, "idle");
     for (const Event* event : events_of_[static_cast<std::size_t>(id)]) draw_event(*event, bar_y, out);
+    std::int64_t prefill_ns = 0;
+    for (const PrefillSpan* span : spans_of_[static_cast<std::size_t>(id)]) {
+      draw_prefill(*span, bar_y, out);
+      prefill_ns += std::min(span->end_ns, span_.end_ns) - std::max(span->start_ns, span_.start_ns);
+    }
     if (const IterationSummary* figures = summary();
         figures != nullptr && static_cast<std::size_t>(id) < figures->gpu_utilization.size()) {
-      out += fmt::format("<text x=\"{}\" y=\"{:.1f}\" font-size=\"12\" text-anchor=\"middle\">{:.0f}%</text>\n",
-                         kUtilizationX + 26, bar_y + 12, figures->gpu_utilization[static_cast<std::size_t>(id)] * 100);
+      const double training = figures->gpu_utilization[static_cast<std::size_t>(id)] * 100;
+      // With prefill: training's share, then prefill's ("42+49%").
+      const std::string busy =
+          record_.prefill ? fmt::format("{:.0f}+{:.0f}%", training,
+                                        100 * static_cast<double>(prefill_ns) / static_cast<double>(span_.end_ns - span_.start_ns))
+                          : fmt::format("{:.0f}%", training);
+      out += fmt::format("<text x=\"{}\" y=\"{:.1f}\" font-size=\"12\" text-anchor=\"middle\">{}</text>\n",
+                         kUtilizationX + 26, bar_y + 12, busy);
     }
+  }
+
+  void draw_prefill(const PrefillSpan& span, double bar_y, std::string& out) const {
+    const double x = x_of(span.start_ns);
+    const double ms = static_cast<double>(span.end_ns - span.start_ns) / 1e6;
+    const double from_ms = static_cast<double>(span.start_ns - span_.start_ns) / 1e6;
+    out += box(x, bar_y, x_of(span.end_ns) - x, kBarHeight, kPrefill.fill,
+               fmt::format("prefill batch {} chunk {} ({} tokens, layers {}-{}): {:.2f} ms to {:.2f} ms ({:.2f} ms)",
+                           span.batch, span.chunk, span.tokens, span.first_layer, span.end_layer - 1, from_ms,
+                           from_ms + ms, ms));
   }
 
   void draw_event(const Event& event, double bar_y, std::string& out) const {
@@ -272,8 +302,9 @@ class Chart {
     return out;
   }
 
-  static std::string legend(double y) {
-    const Colour entries[] = {kForward, kBackward, kWaiting, kAllreduce, kIdle, kWanMessage, kDcMessage};
+  std::string legend(double y) const {
+    std::vector<Colour> entries{kForward, kBackward, kWaiting, kAllreduce, kIdle, kWanMessage, kDcMessage};
+    if (record_.prefill) entries.insert(entries.begin() + 5, kPrefill);
     std::string out = fmt::format("<g class=\"legend\"><text x=\"{}\" y=\"{:.1f}\" font-size=\"12\" "
                                   "font-weight=\"bold\">Legend</text>\n",
                                   kLabelX, y + 12);
@@ -301,6 +332,7 @@ class Chart {
   double axis_ms_ = 0;
   std::vector<IterationSummary> summaries_;
   std::vector<std::vector<const Event*>> events_of_;  // this iteration's, by worker, in record order
+  std::vector<std::vector<const PrefillSpan*>> spans_of_;  // prefill overlapping this iteration, by worker
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -19,6 +20,7 @@ class Fields {
  public:
   Fields(const JsonValue& object, std::string where) : object_(object), where_(std::move(where)) {}
 
+  bool has(std::string_view key) const { return object_.find(key) != nullptr; }
   const JsonValue& member(std::string_view key) const {
     const JsonValue* value = object_.find(key);
     if (!value) throw std::runtime_error(fmt::format("{}: no \"{}\"", where_, key));
@@ -80,6 +82,40 @@ double wan_bytes_per_iteration(const JsonValue::Array& iterations, const std::st
 
 std::string megabytes(double bytes) { return fmt::format("{:.1f}", bytes / 1e6); }
 
+PrefillColumns prefill_columns(const Fields& prefill) {
+  PrefillColumns columns;
+  columns.utilization = prefill.number("mean_gpu_utilization");
+  columns.tokens_per_s = prefill.number("prefill_tokens_per_s");
+  const Fields ttft = prefill.object("ttft_s");
+  columns.ttft_p50_s = ttft.number("p50");
+  columns.ttft_p99_s = ttft.number("p99");
+  const Fields requests = prefill.object("requests");
+  columns.served = static_cast<int>(requests.number("served"));
+  columns.rejected = static_cast<int>(requests.number("rejected"));
+  columns.failed = static_cast<int>(requests.number("failed"));
+  columns.training_delay_s = prefill.number("training_delay_s");
+  return columns;
+}
+
+std::string prefill_table(const std::vector<ResultRow>& rows, std::size_t label_width) {
+  std::string out = fmt::format("\n{:<{}}  {:>9} {:>7} {:>7} {:>10} {:>9} {:>9} {:>7} {:>8} {:>6} {:>9}\n", "PREFILL",
+                                label_width, "ITER (s)", "UTIL", "UTIL+PF", "PF TOK/S", "TTFT p50", "TTFT p99", "SERVED",
+                                "REJECTED", "FAILED", "DELAY (s)");
+  for (const auto& row : rows) {
+    if (!row.prefill) {
+      out += fmt::format("{:<{}}  {:>9.3f} {:>6.1f}% {:>7} {:>10} {:>9} {:>9} {:>7} {:>8} {:>6} {:>9}\n", row.label,
+                         label_width, row.iteration_s, 100 * row.utilization, "-", "-", "-", "-", "-", "-", "-", "-");
+      continue;
+    }
+    const PrefillColumns& p = *row.prefill;
+    out += fmt::format("{:<{}}  {:>9.3f} {:>6.1f}% {:>6.1f}% {:>10.0f} {:>8.2f}s {:>8.2f}s {:>7} {:>8} {:>6} {:>9.3f}\n",
+                       row.label, label_width, row.iteration_s, 100 * row.utilization, 100 * p.utilization,
+                       p.tokens_per_s, p.ttft_p50_s, p.ttft_p99_s, p.served, p.rejected, p.failed, p.training_delay_s);
+  }
+  return out + "UTIL = training only; UTIL+PF = training and prefill; PF TOK/S = prompt tokens prefilled per second; "
+               "DELAY = training compute held up by prefill\n";
+}
+
 }  // namespace
 
 ResultRow parse_result(std::string_view json_text, const std::string& label) {
@@ -107,6 +143,7 @@ ResultRow parse_result(std::string_view json_text, const std::string& label) {
   row.streams = static_cast<int>(config.number("streams"));
   row.temporal_sharing = config.flag("temporal_sharing");
   row.scale = config.number("scale");
+  if (results.has("prefill")) row.prefill = prefill_columns(results.object("prefill"));
   return row;
 }
 
@@ -142,6 +179,8 @@ std::string compare_table(const std::vector<ResultRow>& rows) {
   for (const auto& row : rows) mixed_scale |= row.scale != rows.front().scale;
   out += "TS = temporal sharing; WAN MB/ITER as sent (scaled by each run's scale)";
   out += mixed_scale ? "; scales differ between these results\n" : "\n";
+  if (std::any_of(rows.begin(), rows.end(), [](const ResultRow& row) { return row.prefill.has_value(); }))
+    out += prefill_table(rows, label_width);
   return out;
 }
 

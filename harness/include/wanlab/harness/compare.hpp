@@ -1,11 +1,24 @@
 // `wanlab compare`: results.json files side by side.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace wanlab::harness {
+
+// BubbleTea's figures of a run with prefill (results.json "prefill").
+struct PrefillColumns {
+  double utilization = 0;   // training + prefill
+  double tokens_per_s = 0;  // prompt tokens prefilled per second
+  double ttft_p50_s = 0;
+  double ttft_p99_s = 0;
+  int served = 0;
+  int rejected = 0;
+  int failed = 0;
+  double training_delay_s = 0;
+};
 
 // What a comparison shows of one results.json.
 struct ResultRow {
@@ -22,6 +35,7 @@ struct ResultRow {
   double utilization = 0;   // mean_gpu_utilization
   double bubble = 0;        // mean_bubble_fraction
   double wan_bytes_per_iteration = 0;  // summed over links, mean over iterations (as sent, scaled)
+  std::optional<PrefillColumns> prefill;  // runs with [prefill] enabled
 };
 
 // Reads DIR/results.json, or the file itself if `path` is a file. Throws
@@ -31,7 +45,9 @@ ResultRow read_result(const std::string& path);
 ResultRow parse_result(std::string_view json_text, const std::string& label);
 
 // The table: one row per result; SPEEDUP is the first row's iteration time
-// over the row's.
+// over the row's. When any result ran prefill, a second table shows the
+// training and prefill columns side by side (UTIL without and with prefill,
+// prefill tokens/s, TTFT, requests).
 std::string compare_table(const std::vector<ResultRow>& rows);
 
 }  // namespace wanlab::harness

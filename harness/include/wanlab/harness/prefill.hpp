@@ -125,8 +125,10 @@ std::vector<std::vector<Window>> idle_offsets(const RunRecord& record, int itera
 std::vector<Window> predict_windows(const std::vector<std::vector<Window>>& offsets, std::int64_t iteration_start_ns,
                                    std::int64_t min_ns = 0);
 
-// Predicted against actual, per worker and iteration: the predicted window
-// that overlaps an actual one most, matched; errors in ns.
+// Predicted against actual, one error per predicted window: matched with the
+// actual window of its worker that overlaps it most, or with none overlapping,
+// the one starting nearest; errors in ns. A worker without any actual window
+// gives start error 0 and length error -(predicted length).
 struct PredictionError {
   int worker = 0;
   int iteration = 0;
@@ -169,20 +171,40 @@ struct Rejection {
 // (delay + bytes / rate of the pair, scaled). Given by the runner.
 using KvEstimate = std::function<std::int64_t(int worker, std::uint64_t bytes)>;
 
-// Places requests, in arrival order, into predicted windows. A batch takes
-// waiting requests up to max_batch_tokens (a longer prompt alone); it is placed
-// on the window (any worker) where it finishes first, such that each chunk
-// lies in [window start, window end - guard) and after `now`; it is admitted
-// only if its predicted TTFT (first token - arrival) of every request is within
-// ttft_slo. A request that can no longer meet the SLO, whatever the windows,
-// is rejected.
+// Places requests, in arrival order, into predicted windows.
+// - Batches: FIFO. A batch takes the first waiting request and those after it
+//   while the tokens stay within max_batch_tokens (a longer prompt is a batch
+//   alone). If that batch cannot be placed, its longest placeable prefix is
+//   (a binary search: fewer requests never place worse); if not even its first
+//   request can, that request keeps waiting for a later prediction and the
+//   next one heads a batch.
+// - Placement: a chunk lies in [max(window start, now), window end - guard).
+//   The batch goes to the single window, of any worker, where its first token
+//   (prefill end + kv_estimate(worker, kv_bytes)) comes earliest. Only if no
+//   single window holds it is it split into layer chunks: whole layers, filled
+//   greedily into that worker's windows in time order (windows too short for
+//   one layer are skipped), on the one worker where the last chunk's first
+//   token comes earliest. Layers [f, e) of a prefill of P ns over L layers take
+//   ceil(P e / L) - ceil(P f / L): each chunk at most 1 ns over its share, and
+//   the chunks sum to P exactly.
+// - Admitted only if the first token is within ttft_slo of every request's arrival.
+// - Rejected, at a schedule() call, is a waiting request for which
+//   now + prefill_ns(its prompt) + the least kv_estimate over the workers
+//   passes arrival + ttft_slo: even alone, on an idle GPU, it is too late.
+// - Used window time is consumed: what is left of a window is the part after
+//   the chunk. A worker's windows must not overlap each other.
+// Cost: one pass over the windows, sorted by start, per placement attempt,
+// stopping at the first window that can no longer beat the best placement
+// found or meet the deadline.
 class Admission {
  public:
+  // Keeps a pointer to `experiment`: it must outlive the Admission.
   Admission(const Experiment& experiment, KvEstimate kv_estimate);
 
   void arrive(const Request& request);
   // The windows from `now_ns` on (consumed as batches take them: the caller
-  // keeps passing the same vector until it gives a new prediction).
+  // keeps passing the same vector until it gives a new prediction). Windows
+  // with no room left are removed and the rest sorted by start.
   struct Decisions {
     std::vector<Batch> batches;
     std::vector<Rejection> rejections;
@@ -191,29 +213,46 @@ class Admission {
   std::size_t waiting() const;
 
  private:
+  struct Waiting {
+    Request request;
+    std::int64_t best_case_ns = 0;  // prefill alone + the least KV estimate
+  };
+  int workers() const;
+  std::vector<std::int64_t> kv_times(int tokens) const;  // kv_estimate per worker
+  void reject_hopeless(std::int64_t now_ns, std::vector<Rejection>& rejections);
+  std::size_t batch_end(std::size_t head) const;
+  std::optional<Batch> try_place(std::size_t head, std::size_t end, std::int64_t now_ns,
+                                 const std::vector<Window>& windows, std::vector<Window>* consume_from);
+  std::optional<Batch> place_longest(std::size_t head, std::size_t end, std::int64_t now_ns,
+                                     std::vector<Window>& windows);
+
   const Experiment* experiment_;
   KvEstimate kv_estimate_;
-  std::vector<Request> waiting_;
+  std::vector<Waiting> waiting_;  // in arrival order
   int next_batch_ = 0;
 };
 
 // ---- outcome ------------------------------------------------------------------
 
 // Summary of a run's PrefillRecord (record.hpp), over the iterations that
-// summarize_run uses (after the first unless there is only one).
+// summarize_run uses (after the first unless there is only one). Like
+// summarize_run, utilization is a mean over those iterations of per-iteration
+// ratios; prefill counts only within an iteration's bounds.
 struct PrefillSummary {
-  std::vector<double> gpu_utilization;  // per worker: (training + prefill busy) / wall
-  double mean_gpu_utilization = 0;      // with prefill
-  double mean_training_utilization = 0; // training only (the same as RunSummary's)
-  double prefill_tokens_per_s = 0;      // prompt tokens of served requests / wall of the run
+  std::vector<double> gpu_utilization;  // per worker: (training compute + prefill spans) / wall
+  double mean_gpu_utilization = 0;      // with prefill: the mean of gpu_utilization
+  double mean_training_utilization = 0; // training only (RunSummary's mean_gpu_utilization)
+  double prefill_tokens_per_s = 0;      // prompt tokens of served requests whose first token came within
+                                        // those iterations / their wall time
+  // Counts over every request of the record, not only those iterations.
   int requests = 0;                     // arrived during the run
   int served = 0;
   int rejected = 0;
   int failed = 0;
-  int unfinished = 0;                   // admitted but not done when training ended
-  double ttft_p50_s = 0, ttft_p90_s = 0, ttft_p99_s = 0;  // served requests
+  int unfinished = 0;                   // admitted (or waiting) but not done when training ended
+  double ttft_p50_s = 0, ttft_p90_s = 0, ttft_p99_s = 0;  // served requests; base::percentile; 0 if none
   std::vector<std::pair<std::string, std::uint64_t>> kv_bytes;  // per WAN link ("east->europe"), sorted
-  double prediction_start_error_p50_s = 0, prediction_start_error_p90_s = 0;  // |error|
+  double prediction_start_error_p50_s = 0, prediction_start_error_p90_s = 0;  // |error|, every iteration
   double prediction_length_error_p50_s = 0, prediction_length_error_p90_s = 0;
   double training_delay_s = 0;          // training compute started late because prefill held the GPU
 };

@@ -24,6 +24,35 @@
 //   link model, and the step ends when all have arrived.
 // - Iterations are separated by a barrier: iteration i + 1 starts when the
 //   last worker has finished iteration i. No jitter, loss or TCP slow start.
+//
+// BubbleTea ([prefill] enabled): the training is simulated first and does
+// not change; record.prefill is then filled from it.
+// - Requests: load_requests(experiment, the run's end). Iteration i's windows
+//   are iteration i - 1's simulated idle offsets placed at i's start (for
+//   iteration 0 its own, as the real run's first prediction comes from a
+//   simulation), windows shorter than the guard dropped; prediction errors
+//   against iteration i's own for i >= 1.
+// - Admission (prefill.hpp) runs at each iteration's start and at every
+//   arrival within it, on that iteration's windows.
+// - Chunks run per GPU in time order as the real run's lease would: from
+//   their predicted start, or once training's compute or an earlier chunk
+//   leaves the GPU. A chunk that would then overlap training compute (its
+//   window was shorter than predicted) is dropped with the rest of its batch,
+//   whose requests fail ("prediction wrong"): training never waits here, so
+//   training_delay_ns stays 0 for every worker.
+// - KV cache, per finished batch, to decode_dc. Inside the DC: link "",
+//   the intra-DC pair's delay + bytes / rate. Across DCs: rate = min(link
+//   rate x scale, streams x per-stream ceiling), as a training transfer gets
+//   alone. With temporal sharing it goes on the wire at the first time from
+//   its prefill's end when the directed link is free, for its whole wire
+//   time, of training's sends ([start, end - pair delay] of each send event)
+//   and of earlier KV caches, and arrives one delay after its last bit.
+//   All-reduce ring traffic is not counted (the coordinator's gate does not
+//   order it either). Without temporal sharing it starts at once at half that
+//   rate: an approximation of sharing the link with training.
+// - Outcomes: served (first token = the KV cache's arrival, within the run),
+//   rejected, failed, unfinished (admitted but not arrived by the run's end,
+//   or still waiting for a window).
 #pragma once
 
 #include "wanlab/harness/record.hpp"

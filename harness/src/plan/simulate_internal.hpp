@@ -1,0 +1,29 @@
+// The simulator's link arithmetic, shared by the training simulation and the
+// KV cache transfers of BubbleTea (simulate_prefill.cpp).
+#pragma once
+
+#include <limits>
+
+#include "wanlab/harness/simulate.hpp"
+
+namespace wanlab::harness::detail {
+
+// One directed DC pair as the simulator sees it (simulate.hpp): capacity =
+// rate x scale (infinite when unlimited), per-stream ceiling x scale.
+struct LinkRate {
+  double capacity_bps = std::numeric_limits<double>::infinity();
+  double stream_ceiling_bps = std::numeric_limits<double>::infinity();
+  double delay_ns = 0;
+};
+LinkRate link_rate(const Experiment& experiment, const emulator::Scenario& scenario, const LinkModel& model, int src,
+                   int dst);
+// The most one transfer of `streams` streams may take: streams x ceiling.
+double transfer_cap_bps(const LinkRate& link, int streams);
+// What one transfer gets alone on the link: min(capacity, its cap).
+double alone_rate_bps(const LinkRate& link, int streams);
+
+// Fills record.prefill (the experiment's [prefill] is enabled) from the
+// simulated training in `record`; simulate.hpp says how.
+void simulate_prefill(RunRecord& record, const emulator::Scenario& scenario, const LinkModel& model);
+
+}  // namespace wanlab::harness::detail

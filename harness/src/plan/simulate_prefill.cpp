@@ -1,0 +1,328 @@
+// BubbleTea in the simulator: admission over predicted windows, the chunks
+// run against the simulated training compute, and the KV caches sent to the
+// decode DC. The training timeline is simulated first and does not change.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "prefill_internal.hpp"
+#include "record_internal.hpp"
+#include "simulate_internal.hpp"
+
+namespace wanlab::harness::detail {
+namespace {
+
+constexpr std::int64_t kPast = std::numeric_limits<std::int64_t>::min();
+
+struct Interval {
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+};
+
+// Sorted, disjoint intervals (ends increase with starts).
+std::vector<Interval> merged(std::vector<Interval> intervals) {
+  std::sort(intervals.begin(), intervals.end(), [](const Interval& a, const Interval& b) { return a.start_ns < b.start_ns; });
+  std::vector<Interval> out;
+  for (const Interval& interval : intervals) {
+    if (!out.empty() && interval.start_ns <= out.back().end_ns) {
+      out.back().end_ns = std::max(out.back().end_ns, interval.end_ns);
+    } else {
+      out.push_back(interval);
+    }
+  }
+  return out;
+}
+
+// The first interval of `busy` (sorted, disjoint) that ends after `at`.
+std::vector<Interval>::const_iterator first_ending_after(const std::vector<Interval>& busy, std::int64_t at) {
+  return std::partition_point(busy.begin(), busy.end(), [&](const Interval& interval) { return interval.end_ns <= at; });
+}
+
+// The first time at or after `at` from which `length` ns are free of `busy`.
+std::int64_t first_free(const std::vector<Interval>& busy, std::int64_t at, std::int64_t length) {
+  for (auto interval = first_ending_after(busy, at); interval != busy.end(); ++interval) {
+    if (interval->start_ns >= at + length) break;
+    at = std::max(at, interval->end_ns);
+  }
+  return at;
+}
+
+// How a worker's KV caches reach the decode DC.
+struct KvRoute {
+  std::string link;       // "east->europe", empty inside the DC
+  int link_index = -1;    // src x DCs + dst when cross-DC
+  double rate_bps = 0;    // infinite: no wire time
+  std::int64_t delay_ns = 0;
+  std::int64_t wire_ns(std::uint64_t bytes) const {
+    return std::isfinite(rate_bps) ? static_cast<std::int64_t>(std::llround(static_cast<double>(bytes) * 8e9 / rate_bps)) : 0;
+  }
+};
+
+struct ChunkRef {
+  int worker = 0;
+  std::int64_t start_ns = 0;
+  std::size_t batch = 0;  // index into batches_
+  std::size_t chunk = 0;
+};
+
+class PrefillSimulation {
+ public:
+  PrefillSimulation(RunRecord& record, const emulator::Scenario& scenario, const LinkModel& model)
+      : record_(record), experiment_(record.plan.experiment), dcs_(static_cast<int>(scenario.dcs.size())) {
+    int decode = scenario.dc_index(experiment_.prefill.decode_dc);
+    if (decode < 0) {
+      throw ExperimentError(fmt::format("{}: [prefill] decode_dc \"{}\" is not a DC of the testbed",
+                                        experiment_.where("prefill.decode_dc"), experiment_.prefill.decode_dc));
+    }
+    for (const WorkerPlan& worker_plan : record.plan.workers) {
+      routes_.push_back(route(scenario, model, worker_plan.worker.dc, decode));
+    }
+  }
+
+  void run() {
+    PrefillRecord& prefill = record_.prefill.emplace();
+    int iterations = static_cast<int>(std::min(record_.iteration_start_ns.size(), record_.iteration_end_ns.size()));
+    prefill.training_delay_ns.assign(record_.plan.workers.size(), 0);
+    if (iterations == 0) return;
+    run_end_ns_ = record_.iteration_end_ns[static_cast<std::size_t>(iterations - 1)];
+    requests_ = load_requests(experiment_, run_end_ns_);
+    outcomes_.resize(requests_.size());
+    for (const Request& request : requests_) {
+      outcomes_[static_cast<std::size_t>(request.id)] = {request.id, request.arrival_ns, request.prompt_tokens,
+                                                         RequestState::unfinished, -1, -1, "waiting for a window when training ended"};
+    }
+    admit(iterations, prefill.prediction);
+    run_chunks(prefill.spans);
+    send_kv(prefill.kv);
+    prefill.requests = std::move(outcomes_);
+    if (failed_batches_ > 0) {
+      prefill.notes.push_back(fmt::format("{} batches failed: a GPU's idle window was shorter than predicted",
+                                          failed_batches_));
+    }
+  }
+
+ private:
+  KvRoute route(const emulator::Scenario& scenario, const LinkModel& model, int src, int dst) const {
+    LinkRate rate = link_rate(experiment_, scenario, model, src, dst);
+    bool cross = src != dst;
+    KvRoute route;
+    route.delay_ns = static_cast<std::int64_t>(rate.delay_ns);
+    route.rate_bps = alone_rate_bps(rate, cross ? experiment_.streams : 1);
+    if (model.free_communication) {
+      route.rate_bps = std::numeric_limits<double>::infinity();
+      route.delay_ns = 0;
+    }
+    if (cross) {
+      route.link = fmt::format("{}->{}", scenario.dcs[static_cast<std::size_t>(src)].name,
+                               scenario.dcs[static_cast<std::size_t>(dst)].name);
+      route.link_index = src * dcs_ + dst;
+      // Without temporal sharing the KV cache shares the link with training's
+      // transfers: as an approximation it gets half the rate, at once.
+      if (!experiment_.temporal_sharing) route.rate_bps /= 2;
+    }
+    return route;
+  }
+
+  std::int64_t kv_estimate(int worker, std::uint64_t bytes) const {
+    const KvRoute& route = routes_[static_cast<std::size_t>(worker)];
+    return route.delay_ns + route.wire_ns(bytes);
+  }
+
+  // Iteration i's windows are predicted from iteration i - 1's idle offsets
+  // (iteration 0's from its own, as the real run takes its first prediction
+  // from a simulation); admission runs at the iteration's start and at every
+  // arrival within it.
+  void admit(int iterations, std::vector<PredictionError>& errors) {
+    std::vector<std::vector<std::size_t>> events = events_by_iteration(record_, iterations);
+    Admission admission(experiment_, [this](int worker, std::uint64_t bytes) { return kv_estimate(worker, bytes); });
+    std::vector<std::vector<Window>> previous = idle_offsets_of(record_, 0, events[0]);
+    std::size_t next = 0;
+    for (int iteration = 0; iteration < iterations; ++iteration) {
+      std::int64_t start = record_.iteration_start_ns[static_cast<std::size_t>(iteration)];
+      std::int64_t end = record_.iteration_end_ns[static_cast<std::size_t>(iteration)];
+      std::vector<std::vector<Window>> actual = idle_offsets_of(record_, iteration, events[static_cast<std::size_t>(iteration)]);
+      std::vector<Window> windows =
+          predict_windows(previous, start, static_cast<std::int64_t>(experiment_.prefill.guard_ns));
+      if (iteration > 0) {
+        std::vector<PredictionError> more = prediction_errors(windows, actual, start, iteration);
+        errors.insert(errors.end(), more.begin(), more.end());
+      }
+      take(admission.schedule(start, windows));
+      while (next < requests_.size() && requests_[next].arrival_ns < end) {
+        std::int64_t at = requests_[next].arrival_ns;
+        while (next < requests_.size() && requests_[next].arrival_ns == at) admission.arrive(requests_[next++]);
+        take(admission.schedule(std::max(at, start), windows));
+      }
+      previous = std::move(actual);
+    }
+  }
+
+  void take(Admission::Decisions decisions) {
+    for (const Rejection& rejection : decisions.rejections) {
+      RequestOutcome& outcome = outcomes_[static_cast<std::size_t>(rejection.request)];
+      outcome.state = RequestState::rejected;
+      outcome.reason = rejection.reason;
+    }
+    for (Batch& batch : decisions.batches) {
+      for (int id : batch.requests) {
+        outcomes_[static_cast<std::size_t>(id)].batch = batch.id;
+        outcomes_[static_cast<std::size_t>(id)].reason = "admitted; not done when training ended";
+      }
+      batches_.push_back(std::move(batch));
+    }
+    prefill_end_ns_.resize(batches_.size(), kPast);
+  }
+
+  // Per worker, its training compute, sorted (one GPU computes one op at a time).
+  std::vector<std::vector<Interval>> training_compute() const {
+    std::vector<std::vector<Interval>> compute(record_.plan.workers.size());
+    for (const Event& event : record_.events) {
+      if (!is_compute(event.kind) || event.worker < 0 || static_cast<std::size_t>(event.worker) >= compute.size()) continue;
+      compute[static_cast<std::size_t>(event.worker)].push_back({event.start_ns, event.end_ns});
+    }
+    for (std::vector<Interval>& intervals : compute) intervals = merged(std::move(intervals));
+    return compute;
+  }
+
+  // Runs the chunks, per GPU in time order, as the real run's lease would: a
+  // chunk starts when the GPU is free of training and of earlier prefill, and
+  // must end before the GPU's next training compute. One that cannot (its
+  // window was shorter than predicted) is dropped, with the rest of its batch,
+  // and the batch's requests fail: the simulated training never waits.
+  void run_chunks(std::vector<PrefillSpan>& spans) {
+    std::vector<ChunkRef> chunks;
+    for (std::size_t batch = 0; batch < batches_.size(); ++batch) {
+      for (std::size_t chunk = 0; chunk < batches_[batch].chunks.size(); ++chunk) {
+        const Chunk& placed = batches_[batch].chunks[chunk];
+        chunks.push_back({placed.worker, placed.start_ns, batch, chunk});
+      }
+    }
+    std::sort(chunks.begin(), chunks.end(), [](const ChunkRef& a, const ChunkRef& b) {
+      return std::tie(a.worker, a.start_ns, a.batch) < std::tie(b.worker, b.start_ns, b.batch);
+    });
+    std::vector<std::vector<Interval>> compute = training_compute();
+    failed_.assign(batches_.size(), false);
+    std::vector<std::int64_t> gpu_free(compute.size(), kPast);
+    for (const ChunkRef& ref : chunks) {
+      if (failed_[ref.batch]) continue;
+      const Batch& batch = batches_[ref.batch];
+      const Chunk& chunk = batch.chunks[ref.chunk];
+      auto worker = static_cast<std::size_t>(chunk.worker);
+      std::int64_t start = std::max(chunk.start_ns, gpu_free[worker]);
+      auto next = first_ending_after(compute[worker], start);
+      if (next != compute[worker].end() && next->start_ns <= start) start = (next++)->end_ns;
+      std::int64_t end = start + static_cast<std::int64_t>(chunk.duration_ns);
+      if (next != compute[worker].end() && next->start_ns < end) {
+        fail(ref.batch);
+        continue;
+      }
+      spans.push_back({chunk.worker, batch.id, static_cast<int>(ref.chunk), batch.tokens, chunk.first_layer,
+                       chunk.end_layer, start, end});
+      gpu_free[worker] = end;
+      prefill_end_ns_[ref.batch] = end;
+    }
+  }
+
+  void fail(std::size_t index) {
+    const Batch& batch = batches_[index];
+    failed_[index] = true;
+    ++failed_batches_;
+    for (int id : batch.requests) {
+      RequestOutcome& outcome = outcomes_[static_cast<std::size_t>(id)];
+      outcome.state = RequestState::failed;
+      outcome.reason = fmt::format("prediction wrong: worker {}'s idle window was shorter than predicted",
+                                   batch.chunks.front().worker);
+    }
+  }
+
+  // Training's sends on each directed WAN link hold it from handing over to
+  // their last bit: [start, end - the pair's delay].
+  std::map<int, std::vector<Interval>> training_link_busy() const {
+    std::map<int, std::vector<Interval>> busy;
+    for (const Event& event : record_.events) {
+      if (event.kind != OpKind::send || !event.cross_dc) continue;
+      const Worker& from = record_.plan.workers[static_cast<std::size_t>(event.worker)].worker;
+      const Worker& to = record_.plan.workers[static_cast<std::size_t>(event.peer)].worker;
+      std::int64_t delay = link_delay(from.dc, to.dc);
+      busy[from.dc * dcs_ + to.dc].push_back({event.start_ns, std::max(event.start_ns, event.end_ns - delay)});
+    }
+    for (auto& [link, intervals] : busy) intervals = merged(std::move(intervals));
+    return busy;
+  }
+
+  std::int64_t link_delay(int src, int dst) const {
+    for (std::size_t worker = 0; worker < routes_.size(); ++worker) {
+      if (routes_[worker].link_index == src * dcs_ + dst) return routes_[worker].delay_ns;
+    }
+    return 0;  // not a link to the decode DC: never looked at
+  }
+
+  // Each finished batch's KV cache, in the order they finished. With temporal
+  // sharing a cross-DC one goes on the wire at the first time from its
+  // prefill's end when the link is free of training's sends and of earlier KV
+  // caches for its whole wire time.
+  void send_kv(std::vector<KvTransfer>& kv) {
+    std::map<int, std::vector<Interval>> busy = training_link_busy();
+    std::vector<std::size_t> order;
+    for (std::size_t batch = 0; batch < batches_.size(); ++batch) {
+      if (!failed_[batch] && prefill_end_ns_[batch] != kPast) order.push_back(batch);
+    }
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return std::tie(prefill_end_ns_[a], a) < std::tie(prefill_end_ns_[b], b);
+    });
+    for (std::size_t index : order) {
+      const Batch& batch = batches_[index];
+      const KvRoute& route = routes_[static_cast<std::size_t>(batch.chunks.front().worker)];
+      std::int64_t wire = route.wire_ns(batch.kv_bytes);
+      std::int64_t start = prefill_end_ns_[index];
+      if (route.link_index >= 0 && experiment_.temporal_sharing) {
+        std::vector<Interval>& link = busy[route.link_index];
+        start = first_free(link, start, wire);
+        Interval taken{start, start + wire};
+        link.insert(std::upper_bound(link.begin(), link.end(), taken,
+                                     [](const Interval& a, const Interval& b) { return a.start_ns < b.start_ns; }),
+                    taken);
+      }
+      KvTransfer transfer{batch.id, batch.chunks.front().worker, route.link, batch.kv_bytes, start,
+                          start + wire + route.delay_ns};
+      kv.push_back(transfer);
+      serve(batch, transfer.end_ns);
+    }
+  }
+
+  void serve(const Batch& batch, std::int64_t first_token_ns) {
+    for (int id : batch.requests) {
+      RequestOutcome& outcome = outcomes_[static_cast<std::size_t>(id)];
+      if (first_token_ns > run_end_ns_) {
+        outcome.reason = "KV cache still on its way when training ended";
+        continue;
+      }
+      outcome.state = RequestState::served;
+      outcome.first_token_ns = first_token_ns;
+      outcome.reason.clear();
+    }
+  }
+
+  RunRecord& record_;
+  const Experiment& experiment_;
+  int dcs_;
+  std::vector<KvRoute> routes_;  // per worker
+  std::vector<Request> requests_;
+  std::vector<RequestOutcome> outcomes_;  // by request id
+  std::vector<Batch> batches_;            // by batch id
+  std::vector<std::int64_t> prefill_end_ns_;  // per batch: its last chunk's end, kPast until it ran
+  std::vector<bool> failed_;                  // per batch: a chunk could not run
+  int failed_batches_ = 0;
+  std::int64_t run_end_ns_ = 0;
+};
+
+}  // namespace
+
+void simulate_prefill(RunRecord& record, const emulator::Scenario& scenario, const LinkModel& model) {
+  PrefillSimulation(record, scenario, model).run();
+}
+
+}  // namespace wanlab::harness::detail

@@ -1,0 +1,541 @@
+// BubbleTea's plan-side pieces: bubble prediction on known schedules,
+// admission (placement bounds, SLO rejection, layer chunks, batching), the
+// simulator with prefill and its summary.
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+#include "harness_support.hpp"
+#include "wanlab/base/stats.hpp"
+#include "wanlab/harness/simulate.hpp"
+
+using namespace wanlab::harness;
+using harness_test::experiment;
+using harness_test::three_dcs;
+
+namespace {
+
+constexpr std::int64_t kMs = 1'000'000;
+
+LinkModel free_links() {
+  LinkModel model;
+  model.free_communication = true;
+  return model;
+}
+
+// Unit = 1 ms: forward 1, backward 2, free communication, one iteration.
+RunRecord free_run(const std::string& schedule, int p, int m) {
+  auto scenario = three_dcs();
+  Plan plan = make_plan(experiment("schedule = \"" + schedule + "\"", p, 1, m, 1, 2), scenario);
+  return simulate(plan, scenario, free_links());
+}
+
+using Offsets = std::vector<std::pair<std::int64_t, std::int64_t>>;  // in units
+
+Offsets units(const std::vector<Window>& windows) {
+  Offsets out;
+  for (const Window& window : windows) out.emplace_back(window.start_ns / kMs, window.end_ns / kMs);
+  return out;
+}
+
+// The served model and prefill curve of REFERENCES.md (Llama-2-70B, one worker).
+void enable_prefill(Experiment& e) {
+  e.prefill.enabled = true;
+  e.prefill.decode_dc = "b";
+  e.prefill.time_tokens = {128, 1024, 2048, 4096, 8192};
+  e.prefill.time_ms = {48, 158, 308, 642, 1339};
+  e.prefill.guard_ns = 5 * kMs;
+  e.prefill.ttft_slo_ns = 3000 * kMs;
+  e.prefill.max_batch_tokens = 8192;
+}
+
+Experiment admission_experiment() {
+  Experiment e = experiment("schedule = \"1f1b\"", 4, 1, 8);
+  enable_prefill(e);
+  return e;
+}
+
+// 1 ms + 1 ns per KB, more for higher workers: placement depends on the worker.
+std::int64_t fake_kv(int worker, std::uint64_t bytes) {
+  return (worker + 1) * kMs + static_cast<std::int64_t>(bytes / 1000);
+}
+
+Request request(int id, std::int64_t arrival_ns, int tokens) { return Request{id, arrival_ns, tokens, 1}; }
+
+std::int64_t chunk_end(const Chunk& chunk) { return chunk.start_ns + static_cast<std::int64_t>(chunk.duration_ns); }
+
+// The batch's chunks: whole layers in order, all on one worker, summing to the prefill.
+void check_chunks(const Experiment& e, const Batch& batch) {
+  BOOST_REQUIRE(!batch.chunks.empty());
+  std::uint64_t total = 0;
+  int next_layer = 0;
+  for (const Chunk& chunk : batch.chunks) {
+    BOOST_TEST(chunk.worker == batch.chunks.front().worker);
+    BOOST_TEST(chunk.first_layer == next_layer);
+    BOOST_TEST(chunk.end_layer > chunk.first_layer);
+    next_layer = chunk.end_layer;
+    total += chunk.duration_ns;
+  }
+  BOOST_TEST(next_layer == e.prefill.model.layers);
+  BOOST_TEST(total == prefill_ns(e, batch.tokens));
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(bubble_prediction)
+
+// Hand-derived from the schedules (f = 1, b = 2, p = 4, m = 8, 33 units):
+// GPipe stage 0 computes F0..F7 in [0, 8) and B in [17, 33); stage 3 starts
+// at 3 and ends its backwards at 27. 1F1B stage 0 waits 6 units for B0's
+// gradient to come back ([4, 10)) and then for three of the cooldown's
+// backwards; stage 3 idles s = 3 units at the start and 6 at the end.
+BOOST_AUTO_TEST_CASE(gpipe_p4_m8_idle_windows) {
+  RunRecord record = free_run("gpipe", 4, 8);
+  std::vector<std::vector<Window>> offsets = idle_offsets(record, 0);
+  BOOST_REQUIRE(offsets.size() == 4u);
+  BOOST_TEST(units(offsets[0]) == (Offsets{{8, 17}}));
+  BOOST_TEST(units(offsets[1]) == (Offsets{{0, 1}, {9, 15}, {31, 33}}));
+  BOOST_TEST(units(offsets[2]) == (Offsets{{0, 2}, {10, 13}, {29, 33}}));
+  BOOST_TEST(units(offsets[3]) == (Offsets{{0, 3}, {27, 33}}));
+  for (const std::vector<Window>& worker : offsets) {
+    std::int64_t idle = 0;
+    for (const Window& window : worker) idle += window.end_ns - window.start_ns;
+    BOOST_TEST(idle == 9 * kMs);  // (p - 1)(f + b) per stage
+  }
+}
+
+BOOST_AUTO_TEST_CASE(one_f_one_b_p4_m8_idle_windows) {
+  RunRecord record = free_run("1f1b", 4, 8);
+  std::vector<std::vector<Window>> offsets = idle_offsets(record, 0);
+  BOOST_REQUIRE(offsets.size() == 4u);
+  BOOST_TEST(units(offsets[0]) == (Offsets{{4, 10}, {24, 25}, {27, 28}, {30, 31}}));
+  BOOST_TEST(units(offsets[1]) == (Offsets{{0, 1}, {4, 8}, {25, 26}, {28, 29}, {31, 33}}));
+  BOOST_TEST(units(offsets[2]) == (Offsets{{0, 2}, {4, 6}, {26, 27}, {29, 33}}));
+  BOOST_TEST(units(offsets[3]) == (Offsets{{0, 3}, {27, 33}}));
+  for (std::size_t worker = 0; worker < offsets.size(); ++worker) {
+    for (const Window& window : offsets[worker]) BOOST_TEST(window.worker == static_cast<int>(worker));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(prediction_is_the_offsets_at_the_next_start_and_repeats_exactly) {
+  auto scenario = three_dcs();
+  Plan plan = make_plan(experiment("schedule = \"1f1b\"", 4, 1, 8, 1, 2), scenario);
+  RunRecord record = simulate(plan, scenario, free_links(), 3);
+  std::vector<Window> predicted = predict_windows(idle_offsets(record, 1), record.iteration_start_ns[2]);
+  std::vector<Window> short_dropped = predict_windows(idle_offsets(record, 1), record.iteration_start_ns[2], 2 * kMs);
+  BOOST_TEST(predicted.size() == 15u);
+  BOOST_TEST(short_dropped.size() == 8u);  // the seven 1-unit windows go
+  BOOST_TEST(predicted.front().start_ns == record.iteration_start_ns[2] + 4 * kMs);
+  std::vector<PredictionError> errors = prediction_errors(predicted, idle_offsets(record, 2), record.iteration_start_ns[2], 2);
+  BOOST_TEST(errors.size() == predicted.size());
+  for (const PredictionError& error : errors) {
+    BOOST_TEST(error.iteration == 2);
+    BOOST_TEST(error.start_error_ns == 0);
+    BOOST_TEST(error.length_error_ns == 0);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(prediction_errors_match_the_most_overlapping_window) {
+  std::vector<std::vector<Window>> actual{{{0, 10, 20}, {0, 30, 50}}};
+  std::vector<Window> predicted{{0, 1000 + 12, 1000 + 35}, {0, 1000 + 60, 1000 + 70}};
+  std::vector<PredictionError> errors = prediction_errors(predicted, actual, 1000, 4);
+  BOOST_REQUIRE(errors.size() == 2u);
+  // [12, 35) overlaps [10, 20) by 8 and [30, 50) by 5: matched with [10, 20).
+  BOOST_TEST(errors[0].start_error_ns == -2);
+  BOOST_TEST(errors[0].length_error_ns == 10 - 23);
+  BOOST_TEST(errors[1].start_error_ns == 30 - 60);  // no overlap: the nearest start
+  BOOST_TEST(errors[1].length_error_ns == 20 - 10);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(admission)
+
+BOOST_AUTO_TEST_CASE(never_before_now_nor_past_a_window_end_minus_guard) {
+  Experiment e = admission_experiment();
+  const std::int64_t guard = static_cast<std::int64_t>(e.prefill.guard_ns);
+  std::mt19937_64 random(20240609);
+  std::vector<Window> original;
+  for (int worker = 0; worker < 4; ++worker) {
+    std::int64_t at = 0;
+    while (at < 20'000 * kMs) {
+      at += std::uniform_int_distribution<std::int64_t>(0, 300 * kMs)(random);
+      std::int64_t length = std::uniform_int_distribution<std::int64_t>(kMs, 700 * kMs)(random);
+      original.push_back({worker, at, at + length});
+      at += length;
+    }
+  }
+  std::vector<Window> windows = original;
+  Admission admission(e, fake_kv);
+  std::vector<Batch> batches;
+  int requests = 0;
+  int rejected = 0;
+  int arrival_ms = 0;
+  for (; requests < 400; ++requests) {
+    arrival_ms += std::uniform_int_distribution<int>(0, 90)(random);
+    std::int64_t now = arrival_ms * kMs;
+    admission.arrive(request(requests, now, std::uniform_int_distribution<int>(20, 9000)(random)));
+    Admission::Decisions decisions = admission.schedule(now, windows);
+    rejected += static_cast<int>(decisions.rejections.size());
+    for (Batch& batch : decisions.batches) {
+      check_chunks(e, batch);
+      for (const Chunk& chunk : batch.chunks) {
+        BOOST_TEST(chunk.start_ns >= now);
+        bool inside = std::any_of(original.begin(), original.end(), [&](const Window& window) {
+          return window.worker == chunk.worker && window.start_ns <= chunk.start_ns &&
+                 chunk_end(chunk) <= window.end_ns - guard;
+        });
+        BOOST_TEST(inside);
+      }
+      BOOST_TEST(batch.predicted_first_token_ns - now <= static_cast<std::int64_t>(e.prefill.ttft_slo_ns));
+      BOOST_TEST(batch.kv_bytes == kv_message_bytes(e, batch.tokens));
+      BOOST_TEST((batch.tokens <= e.prefill.max_batch_tokens || batch.requests.size() == 1u));
+      batches.push_back(std::move(batch));
+    }
+  }
+  // Consumed time is not given twice: a worker's chunks never overlap.
+  std::vector<Chunk> chunks;
+  int admitted = 0;
+  for (const Batch& batch : batches) {
+    chunks.insert(chunks.end(), batch.chunks.begin(), batch.chunks.end());
+    admitted += static_cast<int>(batch.requests.size());
+  }
+  std::sort(chunks.begin(), chunks.end(),
+            [](const Chunk& a, const Chunk& b) { return std::tie(a.worker, a.start_ns) < std::tie(b.worker, b.start_ns); });
+  for (std::size_t i = 1; i < chunks.size(); ++i) {
+    if (chunks[i].worker == chunks[i - 1].worker) BOOST_TEST(chunks[i].start_ns >= chunk_end(chunks[i - 1]));
+  }
+  BOOST_TEST(admitted + rejected + static_cast<int>(admission.waiting()) == requests);
+  BOOST_TEST(admitted > 100);
+  bool split = std::any_of(batches.begin(), batches.end(), [](const Batch& batch) { return batch.chunks.size() > 1; });
+  BOOST_TEST(split);
+}
+
+BOOST_AUTO_TEST_CASE(a_request_that_cannot_meet_the_slo_is_rejected) {
+  Experiment e = admission_experiment();
+  e.prefill.ttft_slo_ns = 100 * kMs;
+  Admission admission(e, fake_kv);
+  std::vector<Window> none;
+  admission.arrive(request(0, 0, 1024));  // 158 ms of prefill alone
+  admission.arrive(request(1, 0, 128));   // 48 ms + 1.3 ms of KV
+  Admission::Decisions first = admission.schedule(10 * kMs, none);
+  BOOST_REQUIRE(first.rejections.size() == 1u);
+  BOOST_TEST(first.rejections[0].request == 0);
+  BOOST_TEST(first.rejections[0].reason == "TTFT SLO of 0.1 s cannot be met");
+  BOOST_TEST(admission.waiting() == 1u);
+  // A window too late for the SLO is not taken; the request waits, then goes.
+  std::vector<Window> late{{0, 80 * kMs, 500 * kMs}};
+  BOOST_TEST(admission.schedule(20 * kMs, late).batches.empty());
+  BOOST_TEST(admission.waiting() == 1u);
+  Admission::Decisions last = admission.schedule(60 * kMs, late);
+  BOOST_REQUIRE(last.rejections.size() == 1u);
+  BOOST_TEST(last.rejections[0].request == 1);
+  BOOST_TEST(last.rejections[0].at_ns == 60 * kMs);
+  BOOST_TEST(admission.waiting() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(layer_chunks_split_a_long_prefill_over_one_workers_windows) {
+  Experiment e = admission_experiment();
+  Admission admission(e, fake_kv);
+  admission.arrive(request(0, 0, 2048));  // 308 ms over 80 layers
+  std::vector<Window> windows{{2, 0, 110 * kMs}, {2, 200 * kMs, 310 * kMs}, {1, 250 * kMs, 300 * kMs},
+                              {2, 400 * kMs, 510 * kMs}, {2, 600 * kMs, 710 * kMs}};
+  Admission::Decisions decisions = admission.schedule(0, windows);
+  BOOST_REQUIRE(decisions.batches.size() == 1u);
+  const Batch& batch = decisions.batches[0];
+  check_chunks(e, batch);
+  BOOST_REQUIRE(batch.chunks.size() == 3u);
+  for (const Chunk& chunk : batch.chunks) BOOST_TEST(chunk.worker == 2);
+  // 105 ms of room each: 27 layers of 3.85 ms, 27 more, then the other 26.
+  BOOST_TEST(batch.chunks[0].start_ns == 0);
+  BOOST_TEST(batch.chunks[0].end_layer == 27);
+  BOOST_TEST(batch.chunks[1].start_ns == 200 * kMs);
+  BOOST_TEST(batch.chunks[1].end_layer == 54);
+  BOOST_TEST(batch.chunks[2].start_ns == 400 * kMs);
+  BOOST_TEST(batch.predicted_first_token_ns == chunk_end(batch.chunks[2]) + fake_kv(2, batch.kv_bytes));
+  // The time is consumed: what is left of the third window starts after the chunk.
+  BOOST_TEST(std::any_of(windows.begin(), windows.end(), [&](const Window& window) {
+    return window.worker == 2 && window.start_ns == chunk_end(batch.chunks[2]) && window.end_ns == 510 * kMs;
+  }));
+}
+
+BOOST_AUTO_TEST_CASE(a_window_that_holds_the_batch_is_preferred_to_a_split) {
+  Experiment e = admission_experiment();
+  Admission admission(e, fake_kv);
+  admission.arrive(request(0, 0, 2048));
+  std::vector<Window> windows{{2, 0, 110 * kMs}, {1, 150 * kMs, 600 * kMs}, {2, 200 * kMs, 310 * kMs},
+                              {2, 400 * kMs, 510 * kMs}};
+  Admission::Decisions decisions = admission.schedule(0, windows);
+  BOOST_REQUIRE(decisions.batches.size() == 1u);
+  BOOST_REQUIRE(decisions.batches[0].chunks.size() == 1u);
+  BOOST_TEST(decisions.batches[0].chunks[0].worker == 1);
+  BOOST_TEST(decisions.batches[0].chunks[0].start_ns == 150 * kMs);
+}
+
+BOOST_AUTO_TEST_CASE(the_earliest_first_token_wins_kv_time_included) {
+  Experiment e = admission_experiment();
+  Admission admission(e, [](int worker, std::uint64_t) { return worker == 0 ? 500 * kMs : kMs; });
+  admission.arrive(request(0, 0, 128));
+  std::vector<Window> windows{{0, 0, 1000 * kMs}, {3, 100 * kMs, 1000 * kMs}};
+  Admission::Decisions decisions = admission.schedule(0, windows);
+  BOOST_REQUIRE(decisions.batches.size() == 1u);
+  BOOST_TEST(decisions.batches[0].chunks[0].worker == 3);
+  BOOST_TEST(decisions.batches[0].predicted_first_token_ns == 100 * kMs + 48 * kMs + kMs);
+}
+
+BOOST_AUTO_TEST_CASE(fifo_batches_up_to_max_batch_tokens_and_a_long_prompt_alone) {
+  Experiment e = admission_experiment();
+  Admission admission(e, fake_kv);
+  admission.arrive(request(0, 0, 3000));
+  admission.arrive(request(1, 0, 3000));
+  admission.arrive(request(2, 0, 3000));
+  admission.arrive(request(3, 0, 10000));
+  std::vector<Window> windows{{0, 0, 2000 * kMs}, {1, 0, 2000 * kMs}, {2, 0, 2000 * kMs}, {3, 0, 2000 * kMs}};
+  Admission::Decisions decisions = admission.schedule(0, windows);
+  BOOST_REQUIRE(decisions.batches.size() == 3u);
+  BOOST_TEST(decisions.batches[0].requests == (std::vector<int>{0, 1}));
+  BOOST_TEST(decisions.batches[0].tokens == 6000);
+  BOOST_TEST(decisions.batches[1].requests == (std::vector<int>{2}));
+  BOOST_TEST(decisions.batches[2].requests == (std::vector<int>{3}));
+  BOOST_TEST(decisions.batches[0].id == 0);
+  BOOST_TEST(decisions.batches[2].id == 2);
+}
+
+BOOST_AUTO_TEST_CASE(a_batch_too_big_for_the_windows_shrinks_to_what_fits) {
+  Experiment e = admission_experiment();
+  Admission admission(e, fake_kv);
+  for (int id = 0; id < 8; ++id) admission.arrive(request(id, 0, 1024));
+  // One window of 700 ms (one layer of 8192 tokens takes 16.7 ms; the window
+  // cannot hold all 8 requests' 1339 ms) on a single worker.
+  std::vector<Window> windows{{0, 0, 705 * kMs}};
+  Admission::Decisions decisions = admission.schedule(0, windows);
+  BOOST_REQUIRE(!decisions.batches.empty());
+  BOOST_TEST(decisions.batches[0].requests.size() == 4u);  // 4096 tokens: 642 ms; 5 would take 809
+}
+
+BOOST_AUTO_TEST_CASE(thousands_of_requests_over_thousands_of_windows_stay_fast) {
+  Experiment e = admission_experiment();
+  e.parallel.pp = 8;
+  e.parallel.dp = 4;
+  std::mt19937_64 random(7);
+  std::vector<Window> windows;
+  for (int worker = 0; worker < 32; ++worker) {
+    for (std::int64_t at = 0; at < 60'000 * kMs;) {
+      at += std::uniform_int_distribution<std::int64_t>(10 * kMs, 100 * kMs)(random);
+      std::int64_t length = std::uniform_int_distribution<std::int64_t>(kMs, 300 * kMs)(random);
+      windows.push_back({worker, at, at + length});
+      at += length;
+    }
+  }
+  std::size_t window_count = windows.size();
+  Admission admission(e, fake_kv);
+  auto began = std::chrono::steady_clock::now();
+  int batches = 0;
+  for (int id = 0; id < 5000; ++id) {
+    std::int64_t now = id * 12 * kMs;
+    admission.arrive(request(id, now, std::uniform_int_distribution<int>(50, 4000)(random)));
+    batches += static_cast<int>(admission.schedule(now, windows).batches.size());
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  BOOST_TEST_MESSAGE("admission: 5000 requests over " << window_count << " windows of 32 workers: " << batches
+                                                     << " batches in " << seconds << " s");
+  BOOST_TEST(batches > 500);
+  BOOST_TEST(seconds < 20.0);  // a generous bound: it takes well under a second
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(simulator_with_prefill)
+
+namespace {
+
+// 1F1B (or another schedule) over the three DCs with 100/200 ms compute,
+// Poisson requests at `rate` per second, decode in b.
+Experiment bubbletea(const std::string& top_level, double rate) {
+  Experiment e = experiment(top_level, 4, 1, 8, 100, 200);
+  enable_prefill(e);
+  if (rate > 0) e.prefill.arrivals = ArrivalProcess{rate, 600, 2000, 3};
+  return e;
+}
+
+RunRecord run(const Experiment& e, int iterations = 4) {
+  auto scenario = three_dcs();
+  return simulate(make_plan(e, scenario), scenario, link_model_for(scenario), iterations);
+}
+
+bool overlaps(std::int64_t a_start, std::int64_t a_end, std::int64_t b_start, std::int64_t b_end) {
+  return a_start < b_end && b_start < a_end;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(every_span_lies_in_a_training_idle_interval_of_its_gpu) {
+  RunRecord record = run(bubbletea("schedule = \"1f1b\"", 8));
+  BOOST_REQUIRE(record.prefill.has_value());
+  BOOST_REQUIRE(!record.prefill->spans.empty());
+  for (const PrefillSpan& span : record.prefill->spans) {
+    BOOST_TEST(span.end_ns > span.start_ns);
+    BOOST_TEST(span.start_ns >= record.iteration_start_ns.front());
+    BOOST_TEST(span.end_ns <= record.iteration_end_ns.back());
+    for (const Event& event : record.events) {
+      if (event.worker != span.worker || (event.kind != OpKind::forward && event.kind != OpKind::backward)) continue;
+      BOOST_TEST(!overlaps(span.start_ns, span.end_ns, event.start_ns, event.end_ns));
+    }
+    for (const PrefillSpan& other : record.prefill->spans) {
+      if (&other != &span && other.worker == span.worker) {
+        BOOST_TEST(!overlaps(span.start_ns, span.end_ns, other.start_ns, other.end_ns));
+      }
+    }
+  }
+  for (std::int64_t delay : record.prefill->training_delay_ns) BOOST_TEST(delay == 0);
+  BOOST_TEST(record.prefill->training_delay_ns.size() == 4u);
+}
+
+BOOST_AUTO_TEST_CASE(utilization_is_busy_over_wall) {
+  RunRecord record = run(bubbletea("schedule = \"1f1b\"", 8));
+  PrefillSummary summary = summarize_prefill(record);
+  std::size_t iterations = record.iteration_start_ns.size();
+  BOOST_REQUIRE(summary.gpu_utilization.size() == 4u);
+  for (int worker = 0; worker < 4; ++worker) {
+    double sum = 0;
+    for (std::size_t i = 1; i < iterations; ++i) {
+      std::int64_t start = record.iteration_start_ns[i];
+      std::int64_t end = record.iteration_end_ns[i];
+      double busy = 0;
+      for (const Event& event : record.events) {
+        bool compute = event.kind == OpKind::forward || event.kind == OpKind::backward;
+        if (compute && event.worker == worker && event.iteration == static_cast<int>(i)) {
+          busy += static_cast<double>(event.end_ns - event.start_ns);
+        }
+      }
+      for (const PrefillSpan& span : record.prefill->spans) {
+        if (span.worker != worker) continue;
+        busy += static_cast<double>(std::max<std::int64_t>(0, std::min(span.end_ns, end) - std::max(span.start_ns, start)));
+      }
+      sum += busy / static_cast<double>(end - start);
+    }
+    BOOST_TEST(summary.gpu_utilization[static_cast<std::size_t>(worker)] == sum / static_cast<double>(iterations - 1),
+               boost::test_tools::tolerance(1e-9));
+  }
+  BOOST_TEST(summary.mean_training_utilization == summarize_run(summarize(record)).mean_gpu_utilization,
+             boost::test_tools::tolerance(1e-12));
+  BOOST_TEST_MESSAGE("1F1B p = 4 with 8 requests/s: utilization " << summary.mean_training_utilization << " -> "
+                                                                    << summary.mean_gpu_utilization << ", served "
+                                                                    << summary.served << " of " << summary.requests);
+  BOOST_TEST(summary.mean_gpu_utilization > summary.mean_training_utilization + 0.05);
+  for (std::size_t worker = 0; worker < 4; ++worker) BOOST_TEST(summary.gpu_utilization[worker] <= 1.0 + 1e-12);
+}
+
+BOOST_AUTO_TEST_CASE(requests_are_accounted_for_and_served_ttft_is_the_kv_arrival) {
+  RunRecord record = run(bubbletea("schedule = \"1f1b\"", 8));
+  const PrefillRecord& prefill = *record.prefill;
+  PrefillSummary summary = summarize_prefill(record);
+  BOOST_TEST(summary.requests == static_cast<int>(prefill.requests.size()));
+  BOOST_TEST(summary.served + summary.rejected + summary.failed + summary.unfinished == summary.requests);
+  BOOST_TEST(summary.served > 10);
+  BOOST_TEST(summary.failed == 0);  // the simulator's iterations repeat: predictions hold
+  std::vector<double> ttft;
+  for (const RequestOutcome& outcome : prefill.requests) {
+    BOOST_TEST(outcome.id == static_cast<int>(&outcome - prefill.requests.data()));
+    if (outcome.state != RequestState::served) continue;
+    auto transfer = std::find_if(prefill.kv.begin(), prefill.kv.end(),
+                                 [&](const KvTransfer& kv) { return kv.batch == outcome.batch; });
+    BOOST_REQUIRE(transfer != prefill.kv.end());
+    BOOST_TEST(outcome.first_token_ns == transfer->end_ns);
+    for (const PrefillSpan& span : prefill.spans) {
+      if (span.batch == outcome.batch) BOOST_TEST(transfer->start_ns >= span.end_ns);
+    }
+    ttft.push_back(static_cast<double>(outcome.first_token_ns - outcome.arrival_ns) / 1e9);
+  }
+  BOOST_TEST(summary.ttft_p50_s == wanlab::base::percentile(ttft, 50), boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(summary.ttft_p99_s <= 3.0 + 0.2);  // within the SLO, but for the transfer's estimate
+  BOOST_TEST(summary.prefill_tokens_per_s > 0);
+  BOOST_TEST(to_string(RequestState::served) == "served");
+  BOOST_TEST(to_string(RequestState::unfinished) == "unfinished");
+  BOOST_TEST(prefill.prediction.size() > 0u);
+  BOOST_TEST(summary.prediction_start_error_p90_s < 1e-6);
+}
+
+// Decode in c, the pipeline's second DC: the KV caches of a's stages share
+// a->c with the activations; c's stay in the DC.
+BOOST_AUTO_TEST_CASE(kv_caches_take_the_wan_link_only_between_training_sends) {
+  Experiment e = bubbletea("schedule = \"atlas\"\nplacement = [\"a\", \"a\", \"c\", \"c\"]", 8);
+  e.prefill.decode_dc = "c";
+  BOOST_REQUIRE(e.temporal_sharing);
+  auto scenario = three_dcs();
+  RunRecord record = run(e);
+  std::vector<KvTransfer> cross;
+  int inside = 0;
+  for (const KvTransfer& kv : record.prefill->kv) {
+    if (!kv.link.empty()) cross.push_back(kv);
+    inside += kv.link.empty() ? 1 : 0;
+  }
+  BOOST_REQUIRE(!cross.empty());
+  BOOST_TEST(inside > 0);
+  PrefillSummary summary = summarize_prefill(record);
+  BOOST_REQUIRE(summary.kv_bytes.size() == 1u);
+  BOOST_TEST(summary.kv_bytes[0].first == "a->c");
+  int a = scenario.dc_index("a");
+  int c = scenario.dc_index("c");
+  auto delay = static_cast<std::int64_t>(scenario.pair(a, c).delay_ns);
+  int sends = 0;
+  for (const KvTransfer& kv : cross) {
+    BOOST_TEST(kv.end_ns - kv.start_ns > delay);
+    for (const KvTransfer& other : cross) {
+      if (&other != &kv) BOOST_TEST(!overlaps(kv.start_ns, kv.end_ns - delay, other.start_ns, other.end_ns - delay));
+    }
+    for (const Event& event : record.events) {
+      if (event.kind != OpKind::send || !event.cross_dc) continue;
+      if (record.plan.workers[static_cast<std::size_t>(event.worker)].worker.dc != a) continue;
+      ++sends;
+      BOOST_TEST(!overlaps(kv.start_ns, kv.end_ns - delay, event.start_ns, event.end_ns - delay));
+    }
+  }
+  BOOST_TEST(sends > 0);
+}
+
+BOOST_AUTO_TEST_CASE(without_temporal_sharing_the_kv_cache_leaves_at_once) {
+  Experiment e = bubbletea("schedule = \"1f1b\"\nplacement = [\"a\", \"a\", \"c\", \"c\"]", 8);
+  BOOST_REQUIRE(!e.temporal_sharing);
+  RunRecord record = run(e);
+  for (const KvTransfer& kv : record.prefill->kv) {
+    std::int64_t last = 0;
+    for (const PrefillSpan& span : record.prefill->spans) {
+      if (span.batch == kv.batch) last = std::max(last, span.end_ns);
+    }
+    BOOST_TEST(kv.start_ns == last);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(no_requests_change_nothing) {
+  Experiment off = bubbletea("schedule = \"1f1b\"", 0);
+  off.prefill.enabled = false;
+  Experiment on = bubbletea("schedule = \"1f1b\"", 0);
+  RunRecord without = run(off);
+  RunRecord with = run(on);
+  BOOST_TEST(!without.prefill.has_value());
+  BOOST_REQUIRE(with.prefill.has_value());
+  BOOST_TEST(with.prefill->spans.empty());
+  BOOST_TEST(with.prefill->requests.empty());
+  BOOST_TEST(with.iteration_end_ns == without.iteration_end_ns);
+  BOOST_REQUIRE(with.events.size() == without.events.size());
+  for (std::size_t i = 0; i < with.events.size(); ++i) {
+    BOOST_TEST(with.events[i].start_ns == without.events[i].start_ns);
+    BOOST_TEST(with.events[i].end_ns == without.events[i].end_ns);
+  }
+  PrefillSummary summary = summarize_prefill(with);
+  BOOST_TEST(summary.mean_gpu_utilization == summary.mean_training_utilization, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(summary.requests == 0);
+  BOOST_TEST(summary.ttft_p50_s == 0);
+}
+
+BOOST_AUTO_TEST_CASE(an_unknown_decode_dc_is_an_error) {
+  Experiment e = bubbletea("schedule = \"1f1b\"", 1);
+  e.prefill.decode_dc = "mars";
+  BOOST_TEST(harness_test::error_of([&] { run(e); }).find("decode_dc \"mars\" is not a DC of the testbed") !=
+             std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
