@@ -85,7 +85,7 @@ void enable_prefill(hs::Experiment& experiment) {
   p.decode_dc = "west";
   p.ttft_slo_ns = 3'000'000'000;
   p.max_batch_tokens = 1024;
-  p.guard_ns = 3'000'000;
+  p.guard_ns = 5'000'000;
   p.model = hs::ServedModel{8, 1024, 1, 64, 2, 0};
   p.time_tokens = {128, 512, 1024, 2048};
   p.time_ms = {3, 8, 14, 27};

@@ -209,7 +209,9 @@ ctl::PrefillAssign sample_prefill_assign() {
   return m;
 }
 
-ctl::PrefillTask sample_task() { return ctl::PrefillTask{12, 2, 1'000'000'000'777, 35'000'000, 40, 80, 4096, 1u << 26}; }
+ctl::PrefillTask sample_task() {
+  return ctl::PrefillTask{12, 2, 1'000'000'000'777, 1'000'004'000'777, 35'000'000, 40, 80, 4096, 1u << 26};
+}
 
 }  // namespace
 
@@ -230,6 +232,7 @@ BOOST_AUTO_TEST_CASE(bubbletea_messages_round_trip) {
   BOOST_TEST(task.batch == 12);
   BOOST_TEST(task.chunk == 2);
   BOOST_TEST(task.start_ns == 1'000'000'000'777);
+  BOOST_TEST(task.latest_start_ns == 1'000'004'000'777);
   BOOST_TEST(task.duration_ns == 35'000'000u);
   BOOST_TEST(task.first_layer == 40);
   BOOST_TEST(task.end_layer == 80);
@@ -273,6 +276,9 @@ BOOST_AUTO_TEST_CASE(malformed_bubbletea_messages_are_errors_that_say_why) {
   auto backwards = sample_task();
   std::swap(backwards.first_layer, backwards.end_layer);
   BOOST_TEST(decode_error(body_of(ctl::encode(backwards))).find("layers [80, 40) are backwards") != std::string::npos);
+  auto too_early = sample_task();
+  too_early.latest_start_ns = too_early.start_ns - 1;
+  BOOST_TEST(decode_error(body_of(ctl::encode(too_early))).find("latest start (1000000000776) before the start") != std::string::npos);
   BOOST_TEST(decode_error(body_of(ctl::encode(ctl::PrefillDone{1, 0, 300, 200}))).find("ends (200) before it starts (300)") !=
              std::string::npos);
   BOOST_TEST(decode_error(body_of(ctl::encode(ctl::KvSent{1, 300, 200}))).find("malformed kv_sent frame") != std::string::npos);

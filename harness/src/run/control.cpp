@@ -260,6 +260,7 @@ void write_fields(Writer& out, const PrefillTask& m) {
   out.i32(m.batch);
   out.i32(m.chunk);
   out.i64(m.start_ns);
+  out.i64(m.latest_start_ns);
   out.u64(m.duration_ns);
   out.i32(m.first_layer);
   out.i32(m.end_layer);
@@ -402,12 +403,15 @@ Message read_prefill_task(Reader& in) {
   m.batch = in.index("batch");
   m.chunk = in.index("chunk");
   m.start_ns = in.i64("start_ns");
+  m.latest_start_ns = in.i64("latest_start_ns");
   m.duration_ns = in.u64("duration_ns");
   m.first_layer = in.index("first_layer");
   m.end_layer = in.index("end_layer");
   m.tokens = in.index("tokens");
   m.kv_bytes = in.u64("kv_bytes");
   if (m.end_layer < m.first_layer) in.fail(fmt::format("layers [{}, {}) are backwards", m.first_layer, m.end_layer));
+  if (m.latest_start_ns < m.start_ns)
+    in.fail(fmt::format("latest start ({}) before the start ({})", m.latest_start_ns, m.start_ns));
   return m;
 }
 

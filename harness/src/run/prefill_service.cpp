@@ -21,8 +21,8 @@ constexpr std::uint16_t kSinkPort = 49000;
 constexpr std::uint32_t kKvChunk = 16u << 10;
 // A KV piece under temporal sharing: about this long on its link, so that a
 // training transfer that asks for the link shares it for at most that long.
-constexpr double kPieceSeconds = 0.010;
-constexpr std::uint64_t kMinPiece = 64u << 10;
+constexpr double kPieceSeconds = 0.002;
+constexpr std::uint64_t kMinPiece = 32u << 10;
 constexpr std::uint64_t kMaxPiece = 4u << 20;
 constexpr auto kLostWait = std::chrono::seconds(3);
 constexpr const char* kMissedReason = "prediction wrong: GPU busy";
@@ -34,6 +34,18 @@ asio::awaitable<void> sleep_until_ns(std::int64_t at_ns) {
 }
 
 double seconds(std::int64_t ns) { return static_cast<double>(ns) / 1e9; }
+
+// Per worker, the time idle in both `a` and `b` (offsets from an iteration's start).
+std::vector<std::vector<Window>> idle_in_both(const std::vector<std::vector<Window>>& a, const std::vector<std::vector<Window>>& b) {
+  std::vector<std::vector<Window>> both(std::min(a.size(), b.size()));
+  for (std::size_t w = 0; w < both.size(); ++w)
+    for (const Window& x : a[w])
+      for (const Window& y : b[w]) {
+        const Window overlap{x.worker, std::max(x.start_ns, y.start_ns), std::min(x.end_ns, y.end_ns)};
+        if (overlap.end_ns > overlap.start_ns) both[w].push_back(overlap);
+      }
+  return both;
+}
 
 // The simulated iteration time of the plan, for the requests' horizon.
 std::int64_t simulated_iteration_ns(const RunRecord& simulated) {
@@ -227,7 +239,7 @@ void PrefillService::handle_worker(int worker, ctl::Message& message) {
   } else if (auto* done = std::get_if<ctl::PrefillDone>(&message)) {
     chunk_done(worker, *done);
   } else if (auto* missed = std::get_if<ctl::PrefillMissed>(&message)) {
-    ++missed_chunks_;
+    ++missed_[iteration_];
     fail_batches([&](const BatchState& b) { return b.batch.id == missed->batch; }, kMissedReason);
   } else if (auto* request = std::get_if<ctl::KvGateRequest>(&message)) {
     kv_waiting_.push_back({worker, request->batch, request->piece});
@@ -311,7 +323,14 @@ void PrefillService::gone(int index, const std::string& why) {
 
 void PrefillService::start_iteration(int iteration, std::int64_t start_ns, std::int64_t origin_ns, const RunRecord& record) {
   origin_ns_ = origin_ns;
-  const auto offsets = iteration == 0 ? idle_offsets(*simulated_, 0) : idle_offsets(record, iteration - 1);
+  iteration_ = iteration;
+  // The bubbles seen in both of the last two iterations (the first one's
+  // also in the simulation): an activation that came early once, or a send
+  // that waited for the link, does not make a bubble look longer than it is.
+  const auto simulated = idle_offsets(*simulated_, 0);
+  const auto offsets = iteration == 0   ? simulated
+                       : iteration == 1 ? idle_in_both(idle_offsets(record, 0), simulated)
+                                        : idle_in_both(idle_offsets(record, iteration - 1), idle_offsets(record, iteration - 2));
   predicted_ = predict_windows(offsets, start_ns - origin_ns_, static_cast<std::int64_t>(experiment_.prefill.guard_ns));
   windows_ = predicted_;
   std::erase_if(windows_, [&](const Window& w) { return processes_[w.worker].gone || !processes_[w.worker].ready; });
@@ -363,6 +382,16 @@ void PrefillService::schedule() {
   for (const Batch& batch : decisions.batches) place(batch);
 }
 
+// The latest a chunk may start and still end `guard` before the end of the
+// predicted window it was placed in (its start if it is in none).
+std::int64_t PrefillService::latest_start(const Chunk& chunk) const {
+  const auto guard = static_cast<std::int64_t>(experiment_.prefill.guard_ns);
+  for (const Window& w : predicted_)
+    if (w.worker == chunk.worker && w.start_ns <= chunk.start_ns && chunk.start_ns < w.end_ns)
+      return std::max(chunk.start_ns, w.end_ns - guard - static_cast<std::int64_t>(chunk.duration_ns));
+  return chunk.start_ns;
+}
+
 // Each chunk of the batch to its worker, at its time on CLOCK_MONOTONIC.
 void PrefillService::place(const Batch& batch) {
   BatchState& state = batches_[batch.id];
@@ -372,7 +401,8 @@ void PrefillService::place(const Batch& batch) {
     const Chunk& chunk = batch.chunks[c];
     const bool last = c + 1 == batch.chunks.size();
     processes_.at(chunk.worker).control->post(ctl::PrefillTask{batch.id, static_cast<int>(c), origin_ns_ + chunk.start_ns,
-                                                                chunk.duration_ns, chunk.first_layer, chunk.end_layer, batch.tokens,
+                                                                origin_ns_ + latest_start(chunk), chunk.duration_ns,
+                                                                chunk.first_layer, chunk.end_layer, batch.tokens,
                                                                 last ? batch.kv_bytes : 0});
   }
 }
@@ -485,8 +515,16 @@ PrefillRecord PrefillService::finish(const RunRecord& record) {
   record_.requests.clear();
   for (const auto& [id, o] : outcomes_)
     if (o.arrival_ns <= end) record_.requests.push_back(o);
-  if (missed_chunks_ > 0)
-    record_.notes.push_back(fmt::format("{} prefill chunks found their GPU busy ({}); their batches failed", missed_chunks_, kMissedReason));
+  if (!missed_.empty()) {
+    int total = 0;
+    std::string per_iteration;
+    for (const auto& [iteration, count] : missed_) {
+      total += count;
+      per_iteration += fmt::format("{}{} in iteration {}", per_iteration.empty() ? "" : ", ", count, iteration);
+    }
+    record_.notes.push_back(fmt::format("{} prefill chunks found their GPU busy past their latest start ({}: {}); their batches failed",
+                                        total, kMissedReason, per_iteration));
+  }
   std::sort(record_.spans.begin(), record_.spans.end(), [](const PrefillSpan& a, const PrefillSpan& b) { return a.start_ns < b.start_ns; });
   return record_;
 }

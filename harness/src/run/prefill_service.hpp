@@ -123,6 +123,7 @@ class PrefillService {
   void arrive(const Request& request);
   void schedule();
   void place(const Batch& batch);
+  std::int64_t latest_start(const Chunk& chunk) const;
   int fail_batches(const std::function<bool(const BatchState&)>& which, const std::string& reason);
   void grant_kv();
 
@@ -151,7 +152,8 @@ class PrefillService {
   std::vector<KvWaiter> kv_waiting_;
   std::map<std::string, KvWaiter> kv_holding_;  // per link: the piece on it
   PrefillRecord record_;
-  int missed_chunks_ = 0;
+  int iteration_ = 0;                 // the running one
+  std::map<int, int> missed_;         // chunks that found the GPU busy, per iteration
 };
 
 }  // namespace wanlab::harness::run_detail

@@ -132,16 +132,27 @@ class PrefillProcess {
     }
   }
 
-  // At the task's time: the GPU if it is free, for the chunk's duration.
+  // At the task's time: the GPU if it is free, for the chunk's duration. If
+  // training holds it then, as soon as training is done, but no later than
+  // the task's latest start.
   asio::awaitable<void> run_task(ctl::PrefillTask task) {
     co_await sleep_until_ns(task.start_ns);
     if (stop_ || missed_.count(task.batch)) co_return;  // an earlier chunk of the batch missed its bubble
-    const std::int64_t now = monotonic_ns();
-    const auto held = lease_->try_lease(now, task.duration_ns);
-    if (!held) {
-      missed_.insert(task.batch);
-      control_->post(ctl::PrefillMissed{task.batch, task.chunk, now, lease_->busy_until_ns()});
-      co_return;
+    std::optional<GpuLease::Reservation> held;
+    for (;;) {
+      const std::int64_t now = monotonic_ns();
+      held = lease_->try_lease(now, task.duration_ns);
+      const std::int64_t busy_until = lease_->busy_until_ns();
+      if (held || busy_until > task.latest_start_ns) {
+        if (!held) {
+          missed_.insert(task.batch);
+          control_->post(ctl::PrefillMissed{task.batch, task.chunk, now, busy_until});
+          co_return;
+        }
+        break;
+      }
+      co_await sleep_until_ns(busy_until);
+      if (stop_) co_return;
     }
     co_await sleep_until_ns(held->end_ns);
     control_->post(ctl::PrefillDone{task.batch, task.chunk, held->start_ns, held->end_ns});

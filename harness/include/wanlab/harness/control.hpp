@@ -27,7 +27,8 @@
 //   P->C prefill_hello   a prefill worker: the training worker whose GPU it borrows, its pid
 //   C->P prefill_assign  the GPU lease file, the sink's address, how to send KV
 //   P->C ready           its KV channel to the sink is open
-//   C->P prefill_task    a chunk of a batch's prefill, at a time (absolute CLOCK_MONOTONIC)
+//   C->P prefill_task    a chunk of a batch's prefill, at a time (absolute CLOCK_MONOTONIC),
+//                        and the latest it may start if training holds the GPU then
 //   P->C prefill_done / prefill_missed   it held the GPU then / the GPU was busy
 //   P->C kv_gate_request / C->P kv_gate_grant / P->C kv_gate_release  (temporal sharing)
 //   P->C kv_sent         a batch's KV cache is written to its sockets
@@ -157,12 +158,15 @@ struct PrefillAssign {
   std::uint64_t max_kv_bytes = 0;
 };
 // One chunk: layers [first_layer, end_layer) of batch `batch`, for duration_ns
-// from start_ns. kv_bytes: the batch's KV cache, sent after its last chunk (0
-// for the other chunks).
+// from start_ns. If training still holds the GPU then (its bubble began
+// late), the chunk may start as late as latest_start_ns: it still ends
+// `guard` before the predicted end of its bubble. kv_bytes: the batch's KV
+// cache, sent after its last chunk (0 for the other chunks).
 struct PrefillTask {
   int batch = 0;
   int chunk = 0;
   std::int64_t start_ns = 0;
+  std::int64_t latest_start_ns = 0;
   std::uint64_t duration_ns = 0;
   int first_layer = 0;
   int end_layer = 0;
