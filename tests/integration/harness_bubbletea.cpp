@@ -16,7 +16,9 @@
 #include <map>
 #include <thread>
 
+#include "../harness/src/run/gpu_lease.hpp"
 #include "support/wanlab_cli.hpp"
+#include "wanlab/harness/gpu.hpp"
 #include "wanlab/harness/experiment.hpp"
 #include "wanlab/harness/run.hpp"
 
@@ -111,6 +113,25 @@ std::map<pid_t, std::string> our_processes(const std::string& name) {
     found[std::stoi(pid)] = argv[1] + (argv.size() >= 6 ? " " + argv[5] : "");
   }
   return found;
+}
+
+// The worker whose prefill worker holds its GPU now (its lease says so), or -1
+// after 20 s of looking.
+int holding_prefill_worker(const std::string& name) {
+  const std::string control = "/run/wanlab/" + name + "/harness/control/";
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    for (int worker = 0; worker < 4; ++worker) {
+      try {
+        const auto lease = hs::run_detail::GpuLease::open(control + "gpu-" + std::to_string(worker) + ".lease");
+        if (lease.last_owner() == hs::run_detail::GpuOwner::prefill && lease.busy_until_ns() > hs::monotonic_ns() + 1'000'000)
+          return worker;
+      } catch (const std::exception&) {
+      }
+    }
+    std::this_thread::sleep_for(1ms);
+  }
+  return -1;
 }
 
 std::string leftovers(const std::string& name) {
@@ -273,11 +294,15 @@ BOOST_AUTO_TEST_CASE(a_killed_prefill_worker_fails_its_requests_only) {
     }
   });
   BOOST_TEST(test::eventually([&] { return finished >= 1; }, 90s));
+  // The victim: a prefill worker while it holds its GPU, so that a batch of its own is unfinished.
+  const int worker = holding_prefill_worker(name);
+  BOOST_TEST_REQUIRE(worker >= 0);
   pid_t victim = 0;
   for (const auto& [pid, what] : our_processes(name))
-    if (what == "prefill-worker 0") victim = pid;
+    if (what == "prefill-worker " + std::to_string(worker)) victim = pid;
   BOOST_TEST(victim > 0);
   if (victim > 0) ::kill(victim, SIGKILL);
+  const std::string who = "prefill worker " + std::to_string(worker);
   runner.join();
   BOOST_TEST_REQUIRE(error.empty(), error);
   BOOST_TEST(record.iteration_end_ns.size() == 8u);
@@ -287,17 +312,41 @@ BOOST_AUTO_TEST_CASE(a_killed_prefill_worker_fails_its_requests_only) {
   for (const auto& note : prefill.notes) std::cout << "  note: " << note << "\n";
   std::string note;
   for (const auto& n : prefill.notes)
-    if (n.find("prefill worker 0") != std::string::npos) note = n;
+    if (n.find(who) != std::string::npos) note = n;
   BOOST_TEST(note.find("killed by signal 9") != std::string::npos, note);
   // Its requests failed with the reason; the other workers served requests to the end.
   int failed_by_kill = 0, served_late = 0;
   const std::int64_t late = record.iteration_start_ns.at(5);
   for (const auto& r : prefill.requests) {
-    if (r.state == hs::RequestState::failed && r.reason.find("prefill worker 0") != std::string::npos) ++failed_by_kill;
+    if (r.state == hs::RequestState::failed && r.reason.find(who) != std::string::npos) ++failed_by_kill;
     if (r.state == hs::RequestState::served && r.arrival_ns > late) ++served_late;
   }
-  std::cout << "  " << failed_by_kill << " requests failed with prefill worker 0, " << served_late << " served after iteration 5\n";
+  std::cout << "  " << failed_by_kill << " requests failed with " << who << ", " << served_late << " served after iteration 5\n";
+  BOOST_TEST(failed_by_kill > 0);
   BOOST_TEST(served_late > 0);
   for (const auto& s : prefill.spans)
-    if (s.worker == 0) BOOST_TEST(s.start_ns < late, "worker 0's GPU was used after its prefill worker died");
+    if (s.worker == worker) BOOST_TEST(s.start_ns < late, "worker " << worker << "'s GPU was used after its prefill worker died");
+}
+
+BOOST_AUTO_TEST_CASE(a_killed_training_worker_still_ends_the_run_and_its_prefill_processes) {
+  Files files(200);
+  const std::string name = testbed_name();
+  std::atomic<int> finished{-1};
+  std::string error;
+  std::thread runner([&] {
+    try {
+      run(files, true, options([&](const hs::Progress& p) { finished = p.iteration; }));
+    } catch (const hs::RunError& e) {
+      error = e.what();
+    }
+  });
+  BOOST_TEST(test::eventually([&] { return finished >= 1; }, 90s));
+  const auto processes = our_processes(name);
+  BOOST_TEST(processes.size() == 9u);  // 4 workers, 4 prefill workers, the sink
+  for (const auto& [pid, what] : processes)
+    if (what == "worker 2") ::kill(pid, SIGKILL);
+  runner.join();
+  BOOST_TEST(error.find("worker 2") != std::string::npos, error);
+  BOOST_TEST(error.find("signal 9") != std::string::npos, error);
+  BOOST_TEST(test::eventually([&] { return leftovers(name).empty(); }), leftovers(name));
 }
