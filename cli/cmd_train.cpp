@@ -24,7 +24,7 @@ namespace {
 void apply_overrides(hs::Experiment& experiment, const Options& options) {
   for (const auto& [name, value] : options.ordered()) {
     if (name != "schedule" && name != "placement" && name != "streams" && name != "temporal-sharing" &&
-        name != "iterations" && name != "scale")
+        name != "iterations" && name != "scale" && name != "prefill")
       continue;
     try {
       hs::apply_override(experiment, name, value);
@@ -75,8 +75,8 @@ void print_summary(const hs::RunRecord& record) {
 
 int cmd_train(Args args) {
   const Options options(args,
-                        {"out", "schedule", "placement", "streams", "temporal-sharing", "iterations", "scale", "runtime",
-                         "image", "release", "timeout"},
+                        {"out", "schedule", "placement", "streams", "temporal-sharing", "iterations", "scale", "prefill",
+                         "runtime", "image", "release", "timeout"},
                         {"quiet", "simulate"});
   if (options.positionals().size() != 1) throw UsageError("expected one experiment file");
   hs::Experiment experiment = hs::load_experiment(options.positionals().front());

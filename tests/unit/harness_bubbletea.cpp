@@ -534,7 +534,7 @@ BOOST_AUTO_TEST_CASE(no_requests_change_nothing) {
 BOOST_AUTO_TEST_CASE(an_unknown_decode_dc_is_an_error) {
   Experiment e = bubbletea("schedule = \"1f1b\"", 1);
   e.prefill.decode_dc = "mars";
-  BOOST_TEST(harness_test::error_of([&] { run(e); }).find("decode_dc \"mars\" is not a DC of the testbed") !=
+  BOOST_TEST(harness_test::error_of([&] { run(e); }).find("prefill.decode_dc: unknown DC \"mars\"") !=
              std::string::npos);
 }
 

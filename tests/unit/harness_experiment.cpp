@@ -15,54 +15,12 @@ using namespace wanlab::harness;
 namespace {
 
 // Lines 1-10; the cases below change or add lines.
-const std::string kBase = R"(name = "e"
-testbed = "t3.toml"
-schedule = "atlas"
-[model]
-layers = 4
-[parallel]
-pp = 2
-[compute]
-forward_ms = 1
-backward_ms = 2
-)";
+const std::string kBase = harness_test::kSmallExperiment;
 
-// kBase with `line` (1-based) replaced by `text` ("" deletes it).
-std::string with_line(int line, const std::string& text) {
-  std::string result;
-  std::size_t start = 0;
-  for (int current = 1; start < kBase.size(); ++current) {
-    std::size_t end = kBase.find('\n', start);
-    std::string original = kBase.substr(start, end - start);
-    if (current != line) {
-      result += original + "\n";
-    } else if (!text.empty()) {
-      result += text + "\n";
-    }
-    start = end + 1;
-  }
-  return result;
-}
-
-// kBase with `text` inserted before line `line`.
-std::string inserted(int line, const std::string& text) {
-  std::string result;
-  std::size_t start = 0;
-  for (int current = 1; start < kBase.size(); ++current) {
-    std::size_t end = kBase.find('\n', start);
-    if (current == line) result += text + "\n";
-    result += kBase.substr(start, end - start + 1);
-    start = end + 1;
-  }
-  return result;
-}
-
-// kBase's first `count` lines.
-std::string first_lines(int count) {
-  std::size_t end = 0;
-  for (int line = 0; line < count; ++line) end = kBase.find('\n', end) + 1;
-  return kBase.substr(0, end);
-}
+// kBase edited by line (harness_support.hpp).
+std::string with_line(int line, const std::string& text) { return harness_test::with_line(kBase, line, text); }
+std::string inserted(int line, const std::string& text) { return harness_test::inserted(kBase, line, text); }
+std::string first_lines(int count) { return harness_test::first_lines(kBase, count); }
 
 std::string error_of(const std::string& toml) {
   try {
@@ -91,11 +49,7 @@ std::filesystem::path experiments_dir() {
   return root / "scenarios" / "experiments";
 }
 
-struct BadFile {
-  const char* description;
-  std::string toml;
-  std::string expected;
-};
+using harness_test::BadFile;
 
 const std::vector<BadFile>& bad_files() {
   static const std::vector<BadFile> cases{
@@ -177,11 +131,7 @@ BOOST_AUTO_TEST_CASE(the_base_file_parses) {
 }
 
 BOOST_AUTO_TEST_CASE(bad_files_give_one_line_errors_at_their_position) {
-  for (const BadFile& bad : bad_files()) {
-    std::string message = error_of(bad.toml);
-    BOOST_TEST(message.find(bad.expected) == 0, bad.description << ": " << message);
-    BOOST_TEST(message.find('\n') == std::string::npos, bad.description);
-  }
+  harness_test::expect_errors(bad_files(), error_of);
 }
 
 BOOST_AUTO_TEST_CASE(testbed_paths_are_relative_to_the_experiment_file) {

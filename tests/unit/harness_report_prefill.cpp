@@ -24,27 +24,26 @@ struct Run {
   RunRecord record;
 };
 
-// A simulated 1F1B run (pp 4 over a, b, c, a; dp 2) and, in iteration 1, one
-// prefill span in the idle tail of worker 0's GPU, a served request, a
-// rejected one and a failed one.
+// A simulated 1F1B run (pp 4 over a, b, c, a; dp 2) of training only, then
+// given by hand, in iteration 1, one prefill span in the longest idle window
+// of worker 0's GPU, a served request, a rejected one and a failed one.
 Run run_with_prefill() {
   Run run;
-  Experiment e = experiment("schedule = \"1f1b\"\nstreams = 2", 4, 2, 4, 5, 10);
-  e.prefill.enabled = true;
-  e.prefill.decode_dc = "c";
-  run.plan = make_plan(e, run.scenario);
+  run.plan = make_plan(experiment("schedule = \"1f1b\"\nstreams = 2", 4, 2, 4, 5, 10), run.scenario);
   run.record = simulate(run.plan, run.scenario, link_model_for(run.scenario), 2);
+  run.record.plan.experiment.prefill.enabled = true;
+  run.record.plan.experiment.prefill.decode_dc = "c";
   const std::int64_t start = run.record.iteration_start_ns.at(1);
-  const std::int64_t end = run.record.iteration_end_ns.at(1);
-  std::int64_t last_compute_end = start;
-  for (const Event& event : run.record.events)
-    if (event.worker == 0 && event.iteration == 1 && (event.kind == OpKind::forward || event.kind == OpKind::backward))
-      last_compute_end = std::max(last_compute_end, event.end_ns);
-  BOOST_REQUIRE(end - last_compute_end > 2'000'000);
+  Window longest;
+  const auto offsets = idle_offsets(run.record, 1);
+  for (const Window& window : offsets.at(0))
+    if (window.end_ns - window.start_ns > longest.end_ns - longest.start_ns) longest = window;
+  BOOST_REQUIRE(longest.end_ns - longest.start_ns > 2'000'000);
+  const std::int64_t idle = start + longest.start_ns;
   PrefillRecord prefill;
-  prefill.spans.push_back(PrefillSpan{0, 7, 0, 1500, 0, 80, last_compute_end + 500'000, last_compute_end + 1'500'000});
-  prefill.kv.push_back(KvTransfer{7, 0, "a->c", 123456, last_compute_end + 1'500'000, last_compute_end + 1'900'000});
-  prefill.requests.push_back(RequestOutcome{0, start, 1500, RequestState::served, 7, last_compute_end + 1'900'000, ""});
+  prefill.spans.push_back(PrefillSpan{0, 7, 0, 1500, 0, 80, idle + 500'000, idle + 1'500'000});
+  prefill.kv.push_back(KvTransfer{7, 0, "a->c", 123456, idle + 1'500'000, idle + 1'900'000});
+  prefill.requests.push_back(RequestOutcome{0, start, 1500, RequestState::served, 7, idle + 1'900'000, ""});
   prefill.requests.push_back(RequestOutcome{1, start, 9000, RequestState::rejected, -1, -1, "TTFT SLO of 3 s cannot be met"});
   prefill.requests.push_back(RequestOutcome{2, start, 800, RequestState::failed, 8, -1, "prefill worker 3 died"});
   prefill.training_delay_ns.assign(run.plan.workers.size(), 0);

@@ -2,6 +2,8 @@
 // reports parse and hold what they claim) and small scenario/experiment builders.
 #pragma once
 
+#include <boost/test/unit_test.hpp>
+
 #include <cctype>
 #include <cstdlib>
 #include <functional>
@@ -264,6 +266,73 @@ inline std::string error_of(const std::function<void()>& action) {
     return error.what();
   }
   return "(no error)";
+}
+
+// A small valid experiment of 10 lines (atlas, 2 stages of 4 layers, given
+// compute times) that the bad-file tables edit.
+inline const std::string kSmallExperiment = R"(name = "e"
+testbed = "t3.toml"
+schedule = "atlas"
+[model]
+layers = 4
+[parallel]
+pp = 2
+[compute]
+forward_ms = 1
+backward_ms = 2
+)";
+
+// Edits of a test's base file, by 1-based line: `base` with `line` replaced by
+// `text` ("" deletes it), with `text` inserted before `line`, or its first
+// `count` lines. The bad-file tables build their cases with these.
+inline std::string with_line(const std::string& base, int line, const std::string& text) {
+  std::string result;
+  std::size_t start = 0;
+  for (int current = 1; start < base.size(); ++current) {
+    std::size_t end = base.find('\n', start);
+    if (current != line) {
+      result += base.substr(start, end - start) + "\n";
+    } else if (!text.empty()) {
+      result += text + "\n";
+    }
+    start = end + 1;
+  }
+  return result;
+}
+
+inline std::string inserted(const std::string& base, int line, const std::string& text) {
+  std::string result;
+  std::size_t start = 0;
+  for (int current = 1; start < base.size(); ++current) {
+    std::size_t end = base.find('\n', start);
+    if (current == line) result += text + "\n";
+    result += base.substr(start, end - start + 1);
+    start = end + 1;
+  }
+  return result;
+}
+
+inline std::string first_lines(const std::string& base, int count) {
+  std::size_t end = 0;
+  for (int line = 0; line < count; ++line) end = base.find('\n', end) + 1;
+  return base.substr(0, end);
+}
+
+// A bad input and the start of the one-line error it must give.
+struct BadFile {
+  const char* description;
+  std::string toml;
+  std::string expected;
+};
+
+// Every case's error starts with its expected text and is one line.
+inline void expect_errors(const std::vector<BadFile>& cases,
+                          const std::function<std::string(const std::string&)>& error_of) {
+  for (const BadFile& bad : cases) {
+    std::string message = error_of(bad.toml);
+    BOOST_TEST(message.find(bad.expected) == 0, bad.description << ": " << message);
+    BOOST_TEST(message.find('\n') == std::string::npos, bad.description);
+  }
 }
 
 inline int count_substring(std::string_view text, std::string_view piece) {

@@ -19,6 +19,8 @@
 #include <sstream>
 
 #include "text.hpp"
+#include "prefill_config.hpp"
+#include "toml_fields.hpp"
 
 namespace wanlab::harness {
 namespace {
@@ -27,7 +29,7 @@ using namespace std::string_view_literals;
 
 constexpr std::array kTopKeys{"name"sv,       "testbed"sv, "schedule"sv, "placement"sv, "streams"sv,
                               "temporal_sharing"sv, "iterations"sv, "seed"sv, "scale"sv,
-                              "reorder_dcs"sv, "model"sv, "parallel"sv, "compute"sv, "gpus"sv};
+                              "reorder_dcs"sv, "model"sv, "parallel"sv, "compute"sv, "gpus"sv, "prefill"sv};
 constexpr std::array kModelKeys{"layers"sv,          "hidden"sv,     "seq_len"sv,
                                 "bytes_per_value"sv, "microbatch"sv, "microbatches"sv};
 constexpr std::array kParallelKeys{"pp"sv, "dp"sv, "tp"sv};
@@ -36,24 +38,22 @@ constexpr std::array kComputeKeys{"peak_tflops"sv, "mfu"sv, "recompute"sv, "forw
 constexpr std::array kScheduleNames{"gpipe"sv, "1f1b"sv, "atlas"sv};
 constexpr std::array kPlacementNames{"atlas"sv, "pp-across-dc"sv, "dp-across-dc"sv};
 constexpr std::array kOverrideNames{"schedule"sv,   "placement"sv,   "streams"sv, "temporal-sharing"sv,
-                                    "iterations"sv, "reorder-dcs"sv, "scale"sv};
+                                    "iterations"sv, "reorder-dcs"sv, "scale"sv, "prefill"sv};
 
 constexpr std::size_t kMaxName = 64;
 constexpr int kMaxStreams = 64;
 constexpr int kMaxIterations = 100000;
 constexpr std::int64_t kMaxWorkers = 1024;
 constexpr int kDefaultAtlasStreams = 8;
+constexpr double kMaxGpuMemoryGb = 100000;
 // Below this, messages round up to one byte and link rates to a few bit/s, so
 // transfer times no longer stay those of scale 1 (and a real run would crawl).
 constexpr double kMinScale = 1e-6;
 
-struct IntRange {
-  std::int64_t min;
-  std::int64_t max;
-};
-
+using detail::fail_field;
+using detail::FieldReader;
+using detail::IntRange;
 using emulator::describe_value;
-using emulator::one_line;
 
 bool valid_experiment_name(std::string_view name) {
   auto allowed = [](char c) {
@@ -75,15 +75,6 @@ std::optional<Placement> placement_named(std::string_view name) {
   if (name == "pp-across-dc") return Placement::pp_across_dc;
   if (name == "dp-across-dc") return Placement::dp_across_dc;
   return std::nullopt;
-}
-
-// "e.toml:7:6: parallel.pp: <message>" where the file gave the field,
-// "--placement: <message>" where an option did, "e.toml: parallel.pp: <message>"
-// where it is a default.
-[[noreturn]] void fail_field(const Experiment& experiment, const std::string& field, std::string_view message) {
-  std::string where = experiment.where(field);
-  if (where.starts_with("--")) throw ExperimentError(fmt::format("{}: {}", where, message));
-  throw ExperimentError(fmt::format("{}: {}: {}", where, field, message));
 }
 
 bool given(const Experiment& experiment, const std::string& field) { return experiment.positions.contains(field); }
@@ -125,6 +116,7 @@ void check_cross_fields(const Experiment& experiment) {
   check_worker_count(experiment);
   check_placement_list(experiment);
   check_plan_size(experiment, experiment.iterations);
+  detail::check_prefill(experiment);
 }
 
 // Placement, streams and temporal sharing follow the schedule unless given.
@@ -138,21 +130,13 @@ void apply_schedule_defaults(Experiment& experiment) {
   if (!experiment.temporal_sharing_given) experiment.temporal_sharing = atlas;
 }
 
-std::filesystem::path resolve_testbed(const std::string& experiment_path, const std::string& testbed) {
-  std::filesystem::path testbed_path(testbed);
-  if (testbed_path.is_absolute()) return testbed_path.lexically_normal();
-  std::filesystem::path directory = std::filesystem::path(experiment_path).parent_path();
-  return (directory / testbed_path).lexically_normal();
-}
-
 // Walks one document; every error goes through fail() with a position.
-class Parser {
+class Parser : FieldReader {
  public:
-  explicit Parser(std::string path) : path_(std::move(path)) {}
+  explicit Parser(std::string path) : FieldReader(std::move(path)) {}
 
   Experiment parse(std::string_view text) {
     toml::table root = parse_toml(text);
-    experiment_.path = path_;
     check_known_keys(root, kTopKeys, "the top level");
     read_name(root);
     read_testbed(root);
@@ -163,128 +147,13 @@ class Parser {
     read_compute(root);
     read_gpus(root);
     read_placement(root);
+    detail::read_prefill(*this, root);
     apply_schedule_defaults(experiment_);
     check_cross_fields(experiment_);
     return std::move(experiment_);
   }
 
  private:
-  std::string where(const toml::source_region& region) const {
-    return fmt::format("{}:{}:{}", path_, region.begin.line, region.begin.column);
-  }
-
-  [[noreturn]] void fail(const toml::source_region& region, std::string_view message) const {
-    throw ExperimentError(fmt::format("{}: {}", where(region), message));
-  }
-
-  [[noreturn]] void fail_at_start(std::string_view message) const {
-    throw ExperimentError(fmt::format("{}:1:1: {}", path_, message));
-  }
-
-  void remember(const std::string& field, const toml::node& node) {
-    experiment_.positions[field] = where(node.source());
-  }
-
-  toml::table parse_toml(std::string_view text) const {
-    try {
-      return toml::parse(text, std::string_view(path_));
-    } catch (const toml::parse_error& error) {
-      fail(error.source(), one_line(error.description()));
-    }
-  }
-
-  static bool comes_before(const toml::key& a, const toml::key& b) {
-    const auto& pa = a.source().begin;
-    const auto& pb = b.source().begin;
-    return pa.line != pb.line ? pa.line < pb.line : pa.column < pb.column;
-  }
-
-  // Reports the first unknown key in file order.
-  template <std::size_t N>
-  void check_known_keys(const toml::table& table, const std::array<std::string_view, N>& known,
-                        std::string_view table_label) const {
-    const toml::key* first_unknown = nullptr;
-    for (auto&& [key, node] : table) {
-      bool is_known = std::find(known.begin(), known.end(), key.str()) != known.end();
-      if (!is_known && (first_unknown == nullptr || comes_before(key, *first_unknown))) {
-        first_unknown = &key;
-      }
-    }
-    if (first_unknown == nullptr) return;
-    fail(first_unknown->source(),
-         fmt::format("unknown key {} in {}{}", base::quoted(first_unknown->str()), table_label,
-                     detail::suggestion(first_unknown->str(), known)));
-  }
-
-  const toml::table* optional_table(const toml::table& parent, std::string_view key) const {
-    const toml::node* node = parent.get(key);
-    if (node == nullptr) return nullptr;
-    if (!node->is_table()) {
-      fail(node->source(),
-           fmt::format("{}: expected a table ([{}]), got {}", key, key, describe_value(*node)));
-    }
-    return node->as_table();
-  }
-
-  const std::string& expect_string(const toml::node& node, std::string_view field,
-                                   std::string_view expected) const {
-    const auto* text = node.as_string();
-    if (text == nullptr) {
-      fail(node.source(), fmt::format("{}: expected {}, got {}", field, expected, describe_value(node)));
-    }
-    return text->get();
-  }
-
-  std::optional<std::int64_t> read_int(const toml::table& table, std::string_view key,
-                                       const std::string& field, IntRange range) {
-    const toml::node* node = table.get(key);
-    if (node == nullptr) return std::nullopt;
-    const auto* integer = node->as_integer();
-    if (integer == nullptr || integer->get() < range.min || integer->get() > range.max) {
-      fail(node->source(), fmt::format("{}: expected an integer from {} to {}, got {}", field,
-                                       range.min, range.max, describe_value(*node)));
-    }
-    remember(field, *node);
-    return integer->get();
-  }
-
-  // A number in (0, max], or in [min, max] when min > 0; integers are accepted
-  // ("312" as well as "312.0").
-  std::optional<double> read_positive(const toml::table& table, std::string_view key,
-                                      const std::string& field, double max, double min = 0) {
-    const toml::node* node = table.get(key);
-    if (node == nullptr) return std::nullopt;
-    std::optional<double> number;
-    if (const auto* floating = node->as_floating_point()) number = floating->get();
-    if (const auto* integer = node->as_integer()) number = static_cast<double>(integer->get());
-    if (!number || !(min > 0 ? *number >= min : *number > 0) || *number > max) {
-      fail(node->source(),
-           min > 0 ? fmt::format("{}: expected a number from {:g} to {:g}, got {}", field, min, max,
-                                 describe_value(*node))
-                   : fmt::format("{}: expected a number greater than 0 and at most {}, got {}", field, max,
-                                 describe_value(*node)));
-    }
-    remember(field, *node);
-    return number;
-  }
-
-  std::optional<bool> read_bool(const toml::table& table, std::string_view key,
-                                const std::string& field) {
-    const toml::node* node = table.get(key);
-    if (node == nullptr) return std::nullopt;
-    const auto* flag = node->as_boolean();
-    if (flag == nullptr) {
-      fail(node->source(),
-           fmt::format("{}: expected true or false, got {}", field, describe_value(*node)));
-    }
-    remember(field, *node);
-    return flag->get();
-  }
-
-  int to_int(std::optional<std::int64_t> value, int fallback) const {
-    return value ? static_cast<int>(*value) : fallback;
-  }
-
   void read_name(const toml::table& root) {
     const toml::node* node = root.get("name");
     if (node == nullptr) fail_at_start(R"(missing required key "name" (e.g. name = "atlas-3dc"))");
@@ -308,7 +177,7 @@ class Parser {
         expect_string(*node, "testbed", R"(a scenario path like "../three-dc.toml")");
     if (testbed.empty()) fail(node->source(), "testbed: must not be empty");
     remember("testbed", *node);
-    experiment_.testbed_path = resolve_testbed(path_, testbed).string();
+    experiment_.testbed_path = detail::resolve_beside(path_, testbed);
   }
 
   void read_schedule(const toml::table& root) {
@@ -420,8 +289,13 @@ class Parser {
   void read_gpus(const toml::table& root) {
     const toml::table* table = optional_table(root, "gpus");
     if (table == nullptr) return;
+    // Not a DC: DC names have no '_' (emulator/names.hpp).
+    experiment_.gpu_memory_gb =
+        read_positive(*table, "memory_gb", "gpus.memory_gb", kMaxGpuMemoryGb).value_or(experiment_.gpu_memory_gb);
     std::vector<std::pair<const toml::key*, const toml::node*>> entries;
-    for (auto&& [key, node] : *table) entries.emplace_back(&key, &node);
+    for (auto&& [key, node] : *table) {
+      if (key.str() != "memory_gb") entries.emplace_back(&key, &node);
+    }
     // In file order, as a list of DCs is read by people.
     std::sort(entries.begin(), entries.end(),
               [](const auto& a, const auto& b) { return comes_before(*a.first, *b.first); });
@@ -470,8 +344,6 @@ class Parser {
     }
   }
 
-  std::string path_;
-  Experiment experiment_;
 };
 
 
@@ -572,6 +444,8 @@ void apply_override(Experiment& experiment, std::string_view option, std::string
   } else if (name == "iterations") {
     experiment.iterations = parse_number(flag, [&] { return base::parse_integer(value, 1, kMaxIterations); });
     experiment.positions["iterations"] = flag;
+  } else if (name == "prefill") {
+    detail::override_prefill(experiment, flag, parse_on_off(flag, value));
   } else if (name == "scale") {
     experiment.scale = parse_number(flag, [&] { return base::parse_decimal(value, kMinScale, 1.0); });
     experiment.positions["scale"] = flag;
@@ -580,7 +454,7 @@ void apply_override(Experiment& experiment, std::string_view option, std::string
     throw ExperimentError(closest.empty()
                               ? fmt::format("{}: unknown experiment option (known: --schedule, "
                                             "--placement, --streams, --temporal-sharing, --iterations, "
-                                            "--reorder-dcs, --scale)",
+                                            "--reorder-dcs, --scale, --prefill)",
                                             flag)
                               : fmt::format("{}: unknown experiment option; did you mean --{}?", flag,
                                             closest));

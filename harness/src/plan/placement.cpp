@@ -258,5 +258,12 @@ std::vector<std::vector<int>> place_workers(const Experiment& experiment, const 
   return dc_of;
 }
 
+void check_decode_dc(const Experiment& experiment, const emulator::Scenario& scenario) {
+  const std::string& dc = experiment.prefill.decode_dc;
+  if (!experiment.prefill.enabled || scenario.dc_index(dc) >= 0) return;
+  const std::string field = "prefill.decode_dc";
+  throw ExperimentError(fmt::format("{}: {}", experiment.where(field), unknown_dc_message(field, dc, scenario)));
+}
+
 }  // namespace detail
 }  // namespace wanlab::harness

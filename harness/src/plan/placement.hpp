@@ -17,4 +17,8 @@ std::vector<int> available_gpus(const Experiment& experiment, const emulator::Sc
 std::vector<std::vector<int>> place_workers(const Experiment& experiment,
                                             const emulator::Scenario& scenario);
 
+// With prefill on, [prefill] decode_dc must be a DC of the testbed: throws
+// ExperimentError at "prefill.decode_dc" otherwise.
+void check_decode_dc(const Experiment& experiment, const emulator::Scenario& scenario);
+
 }  // namespace wanlab::harness::detail

@@ -167,7 +167,7 @@ void add_ops(Plan& plan) {
 // strictly later there (compute takes time), so the order never makes a
 // transfer wait for one that waits for it.
 void assign_link_slots(Plan& plan, const emulator::Scenario& scenario) {
-  RunRecord ideal = simulate(plan, scenario, link_model_for(scenario), 1);
+  RunRecord ideal = simulate_training(plan, scenario, link_model_for(scenario), 1);
   using Start = std::tuple<std::int64_t, int, int, int>;  // start, replica, stage, op index
   std::map<std::pair<int, int>, std::vector<Start>> by_link;
   for (const Event& event : ideal.events) {
@@ -211,6 +211,7 @@ Plan make_plan(const Experiment& experiment, const emulator::Scenario& scenario)
   for (const emulator::Dc& dc : scenario.dcs) plan.dc_names.push_back(dc.name);
   fill_costs(plan);
   std::vector<std::vector<int>> dc_of = detail::place_workers(experiment, scenario);
+  detail::check_decode_dc(experiment, scenario);
   plan.stage_dc = dc_of.front();
   make_workers(plan, scenario, dc_of);
   plan.gpus_used = static_cast<int>(plan.workers.size()) * experiment.parallel.tp;

@@ -513,14 +513,19 @@ LinkModel link_model_for(const emulator::Scenario& scenario) {
 
 RunRecord simulate(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model, int iterations,
                    SimulationStats* stats) {
+  RunRecord record = simulate_training(plan, scenario, model, iterations, stats);
+  if (plan.experiment.prefill.enabled) detail::simulate_prefill(record, scenario, model);
+  return record;
+}
+
+RunRecord simulate_training(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model,
+                            int iterations, SimulationStats* stats) {
   if (plan.dc_names.size() != scenario.dcs.size()) {
     throw std::invalid_argument(fmt::format("simulate: the plan has {} DCs, the scenario {}",
                                             plan.dc_names.size(), scenario.dcs.size()));
   }
   check_plan_size(plan, iterations);
-  RunRecord record = Simulator(plan, scenario, model).run(iterations, stats);
-  if (plan.experiment.prefill.enabled) detail::simulate_prefill(record, scenario, model);
-  return record;
+  return Simulator(plan, scenario, model).run(iterations, stats);
 }
 
 }  // namespace wanlab::harness

@@ -379,7 +379,7 @@ class Coordinator {
   std::chrono::seconds iteration_timeout() const {
     if (options_.iteration_timeout.count() > 0) return options_.iteration_timeout;
     try {
-      const RunRecord simulated = simulate(plan_, scenario_, LinkModel{}, 1);
+      const RunRecord simulated = simulate_training(plan_, scenario_, LinkModel{}, 1);
       const double seconds = simulated.iteration_end_ns.empty() ? 0
                                  : static_cast<double>(simulated.iteration_end_ns[0] - simulated.iteration_start_ns[0]) / 1e9;
       return std::chrono::seconds(30 + static_cast<long>(10 * seconds));

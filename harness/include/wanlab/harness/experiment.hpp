@@ -93,14 +93,16 @@ Experiment load_experiment(const std::string& path);
 Experiment parse_experiment(std::string_view toml_text, const std::string& path);
 
 // Command-line overrides (--schedule, --placement, --streams,
-// --temporal-sharing on|off, --iterations, --reorder-dcs on|off, --scale);
+// --temporal-sharing on|off, --iterations, --reorder-dcs on|off, --scale,
+// --prefill on|off: on needs a [prefill] section);
 // `option` names the flag in errors and may be given with or without the
 // leading "--". Numbers are parsed strictly (wanlab::base: "--streams: expected
 // a whole number from 1 to 64, got "8x""). --placement takes a placement name or
 // a comma-separated DC list ("east,east,west,west").
 // --schedule re-derives the settings neither the file nor another override gave.
 // The checks between fields (pp <= layers, a placement list of pp DCs, the
-// run's size: check_plan_size) run again on the result, so an override that
+// run's size: check_plan_size; with prefill on, its requests, decode DC,
+// prefill time and memory: check_memory) run again on the result, so an override that
 // breaks one fails naming the option.
 void apply_override(Experiment& experiment, std::string_view option, std::string_view value);
 

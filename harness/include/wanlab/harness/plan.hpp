@@ -110,7 +110,8 @@ void check_plan_size(const Plan& plan, int iterations);
 
 // Refuses plans beyond kMaxRunSteps (check_plan_size) before building one.
 // Throws ExperimentError naming what is missing when the placement is infeasible,
-// or the field when a DC in [gpus] or the placement list is not in the testbed.
+// or the field when a DC in [gpus], the placement list or [prefill] decode_dc is
+// not in the testbed.
 // With temporal sharing, link slots follow the transfers' start order in a
 // simulation without it (ties: lower replica first), so the order never
 // contradicts a dependency and cannot deadlock.

@@ -87,6 +87,10 @@ struct SimulationStats {
 // deadlocks (a plan from make_plan never does).
 RunRecord simulate(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model, int iterations = 1,
                    SimulationStats* stats = nullptr);
+// The training alone, whatever [prefill] says: what the planner orders link
+// slots by, and what the real run predicts its first iteration's bubbles from.
+RunRecord simulate_training(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model,
+                            int iterations = 1, SimulationStats* stats = nullptr);
 
 // About 31.7 years: simulated times are int64 nanoseconds; a run that goes
 // beyond this has a link or a compute step absurdly slow for its messages.
