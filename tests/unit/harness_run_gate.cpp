@@ -143,6 +143,9 @@ BOOST_AUTO_TEST_CASE(a_link_is_in_use_while_a_gated_send_waits_or_holds_it) {
   gate.start_iteration(0);
   BOOST_TEST(!gate.in_use("east->west"));
   BOOST_TEST(!gate.in_use("east->europe"));  // no gated sends at all
+  BOOST_TEST(!gate.carries("east->europe"));
+  BOOST_TEST(gate.carries("east->west"));
+  BOOST_TEST(gate.carries("west->east"));
   BOOST_TEST(gate.request(1, 0, 0).empty());  // slot 1 waits
   BOOST_TEST(gate.in_use("east->west"));
   BOOST_TEST(!gate.in_use("west->east"));

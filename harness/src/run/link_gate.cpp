@@ -97,6 +97,10 @@ bool LinkGate::in_use(const std::string& name) const {
   return false;
 }
 
+bool LinkGate::carries(const std::string& name) const {
+  return std::any_of(links_.begin(), links_.end(), [&](const Link& link) { return link.name == name; });
+}
+
 std::string LinkGate::describe() const {
   std::string text;
   for (const Link& link : links_) {

@@ -18,7 +18,9 @@ namespace ctl = control;
 namespace {
 
 constexpr std::uint16_t kSinkPort = 49000;
-constexpr std::uint32_t kKvChunk = 16u << 10;
+// KV channels: larger chunks than training's cross-DC ones (fewer wake-ups
+// for many megabytes); a gated piece is still cut into several.
+constexpr std::uint32_t kKvChunk = 64u << 10;
 // A KV piece under temporal sharing: about this long on its link, so that a
 // training transfer that asks for the link shares it for at most that long.
 constexpr double kPieceSeconds = 0.002;
@@ -62,7 +64,7 @@ PrefillService::PrefillService(Setup setup) : setup_(std::move(setup)), experime
   decode_dc_ = setup_.scenario->dc_index(experiment_.prefill.decode_dc);
   if (decode_dc_ < 0) throw RunError(fmt::format("[prefill] decode_dc \"{}\" is not a DC of the testbed", experiment_.prefill.decode_dc));
   decode_host_ = &setup_.testbed->host(experiment_.prefill.decode_dc + "-0");
-  simulated_ = simulate(*setup_.plan, *setup_.scenario, link_model_for(*setup_.scenario), 1);
+  simulated_ = simulate_training(*setup_.plan, *setup_.scenario, link_model_for(*setup_.scenario), 1);
   // Requests over twice the run's simulated length: a slower real run still has arrivals to the end.
   const std::int64_t horizon = 2 * experiment_.iterations * simulated_iteration_ns(*simulated_) + 1'000'000'000;
   requests_ = load_requests(experiment_, horizon);
@@ -180,7 +182,8 @@ ctl::PrefillAssign PrefillService::assignment(int worker) const {
   a.streams = cross ? std::max(1, experiment_.streams) : 1;
   a.chunk_size = kKvChunk;
   a.not_sent_lowat = kKvChunk;
-  a.gated = cross && experiment_.temporal_sharing;
+  // Temporal sharing protects training's gated sends: a link without any needs no gate.
+  a.gated = cross && experiment_.temporal_sharing && setup_.gate->carries(link_of(worker));
   const auto pair = setup_.scenario->pair(setup_.plan->workers[worker].worker.dc, decode_dc_);
   const double rate_bps = static_cast<double>(pair.rate_bps) * experiment_.scale;
   a.piece_bytes = rate_bps > 0 ? std::clamp<std::uint64_t>(static_cast<std::uint64_t>(rate_bps / 8 * kPieceSeconds), kMinPiece, kMaxPiece)
@@ -196,11 +199,20 @@ std::uint64_t PrefillService::largest_kv_bytes() const {
   return kv_message_bytes(experiment_, tokens);
 }
 
-std::int64_t PrefillService::kv_estimate_ns(int worker, std::uint64_t bytes) const {
+std::int64_t PrefillService::kv_wire_ns(int worker, std::uint64_t bytes) const {
   const auto pair = setup_.scenario->pair(setup_.plan->workers[worker].worker.dc, decode_dc_);
   const double rate_bps = static_cast<double>(pair.rate_bps) * experiment_.scale;
-  const double wire_ns = rate_bps > 0 ? static_cast<double>(bytes) * 8 / rate_bps * 1e9 : 0;
-  return static_cast<std::int64_t>(pair.delay_ns) + static_cast<std::int64_t>(wire_ns);
+  return rate_bps > 0 ? static_cast<std::int64_t>(static_cast<double>(bytes) * 8 / rate_bps * 1e9) : 0;
+}
+
+// The pair's delay, the bytes at its rate (scaled), and the KV caches already
+// admitted on that link that will still be on it (they go one after the other).
+std::int64_t PrefillService::kv_estimate_ns(int worker, std::uint64_t bytes) const {
+  const auto delay = static_cast<std::int64_t>(setup_.scenario->pair(setup_.plan->workers[worker].worker.dc, decode_dc_).delay_ns);
+  const auto queued = kv_free_at_.find(link_of(worker));
+  const std::int64_t now = monotonic_ns() - origin_ns_;
+  const std::int64_t backlog = queued == kv_free_at_.end() ? 0 : std::max<std::int64_t>(0, queued->second - now);
+  return delay + kv_wire_ns(worker, bytes) + backlog;
 }
 
 bool PrefillService::settled() const {
@@ -332,6 +344,9 @@ void PrefillService::start_iteration(int iteration, std::int64_t start_ns, std::
                        : iteration == 1 ? idle_in_both(idle_offsets(record, 0), simulated)
                                         : idle_in_both(idle_offsets(record, iteration - 1), idle_offsets(record, iteration - 2));
   predicted_ = predict_windows(offsets, start_ns - origin_ns_, static_cast<std::int64_t>(experiment_.prefill.guard_ns));
+  const std::int64_t margin = early_end_margin();
+  for (Window& w : predicted_) w.end_ns -= margin;
+  std::erase_if(predicted_, [](const Window& w) { return w.end_ns <= w.start_ns; });
   windows_ = predicted_;
   std::erase_if(windows_, [&](const Window& w) { return processes_[w.worker].gone || !processes_[w.worker].ready; });
   if (!started_) {
@@ -339,6 +354,19 @@ void PrefillService::start_iteration(int iteration, std::int64_t start_ns, std::
     asio::co_spawn(*setup_.io, feed_arrivals(), asio::detached);
   }
   schedule();
+}
+
+// How much earlier than predicted the bubbles of the last iteration ended
+// (their 90th percentile, 0 if they ended late): the next prediction ends
+// that much sooner, so that a run whose bubbles wander keeps prefill clear
+// of training.
+std::int64_t PrefillService::early_end_margin() const {
+  std::vector<std::int64_t> early;
+  for (const PredictionError& e : record_.prediction)
+    if (e.iteration == iteration_ - 1) early.push_back(std::max<std::int64_t>(0, -(e.start_error_ns + e.length_error_ns)));
+  if (early.empty()) return 0;
+  std::sort(early.begin(), early.end());
+  return early[std::min(early.size() - 1, early.size() * 9 / 10)];
 }
 
 void PrefillService::finish_iteration(int iteration, const RunRecord& record) {
@@ -397,6 +425,10 @@ void PrefillService::place(const Batch& batch) {
   BatchState& state = batches_[batch.id];
   state.batch = batch;
   for (int id : batch.requests) outcome(id).batch = batch.id;
+  const Chunk& last_chunk = batch.chunks.back();
+  std::int64_t& free_at = kv_free_at_[link_of(last_chunk.worker)];
+  free_at = std::max(free_at, last_chunk.start_ns + static_cast<std::int64_t>(last_chunk.duration_ns)) +
+            kv_wire_ns(last_chunk.worker, batch.kv_bytes);
   for (std::size_t c = 0; c < batch.chunks.size(); ++c) {
     const Chunk& chunk = batch.chunks[c];
     const bool last = c + 1 == batch.chunks.size();

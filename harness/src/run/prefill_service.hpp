@@ -106,6 +106,7 @@ class PrefillService {
   control::PrefillAssign assignment(int worker) const;
   control::SinkAssign sink_assignment() const;
   std::int64_t kv_estimate_ns(int worker, std::uint64_t bytes) const;
+  std::int64_t kv_wire_ns(int worker, std::uint64_t bytes) const;
   std::uint64_t largest_kv_bytes() const;
 
   void on_hello(int index, std::shared_ptr<ControlSocket> socket);
@@ -124,6 +125,7 @@ class PrefillService {
   void schedule();
   void place(const Batch& batch);
   std::int64_t latest_start(const Chunk& chunk) const;
+  std::int64_t early_end_margin() const;
   int fail_batches(const std::function<bool(const BatchState&)>& which, const std::string& reason);
   void grant_kv();
 
@@ -151,6 +153,7 @@ class PrefillService {
   std::map<int, RequestOutcome> outcomes_;  // arrived requests, by id
   std::vector<KvWaiter> kv_waiting_;
   std::map<std::string, KvWaiter> kv_holding_;  // per link: the piece on it
+  std::map<std::string, std::int64_t> kv_free_at_;  // per link: when the KV admitted so far has left (predicted)
   PrefillRecord record_;
   int iteration_ = 0;                 // the running one
   std::map<int, int> missed_;         // chunks that found the GPU busy, per iteration
