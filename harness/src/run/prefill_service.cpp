@@ -18,9 +18,9 @@ namespace ctl = control;
 namespace {
 
 constexpr std::uint16_t kSinkPort = 49000;
-// KV channels: larger chunks than training's cross-DC ones (fewer wake-ups
-// for many megabytes); a gated piece is still cut into several.
-constexpr std::uint32_t kKvChunk = 64u << 10;
+// KV channels: chunks and unsent backlog as small as training's cross-DC
+// ones, so that a gated piece's "written" comes when nearly all of it has left.
+constexpr std::uint32_t kKvChunk = 16u << 10;
 // A KV piece under temporal sharing: about this long on its link, so that a
 // training transfer that asks for the link shares it for at most that long.
 constexpr double kPieceSeconds = 0.002;
@@ -184,12 +184,17 @@ ctl::PrefillAssign PrefillService::assignment(int worker) const {
   a.not_sent_lowat = kKvChunk;
   // Temporal sharing protects training's gated sends: a link without any needs no gate.
   a.gated = cross && experiment_.temporal_sharing && setup_.gate->carries(link_of(worker));
-  const auto pair = setup_.scenario->pair(setup_.plan->workers[worker].worker.dc, decode_dc_);
-  const double rate_bps = static_cast<double>(pair.rate_bps) * experiment_.scale;
-  a.piece_bytes = rate_bps > 0 ? std::clamp<std::uint64_t>(static_cast<std::uint64_t>(rate_bps / 8 * kPieceSeconds), kMinPiece, kMaxPiece)
-                               : kMaxPiece;
+  a.piece_bytes = piece_bytes(worker);
   a.max_kv_bytes = largest_kv_bytes();
   return a;
+}
+
+// A gated KV piece: about kPieceSeconds on its link.
+std::uint64_t PrefillService::piece_bytes(int worker) const {
+  const auto pair = setup_.scenario->pair(setup_.plan->workers[worker].worker.dc, decode_dc_);
+  const double rate_bps = static_cast<double>(pair.rate_bps) * experiment_.scale;
+  if (!(rate_bps > 0)) return kMaxPiece;
+  return std::clamp<std::uint64_t>(static_cast<std::uint64_t>(rate_bps / 8 * kPieceSeconds), kMinPiece, kMaxPiece);
 }
 
 // The largest batch's KV: max_batch_tokens, or a longer prompt that goes alone.
@@ -460,16 +465,31 @@ int PrefillService::fail_batches(const std::function<bool(const BatchState&)>& w
 void PrefillService::link_changed() { grant_kv(); }
 
 void PrefillService::grant_kv() {
+  const std::int64_t now = monotonic_ns();
   for (auto it = kv_waiting_.begin(); it != kv_waiting_.end();) {
     const std::string link = link_of(it->worker);
     if (kv_holding_.count(link) || setup_.gate->in_use(link)) {
       ++it;
       continue;
     }
+    // Paced below the link's rate: written to the sockets is not yet on the
+    // wire, and pieces back to back would keep a queue ahead of training's sends.
+    if (const auto next = kv_next_grant_[link]; now < next) {
+      if (kv_wakes_.insert(link).second) asio::co_spawn(*setup_.io, wake_kv(link, next), asio::detached);
+      ++it;
+      continue;
+    }
     kv_holding_[link] = *it;
+    kv_next_grant_[link] = now + kv_wire_ns(it->worker, piece_bytes(it->worker)) * 5 / 4;
     processes_[it->worker].control->post(ctl::KvGateGrant{it->batch, it->piece});
     it = kv_waiting_.erase(it);
   }
+}
+
+asio::awaitable<void> PrefillService::wake_kv(std::string link, std::int64_t at_ns) {
+  co_await sleep_until_ns(at_ns);
+  kv_wakes_.erase(link);
+  if (!stopping_) grant_kv();
 }
 
 // ---- outcome ---------------------------------------------------------------

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -128,6 +129,8 @@ class PrefillService {
   std::int64_t early_end_margin() const;
   int fail_batches(const std::function<bool(const BatchState&)>& which, const std::string& reason);
   void grant_kv();
+  asio::awaitable<void> wake_kv(std::string link, std::int64_t at_ns);
+  std::uint64_t piece_bytes(int worker) const;
 
   RequestOutcome& outcome(int request);
   std::optional<double> ttft_p50_s() const;
@@ -153,6 +156,8 @@ class PrefillService {
   std::map<int, RequestOutcome> outcomes_;  // arrived requests, by id
   std::vector<KvWaiter> kv_waiting_;
   std::map<std::string, KvWaiter> kv_holding_;  // per link: the piece on it
+  std::map<std::string, std::int64_t> kv_next_grant_;  // per link: the earliest next grant (pacing)
+  std::set<std::string> kv_wakes_;                     // links with a grant_kv timer pending
   std::map<std::string, std::int64_t> kv_free_at_;  // per link: when the KV admitted so far has left (predicted)
   PrefillRecord record_;
   int iteration_ = 0;                 // the running one
