@@ -1,5 +1,6 @@
-// `wanlab train`, `wanlab compare` and the internal `wanlab worker`: the
-// harness's real runs over an emulated WAN.
+// `wanlab train`, `wanlab compare` and the internal `wanlab worker`,
+// `wanlab prefill-worker` and `wanlab decode-sink`: the harness's real runs
+// over an emulated WAN.
 #include <fmt/core.h>
 #include <unistd.h>
 
@@ -94,8 +95,13 @@ int cmd_train(Args args) {
   const bool quiet = options.flag("quiet");
   if (!quiet) run.log = [](const std::string& line) { fmt::print("wanlab train: {}\n", line); std::fflush(stdout); };
   run.progress = [](const hs::Progress& p) {
-    fmt::print("iteration {}/{}: {:.3f} s, GPU utilization so far {:.1f}%\n", p.iteration + 1, p.iterations, p.iteration_s,
-               100 * p.utilization_so_far);
+    std::string prefill;
+    if (p.utilization_with_prefill_so_far)
+      prefill = fmt::format(", with prefill {:.1f}%; requests served {}, waiting {}, rejected {}, TTFT p50 {}",
+                            100 * *p.utilization_with_prefill_so_far, p.requests_served, p.requests_waiting,
+                            p.requests_rejected, p.ttft_p50_s ? fmt::format("{:.3f} s", *p.ttft_p50_s) : "-");
+    fmt::print("iteration {}/{}: {:.3f} s, GPU utilization so far {:.1f}%{}\n", p.iteration + 1, p.iterations, p.iteration_s,
+               100 * p.utilization_so_far, prefill);
     std::fflush(stdout);
   };
   fmt::print("{}: {} schedule, {} placement, {} stream(s), temporal sharing {}, {} iterations, scale {}\n", experiment.name,
@@ -136,6 +142,25 @@ int cmd_worker(Args args) {
   const auto id = options.get("id");
   if (!control || !id) throw UsageError("expected --control SOCKET and --id N");
   return hs::worker_main(*control, *options.integer<int>("id", 0, 1 << 20));
+}
+
+}  // namespace wanlab::cli
+
+namespace wanlab::cli {
+
+// BubbleTea's processes, started by `wanlab train` like the workers.
+int cmd_prefill_worker(Args args) {
+  const Options options(args, {"control", "id"}, {});
+  const auto control = options.get("control");
+  if (!control || !options.get("id")) throw UsageError("expected --control SOCKET and --id N");
+  return hs::prefill_worker_main(*control, *options.integer<int>("id", 0, 1 << 20));
+}
+
+int cmd_decode_sink(Args args) {
+  const Options options(args, {"control"}, {});
+  const auto control = options.get("control");
+  if (!control) throw UsageError("expected --control SOCKET");
+  return hs::decode_sink_main(*control);
 }
 
 }  // namespace wanlab::cli

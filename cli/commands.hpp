@@ -24,5 +24,7 @@ int cmd_demo(Args args);
 int cmd_train(Args args);
 int cmd_compare(Args args);
 int cmd_worker(Args args);  // internal: one emulated GPU of `train`
+int cmd_prefill_worker(Args args);  // internal: BubbleTea prefill on one emulated GPU of `train`
+int cmd_decode_sink(Args args);  // internal: BubbleTea decode host of `train`
 
 }  // namespace wanlab::cli

@@ -32,6 +32,8 @@ constexpr Command kCommands[] = {
     {"train", wanlab::cli::cmd_train, "train EXPERIMENT [--out DIR] [--schedule S --placement P --streams N --temporal-sharing on|off --iterations N --scale X --prefill on|off] [--runtime auto|podman|sandbox|external] [--image IMG] [--simulate]  run training workers over an emulated WAN"},
     {"compare", wanlab::cli::cmd_compare, "compare RESULT...                     results.json of several runs side by side"},
     {"worker", wanlab::cli::cmd_worker, nullptr},
+    {"prefill-worker", wanlab::cli::cmd_prefill_worker, nullptr},
+    {"decode-sink", wanlab::cli::cmd_decode_sink, nullptr},
     {"daemon", wanlab::cli::cmd_daemon, nullptr},
 };
 

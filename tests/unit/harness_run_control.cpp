@@ -47,6 +47,7 @@ ctl::Assign sample_assign() {
   assign.peers = {{1, 0x0a4d0102, 47001, false}, {4, 0x0a4d0001, 47004, true}};
   assign.cross_dc_streams = 8;
   assign.iterations = 5;
+  assign.gpu_lease = "/run/wanlab/t/harness/control/gpu-3.lease";
   return assign;
 }
 
@@ -66,6 +67,7 @@ ctl::Report sample_report() {
   e.cross_dc = true;
   report.events = {e};
   report.arrivals = {{1, 5, 999}};
+  report.delayed_ns = 1234;
   return report;
 }
 
@@ -122,6 +124,7 @@ BOOST_AUTO_TEST_CASE(assign_round_trips) {
   BOOST_TEST(!decoded.peers[0].cross_dc);
   BOOST_TEST(decoded.cross_dc_streams == 8);
   BOOST_TEST(decoded.iterations == 5);
+  BOOST_TEST(decoded.gpu_lease == original.gpu_lease);
 }
 
 BOOST_AUTO_TEST_CASE(report_and_small_messages_round_trip) {
@@ -133,6 +136,7 @@ BOOST_AUTO_TEST_CASE(report_and_small_messages_round_trip) {
   BOOST_REQUIRE(report.arrivals.size() == 1u);
   BOOST_TEST(report.arrivals[0].sender_op == 5);
   BOOST_TEST(report.arrivals[0].arrival_ns == 999);
+  BOOST_TEST(report.delayed_ns == 1234);
 
   BOOST_TEST(std::get<ctl::Hello>(round_trip(ctl::Hello{12, 4321})).pid == 4321);
   BOOST_TEST(std::get<ctl::Start>(round_trip(ctl::Start{9})).iteration == 9);
@@ -186,6 +190,105 @@ BOOST_AUTO_TEST_CASE(malformed_bodies_are_errors_that_say_why) {
   auto bad_bool = body_of(ctl::encode(sample_report()));
   bad_bool[1 + 4 + 4 + 45] = std::byte{2};
   BOOST_TEST(decode_error(bad_bool).find("event.cross_dc is 2") != std::string::npos);
+}
+
+namespace {
+
+ctl::PrefillAssign sample_prefill_assign() {
+  ctl::PrefillAssign m;
+  m.worker = 5;
+  m.gpu_lease = "/run/wanlab/t/harness/control/gpu-5.lease";
+  m.sink_ipv4 = 0x0a4d0301;
+  m.sink_port = 49000;
+  m.streams = 8;
+  m.chunk_size = 16384;
+  m.not_sent_lowat = 16384;
+  m.gated = true;
+  m.piece_bytes = 131072;
+  m.max_kv_bytes = 268435456;
+  return m;
+}
+
+ctl::PrefillTask sample_task() {
+  return ctl::PrefillTask{12, 2, 1'000'000'000'777, 1'000'004'000'777, 35'000'000, 40, 80, 4096, 1u << 26};
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(bubbletea_messages_round_trip) {
+  const auto assign = std::get<ctl::PrefillAssign>(round_trip(sample_prefill_assign()));
+  BOOST_TEST(assign.worker == 5);
+  BOOST_TEST(assign.gpu_lease == sample_prefill_assign().gpu_lease);
+  BOOST_TEST(assign.sink_ipv4 == 0x0a4d0301u);
+  BOOST_TEST(assign.sink_port == 49000);
+  BOOST_TEST(assign.streams == 8);
+  BOOST_TEST(assign.chunk_size == 16384u);
+  BOOST_TEST(assign.not_sent_lowat == 16384u);
+  BOOST_TEST(assign.gated);
+  BOOST_TEST(assign.piece_bytes == 131072u);
+  BOOST_TEST(assign.max_kv_bytes == 268435456u);
+
+  const auto task = std::get<ctl::PrefillTask>(round_trip(sample_task()));
+  BOOST_TEST(task.batch == 12);
+  BOOST_TEST(task.chunk == 2);
+  BOOST_TEST(task.start_ns == 1'000'000'000'777);
+  BOOST_TEST(task.latest_start_ns == 1'000'004'000'777);
+  BOOST_TEST(task.duration_ns == 35'000'000u);
+  BOOST_TEST(task.first_layer == 40);
+  BOOST_TEST(task.end_layer == 80);
+  BOOST_TEST(task.tokens == 4096);
+  BOOST_TEST(task.kv_bytes == 1u << 26);
+
+  const auto sink = std::get<ctl::SinkAssign>(round_trip(ctl::SinkAssign{0x0a4d0301, 49000, 16384, 1ull << 33, 6}));
+  BOOST_TEST(sink.port == 49000);
+  BOOST_TEST(sink.max_message_bytes == 1ull << 33);
+  BOOST_TEST(sink.senders == 6);
+  const auto hello = std::get<ctl::PrefillHello>(round_trip(ctl::PrefillHello{7, 1}));
+  BOOST_TEST(hello.worker == 7);
+  BOOST_TEST(hello.pid == 1);
+  BOOST_TEST(std::get<ctl::SinkHello>(round_trip(ctl::SinkHello{42})).pid == 42);
+  const auto done = std::get<ctl::PrefillDone>(round_trip(ctl::PrefillDone{3, 1, 100, 250}));
+  BOOST_TEST(done.chunk == 1);
+  BOOST_TEST(done.end_ns == 250);
+  const auto missed = std::get<ctl::PrefillMissed>(round_trip(ctl::PrefillMissed{3, 0, 100, 900}));
+  BOOST_TEST(missed.busy_until_ns == 900);
+  BOOST_TEST(std::get<ctl::KvGateRequest>(round_trip(ctl::KvGateRequest{4, 9})).piece == 9);
+  BOOST_TEST(std::get<ctl::KvGateGrant>(round_trip(ctl::KvGateGrant{4, 10})).piece == 10);
+  BOOST_TEST(std::get<ctl::KvGateRelease>(round_trip(ctl::KvGateRelease{5, 11})).batch == 5);
+  const auto sent = std::get<ctl::KvSent>(round_trip(ctl::KvSent{8, 10, 20}));
+  BOOST_TEST(sent.written_ns == 20);
+  const auto arrived = std::get<ctl::KvArrived>(round_trip(ctl::KvArrived{8, 2, 1ull << 35, 30}));
+  BOOST_TEST(arrived.worker == 2);
+  BOOST_TEST(arrived.bytes == 1ull << 35);
+  BOOST_TEST(arrived.at_ns == 30);
+  BOOST_TEST(ctl::type_name(ctl::KvArrived{}) == "kv_arrived");
+  BOOST_TEST(ctl::type_name(ctl::PrefillHello{}) == "prefill_hello");
+}
+
+BOOST_AUTO_TEST_CASE(malformed_bubbletea_messages_are_errors_that_say_why) {
+  const auto assign = body_of(ctl::encode(sample_prefill_assign()));
+  for (std::size_t length = 1; length < assign.size(); ++length) {
+    const std::vector<std::byte> cut(assign.begin(), assign.begin() + static_cast<long>(length));
+    BOOST_TEST_CONTEXT("prefill_assign cut to " << length << " bytes") {
+      BOOST_TEST(decode_error(cut).find("malformed prefill_assign frame") != std::string::npos);
+    }
+  }
+  auto backwards = sample_task();
+  std::swap(backwards.first_layer, backwards.end_layer);
+  BOOST_TEST(decode_error(body_of(ctl::encode(backwards))).find("layers [80, 40) are backwards") != std::string::npos);
+  auto too_early = sample_task();
+  too_early.latest_start_ns = too_early.start_ns - 1;
+  BOOST_TEST(decode_error(body_of(ctl::encode(too_early))).find("latest start (1000000000776) before the start") != std::string::npos);
+  BOOST_TEST(decode_error(body_of(ctl::encode(ctl::PrefillDone{1, 0, 300, 200}))).find("ends (200) before it starts (300)") !=
+             std::string::npos);
+  BOOST_TEST(decode_error(body_of(ctl::encode(ctl::KvSent{1, 300, 200}))).find("malformed kv_sent frame") != std::string::npos);
+  auto negative_delay = sample_report();
+  negative_delay.delayed_ns = -5;
+  BOOST_TEST(decode_error(body_of(ctl::encode(negative_delay))).find("delayed_ns is -5") != std::string::npos);
+  auto negative_batch = body_of(ctl::encode(ctl::KvGateGrant{1, 2}));
+  put_u32(negative_batch, 1, 0xfffffffe);
+  BOOST_TEST(decode_error(negative_batch).find("malformed kv_gate_grant frame at byte 5: batch is -2") != std::string::npos);
+  BOOST_TEST(decode_error({std::byte{25}}).find("unknown type 25 (expected 1..24)") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(frame_reader_reassembles_any_split) {
@@ -248,4 +351,27 @@ BOOST_AUTO_TEST_CASE(data_headers_round_trip_and_modelled_messages_carry_nothing
   } catch (const std::runtime_error& error) {
     BOOST_TEST(std::string(error.what()) == "data message standing for 21474836497 bytes also carries 10");
   }
+}
+
+// A KV piece's header round-trips; a bad one says what is wrong.
+BOOST_AUTO_TEST_CASE(kv_headers_round_trip_and_bad_ones_are_refused) {
+  namespace rd = wanlab::harness::run_detail;
+  const auto bytes = rd::encode_kv_header(rd::KvHeader{3, 17, 4, 9});
+  const auto back = rd::decode_kv_header(bytes);
+  BOOST_TEST(back.worker == 3);
+  BOOST_TEST(back.batch == 17);
+  BOOST_TEST(back.piece == 4);
+  BOOST_TEST(back.pieces == 9);
+  const auto error_of = [](std::span<const std::byte> b) {
+    try {
+      rd::decode_kv_header(b);
+    } catch (const std::runtime_error& error) {
+      return std::string(error.what());
+    }
+    return std::string("(no error)");
+  };
+  BOOST_TEST(error_of(rd::encode_kv_header(rd::KvHeader{3, 17, 9, 9})) == "KV message with a bad header (worker 3, batch 17, piece 9 of 9)");
+  BOOST_TEST(error_of(std::span<const std::byte>(bytes.data(), 10)) == "KV message of 10 bytes, shorter than its 20-byte header");
+  const auto data = rd::encode_header(rd::DataHeader{1, 2, 0, -1, 3, 0});
+  BOOST_TEST(error_of(data).find("KV message with bad magic") == 0u);
 }

@@ -135,3 +135,27 @@ BOOST_AUTO_TEST_CASE(misuse_is_an_error_naming_the_worker) {
   gate.request(0, 0, 1);
   BOOST_TEST(error_of([&] { gate.request(0, 0, 1); }).find("asked twice") != std::string::npos);
 }
+
+// BubbleTea's KV pieces ask whether training uses a link: it does while one of
+// its gated sends waits for the link or holds it, per directed link.
+BOOST_AUTO_TEST_CASE(a_link_is_in_use_while_a_gated_send_waits_or_holds_it) {
+  LinkGate gate(two_dc_plan());
+  gate.start_iteration(0);
+  BOOST_TEST(!gate.in_use("east->west"));
+  BOOST_TEST(!gate.in_use("east->europe"));  // no gated sends at all
+  BOOST_TEST(!gate.carries("east->europe"));
+  BOOST_TEST(gate.carries("east->west"));
+  BOOST_TEST(gate.carries("west->east"));
+  BOOST_TEST(gate.request(1, 0, 0).empty());  // slot 1 waits
+  BOOST_TEST(gate.in_use("east->west"));
+  BOOST_TEST(!gate.in_use("west->east"));
+  BOOST_TEST((gate.request(0, 0, 1) == Grants{{0, 1}}));
+  BOOST_TEST((gate.release(0, 0, 1) == Grants{{1, 0}}));
+  BOOST_TEST(gate.in_use("east->west"));  // slot 1 holds it
+  BOOST_TEST(gate.release(1, 0, 0).empty());
+  BOOST_TEST(!gate.in_use("east->west"));  // slot 2 has not asked yet
+  BOOST_TEST((gate.request(2, 0, 0) == Grants{{2, 0}}));
+  BOOST_TEST(gate.in_use("west->east"));
+  gate.start_iteration(1);
+  BOOST_TEST(!gate.in_use("west->east"));
+}

@@ -9,8 +9,12 @@ namespace wanlab::harness::control {
 namespace {
 
 // Type bytes, in the order of the Message variant (index + 1).
-constexpr const char* kTypeNames[] = {"hello",        "assign",     "listening",    "connect", "ready", "start",
-                                      "gate_request", "gate_grant", "gate_release", "report",  "stop",  "failed"};
+constexpr const char* kTypeNames[] = {"hello",           "assign",        "listening",      "connect",
+                                      "ready",           "start",         "gate_request",   "gate_grant",
+                                      "gate_release",    "report",        "stop",           "failed",
+                                      "prefill_hello",   "sink_hello",    "sink_assign",    "prefill_assign",
+                                      "prefill_task",    "prefill_done",  "prefill_missed", "kv_gate_request",
+                                      "kv_gate_grant",   "kv_gate_release", "kv_sent",      "kv_arrived"};
 static_assert(std::size(kTypeNames) == std::variant_size_v<Message>);
 
 constexpr std::uint32_t kMaxString = 4096;
@@ -195,6 +199,7 @@ void write_fields(Writer& out, const Assign& m) {
   }
   out.i32(m.cross_dc_streams);
   out.i32(m.iterations);
+  out.string(m.gpu_lease);
 }
 void write_fields(Writer&, const Listening&) {}
 void write_fields(Writer&, const Connect&) {}
@@ -223,8 +228,76 @@ void write_fields(Writer& out, const Report& m) {
     out.i32(a.sender_op);
     out.i64(a.arrival_ns);
   }
+  out.i64(m.delayed_ns);
 }
 void write_fields(Writer& out, const Failed& m) { out.string(m.reason.substr(0, kMaxString)); }
+
+void write_fields(Writer& out, const PrefillHello& m) {
+  out.i32(m.worker);
+  out.i32(m.pid);
+}
+void write_fields(Writer& out, const SinkHello& m) { out.i32(m.pid); }
+void write_fields(Writer& out, const SinkAssign& m) {
+  out.u32(m.ipv4);
+  out.u16(m.port);
+  out.u32(m.chunk_size);
+  out.u64(m.max_message_bytes);
+  out.i32(m.senders);
+}
+void write_fields(Writer& out, const PrefillAssign& m) {
+  out.i32(m.worker);
+  out.string(m.gpu_lease);
+  out.u32(m.sink_ipv4);
+  out.u16(m.sink_port);
+  out.i32(m.streams);
+  out.u32(m.chunk_size);
+  out.u32(m.not_sent_lowat);
+  out.boolean(m.gated);
+  out.u64(m.piece_bytes);
+  out.u64(m.max_kv_bytes);
+}
+void write_fields(Writer& out, const PrefillTask& m) {
+  out.i32(m.batch);
+  out.i32(m.chunk);
+  out.i64(m.start_ns);
+  out.i64(m.latest_start_ns);
+  out.u64(m.duration_ns);
+  out.i32(m.first_layer);
+  out.i32(m.end_layer);
+  out.i32(m.tokens);
+  out.u64(m.kv_bytes);
+}
+void write_fields(Writer& out, const PrefillDone& m) {
+  out.i32(m.batch);
+  out.i32(m.chunk);
+  out.i64(m.start_ns);
+  out.i64(m.end_ns);
+}
+void write_fields(Writer& out, const PrefillMissed& m) {
+  out.i32(m.batch);
+  out.i32(m.chunk);
+  out.i64(m.at_ns);
+  out.i64(m.busy_until_ns);
+}
+template <typename KvGateMessage>
+void write_kv_gate(Writer& out, const KvGateMessage& m) {
+  out.i32(m.batch);
+  out.i32(m.piece);
+}
+void write_fields(Writer& out, const KvGateRequest& m) { write_kv_gate(out, m); }
+void write_fields(Writer& out, const KvGateGrant& m) { write_kv_gate(out, m); }
+void write_fields(Writer& out, const KvGateRelease& m) { write_kv_gate(out, m); }
+void write_fields(Writer& out, const KvSent& m) {
+  out.i32(m.batch);
+  out.i64(m.start_ns);
+  out.i64(m.written_ns);
+}
+void write_fields(Writer& out, const KvArrived& m) {
+  out.i32(m.batch);
+  out.i32(m.worker);
+  out.u64(m.bytes);
+  out.i64(m.at_ns);
+}
 
 Message read_hello(Reader& in) {
   Hello m;
@@ -263,6 +336,7 @@ Message read_assign(Reader& in) {
   }
   m.cross_dc_streams = in.index("cross_dc_streams");
   m.iterations = in.index("iterations");
+  m.gpu_lease = in.string("gpu_lease");
   return m;
 }
 
@@ -287,6 +361,102 @@ Message read_report(Reader& in) {
     a.arrival_ns = in.i64("arrival.arrival_ns");
     m.arrivals.push_back(a);
   }
+  m.delayed_ns = in.i64("delayed_ns");
+  if (m.delayed_ns < 0) in.fail(fmt::format("delayed_ns is {}, expected >= 0", m.delayed_ns));
+  return m;
+}
+
+Message read_prefill_hello(Reader& in) {
+  PrefillHello m;
+  m.worker = in.index("worker");
+  m.pid = in.index("pid");
+  return m;
+}
+
+Message read_sink_assign(Reader& in) {
+  SinkAssign m;
+  m.ipv4 = in.u32("ipv4");
+  m.port = in.u16("port");
+  m.chunk_size = in.u32("chunk_size");
+  m.max_message_bytes = in.u64("max_message_bytes");
+  m.senders = in.index("senders");
+  return m;
+}
+
+Message read_prefill_assign(Reader& in) {
+  PrefillAssign m;
+  m.worker = in.index("worker");
+  m.gpu_lease = in.string("gpu_lease");
+  m.sink_ipv4 = in.u32("sink_ipv4");
+  m.sink_port = in.u16("sink_port");
+  m.streams = in.index("streams");
+  m.chunk_size = in.u32("chunk_size");
+  m.not_sent_lowat = in.u32("not_sent_lowat");
+  m.gated = in.boolean("gated");
+  m.piece_bytes = in.u64("piece_bytes");
+  m.max_kv_bytes = in.u64("max_kv_bytes");
+  return m;
+}
+
+Message read_prefill_task(Reader& in) {
+  PrefillTask m;
+  m.batch = in.index("batch");
+  m.chunk = in.index("chunk");
+  m.start_ns = in.i64("start_ns");
+  m.latest_start_ns = in.i64("latest_start_ns");
+  m.duration_ns = in.u64("duration_ns");
+  m.first_layer = in.index("first_layer");
+  m.end_layer = in.index("end_layer");
+  m.tokens = in.index("tokens");
+  m.kv_bytes = in.u64("kv_bytes");
+  if (m.end_layer < m.first_layer) in.fail(fmt::format("layers [{}, {}) are backwards", m.first_layer, m.end_layer));
+  if (m.latest_start_ns < m.start_ns)
+    in.fail(fmt::format("latest start ({}) before the start ({})", m.latest_start_ns, m.start_ns));
+  return m;
+}
+
+Message read_prefill_done(Reader& in) {
+  PrefillDone m;
+  m.batch = in.index("batch");
+  m.chunk = in.index("chunk");
+  m.start_ns = in.i64("start_ns");
+  m.end_ns = in.i64("end_ns");
+  if (m.end_ns < m.start_ns) in.fail(fmt::format("chunk ends ({}) before it starts ({})", m.end_ns, m.start_ns));
+  return m;
+}
+
+Message read_prefill_missed(Reader& in) {
+  PrefillMissed m;
+  m.batch = in.index("batch");
+  m.chunk = in.index("chunk");
+  m.at_ns = in.i64("at_ns");
+  m.busy_until_ns = in.i64("busy_until_ns");
+  return m;
+}
+
+template <typename KvGateMessage>
+Message read_kv_gate(Reader& in) {
+  KvGateMessage m;
+  m.batch = in.index("batch");
+  m.piece = in.index("piece");
+  return m;
+}
+
+Message read_kv_sent(Reader& in) {
+  KvSent m;
+  m.batch = in.index("batch");
+  m.start_ns = in.i64("start_ns");
+  m.written_ns = in.i64("written_ns");
+  if (m.written_ns < m.start_ns) in.fail(fmt::format("written ({}) before it started ({})", m.written_ns, m.start_ns));
+  return m;
+}
+
+Message read_kv_arrived(Reader& in) {
+  KvArrived m;
+  m.batch = in.index("batch");
+  m.worker = in.index("worker");
+  m.bytes = in.u64("bytes");
+  m.at_ns = in.i64("at_ns");
   return m;
 }
 
@@ -303,7 +473,19 @@ Message read_fields(std::size_t index, Reader& in) {
     case 8: return read_gate<GateRelease>(in);
     case 9: return read_report(in);
     case 10: return Stop{};
-    default: return Failed{in.string("reason")};
+    case 11: return Failed{in.string("reason")};
+    case 12: return read_prefill_hello(in);
+    case 13: return SinkHello{in.index("pid")};
+    case 14: return read_sink_assign(in);
+    case 15: return read_prefill_assign(in);
+    case 16: return read_prefill_task(in);
+    case 17: return read_prefill_done(in);
+    case 18: return read_prefill_missed(in);
+    case 19: return read_kv_gate<KvGateRequest>(in);
+    case 20: return read_kv_gate<KvGateGrant>(in);
+    case 21: return read_kv_gate<KvGateRelease>(in);
+    case 22: return read_kv_sent(in);
+    default: return read_kv_arrived(in);
   }
 }
 

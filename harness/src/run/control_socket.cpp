@@ -6,6 +6,9 @@
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
 #include <array>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
 
 namespace wanlab::harness::run_detail {
 
@@ -58,6 +61,18 @@ void ControlSocket::close() {
   std::error_code ignored;
   socket_.shutdown(Socket::shutdown_both, ignored);
   socket_.close(ignored);
+}
+
+std::shared_ptr<ControlSocket> connect_control(asio::io_context& io, const std::string& path) {
+  ControlSocket::Socket socket(io);
+  std::error_code ec;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    socket.connect(asio::local::stream_protocol::endpoint(path), ec);
+    if (!ec) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (ec) throw std::runtime_error("connecting to the coordinator at " + path + ": " + ec.message());
+  return std::make_shared<ControlSocket>(std::move(socket));
 }
 
 }  // namespace wanlab::harness::run_detail

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <asio/awaitable.hpp>
+#include <asio/io_context.hpp>
 #include <asio/local/stream_protocol.hpp>
 #include <deque>
 #include <memory>
@@ -39,5 +40,10 @@ class ControlSocket : public std::enable_shared_from_this<ControlSocket> {
   std::deque<std::vector<std::byte>> outgoing_;
   bool writing_ = false;
 };
+
+// Connects to the coordinator's socket at `path` (a few tries over five
+// seconds: the socket exists before any process starts, but a slow file
+// system may show it late). Throws std::runtime_error naming the path.
+std::shared_ptr<ControlSocket> connect_control(asio::io_context& io, const std::string& path);
 
 }  // namespace wanlab::harness::run_detail

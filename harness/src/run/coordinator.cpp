@@ -21,6 +21,8 @@
 #include <thread>
 
 #include "control_socket.hpp"
+#include "exit_status.hpp"
+#include "prefill_service.hpp"
 #include "interrupts.hpp"
 #include "notifier.hpp"
 #include "wanlab/emulator/process.hpp"
@@ -43,15 +45,6 @@ constexpr std::uint16_t kCrossDcPort = 48000;  // + worker id
 constexpr std::uint32_t kCrossDcChunk = 16u << 10;
 constexpr auto kFailureGrace = std::chrono::milliseconds(700);
 constexpr auto kExitWait = std::chrono::seconds(15);
-
-std::string describe_status(int status) {
-  if (WIFSIGNALED(status)) return fmt::format("killed by signal {} ({})", WTERMSIG(status), ::strsignal(WTERMSIG(status)));
-  const int code = WEXITSTATUS(status);
-  // A container runtime's client reports a signal that ended the worker as 128 + its number.
-  if (code > 128 && code < 128 + 65)
-    return fmt::format("exited with status {} (its worker was killed by signal {}, {})", code, code - 128, ::strsignal(code - 128));
-  return fmt::format("exited with status {}", code);
-}
 
 // Worker ids it exchanges data with: its send/recv peers and its ring neighbours.
 std::set<int> peers_of(const WorkerPlan& worker) {
@@ -105,6 +98,8 @@ class Coordinator {
     }
     harness_dir_ = em::run_dir(testbed.name) + "/harness";
     control_dir_ = harness_dir_ + "/control";
+    if (plan.experiment.prefill.enabled)
+      prefill_.emplace(PrefillService::Setup{&plan_, &scenario_, &testbed_, control_dir_, &io_, &changed_, &gate_, options_.log});
   }
 
   ~Coordinator() { cleanup(); }
@@ -183,7 +178,9 @@ class Coordinator {
   asio::awaitable<void> main() {
     asio::co_spawn(io_, watch_interrupts(), asio::detached);
     asio::co_spawn(io_, accept_workers(), asio::detached);
+    if (prefill_) prefill_->create_leases();
     launch_workers();
+    if (prefill_) prefill_->launch(*runtime_);
     const auto startup_deadline = Clock::now() + options_.startup_timeout;
     co_await wait_for([&] { return all([](const WorkerState& w) { return w.hello; }); }, startup_deadline,
                       [&] { return missing("connected", [](const WorkerState& w) { return w.hello; }); });
@@ -194,9 +191,17 @@ class Coordinator {
     for (auto& w : workers_) w.control->post(ctl::Connect{});
     co_await wait_for([&] { return all([](const WorkerState& w) { return w.ready; }); }, startup_deadline,
                       [&] { return missing("ready (channels open)", [](const WorkerState& w) { return w.ready; }); });
+    if (prefill_) co_await wait_for_prefill(startup_deadline);
     const int iterations = plan_.experiment.iterations;
     for (int i = 0; i < iterations; ++i) co_await run_iteration(i, iterations);
     co_await stop_workers();
+  }
+
+  // Training does not wait for prefill: what is not ready by the deadline is given up.
+  asio::awaitable<void> wait_for_prefill(Clock::time_point deadline) {
+    co_await changed_.wait_for([&] { return !failures_.empty() || prefill_->settled(); }, deadline);
+    if (!prefill_->settled())
+      prefill_->give_up_unsettled(fmt::format("not ready within {} s", options_.startup_timeout.count()));
   }
 
   template <typename Predicate>
@@ -242,18 +247,13 @@ class Coordinator {
 
   asio::awaitable<void> watch_exit(int id) {
     WorkerState& w = workers_[id];
-    const int fd = static_cast<int>(::syscall(SYS_pidfd_open, w.pid, 0));
-    if (fd < 0) {
-      fail(id, fmt::format("watching its process {}: {}", w.pid, std::strerror(errno)));
+    const auto status = co_await wait_exit(io_, w.pid);
+    if (!status) {
+      if (!w.exit_status) fail(id, fmt::format("watching its process {}: {}", w.pid, std::strerror(errno)));
       co_return;
     }
-    asio::posix::stream_descriptor process(io_, fd);
-    std::error_code ec;
-    co_await process.async_wait(asio::posix::stream_descriptor::wait_read, asio::redirect_error(asio::use_awaitable, ec));
-    int status = 0;
-    if (::waitpid(w.pid, &status, 0) != w.pid) co_return;
-    w.exit_status = status;
-    if (!stopping_ && !w.said_failed) fail(id, describe_status(status), true);
+    w.exit_status = *status;
+    if (!stopping_ && !w.said_failed) fail(id, describe_status(*status), true);
     changed_.notify();
   }
 
@@ -273,6 +273,10 @@ class Coordinator {
     try {
       auto first = co_await socket->read();
       if (!first) co_return;
+      if (prefill_ && PrefillService::is_hello(*first)) {
+        co_await prefill_->serve(socket, std::move(*first));
+        co_return;
+      }
       const auto* hello = std::get_if<ctl::Hello>(&*first);
       if (!hello) throw ctl::ControlError("expected hello, got " + ctl::type_name(*first));
       if (hello->worker >= static_cast<int>(workers_.size()) || workers_[hello->worker].hello)
@@ -320,8 +324,10 @@ class Coordinator {
       w.ready = true;
     } else if (auto* request = std::get_if<ctl::GateRequest>(&message)) {
       grant(gate_.request(id, request->iteration, request->op_index));
+      if (prefill_) prefill_->link_changed();
     } else if (auto* release = std::get_if<ctl::GateRelease>(&message)) {
       grant(gate_.release(id, release->iteration, release->op_index));
+      if (prefill_) prefill_->link_changed();
     } else if (auto* report = std::get_if<ctl::Report>(&message)) {
       accept_report(id, std::move(*report));
     } else if (auto* failed = std::get_if<ctl::Failed>(&message)) {
@@ -364,6 +370,7 @@ class Coordinator {
     }
     assign.cross_dc_streams = std::max(1, plan_.experiment.streams);
     assign.iterations = plan_.experiment.iterations;
+    if (prefill_) assign.gpu_lease = prefill_->lease_path(id);
     return assign;
   }
 
@@ -387,6 +394,10 @@ class Coordinator {
     const std::int64_t start = monotonic_ns();
     if (i == 0) origin_ns_ = start;
     for (auto& w : workers_) w.control->post(ctl::Start{i});
+    if (prefill_) {
+      prefill_->start_iteration(i, start, origin_ns_, record_);
+      prefill_->link_changed();  // the gate started over
+    }
     const auto timeout = iteration_timeout_ ? *iteration_timeout_ : *(iteration_timeout_ = iteration_timeout());
     co_await wait_for([&] { return all([i](const WorkerState& w) { return w.reported >= i; }); }, Clock::now() + timeout,
                       [&] {
@@ -401,6 +412,7 @@ class Coordinator {
       progress.iterations = iterations;
       progress.iteration_s = seconds;
       progress.utilization_so_far = utilization_so_far();
+      if (prefill_) prefill_->fill(progress, record_);
       options_.progress(progress);
     }
   }
@@ -428,6 +440,7 @@ class Coordinator {
     for (const auto& a : report.arrivals) arrivals_[{a.sender, a.sender_op}] = a.arrival_ns;
     pending_events_.insert(pending_events_.end(), report.events.begin(), report.events.end());
     workers_[id].reported = report.iteration;
+    if (prefill_) prefill_->add_training_delay(id, report.delayed_ns);
   }
 
   // Times from the run's origin; a send ends when its message had arrived.
@@ -447,7 +460,7 @@ class Coordinator {
     arrivals_.clear();
     record_.iteration_start_ns.push_back(start - origin_ns_);
     record_.iteration_end_ns.push_back(end - origin_ns_);
-    (void)i;
+    if (prefill_) prefill_->finish_iteration(i, record_);
   }
 
   double utilization_so_far() const {
@@ -464,8 +477,10 @@ class Coordinator {
   asio::awaitable<void> stop_workers() {
     stopping_ = true;
     for (auto& w : workers_) w.control->post(ctl::Stop{});
+    if (prefill_) prefill_->stop();
     const auto ended = [](const WorkerState& w) { return w.exit_status.has_value() || w.pid <= 0; };
-    co_await changed_.wait_for([&] { return all(ended); }, Clock::now() + kExitWait);
+    co_await changed_.wait_for([&] { return all(ended) && (!prefill_ || prefill_->all_exited()); }, Clock::now() + kExitWait);
+    if (prefill_) record_.prefill = prefill_->finish(record_);
     for (std::size_t i = 0; i < workers_.size(); ++i) {
       const auto& status = workers_[i].exit_status;
       if (workers_[i].pid <= 0) continue;
@@ -483,6 +498,8 @@ class Coordinator {
     std::vector<pid_t> running;
     for (auto& w : workers_)
       if (w.pid > 0 && !w.exit_status) running.push_back(w.pid);
+    if (prefill_)
+      for (pid_t pid : prefill_->running()) running.push_back(pid);
     try {
       em::terminate_pids(running, 2000);
     } catch (...) {
@@ -494,6 +511,7 @@ class Coordinator {
       if (w.control) w.control->close();
       w.control.reset();
     }
+    if (prefill_) prefill_->close();
     std::error_code ignored;
     if (acceptor_) acceptor_->close(ignored);
     acceptor_.reset();
@@ -520,6 +538,7 @@ class Coordinator {
   std::map<std::pair<int, int>, std::int64_t> arrivals_;  // (sender, op) -> arrival
   RunRecord record_;
   std::exception_ptr main_error_;
+  std::optional<PrefillService> prefill_;  // with [prefill] enabled
   // Last: destroyed first, with the coroutines it still holds.
   asio::io_context io_{1};
   std::optional<asio::local::stream_protocol::acceptor> acceptor_;

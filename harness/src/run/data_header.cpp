@@ -48,6 +48,27 @@ DataHeader decode_header(std::span<const std::byte> bytes) {
   return header;
 }
 
+std::array<std::byte, kKvHeaderBytes> encode_kv_header(const KvHeader& header) {
+  std::array<std::byte, kKvHeaderBytes> bytes{};
+  put(&bytes[0], kKvMagic);
+  put(&bytes[4], static_cast<std::uint32_t>(header.worker));
+  put(&bytes[8], static_cast<std::uint32_t>(header.batch));
+  put(&bytes[12], static_cast<std::uint32_t>(header.piece));
+  put(&bytes[16], static_cast<std::uint32_t>(header.pieces));
+  return bytes;
+}
+
+KvHeader decode_kv_header(std::span<const std::byte> bytes) {
+  if (bytes.size() < kKvHeaderBytes)
+    throw std::runtime_error(fmt::format("KV message of {} bytes, shorter than its {}-byte header", bytes.size(), kKvHeaderBytes));
+  if (get(&bytes[0]) != kKvMagic) throw std::runtime_error(fmt::format("KV message with bad magic {:#x}", get(&bytes[0])));
+  const KvHeader header{get_int(&bytes[4]), get_int(&bytes[8]), get_int(&bytes[12]), get_int(&bytes[16])};
+  if (header.worker < 0 || header.batch < 0 || header.piece < 0 || header.pieces < 1 || header.piece >= header.pieces)
+    throw std::runtime_error(fmt::format("KV message with a bad header (worker {}, batch {}, piece {} of {})", header.worker,
+                                         header.batch, header.piece, header.pieces));
+  return header;
+}
+
 std::array<std::byte, 8> encode_identity(int worker) {
   std::array<std::byte, 8> bytes{};
   put(&bytes[0], kIdentityMagic);

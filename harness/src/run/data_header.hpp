@@ -32,6 +32,23 @@ std::array<std::byte, kDataHeaderBytes> encode_header(const DataHeader& header);
 // Throws std::runtime_error saying what is wrong.
 DataHeader decode_header(std::span<const std::byte> bytes);
 
+// BubbleTea: a piece of a batch's KV cache from a prefill worker to the
+// decode sink, followed by its zeros. A batch's pieces come in order on the
+// worker's one channel; the last one completes the batch.
+inline constexpr std::uint32_t kKvMagic = 0x43564b57;  // "WKVC"
+inline constexpr std::size_t kKvHeaderBytes = 20;
+
+struct KvHeader {
+  int worker = 0;
+  int batch = 0;
+  int piece = 0;
+  int pieces = 1;
+};
+
+std::array<std::byte, kKvHeaderBytes> encode_kv_header(const KvHeader& header);
+// Throws std::runtime_error saying what is wrong.
+KvHeader decode_kv_header(std::span<const std::byte> bytes);
+
 // The first message on a channel names the connecting worker.
 std::array<std::byte, 8> encode_identity(int worker);
 std::optional<int> decode_identity(std::span<const std::byte> bytes);

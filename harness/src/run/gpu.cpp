@@ -1,5 +1,7 @@
 #include "wanlab/harness/gpu.hpp"
 
+#include "gpu_lease.hpp"
+
 #include <fmt/format.h>
 #include <time.h>
 
@@ -36,6 +38,11 @@ asio::awaitable<EmulatedGpu::Interval> EmulatedGpu::compute(asio::any_io_executo
                                                             std::string what) {
   std::int64_t start = monotonic_ns();
   if (!busy_.empty()) start = std::max(start, busy_.back().end_ns);
+  if (lease_) {
+    const auto shared = lease_->reserve(start, duration_ns, run_detail::GpuOwner::training);
+    delayed_ns_ += shared.delayed_ns;
+    start = shared.start_ns;
+  }
   const Interval interval = reserve(start, duration_ns, std::move(what));
   // steady_clock is CLOCK_MONOTONIC on Linux, so the deadline is the planned end.
   asio::steady_timer timer(executor, std::chrono::steady_clock::time_point(std::chrono::nanoseconds(interval.end_ns)));

@@ -86,6 +86,21 @@ std::vector<LinkGate::Grant> LinkGate::advance(Link& link) {
   return grants;
 }
 
+bool LinkGate::in_use(const std::string& name) const {
+  for (std::size_t index = 0; index < links_.size(); ++index) {
+    if (links_[index].name != name) continue;
+    return std::any_of(ops_.begin(), ops_.end(), [&](const auto& entry) {
+      const GatedOp& op = entry.second;
+      return op.link == index && (op.state == State::requested || op.state == State::granted);
+    });
+  }
+  return false;
+}
+
+bool LinkGate::carries(const std::string& name) const {
+  return std::any_of(links_.begin(), links_.end(), [&](const Link& link) { return link.name == name; });
+}
+
 std::string LinkGate::describe() const {
   std::string text;
   for (const Link& link : links_) {

@@ -16,11 +16,12 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <thread>
 
 #include "control_socket.hpp"
 #include "data_header.hpp"
+#include "gpu_lease.hpp"
 #include "notifier.hpp"
+#include "process_life.hpp"
 #include "wanlab/harness/gpu.hpp"
 #include "wanlab/harness/run.hpp"
 #include "wanlab/transport/budget.hpp"
@@ -56,46 +57,26 @@ class WorkerProcess {
   WorkerProcess(std::string control_path, int id) : control_path_(std::move(control_path)), id_(id) {}
 
   int run() {
-    asio::signal_set signals(io_, SIGINT, SIGTERM, SIGHUP);
-    signals.async_wait([this](std::error_code ec, int sig) {
-      if (!ec) fail(fmt::format("terminated by signal {} ({})", sig, ::strsignal(sig)));
-    });
-    asio::co_spawn(io_, guarded(main_loop()), asio::detached);
-    io_.run();
-    if (control_ && control_->is_open() && failure_) control_->send_now(ctl::Failed{*failure_});
-    if (failure_) fmt::print(stderr, "wanlab worker {}: {}\n", id_, *failure_);
+    const int code = life_.run(main_loop(), control_);
     // Sockets close while the io_context lives; coroutines holding them end with it.
     for (auto& [peer, channel] : channels_) channel->close();
     channels_.clear();
     acceptors_.clear();
     if (control_) control_->close();
     control_.reset();
-    return failure_ ? 1 : 0;
+    return code;
   }
 
  private:
-  // Any exception in a coroutine ends the worker with its message.
-  asio::awaitable<void> guarded(asio::awaitable<void> work) {
-    try {
-      co_await std::move(work);
-    } catch (const std::exception& error) {
-      fail(error.what());
-    }
-  }
-
-  void fail(const std::string& reason) {
-    if (!failure_ && !stopping_) failure_ = reason;
-    io_.stop();
-  }
+  asio::awaitable<void> guarded(asio::awaitable<void> work) { return life_.guarded(std::move(work)); }
 
   // Peers close their channels once stopped, possibly before our own stop arrives.
-  bool run_over() const { return stop_ || stopping_ || (assign_ && iterations_reported_ >= assign_->iterations); }
+  bool run_over() const { return stop_ || life_.ending() || (assign_ && iterations_reported_ >= assign_->iterations); }
 
   void finish() {
-    stopping_ = true;
     for (auto& [peer, channel] : channels_) channel->close();
     for (auto& acceptor : acceptors_) acceptor.close();
-    io_.stop();
+    life_.end();
   }
 
   asio::awaitable<void> main_loop() {
@@ -124,16 +105,11 @@ class WorkerProcess {
   }
 
   asio::awaitable<void> connect_control() {
-    ControlSocket::Socket socket(io_);
-    std::error_code ec;
-    // The socket exists before workers start; a few tries cover a slow file system.
-    for (int attempt = 0; attempt < 50; ++attempt) {
-      socket.connect(asio::local::stream_protocol::endpoint(control_path_), ec);
-      if (!ec) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    try {
+      control_ = run_detail::connect_control(io_, control_path_);
+    } catch (const std::runtime_error& error) {
+      throw WorkerFailure(error.what());
     }
-    if (ec) throw WorkerFailure(fmt::format("connecting to the coordinator at {}: {}", control_path_, ec.message()));
-    control_ = std::make_shared<ControlSocket>(std::move(socket));
     co_return;
   }
 
@@ -154,6 +130,7 @@ class WorkerProcess {
       if (assign_) throw WorkerFailure("a second assignment");
       if (assign->plan.worker.id != id_) throw WorkerFailure(fmt::format("assigned the plan of worker {}", assign->plan.worker.id));
       assign_ = std::move(*assign);
+      share_gpu();
     } else if (std::holds_alternative<ctl::Connect>(message)) {
       connect_ = true;
     } else if (auto* start = std::get_if<ctl::Start>(&message)) {
@@ -165,6 +142,17 @@ class WorkerProcess {
     } else {
       throw WorkerFailure("unexpected " + ctl::type_name(message) + " message from the coordinator");
     }
+  }
+
+  // BubbleTea: the prefill worker on this GPU reserves it through the same lease.
+  void share_gpu() {
+    if (assign_->gpu_lease.empty()) return;
+    try {
+      lease_.emplace(run_detail::GpuLease::open(assign_->gpu_lease));
+    } catch (const std::exception& error) {
+      throw WorkerFailure(error.what());
+    }
+    gpu_.share(&*lease_);
   }
 
   // ---- channels ------------------------------------------------------------
@@ -305,6 +293,7 @@ class WorkerProcess {
   asio::awaitable<void> run_iteration(int iteration) {
     events_.clear();
     arrivals_.clear();
+    const auto delayed_before = gpu_.delayed_ns();
     const auto& ops = assign_->plan.ops;
     for (std::size_t index = 0; index < ops.size(); ++index) {
       const Op& op = ops[index];
@@ -321,7 +310,7 @@ class WorkerProcess {
       }
     }
     co_await changed_.wait_for([&] { return sends_in_flight_ == 0; });
-    control_->post(ctl::Report{iteration, std::move(events_), std::move(arrivals_)});
+    control_->post(ctl::Report{iteration, std::move(events_), std::move(arrivals_), gpu_.delayed_ns() - delayed_before});
     events_.clear();
     arrivals_.clear();
     gpu_.forget_before(monotonic_ns() - 1'000'000'000);
@@ -478,7 +467,6 @@ class WorkerProcess {
   std::optional<ctl::Assign> assign_;
   bool connect_ = false;
   bool stop_ = false;
-  bool stopping_ = false;
   std::deque<int> starts_;
   std::set<std::pair<int, int>> grants_;  // (iteration, op_index)
   std::shared_ptr<transport::MemoryBudget> budget_;  // before the channels and acceptors that charge it
@@ -486,16 +474,17 @@ class WorkerProcess {
   std::vector<bool> acceptor_is_cross_;
   std::map<int, std::shared_ptr<Channel>> channels_;
   std::map<InboxKey, Arrived> inbox_;
+  std::optional<run_detail::GpuLease> lease_;  // before the GPU that points to it
   EmulatedGpu gpu_;
   std::vector<Event> events_;
   std::vector<ctl::Arrival> arrivals_;
   int sends_in_flight_ = 0;
   int iterations_reported_ = 0;
   std::vector<std::byte> zeros_;
-  std::optional<std::string> failure_;
   // Last: destroyed first, with the coroutines it still holds, while the
   // members they refer to are alive.
   asio::io_context io_{1};
+  ProcessLife life_{io_, "wanlab worker " + std::to_string(id_)};
 };
 
 }  // namespace

@@ -19,6 +19,21 @@
 //   W->C report       iteration i's events and the arrival times of what it received
 //   C->W stop         the run is over: close channels and exit 0
 //   W->C failed       the worker gives up, with the reason (then exits non-zero)
+//
+// With [prefill] (BubbleTea), two more kinds of process connect:
+//   S->C sink_hello      the decode sink (on a host of the decode DC) and its pid
+//   C->S sink_assign     where to accept prefill workers' KV channels
+//   S->C listening       it accepts them
+//   P->C prefill_hello   a prefill worker: the training worker whose GPU it borrows, its pid
+//   C->P prefill_assign  the GPU lease file, the sink's address, how to send KV
+//   P->C ready           its KV channel to the sink is open
+//   C->P prefill_task    a chunk of a batch's prefill, at a time (absolute CLOCK_MONOTONIC),
+//                        and the latest it may start if training holds the GPU then
+//   P->C prefill_done / prefill_missed   it held the GPU then / the GPU was busy
+//   P->C kv_gate_request / C->P kv_gate_grant / P->C kv_gate_release  (temporal sharing)
+//   P->C kv_sent         a batch's KV cache is written to its sockets
+//   S->C kv_arrived      a batch's KV cache has fully arrived at the decode host
+// and both get stop, and may send failed, as the workers do.
 #pragma once
 
 #include <cstddef>
@@ -70,6 +85,8 @@ struct Assign {
   std::vector<PeerAddress> peers;  // every worker it exchanges data with
   int cross_dc_streams = 1;        // TCP connections per cross-DC channel (intra-DC: 1)
   int iterations = 0;
+  // The GPU lease file shared with this worker's prefill worker; empty: none.
+  std::string gpu_lease;
 };
 
 struct Listening {};
@@ -103,14 +120,99 @@ struct Report {
   int iteration = 0;
   std::vector<Event> events;
   std::vector<Arrival> arrivals;
+  // Nanoseconds its compute started late because its prefill worker held the GPU.
+  std::int64_t delayed_ns = 0;
 };
 struct Stop {};
 struct Failed {
   std::string reason;
 };
 
+// ---- BubbleTea's processes ----------------------------------------------------
+
+struct PrefillHello {
+  int worker = 0;  // the training worker whose GPU it borrows
+  int pid = 0;
+};
+struct SinkHello {
+  int pid = 0;
+};
+struct SinkAssign {
+  std::uint32_t ipv4 = 0;  // host byte order
+  std::uint16_t port = 0;
+  std::uint32_t chunk_size = 0;
+  std::uint64_t max_message_bytes = 0;  // the largest KV message a prefill worker sends
+  int senders = 0;                      // prefill workers that will connect
+};
+struct PrefillAssign {
+  int worker = 0;
+  std::string gpu_lease;
+  std::uint32_t sink_ipv4 = 0;
+  std::uint16_t sink_port = 0;
+  int streams = 1;  // TCP connections of its KV channel
+  std::uint32_t chunk_size = 0;
+  std::uint32_t not_sent_lowat = 0;
+  // Temporal sharing: the KV goes in pieces of piece_bytes, each after a grant.
+  bool gated = false;
+  std::uint64_t piece_bytes = 0;
+  std::uint64_t max_kv_bytes = 0;
+};
+// One chunk: layers [first_layer, end_layer) of batch `batch`, for duration_ns
+// from start_ns. If training still holds the GPU then (its bubble began
+// late), the chunk may start as late as latest_start_ns: it still ends
+// `guard` before the predicted end of its bubble. kv_bytes: the batch's KV
+// cache, sent after its last chunk (0 for the other chunks).
+struct PrefillTask {
+  int batch = 0;
+  int chunk = 0;
+  std::int64_t start_ns = 0;
+  std::int64_t latest_start_ns = 0;
+  std::uint64_t duration_ns = 0;
+  int first_layer = 0;
+  int end_layer = 0;
+  int tokens = 0;
+  std::uint64_t kv_bytes = 0;
+};
+struct PrefillDone {
+  int batch = 0;
+  int chunk = 0;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+};
+// The GPU was busy (until busy_until_ns) when the chunk was due at at_ns.
+struct PrefillMissed {
+  int batch = 0;
+  int chunk = 0;
+  std::int64_t at_ns = 0;
+  std::int64_t busy_until_ns = 0;
+};
+struct KvGateRequest {
+  int batch = 0;
+  int piece = 0;
+};
+struct KvGateGrant {
+  int batch = 0;
+  int piece = 0;
+};
+struct KvGateRelease {
+  int batch = 0;
+  int piece = 0;
+};
+struct KvSent {
+  int batch = 0;
+  std::int64_t start_ns = 0;    // its first byte was handed to the channel
+  std::int64_t written_ns = 0;  // its last byte was written to a socket
+};
+struct KvArrived {
+  int batch = 0;
+  int worker = 0;  // whose prefill worker sent it
+  std::uint64_t bytes = 0;
+  std::int64_t at_ns = 0;
+};
+
 using Message = std::variant<Hello, Assign, Listening, Connect, Ready, Start, GateRequest, GateGrant, GateRelease,
-                             Report, Stop, Failed>;
+                             Report, Stop, Failed, PrefillHello, SinkHello, SinkAssign, PrefillAssign, PrefillTask,
+                             PrefillDone, PrefillMissed, KvGateRequest, KvGateGrant, KvGateRelease, KvSent, KvArrived>;
 
 // "hello", "assign", ... for messages in errors.
 std::string type_name(const Message& message);

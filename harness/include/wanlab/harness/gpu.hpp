@@ -14,6 +14,10 @@
 
 namespace wanlab::harness {
 
+namespace run_detail {
+class GpuLease;
+}
+
 // CLOCK_MONOTONIC in nanoseconds: comparable across the processes of one machine.
 std::int64_t monotonic_ns();
 
@@ -33,6 +37,14 @@ class EmulatedGpu {
   // the interval: its end is the planned end, whatever the timer's wake-up lag.
   asio::awaitable<Interval> compute(asio::any_io_executor executor, std::uint64_t duration_ns, std::string what);
 
+  // Shares the GPU with another process through `lease` (not owned; it must
+  // outlive this): compute() then also reserves its interval on the shared
+  // timeline, after whatever the other process holds (run_detail::GpuLease).
+  void share(run_detail::GpuLease* lease) { lease_ = lease; }
+  // Nanoseconds compute() started later than asked because the other process
+  // held the GPU (0 without a lease).
+  std::int64_t delayed_ns() const { return delayed_ns_; }
+
   const std::vector<Interval>& busy() const { return busy_; }
   // Busy nanoseconds inside [from_ns, to_ns).
   std::int64_t busy_ns(std::int64_t from_ns, std::int64_t to_ns) const;
@@ -43,6 +55,8 @@ class EmulatedGpu {
 
  private:
   std::vector<Interval> busy_;  // sorted by start, non-overlapping
+  run_detail::GpuLease* lease_ = nullptr;
+  std::int64_t delayed_ns_ = 0;
 };
 
 }  // namespace wanlab::harness

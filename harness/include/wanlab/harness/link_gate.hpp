@@ -48,6 +48,12 @@ class LinkGate {
   // (the waiting senders of the next slot). Throws GateError for an op that
   // was not granted.
   std::vector<Grant> release(int worker, int iteration, int op_index);
+  // Whether a gated send of directed link `link` ("east->west") holds the
+  // link or waits for it in the current iteration. BubbleTea's KV pieces take
+  // a link only while it is not in use (a link without gated sends never is).
+  bool in_use(const std::string& link) const;
+  // Whether directed link `link` carries gated sends at all.
+  bool carries(const std::string& link) const;
   // Each link's position, for error messages: "east->west at slot 3 of 8 (waiting for worker 2 op 7)".
   std::string describe() const;
 

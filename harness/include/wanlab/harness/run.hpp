@@ -93,4 +93,12 @@ std::string run_testbed_name(const emulator::Scenario& scenario);
 // `id` and runs what it is told. Returns the exit code (0 after a normal stop).
 int worker_main(const std::string& control_socket, int id);
 
+// `wanlab prefill-worker` (BubbleTea): borrows worker `id`'s emulated GPU in
+// its bubbles for the prefill chunks the coordinator places there, and sends
+// each batch's KV cache to the decode sink. Returns the exit code.
+int prefill_worker_main(const std::string& control_socket, int id);
+// `wanlab decode-sink`: receives the KV caches on a host of the decode DC and
+// reports when each has fully arrived.
+int decode_sink_main(const std::string& control_socket);
+
 }  // namespace wanlab::harness

@@ -1,0 +1,584 @@
+#include "prefill_service.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/steady_timer.hpp>
+#include <cmath>
+
+#include "exit_status.hpp"
+#include "wanlab/harness/gpu.hpp"
+#include "wanlab/harness/simulate.hpp"
+
+namespace wanlab::harness::run_detail {
+namespace ctl = control;
+
+namespace {
+
+constexpr std::uint16_t kSinkPort = 49000;
+// KV channels: chunks and unsent backlog as small as training's cross-DC
+// ones, so that a gated piece's "written" comes when nearly all of it has left.
+constexpr std::uint32_t kKvChunk = 16u << 10;
+// A KV piece under temporal sharing: about this long on its link, so that a
+// training transfer that asks for the link shares it for at most that long.
+constexpr double kPieceSeconds = 0.002;
+constexpr std::uint64_t kMinPiece = 32u << 10;
+constexpr std::uint64_t kMaxPiece = 4u << 20;
+constexpr auto kLostWait = std::chrono::seconds(3);
+constexpr const char* kMissedReason = "prediction wrong: GPU busy";
+
+asio::awaitable<void> sleep_until_ns(std::int64_t at_ns) {
+  asio::steady_timer timer(co_await asio::this_coro::executor, Clock::time_point(std::chrono::nanoseconds(at_ns)));
+  std::error_code ignored;
+  co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+}
+
+double seconds(std::int64_t ns) { return static_cast<double>(ns) / 1e9; }
+
+// Per worker, the time idle in both `a` and `b` (offsets from an iteration's start).
+std::vector<std::vector<Window>> idle_in_both(const std::vector<std::vector<Window>>& a, const std::vector<std::vector<Window>>& b) {
+  std::vector<std::vector<Window>> both(std::min(a.size(), b.size()));
+  for (std::size_t w = 0; w < both.size(); ++w)
+    for (const Window& x : a[w])
+      for (const Window& y : b[w]) {
+        const Window overlap{x.worker, std::max(x.start_ns, y.start_ns), std::min(x.end_ns, y.end_ns)};
+        if (overlap.end_ns > overlap.start_ns) both[w].push_back(overlap);
+      }
+  return both;
+}
+
+// The simulated iteration time of the plan, for the requests' horizon.
+std::int64_t simulated_iteration_ns(const RunRecord& simulated) {
+  if (simulated.iteration_end_ns.empty()) return 1'000'000'000;
+  return std::max<std::int64_t>(1, simulated.iteration_end_ns[0] - simulated.iteration_start_ns[0]);
+}
+
+}  // namespace
+
+PrefillService::PrefillService(Setup setup) : setup_(std::move(setup)), experiment_(setup_.plan->experiment) {
+  socket_path_ = setup_.control_dir + "/control.sock";
+  processes_.resize(setup_.plan->workers.size() + 1);
+  record_.training_delay_ns.assign(setup_.plan->workers.size(), 0);
+  decode_dc_ = setup_.scenario->dc_index(experiment_.prefill.decode_dc);
+  if (decode_dc_ < 0) throw RunError(fmt::format("[prefill] decode_dc \"{}\" is not a DC of the testbed", experiment_.prefill.decode_dc));
+  decode_host_ = &setup_.testbed->host(experiment_.prefill.decode_dc + "-0");
+  simulated_ = simulate_training(*setup_.plan, *setup_.scenario, link_model_for(*setup_.scenario), 1);
+  // Requests over twice the run's simulated length: a slower real run still has arrivals to the end.
+  const std::int64_t horizon = 2 * experiment_.iterations * simulated_iteration_ns(*simulated_) + 1'000'000'000;
+  requests_ = load_requests(experiment_, horizon);
+  admission_.emplace(experiment_, [this](int worker, std::uint64_t bytes) { return kv_estimate_ns(worker, bytes); });
+}
+
+std::string PrefillService::lease_path(int worker) const { return fmt::format("{}/gpu-{}.lease", setup_.control_dir, worker); }
+
+void PrefillService::create_leases() {
+  for (std::size_t w = 0; w + 1 < processes_.size(); ++w) leases_.push_back(GpuLease::create(lease_path(static_cast<int>(w))));
+}
+
+void PrefillService::launch(WorkerRuntime& runtime) {
+  const std::string& testbed = setup_.testbed->name;
+  for (int index = 0; index < static_cast<int>(processes_.size()); ++index) {
+    LaunchSpec spec;
+    spec.worker = index;
+    if (index == sink_index()) {
+      spec.name = fmt::format("wanlab-{}-sink", testbed);
+      spec.hostname = "sink-" + decode_host_->name;
+      spec.netns = decode_host_->netns;
+      spec.args = {"decode-sink", "--control", socket_path_};
+    } else {
+      const emulator::Host& host = setup_.testbed->host(setup_.plan->workers[index].worker.host);
+      spec.name = fmt::format("wanlab-{}-p{}", testbed, index);
+      spec.hostname = fmt::format("p{}-{}", index, host.name);
+      spec.netns = host.netns;
+      spec.args = {"prefill-worker", "--control", socket_path_, "--id", std::to_string(index)};
+    }
+    processes_[index].pid = runtime.launch(spec);
+    if (processes_[index].pid > 0) asio::co_spawn(*setup_.io, watch_exit(index), asio::detached);
+  }
+  if (setup_.log)
+    setup_.log(fmt::format("BubbleTea: {} prefill workers and the decode sink on {}; {} requests over the run", processes_.size() - 1,
+                           decode_host_->name, requests_.size()));
+}
+
+std::string PrefillService::who(int index) const {
+  if (index == sink_index()) return fmt::format("the decode sink (on {})", decode_host_->name);
+  return fmt::format("prefill worker {} (on {})", index, setup_.plan->workers[index].worker.host);
+}
+
+std::string PrefillService::link_of(int worker) const {
+  const Worker& w = setup_.plan->workers[worker].worker;
+  if (w.dc == decode_dc_) return "";
+  return fmt::format("{}->{}", w.dc_name, experiment_.prefill.decode_dc);
+}
+
+// ---- processes -------------------------------------------------------------
+
+bool PrefillService::is_hello(const ctl::Message& message) {
+  return std::holds_alternative<ctl::PrefillHello>(message) || std::holds_alternative<ctl::SinkHello>(message);
+}
+
+asio::awaitable<void> PrefillService::serve(std::shared_ptr<ControlSocket> socket, ctl::Message hello) {
+  int index = sink_index();
+  if (const auto* prefill = std::get_if<ctl::PrefillHello>(&hello)) index = prefill->worker;
+  if (index < 0 || index > sink_index() || (std::holds_alternative<ctl::PrefillHello>(hello) && index == sink_index()) ||
+      processes_[index].hello)
+    throw ctl::ControlError(fmt::format("{} from an unknown or repeated process", ctl::type_name(hello)));
+  on_hello(index, socket);
+  std::string lost;
+  try {
+    for (;;) {
+      auto message = co_await socket->read();
+      if (!message) break;
+      handle(index, std::move(*message));
+      setup_.changed->notify();
+    }
+    lost = "closed its control connection";
+  } catch (const std::exception& error) {
+    lost = fmt::format("control connection: {}", error.what());
+  }
+  if (!stopping_) co_await connection_lost(index, lost);
+}
+
+void PrefillService::on_hello(int index, std::shared_ptr<ControlSocket> socket) {
+  Process& p = processes_[index];
+  p.hello = true;
+  p.control = std::move(socket);
+  if (p.gone) {  // given up at the startup deadline
+    p.control->post(ctl::Stop{});
+    return;
+  }
+  if (index == sink_index()) {
+    p.control->post(sink_assignment());
+    p.assigned = true;
+  }
+  assign_ready_workers();
+  setup_.changed->notify();
+}
+
+// Prefill workers get their assignment once the sink accepts their channels.
+void PrefillService::assign_ready_workers() {
+  if (!processes_[sink_index()].ready) return;
+  for (int w = 0; w < sink_index(); ++w) {
+    Process& p = processes_[w];
+    if (!p.hello || p.assigned || p.gone) continue;
+    p.control->post(assignment(w));
+    p.assigned = true;
+  }
+}
+
+ctl::SinkAssign PrefillService::sink_assignment() const {
+  return {decode_host_->ipv4, kSinkPort, kKvChunk, largest_kv_bytes(), sink_index()};
+}
+
+ctl::PrefillAssign PrefillService::assignment(int worker) const {
+  ctl::PrefillAssign a;
+  a.worker = worker;
+  a.gpu_lease = lease_path(worker);
+  a.sink_ipv4 = decode_host_->ipv4;
+  a.sink_port = kSinkPort;
+  const bool cross = !link_of(worker).empty();
+  a.streams = cross ? std::max(1, experiment_.streams) : 1;
+  a.chunk_size = kKvChunk;
+  a.not_sent_lowat = kKvChunk;
+  // Temporal sharing protects training's gated sends: a link without any needs no gate.
+  a.gated = cross && experiment_.temporal_sharing && setup_.gate->carries(link_of(worker));
+  a.piece_bytes = piece_bytes(worker);
+  a.max_kv_bytes = largest_kv_bytes();
+  return a;
+}
+
+// A gated KV piece: about kPieceSeconds on its link.
+std::uint64_t PrefillService::piece_bytes(int worker) const {
+  const auto pair = setup_.scenario->pair(setup_.plan->workers[worker].worker.dc, decode_dc_);
+  const double rate_bps = static_cast<double>(pair.rate_bps) * experiment_.scale;
+  if (!(rate_bps > 0)) return kMaxPiece;
+  return std::clamp<std::uint64_t>(static_cast<std::uint64_t>(rate_bps / 8 * kPieceSeconds), kMinPiece, kMaxPiece);
+}
+
+// The largest batch's KV: max_batch_tokens, or a longer prompt that goes alone.
+std::uint64_t PrefillService::largest_kv_bytes() const {
+  int tokens = experiment_.prefill.max_batch_tokens;
+  for (const Request& r : requests_) tokens = std::max(tokens, r.prompt_tokens);
+  return kv_message_bytes(experiment_, tokens);
+}
+
+std::int64_t PrefillService::kv_wire_ns(int worker, std::uint64_t bytes) const {
+  const auto pair = setup_.scenario->pair(setup_.plan->workers[worker].worker.dc, decode_dc_);
+  const double rate_bps = static_cast<double>(pair.rate_bps) * experiment_.scale;
+  return rate_bps > 0 ? static_cast<std::int64_t>(static_cast<double>(bytes) * 8 / rate_bps * 1e9) : 0;
+}
+
+// The pair's delay, the bytes at its rate (scaled), and the KV caches already
+// admitted on that link that will still be on it (they go one after the other).
+std::int64_t PrefillService::kv_estimate_ns(int worker, std::uint64_t bytes) const {
+  const auto delay = static_cast<std::int64_t>(setup_.scenario->pair(setup_.plan->workers[worker].worker.dc, decode_dc_).delay_ns);
+  const auto queued = kv_free_at_.find(link_of(worker));
+  const std::int64_t now = monotonic_ns() - origin_ns_;
+  const std::int64_t backlog = queued == kv_free_at_.end() ? 0 : std::max<std::int64_t>(0, queued->second - now);
+  return delay + kv_wire_ns(worker, bytes) + backlog;
+}
+
+bool PrefillService::settled() const {
+  return std::all_of(processes_.begin(), processes_.end(), [](const Process& p) { return p.ready || p.gone; });
+}
+
+void PrefillService::give_up_unsettled(const std::string& why) {
+  for (int index = 0; index <= sink_index(); ++index)
+    if (!processes_[index].ready && !processes_[index].gone) gone(index, why);
+}
+
+void PrefillService::handle(int index, ctl::Message message) {
+  if (auto* failed = std::get_if<ctl::Failed>(&message)) {
+    gone(index, failed->reason);
+  } else if (index == sink_index()) {
+    handle_sink(message);
+  } else {
+    handle_worker(index, message);
+  }
+}
+
+void PrefillService::handle_sink(ctl::Message& message) {
+  if (std::holds_alternative<ctl::Listening>(message)) {
+    processes_[sink_index()].ready = true;
+    assign_ready_workers();
+  } else if (auto* arrived = std::get_if<ctl::KvArrived>(&message)) {
+    kv_arrived(*arrived);
+  } else {
+    throw ctl::ControlError("unexpected " + ctl::type_name(message) + " message from the decode sink");
+  }
+}
+
+void PrefillService::handle_worker(int worker, ctl::Message& message) {
+  if (std::holds_alternative<ctl::Ready>(message)) {
+    processes_[worker].ready = true;
+  } else if (auto* done = std::get_if<ctl::PrefillDone>(&message)) {
+    chunk_done(worker, *done);
+  } else if (auto* missed = std::get_if<ctl::PrefillMissed>(&message)) {
+    ++missed_[iteration_];
+    fail_batches([&](const BatchState& b) { return b.batch.id == missed->batch; }, kMissedReason);
+  } else if (auto* request = std::get_if<ctl::KvGateRequest>(&message)) {
+    kv_waiting_.push_back({worker, request->batch, request->piece});
+    grant_kv();
+  } else if (auto* release = std::get_if<ctl::KvGateRelease>(&message)) {
+    const auto held = kv_holding_.find(link_of(worker));
+    if (held == kv_holding_.end() || held->second.worker != worker || held->second.batch != release->batch ||
+        held->second.piece != release->piece)
+      throw ctl::ControlError(fmt::format("released KV piece {} of batch {} without holding the link", release->piece, release->batch));
+    kv_holding_.erase(held);
+    grant_kv();
+  } else if (auto* sent = std::get_if<ctl::KvSent>(&message)) {
+    const auto it = batches_.find(sent->batch);
+    if (it != batches_.end()) it->second.kv_start_ns = sent->start_ns;
+  } else {
+    throw ctl::ControlError("unexpected " + ctl::type_name(message) + " message from a prefill worker");
+  }
+}
+
+void PrefillService::chunk_done(int worker, const ctl::PrefillDone& done) {
+  const auto it = batches_.find(done.batch);
+  if (it == batches_.end() || done.chunk >= static_cast<int>(it->second.batch.chunks.size()))
+    throw ctl::ControlError(fmt::format("done with chunk {} of unknown batch {}", done.chunk, done.batch));
+  const Chunk& chunk = it->second.batch.chunks[done.chunk];
+  record_.spans.push_back(PrefillSpan{worker, done.batch, done.chunk, it->second.batch.tokens, chunk.first_layer, chunk.end_layer,
+                                      done.start_ns - origin_ns_, done.end_ns - origin_ns_});
+  ++it->second.done_chunks;
+}
+
+void PrefillService::kv_arrived(const ctl::KvArrived& arrived) {
+  const auto it = batches_.find(arrived.batch);
+  if (it == batches_.end()) throw ctl::ControlError(fmt::format("KV of unknown batch {} arrived", arrived.batch));
+  BatchState& b = it->second;
+  const std::int64_t start = b.kv_start_ns >= 0 ? b.kv_start_ns : arrived.at_ns;
+  record_.kv.push_back(KvTransfer{b.batch.id, arrived.worker, link_of(arrived.worker), arrived.bytes, start - origin_ns_,
+                                  arrived.at_ns - origin_ns_});
+  if (b.over) return;  // failed meanwhile: its requests stay failed
+  b.over = true;
+  for (int id : b.batch.requests) {
+    RequestOutcome& o = outcome(id);
+    o.state = RequestState::served;
+    o.first_token_ns = arrived.at_ns - origin_ns_;
+  }
+}
+
+asio::awaitable<void> PrefillService::watch_exit(int index) {
+  const auto status = co_await wait_exit(*setup_.io, processes_[index].pid);
+  processes_[index].exit_status = status.value_or(-1);
+  if (!stopping_) gone(index, status ? describe_status(*status) : "its process could not be watched");
+  setup_.changed->notify();
+}
+
+// The connection ended without a word: the exit status, which says more, comes soon.
+asio::awaitable<void> PrefillService::connection_lost(int index, std::string what) {
+  if (processes_[index].pid > 0)
+    co_await setup_.changed->wait_for([&] { return processes_[index].exit_status.has_value() || stopping_; },
+                                      Clock::now() + kLostWait);
+  if (!stopping_) gone(index, what);
+}
+
+// A process is lost: its outstanding requests fail and it gets no more work.
+void PrefillService::gone(int index, const std::string& why) {
+  Process& p = processes_[index];
+  if (p.gone) return;
+  p.gone = true;
+  if (p.control) p.control->post(ctl::Stop{});
+  const bool sink = index == sink_index();
+  const std::string reason = fmt::format("{} {}", who(index), why);
+  const int failed = fail_batches([&](const BatchState& b) { return sink || b.batch.chunks.front().worker == index; }, reason);
+  std::erase_if(windows_, [&](const Window& w) { return sink || w.worker == index; });
+  std::erase_if(kv_waiting_, [&](const KvWaiter& k) { return k.worker == index; });
+  std::erase_if(kv_holding_, [&](const auto& held) { return held.second.worker == index; });
+  record_.notes.push_back(fmt::format("{} failed: {}; {} requests failed{}", who(index), why, failed,
+                                      sink ? "; no more prefill" : "; later batches avoid its GPU"));
+  if (setup_.log) setup_.log("BubbleTea: " + record_.notes.back());
+  grant_kv();
+  setup_.changed->notify();
+}
+
+// ---- scheduling ------------------------------------------------------------
+
+void PrefillService::start_iteration(int iteration, std::int64_t start_ns, std::int64_t origin_ns, const RunRecord& record) {
+  origin_ns_ = origin_ns;
+  iteration_ = iteration;
+  // The bubbles seen in both of the last two iterations (the first one's
+  // also in the simulation): an activation that came early once, or a send
+  // that waited for the link, does not make a bubble look longer than it is.
+  const auto simulated = idle_offsets(*simulated_, 0);
+  const auto offsets = iteration == 0   ? simulated
+                       : iteration == 1 ? idle_in_both(idle_offsets(record, 0), simulated)
+                                        : idle_in_both(idle_offsets(record, iteration - 1), idle_offsets(record, iteration - 2));
+  predicted_ = predict_windows(offsets, start_ns - origin_ns_, static_cast<std::int64_t>(experiment_.prefill.guard_ns));
+  const std::int64_t margin = early_end_margin();
+  for (Window& w : predicted_) w.end_ns -= margin;
+  std::erase_if(predicted_, [](const Window& w) { return w.end_ns <= w.start_ns; });
+  windows_ = predicted_;
+  std::erase_if(windows_, [&](const Window& w) { return processes_[w.worker].gone || !processes_[w.worker].ready; });
+  if (!started_) {
+    started_ = true;
+    asio::co_spawn(*setup_.io, feed_arrivals(), asio::detached);
+  }
+  schedule();
+}
+
+// How much earlier than predicted the bubbles of the last iteration ended
+// (their 90th percentile, 0 if they ended late): the next prediction ends
+// that much sooner, so that a run whose bubbles wander keeps prefill clear
+// of training.
+std::int64_t PrefillService::early_end_margin() const {
+  std::vector<std::int64_t> early;
+  for (const PredictionError& e : record_.prediction)
+    if (e.iteration == iteration_ - 1) early.push_back(std::max<std::int64_t>(0, -(e.start_error_ns + e.length_error_ns)));
+  if (early.empty()) return 0;
+  std::sort(early.begin(), early.end());
+  return early[std::min(early.size() - 1, early.size() * 9 / 10)];
+}
+
+void PrefillService::finish_iteration(int iteration, const RunRecord& record) {
+  if (iteration < 1) return;  // the first includes the connections' set-up
+  const auto errors = prediction_errors(predicted_, idle_offsets(record, iteration), record.iteration_start_ns[iteration], iteration);
+  record_.prediction.insert(record_.prediction.end(), errors.begin(), errors.end());
+}
+
+void PrefillService::add_training_delay(int worker, std::int64_t ns) { record_.training_delay_ns.at(worker) += ns; }
+
+asio::awaitable<void> PrefillService::feed_arrivals() {
+  while (next_arrival_ < requests_.size() && !stopping_) {
+    co_await sleep_until_ns(origin_ns_ + requests_[next_arrival_].arrival_ns);
+    if (stopping_) co_return;
+    const std::int64_t now = monotonic_ns() - origin_ns_;
+    while (next_arrival_ < requests_.size() && requests_[next_arrival_].arrival_ns <= now) arrive(requests_[next_arrival_++]);
+    schedule();
+  }
+}
+
+void PrefillService::arrive(const Request& request) {
+  RequestOutcome& o = outcome(request.id);
+  o.arrival_ns = request.arrival_ns;
+  o.prompt_tokens = request.prompt_tokens;
+  if (processes_[sink_index()].gone) {
+    o.state = RequestState::failed;
+    o.reason = "no decode sink";
+    return;
+  }
+  admission_->arrive(request);
+}
+
+void PrefillService::schedule() {
+  if (!started_ || stopping_) return;
+  auto decisions = admission_->schedule(monotonic_ns() - origin_ns_, windows_);
+  for (const Rejection& r : decisions.rejections) {
+    RequestOutcome& o = outcome(r.request);
+    o.state = RequestState::rejected;
+    o.reason = r.reason;
+  }
+  for (const Batch& batch : decisions.batches) place(batch);
+}
+
+// The latest a chunk may start and still end `guard` before the end of the
+// predicted window it was placed in (its start if it is in none).
+std::int64_t PrefillService::latest_start(const Chunk& chunk) const {
+  const auto guard = static_cast<std::int64_t>(experiment_.prefill.guard_ns);
+  for (const Window& w : predicted_)
+    if (w.worker == chunk.worker && w.start_ns <= chunk.start_ns && chunk.start_ns < w.end_ns)
+      return std::max(chunk.start_ns, w.end_ns - guard - static_cast<std::int64_t>(chunk.duration_ns));
+  return chunk.start_ns;
+}
+
+// Each chunk of the batch to its worker, at its time on CLOCK_MONOTONIC.
+void PrefillService::place(const Batch& batch) {
+  BatchState& state = batches_[batch.id];
+  state.batch = batch;
+  for (int id : batch.requests) outcome(id).batch = batch.id;
+  const Chunk& last_chunk = batch.chunks.back();
+  std::int64_t& free_at = kv_free_at_[link_of(last_chunk.worker)];
+  free_at = std::max(free_at, last_chunk.start_ns + static_cast<std::int64_t>(last_chunk.duration_ns)) +
+            kv_wire_ns(last_chunk.worker, batch.kv_bytes);
+  for (std::size_t c = 0; c < batch.chunks.size(); ++c) {
+    const Chunk& chunk = batch.chunks[c];
+    const bool last = c + 1 == batch.chunks.size();
+    processes_.at(chunk.worker).control->post(ctl::PrefillTask{batch.id, static_cast<int>(c), origin_ns_ + chunk.start_ns,
+                                                                origin_ns_ + latest_start(chunk), chunk.duration_ns,
+                                                                chunk.first_layer, chunk.end_layer, batch.tokens,
+                                                                last ? batch.kv_bytes : 0});
+  }
+}
+
+int PrefillService::fail_batches(const std::function<bool(const BatchState&)>& which, const std::string& reason) {
+  int failed = 0;
+  for (auto& [id, b] : batches_) {
+    if (b.over || !which(b)) continue;
+    b.over = true;
+    for (int request : b.batch.requests) {
+      RequestOutcome& o = outcome(request);
+      o.state = RequestState::failed;
+      o.reason = reason;
+      ++failed;
+    }
+  }
+  return failed;
+}
+
+// Temporal sharing: one KV piece per link, and only while training neither
+// holds nor waits for the link; training's next send takes it back at the
+// next piece boundary.
+void PrefillService::link_changed() { grant_kv(); }
+
+void PrefillService::grant_kv() {
+  const std::int64_t now = monotonic_ns();
+  for (auto it = kv_waiting_.begin(); it != kv_waiting_.end();) {
+    const std::string link = link_of(it->worker);
+    if (kv_holding_.count(link) || setup_.gate->in_use(link)) {
+      ++it;
+      continue;
+    }
+    // Paced below the link's rate: written to the sockets is not yet on the
+    // wire, and pieces back to back would keep a queue ahead of training's sends.
+    if (const auto next = kv_next_grant_[link]; now < next) {
+      if (kv_wakes_.insert(link).second) asio::co_spawn(*setup_.io, wake_kv(link, next), asio::detached);
+      ++it;
+      continue;
+    }
+    kv_holding_[link] = *it;
+    kv_next_grant_[link] = now + kv_wire_ns(it->worker, piece_bytes(it->worker)) * 5 / 4;
+    processes_[it->worker].control->post(ctl::KvGateGrant{it->batch, it->piece});
+    it = kv_waiting_.erase(it);
+  }
+}
+
+asio::awaitable<void> PrefillService::wake_kv(std::string link, std::int64_t at_ns) {
+  co_await sleep_until_ns(at_ns);
+  kv_wakes_.erase(link);
+  if (!stopping_) grant_kv();
+}
+
+// ---- outcome ---------------------------------------------------------------
+
+RequestOutcome& PrefillService::outcome(int request) {
+  RequestOutcome& o = outcomes_[request];
+  o.id = request;
+  return o;
+}
+
+std::optional<double> PrefillService::ttft_p50_s() const {
+  std::vector<std::int64_t> ttft;
+  for (const auto& [id, o] : outcomes_)
+    if (o.state == RequestState::served) ttft.push_back(o.first_token_ns - o.arrival_ns);
+  if (ttft.empty()) return std::nullopt;
+  std::nth_element(ttft.begin(), ttft.begin() + static_cast<long>(ttft.size() / 2), ttft.end());
+  return seconds(ttft[ttft.size() / 2]);
+}
+
+void PrefillService::fill(Progress& progress, const RunRecord& record) const {
+  if (record.iteration_start_ns.empty()) return;
+  const std::int64_t from = record.iteration_start_ns.front();
+  const std::int64_t to = record.iteration_end_ns.back();
+  double wall = 0, busy = 0;
+  for (std::size_t i = 0; i < record.iteration_start_ns.size(); ++i)
+    wall += static_cast<double>(record.iteration_end_ns[i] - record.iteration_start_ns[i]);
+  for (const Event& e : record.events)
+    if (e.kind == OpKind::forward || e.kind == OpKind::backward) busy += static_cast<double>(e.end_ns - e.start_ns);
+  for (const PrefillSpan& s : record_.spans) busy += static_cast<double>(std::max<std::int64_t>(0, std::min(s.end_ns, to) - std::max(s.start_ns, from)));
+  const auto workers = static_cast<double>(setup_.plan->workers.size());
+  progress.utilization_with_prefill_so_far = wall > 0 ? busy / (wall * workers) : 0;
+  int waiting = static_cast<int>(admission_->waiting());
+  for (const auto& [id, o] : outcomes_) {
+    if (o.state == RequestState::served) ++progress.requests_served;
+    if (o.state == RequestState::rejected) ++progress.requests_rejected;
+    if (o.state == RequestState::unfinished && o.batch >= 0) ++waiting;
+  }
+  progress.requests_waiting = waiting;
+  progress.ttft_p50_s = ttft_p50_s();
+}
+
+void PrefillService::stop() {
+  stopping_ = true;
+  for (Process& p : processes_)
+    if (p.control) p.control->post(ctl::Stop{});
+}
+
+bool PrefillService::all_exited() const {
+  return std::all_of(processes_.begin(), processes_.end(), [](const Process& p) { return p.pid <= 0 || p.exit_status.has_value(); });
+}
+
+std::vector<pid_t> PrefillService::running() const {
+  std::vector<pid_t> pids;
+  for (const Process& p : processes_)
+    if (p.pid > 0 && !p.exit_status) pids.push_back(p.pid);
+  return pids;
+}
+
+void PrefillService::close() noexcept {
+  stopping_ = true;
+  for (Process& p : processes_) {
+    if (p.control) p.control->close();
+    p.control.reset();
+  }
+}
+
+PrefillRecord PrefillService::finish(const RunRecord& record) {
+  const std::int64_t end = record.iteration_end_ns.empty() ? 0 : record.iteration_end_ns.back();
+  for (const Request& r : requests_) {
+    if (r.arrival_ns > end) break;
+    RequestOutcome& o = outcome(r.id);
+    o.arrival_ns = r.arrival_ns;
+    o.prompt_tokens = r.prompt_tokens;
+  }
+  record_.requests.clear();
+  for (const auto& [id, o] : outcomes_)
+    if (o.arrival_ns <= end) record_.requests.push_back(o);
+  if (!missed_.empty()) {
+    int total = 0;
+    std::string per_iteration;
+    for (const auto& [iteration, count] : missed_) {
+      total += count;
+      per_iteration += fmt::format("{}{} in iteration {}", per_iteration.empty() ? "" : ", ", count, iteration);
+    }
+    record_.notes.push_back(fmt::format("{} prefill chunks found their GPU busy past their latest start ({}: {}); their batches failed",
+                                        total, kMissedReason, per_iteration));
+  }
+  std::sort(record_.spans.begin(), record_.spans.end(), [](const PrefillSpan& a, const PrefillSpan& b) { return a.start_ns < b.start_ns; });
+  return record_;
+}
+
+}  // namespace wanlab::harness::run_detail

@@ -1,0 +1,167 @@
+// BubbleTea in the coordinator: the prefill workers (one per training worker,
+// borrowing its emulated GPU) and the decode sink, their control connections,
+// the scheduler (requests at their arrival times, Admission into the bubbles
+// predicted for the running iteration), the KV gate (temporal sharing: KV
+// pieces take a WAN link only while training's gated sends neither hold nor
+// wait for it) and the PrefillRecord. A prefill process that dies fails its
+// outstanding requests and is avoided from then on; training goes on.
+// Everything runs on the coordinator's io_context.
+#pragma once
+
+#include <sys/types.h>
+
+#include <asio/awaitable.hpp>
+#include <asio/io_context.hpp>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "control_socket.hpp"
+#include "gpu_lease.hpp"
+#include "notifier.hpp"
+#include "wanlab/emulator/scenario.hpp"
+#include "wanlab/emulator/testbed.hpp"
+#include "wanlab/harness/link_gate.hpp"
+#include "wanlab/harness/prefill.hpp"
+#include "wanlab/harness/run.hpp"
+
+namespace wanlab::harness::run_detail {
+
+class PrefillService {
+ public:
+  struct Setup {
+    const Plan* plan = nullptr;
+    const emulator::Scenario* scenario = nullptr;  // as written: rates are scaled here
+    const emulator::TestbedState* testbed = nullptr;
+    std::string control_dir;
+    asio::io_context* io = nullptr;
+    Notifier* changed = nullptr;  // notified whenever a process's state changes
+    const LinkGate* gate = nullptr;
+    std::function<void(const std::string&)> log;
+  };
+  explicit PrefillService(Setup setup);
+
+  // The lease file of worker's GPU (made by create_leases, before any worker starts).
+  std::string lease_path(int worker) const;
+  void create_leases();
+  // Starts the decode sink and one prefill worker per training worker.
+  void launch(WorkerRuntime& runtime);
+  // Whether `message` is the first word of one of ours.
+  static bool is_hello(const control::Message& message);
+  // Serves one of our processes' control connections after its hello.
+  asio::awaitable<void> serve(std::shared_ptr<ControlSocket> socket, control::Message hello);
+
+  // Startup: every process is ready (or gone); after the deadline, those that
+  // are not are given up (training does not wait for prefill).
+  bool settled() const;
+  void give_up_unsettled(const std::string& why);
+
+  // Iteration `iteration` began at `start_ns` (CLOCK_MONOTONIC); `origin_ns`
+  // is the run's origin; `record` holds the iterations before.
+  void start_iteration(int iteration, std::int64_t start_ns, std::int64_t origin_ns, const RunRecord& record);
+  // Its events are in `record`: the prediction error of its windows.
+  void finish_iteration(int iteration, const RunRecord& record);
+  void add_training_delay(int worker, std::int64_t ns);
+  // Training's gated sends changed: KV pieces may go, or must wait.
+  void link_changed();
+  void fill(Progress& progress, const RunRecord& record) const;
+
+  // The run is over: tells every process to stop.
+  void stop();
+  bool all_exited() const;
+  std::vector<pid_t> running() const;
+  // Closes the control connections (while the io_context lives).
+  void close() noexcept;
+  // What happened, for RunRecord::prefill (times from the origin).
+  PrefillRecord finish(const RunRecord& record);
+
+ private:
+  struct Process {
+    pid_t pid = -1;
+    std::optional<int> exit_status;
+    std::shared_ptr<ControlSocket> control;
+    bool hello = false;
+    bool assigned = false;
+    bool ready = false;  // prefill worker: its KV channel is open; sink: listening
+    bool gone = false;   // died, failed or was given up: avoided from then on
+  };
+  struct BatchState {
+    Batch batch;
+    int done_chunks = 0;
+    bool over = false;  // arrived or failed
+    std::int64_t kv_start_ns = -1;  // CLOCK_MONOTONIC
+  };
+  struct KvWaiter {
+    int worker = 0;
+    int batch = 0;
+    int piece = 0;
+  };
+
+  int sink_index() const { return static_cast<int>(processes_.size()) - 1; }
+  std::string who(int index) const;
+  std::string link_of(int worker) const;  // "east->europe"; empty inside the decode DC
+  control::PrefillAssign assignment(int worker) const;
+  control::SinkAssign sink_assignment() const;
+  std::int64_t kv_estimate_ns(int worker, std::uint64_t bytes) const;
+  std::int64_t kv_wire_ns(int worker, std::uint64_t bytes) const;
+  std::uint64_t largest_kv_bytes() const;
+
+  void on_hello(int index, std::shared_ptr<ControlSocket> socket);
+  void assign_ready_workers();
+  void handle(int index, control::Message message);
+  void handle_sink(control::Message& message);
+  void handle_worker(int worker, control::Message& message);
+  void chunk_done(int worker, const control::PrefillDone& done);
+  void kv_arrived(const control::KvArrived& arrived);
+  asio::awaitable<void> watch_exit(int index);
+  asio::awaitable<void> connection_lost(int index, std::string what);
+  void gone(int index, const std::string& why);
+
+  asio::awaitable<void> feed_arrivals();
+  void arrive(const Request& request);
+  void schedule();
+  void place(const Batch& batch);
+  std::int64_t latest_start(const Chunk& chunk) const;
+  std::int64_t early_end_margin() const;
+  int fail_batches(const std::function<bool(const BatchState&)>& which, const std::string& reason);
+  void grant_kv();
+  asio::awaitable<void> wake_kv(std::string link, std::int64_t at_ns);
+  std::uint64_t piece_bytes(int worker) const;
+
+  RequestOutcome& outcome(int request);
+  std::optional<double> ttft_p50_s() const;
+
+  Setup setup_;
+  const Experiment& experiment_;
+  std::string socket_path_;
+  int decode_dc_ = 0;
+  const emulator::Host* decode_host_ = nullptr;
+  std::vector<GpuLease> leases_;
+  std::vector<Process> processes_;  // prefill workers by training worker id, then the sink
+  bool stopping_ = false;
+
+  std::vector<Request> requests_;
+  std::size_t next_arrival_ = 0;
+  std::optional<Admission> admission_;
+  std::optional<RunRecord> simulated_;  // the plan's first iteration, simulated: iteration 0's prediction
+  std::vector<Window> windows_;          // what is left of the running iteration's prediction
+  std::vector<Window> predicted_;        // the running iteration's prediction, whole
+  std::int64_t origin_ns_ = 0;
+  bool started_ = false;
+  std::map<int, BatchState> batches_;
+  std::map<int, RequestOutcome> outcomes_;  // arrived requests, by id
+  std::vector<KvWaiter> kv_waiting_;
+  std::map<std::string, KvWaiter> kv_holding_;  // per link: the piece on it
+  std::map<std::string, std::int64_t> kv_next_grant_;  // per link: the earliest next grant (pacing)
+  std::set<std::string> kv_wakes_;                     // links with a grant_kv timer pending
+  std::map<std::string, std::int64_t> kv_free_at_;  // per link: when the KV admitted so far has left (predicted)
+  PrefillRecord record_;
+  int iteration_ = 0;                 // the running one
+  std::map<int, int> missed_;         // chunks that found the GPU busy, per iteration
+};
+
+}  // namespace wanlab::harness::run_detail
