@@ -50,17 +50,6 @@ std::int64_t first_free(const std::vector<Interval>& busy, std::int64_t at, std:
   return at;
 }
 
-// How a worker's KV caches reach the decode DC.
-struct KvRoute {
-  std::string link;       // "east->europe", empty inside the DC
-  int link_index = -1;    // src x DCs + dst when cross-DC
-  double rate_bps = 0;    // infinite: no wire time
-  std::int64_t delay_ns = 0;
-  std::int64_t wire_ns(std::uint64_t bytes) const {
-    return std::isfinite(rate_bps) ? static_cast<std::int64_t>(std::llround(static_cast<double>(bytes) * 8e9 / rate_bps)) : 0;
-  }
-};
-
 struct ChunkRef {
   int worker = 0;
   std::int64_t start_ns = 0;
@@ -71,16 +60,8 @@ struct ChunkRef {
 class PrefillSimulation {
  public:
   PrefillSimulation(RunRecord& record, const emulator::Scenario& scenario, const LinkModel& model)
-      : record_(record), experiment_(record.plan.experiment), dcs_(static_cast<int>(scenario.dcs.size())) {
-    int decode = scenario.dc_index(experiment_.prefill.decode_dc);
-    if (decode < 0) {
-      throw ExperimentError(fmt::format("{}: [prefill] decode_dc \"{}\" is not a DC of the testbed",
-                                        experiment_.where("prefill.decode_dc"), experiment_.prefill.decode_dc));
-    }
-    for (const WorkerPlan& worker_plan : record.plan.workers) {
-      routes_.push_back(route(scenario, model, worker_plan.worker.dc, decode));
-    }
-  }
+      : record_(record), experiment_(record.plan.experiment), dcs_(static_cast<int>(scenario.dcs.size())),
+        routes_(record.plan, scenario, model) {}
 
   void run() {
     PrefillRecord& prefill = record_.prefill.emplace();
@@ -105,31 +86,6 @@ class PrefillSimulation {
   }
 
  private:
-  KvRoute route(const emulator::Scenario& scenario, const LinkModel& model, int src, int dst) const {
-    LinkRate rate = link_rate(experiment_, scenario, model, src, dst);
-    bool cross = src != dst;
-    KvRoute route;
-    route.delay_ns = static_cast<std::int64_t>(rate.delay_ns);
-    route.rate_bps = alone_rate_bps(rate, cross ? experiment_.streams : 1);
-    if (model.free_communication) {
-      route.rate_bps = std::numeric_limits<double>::infinity();
-      route.delay_ns = 0;
-    }
-    if (cross) {
-      route.link = fmt::format("{}->{}", scenario.dcs[static_cast<std::size_t>(src)].name,
-                               scenario.dcs[static_cast<std::size_t>(dst)].name);
-      route.link_index = src * dcs_ + dst;
-      // Without temporal sharing the KV cache shares the link with training's
-      // transfers: as an approximation it gets half the rate, at once.
-      if (!experiment_.temporal_sharing) route.rate_bps /= 2;
-    }
-    return route;
-  }
-
-  std::int64_t kv_estimate(int worker, std::uint64_t bytes) const {
-    const KvRoute& route = routes_[static_cast<std::size_t>(worker)];
-    return route.delay_ns + route.wire_ns(bytes);
-  }
 
   // Iteration i's windows are predicted from iteration i - 1's idle offsets
   // (iteration 0's from its own, as the real run takes its first prediction
@@ -137,7 +93,11 @@ class PrefillSimulation {
   // arrival within it.
   void admit(int iterations, std::vector<PredictionError>& errors) {
     std::vector<std::vector<std::size_t>> events = events_by_iteration(record_, iterations);
-    Admission admission(experiment_, [this](int worker, std::uint64_t bytes) { return kv_estimate(worker, bytes); });
+    // Admission's clock: the time of the schedule() call it estimates for.
+    std::int64_t now = 0;
+    Admission admission(experiment_, [this, &now](int worker, std::uint64_t bytes) {
+      return routes_.estimate_ns(worker, bytes, now);
+    });
     std::vector<std::vector<Window>> previous = idle_offsets_of(record_, 0, events[0]);
     std::size_t next = 0;
     for (int iteration = 0; iteration < iterations; ++iteration) {
@@ -150,11 +110,13 @@ class PrefillSimulation {
         std::vector<PredictionError> more = prediction_errors(windows, actual, start, iteration);
         errors.insert(errors.end(), more.begin(), more.end());
       }
-      take(admission.schedule(start, windows));
+      now = start;
+      take(admission.schedule(now, windows));
       while (next < requests_.size() && requests_[next].arrival_ns < end) {
         std::int64_t at = requests_[next].arrival_ns;
         while (next < requests_.size() && requests_[next].arrival_ns == at) admission.arrive(requests_[next++]);
-        take(admission.schedule(std::max(at, start), windows));
+        now = std::max(at, start);
+        take(admission.schedule(now, windows));
       }
       previous = std::move(actual);
     }
@@ -171,6 +133,8 @@ class PrefillSimulation {
         outcomes_[static_cast<std::size_t>(id)].batch = batch.id;
         outcomes_[static_cast<std::size_t>(id)].reason = "admitted; not done when training ended";
       }
+      const Chunk& last = batch.chunks.back();
+      routes_.queue(last.worker, last.start_ns + static_cast<std::int64_t>(last.duration_ns), batch.kv_bytes);
       batches_.push_back(std::move(batch));
     }
     prefill_end_ns_.resize(batches_.size(), kPast);
@@ -254,8 +218,9 @@ class PrefillSimulation {
   }
 
   std::int64_t link_delay(int src, int dst) const {
-    for (std::size_t worker = 0; worker < routes_.size(); ++worker) {
-      if (routes_[worker].link_index == src * dcs_ + dst) return routes_[worker].delay_ns;
+    for (std::size_t worker = 0; worker < record_.plan.workers.size(); ++worker) {
+      const KvRoutes::Route& route = routes_.route(static_cast<int>(worker));
+      if (route.link_index == src * dcs_ + dst) return route.delay_ns;
     }
     return 0;  // not a link to the decode DC: never looked at
   }
@@ -275,7 +240,7 @@ class PrefillSimulation {
     });
     for (std::size_t index : order) {
       const Batch& batch = batches_[index];
-      const KvRoute& route = routes_[static_cast<std::size_t>(batch.chunks.front().worker)];
+      const KvRoutes::Route& route = routes_.route(batch.chunks.front().worker);
       std::int64_t wire = route.wire_ns(batch.kv_bytes);
       std::int64_t start = prefill_end_ns_[index];
       if (route.link_index >= 0 && experiment_.temporal_sharing) {
@@ -309,7 +274,7 @@ class PrefillSimulation {
   RunRecord& record_;
   const Experiment& experiment_;
   int dcs_;
-  std::vector<KvRoute> routes_;  // per worker
+  KvRoutes routes_;
   std::vector<Request> requests_;
   std::vector<RequestOutcome> outcomes_;  // by request id
   std::vector<Batch> batches_;            // by batch id
@@ -326,3 +291,60 @@ void simulate_prefill(RunRecord& record, const emulator::Scenario& scenario, con
 }
 
 }  // namespace wanlab::harness::detail
+
+namespace wanlab::harness {
+
+std::int64_t KvRoutes::Route::wire_ns(std::uint64_t bytes) const {
+  return std::isfinite(rate_bps) ? static_cast<std::int64_t>(std::llround(static_cast<double>(bytes) * 8e9 / rate_bps)) : 0;
+}
+
+KvRoutes::KvRoutes(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model) {
+  const Experiment& experiment = plan.experiment;
+  const int decode = scenario.dc_index(experiment.prefill.decode_dc);
+  if (decode < 0) {
+    throw ExperimentError(fmt::format("{}: [prefill] decode_dc \"{}\" is not a DC of the testbed",
+                                      experiment.where("prefill.decode_dc"), experiment.prefill.decode_dc));
+  }
+  const int dcs = static_cast<int>(scenario.dcs.size());
+  for (const WorkerPlan& worker_plan : plan.workers) {
+    const int src = worker_plan.worker.dc;
+    const bool cross = src != decode;
+    const detail::LinkRate rate = detail::link_rate(experiment, scenario, model, src, decode);
+    Route route;
+    route.delay_ns = static_cast<std::int64_t>(rate.delay_ns);
+    route.rate_bps = detail::alone_rate_bps(rate, cross ? experiment.streams : 1);
+    if (model.free_communication) {
+      route.rate_bps = std::numeric_limits<double>::infinity();
+      route.delay_ns = 0;
+    }
+    if (cross) {
+      route.link = fmt::format("{}->{}", scenario.dcs[static_cast<std::size_t>(src)].name,
+                               scenario.dcs[static_cast<std::size_t>(decode)].name);
+      route.link_index = src * dcs + decode;
+      // Without temporal sharing the KV cache shares the link with training's
+      // transfers: as an approximation it gets half the rate, at once.
+      if (!experiment.temporal_sharing) route.rate_bps /= 2;
+    }
+    routes_.push_back(std::move(route));
+  }
+}
+
+namespace {
+// Caches inside a DC queue per worker (its own host's channel); across DCs per link.
+int queue_key(const KvRoutes::Route& route, int worker) { return route.link_index >= 0 ? route.link_index : -1 - worker; }
+}  // namespace
+
+std::int64_t KvRoutes::estimate_ns(int worker, std::uint64_t bytes, std::int64_t now_ns) const {
+  const Route& r = route(worker);
+  const auto queued = free_at_.find(queue_key(r, worker));
+  const std::int64_t backlog = queued == free_at_.end() ? 0 : std::max<std::int64_t>(0, queued->second - now_ns);
+  return r.delay_ns + r.wire_ns(bytes) + backlog;
+}
+
+void KvRoutes::queue(int worker, std::int64_t ready_ns, std::uint64_t bytes) {
+  const Route& r = route(worker);
+  std::int64_t& free_at = free_at_.try_emplace(queue_key(r, worker), ready_ns).first->second;
+  free_at = std::max(free_at, ready_ns) + r.wire_ns(bytes);
+}
+
+}  // namespace wanlab::harness

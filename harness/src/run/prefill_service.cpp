@@ -68,7 +68,10 @@ PrefillService::PrefillService(Setup setup) : setup_(std::move(setup)), experime
   // Requests over twice the run's simulated length: a slower real run still has arrivals to the end.
   const std::int64_t horizon = 2 * experiment_.iterations * simulated_iteration_ns(*simulated_) + 1'000'000'000;
   requests_ = load_requests(experiment_, horizon);
-  admission_.emplace(experiment_, [this](int worker, std::uint64_t bytes) { return kv_estimate_ns(worker, bytes); });
+  kv_routes_.emplace(*setup_.plan, *setup_.scenario, link_model_for(*setup_.scenario));
+  admission_.emplace(experiment_, [this](int worker, std::uint64_t bytes) {
+    return kv_routes_->estimate_ns(worker, bytes, monotonic_ns() - origin_ns_);
+  });
 }
 
 std::string PrefillService::lease_path(int worker) const { return fmt::format("{}/gpu-{}.lease", setup_.control_dir, worker); }
@@ -204,20 +207,9 @@ std::uint64_t PrefillService::largest_kv_bytes() const {
   return kv_message_bytes(experiment_, tokens);
 }
 
+// The KV route's wire time (kv_routes_: the rate one transfer gets alone).
 std::int64_t PrefillService::kv_wire_ns(int worker, std::uint64_t bytes) const {
-  const auto pair = setup_.scenario->pair(setup_.plan->workers[worker].worker.dc, decode_dc_);
-  const double rate_bps = static_cast<double>(pair.rate_bps) * experiment_.scale;
-  return rate_bps > 0 ? static_cast<std::int64_t>(static_cast<double>(bytes) * 8 / rate_bps * 1e9) : 0;
-}
-
-// The pair's delay, the bytes at its rate (scaled), and the KV caches already
-// admitted on that link that will still be on it (they go one after the other).
-std::int64_t PrefillService::kv_estimate_ns(int worker, std::uint64_t bytes) const {
-  const auto delay = static_cast<std::int64_t>(setup_.scenario->pair(setup_.plan->workers[worker].worker.dc, decode_dc_).delay_ns);
-  const auto queued = kv_free_at_.find(link_of(worker));
-  const std::int64_t now = monotonic_ns() - origin_ns_;
-  const std::int64_t backlog = queued == kv_free_at_.end() ? 0 : std::max<std::int64_t>(0, queued->second - now);
-  return delay + kv_wire_ns(worker, bytes) + backlog;
+  return kv_routes_->route(worker).wire_ns(bytes);
 }
 
 bool PrefillService::settled() const {
@@ -431,9 +423,8 @@ void PrefillService::place(const Batch& batch) {
   state.batch = batch;
   for (int id : batch.requests) outcome(id).batch = batch.id;
   const Chunk& last_chunk = batch.chunks.back();
-  std::int64_t& free_at = kv_free_at_[link_of(last_chunk.worker)];
-  free_at = std::max(free_at, last_chunk.start_ns + static_cast<std::int64_t>(last_chunk.duration_ns)) +
-            kv_wire_ns(last_chunk.worker, batch.kv_bytes);
+  kv_routes_->queue(last_chunk.worker, last_chunk.start_ns + static_cast<std::int64_t>(last_chunk.duration_ns),
+                    batch.kv_bytes);
   for (std::size_t c = 0; c < batch.chunks.size(); ++c) {
     const Chunk& chunk = batch.chunks[c];
     const bool last = c + 1 == batch.chunks.size();

@@ -28,6 +28,7 @@
 #include "wanlab/harness/link_gate.hpp"
 #include "wanlab/harness/prefill.hpp"
 #include "wanlab/harness/run.hpp"
+#include "wanlab/harness/simulate.hpp"
 
 namespace wanlab::harness::run_detail {
 
@@ -106,7 +107,6 @@ class PrefillService {
   std::string link_of(int worker) const;  // "east->europe"; empty inside the decode DC
   control::PrefillAssign assignment(int worker) const;
   control::SinkAssign sink_assignment() const;
-  std::int64_t kv_estimate_ns(int worker, std::uint64_t bytes) const;
   std::int64_t kv_wire_ns(int worker, std::uint64_t bytes) const;
   std::uint64_t largest_kv_bytes() const;
 
@@ -158,7 +158,7 @@ class PrefillService {
   std::map<std::string, KvWaiter> kv_holding_;  // per link: the piece on it
   std::map<std::string, std::int64_t> kv_next_grant_;  // per link: the earliest next grant (pacing)
   std::set<std::string> kv_wakes_;                     // links with a grant_kv timer pending
-  std::map<std::string, std::int64_t> kv_free_at_;  // per link: when the KV admitted so far has left (predicted)
+  std::optional<KvRoutes> kv_routes_;  // admission's KV estimate, the simulator's model
   PrefillRecord record_;
   int iteration_ = 0;                 // the running one
   std::map<int, int> missed_;         // chunks that found the GPU busy, per iteration

@@ -55,6 +55,10 @@
 //   or still waiting for a window).
 #pragma once
 
+#include <map>
+#include <string>
+#include <vector>
+
 #include "wanlab/harness/record.hpp"
 
 namespace wanlab::harness {
@@ -91,6 +95,37 @@ RunRecord simulate(const Plan& plan, const emulator::Scenario& scenario, const L
 // slots by, and what the real run predicts its first iteration's bubbles from.
 RunRecord simulate_training(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model,
                             int iterations = 1, SimulationStats* stats = nullptr);
+
+// BubbleTea: how each worker's KV caches reach the decode DC, one model for
+// both runners' admission (KvEstimate) and the simulator's transfers. A route
+// is the directed link to decode_dc ("" inside the DC), its delay, and the
+// rate one transfer gets alone there (min(link rate x scale, streams x
+// per-stream ceiling x scale), as a training transfer; halved without
+// temporal sharing, where it shares the link with training). Caches on one
+// route go one after the other: queue() records one, and estimate_ns()
+// counts what is still ahead of a new one.
+class KvRoutes {
+ public:
+  struct Route {
+    std::string link;
+    int link_index = -1;  // src x DCs + dst across DCs, else -1
+    double rate_bps = 0;  // infinite: no wire time
+    std::int64_t delay_ns = 0;
+    std::int64_t wire_ns(std::uint64_t bytes) const;
+  };
+
+  // `scenario` as written (rates at full size): the experiment's scale applies here.
+  KvRoutes(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model);
+  const Route& route(int worker) const { return routes_.at(static_cast<std::size_t>(worker)); }
+  // Delay + wire time + the wire time of caches queued before it and not yet sent at `now_ns`.
+  std::int64_t estimate_ns(int worker, std::uint64_t bytes, std::int64_t now_ns) const;
+  // A cache of `bytes` from `worker`, ready at `ready_ns`, takes its turn on the route.
+  void queue(int worker, std::int64_t ready_ns, std::uint64_t bytes);
+
+ private:
+  std::vector<Route> routes_;                  // per worker
+  std::map<int, std::int64_t> free_at_;        // per link_index (-1 - worker inside a DC): when its queue empties
+};
 
 // About 31.7 years: simulated times are int64 nanoseconds; a run that goes
 // beyond this has a link or a compute step absurdly slow for its messages.
