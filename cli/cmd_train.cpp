@@ -104,9 +104,10 @@ int cmd_train(Args args) {
                100 * p.utilization_so_far, prefill);
     std::fflush(stdout);
   };
-  fmt::print("{}: {} schedule, {} placement, {} stream(s), temporal sharing {}, {} iterations, scale {}\n", experiment.name,
-             hs::to_string(experiment.schedule), hs::to_string(experiment.placement), experiment.streams,
-             experiment.temporal_sharing ? "on" : "off", experiment.iterations, experiment.scale);
+  fmt::print("{}: {} schedule, {} placement, {} stream(s), temporal sharing {}, {} iterations, scale {}, prefill {}\n",
+             experiment.name, hs::to_string(experiment.schedule), hs::to_string(experiment.placement), experiment.streams,
+             experiment.temporal_sharing ? "on" : "off", experiment.iterations, experiment.scale,
+             experiment.prefill.enabled ? fmt::format("on (KV caches to {})", experiment.prefill.decode_dc) : "off");
   std::fflush(stdout);
 
   // --simulate: the planner's discrete-event simulation instead of the emulated WAN.

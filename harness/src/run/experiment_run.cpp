@@ -1,6 +1,8 @@
 // `wanlab train`'s whole life: a scaled testbed of its own, the run, and
 // always the testbed's removal.
 #include <fmt/format.h>
+
+#include <limits>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,6 +10,7 @@
 #include <cstring>
 
 #include "interrupts.hpp"
+#include "wanlab/harness/prefill.hpp"
 #include "wanlab/harness/run.hpp"
 
 namespace wanlab::harness {
@@ -60,6 +63,9 @@ std::string run_testbed_name(const em::Scenario& scenario) {
 
 RunRecord run_experiment(const Experiment& experiment, const em::Scenario& scenario, const RunOptions& options) {
   const Plan plan = make_plan(experiment, scenario);
+  // A malformed request trace is an error before a testbed exists (the run reads it again, to its horizon).
+  if (experiment.prefill.enabled && !experiment.prefill.requests_path.empty())
+    load_requests(experiment, std::numeric_limits<std::int64_t>::max());
   const em::Scenario scaled_scenario = scale_scenario(scenario, experiment.scale);
   run_detail::InterruptGuard interrupts;
   em::UpOptions up;
