@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "../harness/src/run/gpu_lease.hpp"
+#include "support/two_dc.hpp"
 #include "support/wanlab_cli.hpp"
 #include "wanlab/harness/gpu.hpp"
 #include "wanlab/harness/experiment.hpp"
@@ -30,28 +31,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* kScenario = R"(
-name = "hbt"
-[defaults]
-rate = "1gbit"
-queue = "1bdp"
-[intra_dc]
-delay = "50us"
-rate = "10gbit"
-[host]
-tcp_congestion = "cubic"
-tcp_wmem_max = "4mb"
-tcp_rmem_max = "6mb"
-[[dc]]
-name = "east"
-hosts = 2
-[[dc]]
-name = "west"
-hosts = 2
-[[link]]
-between = ["east", "west"]
-delay = "40ms"
-)";
+const std::string kScenario = test::two_dc_scenario("hbt");
 
 // Atlas, 2 stages x 2 replicas (the workers of a stage share a host), small and quick.
 // The tests run it at scale 1 (see run()).

@@ -16,6 +16,7 @@
 #include <set>
 #include <thread>
 
+#include "support/two_dc.hpp"
 #include "support/wanlab_cli.hpp"
 #include "wanlab/emulator/netns.hpp"
 #include "wanlab/emulator/scenario.hpp"
@@ -32,30 +33,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Two DCs 40 ms apart (one way) at 1 Gbit/s, with host buffers that keep one
-// TCP stream well below the link rate on that path.
-const char* kFarScenario = R"(
-name = "hfar"
-[defaults]
-rate = "1gbit"
-queue = "1bdp"
-[intra_dc]
-delay = "50us"
-rate = "10gbit"
-[host]
-tcp_congestion = "cubic"
-tcp_wmem_max = "4mb"
-tcp_rmem_max = "6mb"
-[[dc]]
-name = "east"
-hosts = 2
-[[dc]]
-name = "west"
-hosts = 2
-[[link]]
-between = ["east", "west"]
-delay = "40ms"
-)";
+const std::string kFarScenario = test::two_dc_scenario("hfar");
 
 // 2 stages x 2 replicas, small and quick; scale 0.1 keeps the bytes few.
 std::string experiment_text(const std::string& scenario_path, int iterations) {
