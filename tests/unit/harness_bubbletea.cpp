@@ -539,3 +539,39 @@ BOOST_AUTO_TEST_CASE(an_unknown_decode_dc_is_an_error) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(kv_routes)
+
+// Worker 0 holds stage 0 in a; the decode DC is b, 10 ms and 1 Gbit/s away.
+// 1F1B has no temporal sharing, so a KV cache gets half the link: 0.5 Gbit/s.
+BOOST_AUTO_TEST_CASE(estimates_count_delay_wire_time_the_queue_and_what_was_measured) {
+  Experiment e = experiment("schedule = \"1f1b\"", 4, 1, 8, 100, 200);
+  enable_prefill(e);
+  auto scenario = three_dcs();
+  KvRoutes routes(make_plan(e, scenario), scenario, link_model_for(scenario));
+  const KvRoutes::Route& route = routes.route(0);
+  BOOST_TEST(route.link == "a->b");
+  BOOST_TEST(route.delay_ns == 10 * kMs);
+  BOOST_TEST(route.rate_bps == 0.5e9);
+  const std::uint64_t bytes = 12'500'000;  // 200 ms at 0.5 Gbit/s
+  BOOST_TEST(routes.estimate_ns(0, bytes, 0) == 210 * kMs);
+  // A cache queued ahead, ready at 0: a new one waits for it until it has left.
+  routes.queue(0, 0, bytes);
+  BOOST_TEST(routes.estimate_ns(0, bytes, 0) == 410 * kMs);
+  BOOST_TEST(routes.estimate_ns(0, bytes, 150 * kMs) == 260 * kMs);
+  BOOST_TEST(routes.estimate_ns(0, bytes, 1000 * kMs) == 210 * kMs);
+  // Measured three times slower than the model: estimates stretch the wire time.
+  routes.observe(0, bytes, 10 * kMs + 600 * kMs);
+  BOOST_TEST(routes.slowdown(0) == 3.0, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(routes.estimate_ns(0, bytes, 1000 * kMs) == 610 * kMs);
+  // Faster than the model moves the average down, never below 1.
+  for (int i = 0; i < 50; ++i) routes.observe(0, bytes, 10 * kMs);
+  BOOST_TEST(routes.slowdown(0) == 1.0, boost::test_tools::tolerance(1e-6));
+  // Stage 3 is in a too (a, b, c, a): its route is the same link, with the same queue and measurements.
+  BOOST_TEST_REQUIRE(routes.route(3).link == "a->b");
+  routes.observe(3, bytes, 10 * kMs + 400 * kMs);
+  BOOST_TEST(routes.slowdown(0) == routes.slowdown(3));
+  BOOST_TEST(routes.slowdown(0) > 1.0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -334,17 +334,38 @@ namespace {
 int queue_key(const KvRoutes::Route& route, int worker) { return route.link_index >= 0 ? route.link_index : -1 - worker; }
 }  // namespace
 
+double KvRoutes::slowdown(int worker) const {
+  const auto it = slowdown_.find(queue_key(route(worker), worker));
+  return it == slowdown_.end() ? 1.0 : it->second;
+}
+
+std::int64_t KvRoutes::wire_ns(int worker, std::uint64_t bytes) const {
+  return static_cast<std::int64_t>(std::llround(static_cast<double>(route(worker).wire_ns(bytes)) * slowdown(worker)));
+}
+
 std::int64_t KvRoutes::estimate_ns(int worker, std::uint64_t bytes, std::int64_t now_ns) const {
   const Route& r = route(worker);
   const auto queued = free_at_.find(queue_key(r, worker));
   const std::int64_t backlog = queued == free_at_.end() ? 0 : std::max<std::int64_t>(0, queued->second - now_ns);
-  return r.delay_ns + r.wire_ns(bytes) + backlog;
+  return r.delay_ns + wire_ns(worker, bytes) + backlog;
 }
 
 void KvRoutes::queue(int worker, std::int64_t ready_ns, std::uint64_t bytes) {
   const Route& r = route(worker);
   std::int64_t& free_at = free_at_.try_emplace(queue_key(r, worker), ready_ns).first->second;
-  free_at = std::max(free_at, ready_ns) + r.wire_ns(bytes);
+  free_at = std::max(free_at, ready_ns) + wire_ns(worker, bytes);
+}
+
+void KvRoutes::observe(int worker, std::uint64_t bytes, std::int64_t took_ns) {
+  const Route& r = route(worker);
+  const std::int64_t modelled = r.wire_ns(bytes);
+  if (modelled <= 0) return;  // no wire time to stretch
+  const double measured = static_cast<double>(std::max<std::int64_t>(0, took_ns - r.delay_ns));
+  const double ratio = std::max(1.0, measured / static_cast<double>(modelled));
+  // A moving average: one slow cache moves the estimate, a run of them sets it.
+  constexpr double kWeight = 0.3;
+  auto [it, first] = slowdown_.try_emplace(queue_key(r, worker), ratio);
+  if (!first) it->second = (1 - kWeight) * it->second + kWeight * ratio;
 }
 
 }  // namespace wanlab::harness

@@ -285,6 +285,8 @@ void PrefillService::kv_arrived(const ctl::KvArrived& arrived) {
   const std::int64_t start = b.kv_start_ns >= 0 ? b.kv_start_ns : arrived.at_ns;
   record_.kv.push_back(KvTransfer{b.batch.id, arrived.worker, link_of(arrived.worker), arrived.bytes, start - origin_ns_,
                                   arrived.at_ns - origin_ns_});
+  // Admission's next estimates on this route learn how long caches really take.
+  kv_routes_->observe(arrived.worker, arrived.bytes, arrived.at_ns - start);
   if (b.over) return;  // failed meanwhile: its requests stay failed
   b.over = true;
   for (int id : b.batch.requests) {

@@ -121,10 +121,20 @@ class KvRoutes {
   std::int64_t estimate_ns(int worker, std::uint64_t bytes, std::int64_t now_ns) const;
   // A cache of `bytes` from `worker`, ready at `ready_ns`, takes its turn on the route.
   void queue(int worker, std::int64_t ready_ns, std::uint64_t bytes);
+  // The real run: a cache of `bytes` took `took_ns` from the start of its
+  // sending to its arrival. Later estimates and queue times on that route
+  // stretch the wire time by how much slower than the model caches went
+  // (a moving average, never below 1): gate waits, sharing with training,
+  // the emulator's own overhead.
+  void observe(int worker, std::uint64_t bytes, std::int64_t took_ns);
+  double slowdown(int worker) const;
 
  private:
+  std::int64_t wire_ns(int worker, std::uint64_t bytes) const;  // the route's, stretched by slowdown
+
   std::vector<Route> routes_;                  // per worker
   std::map<int, std::int64_t> free_at_;        // per link_index (-1 - worker inside a DC): when its queue empties
+  std::map<int, double> slowdown_;             // per the same key: measured / modelled wire time
 };
 
 // About 31.7 years: simulated times are int64 nanoseconds; a run that goes
