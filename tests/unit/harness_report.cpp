@@ -14,26 +14,13 @@
 
 using namespace wanlab::harness;
 using harness_test::count_substring;
-using harness_test::experiment;
 using harness_test::JsonValue;
 using harness_test::parse_json;
-using harness_test::three_dcs;
 
 namespace {
 
-struct Run {
-  wanlab::emulator::Scenario scenario = three_dcs();
-  Plan plan;
-  RunRecord record;
-};
-
-// pp 4 over a, b, c, a; dp 2; 4 microbatches; two iterations.
-Run pp_across_dc_run() {
-  Run run;
-  run.plan = make_plan(experiment("schedule = \"1f1b\"\nstreams = 2", 4, 2, 4, 5, 10), run.scenario);
-  run.record = simulate(run.plan, run.scenario, link_model_for(run.scenario), 2);
-  return run;
-}
+using Run = harness_test::SimulatedRun;
+using harness_test::pp_across_dc_run;
 
 std::string read(const std::filesystem::path& path) {
   std::ifstream file(path);

@@ -11,26 +11,18 @@
 
 using namespace wanlab::harness;
 using harness_test::count_substring;
-using harness_test::experiment;
 using harness_test::JsonValue;
 using harness_test::parse_json;
-using harness_test::three_dcs;
 
 namespace {
 
-struct Run {
-  wanlab::emulator::Scenario scenario = three_dcs();
-  Plan plan;
-  RunRecord record;
-};
+using Run = harness_test::SimulatedRun;
 
 // A simulated 1F1B run (pp 4 over a, b, c, a; dp 2) of training only, then
 // given by hand, in iteration 1, one prefill span in the longest idle window
 // of worker 0's GPU, a served request, a rejected one and a failed one.
 Run run_with_prefill() {
-  Run run;
-  run.plan = make_plan(experiment("schedule = \"1f1b\"\nstreams = 2", 4, 2, 4, 5, 10), run.scenario);
-  run.record = simulate(run.plan, run.scenario, link_model_for(run.scenario), 2);
+  Run run = harness_test::pp_across_dc_run();
   run.record.plan.experiment.prefill.enabled = true;
   run.record.plan.experiment.prefill.decode_dc = "c";
   const std::int64_t start = run.record.iteration_start_ns.at(1);

@@ -16,6 +16,7 @@
 #include "wanlab/emulator/scenario.hpp"
 #include "wanlab/harness/experiment.hpp"
 #include "wanlab/harness/plan.hpp"
+#include "wanlab/harness/simulate.hpp"
 
 namespace harness_test {
 
@@ -341,6 +342,21 @@ inline int count_substring(std::string_view text, std::string_view piece) {
     ++count;
   }
   return count;
+}
+
+// A simulated run the report tests read: 1F1B, pp 4 over a, b, c, a; dp 2;
+// 4 microbatches of 5/10 ms; two iterations.
+struct SimulatedRun {
+  wanlab::emulator::Scenario scenario = three_dcs();
+  wanlab::harness::Plan plan;
+  wanlab::harness::RunRecord record;
+};
+
+inline SimulatedRun pp_across_dc_run() {
+  SimulatedRun run;
+  run.plan = wanlab::harness::make_plan(experiment("schedule = \"1f1b\"\nstreams = 2", 4, 2, 4, 5, 10), run.scenario);
+  run.record = wanlab::harness::simulate(run.plan, run.scenario, wanlab::harness::link_model_for(run.scenario), 2);
+  return run;
 }
 
 }  // namespace harness_test
