@@ -158,10 +158,10 @@ int cmd_prefill_worker(Args args) {
 }
 
 int cmd_decode_sink(Args args) {
-  const Options options(args, {"control"}, {});
+  const Options options(args, {"control", "id"}, {});
   const auto control = options.get("control");
-  if (!control) throw UsageError("expected --control SOCKET");
-  return hs::decode_sink_main(*control);
+  if (!control || !options.get("id")) throw UsageError("expected --control SOCKET and --id N");
+  return hs::decode_sink_main(*control, *options.integer<int>("id", 0, 1 << 20));
 }
 
 }  // namespace wanlab::cli

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <random>
 
 #include "harness_support.hpp"
@@ -538,9 +539,87 @@ BOOST_AUTO_TEST_CASE(an_unknown_decode_dc_is_an_error) {
              std::string::npos);
 }
 
+// decode_dc = "local": every cache stays in its worker's DC; the caches of a
+// DC's other hosts take turns on its own link, one at a time.
+BOOST_AUTO_TEST_CASE(local_decode_keeps_every_kv_cache_inside_its_dc) {
+  Experiment e = bubbletea("schedule = \"atlas\"\nplacement = [\"a\", \"a\", \"c\", \"c\"]", 8);
+  e.prefill.decode_dc = "local";
+  RunRecord record = run(e);
+  PrefillSummary summary = summarize_prefill(record);
+  BOOST_TEST(summary.served > 0);
+  BOOST_TEST(summary.kv_bytes.empty());  // no WAN link carried a cache
+  std::vector<KvTransfer> on_links;
+  auto scenario = three_dcs();
+  for (const KvTransfer& kv : record.prefill->kv) {
+    BOOST_TEST(kv.link.empty());
+    const Worker& from = record.plan.workers[static_cast<std::size_t>(kv.worker)].worker;
+    if (from.host != decode_host_name(scenario, from.dc)) on_links.push_back(kv);
+  }
+  BOOST_REQUIRE(!on_links.empty());
+  for (const KvTransfer& kv : on_links)
+    for (const KvTransfer& other : on_links) {
+      const int dc = record.plan.workers[static_cast<std::size_t>(kv.worker)].worker.dc;
+      const int other_dc = record.plan.workers[static_cast<std::size_t>(other.worker)].worker.dc;
+      if (&other == &kv || dc != other_dc) continue;
+      const auto delay = static_cast<std::int64_t>(scenario.pair(dc, dc).delay_ns);
+      BOOST_TEST(!overlaps(kv.start_ns, kv.end_ns - delay, other.start_ns, other.end_ns - delay));
+    }
+}
+
+BOOST_AUTO_TEST_CASE(local_is_refused_where_a_dc_has_that_name) {
+  std::string text = harness_test::kThreeDcScenario;
+  for (std::size_t at = text.find("\"c\""); at != std::string::npos; at = text.find("\"c\"", at)) text.replace(at, 3, "\"local\"");
+  auto scenario = wanlab::emulator::parse_scenario(text, "t3.toml");
+  Experiment e = bubbletea("schedule = \"1f1b\"", 1);
+  e.prefill.decode_dc = "local";
+  BOOST_TEST(harness_test::error_of([&] { make_plan(e, scenario); }).find("the testbed also has a DC of that name") !=
+             std::string::npos);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(kv_routes)
+
+// Atlas on a, a, c, c with two hosts per DC: with decode_dc = "local" the
+// workers on a DC's first host (its decode host) send over loopback, the
+// others over their DC's own link (10 Gbit/s, 50 us), which they share.
+BOOST_AUTO_TEST_CASE(local_decode_routes_stay_in_the_workers_dc) {
+  Experiment e = experiment("schedule = \"atlas\"\nplacement = [\"a\", \"a\", \"c\", \"c\"]", 4, 2, 8, 100, 200);
+  enable_prefill(e);
+  e.prefill.decode_dc = "local";
+  auto scenario = three_dcs();
+  Plan plan = make_plan(e, scenario);
+  KvRoutes routes(plan, scenario, link_model_for(scenario));
+  const int dcs = static_cast<int>(scenario.dcs.size());
+  int loopback = 0;
+  int on_dc_link = 0;
+  for (std::size_t w = 0; w < plan.workers.size(); ++w) {
+    const Worker& worker = plan.workers[w].worker;
+    const KvRoutes::Route& route = routes.route(static_cast<int>(w));
+    BOOST_TEST(decode_dc_of(e, scenario, worker.dc) == worker.dc);
+    BOOST_TEST(route.link.empty());
+    if (worker.host == decode_host_name(scenario, worker.dc)) {
+      BOOST_TEST(std::isinf(route.rate_bps));
+      BOOST_TEST(route.delay_ns == 0);
+      ++loopback;
+    } else {
+      BOOST_TEST(route.link_index == worker.dc * dcs + worker.dc);
+      BOOST_TEST(route.rate_bps == 10e9);
+      BOOST_TEST(route.delay_ns == 50'000);
+      ++on_dc_link;
+    }
+  }
+  BOOST_TEST(loopback > 0);
+  BOOST_TEST(on_dc_link > 0);
+  // Two workers on a's second host: a cache of one waits for the other's.
+  std::vector<int> second_host;
+  for (std::size_t w = 0; w < plan.workers.size(); ++w)
+    if (plan.workers[w].worker.host == "a-1") second_host.push_back(static_cast<int>(w));
+  BOOST_REQUIRE(second_host.size() >= 2u);
+  const std::uint64_t bytes = 12'500'000;  // 10 ms at 10 Gbit/s
+  routes.queue(second_host[0], 0, bytes);
+  BOOST_TEST(routes.estimate_ns(second_host[1], bytes, 0) == 50'000 + 20 * kMs);
+}
 
 // Worker 0 holds stage 0 in a; the decode DC is b, 10 ms and 1 Gbit/s away.
 // 1F1B has no temporal sharing, so a KV cache gets half the link: 0.5 Gbit/s.

@@ -66,7 +66,7 @@ const std::vector<BadFile>& bad_files() {
       {"enabled not a bool", inserted(12, "enabled = 1"), "e.toml:12:11: prefill.enabled: expected true or false, got 1"},
       {"empty requests path", with_line(12, "requests = \"\""), "e.toml:12:12: prefill.requests: must not be empty"},
       {"decode DC not a string", with_line(13, "decode_dc = 3"),
-       R"(e.toml:13:13: prefill.decode_dc: expected a DC name like "europe", got 3)"},
+       R"(e.toml:13:13: prefill.decode_dc: expected a DC name like "europe", or "local", got 3)"},
       {"time without a unit", inserted(12, "ttft_slo = \"3\""), "e.toml:12:12: prefill.ttft_slo: expected a time"},
       {"time as a number", inserted(12, "ttft_slo = 3"),
        R"(e.toml:12:12: prefill.ttft_slo: expected a time like "3s", got 3)"},

@@ -246,10 +246,14 @@ BOOST_AUTO_TEST_CASE(bubbletea_messages_round_trip) {
   const auto hello = std::get<ctl::PrefillHello>(round_trip(ctl::PrefillHello{7, 1}));
   BOOST_TEST(hello.worker == 7);
   BOOST_TEST(hello.pid == 1);
-  BOOST_TEST(std::get<ctl::SinkHello>(round_trip(ctl::SinkHello{42})).pid == 42);
-  const auto done = std::get<ctl::PrefillDone>(round_trip(ctl::PrefillDone{3, 1, 100, 250}));
+  const auto sink_hello = std::get<ctl::SinkHello>(round_trip(ctl::SinkHello{2, 42}));
+  BOOST_TEST(sink_hello.sink == 2);
+  BOOST_TEST(sink_hello.pid == 42);
+  const auto done = std::get<ctl::PrefillDone>(round_trip(ctl::PrefillDone{3, 1, 100, 250, 20, 35}));
   BOOST_TEST(done.chunk == 1);
   BOOST_TEST(done.end_ns == 250);
+  BOOST_TEST(done.first_layer == 20);
+  BOOST_TEST(done.end_layer == 35);
   const auto missed = std::get<ctl::PrefillMissed>(round_trip(ctl::PrefillMissed{3, 0, 100, 900}));
   BOOST_TEST(missed.busy_until_ns == 900);
   BOOST_TEST(std::get<ctl::KvGateRequest>(round_trip(ctl::KvGateRequest{4, 9})).piece == 9);
@@ -276,10 +280,15 @@ BOOST_AUTO_TEST_CASE(malformed_bubbletea_messages_are_errors_that_say_why) {
   auto backwards = sample_task();
   std::swap(backwards.first_layer, backwards.end_layer);
   BOOST_TEST(decode_error(body_of(ctl::encode(backwards))).find("layers [80, 40) are backwards") != std::string::npos);
+  auto empty = sample_task();
+  empty.end_layer = empty.first_layer;
+  BOOST_TEST(decode_error(body_of(ctl::encode(empty))).find("empty layer range") != std::string::npos);
   auto too_early = sample_task();
   too_early.latest_start_ns = too_early.start_ns - 1;
   BOOST_TEST(decode_error(body_of(ctl::encode(too_early))).find("latest start (1000000000776) before the start") != std::string::npos);
-  BOOST_TEST(decode_error(body_of(ctl::encode(ctl::PrefillDone{1, 0, 300, 200}))).find("ends (200) before it starts (300)") !=
+  BOOST_TEST(decode_error(body_of(ctl::encode(ctl::PrefillDone{1, 0, 300, 200, 0, 1}))).find("ends (200) before it starts (300)") !=
+             std::string::npos);
+  BOOST_TEST(decode_error(body_of(ctl::encode(ctl::PrefillDone{1, 0, 200, 300, 5, 5}))).find("empty layer range [5, 5)") !=
              std::string::npos);
   BOOST_TEST(decode_error(body_of(ctl::encode(ctl::KvSent{1, 300, 200}))).find("malformed kv_sent frame") != std::string::npos);
   auto negative_delay = sample_report();

@@ -260,8 +260,12 @@ std::vector<std::vector<int>> place_workers(const Experiment& experiment, const 
 
 void check_decode_dc(const Experiment& experiment, const emulator::Scenario& scenario) {
   const std::string& dc = experiment.prefill.decode_dc;
-  if (!experiment.prefill.enabled || scenario.dc_index(dc) >= 0) return;
   const std::string field = "prefill.decode_dc";
+  if (experiment.prefill.enabled && experiment.prefill.decode_local() && scenario.dc_index(dc) >= 0) {
+    throw ExperimentError(fmt::format("{}: \"{}\" means each worker's own DC, but the testbed also has a DC of that name; rename it",
+                                      experiment.where(field), dc));
+  }
+  if (!experiment.prefill.enabled || experiment.prefill.decode_local() || scenario.dc_index(dc) >= 0) return;
   throw ExperimentError(fmt::format("{}: {}", experiment.where(field), unknown_dc_message(field, dc, scenario)));
 }
 

@@ -145,7 +145,7 @@ class PrefillReader {
   void read_decode_dc() {
     const toml::node* node = section_.get("decode_dc");
     if (node == nullptr) return;
-    const std::string& dc = reader_.expect_string(*node, "prefill.decode_dc", R"(a DC name like "europe")");
+    const std::string& dc = reader_.expect_string(*node, "prefill.decode_dc", R"(a DC name like "europe", or "local")");
     if (dc.empty()) reader_.fail(node->source(), "prefill.decode_dc: empty DC name");
     reader_.remember("prefill.decode_dc", *node);
     config_.decode_dc = dc;

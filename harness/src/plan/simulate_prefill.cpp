@@ -243,7 +243,8 @@ class PrefillSimulation {
       const KvRoutes::Route& route = routes_.route(batch.chunks.front().worker);
       std::int64_t wire = route.wire_ns(batch.kv_bytes);
       std::int64_t start = prefill_end_ns_[index];
-      if (route.link_index >= 0 && experiment_.temporal_sharing) {
+      // A WAN link under temporal sharing, or a DC's own link: one cache at a time, in the gaps.
+      if (route.link_index >= 0 && (experiment_.temporal_sharing || route.link.empty())) {
         std::vector<Interval>& link = busy[route.link_index];
         start = first_free(link, start, wire);
         Interval taken{start, start + wire};
@@ -298,24 +299,35 @@ std::int64_t KvRoutes::Route::wire_ns(std::uint64_t bytes) const {
   return std::isfinite(rate_bps) ? static_cast<std::int64_t>(std::llround(static_cast<double>(bytes) * 8e9 / rate_bps)) : 0;
 }
 
+int decode_dc_of(const Experiment& experiment, const emulator::Scenario& scenario, int worker_dc) {
+  return experiment.prefill.decode_local() ? worker_dc : scenario.dc_index(experiment.prefill.decode_dc);
+}
+
+std::string decode_host_name(const emulator::Scenario& scenario, int dc) {
+  return scenario.dcs.at(static_cast<std::size_t>(dc)).name + "-0";
+}
+
 KvRoutes::KvRoutes(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model) {
   const Experiment& experiment = plan.experiment;
-  const int decode = scenario.dc_index(experiment.prefill.decode_dc);
-  if (decode < 0) {
-    throw ExperimentError(fmt::format("{}: [prefill] decode_dc \"{}\" is not a DC of the testbed",
-                                      experiment.where("prefill.decode_dc"), experiment.prefill.decode_dc));
-  }
   const int dcs = static_cast<int>(scenario.dcs.size());
   for (const WorkerPlan& worker_plan : plan.workers) {
     const int src = worker_plan.worker.dc;
+    const int decode = decode_dc_of(experiment, scenario, src);
+    if (decode < 0) {
+      throw ExperimentError(fmt::format("{}: [prefill] decode_dc \"{}\" is not a DC of the testbed",
+                                        experiment.where("prefill.decode_dc"), experiment.prefill.decode_dc));
+    }
     const bool cross = src != decode;
     const detail::LinkRate rate = detail::link_rate(experiment, scenario, model, src, decode);
     Route route;
     route.delay_ns = static_cast<std::int64_t>(rate.delay_ns);
     route.rate_bps = detail::alone_rate_bps(rate, cross ? experiment.streams : 1);
-    if (model.free_communication) {
+    // On the decode host itself the cache goes over loopback, which the emulator does not shape.
+    if (model.free_communication || worker_plan.worker.host == decode_host_name(scenario, decode)) {
       route.rate_bps = std::numeric_limits<double>::infinity();
       route.delay_ns = 0;
+    } else if (!cross) {
+      route.link_index = src * dcs + src;  // the DC's own link, shared by its workers' caches
     }
     if (cross) {
       route.link = fmt::format("{}->{}", scenario.dcs[static_cast<std::size_t>(src)].name,
@@ -330,7 +342,7 @@ KvRoutes::KvRoutes(const Plan& plan, const emulator::Scenario& scenario, const L
 }
 
 namespace {
-// Caches inside a DC queue per worker (its own host's channel); across DCs per link.
+// Caches on a link queue per link; over loopback (infinite rate) per worker.
 int queue_key(const KvRoutes::Route& route, int worker) { return route.link_index >= 0 ? route.link_index : -1 - worker; }
 }  // namespace
 

@@ -236,7 +236,10 @@ void write_fields(Writer& out, const PrefillHello& m) {
   out.i32(m.worker);
   out.i32(m.pid);
 }
-void write_fields(Writer& out, const SinkHello& m) { out.i32(m.pid); }
+void write_fields(Writer& out, const SinkHello& m) {
+  out.i32(m.sink);
+  out.i32(m.pid);
+}
 void write_fields(Writer& out, const SinkAssign& m) {
   out.u32(m.ipv4);
   out.u16(m.port);
@@ -272,6 +275,8 @@ void write_fields(Writer& out, const PrefillDone& m) {
   out.i32(m.chunk);
   out.i64(m.start_ns);
   out.i64(m.end_ns);
+  out.i32(m.first_layer);
+  out.i32(m.end_layer);
 }
 void write_fields(Writer& out, const PrefillMissed& m) {
   out.i32(m.batch);
@@ -366,6 +371,13 @@ Message read_report(Reader& in) {
   return m;
 }
 
+Message read_sink_hello(Reader& in) {
+  SinkHello m;
+  m.sink = in.index("sink");
+  m.pid = in.index("pid");
+  return m;
+}
+
 Message read_prefill_hello(Reader& in) {
   PrefillHello m;
   m.worker = in.index("worker");
@@ -410,6 +422,7 @@ Message read_prefill_task(Reader& in) {
   m.tokens = in.index("tokens");
   m.kv_bytes = in.u64("kv_bytes");
   if (m.end_layer < m.first_layer) in.fail(fmt::format("layers [{}, {}) are backwards", m.first_layer, m.end_layer));
+  if (m.end_layer == m.first_layer) in.fail(fmt::format("empty layer range [{}, {})", m.first_layer, m.end_layer));
   if (m.latest_start_ns < m.start_ns)
     in.fail(fmt::format("latest start ({}) before the start ({})", m.latest_start_ns, m.start_ns));
   return m;
@@ -422,6 +435,9 @@ Message read_prefill_done(Reader& in) {
   m.start_ns = in.i64("start_ns");
   m.end_ns = in.i64("end_ns");
   if (m.end_ns < m.start_ns) in.fail(fmt::format("chunk ends ({}) before it starts ({})", m.end_ns, m.start_ns));
+  m.first_layer = in.index("first_layer");
+  m.end_layer = in.index("end_layer");
+  if (m.end_layer <= m.first_layer) in.fail(fmt::format("empty layer range [{}, {})", m.first_layer, m.end_layer));
   return m;
 }
 
@@ -475,7 +491,7 @@ Message read_fields(std::size_t index, Reader& in) {
     case 10: return Stop{};
     case 11: return Failed{in.string("reason")};
     case 12: return read_prefill_hello(in);
-    case 13: return SinkHello{in.index("pid")};
+    case 13: return read_sink_hello(in);
     case 14: return read_sink_assign(in);
     case 15: return read_prefill_assign(in);
     case 16: return read_prefill_task(in);

@@ -1,5 +1,6 @@
-// `wanlab decode-sink`: BubbleTea's decode host, on the first host of the
-// decode DC. It accepts one KV channel per prefill worker and tells the
+// `wanlab decode-sink`: BubbleTea's decode host, on the first host of a
+// decode DC (one sink per decode DC; with decode_dc = "local", one per DC
+// that holds training workers). It accepts one KV channel per prefill worker and tells the
 // coordinator when each batch's KV cache has fully arrived (the request's
 // first token can be decoded then: the end of its TTFT). A prefill worker
 // that dies only ends its own channel; the coordinator learns why from the
@@ -36,7 +37,7 @@ struct SinkFailure : std::runtime_error {
 
 class DecodeSink {
  public:
-  explicit DecodeSink(std::string control_path) : control_path_(std::move(control_path)) {}
+  DecodeSink(std::string control_path, int sink) : control_path_(std::move(control_path)), sink_(sink) {}
 
   int run() {
     const int code = life_.run(main_loop(), control_);
@@ -54,7 +55,7 @@ class DecodeSink {
 
   asio::awaitable<void> main_loop() {
     control_ = connect_control(io_, control_path_);
-    control_->post(ctl::SinkHello{static_cast<int>(::getpid())});
+    control_->post(ctl::SinkHello{sink_, static_cast<int>(::getpid())});
     asio::co_spawn(io_, guarded(read_control()), asio::detached);
     if (!co_await changed_.wait_for([&] { return assign_.has_value() || stop_; }, Clock::now() + kAssignWait))
       throw SinkFailure("no assignment from the coordinator within 60 s");
@@ -151,6 +152,7 @@ class DecodeSink {
   }
 
   std::string control_path_;
+  int sink_ = 0;
   std::shared_ptr<ControlSocket> control_;
   Notifier changed_;
   std::optional<ctl::SinkAssign> assign_;
@@ -164,8 +166,8 @@ class DecodeSink {
 
 }  // namespace
 
-int decode_sink_main(const std::string& control_socket) {
-  DecodeSink sink(control_socket);
+int decode_sink_main(const std::string& control_socket, int sink_id) {
+  DecodeSink sink(control_socket, sink_id);
   return sink.run();
 }
 

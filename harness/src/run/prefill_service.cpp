@@ -59,11 +59,17 @@ std::int64_t simulated_iteration_ns(const RunRecord& simulated) {
 
 PrefillService::PrefillService(Setup setup) : setup_(std::move(setup)), experiment_(setup_.plan->experiment) {
   socket_path_ = setup_.control_dir + "/control.sock";
-  processes_.resize(setup_.plan->workers.size() + 1);
   record_.training_delay_ns.assign(setup_.plan->workers.size(), 0);
-  decode_dc_ = setup_.scenario->dc_index(experiment_.prefill.decode_dc);
-  if (decode_dc_ < 0) throw RunError(fmt::format("[prefill] decode_dc \"{}\" is not a DC of the testbed", experiment_.prefill.decode_dc));
-  decode_host_ = &setup_.testbed->host(experiment_.prefill.decode_dc + "-0");
+  for (const WorkerPlan& w : setup_.plan->workers) {
+    const int dc = decode_dc_of(experiment_, *setup_.scenario, w.worker.dc);
+    if (dc < 0) throw RunError(fmt::format("[prefill] decode_dc \"{}\" is not a DC of the testbed", experiment_.prefill.decode_dc));
+    auto sink = std::find_if(sinks_.begin(), sinks_.end(), [&](const Sink& s) { return s.dc == dc; });
+    if (sink == sinks_.end())
+      sink = sinks_.insert(sinks_.end(), Sink{dc, &setup_.testbed->host(decode_host_name(*setup_.scenario, dc)), 0});
+    ++sink->senders;
+    sink_of_.push_back(static_cast<int>(sink - sinks_.begin()));
+  }
+  processes_.resize(sink_of_.size() + sinks_.size());
   simulated_ = simulate_training(*setup_.plan, *setup_.scenario, link_model_for(*setup_.scenario), 1);
   // Requests over twice the run's simulated length: a slower real run still has arrivals to the end.
   const std::int64_t horizon = 2 * experiment_.iterations * simulated_iteration_ns(*simulated_) + 1'000'000'000;
@@ -77,7 +83,7 @@ PrefillService::PrefillService(Setup setup) : setup_(std::move(setup)), experime
 std::string PrefillService::lease_path(int worker) const { return fmt::format("{}/gpu-{}.lease", setup_.control_dir, worker); }
 
 void PrefillService::create_leases() {
-  for (std::size_t w = 0; w + 1 < processes_.size(); ++w) leases_.push_back(GpuLease::create(lease_path(static_cast<int>(w))));
+  for (int w = 0; w < workers(); ++w) leases_.push_back(GpuLease::create(lease_path(w)));
 }
 
 void PrefillService::launch(WorkerRuntime& runtime) {
@@ -85,11 +91,13 @@ void PrefillService::launch(WorkerRuntime& runtime) {
   for (int index = 0; index < static_cast<int>(processes_.size()); ++index) {
     LaunchSpec spec;
     spec.worker = index;
-    if (index == sink_index()) {
-      spec.name = fmt::format("wanlab-{}-sink", testbed);
-      spec.hostname = "sink-" + decode_host_->name;
-      spec.netns = decode_host_->netns;
-      spec.args = {"decode-sink", "--control", socket_path_};
+    if (is_sink(index)) {
+      const emulator::Host& host = *sink_at(index).host;
+      const int sink = index - workers();
+      spec.name = fmt::format("wanlab-{}-sink{}", testbed, sink);
+      spec.hostname = "sink-" + host.name;
+      spec.netns = host.netns;
+      spec.args = {"decode-sink", "--control", socket_path_, "--id", std::to_string(sink)};
     } else {
       const emulator::Host& host = setup_.testbed->host(setup_.plan->workers[index].worker.host);
       spec.name = fmt::format("wanlab-{}-p{}", testbed, index);
@@ -100,20 +108,30 @@ void PrefillService::launch(WorkerRuntime& runtime) {
     processes_[index].pid = runtime.launch(spec);
     if (processes_[index].pid > 0) asio::co_spawn(*setup_.io, watch_exit(index), asio::detached);
   }
-  if (setup_.log)
-    setup_.log(fmt::format("BubbleTea: {} prefill workers and the decode sink on {}; {} requests over the run", processes_.size() - 1,
-                           decode_host_->name, requests_.size()));
+  if (setup_.log) {
+    std::string hosts;
+    for (const Sink& s : sinks_) hosts += fmt::format("{}{}", hosts.empty() ? "" : ", ", s.host->name);
+    setup_.log(fmt::format("BubbleTea: {} prefill workers and {} on {}; {} requests over the run", workers(),
+                           sinks_.size() == 1 ? "the decode sink" : fmt::format("{} decode sinks", sinks_.size()), hosts,
+                           requests_.size()));
+  }
 }
 
 std::string PrefillService::who(int index) const {
-  if (index == sink_index()) return fmt::format("the decode sink (on {})", decode_host_->name);
+  if (is_sink(index)) return fmt::format("the decode sink on {}", sink_at(index).host->name);
   return fmt::format("prefill worker {} (on {})", index, setup_.plan->workers[index].worker.host);
+}
+
+bool PrefillService::usable(int worker) const {
+  const Process& p = processes_[worker];
+  return p.ready && !p.gone && !processes_[sink_process(worker)].gone;
 }
 
 std::string PrefillService::link_of(int worker) const {
   const Worker& w = setup_.plan->workers[worker].worker;
-  if (w.dc == decode_dc_) return "";
-  return fmt::format("{}->{}", w.dc_name, experiment_.prefill.decode_dc);
+  const int dc = sinks_[sink_of_[worker]].dc;
+  if (w.dc == dc) return "";
+  return fmt::format("{}->{}", w.dc_name, setup_.scenario->dcs[dc].name);
 }
 
 // ---- processes -------------------------------------------------------------
@@ -123,10 +141,9 @@ bool PrefillService::is_hello(const ctl::Message& message) {
 }
 
 asio::awaitable<void> PrefillService::serve(std::shared_ptr<ControlSocket> socket, ctl::Message hello) {
-  int index = sink_index();
-  if (const auto* prefill = std::get_if<ctl::PrefillHello>(&hello)) index = prefill->worker;
-  if (index < 0 || index > sink_index() || (std::holds_alternative<ctl::PrefillHello>(hello) && index == sink_index()) ||
-      processes_[index].hello)
+  const auto* prefill = std::get_if<ctl::PrefillHello>(&hello);
+  const int index = prefill ? prefill->worker : workers() + std::get<ctl::SinkHello>(hello).sink;
+  if (index < 0 || index >= static_cast<int>(processes_.size()) || (prefill && is_sink(index)) || processes_[index].hello)
     throw ctl::ControlError(fmt::format("{} from an unknown or repeated process", ctl::type_name(hello)));
   on_hello(index, socket);
   std::string lost;
@@ -152,34 +169,34 @@ void PrefillService::on_hello(int index, std::shared_ptr<ControlSocket> socket) 
     p.control->post(ctl::Stop{});
     return;
   }
-  if (index == sink_index()) {
-    p.control->post(sink_assignment());
+  if (is_sink(index)) {
+    p.control->post(sink_assignment(index));
     p.assigned = true;
   }
   assign_ready_workers();
   setup_.changed->notify();
 }
 
-// Prefill workers get their assignment once the sink accepts their channels.
+// Prefill workers get their assignment once their sink accepts channels.
 void PrefillService::assign_ready_workers() {
-  if (!processes_[sink_index()].ready) return;
-  for (int w = 0; w < sink_index(); ++w) {
+  for (int w = 0; w < workers(); ++w) {
     Process& p = processes_[w];
-    if (!p.hello || p.assigned || p.gone) continue;
+    if (!p.hello || p.assigned || p.gone || !processes_[sink_process(w)].ready) continue;
     p.control->post(assignment(w));
     p.assigned = true;
   }
 }
 
-ctl::SinkAssign PrefillService::sink_assignment() const {
-  return {decode_host_->ipv4, kSinkPort, kKvChunk, largest_kv_bytes(), sink_index()};
+ctl::SinkAssign PrefillService::sink_assignment(int index) const {
+  const Sink& sink = sink_at(index);
+  return {sink.host->ipv4, kSinkPort, kKvChunk, largest_kv_bytes(), sink.senders};
 }
 
 ctl::PrefillAssign PrefillService::assignment(int worker) const {
   ctl::PrefillAssign a;
   a.worker = worker;
   a.gpu_lease = lease_path(worker);
-  a.sink_ipv4 = decode_host_->ipv4;
+  a.sink_ipv4 = sinks_[sink_of_[worker]].host->ipv4;
   a.sink_port = kSinkPort;
   const bool cross = !link_of(worker).empty();
   a.streams = cross ? std::max(1, experiment_.streams) : 1;
@@ -194,7 +211,7 @@ ctl::PrefillAssign PrefillService::assignment(int worker) const {
 
 // A gated KV piece: about kPieceSeconds on its link.
 std::uint64_t PrefillService::piece_bytes(int worker) const {
-  const auto pair = setup_.scenario->pair(setup_.plan->workers[worker].worker.dc, decode_dc_);
+  const auto pair = setup_.scenario->pair(setup_.plan->workers[worker].worker.dc, sinks_[sink_of_[worker]].dc);
   const double rate_bps = static_cast<double>(pair.rate_bps) * experiment_.scale;
   if (!(rate_bps > 0)) return kMaxPiece;
   return std::clamp<std::uint64_t>(static_cast<std::uint64_t>(rate_bps / 8 * kPieceSeconds), kMinPiece, kMaxPiece);
@@ -217,23 +234,23 @@ bool PrefillService::settled() const {
 }
 
 void PrefillService::give_up_unsettled(const std::string& why) {
-  for (int index = 0; index <= sink_index(); ++index)
+  for (int index = 0; index < static_cast<int>(processes_.size()); ++index)
     if (!processes_[index].ready && !processes_[index].gone) gone(index, why);
 }
 
 void PrefillService::handle(int index, ctl::Message message) {
   if (auto* failed = std::get_if<ctl::Failed>(&message)) {
     gone(index, failed->reason);
-  } else if (index == sink_index()) {
-    handle_sink(message);
+  } else if (is_sink(index)) {
+    handle_sink(index, message);
   } else {
     handle_worker(index, message);
   }
 }
 
-void PrefillService::handle_sink(ctl::Message& message) {
+void PrefillService::handle_sink(int index, ctl::Message& message) {
   if (std::holds_alternative<ctl::Listening>(message)) {
-    processes_[sink_index()].ready = true;
+    processes_[index].ready = true;
     assign_ready_workers();
   } else if (auto* arrived = std::get_if<ctl::KvArrived>(&message)) {
     kv_arrived(*arrived);
@@ -273,9 +290,12 @@ void PrefillService::chunk_done(int worker, const ctl::PrefillDone& done) {
   if (it == batches_.end() || done.chunk >= static_cast<int>(it->second.batch.chunks.size()))
     throw ctl::ControlError(fmt::format("done with chunk {} of unknown batch {}", done.chunk, done.batch));
   const Chunk& chunk = it->second.batch.chunks[done.chunk];
-  record_.spans.push_back(PrefillSpan{worker, done.batch, done.chunk, it->second.batch.tokens, chunk.first_layer, chunk.end_layer,
+  if (done.first_layer < chunk.first_layer || done.end_layer > chunk.end_layer)
+    throw ctl::ControlError(fmt::format("layers [{}, {}) are not in chunk {} of batch {} (layers [{}, {}))", done.first_layer,
+                                        done.end_layer, done.chunk, done.batch, chunk.first_layer, chunk.end_layer));
+  record_.spans.push_back(PrefillSpan{worker, done.batch, done.chunk, it->second.batch.tokens, done.first_layer, done.end_layer,
                                       done.start_ns - origin_ns_, done.end_ns - origin_ns_});
-  ++it->second.done_chunks;
+  if (done.end_layer == chunk.end_layer) ++it->second.done_chunks;
 }
 
 void PrefillService::kv_arrived(const ctl::KvArrived& arrived) {
@@ -317,14 +337,16 @@ void PrefillService::gone(int index, const std::string& why) {
   if (p.gone) return;
   p.gone = true;
   if (p.control) p.control->post(ctl::Stop{});
-  const bool sink = index == sink_index();
+  const bool sink = is_sink(index);
+  // A sink takes down the prefill of the workers that send to it.
+  const auto affected = [&](int worker) { return worker == index || sink_process(worker) == index; };
   const std::string reason = fmt::format("{} {}", who(index), why);
-  const int failed = fail_batches([&](const BatchState& b) { return sink || b.batch.chunks.front().worker == index; }, reason);
-  std::erase_if(windows_, [&](const Window& w) { return sink || w.worker == index; });
+  const int failed = fail_batches([&](const BatchState& b) { return affected(b.batch.chunks.front().worker); }, reason);
+  std::erase_if(windows_, [&](const Window& w) { return affected(w.worker); });
   std::erase_if(kv_waiting_, [&](const KvWaiter& k) { return k.worker == index; });
   std::erase_if(kv_holding_, [&](const auto& held) { return held.second.worker == index; });
   record_.notes.push_back(fmt::format("{} failed: {}; {} requests failed{}", who(index), why, failed,
-                                      sink ? "; no more prefill" : "; later batches avoid its GPU"));
+                                      sink ? "; no more prefill on the GPUs that send to it" : "; later batches avoid its GPU"));
   if (setup_.log) setup_.log("BubbleTea: " + record_.notes.back());
   grant_kv();
   setup_.changed->notify();
@@ -347,7 +369,7 @@ void PrefillService::start_iteration(int iteration, std::int64_t start_ns, std::
   for (Window& w : predicted_) w.end_ns -= margin;
   std::erase_if(predicted_, [](const Window& w) { return w.end_ns <= w.start_ns; });
   windows_ = predicted_;
-  std::erase_if(windows_, [&](const Window& w) { return processes_[w.worker].gone || !processes_[w.worker].ready; });
+  std::erase_if(windows_, [&](const Window& w) { return !usable(w.worker); });
   if (!started_) {
     started_ = true;
     asio::co_spawn(*setup_.io, feed_arrivals(), asio::detached);
@@ -390,7 +412,7 @@ void PrefillService::arrive(const Request& request) {
   RequestOutcome& o = outcome(request.id);
   o.arrival_ns = request.arrival_ns;
   o.prompt_tokens = request.prompt_tokens;
-  if (processes_[sink_index()].gone) {
+  if (std::all_of(processes_.begin() + workers(), processes_.end(), [](const Process& p) { return p.gone; })) {
     o.state = RequestState::failed;
     o.reason = "no decode sink";
     return;

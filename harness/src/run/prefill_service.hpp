@@ -1,5 +1,6 @@
 // BubbleTea in the coordinator: the prefill workers (one per training worker,
-// borrowing its emulated GPU) and the decode sink, their control connections,
+// borrowing its emulated GPU) and the decode sinks (one per decode DC, on its
+// first host), their control connections,
 // the scheduler (requests at their arrival times, Admission into the bubbles
 // predicted for the running iteration), the KV gate (temporal sharing: KV
 // pieces take a WAN link only while training's gated sends neither hold nor
@@ -49,7 +50,7 @@ class PrefillService {
   // The lease file of worker's GPU (made by create_leases, before any worker starts).
   std::string lease_path(int worker) const;
   void create_leases();
-  // Starts the decode sink and one prefill worker per training worker.
+  // Starts the decode sinks and one prefill worker per training worker.
   void launch(WorkerRuntime& runtime);
   // Whether `message` is the first word of one of ours.
   static bool is_hello(const control::Message& message);
@@ -102,18 +103,30 @@ class PrefillService {
     int piece = 0;
   };
 
-  int sink_index() const { return static_cast<int>(processes_.size()) - 1; }
+  struct Sink {
+    int dc = 0;
+    const emulator::Host* host = nullptr;
+    int senders = 0;  // prefill workers whose KV caches it receives
+  };
+
+  int workers() const { return static_cast<int>(sink_of_.size()); }
+  bool is_sink(int index) const { return index >= workers(); }
+  // The process index of the sink that receives `worker`'s KV caches.
+  int sink_process(int worker) const { return workers() + sink_of_[worker]; }
+  const Sink& sink_at(int index) const { return sinks_[index - workers()]; }
+  // Whether `worker` can take prefill: it and its sink are ready and not gone.
+  bool usable(int worker) const;
   std::string who(int index) const;
-  std::string link_of(int worker) const;  // "east->europe"; empty inside the decode DC
+  std::string link_of(int worker) const;  // "east->europe"; empty inside its decode DC
   control::PrefillAssign assignment(int worker) const;
-  control::SinkAssign sink_assignment() const;
+  control::SinkAssign sink_assignment(int index) const;
   std::int64_t kv_wire_ns(int worker, std::uint64_t bytes) const;
   std::uint64_t largest_kv_bytes() const;
 
   void on_hello(int index, std::shared_ptr<ControlSocket> socket);
   void assign_ready_workers();
   void handle(int index, control::Message message);
-  void handle_sink(control::Message& message);
+  void handle_sink(int index, control::Message& message);
   void handle_worker(int worker, control::Message& message);
   void chunk_done(int worker, const control::PrefillDone& done);
   void kv_arrived(const control::KvArrived& arrived);
@@ -138,10 +151,10 @@ class PrefillService {
   Setup setup_;
   const Experiment& experiment_;
   std::string socket_path_;
-  int decode_dc_ = 0;
-  const emulator::Host* decode_host_ = nullptr;
+  std::vector<Sink> sinks_;
+  std::vector<int> sink_of_;  // per training worker: its index in sinks_
   std::vector<GpuLease> leases_;
-  std::vector<Process> processes_;  // prefill workers by training worker id, then the sink
+  std::vector<Process> processes_;  // prefill workers by training worker id, then the sinks
   bool stopping_ = false;
 
   std::vector<Request> requests_;

@@ -132,30 +132,57 @@ class PrefillProcess {
     }
   }
 
-  // At the task's time: the GPU if it is free, for the chunk's duration. If
-  // training holds it then, as soon as training is done, but no later than
-  // the task's latest start.
+  // At the task's time, layer by layer: a layer takes the GPU only if it is
+  // free, so training that wants it back (its reservation moves busy_until
+  // past the running layer) waits at most one layer. After such a preemption
+  // the chunk goes on once training leaves the GPU, if what remains still
+  // ends by the chunk's deadline (its latest start + duration: the predicted
+  // bubble's end less the guard); else, or if it cannot start by its latest
+  // start, it is missed and its batch fails. Each run of layers without a
+  // break is reported as one PrefillDone.
   asio::awaitable<void> run_task(ctl::PrefillTask task) {
     co_await sleep_until_ns(task.start_ns);
-    if (stop_ || missed_.count(task.batch)) co_return;  // an earlier chunk of the batch missed its bubble
-    std::optional<GpuLease::Reservation> held;
-    for (;;) {
-      const std::int64_t now = monotonic_ns();
-      held = lease_->try_lease(now, task.duration_ns);
-      const std::int64_t busy_until = lease_->busy_until_ns();
-      if (held || busy_until > task.latest_start_ns) {
-        if (!held) {
-          missed_.insert(task.batch);
-          control_->post(ctl::PrefillMissed{task.batch, task.chunk, now, busy_until});
-          co_return;
+    const int layers = task.end_layer - task.first_layer;
+    const auto done_by = [&](int layer) {  // the chunk's time until `layer`
+      return static_cast<std::int64_t>(task.duration_ns * static_cast<std::uint64_t>(layer - task.first_layer) /
+                                       static_cast<std::uint64_t>(layers));
+    };
+    const std::int64_t deadline = task.latest_start_ns + static_cast<std::int64_t>(task.duration_ns);
+    int layer = task.first_layer;
+    int run_first = layer;
+    std::int64_t run_start = -1, run_end = -1;
+    const auto report_run = [&] {
+      if (run_start >= 0) control_->post(ctl::PrefillDone{task.batch, task.chunk, run_start, run_end, run_first, layer});
+      run_start = -1;
+    };
+    while (layer < task.end_layer) {
+      if (stop_ || missed_.count(task.batch)) co_return;  // an earlier chunk of the batch missed its bubble
+      const auto layer_ns = static_cast<std::uint64_t>(done_by(layer + 1) - done_by(layer));
+      // Right after its own layer a run leases from that layer's end: a
+      // training reservation made since then has moved busy_until past it.
+      const std::int64_t at = run_start >= 0 ? run_end : monotonic_ns();
+      if (const auto held = lease_->try_lease(at, layer_ns)) {
+        if (run_start < 0) {
+          run_start = held->start_ns;
+          run_first = layer;
         }
-        break;
+        run_end = held->end_ns;
+        co_await sleep_until_ns(held->end_ns);
+        ++layer;
+        continue;
+      }
+      report_run();
+      const std::int64_t busy_until = lease_->busy_until_ns();
+      const std::int64_t latest = layer == task.first_layer ? task.latest_start_ns
+                                                            : deadline - (done_by(task.end_layer) - done_by(layer));
+      if (busy_until > latest) {
+        missed_.insert(task.batch);
+        control_->post(ctl::PrefillMissed{task.batch, task.chunk, monotonic_ns(), busy_until});
+        co_return;
       }
       co_await sleep_until_ns(busy_until);
-      if (stop_) co_return;
     }
-    co_await sleep_until_ns(held->end_ns);
-    control_->post(ctl::PrefillDone{task.batch, task.chunk, held->start_ns, held->end_ns});
+    report_run();
     if (task.kv_bytes > 0) {
       kv_queue_.push_back({task.batch, task.kv_bytes});
       changed_.notify();

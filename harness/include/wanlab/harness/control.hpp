@@ -135,6 +135,7 @@ struct PrefillHello {
   int pid = 0;
 };
 struct SinkHello {
+  int sink = 0;  // which decode sink: one per decode DC
   int pid = 0;
 };
 struct SinkAssign {
@@ -173,11 +174,16 @@ struct PrefillTask {
   int tokens = 0;
   std::uint64_t kv_bytes = 0;
 };
+// Layers [first_layer, end_layer) of a chunk ran in [start_ns, end_ns): the
+// whole chunk, or the part before training took the GPU back (then more
+// parts follow, or a PrefillMissed).
 struct PrefillDone {
   int batch = 0;
   int chunk = 0;
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
+  int first_layer = 0;
+  int end_layer = 0;
 };
 // The GPU was busy (until busy_until_ns) when the chunk was due at at_ns.
 struct PrefillMissed {

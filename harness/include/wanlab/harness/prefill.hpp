@@ -44,13 +44,18 @@ struct ArrivalProcess {
   std::uint64_t seed = 0;  // 0: the experiment's seed
 };
 
+// decode_dc = "local": every worker's KV caches go to a decode host in the
+// worker's own DC (no DC of a testbed may be called that for this reason).
+inline constexpr std::string_view kDecodeLocal = "local";
+
 struct PrefillConfig {
   bool enabled = false;
   // Exactly one of a trace file (resolved against the experiment file's
   // directory) or an arrival process when enabled.
   std::string requests_path;
   std::optional<ArrivalProcess> arrivals;
-  std::string decode_dc;                   // must be a DC of the testbed
+  std::string decode_dc;                   // a DC of the testbed, or kDecodeLocal
+  bool decode_local() const { return decode_dc == kDecodeLocal; }
   std::uint64_t ttft_slo_ns = 3'000'000'000;
   int max_batch_tokens = 8192;
   std::uint64_t guard_ns = 5'000'000;      // kept free before the next predicted training op

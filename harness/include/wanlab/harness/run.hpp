@@ -99,6 +99,6 @@ int worker_main(const std::string& control_socket, int id);
 int prefill_worker_main(const std::string& control_socket, int id);
 // `wanlab decode-sink`: receives the KV caches on a host of the decode DC and
 // reports when each has fully arrived.
-int decode_sink_main(const std::string& control_socket);
+int decode_sink_main(const std::string& control_socket, int sink);
 
 }  // namespace wanlab::harness

@@ -40,8 +40,10 @@
 //   window was shorter than predicted) is dropped with the rest of its batch,
 //   whose requests fail ("prediction wrong"): training never waits here, so
 //   training_delay_ns stays 0 for every worker.
-// - KV cache, per finished batch, to decode_dc. Inside the DC: link "",
-//   the intra-DC pair's delay + bytes / rate. Across DCs: rate = min(link
+// - KV cache, per finished batch, to the decode host (the first host of
+//   decode_dc, or of the worker's own DC with decode_dc = "local"). From that
+//   host itself: free (loopback). Inside the DC: link "", the intra-DC pair's
+//   delay + bytes / rate, one cache at a time on the DC's link. Across DCs: rate = min(link
 //   rate x scale, streams x per-stream ceiling), as a training transfer gets
 //   alone. With temporal sharing it goes on the wire at the first time from
 //   its prefill's end when the directed link is free, for its whole wire
@@ -96,9 +98,18 @@ RunRecord simulate(const Plan& plan, const emulator::Scenario& scenario, const L
 RunRecord simulate_training(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model,
                             int iterations = 1, SimulationStats* stats = nullptr);
 
+// The DC whose decode host receives the KV caches of a worker in `worker_dc`:
+// [prefill] decode_dc, or the worker's own DC with decode_dc = "local"; -1 if
+// decode_dc is not a DC of the testbed.
+int decode_dc_of(const Experiment& experiment, const emulator::Scenario& scenario, int worker_dc);
+// The host of `dc` that runs its decode sink: its first.
+std::string decode_host_name(const emulator::Scenario& scenario, int dc);
+
 // BubbleTea: how each worker's KV caches reach the decode DC, one model for
 // both runners' admission (KvEstimate) and the simulator's transfers. A route
-// is the directed link to decode_dc ("" inside the DC), its delay, and the
+// is the directed link to the decode DC ("" inside the DC, where the caches
+// of the DC's workers share its own link; free from the decode host itself,
+// over loopback), its delay, and the
 // rate one transfer gets alone there (min(link rate x scale, streams x
 // per-stream ceiling x scale), as a training transfer; halved without
 // temporal sharing, where it shares the link with training). Caches on one
