@@ -58,6 +58,7 @@ bool verify_and_print(const em::TestbedState& state, const std::function<em::Sce
   });
   if (result.passed()) {
     fmt::print("verify {}: every pair within its bounds\n", state.name);
+    std::fflush(stdout);
     return true;
   }
   const auto failed = std::count_if(result.rows.begin(), result.rows.end(), [](const auto& row) { return !row.passed(); });

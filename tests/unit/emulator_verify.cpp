@@ -151,7 +151,8 @@ BOOST_AUTO_TEST_CASE(goodput_expects_the_rate_less_headers_with_enough_streams) 
   BOOST_TEST(!starved.lower_bound);
   BOOST_TEST(starved.why_no_lower_bound == "socket buffers");
   BOOST_TEST(!std::isfinite(em::goodput_range(starved, options).low));
-  BOOST_TEST(starved.warmup_seconds == 3);  // 15 RTTs
+  BOOST_TEST(starved.warmup_seconds == 6);  // 30 RTTs
+  BOOST_TEST(em::plan_goodput(pair(500, 10), em::HostSettings{}, 1000).warmup_seconds == 10);  // at most 10 s
 }
 
 BOOST_AUTO_TEST_CASE(goodput_has_no_lower_bound_where_tcp_cannot_fill_the_link) {

@@ -74,7 +74,7 @@ inline constexpr double kPayloadShare = 1448.0 / 1514.0;
 // What goodput a directed pair should show, and how to measure it.
 struct GoodputPlan {
   int streams = 1;                  // enough that socket buffers do not limit (at most 8)
-  double warmup_seconds = 1;        // not counted: slow start
+  double warmup_seconds = 1;        // not counted: 30 RTTs of slow start and settling, 1-10 s
   double ceiling_bps = std::numeric_limits<double>::infinity();  // payload the shaping lets
                                     // through: min(rate, streams x flow_rate) x kPayloadShare
   bool lower_bound = false;         // whether the ceiling must also be reached
