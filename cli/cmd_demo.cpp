@@ -11,6 +11,7 @@
 #include "wanlab/emulator/probe.hpp"
 #include "wanlab/emulator/testbed.hpp"
 #include "wanlab/emulator/units.hpp"
+#include "wanlab/emulator/verify.hpp"
 
 namespace wanlab::cli {
 namespace em = wanlab::emulator;
@@ -20,15 +21,6 @@ const em::Host& first_host(const em::TestbedState& state, int dc) {
   for (const auto& host : state.hosts)
     if (host.dc_index == dc) return host;
   throw std::runtime_error("DC without hosts");
-}
-
-// What one TCP stream can carry at most: its window over the RTT.
-double window_limit_bps(const em::Scenario& scenario, double rtt_s) {
-  const auto wmem = scenario.host.tcp_wmem_max.value_or(4u << 20);
-  const auto rmem = scenario.host.tcp_rmem_max.value_or(6u << 20);
-  // Linux uses about half of the receive buffer for the advertised window.
-  const double window = std::min(static_cast<double>(wmem), static_cast<double>(rmem) / 2);
-  return rtt_s > 0 ? window * 8 / rtt_s : INFINITY;
 }
 
 std::string mbit(double bps) { return std::isinf(bps) ? "unlimited" : fmt::format("{:.0f}", bps / 1e6); }
@@ -52,7 +44,7 @@ void measure(const em::Scenario& scenario, const em::TestbedState& state, double
       for (const auto& echo : em::measure_echoes_paced(from, to, 20, 10)) rtts.push_back(echo.network_rtt_ms());
       const double rtt_meas = em::median(rtts);
       const double rate_conf = scenario.pair(src, dst).rate_bps ? static_cast<double>(scenario.pair(src, dst).rate_bps) : INFINITY;
-      const double limit = window_limit_bps(scenario, rtt_meas / 1e3);
+      const double limit = em::stream_window_limit_bps(scenario.host, rtt_meas / 1e3);
       em::GoodputOptions goodput_options;
       goodput_options.seconds = seconds;
       goodput_options.warmup_seconds = std::max(1.0, rtt_meas / 1e3 * 15);

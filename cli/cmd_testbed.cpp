@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <optional>
 
 #include "commands.hpp"
 #include "json.hpp"
@@ -21,6 +23,7 @@
 #include "wanlab/emulator/sys.hpp"
 #include "wanlab/emulator/testbed.hpp"
 #include "wanlab/emulator/units.hpp"
+#include "wanlab/emulator/verify.hpp"
 
 namespace wanlab::cli {
 namespace em = wanlab::emulator;
@@ -38,6 +41,32 @@ em::TestbedState bring_up(const std::string& scenario_path, const Options& optio
   if (const auto name = options.get("name")) up.name = checked_testbed_name(*name, "--name");
   if (verbose) up.progress = [](const std::string& step) { fmt::print("wanlab up: {}\n", step); };
   return em::testbed_up(scenario, up);
+}
+
+// Measures the testbed, prints the table as it goes and each failure on
+// stderr; true if every check passed.
+bool verify_and_print(const em::TestbedState& state, const std::function<em::Scenario()>& configured,
+                      const em::VerifyOptions& options, const char* command) {
+  fmt::print("verify {}: {} DCs, release path {}; tolerance {}, RTT slack {}{}\n", state.name, state.dcs.size(),
+             em::to_string(state.release), em::units::format_percent(options.tolerance), em::units::format_time(options.slack_ns),
+             options.goodput ? ", goodput too" : "");
+  fmt::print("{}\n", em::verify_table_header());
+  std::fflush(stdout);
+  const auto result = em::verify_testbed(state, configured, options, [](const em::VerifyRow& row) {
+    fmt::print("{}\n", em::format_verify_row(row));
+    std::fflush(stdout);
+  });
+  if (result.passed()) {
+    fmt::print("verify {}: every pair within its bounds\n", state.name);
+    std::fflush(stdout);
+    return true;
+  }
+  const auto failed = std::count_if(result.rows.begin(), result.rows.end(), [](const auto& row) { return !row.passed(); });
+  fmt::print("verify {}: {} of {} checks FAILED\n", state.name, failed, result.rows.size());
+  std::fflush(stdout);
+  for (const auto& row : result.rows)
+    if (!row.passed()) fmt::print(stderr, "wanlab {}: verify failed: {}\n", command, em::describe_failure(row, options));
+  return false;
 }
 
 void print_hosts_table(const em::TestbedState& state) {
@@ -113,12 +142,31 @@ int cmd_down(Args args) {
 }
 
 int cmd_run(Args args) {
-  const Options options(args, {"release", "name"}, {"quiet"});
+  const Options options(args, {"release", "name", "verify-tolerance", "verify-slack"}, {"quiet"}, {"verify"});
   if (options.rest().empty()) throw UsageError("expected a command after --");
+  // Every option is checked before the testbed is built.
+  std::optional<em::VerifyOptions> verify;
+  if (options.flag("verify")) {
+    verify = verify_options(options, "verify-tolerance", "verify-slack");
+    try {
+      verify->goodput = em::parse_verify_check(options.get("verify").value_or("rtt"));
+    } catch (const std::invalid_argument& error) {
+      throw UsageError(std::string("--verify: ") + error.what());
+    }
+  } else {
+    for (const char* name : {"verify-tolerance", "verify-slack"})
+      if (options.get(name)) throw UsageError(fmt::format("--{} needs --verify", name));
+  }
   const auto state = bring_up(one_positional(options, "scenario file"), options, !options.flag("quiet"));
   ::setenv("WANLAB_TESTBED", state.name.c_str(), 1);
   int status = 1;
   try {
+    // A testbed that does not do what the scenario says fails the run before
+    // the command starts.
+    if (verify && !verify_and_print(state, [&state] { return em::current_scenario(state); }, *verify, "run")) {
+      em::testbed_down(state.name);
+      return 1;
+    }
     status = em::run_argv(options.rest(), "", false, true);
   } catch (...) {
     em::testbed_down(state.name);
@@ -126,6 +174,28 @@ int cmd_run(Args args) {
   }
   em::testbed_down(state.name);
   return status;
+}
+
+int cmd_verify(Args args) {
+  const Options options(args, {"testbed", "tolerance", "slack"}, {"rate"});
+  if (options.positionals().size() > 1) throw UsageError("expected at most one scenario file or testbed name");
+  em::VerifyOptions verify = verify_options(options, "tolerance", "slack");
+  verify.goodput = options.flag("rate");
+  const std::string target = options.positionals().empty() ? "" : options.positionals().front();
+  // A path (with a '/' or ending in .toml) is a scenario file to compare with;
+  // anything else names the testbed, compared with its own scenario as it runs now.
+  if (target.find('/') != std::string::npos || target.ends_with(".toml")) {
+    const em::Scenario file = em::load_scenario(target);
+    std::optional<std::string> name = testbed_option(options);
+    const char* env = std::getenv("WANLAB_TESTBED");
+    if (!name && !(env && *env)) name = file.name;
+    const auto state = em::load_state(em::resolve_testbed(name));
+    return verify_and_print(state, [&] { return em::scenario_now(state, file, false); }, verify, "verify") ? 0 : 1;
+  }
+  if (!target.empty() && options.get("testbed")) throw UsageError("give a testbed name or --testbed, not both");
+  const auto name = target.empty() ? testbed_option(options) : checked_testbed_name(target, "testbed");
+  const auto state = em::load_state(em::resolve_testbed(name));
+  return verify_and_print(state, [&state] { return em::current_scenario(state); }, verify, "verify") ? 0 : 1;
 }
 
 int cmd_hosts(Args args) {

@@ -12,6 +12,7 @@ using Args = std::span<const std::string>;
 int cmd_up(Args args);
 int cmd_down(Args args);
 int cmd_run(Args args);
+int cmd_verify(Args args);
 int cmd_hosts(Args args);
 int cmd_exec(Args args);
 int cmd_set(Args args);

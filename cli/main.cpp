@@ -20,7 +20,8 @@ struct Command {
 constexpr Command kCommands[] = {
     {"up", wanlab::cli::cmd_up, "up SCENARIO [--release auto|fq|nfqueue] [--name NAME]   build the emulated WAN"},
     {"down", wanlab::cli::cmd_down, "down [NAME | --all]                  remove a testbed, also after a crash"},
-    {"run", wanlab::cli::cmd_run, "run SCENARIO [--release R] -- CMD...   up, run CMD, down; exits with CMD's code"},
+    {"run", wanlab::cli::cmd_run, "run SCENARIO [--release R] [--verify[=rtt|rate] [--verify-tolerance P%] [--verify-slack T]] -- CMD...   up, (verify,) run CMD, down; exits with CMD's code (1 if verify fails)"},
+    {"verify", wanlab::cli::cmd_verify, "verify [SCENARIO | TESTBED] [--testbed NAME] [--rate] [--tolerance P%] [--slack T]   measure every DC pair's RTT (and goodput) against the configuration"},
     {"hosts", wanlab::cli::cmd_hosts, "hosts [--json] [--testbed NAME]       the emulated hosts"},
     {"exec", wanlab::cli::cmd_exec, "exec HOST [--testbed NAME] -- CMD...  run CMD on an emulated host"},
     {"set", wanlab::cli::cmd_set, "set DC DC [--one-way] [--rate R --delay T --jitter T --loss P% --queue Q --flow-rate R --reorder on|off]"},

@@ -4,7 +4,8 @@
 
 namespace wanlab::cli {
 
-Options::Options(Args args, std::set<std::string> valued, std::set<std::string> flags) {
+Options::Options(Args args, std::set<std::string> valued, std::set<std::string> flags,
+                 std::set<std::string> optional_valued) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg == "--") {
@@ -23,7 +24,13 @@ Options::Options(Args args, std::set<std::string> valued, std::set<std::string> 
       inline_value = name.substr(eq + 1);
       name.resize(eq);
     }
-    if (flags.count(name)) {
+    if (optional_valued.count(name)) {
+      flags_set_.insert(name);
+      if (inline_value) {
+        values_[name] = *inline_value;
+        ordered_.emplace_back(name, *inline_value);
+      }
+    } else if (flags.count(name)) {
       if (inline_value) throw UsageError("--" + name + " takes no value");
       flags_set_.insert(name);
     } else if (valued.count(name)) {
@@ -53,6 +60,30 @@ std::optional<double> Options::decimal(const std::string& name, double min, doub
   } catch (const base::ParseError& error) {
     throw UsageError("--" + name + ": " + error.what());
   }
+}
+
+namespace {
+
+// A valued option through `parse`, whose std::invalid_argument becomes a
+// UsageError naming the option.
+template <typename Parse>
+auto parsed(const Options& options, const std::string& name, Parse parse) -> std::optional<decltype(parse(""))> {
+  const auto text = options.get(name);
+  if (!text) return std::nullopt;
+  try {
+    return parse(*text);
+  } catch (const std::invalid_argument& error) {
+    throw UsageError("--" + name + ": " + error.what());
+  }
+}
+
+}  // namespace
+
+emulator::VerifyOptions verify_options(const Options& options, const std::string& tolerance, const std::string& slack) {
+  emulator::VerifyOptions verify;
+  verify.tolerance = parsed(options, tolerance, emulator::parse_verify_tolerance).value_or(verify.tolerance);
+  verify.slack_ns = parsed(options, slack, emulator::parse_verify_slack).value_or(verify.slack_ns);
+  return verify;
 }
 
 std::string checked_testbed_name(const std::string& name, std::string_view where) {

@@ -15,6 +15,7 @@
 #include "commands.hpp"
 #include "wanlab/base/parse.hpp"
 #include "wanlab/emulator/testbed.hpp"
+#include "wanlab/emulator/verify.hpp"
 
 namespace wanlab::cli {
 
@@ -31,9 +32,13 @@ class HelpRequested : public std::exception {
 
 class Options {
  public:
-  // `valued` options take a value, `flags` do not; anything else is an error.
-  Options(Args args, std::set<std::string> valued, std::set<std::string> flags);
+  // `valued` options take a value, `flags` do not; `optional_valued` are flags
+  // that may carry a value after '=' (`--verify`, `--verify=rate`), never from
+  // the next word; anything else is an error.
+  Options(Args args, std::set<std::string> valued, std::set<std::string> flags,
+          std::set<std::string> optional_valued = {});
 
+  // A valued option's value, or the value given to an optional-valued one.
   std::optional<std::string> get(const std::string& name) const;
   // A valued option as a number in [min, max], through the one strict parser
   // (wanlab/base/parse.hpp); anything else is a UsageError naming the option.
@@ -64,6 +69,10 @@ class Options {
 
 // --release auto|fq|nfqueue (default auto); a UsageError if it is none of them.
 emulator::ReleaseChoice release_option(const Options& options);
+
+// --<tolerance> P% and --<slack> T (each optional; defaults as VerifyOptions),
+// a UsageError naming the option if malformed. `goodput` is left false.
+emulator::VerifyOptions verify_options(const Options& options, const std::string& tolerance, const std::string& slack);
 
 // --testbed NAME, checked against the testbed name rule (a UsageError if broken).
 std::optional<std::string> testbed_option(const Options& options);

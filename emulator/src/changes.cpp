@@ -105,14 +105,18 @@ std::uint64_t event_due_mono_ns(const TestbedState& state, std::uint64_t at_ns) 
 }
 
 Scenario current_scenario(const TestbedState& state) {
-  Scenario scenario = load_scenario(state.scenario_path);
+  return scenario_now(state, load_scenario(state.scenario_path), true);
+}
+
+Scenario scenario_now(const TestbedState& state, Scenario scenario, bool with_changes) {
   std::vector<TimedSpec> timeline;
   const std::uint64_t now = monotonic_ns();
   for (const Event& event : scenario.events) {
     const std::uint64_t due = event_due_mono_ns(state, event.at_ns);
     if (due <= now) timeline.push_back({due, event.link});
   }
-  for (auto& change : read_changes(state).first) timeline.push_back(std::move(change));
+  if (with_changes)
+    for (auto& change : read_changes(state).first) timeline.push_back(std::move(change));
   std::stable_sort(timeline.begin(), timeline.end(),
                    [](const TimedSpec& a, const TimedSpec& b) { return a.at_mono_ns < b.at_mono_ns; });
   for (auto& timed : timeline) scenario.links.push_back(std::move(timed.spec));

@@ -50,6 +50,7 @@ void check_interrupted() {
 }
 
 InterruptGuard::InterruptGuard() {
+  interrupted_by = 0;
   struct sigaction action{};
   action.sa_handler = note_interrupt;
   sigaction(SIGINT, &action, &old_int_);
@@ -408,7 +409,6 @@ TestbedState testbed_up(const Scenario& scenario, const UpOptions& options) {
   state.netns = core_netns(state.name);
 
   InterruptGuard interrupts;
-  interrupted_by = 0;
   try {
     create_run_dir(state, scenario);  // from here on `down` knows the testbed
     if (scenario.host.tcp_congestion) allow_congestion_control(*scenario.host.tcp_congestion);

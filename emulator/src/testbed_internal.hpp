@@ -25,8 +25,9 @@ std::uint64_t monotonic_ns();
 std::string state_path(const std::string& testbed);
 std::string changes_path(const std::string& testbed);
 
-// SIGINT/SIGTERM while it lives make check_interrupted() throw, so a build
-// stops at the next step and its cleanup path runs.
+// SIGINT/SIGTERM while it lives make check_interrupted() throw, so a build (or
+// a verify) stops at the next step and its cleanup path runs. It starts with
+// no interrupt noted.
 class InterruptGuard {
  public:
   InterruptGuard();

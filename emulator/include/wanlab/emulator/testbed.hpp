@@ -121,6 +121,11 @@ std::uint64_t event_due_mono_ns(const TestbedState& state, std::uint64_t at_ns);
 // The scenario as it runs now: the file, plus the [[event]]s already due and
 // the changes made so far, in time order.
 Scenario current_scenario(const TestbedState& state);
+// `scenario` (the testbed's own or another file with its DCs) with its
+// [[event]]s due by now, counted from the testbed's `up`, and with
+// `with_changes` the testbed's changes too; current_scenario is the testbed's
+// own file with changes.
+Scenario scenario_now(const TestbedState& state, Scenario scenario, bool with_changes);
 // Validates and records a change, then rewrites the data plane's pairs.
 void apply_change(const TestbedState& state, const Change& change);
 // Rewrites every pair of the running data plane from current_scenario().

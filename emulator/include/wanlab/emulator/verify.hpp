@@ -1,0 +1,123 @@
+// `wanlab verify` and `wanlab run --verify`: measure every DC pair of a running
+// testbed (RTT, and with the rate check a short TCP goodput) and compare each
+// with what the scenario configures, within a tolerance. The planning and the
+// comparison are plain functions of the pair's settings (unit-tested); the
+// measurement is verify_testbed, through probe.hpp.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "wanlab/emulator/scenario.hpp"
+#include "wanlab/emulator/testbed.hpp"
+
+namespace wanlab::emulator {
+
+struct VerifyOptions {
+  bool goodput = false;                // also the rate check (--verify=rate, verify --rate)
+  double tolerance = 0.10;             // relative, both checks
+  std::uint64_t slack_ns = 2'000'000;  // absolute, added to the RTT check's bound
+  double goodput_seconds = 2.0;        // counted, after a warm-up
+};
+
+// The option words, parsed strictly; each throws std::invalid_argument with a
+// message that does not name the option (callers prefix it, as units.hpp).
+// "rtt" -> false, "rate" -> true (whether to check goodput too).
+bool parse_verify_check(std::string_view text);
+// "10%" -> 0.10; must be below 100%.
+double parse_verify_tolerance(std::string_view text);
+// "2ms" -> 2'000'000 ns; at most 10 s.
+std::uint64_t parse_verify_slack(std::string_view text);
+
+// An allowed range of a measured value; an open side is -inf or +inf.
+struct Range {
+  double low = -std::numeric_limits<double>::infinity();
+  double high = std::numeric_limits<double>::infinity();
+  bool contains(double value) const { return value >= low && value <= high; }  // false for NaN
+  bool bounded() const { return std::isfinite(low) || std::isfinite(high); }
+};
+
+// What round trip a pair should show, and how to measure it.
+struct RttPlan {
+  double expected_ms = 0;  // mean RTT the settings give: both delays (jittered latencies are
+                           // clamped at 0, which raises their mean), plus a probe's serialization
+  double spread_ms = 0;    // standard deviation of one RTT from jitter (0 without)
+  bool use_mean = false;   // with jitter the mean of the echoes is compared, else their median
+  int probes = 20;
+  double interval_ms = 10;
+  double answer_probability = 1;  // of one echo, from the configured loss both ways
+  bool measurable = true;         // false: so much loss that too few echoes would come back
+};
+RttPlan plan_rtt(const PairParams& there, const PairParams& back);
+// The allowed range of the measured median (or mean) from `answered` echoes:
+// expected x (1 +- tolerance) +- slack, and with jitter +- 4 standard errors
+// of the mean (4 x spread / sqrt(answered)); never below 0.
+Range rtt_range(const RttPlan& plan, const VerifyOptions& options, std::size_t answered);
+
+// The long-run mean loss of one direction: the Bernoulli probability, or
+// Gilbert-Elliott's stationary mix of its good and bad states' losses.
+double mean_loss(const PairParams& pair);
+
+// What one TCP stream can carry at most with the scenario's socket buffers
+// (wmem, half of rmem; the kernel's defaults when unset) over `rtt_s`.
+double stream_window_limit_bps(const HostSettings& host, double rtt_s);
+
+// TCP payload per byte the data plane charges: 1448 of a 1514-byte frame.
+inline constexpr double kPayloadShare = 1448.0 / 1514.0;
+
+// What goodput a directed pair should show, and how to measure it.
+struct GoodputPlan {
+  int streams = 1;                  // enough that socket buffers do not limit (at most 8)
+  double warmup_seconds = 1;        // not counted: 30 RTTs of slow start and settling, 1-10 s
+  double ceiling_bps = std::numeric_limits<double>::infinity();  // payload the shaping lets
+                                    // through: min(rate, streams x flow_rate) x kPayloadShare
+  bool lower_bound = false;         // whether the ceiling must also be reached
+  std::string why_no_lower_bound;   // when it need not: "loss", "reorder", "window", "queue < RTT/2"
+};
+GoodputPlan plan_goodput(const PairParams& pair, const HostSettings& host, double rtt_ms);
+// [ceiling x (1 - tolerance), ceiling x (1 + tolerance)], the low side open
+// without a lower bound, both open when the pair is unlimited.
+Range goodput_range(const GoodputPlan& plan, const VerifyOptions& options);
+
+// One line of the table: a pair's RTT ("east <-> west") or one direction's
+// goodput ("east -> west").
+struct VerifyRow {
+  enum class Check { rtt, goodput };
+  std::string pair;
+  Check check = Check::rtt;
+  std::string configured;  // as printed: "20.00 ms", "100mbit"
+  double measured = std::nan("");  // ms or bit/s
+  Range allowed;           // ms or bit/s; unbounded: shown, not checked
+  std::string how;         // "median of 20/20 echoes", "4 streams, 2 s"
+  std::string problem;     // why it fails when not for the range ("no echo came back")
+  bool passed() const { return problem.empty() && (!allowed.bounded() || allowed.contains(measured)); }
+};
+
+std::string verify_table_header();
+std::string format_verify_row(const VerifyRow& row);
+// One line naming the pair and check, measured and configured values and the
+// allowed range; for a failed row.
+std::string describe_failure(const VerifyRow& row, const VerifyOptions& options);
+
+struct VerifyResult {
+  std::vector<VerifyRow> rows;
+  bool passed() const;
+};
+
+// Measures a namespace testbed between the first hosts of every two DCs: all
+// RTTs first, then (options.goodput) each direction's goodput, one at a time.
+// `configured` gives the scenario to compare with; it is asked before and
+// after each measurement, and a row whose settings changed meanwhile (an
+// [[event]], `wanlab set`) fails saying so. Its DCs must be the testbed's.
+// `on_row` sees each row when done. SIGINT/SIGTERM meanwhile stop it with an
+// exception after the current measurement. Attached testbeds are refused.
+VerifyResult verify_testbed(const TestbedState& state, const std::function<Scenario()>& configured,
+                            const VerifyOptions& options, const std::function<void(const VerifyRow&)>& on_row);
+
+}  // namespace wanlab::emulator

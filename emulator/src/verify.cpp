@@ -1,0 +1,320 @@
+#include "wanlab/emulator/verify.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "testbed_internal.hpp"
+#include "wanlab/base/parse.hpp"
+#include "wanlab/emulator/probe.hpp"
+#include "wanlab/emulator/units.hpp"
+
+namespace wanlab::emulator {
+using namespace detail;
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// A probe on the wire: Ethernet, IPv4 and UDP headers and probe.cpp's 16-byte
+// stamped echo. The data plane charges it at the pair's rate.
+constexpr std::uint64_t kProbeWireBytes = 14 + 20 + 8 + 16;
+// Echoes per RTT check: the median of 20; with jitter the mean of 50.
+constexpr int kMedianProbes = 20;
+constexpr int kMeanProbes = 50;
+constexpr int kMaxProbes = 400;
+// Below this share of echoes answered, RTT is not measured.
+constexpr double kMinAnswerShare = 0.05;
+// Above this mean loss one way, TCP goodput says nothing of the rate.
+constexpr double kMaxGoodputLoss = 0.10;
+constexpr int kMaxStreams = 8;
+// Standard errors of the mean by which jitter widens the RTT range.
+constexpr double kJitterStandardErrors = 4;
+
+double ms(std::uint64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+// Mean of max(0, delay + U) for U uniform in [-jitter, +jitter].
+double mean_latency_ms(const PairParams& pair) {
+  const double delay = ms(pair.delay_ns), jitter = ms(pair.jitter_ns);
+  if (jitter <= delay) return delay;
+  return (delay + jitter) * (delay + jitter) / (4 * jitter);
+}
+
+double probe_serialization_ms(const PairParams& pair) {
+  return pair.rate_bps == 0 ? 0 : static_cast<double>(kProbeWireBytes) * 8e3 / static_cast<double>(pair.rate_bps);
+}
+
+bool same_settings(const PairParams& a, const PairParams& b) {
+  return a.rate_bps == b.rate_bps && a.flow_rate_bps == b.flow_rate_bps && a.delay_ns == b.delay_ns &&
+         a.jitter_ns == b.jitter_ns && a.queue.kind == b.queue.kind && a.queue.value == b.queue.value &&
+         a.loss == b.loss && a.loss_model == b.loss_model && a.ge_r == b.ge_r && a.ge_bad_loss == b.ge_bad_loss &&
+         a.ge_good_loss == b.ge_good_loss && a.reorder == b.reorder;
+}
+
+std::string format_value(VerifyRow::Check check, double value) {
+  return check == VerifyRow::Check::rtt ? fmt::format("{:.2f}", value) : fmt::format("{:.1f}", value / 1e6);
+}
+
+const char* unit(VerifyRow::Check check) { return check == VerifyRow::Check::rtt ? "ms" : "Mbit/s"; }
+const char* name(VerifyRow::Check check) { return check == VerifyRow::Check::rtt ? "rtt" : "goodput"; }
+
+std::string format_range(VerifyRow::Check check, const Range& range) {
+  if (!range.bounded()) return "not checked";
+  if (!std::isfinite(range.low)) return fmt::format("<= {} {}", format_value(check, range.high), unit(check));
+  if (!std::isfinite(range.high)) return fmt::format(">= {} {}", format_value(check, range.low), unit(check));
+  return fmt::format("{} - {} {}", format_value(check, range.low), format_value(check, range.high), unit(check));
+}
+
+std::string format_measured(const VerifyRow& row) {
+  if (std::isnan(row.measured)) return "-";
+  return fmt::format("{} {}", format_value(row.check, row.measured), unit(row.check));
+}
+
+const Host& first_host(const TestbedState& state, int dc) {
+  for (const auto& host : state.hosts)
+    if (host.dc_index == dc) return host;
+  throw std::runtime_error(fmt::format("{}: DC {} has no hosts", state.name, state.dcs.at(static_cast<std::size_t>(dc))));
+}
+
+Endpoint endpoint(const Host& host) { return {host.netns, host.ipv4}; }
+
+// The scenario to compare with, checked against the testbed's DCs.
+Scenario configured_for(const TestbedState& state, const std::function<Scenario()>& configured) {
+  Scenario scenario = configured();
+  std::vector<std::string> names;
+  for (const auto& dc : scenario.dcs) names.push_back(dc.name);
+  if (names != state.dcs) {
+    std::string ours, theirs;
+    for (const auto& dc : names) ours += (ours.empty() ? "" : ", ") + dc;
+    for (const auto& dc : state.dcs) theirs += (theirs.empty() ? "" : ", ") + dc;
+    throw std::runtime_error(fmt::format("{}: its DCs ({}) are not those of testbed {} ({})", scenario.path, ours,
+                                         state.name, theirs));
+  }
+  return scenario;
+}
+
+// Runs one measurement into `row`; a failure of the measurement itself fails
+// the row, an interrupt stops verify.
+template <typename Measure>
+void measure_into(VerifyRow& row, Measure measure) {
+  try {
+    measure();
+  } catch (const std::exception& error) {
+    check_interrupted();
+    row.problem = fmt::format("the measurement failed: {}", error.what());
+  }
+  check_interrupted();
+}
+
+const char* kChanged = "its settings changed during the measurement ([[event]] or wanlab set); verify again";
+
+VerifyRow verify_rtt(const TestbedState& state, const std::function<Scenario()>& configured, const VerifyOptions& options,
+                     int a, int b) {
+  const Scenario before = configured_for(state, configured);
+  const PairParams there = before.pair(a, b), back = before.pair(b, a);
+  const RttPlan plan = plan_rtt(there, back);
+  VerifyRow row;
+  row.pair = state.dcs[static_cast<std::size_t>(a)] + " <-> " + state.dcs[static_cast<std::size_t>(b)];
+  row.check = VerifyRow::Check::rtt;
+  row.configured = fmt::format("{:.2f} ms", plan.expected_ms);
+  if (!plan.measurable) {
+    row.how = fmt::format("not measured: configured loss answers {:.1f}% of echoes", 100 * plan.answer_probability);
+    return row;
+  }
+  measure_into(row, [&] {
+    std::vector<double> rtts;
+    for (const auto& echo : measure_echoes_paced(endpoint(first_host(state, a)), endpoint(first_host(state, b)),
+                                                 plan.probes, plan.interval_ms))
+      rtts.push_back(echo.network_rtt_ms());
+    row.how = fmt::format("{} of {}/{} echoes", plan.use_mean ? "mean" : "median", rtts.size(), plan.probes);
+    if (plan.use_mean) row.how += fmt::format(", jitter: sd {:.2f} ms", plan.spread_ms);
+    if (rtts.empty()) {
+      row.problem = fmt::format("none of {} echoes came back", plan.probes);
+      return;
+    }
+    row.measured = plan.use_mean ? mean(rtts) : median(rtts);
+    row.allowed = rtt_range(plan, options, rtts.size());
+  });
+  const Scenario after = configured_for(state, configured);
+  if (!same_settings(there, after.pair(a, b)) || !same_settings(back, after.pair(b, a))) row.problem = kChanged;
+  return row;
+}
+
+VerifyRow verify_goodput(const TestbedState& state, const std::function<Scenario()>& configured, const VerifyOptions& options,
+                         int src, int dst) {
+  const Scenario before = configured_for(state, configured);
+  const PairParams pair = before.pair(src, dst);
+  const GoodputPlan plan = plan_goodput(pair, before.host, plan_rtt(pair, before.pair(dst, src)).expected_ms);
+  VerifyRow row;
+  row.pair = state.dcs[static_cast<std::size_t>(src)] + " -> " + state.dcs[static_cast<std::size_t>(dst)];
+  row.check = VerifyRow::Check::goodput;
+  row.configured = pair.rate_bps ? units::format_rate(pair.rate_bps) : "unlimited";
+  if (pair.flow_rate_bps) row.configured += ", flow " + units::format_rate(pair.flow_rate_bps);
+  if (mean_loss(pair) > kMaxGoodputLoss || mean_loss(before.pair(dst, src)) > kMaxGoodputLoss) {
+    row.how = "not measured: loss above 10% leaves TCP's goodput unrelated to the rate";
+    return row;
+  }
+  measure_into(row, [&] {
+    GoodputOptions goodput;
+    goodput.seconds = options.goodput_seconds;
+    goodput.warmup_seconds = plan.warmup_seconds;
+    goodput.streams = plan.streams;
+    row.measured = measure_goodput_bps(endpoint(first_host(state, src)), endpoint(first_host(state, dst)), goodput);
+    row.allowed = goodput_range(plan, options);
+    row.how = fmt::format("{} stream{}, {:g} s", plan.streams, plan.streams == 1 ? "" : "s", options.goodput_seconds);
+    if (!plan.lower_bound && std::isfinite(plan.ceiling_bps)) row.how += "; no lower bound: " + plan.why_no_lower_bound;
+  });
+  if (!same_settings(pair, configured_for(state, configured).pair(src, dst))) row.problem = kChanged;
+  return row;
+}
+
+}  // namespace
+
+bool parse_verify_check(std::string_view text) {
+  if (text == "rtt") return false;
+  if (text == "rate") return true;
+  throw std::invalid_argument("expected rtt or rate, got " + base::quoted(text));
+}
+
+double parse_verify_tolerance(std::string_view text) {
+  const double fraction = units::parse_percent(text);
+  if (fraction >= 1) throw std::invalid_argument("expected a tolerance below 100%, got " + base::quoted(text));
+  return fraction;
+}
+
+std::uint64_t parse_verify_slack(std::string_view text) {
+  const std::uint64_t ns = units::parse_time(text);
+  if (ns > 10'000'000'000ull) throw std::invalid_argument("expected at most 10s, got " + base::quoted(text));
+  return ns;
+}
+
+double mean_loss(const PairParams& pair) {
+  if (pair.loss_model == LossModel::bernoulli) return pair.loss;
+  const double entering = pair.loss, leaving = pair.ge_r;
+  const double bad_share = entering + leaving > 0 ? entering / (entering + leaving) : 0;
+  return bad_share * pair.ge_bad_loss + (1 - bad_share) * pair.ge_good_loss;
+}
+
+RttPlan plan_rtt(const PairParams& there, const PairParams& back) {
+  RttPlan plan;
+  plan.expected_ms = mean_latency_ms(there) + mean_latency_ms(back) + probe_serialization_ms(there) +
+                     probe_serialization_ms(back);
+  const double jitter_there = ms(there.jitter_ns), jitter_back = ms(back.jitter_ns);
+  // A uniform in [-j, j] has variance j^2 / 3 (less where it is clamped at 0).
+  plan.spread_ms = std::sqrt((jitter_there * jitter_there + jitter_back * jitter_back) / 3);
+  plan.use_mean = plan.spread_ms > 0;
+  // Echoes far enough apart that keeping order does not hold one behind another.
+  plan.interval_ms = plan.use_mean ? std::clamp(2 * std::max(jitter_there, jitter_back) + 1, 10.0, 100.0) : 10.0;
+  plan.answer_probability = (1 - mean_loss(there)) * (1 - mean_loss(back));
+  plan.measurable = plan.answer_probability >= kMinAnswerShare;
+  const int wanted = plan.use_mean ? kMeanProbes : kMedianProbes;
+  plan.probes = plan.measurable ? std::min(kMaxProbes, static_cast<int>(std::ceil(wanted / plan.answer_probability))) : 0;
+  return plan;
+}
+
+Range rtt_range(const RttPlan& plan, const VerifyOptions& options, std::size_t answered) {
+  double margin = plan.expected_ms * options.tolerance + ms(options.slack_ns);
+  if (plan.use_mean && answered > 0)
+    margin += kJitterStandardErrors * plan.spread_ms / std::sqrt(static_cast<double>(answered));
+  return Range{std::max(0.0, plan.expected_ms - margin), plan.expected_ms + margin};
+}
+
+double stream_window_limit_bps(const HostSettings& host, double rtt_s) {
+  const auto wmem = host.tcp_wmem_max.value_or(4u << 20);
+  const auto rmem = host.tcp_rmem_max.value_or(6u << 20);
+  // Linux uses about half of the receive buffer for the advertised window.
+  const double window = std::min(static_cast<double>(wmem), static_cast<double>(rmem) / 2);
+  return rtt_s > 0 ? window * 8 / rtt_s : kInf;
+}
+
+GoodputPlan plan_goodput(const PairParams& pair, const HostSettings& host, double rtt_ms) {
+  GoodputPlan plan;
+  const double rtt_s = rtt_ms / 1e3;
+  // Slow start and the first losses of several cubic streams take tens of
+  // RTTs to settle (15 left 136 ms paths 5-8% short on this machine).
+  plan.warmup_seconds = std::clamp(30 * rtt_s, 1.0, 10.0);
+  const double rate = pair.rate_bps ? static_cast<double>(pair.rate_bps) : kInf;
+  const double flow = pair.flow_rate_bps ? static_cast<double>(pair.flow_rate_bps) : kInf;
+  if (std::isinf(rate) && std::isinf(flow)) {
+    plan.why_no_lower_bound = "unlimited";
+    return plan;
+  }
+  const double window = stream_window_limit_bps(host, rtt_s);
+  const double per_stream = std::min(flow, window);
+  // Streams enough to fill the link; with only a per-flow cap, two or more
+  // (whether each stream is capped shows only with several).
+  const double target = std::isinf(rate) ? 2 * flow : rate;
+  plan.streams = std::isinf(per_stream) ? 1 : std::clamp(static_cast<int>(std::ceil(1.25 * target / per_stream)), 1, kMaxStreams);
+  const double shaped = std::min(rate, plan.streams * flow);
+  plan.ceiling_bps = shaped * kPayloadShare;
+  const std::uint64_t rtt_ns = static_cast<std::uint64_t>(rtt_ms * 1e6);
+  if (mean_loss(pair) > 0) {
+    plan.why_no_lower_bound = "loss";
+  } else if (pair.jitter_ns > 0 && pair.reorder) {
+    plan.why_no_lower_bound = "reorder";
+  } else if (plan.streams * window < 1.1 * shaped) {
+    plan.why_no_lower_bound = "socket buffers";
+  } else if (make_pair_config(pair, rtt_ns, 1, 0).queue_limit_ns < rtt_ns / 2) {
+    plan.why_no_lower_bound = "queue below RTT/2";
+  } else {
+    plan.lower_bound = true;
+  }
+  return plan;
+}
+
+Range goodput_range(const GoodputPlan& plan, const VerifyOptions& options) {
+  if (std::isinf(plan.ceiling_bps)) return Range{};
+  Range range;
+  range.high = plan.ceiling_bps * (1 + options.tolerance);
+  if (plan.lower_bound) range.low = plan.ceiling_bps * (1 - options.tolerance);
+  return range;
+}
+
+std::string verify_table_header() {
+  return fmt::format("{:<16} {:<7} {:>12} {:>13} {:>21}  {:<6} {}", "PAIR", "CHECK", "CONFIGURED", "MEASURED", "ALLOWED",
+                     "RESULT", "HOW");
+}
+
+std::string format_verify_row(const VerifyRow& row) {
+  const bool checked = !row.problem.empty() || row.allowed.bounded();
+  return fmt::format("{:<16} {:<7} {:>12} {:>13} {:>21}  {:<6} {}", row.pair, name(row.check), row.configured,
+                     format_measured(row), format_range(row.check, row.allowed),
+                     row.passed() ? (checked ? "ok" : "-") : "FAIL", row.how);
+}
+
+std::string describe_failure(const VerifyRow& row, const VerifyOptions& options) {
+  if (!row.problem.empty()) return fmt::format("{} {}: {}", row.pair, name(row.check), row.problem);
+  std::string why = fmt::format("tolerance {}", units::format_percent(options.tolerance));
+  if (row.check == VerifyRow::Check::rtt) why += " + slack " + units::format_time(options.slack_ns);
+  return fmt::format("{} {}: measured {}, configured {}; allowed {} ({})", row.pair, name(row.check), format_measured(row),
+                     row.configured, format_range(row.check, row.allowed), why);
+}
+
+bool VerifyResult::passed() const {
+  return std::all_of(rows.begin(), rows.end(), [](const VerifyRow& row) { return row.passed(); });
+}
+
+VerifyResult verify_testbed(const TestbedState& state, const std::function<Scenario()>& configured,
+                            const VerifyOptions& options, const std::function<void(const VerifyRow&)>& on_row) {
+  if (state.kind == TestbedKind::attached)
+    throw std::runtime_error(fmt::format("testbed {} is attached to {}: it has no hosts of its own to measure between "
+                                         "(verify measures testbeds made by wanlab up)",
+                                         state.name, state.dev));
+  configured_for(state, configured);  // the DCs match before anything is measured
+  InterruptGuard interrupts;
+  VerifyResult result;
+  const int n = static_cast<int>(state.dcs.size());
+  auto add = [&](VerifyRow row) {
+    if (on_row) on_row(row);
+    result.rows.push_back(std::move(row));
+  };
+  for (int a = 0; a < n; ++a)
+    for (int b = a + 1; b < n; ++b) add(verify_rtt(state, configured, options, a, b));
+  if (options.goodput)
+    for (int src = 0; src < n; ++src)
+      for (int dst = 0; dst < n; ++dst)
+        if (src != dst) add(verify_goodput(state, configured, options, src, dst));
+  return result;
+}
+
+}  // namespace wanlab::emulator

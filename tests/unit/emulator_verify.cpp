@@ -1,0 +1,241 @@
+// verify's arithmetic without a testbed: what each pair's settings should
+// show, the allowed ranges, the option words, and the table's verdicts.
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <stdexcept>
+
+#include "wanlab/emulator/verify.hpp"
+
+namespace em = wanlab::emulator;
+
+namespace {
+
+em::PairParams pair(std::uint64_t delay_ms, std::uint64_t rate_mbit = 100) {
+  em::PairParams params;
+  params.delay_ns = delay_ms * 1'000'000;
+  params.rate_bps = rate_mbit * 1'000'000;
+  return params;
+}
+
+em::HostSettings buffers(std::uint64_t wmem, std::uint64_t rmem) {
+  em::HostSettings host;
+  host.tcp_wmem_max = wmem;
+  host.tcp_rmem_max = rmem;
+  return host;
+}
+
+// 58 bytes on the wire each way at `mbit`.
+double probe_ms(double mbit) { return 2 * 58 * 8 / (mbit * 1e3); }
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(option_words_are_parsed_strictly) {
+  BOOST_TEST(!em::parse_verify_check("rtt"));
+  BOOST_TEST(em::parse_verify_check("rate"));
+  BOOST_CHECK_THROW(em::parse_verify_check("goodput"), std::invalid_argument);
+  BOOST_CHECK_THROW(em::parse_verify_check(""), std::invalid_argument);
+
+  BOOST_TEST(em::parse_verify_tolerance("10%") == 0.10);
+  BOOST_TEST(em::parse_verify_tolerance("0%") == 0.0);
+  BOOST_TEST(em::parse_verify_tolerance("2.5%") == 0.025);
+  for (const char* bad : {"10", "0.1", "100%", "150%", "-5%", "ten%"})
+    BOOST_CHECK_THROW(em::parse_verify_tolerance(bad), std::invalid_argument);
+
+  BOOST_TEST(em::parse_verify_slack("2ms") == 2'000'000u);
+  BOOST_TEST(em::parse_verify_slack("0s") == 0u);
+  BOOST_TEST(em::parse_verify_slack("10s") == 10'000'000'000u);
+  for (const char* bad : {"2", "11s", "-1ms", "fast"}) BOOST_CHECK_THROW(em::parse_verify_slack(bad), std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_CASE(rtt_without_jitter_is_the_median_of_twenty_against_both_delays) {
+  const auto plan = em::plan_rtt(pair(10), pair(15));
+  BOOST_TEST(plan.expected_ms == 25 + probe_ms(100), boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(!plan.use_mean);
+  BOOST_TEST(plan.spread_ms == 0);
+  BOOST_TEST(plan.probes == 20);
+  BOOST_TEST(plan.interval_ms == 10);
+  BOOST_TEST(plan.measurable);
+
+  // tolerance x expected + slack either side.
+  em::VerifyOptions options;  // 10%, 2 ms
+  const auto range = em::rtt_range(plan, options, 20);
+  BOOST_TEST(range.low == plan.expected_ms * 0.9 - 2, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(range.high == plan.expected_ms * 1.1 + 2, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(range.contains(25.4));
+  BOOST_TEST(!range.contains(50.0));
+  BOOST_TEST(!range.contains(std::nan("")));
+
+  // A slow link's serialization of the probe is part of what to expect.
+  BOOST_TEST(em::plan_rtt(pair(10, 1), pair(10, 1)).expected_ms == 20 + probe_ms(1), boost::test_tools::tolerance(1e-9));
+  // Nothing below 0: a zero delay with a large slack.
+  options.slack_ns = 5'000'000;
+  BOOST_TEST(em::rtt_range(em::plan_rtt(pair(0), pair(0)), options, 20).low == 0);
+}
+
+BOOST_AUTO_TEST_CASE(rtt_with_jitter_is_the_mean_of_fifty_and_the_range_widens) {
+  auto there = pair(10), back = pair(10);
+  there.jitter_ns = back.jitter_ns = 6'000'000;
+  const auto plan = em::plan_rtt(there, back);
+  BOOST_TEST(plan.use_mean);
+  BOOST_TEST(plan.probes == 50);
+  BOOST_TEST(plan.expected_ms == 20 + probe_ms(100), boost::test_tools::tolerance(1e-9));
+  // Two uniforms in [-6, 6]: variance 2 x 36 / 3.
+  BOOST_TEST(plan.spread_ms == std::sqrt(24.0), boost::test_tools::tolerance(1e-9));
+  // Echoes 2 x jitter + 1 ms apart, so keeping order never holds one behind another.
+  BOOST_TEST(plan.interval_ms == 13);
+
+  em::VerifyOptions options;
+  const auto plain = em::rtt_range(em::plan_rtt(pair(10), pair(10)), options, 50);
+  const auto widened = em::rtt_range(plan, options, 50);
+  BOOST_TEST(widened.high - plain.high == 4 * std::sqrt(24.0) / std::sqrt(50.0), boost::test_tools::tolerance(1e-6));
+  BOOST_TEST(plain.low - widened.low == 4 * std::sqrt(24.0) / std::sqrt(50.0), boost::test_tools::tolerance(1e-6));
+  // Fewer answers, a wider range.
+  BOOST_TEST(em::rtt_range(plan, options, 10).high > widened.high);
+
+  // Jitter beyond the delay: latencies are clamped at 0, which raises the mean
+  // to (d + j)^2 / 4j = 64 / 24 ms one way.
+  auto clamped = pair(2, 0);
+  clamped.jitter_ns = 6'000'000;
+  BOOST_TEST(em::plan_rtt(clamped, pair(0, 0)).expected_ms == 64.0 / 24, boost::test_tools::tolerance(1e-9));
+  // Large jitter: echoes at most 100 ms apart.
+  clamped.jitter_ns = 500'000'000;
+  BOOST_TEST(em::plan_rtt(clamped, pair(0, 0)).interval_ms == 100);
+}
+
+BOOST_AUTO_TEST_CASE(loss_sends_more_echoes_and_too_much_is_not_measured) {
+  auto lossy = pair(10);
+  lossy.loss = 0.2;
+  const auto plan = em::plan_rtt(lossy, lossy);
+  BOOST_TEST(plan.answer_probability == 0.64, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(plan.probes == 32);  // ceil(20 / 0.64)
+  BOOST_TEST(plan.measurable);
+
+  lossy.loss = 1.0;
+  const auto dead = em::plan_rtt(lossy, pair(10));
+  BOOST_TEST(!dead.measurable);
+  BOOST_TEST(dead.probes == 0);
+
+  // Gilbert-Elliott: a 10% share of time in the bad state, which loses all.
+  auto ge = pair(10);
+  ge.loss_model = em::LossModel::gilbert_elliott;
+  ge.loss = 0.01;
+  ge.ge_r = 0.09;
+  ge.ge_bad_loss = 1;
+  ge.ge_good_loss = 0;
+  BOOST_TEST(em::mean_loss(ge) == 0.1, boost::test_tools::tolerance(1e-9));
+  ge.loss = 0;  // never enters the bad state
+  BOOST_TEST(em::mean_loss(ge) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(goodput_expects_the_rate_less_headers_with_enough_streams) {
+  em::VerifyOptions options;
+  // 100 Mbit/s, 20 ms: one stream's 2 MB window carries 839 Mbit/s.
+  const auto small = em::plan_goodput(pair(10), buffers(4 << 20, 4 << 20), 20);
+  BOOST_TEST(small.streams == 1);
+  BOOST_TEST(small.lower_bound);
+  BOOST_TEST(small.ceiling_bps == 100e6 * 1448 / 1514, boost::test_tools::tolerance(1e-9));
+  const auto range = em::goodput_range(small, options);
+  BOOST_TEST(range.low == small.ceiling_bps * 0.9, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(range.high == small.ceiling_bps * 1.1, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(small.warmup_seconds == 1);
+
+  // 1 Gbit/s, 50 ms with the kernel's default buffers: 3 MB windows carry
+  // 503 Mbit/s each, so three streams.
+  const auto wide = em::plan_goodput(pair(25, 1000), em::HostSettings{}, 50);
+  BOOST_TEST(wide.streams == 3);
+  BOOST_TEST(wide.lower_bound);
+  // At most 8 streams; where they cannot fill the link only the ceiling holds.
+  const auto starved = em::plan_goodput(pair(100, 10000), buffers(1 << 20, 1 << 20), 200);
+  BOOST_TEST(starved.streams == 8);
+  BOOST_TEST(!starved.lower_bound);
+  BOOST_TEST(starved.why_no_lower_bound == "socket buffers");
+  BOOST_TEST(!std::isfinite(em::goodput_range(starved, options).low));
+  BOOST_TEST(starved.warmup_seconds == 6);  // 30 RTTs
+  BOOST_TEST(em::plan_goodput(pair(500, 10), em::HostSettings{}, 1000).warmup_seconds == 10);  // at most 10 s
+}
+
+BOOST_AUTO_TEST_CASE(goodput_has_no_lower_bound_where_tcp_cannot_fill_the_link) {
+  const auto host = buffers(8 << 20, 16 << 20);
+  auto lossy = pair(10);
+  lossy.loss = 0.001;
+  BOOST_TEST(em::plan_goodput(lossy, host, 20).why_no_lower_bound == "loss");
+  auto reordering = pair(10);
+  reordering.jitter_ns = 1'000'000;
+  reordering.reorder = true;
+  BOOST_TEST(em::plan_goodput(reordering, host, 20).why_no_lower_bound == "reorder");
+  reordering.reorder = false;  // jitter with order kept: TCP fills the link
+  BOOST_TEST(em::plan_goodput(reordering, host, 20).lower_bound);
+  auto shallow = pair(10);
+  shallow.queue = em::parse_queue("2ms");
+  BOOST_TEST(em::plan_goodput(shallow, host, 20).why_no_lower_bound == "queue below RTT/2");
+
+  // Unlimited: shown, not checked.
+  const auto unlimited = em::plan_goodput(pair(10, 0), host, 20);
+  BOOST_TEST(!em::goodput_range(unlimited, em::VerifyOptions{}).bounded());
+
+  // A per-flow cap alone: several streams, each capped.
+  auto capped = pair(10, 0);
+  capped.flow_rate_bps = 10'000'000;
+  const auto flows = em::plan_goodput(capped, host, 20);
+  BOOST_TEST(flows.streams == 3);
+  BOOST_TEST(flows.ceiling_bps == 30e6 * 1448 / 1514, boost::test_tools::tolerance(1e-9));
+  // A per-flow cap below the link's rate: streams enough to fill the link.
+  auto both = pair(10, 100);
+  both.flow_rate_bps = 30'000'000;
+  const auto filled = em::plan_goodput(both, host, 20);
+  BOOST_TEST(filled.streams == 5);
+  BOOST_TEST(filled.ceiling_bps == 100e6 * 1448 / 1514, boost::test_tools::tolerance(1e-9));
+}
+
+BOOST_AUTO_TEST_CASE(rows_fail_outside_their_range_and_say_why) {
+  em::VerifyOptions options;
+  em::VerifyRow row;
+  row.pair = "east <-> west";
+  row.configured = "20.00 ms";
+  row.allowed = em::Range{16, 24};
+  row.measured = 20.3;
+  BOOST_TEST(row.passed());
+  BOOST_TEST(em::format_verify_row(row).find(" ok ") != std::string::npos, em::format_verify_row(row));
+
+  row.measured = 80.41;
+  BOOST_TEST(!row.passed());
+  const std::string line = em::format_verify_row(row);
+  BOOST_TEST(line.find("FAIL") != std::string::npos, line);
+  BOOST_TEST(line.find("80.41 ms") != std::string::npos, line);
+  BOOST_TEST(line.find("16.00 - 24.00 ms") != std::string::npos, line);
+  const std::string said = em::describe_failure(row, options);
+  BOOST_TEST(said == "east <-> west rtt: measured 80.41 ms, configured 20.00 ms; allowed 16.00 - 24.00 ms "
+                     "(tolerance 10% + slack 2ms)",
+             said);
+
+  // No measurement where one was due fails; an unchecked row passes.
+  row.measured = std::nan("");
+  BOOST_TEST(!row.passed());
+  row.allowed = em::Range{};
+  BOOST_TEST(row.passed());
+  BOOST_TEST(em::format_verify_row(row).find("not checked") != std::string::npos);
+  row.problem = "none of 20 echoes came back";
+  BOOST_TEST(!row.passed());
+  BOOST_TEST(em::describe_failure(row, options) == "east <-> west rtt: none of 20 echoes came back");
+
+  em::VerifyRow goodput;
+  goodput.pair = "east -> west";
+  goodput.check = em::VerifyRow::Check::goodput;
+  goodput.configured = "100mbit";
+  goodput.measured = 40e6;
+  goodput.allowed.high = 105.2e6;
+  BOOST_TEST(goodput.passed());  // only a ceiling
+  goodput.allowed.low = 86.1e6;
+  BOOST_TEST(!goodput.passed());
+  BOOST_TEST(em::describe_failure(goodput, options) ==
+                 "east -> west goodput: measured 40.0 Mbit/s, configured 100mbit; allowed 86.1 - 105.2 Mbit/s (tolerance 10%)",
+             em::describe_failure(goodput, options));
+
+  em::VerifyResult result;
+  result.rows = {goodput};
+  BOOST_TEST(!result.passed());
+  goodput.measured = 95e6;
+  result.rows = {goodput};
+  BOOST_TEST(result.passed());
+}
