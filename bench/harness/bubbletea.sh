@@ -4,7 +4,7 @@
 # Markdown table and an SVG plot each.
 #
 #   bench/harness/bubbletea.sh                   everything (real runs need root; about 20 minutes on 2 cores)
-#   ONLY=latency bench/harness/bubbletea.sh      one part: latency | threedc | load
+#   ONLY=latency bench/harness/bubbletea.sh      one part: latency | threedc | load | saturate
 #   SIMULATE_ONLY=1 bench/harness/bubbletea.sh   the simulator only (seconds, no root)
 #
 # Environment: WANLAB (default build/cli/wanlab), OUT (default
@@ -17,6 +17,10 @@
 #    bubbles) with and without, for contrast.
 # 3. load: bubbletea-3dc with Poisson arrivals at rising rates, up to
 #    saturation: utilization, prefill tokens/s and TTFT against the rate.
+# 4. saturate: scenarios/experiments/bubbletea-3dc-local.toml (decode in every
+#    training DC, 40 requests/s) against Atlas alone: the issue's targets
+#    (utilization >= 90%, iteration time within 1% of prefill off, TTFT p99
+#    within the SLO), measured and simulated, as ratios.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -226,10 +230,44 @@ EOF
   markdown "$OUT/load-runs.csv" | tee "$OUT/load.md"
 }
 
+saturate() {
+  local bt=$root/scenarios/experiments/bubbletea-3dc-local.toml
+  echo "saturating load: Atlas + BubbleTea with decode in every training DC, against Atlas alone"
+  run sat-atlas "$bt" --prefill off
+  run sat-atlas+bt "$bt"
+  csv sat-atlas sat-atlas+bt > "$OUT/saturate.csv"
+  markdown "$OUT/saturate.csv" | tee "$OUT/saturate.md"
+  python3 - "$OUT" <<'EOF' | tee "$OUT/saturate-targets.md"
+import json, os, sys
+out = sys.argv[1]
+def load(name):
+    path = os.path.join(out, name, "results.json")
+    return json.load(open(path)) if os.path.exists(path) else None
+print("| target | measured | simulated |")
+print("|---|---|---|")
+rows = {"utilization with prefill (target >= 90%)": [], "iteration time / prefill off (target <= 1.01)": [],
+        "TTFT p99 / SLO (target <= 1)": [], "training held up by prefill (s)": []}
+for suffix in ("", "-sim"):
+    off, on = load("sat-atlas" + suffix), load("sat-atlas+bt" + suffix)
+    if off is None or on is None:
+        for v in rows.values(): v.append("-")
+        continue
+    p = on["prefill"]
+    slo = on["configuration"]["prefill"]["ttft_slo_s"]
+    rows["utilization with prefill (target >= 90%)"].append(f"{100 * p['mean_gpu_utilization']:.1f}%")
+    rows["iteration time / prefill off (target <= 1.01)"].append(f"{on['mean_iteration_s'] / off['mean_iteration_s']:.3f}")
+    rows["TTFT p99 / SLO (target <= 1)"].append(f"{p['ttft_s']['p99'] / slo:.2f}" if p["requests"]["served"] else "-")
+    rows["training held up by prefill (s)"].append(f"{p['training_delay_s']:.3f}")
+for name, values in rows.items():
+    print(f"| {name} | " + " | ".join(values) + " |")
+EOF
+}
+
 case "$ONLY" in
-  all) latency; threedc; load ;;
+  all) latency; threedc; load; saturate ;;
   latency) latency ;;
   threedc) threedc ;;
   load) load ;;
-  *) echo "bubbletea.sh: ONLY must be all, latency, threedc or load" >&2; exit 2 ;;
+  saturate) saturate ;;
+  *) echo "bubbletea.sh: ONLY must be all, latency, threedc, load or saturate" >&2; exit 2 ;;
 esac

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "../harness/src/run/gpu_lease.hpp"
@@ -172,10 +173,11 @@ std::string testbed_name() { return "hbt-" + std::to_string(::getpid() % 100000)
 
 // The coordinator in this process (run_plan) on a testbed of the CLI's, at
 // scale 1 so that the testbed is the scenario as written.
-hs::RunRecord run(const Files& files, bool prefill, const hs::RunOptions& options) {
+hs::RunRecord run(const Files& files, bool prefill, const hs::RunOptions& options, const std::string& decode_dc = "") {
   hs::Experiment experiment = hs::load_experiment(files.experiment.path());
   experiment.scale = 1;
   if (!prefill) hs::apply_override(experiment, "prefill", "off");
+  if (!decode_dc.empty()) experiment.prefill.decode_dc = decode_dc;
   const em::Scenario scenario = hs::load_testbed(experiment);
   const hs::Plan plan = hs::make_plan(experiment, scenario);
   CliTestbed testbed(files.scenario.path(), testbed_name());
@@ -267,6 +269,25 @@ BOOST_AUTO_TEST_CASE(prefill_fills_bubbles_without_slowing_training) {
   const double worker_iterations = static_cast<double>(bubbletea.record.plan.workers.size() * bubbletea.record.iteration_end_ns.size());
   BOOST_TEST(static_cast<double>(delay) / 1e9 / worker_iterations < 0.02 * bubbletea.mean_iteration_s);
   BOOST_TEST(!prefill.prediction.empty());
+}
+
+// decode_dc = "local": a decode sink in each DC that trains (east and west),
+// each receiving the caches of its own DC's workers, none over the WAN.
+BOOST_AUTO_TEST_CASE(local_decode_serves_from_a_sink_in_every_training_dc) {
+  Files files(3);
+  const hs::RunRecord record = run(files, true, options(), "local");
+  BOOST_TEST(test::eventually([&] { return leftovers(testbed_name()).empty(); }), leftovers(testbed_name()));
+  BOOST_TEST_REQUIRE(record.prefill.has_value());
+  std::set<std::string> dcs_served;
+  for (const auto& kv : record.prefill->kv) {
+    BOOST_TEST(kv.link.empty(), "batch " << kv.batch << " crossed " << kv.link);
+    dcs_served.insert(record.plan.workers.at(static_cast<std::size_t>(kv.worker)).worker.dc_name);
+  }
+  int served = 0;
+  for (const auto& r : record.prefill->requests) served += r.state == hs::RequestState::served;
+  std::cout << "  local decode: " << served << " requests served, KV caches from " << dcs_served.size() << " DCs\n";
+  BOOST_TEST(served > 0);
+  BOOST_TEST(dcs_served == (std::set<std::string>{"east", "west"}));
 }
 
 BOOST_AUTO_TEST_CASE(a_killed_prefill_worker_fails_its_requests_only) {
