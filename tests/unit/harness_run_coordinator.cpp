@@ -182,6 +182,15 @@ struct Fixture {
     return workers;
   }
 
+  // Both workers ready and worker 0 started: its first report, played, not yet sent.
+  ctl::Report first_report(std::vector<std::unique_ptr<FakeWorker>>& workers) {
+    for (auto& w : workers) w->send(ctl::Listening{});
+    for (auto& w : workers) w->expect<ctl::Connect>();
+    for (auto& w : workers) w->send(ctl::Ready{});
+    workers[0]->expect<ctl::Start>();
+    return workers[0]->play_iteration(0, plan.workers[0]);
+  }
+
   std::string name;
   em::Scenario scenario;
   hs::Plan plan;
@@ -299,11 +308,7 @@ BOOST_FIXTURE_TEST_CASE(a_report_that_does_not_match_the_plan_is_refused, Fixtur
   SKIP_UNLESS_ROOT();
   auto run = start();
   auto workers = connect_both();
-  for (auto& w : workers) w->send(ctl::Listening{});
-  for (auto& w : workers) w->expect<ctl::Connect>();
-  for (auto& w : workers) w->send(ctl::Ready{});
-  workers[0]->expect<ctl::Start>();
-  auto report = workers[0]->play_iteration(0, plan.workers[0]);
+  auto report = first_report(workers);
   report.events.pop_back();
   workers[0]->send(report);
   const std::string error = finish(run);
@@ -315,11 +320,7 @@ BOOST_FIXTURE_TEST_CASE(send_records_that_do_not_match_the_plan_are_refused, Fix
   SKIP_UNLESS_ROOT();
   auto run = start();
   auto workers = connect_both();
-  for (auto& w : workers) w->send(ctl::Listening{});
-  for (auto& w : workers) w->expect<ctl::Connect>();
-  for (auto& w : workers) w->send(ctl::Ready{});
-  workers[0]->expect<ctl::Start>();
-  auto report = workers[0]->play_iteration(0, plan.workers[0]);
+  auto report = first_report(workers);
   BOOST_REQUIRE(!report.sends.empty());
   report.sends.push_back(report.sends.front());  // one send recorded twice
   workers[0]->send(report);

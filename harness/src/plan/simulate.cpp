@@ -300,21 +300,20 @@ class Simulator {
     mark_first_sent(id, link.delay_ns);
   }
 
-  // Its first bit on the wire now arrives one pair delay later.
+  // A cross-DC message's first (or last) bit goes on (or leaves) the wire now
+  // and arrives one pair delay later.
   void mark_first_sent(int id, double delay_ns) {
-    const int record = transfers_[static_cast<std::size_t>(id)].record;
-    if (record < 0) return;
-    TransferRecord& r = record_.transfers[static_cast<std::size_t>(record)];
-    r.first_sent_ns = to_ns(now_);
-    r.first_received_ns = to_ns(now_ + delay_ns);
+    mark(id, delay_ns, &TransferRecord::first_sent_ns, &TransferRecord::first_received_ns);
   }
-
   void mark_last_sent(int id, double delay_ns) {
+    mark(id, delay_ns, &TransferRecord::last_sent_ns, &TransferRecord::last_received_ns);
+  }
+  void mark(int id, double delay_ns, std::int64_t TransferRecord::*sent, std::int64_t TransferRecord::*received) {
     const int record = transfers_[static_cast<std::size_t>(id)].record;
     if (record < 0) return;
     TransferRecord& r = record_.transfers[static_cast<std::size_t>(record)];
-    r.last_sent_ns = to_ns(now_);
-    r.last_received_ns = to_ns(now_ + delay_ns);
+    r.*sent = to_ns(now_);
+    r.*received = to_ns(now_ + delay_ns);
   }
 
   // The head of its channel goes on the wire, or waits for its slot.
