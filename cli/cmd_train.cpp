@@ -58,6 +58,22 @@ void print_prefill_summary(const hs::RunRecord& record) {
   for (const auto& note : record.prefill->notes) fmt::print("  note: {}\n", note);
 }
 
+std::string percentiles_text(const hs::TransferPercentiles& p) {
+  return fmt::format("{:.3f}/{:.3f}/{:.3f} s", p.p50_s, p.p90_s, p.p99_s);
+}
+
+// Per WAN link, the transfer time (first byte sent to last received) p50/p90/p99.
+void print_transfers(const hs::RunRecord& record) {
+  for (const auto& link : hs::summarize_transfers(record)) {
+    std::string line = fmt::format("  transfers {:<16} p50/p90/p99", link.link);
+    if (link.measured)
+      line += fmt::format(" measured {} ({} messages)", percentiles_text(link.measured->transfer), link.measured->transfer.messages);
+    if (link.simulated)
+      line += fmt::format("{} simulated {}", link.measured ? "," : "", percentiles_text(link.simulated->transfer));
+    fmt::print("{}\n", line);
+  }
+}
+
 void print_summary(const hs::RunRecord& record) {
   const auto iterations = hs::summarize(record);
   const auto run = hs::summarize_run(iterations);
@@ -68,6 +84,7 @@ void print_summary(const hs::RunRecord& record) {
   if (iterations.empty()) return;
   for (const auto& [link, bytes] : iterations.back().wan_bytes)
     fmt::print("  WAN {:<22} {:>10.1f} MB per iteration\n", link, static_cast<double>(bytes) / 1e6);
+  print_transfers(record);
   if (record.prefill) print_prefill_summary(record);
 }
 

@@ -14,7 +14,9 @@
 #include <iostream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "support/two_dc.hpp"
 #include "support/wanlab_cli.hpp"
@@ -165,6 +167,69 @@ class TrainProcess {
   std::string output_;
 };
 
+int count_of(const std::string& text, const std::string& piece) {
+  int count = 0;
+  for (auto at = text.find(piece); at != std::string::npos; at = text.find(piece, at + piece.size())) ++count;
+  return count;
+}
+
+constexpr double kRttUs = 80'000;  // the scenario's 40 ms one way, both ways
+
+// Every cross-DC message of every iteration has one transfer record whose
+// times are in order on the run's clock, carried by streams that had a
+// window and an RTT near the WAN's.
+void check_transfer_records(const hs::RunRecord& record, const hs::Plan& plan) {
+  std::map<std::tuple<int, int, int>, const hs::TransferRecord*> transfers;
+  for (const auto& t : record.transfers)
+    BOOST_TEST(transfers.emplace(std::make_tuple(t.iteration, t.worker, t.op_index), &t).second);
+  std::size_t cross_dc_sends = 0;
+  for (const hs::Event& e : record.events) {
+    if (e.kind != hs::OpKind::send || !e.cross_dc) continue;
+    ++cross_dc_sends;
+    const auto found = transfers.find({e.iteration, e.worker, e.op_index});
+    BOOST_TEST_REQUIRE((found != transfers.end()), "no record of worker " << e.worker << " op " << e.op_index);
+    const hs::TransferRecord& t = *found->second;
+    BOOST_TEST_CONTEXT("iteration " << t.iteration << " worker " << t.worker << " op " << t.op_index) {
+      BOOST_TEST(t.peer == e.peer);
+      BOOST_TEST(t.bytes == plan.workers[t.worker].ops[t.op_index].bytes);
+      BOOST_TEST(t.queued_ns <= t.first_sent_ns);
+      BOOST_TEST(t.first_sent_ns <= t.last_sent_ns);
+      BOOST_TEST(t.first_sent_ns <= t.first_received_ns);
+      BOOST_TEST(t.first_received_ns <= t.last_received_ns);
+      BOOST_TEST(t.first_sent_ns <= t.last_received_ns);
+      // A byte takes at least the one-way delay to cross.
+      BOOST_TEST(t.last_received_ns - t.first_sent_ns >= 40'000'000);
+      BOOST_TEST(t.last_received_ns == e.end_ns);
+      BOOST_TEST_REQUIRE(!t.streams.empty());
+      std::uint64_t carried = 0;
+      for (const auto& stream : t.streams) {
+        carried += stream.bytes;
+        BOOST_TEST(stream.stream < plan.experiment.streams);
+        BOOST_TEST(stream.cwnd >= 1u);
+        BOOST_TEST(stream.cwnd < 100'000u);
+        // srtt: the handshake's or the data's round trip, so near the WAN's
+        // 80 ms; above it by queueing, never far below.
+        BOOST_TEST(stream.srtt_us >= 0.8 * kRttUs, "srtt " << stream.srtt_us << " us");
+        BOOST_TEST(stream.srtt_us <= 4 * kRttUs, "srtt " << stream.srtt_us << " us");
+      }
+      BOOST_TEST(carried >= t.bytes);  // and the 32-byte data header
+    }
+  }
+  BOOST_TEST(cross_dc_sends > 0u);
+  BOOST_TEST(record.transfers.size() == cross_dc_sends);
+  // Measured beside simulated, per link.
+  for (const auto& link : hs::summarize_transfers(record)) {
+    BOOST_TEST_REQUIRE(link.measured.has_value());
+    BOOST_TEST_REQUIRE(link.simulated.has_value());
+    BOOST_TEST(link.measured->transfer.messages == link.simulated->transfer.messages);
+    std::cout << "  transfers " << link.link << ": p50/p90/p99 measured " << link.measured->transfer.p50_s << "/"
+              << link.measured->transfer.p90_s << "/" << link.measured->transfer.p99_s << " s, simulated "
+              << link.simulated->transfer.p50_s << "/" << link.simulated->transfer.p90_s << "/"
+              << link.simulated->transfer.p99_s << " s; wait p50 measured " << link.measured->wait.p50_s
+              << " s, simulated " << link.simulated->wait.p50_s << " s\n";
+  }
+}
+
 }  // namespace
 
 // A testbed brought up through the CLI (the daemon is the wanlab binary's),
@@ -232,6 +297,8 @@ BOOST_AUTO_TEST_CASE(a_two_dc_run_records_every_planned_event) {
     BOOST_TEST(s.time_s >= bound_s + 0.080);
   }
 
+  check_transfer_records(record, plan);
+
   // Temporal sharing: on each directed WAN link, gated sends start in slot order.
   for (int iteration = 0; iteration < 3; ++iteration) {
     std::map<std::pair<int, int>, std::vector<std::pair<int, std::int64_t>>> by_link;  // (from dc, to dc) -> (slot, start)
@@ -259,6 +326,26 @@ BOOST_AUTO_TEST_CASE(atlas_beats_the_dp_across_dc_single_stream_baseline) {
   for (const char* file : {"results.json", "trace.json", "timeline.svg"}) {
     BOOST_TEST(fs::file_size(out.path / "atlas" / file) > 0u);
   }
+  // The trace carries every cross-DC message's record on its WAN link span
+  // (3 iterations x 2 replicas x 4 microbatches x 2 directions), streams
+  // included; results.json the percentiles, measured beside simulated.
+  std::ifstream trace_file(out.path / "atlas" / "trace.json");
+  const std::string trace((std::istreambuf_iterator<char>(trace_file)), std::istreambuf_iterator<char>());
+  int records = 0;
+  std::istringstream lines(trace);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("\"cat\":\"wan\"") == std::string::npos || line.find("\"first_sent_us\"") == std::string::npos) continue;
+    ++records;
+    BOOST_TEST(line.find("\"streams\":[{\"stream\":") != std::string::npos, line);
+    BOOST_TEST(line.find("\"srtt_us\":") != std::string::npos, line);
+  }
+  BOOST_TEST(records == 3 * 2 * 4 * 2);
+  std::ifstream results_file(out.path / "atlas" / "results.json");
+  const std::string results((std::istreambuf_iterator<char>(results_file)), std::istreambuf_iterator<char>());
+  BOOST_TEST(results.find("\"transfers\": {") != std::string::npos);
+  BOOST_TEST(count_of(results, "\"measured\":") == 2);  // east->west, west->east
+  BOOST_TEST(count_of(results, "\"simulated\":") == 2);
+  BOOST_TEST(atlas.output.find("transfers east->west") != std::string::npos, atlas.output);
 
   const auto compare = test::wanlab({"compare", (out.path / "baseline").string(), (out.path / "atlas").string()});
   BOOST_TEST_REQUIRE(compare.status == 0, compare.output);

@@ -66,8 +66,9 @@ ctl::Report sample_report() {
   e.end_ns = 1'000'050'000'000;
   e.cross_dc = true;
   report.events = {e};
-  report.arrivals = {{1, 5, 999}};
+  report.arrivals = {{1, 5, 999, 900}};
   report.delayed_ns = 1234;
+  report.sends = {{1, 100, 200, 300, {{0, 600, 10, 80'123}, {3, 424, 12, 81'000}}}};
   return report;
 }
 
@@ -136,7 +137,19 @@ BOOST_AUTO_TEST_CASE(report_and_small_messages_round_trip) {
   BOOST_REQUIRE(report.arrivals.size() == 1u);
   BOOST_TEST(report.arrivals[0].sender_op == 5);
   BOOST_TEST(report.arrivals[0].arrival_ns == 999);
+  BOOST_TEST(report.arrivals[0].first_byte_ns == 900);
   BOOST_TEST(report.delayed_ns == 1234);
+  BOOST_REQUIRE(report.sends.size() == 1u);
+  const ctl::SendRecord& send = report.sends[0];
+  BOOST_TEST(send.op_index == 1);
+  BOOST_TEST(send.queued_ns == 100);
+  BOOST_TEST(send.first_sent_ns == 200);
+  BOOST_TEST(send.last_sent_ns == 300);
+  BOOST_REQUIRE(send.streams.size() == 2u);
+  BOOST_TEST(send.streams[1].stream == 3);
+  BOOST_TEST(send.streams[1].bytes == 424u);
+  BOOST_TEST(send.streams[1].cwnd == 12u);
+  BOOST_TEST(send.streams[0].srtt_us == 80'123u);
 
   BOOST_TEST(std::get<ctl::Hello>(round_trip(ctl::Hello{12, 4321})).pid == 4321);
   BOOST_TEST(std::get<ctl::Start>(round_trip(ctl::Start{9})).iteration == 9);
@@ -190,6 +203,51 @@ BOOST_AUTO_TEST_CASE(malformed_bodies_are_errors_that_say_why) {
   auto bad_bool = body_of(ctl::encode(sample_report()));
   bad_bool[1 + 4 + 4 + 45] = std::byte{2};
   BOOST_TEST(decode_error(bad_bool).find("event.cross_dc is 2") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(malformed_transfer_records_in_a_report_are_errors_that_say_why) {
+  // Every truncation of a report (its send records last) is refused.
+  const auto whole = body_of(ctl::encode(sample_report()));
+  for (std::size_t length = 1; length < whole.size(); ++length) {
+    const std::vector<std::byte> cut(whole.begin(), whole.begin() + static_cast<long>(length));
+    BOOST_TEST_CONTEXT("report cut to " << length << " bytes") {
+      BOOST_TEST(decode_error(cut).find("malformed report frame") != std::string::npos);
+    }
+  }
+
+  auto early = sample_report();
+  early.arrivals[0].first_byte_ns = 1000;  // after the whole message (999)
+  const std::string early_error = decode_error(body_of(ctl::encode(early)));
+  BOOST_TEST(early_error.find("malformed report frame at byte ") == 0u, early_error);
+  BOOST_TEST(early_error.find(": arrival of worker 1 op 5: first byte (1000) after the whole message (999)") !=
+                 std::string::npos,
+             early_error);
+
+  auto disorder = sample_report();
+  disorder.sends[0].last_sent_ns = 150;  // before the first byte (200)
+  BOOST_TEST(decode_error(body_of(ctl::encode(disorder))).find("send of op 1: queued 100, first byte sent 200, last 150 "
+                                                               "are out of order") != std::string::npos);
+
+  auto unqueued = sample_report();
+  unqueued.sends[0].queued_ns = 250;  // after the first byte
+  BOOST_TEST(decode_error(body_of(ctl::encode(unqueued))).find("out of order") != std::string::npos);
+
+  // More streams than a channel has: refused even when the bytes are there.
+  auto crowded = sample_report();
+  crowded.sends[0].streams.assign(65, wanlab::harness::StreamAtStart{});
+  BOOST_TEST(decode_error(body_of(ctl::encode(crowded))).find("send.streams says 65 streams, a channel has at most 64") !=
+             std::string::npos);
+
+  // A stream count beyond the bytes that follow.
+  auto inflated = body_of(ctl::encode(sample_report()));
+  const std::size_t streams_count_at = inflated.size() - 2 * (4 + 8 + 4 + 4) - 4;
+  put_u32(inflated, streams_count_at, 1000);
+  BOOST_TEST(decode_error(inflated).find("send.streams says 1000 items, but only 40 bytes follow") != std::string::npos);
+
+  auto negative_stream = sample_report();
+  negative_stream.sends[0].streams[0].stream = -2;
+  BOOST_TEST(decode_error(body_of(ctl::encode(negative_stream))).find("stream.index is -2, expected >= 0") !=
+             std::string::npos);
 }
 
 namespace {

@@ -124,6 +124,10 @@ class FakeWorker {
       e.end_ns = e.start_ns + 1000;
       e.cross_dc = op.cross_dc;
       report.events.push_back(e);
+      // What a cross-DC send's channel saw: queued 1 us before, two streams.
+      if (op.kind == hs::OpKind::send && op.cross_dc)
+        report.sends.push_back(ctl::SendRecord{e.op_index, e.start_ns - 1000, e.start_ns, e.end_ns,
+                                               {{0, op.bytes - 1, 10, 20'000}, {1, 1, 12, 21'000}}});
     }
     return report;
   }
@@ -178,6 +182,15 @@ struct Fixture {
     return workers;
   }
 
+  // Both workers ready and worker 0 started: its first report, played, not yet sent.
+  ctl::Report first_report(std::vector<std::unique_ptr<FakeWorker>>& workers) {
+    for (auto& w : workers) w->send(ctl::Listening{});
+    for (auto& w : workers) w->expect<ctl::Connect>();
+    for (auto& w : workers) w->send(ctl::Ready{});
+    workers[0]->expect<ctl::Start>();
+    return workers[0]->play_iteration(0, plan.workers[0]);
+  }
+
   std::string name;
   em::Scenario scenario;
   hs::Plan plan;
@@ -212,10 +225,10 @@ BOOST_FIXTURE_TEST_CASE(a_run_with_well_behaved_workers_records_their_events, Fi
     for (int id = 0; id < 2; ++id) {
       BOOST_TEST(workers[id]->expect<ctl::Start>().iteration == iteration);
       auto report = workers[id]->play_iteration(iteration, plan.workers[id]);
-      // Worker 1 says when worker 0's messages arrived: 5 ms after they were sent.
+      // Worker 1 says when worker 0's messages arrived: from 1 ms to 5 ms after they were sent.
       if (id == 1)
         for (const auto& e : record_of_sends_)
-          report.arrivals.push_back(ctl::Arrival{0, e.op_index, e.start_ns + 5'000'000});
+          report.arrivals.push_back(ctl::Arrival{0, e.op_index, e.start_ns + 5'000'000, e.start_ns + 1'000'000});
       record_of_sends_.clear();
       if (id == 0)
         for (const auto& e : report.events)
@@ -236,6 +249,25 @@ BOOST_FIXTURE_TEST_CASE(a_run_with_well_behaved_workers_records_their_events, Fi
     BOOST_TEST(e.start_ns >= 0);
     BOOST_TEST(e.start_ns < 60'000'000'000);
   }
+  // Worker 0's cross-DC messages, both ends on the run's clock, with their
+  // streams. (Worker 1's: their receiver reported no arrival, so no record.)
+  std::size_t sends = 0;
+  for (const auto& e : record.events) sends += e.worker == 0 && e.kind == hs::OpKind::send && e.cross_dc ? 1 : 0;
+  BOOST_TEST(sends > 0u);
+  BOOST_REQUIRE(record.transfers.size() == sends);
+  for (const auto& t : record.transfers) {
+    BOOST_TEST(t.worker == 0);
+    BOOST_TEST(t.peer == 1);
+    BOOST_TEST(t.first_sent_ns - t.queued_ns == 1000);
+    BOOST_TEST(t.first_received_ns - t.first_sent_ns == 1'000'000);
+    BOOST_TEST(t.last_received_ns - t.first_sent_ns == 5'000'000);
+    BOOST_TEST(t.queued_ns >= 0);
+    BOOST_REQUIRE(t.streams.size() == 2u);
+    BOOST_TEST(t.streams[1].cwnd == 12u);
+    BOOST_TEST(t.streams[0].bytes + t.streams[1].bytes == t.bytes);
+  }
+  // The simulator's transfers of the same plan, beside them.
+  BOOST_TEST(record.simulated_transfers.size() == 2 * 2 * plan.experiment.model.microbatches);
   BOOST_TEST(!fs::exists(em::run_dir(name) + "/harness"));
 }
 
@@ -276,16 +308,27 @@ BOOST_FIXTURE_TEST_CASE(a_report_that_does_not_match_the_plan_is_refused, Fixtur
   SKIP_UNLESS_ROOT();
   auto run = start();
   auto workers = connect_both();
-  for (auto& w : workers) w->send(ctl::Listening{});
-  for (auto& w : workers) w->expect<ctl::Connect>();
-  for (auto& w : workers) w->send(ctl::Ready{});
-  workers[0]->expect<ctl::Start>();
-  auto report = workers[0]->play_iteration(0, plan.workers[0]);
+  auto report = first_report(workers);
   report.events.pop_back();
   workers[0]->send(report);
   const std::string error = finish(run);
   BOOST_TEST(error.find("worker 0 (stage 0") == 0u, error);
   BOOST_TEST(error.find("events for") != std::string::npos, error);
+}
+
+BOOST_FIXTURE_TEST_CASE(send_records_that_do_not_match_the_plan_are_refused, Fixture) {
+  SKIP_UNLESS_ROOT();
+  auto run = start();
+  auto workers = connect_both();
+  auto report = first_report(workers);
+  BOOST_REQUIRE(!report.sends.empty());
+  report.sends.push_back(report.sends.front());  // one send recorded twice
+  workers[0]->send(report);
+  const std::string error = finish(run);
+  BOOST_TEST(error.find("worker 0 (stage 0") == 0u, error);
+  BOOST_TEST(error.find("send record for op " + std::to_string(report.sends.front().op_index) +
+                        " does not match the plan's cross-DC sends") != std::string::npos,
+             error);
 }
 
 BOOST_FIXTURE_TEST_CASE(a_worker_that_never_connects_times_out, Fixture) {

@@ -74,3 +74,16 @@ BOOST_AUTO_TEST_CASE(testbed_names_are_valid_scenario_names) {
   scenario.name = "ab-----";
   BOOST_TEST(run_testbed_name(scenario).rfind("ab-", 0) == 0u);
 }
+
+// A training run has one seed, the experiment's: its testbed's loss and
+// jitter draws use it in place of the scenario's, at the experiment's scale.
+BOOST_AUTO_TEST_CASE(a_run_seeds_its_testbed_with_the_experiments_seed) {
+  const em::Scenario original = em::parse_scenario("seed = 5\n" + std::string(kScenario), "three-dc.toml");
+  BOOST_TEST(original.seed == 5u);
+  wanlab::harness::Experiment experiment;
+  experiment.seed = 42;
+  experiment.scale = 0.1;
+  const em::Scenario testbed = wanlab::harness::run_scenario(experiment, original);
+  BOOST_TEST(testbed.seed == 42u);
+  BOOST_TEST(testbed.pair(0, 1).rate_bps == scale_scenario(original, 0.1).pair(0, 1).rate_bps);
+}

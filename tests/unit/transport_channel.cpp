@@ -149,6 +149,43 @@ BOOST_AUTO_TEST_CASE(buffer_sequence_is_sent_as_one_message) {
   }());
 }
 
+BOOST_AUTO_TEST_CASE(a_message_records_its_streams_and_when_its_first_chunk_arrived) {
+  asio::io_context io;
+  run(io, []() -> asio::awaitable<void> {
+    auto client_options = small_options(4, 4096);
+    client_options.record_streams = true;
+    const wt::ChannelOptions server_options;
+    auto pair = co_await connect_pair(client_options, server_options);
+    const auto queued = std::chrono::steady_clock::now();
+    auto ticket = pair.client.send(make_message(200'000, 9));
+    auto received = co_await pair.server.receive_timed();
+    const auto whole = std::chrono::steady_clock::now();
+    co_await ticket.wait();
+    BOOST_REQUIRE(received);
+    BOOST_CHECK_EQUAL(received->message.size(), 200'000u);
+    BOOST_CHECK(received->first_chunk_at >= queued);
+    BOOST_CHECK(received->first_chunk_at <= whole);
+    BOOST_CHECK(*ticket.started_at() <= *ticket.written_at());
+    // The connections that carried it: their bytes add up to the message; each
+    // had a window and, after the handshake, a smoothed RTT.
+    const auto streams = ticket.streams();
+    BOOST_REQUIRE(!streams.empty());
+    std::uint64_t bytes = 0;
+    for (const auto& stream : streams) {
+      BOOST_CHECK(stream.index < 4u);
+      BOOST_CHECK(stream.bytes > 0u);
+      BOOST_CHECK(stream.cwnd > 0u);
+      BOOST_CHECK(stream.srtt_us > 0u);
+      bytes += stream.bytes;
+    }
+    BOOST_CHECK_EQUAL(bytes, 200'000u);
+    // Not asked for: nothing recorded.
+    auto quiet = pair.server.send(make_message(10, 1));
+    co_await quiet.wait();
+    BOOST_CHECK(quiet.streams().empty());
+  }());
+}
+
 BOOST_AUTO_TEST_CASE(graceful_shutdown_ends_both_directions) {
   asio::io_context io;
   run(io, []() -> asio::awaitable<void> {

@@ -187,7 +187,10 @@ ChannelCore::ChunkJob ChannelCore::pull_chunk(std::vector<asio::const_buffer>& p
   auto& message = *send_queue_.front();
   ChunkJob job{send_queue_.front(), message.next_offset,
                wire::chunk_length(message.size, message.next_offset, options_.chunk_size)};
-  if (!message.started_at) message.started_at = Clock::now();
+  if (!message.started_at) {
+    message.started_at = Clock::now();
+    if (options_.record_streams) message.streams = stream_windows();
+  }
 
   std::size_t needed = job.length;
   while (needed > 0) {
@@ -204,6 +207,15 @@ ChannelCore::ChunkJob ChannelCore::pull_chunk(std::vector<asio::const_buffer>& p
   message.next_offset += job.length;
   if (++message.chunks_handed_out == message.chunks_total) send_queue_.pop_front();
   return job;
+}
+
+std::vector<StreamShare> ChannelCore::stream_windows() const {
+  std::vector<StreamShare> streams;
+  for (const auto& connection : connections_) {
+    const auto window = read_tcp_window(connection->socket.native_handle());
+    streams.push_back(StreamShare{connection->index, 0, window.cwnd, window.srtt_us});
+  }
+  return streams;
 }
 
 asio::awaitable<void> ChannelCore::write_chunk(Connection& connection, const ChunkJob& job) {
@@ -233,6 +245,7 @@ asio::awaitable<void> ChannelCore::write_chunk(Connection& connection, const Chu
   }
   connection.counters.bytes_sent += job.length;
   ++connection.counters.chunks_sent;
+  if (!job.message->streams.empty()) job.message->streams[connection.index].bytes += job.length;
   chunk_written(job);
 }
 
@@ -342,13 +355,13 @@ void ChannelCore::reading_finished(Connection& connection) {
   maybe_finish();
 }
 
-asio::awaitable<std::optional<Message>> ChannelCore::receive() {
+asio::awaitable<std::optional<Received>> ChannelCore::receive() {
   auto self = shared_from_this();
   for (;;) {
     if (reassembler_.has_ready()) {
       ++messages_received_;
       progressed();
-      auto message = reassembler_.pop_ready();
+      auto message = reassembler_.pop_received();
       memory_event_.notify_all();
       co_return message;
     }
@@ -452,6 +465,12 @@ std::uint64_t SendTicket::size() const { return message_->size; }
 bool SendTicket::done() const { return message_->done(); }
 std::optional<SendTicket::clock::time_point> SendTicket::started_at() const { return message_->started_at; }
 std::optional<SendTicket::clock::time_point> SendTicket::written_at() const { return message_->written_at; }
+std::vector<StreamShare> SendTicket::streams() const {
+  std::vector<StreamShare> used;
+  for (const auto& stream : message_->streams)
+    if (stream.bytes > 0) used.push_back(stream);
+  return used;
+}
 
 asio::awaitable<void> SendTicket::wait() const {
   auto channel = channel_;
@@ -495,7 +514,12 @@ SendTicket Channel::send_borrowed(std::vector<asio::const_buffer> buffers) {
 }
 
 asio::awaitable<void> Channel::flush() { return core_->flush(); }
-asio::awaitable<std::optional<Message>> Channel::receive() { return core_->receive(); }
+asio::awaitable<std::optional<Message>> Channel::receive() {
+  auto received = co_await core_->receive();
+  if (!received) co_return std::nullopt;
+  co_return std::move(received->message);
+}
+asio::awaitable<std::optional<Received>> Channel::receive_timed() { return core_->receive(); }
 asio::awaitable<void> Channel::shutdown() { return core_->shutdown(); }
 void Channel::close() { core_->close(); }
 bool Channel::is_open() const { return core_->is_open(); }

@@ -33,6 +33,7 @@ struct Outgoing {
   std::size_t cursor_offset = 0;  // ...at this offset
   std::optional<Clock::time_point> started_at;
   std::optional<Clock::time_point> written_at;
+  std::vector<StreamShare> streams;  // per connection, with options.record_streams
   bool failed = false;
   bool done() const { return written_at.has_value() || failed; }
 };
@@ -81,7 +82,7 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore> {
 
   SendTicket enqueue(std::shared_ptr<Outgoing> message);
   asio::awaitable<void> flush();
-  asio::awaitable<std::optional<Message>> receive();
+  asio::awaitable<std::optional<Received>> receive();
   asio::awaitable<void> shutdown();
   void close();
 
@@ -123,6 +124,8 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore> {
   asio::awaitable<void> write_chunk(Connection& connection, const ChunkJob& job);
   asio::awaitable<void> write_goodbye(Connection& connection);
   ChunkJob pull_chunk(std::vector<asio::const_buffer>& pieces);
+  /// Every connection's cwnd and srtt as a message's first chunk is taken.
+  std::vector<StreamShare> stream_windows() const;
   void chunk_written(const ChunkJob& job);
   void reading_finished(Connection& connection);
   void maybe_finish();

@@ -32,7 +32,7 @@ Reassembler::Reassembler(ReceiveLimits limits, unsigned connections)
 
 Reassembler::~Reassembler() {
   for (const auto& [id, pending] : pending_) budget_->release(pending.charge);
-  for (const auto& message : ready_) budget_->release(charge(message.size()));
+  for (const auto& ready : ready_) budget_->release(charge(ready.message.size()));
 }
 
 void Reassembler::check_header(unsigned connection, const wire::ChunkHeader& header) const {
@@ -89,6 +89,7 @@ Reassembler::Pending* Reassembler::find_or_allocate(const wire::ChunkHeader& hea
 
   Pending pending;
   pending.charge = cost;
+  pending.first_chunk_at = std::chrono::steady_clock::now();
   const auto chunks = wire::chunk_count(header.message_size, limits_.chunk_size);
   try {
     pending.data = Message::for_receiving(header.message_size);
@@ -187,27 +188,28 @@ void Reassembler::finish_chunk(const wire::ChunkHeader& header) {
 
 void Reassembler::deliver_in_order() {
   while (!pending_.empty() && pending_.begin()->first == next_deliver_ && pending_.begin()->second.chunks_left == 0) {
-    ready_.push_back(std::move(pending_.begin()->second.data));
+    Pending& done = pending_.begin()->second;
+    ready_.push_back(Received{std::move(done.data), done.first_chunk_at});
     pending_.erase(pending_.begin());
     ++next_deliver_;
     ++memory_epoch_;
   }
 }
 
-Message Reassembler::pop_ready() {
-  Message message = std::move(ready_.front());
+Received Reassembler::pop_received() {
+  Received ready = std::move(ready_.front());
   ready_.pop_front();
-  const auto cost = charge(message.size());
+  const auto cost = charge(ready.message.size());
   buffered_ -= cost;
   ++memory_epoch_;
   budget_->release(cost);
-  return message;
+  return ready;
 }
 
 std::uint64_t Reassembler::resident_bytes() const {
   std::uint64_t total = 0;
   for (const auto& [id, pending] : pending_) total += pending.data.resident_bytes();
-  for (const auto& message : ready_) total += message.resident_bytes();
+  for (const auto& ready : ready_) total += ready.message.resident_bytes();
   return total;
 }
 

@@ -16,7 +16,14 @@ struct SendState {
 /// SIOCOUTQNSD and SO_MEMINFO. On error (a closed socket) returns zeros.
 SendState read_send_state(int fd);
 
+/// tcpi_snd_cwnd (segments) and tcpi_rtt (us); zeros when unknown.
+struct TcpWindow {
+  std::uint32_t cwnd = 0;
+  std::uint32_t srtt_us = 0;
+};
+TcpWindow read_tcp_window(int fd);
+
 /// tcpi_rtt; 0 when unknown.
-std::chrono::microseconds read_smoothed_rtt(int fd);
+inline std::chrono::microseconds read_smoothed_rtt(int fd) { return std::chrono::microseconds(read_tcp_window(fd).srtt_us); }
 
 }  // namespace wanlab::transport::detail

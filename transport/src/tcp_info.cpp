@@ -66,11 +66,11 @@ SendState read_send_state(int fd) {
   return state;
 }
 
-std::chrono::microseconds read_smoothed_rtt(int fd) {
+TcpWindow read_tcp_window(int fd) {
   tcp_info raw{};
   socklen_t length = sizeof(raw);
   if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &raw, &length) != 0) return {};
-  return std::chrono::microseconds(raw.tcpi_rtt);
+  return {raw.tcpi_snd_cwnd, raw.tcpi_rtt};
 }
 
 }  // namespace detail

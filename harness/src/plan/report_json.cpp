@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <stdexcept>
+#include <tuple>
 
 #include "json.hpp"
 #include "record_internal.hpp"
@@ -232,6 +233,33 @@ Json iteration_json(const IterationSummary& summary) {
   return json;
 }
 
+Json percentiles_json(const TransferPercentiles& p) {
+  Json json = Json::object();
+  json.set("p50", p.p50_s);
+  json.set("p90", p.p90_s);
+  json.set("p99", p.p99_s);
+  return json;
+}
+
+Json transfer_times_json(const TransferTimes& times) {
+  Json json = Json::object();
+  json.set("messages", static_cast<std::uint64_t>(times.transfer.messages));
+  json.set("transfer_s", percentiles_json(times.transfer));
+  json.set("wait_s", percentiles_json(times.wait));
+  return json;
+}
+
+// Per WAN link: measured (a real run) and simulated transfer times.
+Json transfers_json(const RunRecord& record) {
+  Json json = Json::object();
+  for (const LinkTransfers& link : summarize_transfers(record)) {
+    Json& entry = json.set(link.link, Json::object());
+    if (link.measured) entry.set("measured", transfer_times_json(*link.measured));
+    if (link.simulated) entry.set("simulated", transfer_times_json(*link.simulated));
+  }
+  return json;
+}
+
 Json versions_json() {
   Json versions = Json::object();
   versions.set("wanlab", WANLAB_VERSION);
@@ -274,7 +302,27 @@ Json sort_index(int index) {
   return args;
 }
 
-Json complete(std::string_view name, std::string_view category, int pid, int tid, const Event& event) {
+// A transfer's times (on the trace's clock, like ts) and streams, as args of its span.
+void add_transfer_args(const TransferRecord& t, Json& args) {
+  args.set("queued_us", to_us(t.queued_ns));
+  args.set("first_sent_us", to_us(t.first_sent_ns));
+  args.set("last_sent_us", to_us(t.last_sent_ns));
+  args.set("first_received_us", to_us(t.first_received_ns));
+  args.set("last_received_us", to_us(t.last_received_ns));
+  if (t.streams.empty()) return;
+  Json& streams = args.set("streams", Json::array());
+  for (const StreamAtStart& stream : t.streams) {
+    Json& entry = streams.push(Json::object());
+    entry.set("stream", stream.stream);
+    entry.set("bytes", stream.bytes);
+    entry.set("cwnd", static_cast<std::uint64_t>(stream.cwnd));
+    entry.set("srtt_us", static_cast<std::uint64_t>(stream.srtt_us));
+  }
+}
+
+// An event's span; a send's carries its transfer's times and streams when known.
+Json complete(std::string_view name, std::string_view category, int pid, int tid, const Event& event,
+              const TransferRecord* transfer = nullptr) {
   Json json = Json::object();
   json.set("name", name);
   json.set("cat", category);
@@ -290,6 +338,7 @@ Json complete(std::string_view name, std::string_view category, int pid, int tid
   if (event.peer >= 0) args.set("peer", event.peer);
   if (event.bytes > 0) args.set("bytes", event.bytes);
   args.set("cross_dc", event.cross_dc);
+  if (transfer != nullptr) add_transfer_args(*transfer, args);
   return json;
 }
 
@@ -306,6 +355,21 @@ Json span_json(std::string_view name, std::string_view category, int pid, int ti
   json.set("args", std::move(args));
   return json;
 }
+
+// Transfers by (worker, iteration, op) of their send.
+class TransferIndex {
+ public:
+  explicit TransferIndex(const std::vector<TransferRecord>& transfers) {
+    for (const TransferRecord& t : transfers) by_send_[{t.worker, t.iteration, t.op_index}] = &t;
+  }
+  const TransferRecord* find(const Event& send) const {
+    const auto it = by_send_.find({send.worker, send.iteration, send.op_index});
+    return it == by_send_.end() ? nullptr : it->second;
+  }
+
+ private:
+  std::map<std::tuple<int, int, int>, const TransferRecord*> by_send_;
+};
 
 std::string worker_event_name(const Plan& plan, const Event& event) {
   auto stage_of = [&](int id) {
@@ -383,6 +447,7 @@ std::string results_json(const RunRecord& record, const std::string& scenario_te
   if (record.prefill) root.set("prefill", prefill_json(record));
   Json& list = root.set("iterations", Json::array());
   for (const IterationSummary& summary : iterations) list.push(iteration_json(summary));
+  root.set("transfers", transfers_json(record));
   root.set("configuration", configuration_json(experiment));
   root.set("plan", plan_json(record.plan));
   root.set("seed", experiment.seed);
@@ -464,6 +529,7 @@ void write_trace(const RunRecord& record, const std::function<void(std::string_v
   std::stable_sort(events.begin(), events.end(),
                    [](const Event* a, const Event* b) { return a->start_ns < b->start_ns; });
   LinkTracks links;
+  const TransferIndex transfers(record.transfers);
   for (const Event* event : events) {
     if (event->worker < 0 || static_cast<std::size_t>(event->worker) >= plan.workers.size()) continue;
     std::string name = worker_event_name(plan, *event);
@@ -472,7 +538,8 @@ void write_trace(const RunRecord& record, const std::function<void(std::string_v
       if (link.empty()) continue;  // intra-DC messages show as waits on the receiver
       const Worker& sender = plan.workers[static_cast<std::size_t>(event->worker)].worker;
       std::string label = fmt::format("r{} s{} {}", sender.replica, sender.stage, name);
-      trace.push(complete(label, "wan", kLinksPid, links.lane(link, event->start_ns, event->end_ns, trace), *event));
+      trace.push(complete(label, "wan", kLinksPid, links.lane(link, event->start_ns, event->end_ns, trace), *event,
+                          transfers.find(*event)));
       continue;
     }
     bool waited = event->end_ns > event->start_ns;

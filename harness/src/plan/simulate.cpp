@@ -38,6 +38,7 @@ struct Transfer {
   int message = -1;     // index into messages_, or
   int collective = -1;  // stage whose all-reduce step this belongs to
   std::pair<int, int> channel;  // (sender, receiver): one transport channel, FIFO
+  int record = -1;      // index into the record's transfers: a cross-DC message
 };
 
 struct Message {
@@ -93,7 +94,7 @@ class Simulator {
   Simulator(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model)
       : plan_(plan), model_(model), dcs_(static_cast<int>(scenario.dcs.size())) {
     record_.plan = plan;
-    record_.runtime = "simulator";
+    record_.runtime = kSimulatorRuntime;
     make_links(scenario);
     for (std::size_t stage = 0; stage < static_cast<std::size_t>(plan.experiment.parallel.pp); ++stage) {
       collectives_.push_back(Collective{plan.workers[stage].worker.allreduce_group, 0, 0, 0, {}});
@@ -262,14 +263,57 @@ class Simulator {
     bool cross_dc = worker(from).dc != worker(to).dc;
     transfer.cap_bps = detail::transfer_cap_bps(link, cross_dc ? plan_.experiment.streams : 1);
     transfer.channel = {from, to};
+    if (message >= 0 && cross_dc) transfer.record = record_transfer(from, to);
     transfers_.push_back(transfer);
     if (model_.free_communication || worker(from).host == worker(to).host) {
+      if (transfer.record >= 0) {  // no wire time, no delay
+        mark_first_sent(id, 0);
+        mark_last_sent(id, 0);
+      }
       schedule({now_, 0, true, id});
       return;
     }
     std::deque<int>& queue = channels_[transfer.channel];
     queue.push_back(id);
     if (queue.size() == 1) admit(id);
+  }
+
+  // A cross-DC message's TransferRecord, queued now; the rest is filled in
+  // as it goes on the wire and off it.
+  int record_transfer(int from, int to) {
+    const WorkerState& sender = states_[static_cast<std::size_t>(from)];
+    const Op& op = plan_.workers[static_cast<std::size_t>(from)].ops[sender.next_op];
+    TransferRecord record;
+    record.worker = from;
+    record.iteration = iteration_;
+    record.op_index = static_cast<int>(sender.next_op);
+    record.peer = to;
+    record.microbatch = op.microbatch;
+    record.bytes = op.bytes;
+    record.queued_ns = to_ns(now_);
+    record_.transfers.push_back(record);
+    return static_cast<int>(record_.transfers.size() - 1);
+  }
+
+  void put_on_wire(LinkState& link, int id) {
+    link.on_wire.push_back(id);
+    mark_first_sent(id, link.delay_ns);
+  }
+
+  // A cross-DC message's first (or last) bit goes on (or leaves) the wire now
+  // and arrives one pair delay later.
+  void mark_first_sent(int id, double delay_ns) {
+    mark(id, delay_ns, &TransferRecord::first_sent_ns, &TransferRecord::first_received_ns);
+  }
+  void mark_last_sent(int id, double delay_ns) {
+    mark(id, delay_ns, &TransferRecord::last_sent_ns, &TransferRecord::last_received_ns);
+  }
+  void mark(int id, double delay_ns, std::int64_t TransferRecord::*sent, std::int64_t TransferRecord::*received) {
+    const int record = transfers_[static_cast<std::size_t>(id)].record;
+    if (record < 0) return;
+    TransferRecord& r = record_.transfers[static_cast<std::size_t>(record)];
+    r.*sent = to_ns(now_);
+    r.*received = to_ns(now_ + delay_ns);
   }
 
   // The head of its channel goes on the wire, or waits for its slot.
@@ -280,7 +324,7 @@ class Simulator {
       link.slotted[transfer.slot] = id;
       start_next_slot(transfer.link);
     } else {
-      link.on_wire.push_back(id);
+      put_on_wire(link, id);
       rebalance(transfer.link);
     }
   }
@@ -289,7 +333,7 @@ class Simulator {
     LinkState& link = links_[static_cast<std::size_t>(link_index)];
     auto next = link.slotted.find(link.next_slot);
     if (link.slot_on_wire || next == link.slotted.end()) return;
-    link.on_wire.push_back(next->second);
+    put_on_wire(link, next->second);
     link.slotted.erase(next);
     link.slot_on_wire = true;
     ++link.next_slot;
@@ -390,6 +434,7 @@ class Simulator {
         return done;
       });
       for (std::size_t i = before; i < sent.size(); ++i) {
+        mark_last_sent(sent[i], link.delay_ns);
         schedule({now_ + link.delay_ns, 0, true, sent[i]});
         if (transfers_[static_cast<std::size_t>(sent[i])].slot >= 0) link.slot_on_wire = false;
       }

@@ -48,11 +48,19 @@ std::string wan_link_of(const Plan& plan, const Event& event) {
     auto position = std::find(ring.begin(), ring.end(), self.id);
     if (position != ring.end()) to = ring[static_cast<std::size_t>(position - ring.begin() + 1) % ring.size()];
   }
-  if (to < 0 || static_cast<std::size_t>(to) >= plan.workers.size()) return {};
+  return wan_link_between(plan, event.worker, to);
+}
+
+std::string wan_link_between(const Plan& plan, int from, int to) {
+  const auto known = [&](int id) { return id >= 0 && static_cast<std::size_t>(id) < plan.workers.size(); };
+  if (!known(from) || !known(to)) return {};
+  const Worker& self = plan.workers[static_cast<std::size_t>(from)].worker;
   const Worker& peer = plan.workers[static_cast<std::size_t>(to)].worker;
   if (peer.dc == self.dc) return {};
   return fmt::format("{}->{}", self.dc_name, peer.dc_name);
 }
+
+int skipped_iterations(int iterations) { return iterations > 1 ? 1 : 0; }
 
 }  // namespace detail
 
@@ -122,7 +130,7 @@ std::vector<IterationSummary> summarize(const RunRecord& record) {
 RunSummary summarize_run(const std::vector<IterationSummary>& iterations) {
   RunSummary run;
   if (iterations.empty()) return run;
-  run.skipped_iterations = iterations.size() > 1 ? 1 : 0;
+  run.skipped_iterations = detail::skipped_iterations(static_cast<int>(iterations.size()));
   auto first = iterations.begin() + run.skipped_iterations;
   double count = static_cast<double>(iterations.end() - first);
   for (auto iteration = first; iteration != iterations.end(); ++iteration) {

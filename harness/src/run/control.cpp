@@ -5,6 +5,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include "wanlab/transport/options.hpp"
+
 namespace wanlab::harness::control {
 namespace {
 
@@ -109,7 +111,9 @@ class Reader {
 constexpr std::size_t kOpBytes = 1 + 4 + 4 + 8 + 8 + 1 + 4;
 constexpr std::size_t kPeerBytes = 4 + 4 + 2 + 1;
 constexpr std::size_t kEventBytes = 4 + 4 + 4 + 1 + 4 + 4 + 8 + 8 + 8 + 1;
-constexpr std::size_t kArrivalBytes = 4 + 4 + 8;
+constexpr std::size_t kArrivalBytes = 4 + 4 + 8 + 8;
+constexpr std::size_t kStreamBytes = 4 + 8 + 4 + 4;
+constexpr std::size_t kSendRecordBytes = 4 + 8 + 8 + 8 + 4;
 
 OpKind op_kind(Reader& in, const char* field) {
   const int v = in.u8(field);
@@ -166,6 +170,43 @@ Event read_event(Reader& in) {
   e.cross_dc = in.boolean("event.cross_dc");
   if (e.end_ns < e.start_ns) in.fail(fmt::format("event ends ({}) before it starts ({})", e.end_ns, e.start_ns));
   return e;
+}
+
+void write_send_record(Writer& out, const SendRecord& s) {
+  out.i32(s.op_index);
+  out.i64(s.queued_ns);
+  out.i64(s.first_sent_ns);
+  out.i64(s.last_sent_ns);
+  out.count(s.streams.size());
+  for (const StreamAtStart& stream : s.streams) {
+    out.i32(stream.stream);
+    out.u64(stream.bytes);
+    out.u32(stream.cwnd);
+    out.u32(stream.srtt_us);
+  }
+}
+
+SendRecord read_send_record(Reader& in) {
+  SendRecord s;
+  s.op_index = in.index("send.op_index");
+  s.queued_ns = in.i64("send.queued_ns");
+  s.first_sent_ns = in.i64("send.first_sent_ns");
+  s.last_sent_ns = in.i64("send.last_sent_ns");
+  if (s.first_sent_ns < s.queued_ns || s.last_sent_ns < s.first_sent_ns)
+    in.fail(fmt::format("send of op {}: queued {}, first byte sent {}, last {} are out of order", s.op_index,
+                        s.queued_ns, s.first_sent_ns, s.last_sent_ns));
+  const std::size_t streams = in.count("send.streams", kStreamBytes);
+  if (streams > transport::kMaxConnections)
+    in.fail(fmt::format("send.streams says {} streams, a channel has at most {}", streams, transport::kMaxConnections));
+  for (std::size_t i = 0; i < streams; ++i) {
+    StreamAtStart stream;
+    stream.stream = in.index("stream.index");
+    stream.bytes = in.u64("stream.bytes");
+    stream.cwnd = in.u32("stream.cwnd");
+    stream.srtt_us = in.u32("stream.srtt_us");
+    s.streams.push_back(stream);
+  }
+  return s;
 }
 
 void write_fields(Writer& out, const Hello& m) {
@@ -227,8 +268,11 @@ void write_fields(Writer& out, const Report& m) {
     out.i32(a.sender);
     out.i32(a.sender_op);
     out.i64(a.arrival_ns);
+    out.i64(a.first_byte_ns);
   }
   out.i64(m.delayed_ns);
+  out.count(m.sends.size());
+  for (const SendRecord& s : m.sends) write_send_record(out, s);
 }
 void write_fields(Writer& out, const Failed& m) { out.string(m.reason.substr(0, kMaxString)); }
 
@@ -364,10 +408,16 @@ Message read_report(Reader& in) {
     a.sender = in.index("arrival.sender");
     a.sender_op = in.index("arrival.sender_op");
     a.arrival_ns = in.i64("arrival.arrival_ns");
+    a.first_byte_ns = in.i64("arrival.first_byte_ns");
+    if (a.first_byte_ns > a.arrival_ns)
+      in.fail(fmt::format("arrival of worker {} op {}: first byte ({}) after the whole message ({})", a.sender,
+                          a.sender_op, a.first_byte_ns, a.arrival_ns));
     m.arrivals.push_back(a);
   }
   m.delayed_ns = in.i64("delayed_ns");
   if (m.delayed_ns < 0) in.fail(fmt::format("delayed_ns is {}, expected >= 0", m.delayed_ns));
+  const std::size_t sends = in.count("sends", kSendRecordBytes);
+  for (std::size_t i = 0; i < sends; ++i) m.sends.push_back(read_send_record(in));
   return m;
 }
 

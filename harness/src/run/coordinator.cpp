@@ -437,19 +437,60 @@ class Coordinator {
         throw ctl::ControlError(fmt::format("event for op {} does not match the plan", e.op_index));
       seen[e.op_index] = true;
     }
-    for (const auto& a : report.arrivals) arrivals_[{a.sender, a.sender_op}] = a.arrival_ns;
+    check_send_records(id, report.sends);
+    for (const auto& a : report.arrivals) arrivals_[{a.sender, a.sender_op}] = a;
+    for (auto& send : report.sends) pending_sends_.emplace_back(id, std::move(send));
     pending_events_.insert(pending_events_.end(), report.events.begin(), report.events.end());
     workers_[id].reported = report.iteration;
     if (prefill_) prefill_->add_training_delay(id, report.delayed_ns);
   }
 
+  // One record per cross-DC send op of the plan, each once.
+  void check_send_records(int id, const std::vector<ctl::SendRecord>& sends) const {
+    const auto& ops = workers_[id].plan->ops;
+    const auto planned = std::count_if(ops.begin(), ops.end(), [](const Op& op) { return op.kind == OpKind::send && op.cross_dc; });
+    std::set<int> seen;
+    for (const auto& send : sends) {
+      const bool cross_dc_send = send.op_index < static_cast<int>(ops.size()) && ops[send.op_index].kind == OpKind::send &&
+                                 ops[send.op_index].cross_dc;
+      if (!cross_dc_send || !seen.insert(send.op_index).second)
+        throw ctl::ControlError(fmt::format("send record for op {} does not match the plan's cross-DC sends", send.op_index));
+    }
+    if (static_cast<std::ptrdiff_t>(sends.size()) != planned)
+      throw ctl::ControlError(fmt::format("{} send records for {} planned cross-DC sends", sends.size(), planned));
+  }
+
+  // A cross-DC message from both ends, on the run's clock; none if its receiver did not report it.
+  std::optional<TransferRecord> transfer_of(int iteration, int worker, const ctl::SendRecord& send) const {
+    const auto arrival = arrivals_.find({worker, send.op_index});
+    if (arrival == arrivals_.end()) return std::nullopt;
+    const Op& op = workers_[worker].plan->ops[send.op_index];
+    TransferRecord t;
+    t.worker = worker;
+    t.iteration = iteration;
+    t.op_index = send.op_index;
+    t.peer = op.peer;
+    t.microbatch = op.microbatch;
+    t.bytes = op.bytes;
+    t.queued_ns = send.queued_ns - origin_ns_;
+    t.first_sent_ns = send.first_sent_ns - origin_ns_;
+    t.last_sent_ns = send.last_sent_ns - origin_ns_;
+    t.first_received_ns = arrival->second.first_byte_ns - origin_ns_;
+    t.last_received_ns = arrival->second.arrival_ns - origin_ns_;
+    t.streams = send.streams;
+    return t;
+  }
+
   // Times from the run's origin; a send ends when its message had arrived.
   void finish_iteration(int i, std::int64_t start) {
+    for (const auto& [worker, send] : pending_sends_)
+      if (auto transfer = transfer_of(i, worker, send)) record_.transfers.push_back(std::move(*transfer));
+    pending_sends_.clear();
     std::int64_t end = start;
     for (Event& e : pending_events_) {
       if (e.kind == OpKind::send) {
         const auto arrival = arrivals_.find({e.worker, e.op_index});
-        if (arrival != arrivals_.end()) e.end_ns = std::max(e.end_ns, arrival->second);
+        if (arrival != arrivals_.end()) e.end_ns = std::max(e.end_ns, arrival->second.arrival_ns);
       }
       end = std::max(end, e.end_ns);
       e.start_ns -= origin_ns_;
@@ -535,7 +576,8 @@ class Coordinator {
   std::optional<std::chrono::seconds> iteration_timeout_;
   std::int64_t origin_ns_ = 0;
   std::vector<Event> pending_events_;
-  std::map<std::pair<int, int>, std::int64_t> arrivals_;  // (sender, op) -> arrival
+  std::vector<std::pair<int, ctl::SendRecord>> pending_sends_;  // (sender, its record) of this iteration
+  std::map<std::pair<int, int>, ctl::Arrival> arrivals_;  // (sender, op) -> its arrival
   RunRecord record_;
   std::exception_ptr main_error_;
   std::optional<PrefillService> prefill_;  // with [prefill] enabled
@@ -552,7 +594,11 @@ RunRecord run_plan(const Plan& plan, const emulator::Scenario& scenario, const e
   check_plan_size(plan, plan.experiment.iterations);
   InterruptGuard interrupts;
   Coordinator coordinator(plan, scenario, testbed, options);
-  return coordinator.run();
+  RunRecord record = coordinator.run();
+  // The same plan's transfers as the simulator moves them, for results.json.
+  record.simulated_transfers =
+      simulate_training(plan, scenario, link_model_for(scenario), plan.experiment.iterations).transfers;
+  return record;
 }
 
 }  // namespace wanlab::harness

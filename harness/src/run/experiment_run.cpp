@@ -54,6 +54,12 @@ em::Scenario scale_scenario(const em::Scenario& scenario, double scale) {
   return out;
 }
 
+em::Scenario run_scenario(const Experiment& experiment, const em::Scenario& scenario) {
+  em::Scenario out = scale_scenario(scenario, experiment.scale);
+  out.seed = experiment.seed;
+  return out;
+}
+
 std::string run_testbed_name(const em::Scenario& scenario) {
   std::string prefix = scenario.name.substr(0, 5);
   while (!prefix.empty() && prefix.back() == '-') prefix.pop_back();
@@ -66,7 +72,7 @@ RunRecord run_experiment(const Experiment& experiment, const em::Scenario& scena
   // A malformed request trace is an error before a testbed exists (the run reads it again, to its horizon).
   if (experiment.prefill.enabled && !experiment.prefill.requests_path.empty())
     load_requests(experiment, std::numeric_limits<std::int64_t>::max());
-  const em::Scenario scaled_scenario = scale_scenario(scenario, experiment.scale);
+  const em::Scenario scaled_scenario = run_scenario(experiment, scenario);
   run_detail::InterruptGuard interrupts;
   em::UpOptions up;
   up.name = run_testbed_name(scenario);
@@ -74,8 +80,9 @@ RunRecord run_experiment(const Experiment& experiment, const em::Scenario& scena
   up.progress = options.log;
   const em::TestbedState testbed = em::testbed_up(scaled_scenario, up);
   if (options.log)
-    options.log(fmt::format("testbed {} is up ({} DCs, {} hosts, release path {}, scale {})", testbed.name,
-                            testbed.dcs.size(), testbed.hosts.size(), em::to_string(testbed.release), experiment.scale));
+    options.log(fmt::format("testbed {} is up ({} DCs, {} hosts, release path {}, scale {}, seed {})", testbed.name,
+                            testbed.dcs.size(), testbed.hosts.size(), em::to_string(testbed.release), experiment.scale,
+                            experiment.seed));
   RunRecord record;
   try {
     record = run_plan(plan, scenario, testbed, options);

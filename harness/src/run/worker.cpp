@@ -48,6 +48,7 @@ struct InboxKey {
 
 struct Arrived {
   std::int64_t at_ns = 0;
+  std::int64_t first_byte_ns = 0;
   std::uint64_t payload_bytes = 0;
   int sender_op = 0;
 };
@@ -171,6 +172,8 @@ class WorkerProcess {
     // Channels idle for as long as the emulated GPU computes, and the peers are
     // this run's own workers: keepalive, not an idle timeout, finds one that vanished.
     options.idle_timeout = std::chrono::milliseconds(0);
+    // The transfer records: which streams carried a message, their cwnd and srtt.
+    options.record_streams = cross_dc;
     return options;
   }
 
@@ -256,18 +259,19 @@ class WorkerProcess {
 
   asio::awaitable<void> read_channel(int worker, std::shared_ptr<Channel> channel) {
     for (;;) {
-      std::optional<transport::Message> message;
+      std::optional<transport::Received> received;
       try {
-        message = co_await channel->receive();
+        received = co_await channel->receive_timed();
       } catch (const std::exception& error) {
         if (run_over()) co_return;
         throw WorkerFailure(fmt::format("channel from worker {}: {}", worker, error.what()));
       }
-      if (!message) {
+      if (!received) {
         if (!run_over()) throw WorkerFailure(fmt::format("worker {} closed its channel", worker));
         co_return;
       }
       const auto at = monotonic_ns();
+      const transport::Message* message = &received->message;
       DataHeader header;
       try {
         header = decode_header(message->bytes());
@@ -281,7 +285,8 @@ class WorkerProcess {
         throw WorkerFailure(fmt::format("worker {} is on another host but sent a message standing for {} bytes", worker,
                                         header.modelled_bytes));
       const auto payload_bytes = message->size() - kDataHeaderBytes + header.modelled_bytes;
-      if (!inbox_.emplace(key, Arrived{at, payload_bytes, header.sender_op}).second)
+      const Arrived arrived{at, std::min(at, monotonic_ns(received->first_chunk_at)), payload_bytes, header.sender_op};
+      if (!inbox_.emplace(key, arrived).second)
         throw WorkerFailure(fmt::format("worker {} sent microbatch {} step {} of iteration {} twice", worker,
                                         header.microbatch, header.step, header.iteration));
       changed_.notify();
@@ -310,9 +315,11 @@ class WorkerProcess {
       }
     }
     co_await changed_.wait_for([&] { return sends_in_flight_ == 0; });
-    control_->post(ctl::Report{iteration, std::move(events_), std::move(arrivals_), gpu_.delayed_ns() - delayed_before});
+    control_->post(ctl::Report{iteration, std::move(events_), std::move(arrivals_), gpu_.delayed_ns() - delayed_before,
+                               std::move(sends_)});
     events_.clear();
     arrivals_.clear();
+    sends_.clear();
     gpu_.forget_before(monotonic_ns() - 1'000'000'000);
   }
 
@@ -386,7 +393,8 @@ class WorkerProcess {
 
   bool same_host(int worker) const { return peer(worker).ipv4 == assign_->ipv4; }
 
-  asio::awaitable<void> transmit(int to, DataHeader header, std::uint64_t bytes) {
+  // Returns the message's ticket once every byte is written to the sockets.
+  asio::awaitable<transport::SendTicket> transmit(int to, DataHeader header, std::uint64_t bytes) {
     if (same_host(to)) {
       header.modelled_bytes = bytes;
       bytes = 0;
@@ -401,10 +409,12 @@ class WorkerProcess {
     } catch (const std::exception& error) {
       throw WorkerFailure(fmt::format("sending to worker {}: {}", to, error.what()));
     }
+    co_return ticket;
   }
 
   asio::awaitable<void> send(int iteration, int op_index, const Op& op) {
     channel_to(op.peer);
+    const auto queued = monotonic_ns();
     const bool gated = op.cross_dc && op.link_slot >= 0;
     if (gated) {
       control_->post(ctl::GateRequest{iteration, op_index});
@@ -412,13 +422,25 @@ class WorkerProcess {
       grants_.erase({iteration, op_index});
     }
     const auto start = monotonic_ns();
-    co_await transmit(op.peer, DataHeader{iteration, id_, op.microbatch, -1, op_index}, op.bytes);
+    const auto ticket = co_await transmit(op.peer, DataHeader{iteration, id_, op.microbatch, -1, op_index}, op.bytes);
     const auto written = monotonic_ns();
     if (gated) control_->post(ctl::GateRelease{iteration, op_index});
+    if (op.cross_dc) sends_.push_back(send_record(op_index, queued, ticket));
     // The coordinator moves the end to the receiver's arrival time.
     events_.push_back(event_of(iteration, op_index, op, start, written));
     --sends_in_flight_;
     changed_.notify();
+  }
+
+  static ctl::SendRecord send_record(int op_index, std::int64_t queued_ns, const transport::SendTicket& ticket) {
+    ctl::SendRecord record;
+    record.op_index = op_index;
+    record.queued_ns = queued_ns;
+    record.first_sent_ns = std::max(queued_ns, monotonic_ns(ticket.started_at().value()));
+    record.last_sent_ns = std::max(record.first_sent_ns, monotonic_ns(ticket.written_at().value()));
+    for (const auto& stream : ticket.streams())
+      record.streams.push_back(StreamAtStart{static_cast<int>(stream.index), stream.bytes, stream.cwnd, stream.srtt_us});
+    return record;
   }
 
   // Waits for a message and takes it out of the inbox; returns its arrival time.
@@ -429,7 +451,8 @@ class WorkerProcess {
     if (arrived.payload_bytes != expected_bytes)
       throw WorkerFailure(fmt::format("{} from worker {} (iteration {}): {} bytes where the plan says {}", what, key.sender,
                                       key.iteration, arrived.payload_bytes, expected_bytes));
-    if (key.step < 0) arrivals_.push_back(ctl::Arrival{key.sender, arrived.sender_op, arrived.at_ns});
+    if (key.step < 0)
+      arrivals_.push_back(ctl::Arrival{key.sender, arrived.sender_op, arrived.at_ns, arrived.first_byte_ns});
     co_return arrived.at_ns;
   }
 
@@ -478,6 +501,7 @@ class WorkerProcess {
   EmulatedGpu gpu_;
   std::vector<Event> events_;
   std::vector<ctl::Arrival> arrivals_;
+  std::vector<ctl::SendRecord> sends_;  // this iteration's cross-DC sends
   int sends_in_flight_ = 0;
   int iterations_reported_ = 0;
   std::vector<std::byte> zeros_;

@@ -16,7 +16,8 @@
 //   W->C ready        channels to every peer are open
 //   C->W start        iteration i begins (a barrier per iteration)
 //   W->C gate_request / C->W gate_grant / W->C gate_release  (temporal sharing)
-//   W->C report       iteration i's events and the arrival times of what it received
+//   W->C report       iteration i's events, the arrival times of what it received
+//                     and what its cross-DC sends did (times, streams, cwnd, srtt)
 //   C->W stop         the run is over: close channels and exit 0
 //   W->C failed       the worker gives up, with the reason (then exits non-zero)
 //
@@ -109,11 +110,23 @@ struct GateRelease {
   int iteration = 0;
   int op_index = 0;
 };
-// When a message from `sender`'s op `sender_op` had fully arrived here.
+// When a message from `sender`'s op `sender_op` began to arrive here (its
+// first chunk) and had fully arrived.
 struct Arrival {
   int sender = 0;
   int sender_op = 0;
   std::int64_t arrival_ns = 0;  // CLOCK_MONOTONIC
+  std::int64_t first_byte_ns = 0;  // <= arrival_ns
+};
+// The sender's side of one cross-DC message (send op `op_index`): the op was
+// reached (queued), its first and last byte handed to a socket, and the
+// streams that carried it with their cwnd and srtt at its first chunk.
+struct SendRecord {
+  int op_index = 0;
+  std::int64_t queued_ns = 0;  // CLOCK_MONOTONIC
+  std::int64_t first_sent_ns = 0;
+  std::int64_t last_sent_ns = 0;
+  std::vector<StreamAtStart> streams;
 };
 // Times are CLOCK_MONOTONIC nanoseconds; the coordinator moves them to the run's origin.
 struct Report {
@@ -122,6 +135,7 @@ struct Report {
   std::vector<Arrival> arrivals;
   // Nanoseconds its compute started late because its prefill worker held the GPU.
   std::int64_t delayed_ns = 0;
+  std::vector<SendRecord> sends;  // its cross-DC send ops
 };
 struct Stop {};
 struct Failed {

@@ -8,6 +8,7 @@
 
 #include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -20,6 +21,11 @@ class GpuLease;
 
 // CLOCK_MONOTONIC in nanoseconds: comparable across the processes of one machine.
 std::int64_t monotonic_ns();
+// A steady_clock time (the transport's) on the same scale: on Linux,
+// libstdc++'s and libc++'s steady_clock read CLOCK_MONOTONIC.
+inline std::int64_t monotonic_ns(std::chrono::steady_clock::time_point at) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count();
+}
 
 class EmulatedGpu {
  public:

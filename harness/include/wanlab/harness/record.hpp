@@ -29,6 +29,37 @@ struct Event {
   bool cross_dc = false;
 };
 
+// One TCP stream's part in a transfer (real runs): the payload bytes it
+// carried, and its congestion window (segments) and smoothed RTT (TCP_INFO's
+// tcpi_snd_cwnd, tcpi_rtt) when the message's first chunk was taken.
+struct StreamAtStart {
+  int stream = 0;  // the connection's index in its channel
+  std::uint64_t bytes = 0;
+  std::uint32_t cwnd = 0;
+  std::uint32_t srtt_us = 0;
+};
+
+// One cross-DC message of a send op, from the sender's queue to the
+// receiver's last byte; its link follows from the two workers' DCs. Times are ns since the run's origin, like Event's:
+// queued (the send op was reached; with temporal sharing, before the gate),
+// first and last byte handed to a socket (simulator: on and off the wire),
+// first chunk read and whole message received (simulator: one pair delay
+// after first and last sent). The simulator has no streams.
+struct TransferRecord {
+  int worker = 0;  // the sender
+  int iteration = 0;
+  int op_index = 0;  // the sender's send op
+  int peer = 0;
+  int microbatch = -1;
+  std::uint64_t bytes = 0;  // as sent (scaled)
+  std::int64_t queued_ns = 0;
+  std::int64_t first_sent_ns = 0;
+  std::int64_t last_sent_ns = 0;
+  std::int64_t first_received_ns = 0;
+  std::int64_t last_received_ns = 0;
+  std::vector<StreamAtStart> streams;
+};
+
 // Iteration `index` runs from iteration_start_ns to iteration_end_ns (wall).
 struct IterationSummary {
   int index = 0;
@@ -91,6 +122,9 @@ struct PrefillRecord {
 
 std::string to_string(RequestState state);
 
+// RunRecord::runtime of a simulated run.
+inline constexpr const char* kSimulatorRuntime = "simulator";
+
 struct RunRecord {
   Plan plan;
   std::string runtime;   // which container runtime ran the workers ("podman", "sandbox", "simulator")
@@ -98,6 +132,11 @@ struct RunRecord {
   std::vector<std::int64_t> iteration_start_ns;  // per iteration, since the origin
   std::vector<std::int64_t> iteration_end_ns;
   std::optional<PrefillRecord> prefill;  // set when the experiment's [prefill] is enabled
+  // Cross-DC messages of send ops, as this runner moved them.
+  std::vector<TransferRecord> transfers;
+  // A real run: the simulator's transfers for the same plan and iterations,
+  // to report beside the measured ones. Empty for the simulator itself.
+  std::vector<TransferRecord> simulated_transfers;
 };
 
 std::vector<IterationSummary> summarize(const RunRecord& record);
@@ -113,6 +152,25 @@ struct RunSummary {
   int skipped_iterations = 0;
 };
 RunSummary summarize_run(const std::vector<IterationSummary>& iterations);
+
+// Order statistics of one set of transfers on one link.
+struct TransferPercentiles {
+  std::size_t messages = 0;
+  double p50_s = 0, p90_s = 0, p99_s = 0;  // 0 without messages
+};
+struct TransferTimes {
+  TransferPercentiles transfer;  // first byte sent -> last byte received
+  TransferPercentiles wait;      // queued -> first byte sent
+};
+// Per directed WAN link, over the iterations the run's means use
+// (summarize_run): a real run's measured transfers, and the simulator's
+// (a simulator run's own, or a real run's simulated_transfers).
+struct LinkTransfers {
+  std::string link;
+  std::optional<TransferTimes> measured;
+  std::optional<TransferTimes> simulated;
+};
+std::vector<LinkTransfers> summarize_transfers(const RunRecord& record);
 
 // results.json: mean_iteration_s, mean_gpu_utilization, runtime, iterations
 // [...], the full configuration, scenario text, versions and seed.

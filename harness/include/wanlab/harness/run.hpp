@@ -86,6 +86,11 @@ RunRecord run_experiment(const Experiment& experiment, const emulator::Scenario&
 // messages the planner scaled the same way. Delays are kept.
 emulator::Scenario scale_scenario(const emulator::Scenario& scenario, double scale);
 
+// The scenario `wanlab train` brings its testbed up with: scale_scenario at
+// the experiment's scale, seeded with the experiment's seed (the emulated
+// WAN's loss and jitter draws: a run has one seed, the experiment's).
+emulator::Scenario run_scenario(const Experiment& experiment, const emulator::Scenario& scenario);
+
 // A testbed name for a run: a prefix of the scenario's name and our pid.
 std::string run_testbed_name(const emulator::Scenario& scenario);
 

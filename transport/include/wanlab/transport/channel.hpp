@@ -39,6 +39,7 @@
 #include "wanlab/transport/error.hpp"
 #include "wanlab/transport/message.hpp"
 #include "wanlab/transport/options.hpp"
+#include "wanlab/transport/reassembly.hpp"
 #include "wanlab/transport/stats.hpp"
 
 namespace wanlab::transport {
@@ -66,6 +67,10 @@ class SendTicket {
   std::optional<clock::time_point> started_at() const;
   /// When the last chunk was written; nullopt before.
   std::optional<clock::time_point> written_at() const;
+  /// With ChannelOptions::record_streams: the connections that carried the
+  /// message so far, by index, with their cwnd and srtt at its first chunk;
+  /// else empty.
+  std::vector<StreamShare> streams() const;
 
  private:
   friend class detail::ChannelCore;
@@ -108,6 +113,8 @@ class Channel {
   /// Throws TransportError if the channel failed (messages that arrived whole
   /// before the failure are delivered first).
   asio::awaitable<std::optional<Message>> receive();
+  /// receive(), with when the message's first chunk arrived.
+  asio::awaitable<std::optional<Received>> receive_timed();
 
   /// Graceful end of this side's sending: waits for the queued messages to be
   /// written, then sends a goodbye on every connection (the peer's receive()

@@ -95,6 +95,10 @@ struct ChannelOptions {
   /// Acceptor: time for a connection to send its hello, and for all
   /// connections of a channel to arrive (however slowly the bytes come).
   std::chrono::milliseconds handshake_timeout{10000};
+  /// Per message sent, keep which connections carried it and each
+  /// connection's cwnd and srtt when its first chunk was taken
+  /// (SendTicket::streams). Costs one TCP_INFO read per connection per message.
+  bool record_streams = false;
   /// Local address to bind connecting sockets to (empty: any).
   std::string local_address;
   SocketOptions socket;

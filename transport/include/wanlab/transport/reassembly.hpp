@@ -4,6 +4,7 @@
 // from sockets; the fuzz target and tests drive them from byte buffers.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -18,6 +19,13 @@
 #include "wanlab/transport/wire.hpp"
 
 namespace wanlab::transport {
+
+/// A whole message and when the header of its first chunk to arrive was read
+/// (steady_clock: CLOCK_MONOTONIC on Linux).
+struct Received {
+  Message message;
+  std::chrono::steady_clock::time_point first_chunk_at;
+};
 
 struct ReceiveLimits {
   std::uint32_t chunk_size = 0;        ///< the peer's chunk size (from its hello)
@@ -64,7 +72,9 @@ class Reassembler {
 
   bool has_ready() const { return !ready_.empty(); }
   /// The next whole message in send order. Precondition: has_ready().
-  Message pop_ready();
+  Message pop_ready() { return pop_received().message; }
+  /// The same, with when its first chunk arrived.
+  Received pop_received();
   /// Every connection said goodbye and every message has been popped or is ready.
   bool all_goodbyes() const { return goodbyes_ == goodbye_seen_.size(); }
 
@@ -86,6 +96,7 @@ class Reassembler {
     std::vector<bool> received;  // one bit per chunk
     std::uint64_t chunks_left = 0;
     std::uint64_t charge = 0;  // taken from memory_limit and the budget
+    std::chrono::steady_clock::time_point first_chunk_at;
     // Per huge-page region of a mapped buffer (see decide_huge_pages):
     std::vector<std::uint32_t> region_finished;  // payload bytes of finished chunks in it
     std::vector<std::uint8_t> region_decided;    // 0: not yet touched; 1: huge pages; 2: small pages
@@ -108,7 +119,7 @@ class Reassembler {
   MemoryBudget* budget_;
   std::uint64_t max_ids_ahead_;
   std::map<std::uint64_t, Pending> pending_;
-  std::deque<Message> ready_;
+  std::deque<Received> ready_;
   std::uint64_t next_deliver_ = 0;  // id of the next message to hand to ready_
   std::uint64_t buffered_ = 0;
   std::uint64_t memory_epoch_ = 0;

@@ -36,6 +36,16 @@ struct TcpInfo {
 /// Reads TCP_INFO, TCP_CONGESTION, SO_SNDBUF and SO_RCVBUF of a TCP socket.
 TcpInfo read_tcp_info(int fd);
 
+/// One connection's part in sending one message (ChannelOptions::record_streams):
+/// the payload bytes it carried, and its congestion window and smoothed RTT
+/// (TCP_INFO) when the message's first chunk was taken.
+struct StreamShare {
+  unsigned index = 0;
+  std::uint64_t bytes = 0;
+  std::uint32_t cwnd = 0;  ///< segments (tcpi_snd_cwnd)
+  std::uint32_t srtt_us = 0;  ///< tcpi_rtt: 0 until the connection has measured one
+};
+
 struct ConnectionStats {
   unsigned index = 0;
   std::uint64_t bytes_sent = 0;  ///< payload bytes of chunks written to the socket
