@@ -168,6 +168,7 @@ std::string scenario_toml(const ScenarioSpec& spec) {
   if (spec.rate) text += fmt::format("rate = \"{}\"\n", *spec.rate);
   text += fmt::format("\n[host]\ntcp_congestion = \"{}\"\ntcp_wmem_max = \"{}\"\ntcp_rmem_max = \"{}\"\n", spec.congestion,
                       spec.wmem_max, spec.rmem_max);
+  if (spec.slow_start_after_idle) text += fmt::format("tcp_slow_start_after_idle = {}\n", *spec.slow_start_after_idle);
   for (int dc = 0; dc < spec.dcs; ++dc) text += fmt::format("\n[[dc]]\nname = \"d{}\"\nhosts = 1\n", dc);
   return text;
 }

@@ -40,6 +40,7 @@ struct ScenarioSpec {
   std::string congestion = "cubic";
   std::string wmem_max = "16mb";
   std::string rmem_max = "32mb";
+  std::optional<bool> slow_start_after_idle;  // none: the kernel's default
 };
 std::string scenario_toml(const ScenarioSpec& spec);
 

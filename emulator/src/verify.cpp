@@ -219,14 +219,6 @@ Range rtt_range(const RttPlan& plan, const VerifyOptions& options, std::size_t a
   return Range{std::max(0.0, plan.expected_ms - margin), plan.expected_ms + margin};
 }
 
-double stream_window_limit_bps(const HostSettings& host, double rtt_s) {
-  const auto wmem = host.tcp_wmem_max.value_or(4u << 20);
-  const auto rmem = host.tcp_rmem_max.value_or(6u << 20);
-  // Linux uses about half of the receive buffer for the advertised window.
-  const double window = std::min(static_cast<double>(wmem), static_cast<double>(rmem) / 2);
-  return rtt_s > 0 ? window * 8 / rtt_s : kInf;
-}
-
 GoodputPlan plan_goodput(const PairParams& pair, const HostSettings& host, double rtt_ms) {
   GoodputPlan plan;
   const double rtt_s = rtt_ms / 1e3;

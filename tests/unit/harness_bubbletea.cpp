@@ -361,9 +361,11 @@ Experiment bubbletea(const std::string& top_level, double rate) {
   return e;
 }
 
+// Iterations that repeat exactly (no TCP dynamics), so that the simulator's
+// bubble predictions hold and what is checked is the prefill's own accounting.
 RunRecord run(const Experiment& e, int iterations = 4) {
   auto scenario = three_dcs();
-  return simulate(make_plan(e, scenario), scenario, link_model_for(scenario), iterations);
+  return simulate(make_plan(e, scenario), scenario, harness_test::steady_links(scenario), iterations);
 }
 
 bool overlaps(std::int64_t a_start, std::int64_t a_end, std::int64_t b_start, std::int64_t b_end) {

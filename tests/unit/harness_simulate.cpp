@@ -81,7 +81,7 @@ BOOST_AUTO_TEST_CASE(data_parallel_replicas_do_not_change_the_arithmetic) {
 BOOST_AUTO_TEST_CASE(iterations_follow_each_other_and_repeat) {
   auto scenario = three_dcs();
   Plan plan = make_plan(experiment("schedule = \"1f1b\"", 4, 2, 8, 1, 2), scenario);
-  RunRecord record = simulate(plan, scenario, link_model_for(scenario), 3);
+  RunRecord record = simulate(plan, scenario, harness_test::steady_links(scenario), 3);
   BOOST_REQUIRE(record.iteration_start_ns.size() == 3u);
   for (int i = 1; i < 3; ++i) {
     BOOST_TEST(record.iteration_start_ns[static_cast<std::size_t>(i)] ==
@@ -92,6 +92,20 @@ BOOST_AUTO_TEST_CASE(iterations_follow_each_other_and_repeat) {
   for (const WorkerPlan& worker_plan : plan.workers) ops += worker_plan.ops.size();
   BOOST_TEST(record.events.size() == 3 * ops);
   BOOST_TEST(record.runtime == "simulator");
+}
+
+// With TCP's dynamics the channels' windows carry over: the first iteration
+// starts every channel from the initial window and is the slowest; later ones
+// start from what the previous left (less what idle took back) and repeat.
+BOOST_AUTO_TEST_CASE(tcp_windows_carry_over_so_the_first_iteration_is_the_slowest) {
+  auto scenario = three_dcs();
+  Plan plan = make_plan(experiment("schedule = \"1f1b\"", 4, 2, 8, 1, 2), scenario);
+  RunRecord record = simulate(plan, scenario, link_model_for(scenario), 4);
+  BOOST_TEST(iteration_ms(record, 0) > 1.2 * iteration_ms(record, 1));
+  for (int i = 2; i < 4; ++i) BOOST_TEST(iteration_ms(record, i) == iteration_ms(record, 1), boost::test_tools::tolerance(0.03));
+  // Never faster than without slow start, where every transfer is at its steady rate at once.
+  RunRecord steady = simulate(plan, scenario, harness_test::steady_links(scenario), 4);
+  for (int i = 0; i < 4; ++i) BOOST_TEST(iteration_ms(record, i) >= iteration_ms(steady, i) * (1 - 1e-9));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -298,10 +312,28 @@ BOOST_AUTO_TEST_SUITE(bounds)
 
 // Everything the simulator holds but the events is per iteration: 30
 // iterations hold no more than one, and the events are exactly one per op.
+// With TCP's dynamics a transfer also ends rounds (completions), fewer once
+// the windows are open: the first iteration bounds the others.
+BOOST_AUTO_TEST_CASE(memory_is_bounded_by_the_plan_not_the_iterations_with_tcp_rounds) {
+  auto scenario = three_dcs();
+  Plan plan = make_plan(experiment("schedule = \"atlas\"\nplacement = \"pp-across-dc\"", 4, 3, 8, 1, 2), scenario);
+  SimulationStats one;
+  SimulationStats many;
+  simulate(plan, scenario, link_model_for(scenario), 1, &one);
+  RunRecord record = simulate(plan, scenario, link_model_for(scenario), 30, &many);
+  PlanSize size = plan_size(plan);
+  BOOST_TEST(record.events.size() == 30 * size.ops_per_iteration);
+  BOOST_TEST(record.events.capacity() == record.events.size());
+  BOOST_TEST(one.completions > size.steps_per_iteration / 2);
+  BOOST_TEST(many.completions <= 30 * one.completions);
+  BOOST_TEST(many.peak_transfers == one.peak_transfers);
+  BOOST_TEST(many.peak_pending <= size.steps_per_iteration);
+}
+
 BOOST_AUTO_TEST_CASE(memory_is_bounded_by_the_plan_not_the_iterations) {
   auto scenario = three_dcs();
   Plan plan = make_plan(experiment("schedule = \"atlas\"\nplacement = \"pp-across-dc\"", 4, 3, 8, 1, 2), scenario);
-  LinkModel model = link_model_for(scenario);
+  LinkModel model = harness_test::steady_links(scenario);
   SimulationStats one;
   SimulationStats many;
   simulate(plan, scenario, model, 1, &one);

@@ -241,6 +241,14 @@ between = ["b", "c"]
 delay = "60ms"
 )";
 
+// The testbed's link model without TCP's dynamics: every transfer at its
+// steady rate from its first byte, so iterations repeat exactly.
+inline wanlab::harness::LinkModel steady_links(const wanlab::emulator::Scenario& scenario) {
+  wanlab::harness::LinkModel model = wanlab::harness::link_model_for(scenario);
+  model.tcp_dynamics = false;
+  return model;
+}
+
 inline wanlab::emulator::Scenario three_dcs() {
   return wanlab::emulator::parse_scenario(kThreeDcScenario, "t3.toml");
 }
@@ -345,7 +353,7 @@ inline int count_substring(std::string_view text, std::string_view piece) {
 }
 
 // A simulated run the report tests read: 1F1B, pp 4 over a, b, c, a; dp 2;
-// 4 microbatches of 5/10 ms; two iterations.
+// 4 microbatches of 5/10 ms; two iterations that repeat (steady links).
 struct SimulatedRun {
   wanlab::emulator::Scenario scenario = three_dcs();
   wanlab::harness::Plan plan;
@@ -355,7 +363,7 @@ struct SimulatedRun {
 inline SimulatedRun pp_across_dc_run() {
   SimulatedRun run;
   run.plan = wanlab::harness::make_plan(experiment("schedule = \"1f1b\"\nstreams = 2", 4, 2, 4, 5, 10), run.scenario);
-  run.record = wanlab::harness::simulate(run.plan, run.scenario, wanlab::harness::link_model_for(run.scenario), 2);
+  run.record = wanlab::harness::simulate(run.plan, run.scenario, steady_links(run.scenario), 2);
   return run;
 }
 

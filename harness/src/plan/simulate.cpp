@@ -4,6 +4,7 @@
 #include "wanlab/harness/simulate.hpp"
 
 #include "simulate_internal.hpp"
+#include "wanlab/emulator/tcp_window.hpp"
 
 #include <fmt/format.h>
 
@@ -31,7 +32,12 @@ struct LinkState : detail::LinkRate {
 
 struct Transfer {
   int link = 0;
-  double bits_left = 0;
+  int streams = 1;
+  double bits_left = 0;       // of the whole transfer
+  double round_bits = 0;      // put on the wire in the current round
+  double round_bits_left = 0; // of those, not yet sent
+  double round_ends = 0;      // the next round begins no earlier
+  bool on_wire_before = false;  // its first round has begun
   double cap_bps = kInf;
   double rate_bps = 0;
   int slot = -1;
@@ -63,11 +69,19 @@ struct Collective {
   std::vector<double> joined_at;  // by worker id
 };
 
+// A TCP channel's state between its rounds and messages.
+struct ChannelTcp {
+  TcpChannelState state;
+  double last_sent = -1;  // when its last bit was sent; -1: never
+};
+
+enum class TimedKind { compute, arrival, round };
+
 struct Timed {
   double time;
   std::uint64_t sequence;
-  bool arrival;  // else a compute completion
-  int index;     // transfer id or worker id
+  TimedKind kind;
+  int index;     // transfer id (arrival, round) or worker id (compute)
   bool operator>(const Timed& other) const {
     return std::tie(time, sequence) > std::tie(other.time, other.sequence);
   }
@@ -206,7 +220,7 @@ class Simulator {
         double end = now_ + static_cast<double>(op.duration_ns);
         add_event(id, op, now_, end);
         state.status = Status::computing;
-        schedule({end, 0, false, id});
+        schedule({end, 0, TimedKind::compute, id});
         break;
       }
       case OpKind::send: {
@@ -261,7 +275,8 @@ class Simulator {
     int id = static_cast<int>(transfers_.size());
     LinkState& link = links_[static_cast<std::size_t>(transfer.link)];
     bool cross_dc = worker(from).dc != worker(to).dc;
-    transfer.cap_bps = detail::transfer_cap_bps(link, cross_dc ? plan_.experiment.streams : 1);
+    transfer.streams = cross_dc ? plan_.experiment.streams : 1;
+    transfer.cap_bps = detail::transfer_cap_bps(link, transfer.streams);
     transfer.channel = {from, to};
     if (message >= 0 && cross_dc) transfer.record = record_transfer(from, to);
     transfers_.push_back(transfer);
@@ -270,7 +285,7 @@ class Simulator {
         mark_first_sent(id, 0);
         mark_last_sent(id, 0);
       }
-      schedule({now_, 0, true, id});
+      schedule({now_, 0, TimedKind::arrival, id});
       return;
     }
     std::deque<int>& queue = channels_[transfer.channel];
@@ -295,9 +310,40 @@ class Simulator {
     return static_cast<int>(record_.transfers.size() - 1);
   }
 
+  // The transfer's next round goes on the wire (its first: the channel's
+  // idle time since its last bit counts first).
   void put_on_wire(LinkState& link, int id) {
+    Transfer& transfer = transfers_[static_cast<std::size_t>(id)];
+    if (!transfer.on_wire_before) {
+      transfer.on_wire_before = true;
+      mark_first_sent(id, link.delay_ns);
+      ChannelTcp& tcp = channel_tcp_[transfer.channel];
+      if (tcp.last_sent >= 0) after_idle(link.tcp, tcp.state, (now_ - tcp.last_sent) / 1e9);
+    }
+    begin_round(link, transfer);
     link.on_wire.push_back(id);
-    mark_first_sent(id, link.delay_ns);
+  }
+
+  // What the transfer sends in its next round (rounds: simulate.hpp). At the
+  // window ceiling the full rounds but the last go as one, at the window's
+  // rate, so a long transfer costs two rounds, not one per RTT.
+  void begin_round(const LinkState& link, Transfer& transfer) {
+    transfer.round_bits = transfer.round_bits_left = transfer.bits_left;
+    transfer.round_ends = now_;
+    if (!model_.tcp_dynamics) return;
+    const TcpChannelState& state = channel_tcp_[transfer.channel].state;
+    const double full_round_bits = round_bytes(link.tcp, state, transfer.streams, kInf) * 8;
+    const bool at_ceiling = state.cwnd_bytes >= link.tcp.window_bytes;
+    if (at_ceiling && transfer.bits_left > full_round_bits) {
+      const double rounds = std::ceil(transfer.bits_left / full_round_bits) - 1;
+      transfer.round_bits = rounds * full_round_bits;
+      transfer.cap_bps = detail::transfer_cap_bps(link, transfer.streams);  // the window's rate
+    } else {
+      transfer.round_bits = std::min(transfer.bits_left, full_round_bits);
+      transfer.cap_bps = link.stream_flow_bps * transfer.streams;
+      transfer.round_ends = now_ + link.tcp.rtt_s * 1e9;
+    }
+    transfer.round_bits_left = transfer.round_bits;
   }
 
   // A cross-DC message's first (or last) bit goes on (or leaves) the wire now
@@ -338,6 +384,15 @@ class Simulator {
     link.slot_on_wire = true;
     ++link.next_slot;
     rebalance(link_index);
+  }
+
+  // The round's bits have left: slow start counts them, the channel was busy until now.
+  void end_round(const LinkState& link, Transfer& transfer) {
+    ChannelTcp& tcp = channel_tcp_[transfer.channel];
+    if (model_.tcp_dynamics) after_round(link.tcp, tcp.state, transfer.streams, transfer.round_bits / 8);
+    tcp.last_sent = now_;
+    transfer.round_bits_left = 0;
+    if (transfer.bits_left <= kDoneBits) transfer.bits_left = 0;
   }
 
   void rebalance(int link_index) {
@@ -391,7 +446,7 @@ class Simulator {
       for (int id : link.on_wire) {
         on_wire = true;
         const Transfer& transfer = transfers_[static_cast<std::size_t>(id)];
-        double done = now_ + (transfer.bits_left <= 0 ? 0 : transfer.bits_left / transfer.rate_bps * 1e9);
+        double done = now_ + (transfer.round_bits_left <= 0 ? 0 : transfer.round_bits_left / transfer.rate_bps * 1e9);
         if (done < next) {
           next = done;
           first_done = id;
@@ -404,18 +459,30 @@ class Simulator {
     for (const LinkState& link : links_) {
       for (int id : link.on_wire) {
         Transfer& transfer = transfers_[static_cast<std::size_t>(id)];
-        if (elapsed > 0) transfer.bits_left -= transfer.rate_bps * elapsed / 1e9;
+        if (elapsed > 0) {
+          const double sent = std::min(transfer.round_bits_left, transfer.rate_bps * elapsed / 1e9);
+          transfer.round_bits_left -= sent;
+          transfer.bits_left -= sent;
+        }
       }
     }
     now_ = next;
-    if (first_done >= 0) transfers_[static_cast<std::size_t>(first_done)].bits_left = 0;
+    if (first_done >= 0) {
+      Transfer& transfer = transfers_[static_cast<std::size_t>(first_done)];
+      transfer.bits_left -= transfer.round_bits_left;
+      transfer.round_bits_left = 0;
+    }
     take_sent_transfers_off_the_wire();
     while (!timed_.empty() && timed_.top().time <= now_) {
       Timed timed = timed_.top();
       timed_.pop();
       ++stats_.completions;
-      if (timed.arrival) {
+      if (timed.kind == TimedKind::arrival) {
         arrive(timed.index);
+      } else if (timed.kind == TimedKind::round) {
+        const int link_index = transfers_[static_cast<std::size_t>(timed.index)].link;
+        put_on_wire(links_[static_cast<std::size_t>(link_index)], timed.index);
+        rebalance(link_index);
       } else {
         ++states_[static_cast<std::size_t>(timed.index)].next_op;
         states_[static_cast<std::size_t>(timed.index)].status = Status::ready;
@@ -428,17 +495,27 @@ class Simulator {
     for (int link_index = 0; link_index < static_cast<int>(links_.size()); ++link_index) {
       LinkState& link = links_[static_cast<std::size_t>(link_index)];
       std::size_t before = sent.size();
-      std::erase_if(link.on_wire, [&](int id) {
-        bool done = transfers_[static_cast<std::size_t>(id)].bits_left <= kDoneBits;
-        if (done) sent.push_back(id);
-        return done;
+      std::vector<int> next_round;
+      const std::size_t rounds_ended = std::erase_if(link.on_wire, [&](int id) {
+        Transfer& transfer = transfers_[static_cast<std::size_t>(id)];
+        if (transfer.round_bits_left > kDoneBits) return false;
+        end_round(link, transfer);
+        if (transfer.bits_left <= kDoneBits) {
+          sent.push_back(id);
+        } else if (transfer.round_ends <= now_) {
+          next_round.push_back(id);
+        } else {
+          schedule({transfer.round_ends, 0, TimedKind::round, id});
+        }
+        return true;
       });
       for (std::size_t i = before; i < sent.size(); ++i) {
         mark_last_sent(sent[i], link.delay_ns);
-        schedule({now_ + link.delay_ns, 0, true, sent[i]});
+        schedule({now_ + link.delay_ns, 0, TimedKind::arrival, sent[i]});
         if (transfers_[static_cast<std::size_t>(sent[i])].slot >= 0) link.slot_on_wire = false;
       }
-      if (sent.size() > before) rebalance(link_index);
+      for (int id : next_round) put_on_wire(link, id);
+      if (rounds_ended > 0) rebalance(link_index);
     }
     for (int id : sent) {
       std::deque<int>& queue = channels_[transfers_[static_cast<std::size_t>(id)].channel];
@@ -507,6 +584,7 @@ class Simulator {
   std::vector<WorkerState> states_;
   std::vector<Transfer> transfers_;
   std::map<std::pair<int, int>, std::deque<int>> channels_;  // transfers not yet sent, in order
+  std::map<std::pair<int, int>, ChannelTcp> channel_tcp_;    // from iteration to iteration
   std::vector<Message> messages_;
   std::map<std::tuple<int, int, int>, int> message_index_;
   std::priority_queue<Timed, std::vector<Timed>, std::greater<>> timed_;
@@ -529,11 +607,18 @@ LinkRate link_rate(const Experiment& experiment, const emulator::Scenario& scena
   double ceiling = kInf;
   if (pair.flow_rate_bps > 0) ceiling = std::min(ceiling, static_cast<double>(pair.flow_rate_bps));
   if (model.per_stream_ceiling_bps > 0) ceiling = std::min(ceiling, model.per_stream_ceiling_bps);
-  std::uint64_t rtt_ns = scenario.rtt_ns(src, dst);
+  link.stream_flow_bps = ceiling * experiment.scale;
+  const double rtt_ns = static_cast<double>(scenario.rtt_ns(src, dst));
   if (model.stream_window_bytes > 0 && rtt_ns > 0) {
-    ceiling = std::min(ceiling, static_cast<double>(model.stream_window_bytes) * 8 * 1e9 / static_cast<double>(rtt_ns));
+    ceiling = std::min(ceiling, model.stream_window_bytes * 8 * 1e9 / rtt_ns);
   }
   link.stream_ceiling_bps = ceiling * experiment.scale;
+  link.tcp.rate_bps = link.capacity_bps;
+  link.tcp.flow_rate_bps = link.stream_flow_bps;
+  link.tcp.delay_s = link.delay_ns / 1e9;
+  link.tcp.rtt_s = rtt_ns / 1e9;
+  if (model.stream_window_bytes > 0) link.tcp.window_bytes = model.stream_window_bytes * experiment.scale;
+  link.tcp.slow_start_after_idle = model.slow_start_after_idle;
   return link;
 }
 
@@ -547,12 +632,9 @@ double alone_rate_bps(const LinkRate& link, int streams) {
 
 LinkModel link_model_for(const emulator::Scenario& scenario) {
   LinkModel model;
-  const emulator::HostSettings& host = scenario.host;
-  if (host.tcp_wmem_max && host.tcp_rmem_max) {
-    model.stream_window_bytes = std::min(*host.tcp_wmem_max, *host.tcp_rmem_max);
-  } else if (host.tcp_wmem_max || host.tcp_rmem_max) {
-    model.stream_window_bytes = host.tcp_wmem_max ? *host.tcp_wmem_max : *host.tcp_rmem_max;
-  }
+  model.stream_window_bytes = emulator::stream_window_bytes(scenario.host);
+  model.tcp_dynamics = true;
+  model.slow_start_after_idle = scenario.host.tcp_slow_start_after_idle.value_or(true);
   return model;
 }
 

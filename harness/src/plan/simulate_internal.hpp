@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "wanlab/harness/simulate.hpp"
+#include "wanlab/harness/tcp_model.hpp"
 
 namespace wanlab::harness::detail {
 
@@ -12,8 +13,13 @@ namespace wanlab::harness::detail {
 // rate x scale (infinite when unlimited), per-stream ceiling x scale.
 struct LinkRate {
   double capacity_bps = std::numeric_limits<double>::infinity();
+  // What one stream carries at most in the long run: the least of the flow
+  // rate, the model's per-stream ceiling and window / RTT, x scale.
   double stream_ceiling_bps = std::numeric_limits<double>::infinity();
+  // The same without the window: what caps a stream within a TCP round.
+  double stream_flow_bps = std::numeric_limits<double>::infinity();
   double delay_ns = 0;
+  TcpPath tcp;  // the window ceiling x scale, the pair's RTT, slow_start_after_idle
 };
 LinkRate link_rate(const Experiment& experiment, const emulator::Scenario& scenario, const LinkModel& model, int src,
                    int dst);

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "interrupts.hpp"
+#include "wanlab/emulator/tcp_window.hpp"
 #include "wanlab/harness/prefill.hpp"
 #include "wanlab/harness/run.hpp"
 
@@ -18,8 +19,6 @@ namespace em = wanlab::emulator;
 
 namespace {
 
-constexpr std::uint64_t kDefaultWmemMax = 4u << 20;  // the kernel's tcp_wmem[2]
-constexpr std::uint64_t kDefaultRmemMax = 6u << 20;  // what a fresh namespace's tcp_rmem[2] is here
 // The emulator keeps the kernel's initial buffer sizes (16 KiB send,
 // 128 KiB receive); limits below them would not bind.
 constexpr std::uint64_t kMinWmemMax = 16u << 10;
@@ -49,8 +48,8 @@ em::Scenario scale_scenario(const em::Scenario& scenario, double scale) {
   scale_link(out.intra_dc, scale);
   for (auto& link : out.links) scale_link(link.params, scale);
   for (auto& event : out.events) scale_link(event.link.params, scale);
-  out.host.tcp_wmem_max = std::max(kMinWmemMax, scaled(scenario.host.tcp_wmem_max.value_or(kDefaultWmemMax), scale));
-  out.host.tcp_rmem_max = std::max(kMinRmemMax, scaled(scenario.host.tcp_rmem_max.value_or(kDefaultRmemMax), scale));
+  out.host.tcp_wmem_max = std::max(kMinWmemMax, scaled(scenario.host.tcp_wmem_max.value_or(em::kDefaultTcpWmemMax), scale));
+  out.host.tcp_rmem_max = std::max(kMinRmemMax, scaled(scenario.host.tcp_rmem_max.value_or(em::kDefaultTcpRmemMax), scale));
   return out;
 }
 

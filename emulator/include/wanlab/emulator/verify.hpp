@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "wanlab/emulator/scenario.hpp"
+#include "wanlab/emulator/tcp_window.hpp"
 #include "wanlab/emulator/testbed.hpp"
 
 namespace wanlab::emulator {
@@ -63,10 +64,6 @@ Range rtt_range(const RttPlan& plan, const VerifyOptions& options, std::size_t a
 // The long-run mean loss of one direction: the Bernoulli probability, or
 // Gilbert-Elliott's stationary mix of its good and bad states' losses.
 double mean_loss(const PairParams& pair);
-
-// What one TCP stream can carry at most with the scenario's socket buffers
-// (wmem, half of rmem; the kernel's defaults when unset) over `rtt_s`.
-double stream_window_limit_bps(const HostSettings& host, double rtt_s);
 
 // TCP payload per byte the data plane charges: 1448 of a 1514-byte frame.
 inline constexpr double kPayloadShare = 1448.0 / 1514.0;

@@ -1,7 +1,8 @@
 // A discrete-event simulation of a Plan: compute ops take their duration;
-// transfers take latency + bytes / rate on their directed link, where the rate
-// of a cross-DC link is min(link rate x scale, streams x per-stream ceiling)
-// and concurrent transfers share it (or queue, with temporal sharing).
+// transfers go over their directed link in TCP's rounds (tcp_model.hpp), or
+// with tcp_dynamics off take latency + bytes / rate, where the rate of a
+// cross-DC link is min(link rate x scale, streams x per-stream ceiling); and
+// concurrent transfers share it (or queue, with temporal sharing).
 // Unit tests check schedule arithmetic with free communication.
 //
 // The model in detail (docs/HARNESS.md has the formulas):
@@ -11,7 +12,14 @@
 //   later. Concurrent transfers share the capacity max-min fairly, each capped
 //   by streams x per-stream ceiling x scale (streams = experiment.streams
 //   across DCs, 1 inside). The per-stream ceiling is the least of the pair's
-//   flow_rate, per_stream_ceiling_bps and stream_window_bytes x 8 / RTT.
+//   flow_rate, per_stream_ceiling_bps and, without tcp_dynamics,
+//   stream_window_bytes x 8 / RTT.
+// - With tcp_dynamics a transfer is on the wire in rounds: each round puts
+//   round_bytes() (the streams' cwnds, capped by the window ceiling) on the
+//   wire at its share, then leaves the link to others until one RTT after the
+//   round began; slow start grows the cwnds (after_round). The cwnds belong to
+//   the (sender, receiver) channel and last from message to message; a
+//   channel idle since its last bit was sent restarts (after_idle).
 // - Messages from one worker to another go one after the other, as through one
 //   transport channel; only the head of a channel is on the wire.
 // - With temporal sharing, slotted transfers on a link go on the wire one at a
@@ -70,19 +78,27 @@ struct LinkModel {
   // 0: no ceiling (e.g. window / RTT). Like link rates, given at full size:
   // the simulator multiplies it by the experiment's scale.
   double per_stream_ceiling_bps = 0;
-  // 0: none; else one TCP stream moves at most this many bytes per round trip
-  // of its pair (window / RTT), before scale like every rate.
-  std::uint64_t stream_window_bytes = 0;
+  // 0: none; else one TCP stream keeps at most this many bytes in flight
+  // (window ceiling; at most window / RTT), before scale like every rate.
+  double stream_window_bytes = 0;
+  // TCP's dynamics (tcp_model.hpp): a transfer goes in rounds of one RTT,
+  // from its channel's cwnd (the initial window on a new channel) growing by
+  // slow start, the window ceiling binding in flight; an idle channel's cwnd
+  // restarts as Linux's does when `slow_start_after_idle`. Off: a transfer
+  // moves at its steady rate from its first byte to its last.
+  bool tcp_dynamics = false;
+  bool slow_start_after_idle = true;
 };
 
-// The link model the testbed implies: stream_window_bytes = the smaller of the
-// scenario's host tcp_wmem_max and tcp_rmem_max (0 if neither is set).
+// The link model the testbed implies: TCP's dynamics, with the window ceiling
+// of the scenario's [host] buffers (emulator/tcp_window.hpp) and its
+// tcp_slow_start_after_idle (the kernel's default: on).
 LinkModel link_model_for(const emulator::Scenario& scenario);
 
 // What a simulation handled and held at most. Everything but the events is
 // per iteration: it is bounded by the plan's size, not by the iterations.
 struct SimulationStats {
-  std::uint64_t completions = 0;    // compute ends and message or ring-chunk arrivals
+  std::uint64_t completions = 0;    // compute ends, message or ring-chunk arrivals, and TCP round ends
   std::size_t peak_transfers = 0;   // transfers started in one iteration
   std::size_t peak_pending = 0;     // compute ends and arrivals waiting at once
 };

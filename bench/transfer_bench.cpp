@@ -1,0 +1,302 @@
+// The transfer-model benchmark (issue 10): real transfer times of one message
+// over the wanlab transport on an emulated two-DC link, beside the
+// simulator's time for the same transfer, over a grid of rate, one-way delay,
+// streams, message size and the channel's state before the message:
+//   cold  a channel just connected (the streams' first data)
+//   warm  sent as soon as the previous message of the same size arrived
+//   idle  sent 1 s after the previous one arrived
+// A message's time runs from the send call to the receiver holding all of it
+// (both ends are threads of this process, one steady clock).
+//
+// Usage (root): wanlab_transfer_bench [--wanlab PATH] [--markdown FILE] [--csv FILE]
+//               [--rates 100mbit,1gbit,5gbit] [--delays 5,50,150] [--streams 1,4,16]
+//               [--sizes 1M,16M,256M,1000M] [--max-seconds S] [--slow-start-after-idle 0|1]
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/io_context.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/use_awaitable.hpp>
+#include <fmt/format.h>
+
+#include "bench_support.hpp"
+#include "wanlab/emulator/netns.hpp"
+#include "wanlab/emulator/rtnl.hpp"
+#include "wanlab/emulator/tcp_window.hpp"
+#include "wanlab/emulator/units.hpp"
+#include "wanlab/harness/tcp_model.hpp"
+#include "wanlab/transport/channel.hpp"
+
+namespace fs = std::filesystem;
+namespace em = wanlab::emulator;
+namespace hs = wanlab::harness;
+namespace tp = wanlab::transport;
+using namespace wanlab::bench;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr std::uint16_t kPort = 5380;
+constexpr std::uint32_t kChunk = 16u << 10;  // the harness's cross-DC chunk and not-sent low-water mark
+const char* kStates[] = {"cold", "warm", "idle"};
+constexpr auto kIdleGap = 1s;
+
+struct Config {
+  std::string wanlab = "build/cli/wanlab";
+  std::string markdown;
+  std::string csv;
+  std::vector<std::uint64_t> rates_bps{100'000'000, 1'000'000'000, 5'000'000'000};
+  std::vector<int> delays_ms{5, 50, 150};
+  std::vector<int> streams{1, 4, 16};
+  std::vector<std::uint64_t> sizes{1u << 20, 16u << 20, 256u << 20, 1000u << 20};
+  double max_seconds = 12;  // cells whose modelled time is longer are left out
+  int slow_start_after_idle = 1;
+  std::string wmem = "4mb";
+  std::string rmem = "6mb";
+};
+
+// What the receiver thread tells the sender thread.
+struct Arrivals {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<Clock::time_point> at;
+  std::string error;
+};
+
+// One channel's messages, sent by a thread in the sender's namespace and
+// received by one in the receiver's; returns each message's time in seconds.
+std::vector<double> time_messages(const em::Host& from, const em::Host& to, int streams, std::uint64_t bytes,
+                                  std::vector<std::vector<tp::StreamShare>>& shares) {
+  Arrivals arrivals;
+  std::atomic<bool> listening{false};
+  const std::string address = em::ipv4_to_string(to.ipv4);
+
+  std::thread receiver([&] {
+    try {
+      em::NetnsScope in(to.netns);
+      asio::io_context io;
+      asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+        tp::ChannelOptions options;
+        options.chunk_size = kChunk;
+        options.idle_timeout = 0ms;
+        auto acceptor = tp::Acceptor::listen(io.get_executor(), {asio::ip::make_address(address), kPort}, options);
+        listening = true;
+        tp::Channel channel = co_await acceptor.accept();
+        while (auto message = co_await channel.receive()) {
+          std::lock_guard lock(arrivals.mutex);
+          arrivals.at.push_back(Clock::now());
+          arrivals.changed.notify_all();
+        }
+      }, [&](std::exception_ptr error) {
+        if (!error) return;
+        try { std::rethrow_exception(error); } catch (const std::exception& e) {
+          std::lock_guard lock(arrivals.mutex);
+          arrivals.error = fmt::format("receiver: {}", e.what());
+          arrivals.changed.notify_all();
+        }
+      });
+      io.run();
+    } catch (const std::exception& e) {
+      std::lock_guard lock(arrivals.mutex);
+      arrivals.error = fmt::format("receiver: {}", e.what());
+      arrivals.changed.notify_all();
+    }
+  });
+  while (!listening) {
+    {
+      std::lock_guard lock(arrivals.mutex);
+      if (!arrivals.error.empty()) break;
+    }
+    std::this_thread::sleep_for(1ms);
+  }
+
+  std::vector<double> seconds;
+  std::string failure;
+  {
+    em::NetnsScope in(from.netns);
+    asio::io_context io;
+    std::vector<std::byte> payload(bytes);
+    asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+      tp::ChannelOptions options;
+      options.connections = static_cast<unsigned>(streams);
+      options.chunk_size = kChunk;
+      options.socket.not_sent_lowat = kChunk;
+      options.idle_timeout = 0ms;
+      options.record_streams = true;
+      tp::Channel channel = co_await tp::Channel::connect(io.get_executor(), address, kPort, options);
+      asio::steady_timer timer(io);
+      for (std::size_t k = 0; k < std::size(kStates); ++k) {
+        if (k == 2) {
+          timer.expires_after(kIdleGap);
+          co_await timer.async_wait(asio::use_awaitable);
+        }
+        const auto start = Clock::now();
+        auto ticket = channel.send_borrowed(std::span<const std::byte>(payload.data(), payload.size()));
+        // Wait for the receiver, polling so the io_context keeps serving the channel.
+        while (true) {
+          {
+            std::lock_guard lock(arrivals.mutex);
+            if (!arrivals.error.empty()) throw std::runtime_error(arrivals.error);
+            if (arrivals.at.size() > k) {
+              seconds.push_back(std::chrono::duration<double>(arrivals.at[k] - start).count());
+              break;
+            }
+          }
+          timer.expires_after(200us);
+          co_await timer.async_wait(asio::use_awaitable);
+        }
+        shares.push_back(ticket.streams());
+      }
+      co_await channel.shutdown();
+    }, [&](std::exception_ptr error) {
+      if (!error) return;
+      try { std::rethrow_exception(error); } catch (const std::exception& e) { failure = e.what(); }
+    });
+    io.run();
+  }
+  receiver.join();
+  if (!failure.empty()) throw std::runtime_error(fmt::format("{} streams, {} bytes: {}", streams, bytes, failure));
+  if (seconds.size() != std::size(kStates))
+    throw std::runtime_error(fmt::format("{} streams, {} bytes: {}", streams, bytes, arrivals.error));
+  return seconds;
+}
+
+struct Cell {
+  std::uint64_t rate_bps = 0;
+  int delay_ms = 0;
+  int streams = 0;
+  std::uint64_t bytes = 0;
+  std::string state;
+  double measured_s = 0;
+  double modelled_s = 0;
+  std::uint32_t cwnd_segments = 0;  // mean over the streams that carried it, at its first chunk
+};
+
+std::string size_text(std::uint64_t bytes) {
+  if (bytes >= (1u << 20)) return fmt::format("{}M", bytes >> 20);
+  return fmt::format("{}K", bytes >> 10);
+}
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const auto comma = text.find(',', start);
+    out.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+[[noreturn]] void usage_error(const std::string& what) {
+  fmt::print(stderr, "wanlab_transfer_bench: {}\n", what);
+  std::exit(2);
+}
+
+Config parse(int argc, char** argv) {
+  Config config;
+  for (int i = 1; i < argc; ++i) {
+    const std::string option = argv[i];
+    if (i + 1 >= argc) usage_error(fmt::format("{}: needs a value", option));
+    const std::string value = argv[++i];
+    try {
+      if (option == "--wanlab") config.wanlab = value;
+      else if (option == "--markdown") config.markdown = value;
+      else if (option == "--csv") config.csv = value;
+      else if (option == "--max-seconds") config.max_seconds = std::stod(value);
+      else if (option == "--slow-start-after-idle") config.slow_start_after_idle = std::stoi(value);
+      else if (option == "--rates") {
+        config.rates_bps.clear();
+        for (const auto& r : split(value)) config.rates_bps.push_back(em::units::parse_rate(r));
+      } else if (option == "--delays") {
+        config.delays_ms.clear();
+        for (const auto& d : split(value)) config.delays_ms.push_back(std::stoi(d));
+      } else if (option == "--streams") {
+        config.streams.clear();
+        for (const auto& s : split(value)) config.streams.push_back(std::stoi(s));
+      } else if (option == "--sizes") {
+        config.sizes.clear();
+        for (const auto& s : split(value)) config.sizes.push_back(em::units::parse_size(s));
+      } else {
+        usage_error(fmt::format("unknown option {}", option));
+      }
+    } catch (const std::exception& e) {
+      usage_error(fmt::format("{} {}: {}", option, value, e.what()));
+    }
+  }
+  return config;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Config config = parse(argc, argv);
+  install_signal_cleanup(config.wanlab);
+  const std::string work_dir = fs::temp_directory_path() / fmt::format("wanlab-transfer-bench-{}", ::getpid());
+  fs::create_directories(work_dir);
+
+  std::vector<Cell> cells;
+  const auto started = Clock::now();
+  for (const std::uint64_t rate : config.rates_bps) {
+    for (const int delay : config.delays_ms) {
+      ScenarioSpec spec;
+      spec.name = "bench-xfer";
+      spec.delay = fmt::format("{}ms", delay);
+      spec.rate = fmt::format("{}bit", rate);
+      spec.queue = "1bdp";
+      spec.congestion = "cubic";
+      spec.wmem_max = config.wmem;
+      spec.rmem_max = config.rmem;
+      spec.slow_start_after_idle = config.slow_start_after_idle != 0;
+      const Testbed bed(config.wanlab, work_dir, spec);
+      hs::TcpPath path;
+      path.rate_bps = static_cast<double>(rate);
+      path.rtt_s = 2 * delay / 1e3;
+      em::HostSettings host;
+      host.tcp_wmem_max = em::units::parse_size(config.wmem);
+      host.tcp_rmem_max = em::units::parse_size(config.rmem);
+      path.delay_s = delay / 1e3;
+      path.window_bytes = em::stream_window_bytes(host);
+      path.slow_start_after_idle = config.slow_start_after_idle != 0;
+      for (const int streams : config.streams) {
+        for (const std::uint64_t bytes : config.sizes) {
+          const double ideal = hs::steady_transfer_s(path, streams, static_cast<double>(bytes));
+          if (ideal > config.max_seconds) continue;
+          std::vector<std::vector<tp::StreamShare>> shares;
+          const auto measured = time_messages(bed.host_of_dc(0), bed.host_of_dc(1), streams, bytes, shares);
+          hs::TcpChannelState state;  // what the model carries from message to message
+          for (std::size_t k = 0; k < measured.size(); ++k) {
+            Cell cell{rate, delay, streams, bytes, kStates[k], measured[k], 0, 0};
+            if (k == 2) hs::after_idle(path, state, std::chrono::duration<double>(kIdleGap).count() + path.rtt_s / 2);
+            cell.modelled_s = hs::transfer_alone_s(path, streams, static_cast<double>(bytes), state);
+            std::uint64_t cwnd_sum = 0;
+            for (const auto& share : shares[k]) cwnd_sum += share.cwnd;
+            if (!shares[k].empty()) cell.cwnd_segments = static_cast<std::uint32_t>(cwnd_sum / shares[k].size());
+            fmt::print("{:>9} {:>4}ms {:>3}x {:>6} {:<5} measured {:8.3f} s  model {:8.3f} s  ratio {:5.2f}  steady {:8.3f}  cwnd {}\n",
+                       fmt::format("{}M", rate / 1'000'000), delay, streams, size_text(bytes), cell.state,
+                       cell.measured_s, cell.modelled_s, cell.measured_s / cell.modelled_s, ideal, cell.cwnd_segments);
+            std::fflush(stdout);
+            cells.push_back(cell);
+          }
+        }
+      }
+    }
+  }
+  (void)started;
+  fs::remove_all(work_dir);
+  return 0;
+}

@@ -1,0 +1,34 @@
+// How much one TCP stream keeps in flight with a scenario's socket buffers:
+// the one rule the simulator, `wanlab demo`, `wanlab verify` and the
+// benchmarks use (docs/HARNESS.md, "The transfer model").
+#pragma once
+
+#include <cstdint>
+
+#include "wanlab/emulator/scenario.hpp"
+
+namespace wanlab::emulator {
+
+// What a fresh network namespace has when the scenario sets no [host] buffer:
+// net.ipv4.tcp_wmem[2] and tcp_rmem[2] of Linux 6.x.
+inline constexpr std::uint64_t kDefaultTcpWmemMax = 4u << 20;
+inline constexpr std::uint64_t kDefaultTcpRmemMax = 6u << 20;
+
+// The share of a buffer that becomes window, measured on kernel 6.18 with
+// bench/transfer (single cubic stream, window-limited, bulk):
+// - send: the send buffer counts each skb's truesize (payload plus struct
+//   and header room), so about this much of wmem is payload in flight;
+// - receive: the advertised window is rmem x the kernel's scaling_ratio
+//   (payload / truesize of what arrives; tcp_win_from_space).
+inline constexpr double kSendBufferWindowShare = 0.80;
+inline constexpr double kReceiveBufferWindowShare = 0.76;
+
+// The window ceiling of one stream in bytes: the smaller of the send and the
+// receive side's, each from the scenario's buffer or the kernel's default.
+double stream_window_bytes(const HostSettings& host);
+
+// The same over a round trip: what one stream carries at most (bits/s);
+// infinite when rtt_s is 0.
+double stream_window_limit_bps(const HostSettings& host, double rtt_s);
+
+}  // namespace wanlab::emulator

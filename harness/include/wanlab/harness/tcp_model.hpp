@@ -1,0 +1,58 @@
+// How the simulator models TCP on an emulated path: how long a message takes
+// on N streams, and what the streams' congestion windows carry from one
+// message to the next. Linux cubic as it runs on these links, in rounds of
+// one round trip (docs/HARNESS.md, "The transfer model", has the measurements
+// behind each rule):
+// - A stream starts with the initial window (10 segments of 1448 bytes).
+// - In a round, the streams send what their windows allow (at most the
+//   window ceiling, emulator/tcp_window.hpp) of what is left of the message,
+//   back to back onto the link; the round lasts one RTT, or longer while that
+//   burst is still on the link (then the link, not the window, binds).
+// - Slow start: each round, a stream's cwnd grows by what it sent, when the
+//   window limited what it sent (Linux: tcp_is_cwnd_limited, more than half
+//   the window in flight); never beyond the window ceiling.
+// - The message's last byte arrives one way's delay after it left.
+// - Idle: with tcp_slow_start_after_idle (Linux's default), a stream idle for
+//   longer than its RTO (RTT + 200 ms) halves its cwnd once per RTO it was
+//   idle, never below the initial window (tcp_cwnd_restart).
+// The cwnd persists between the messages of one channel (one connection set).
+#pragma once
+
+#include <limits>
+
+namespace wanlab::harness {
+
+inline constexpr double kSegmentBytes = 1448;  // TCP payload of a 1500-byte frame with timestamps
+inline constexpr double kInitialWindowBytes = 10 * kSegmentBytes;
+inline constexpr double kMinRtoS = 0.2;  // Linux's TCP_RTO_MIN
+
+struct TcpPath {
+  double rate_bps = std::numeric_limits<double>::infinity();       // what the link gives this transfer
+  double flow_rate_bps = std::numeric_limits<double>::infinity();  // per stream (the pair's flow_rate)
+  double delay_s = 0;  // one way, in the data's direction
+  double rtt_s = 0;
+  double window_bytes = std::numeric_limits<double>::infinity();  // per stream ceiling
+  bool slow_start_after_idle = true;
+};
+
+// The congestion window of each of a channel's streams (they move alike).
+struct TcpChannelState {
+  double cwnd_bytes = kInitialWindowBytes;
+};
+
+// What the streams may send in the next round: streams x min(cwnd, ceiling),
+// at most `left_bytes`.
+double round_bytes(const TcpPath& path, const TcpChannelState& state, int streams, double left_bytes);
+// After a round that sent `sent_bytes` over `streams`: slow start's growth.
+void after_round(const TcpPath& path, TcpChannelState& state, int streams, double sent_bytes);
+// The channel sent nothing for `idle_s` (from its last data sent).
+void after_idle(const TcpPath& path, TcpChannelState& state, double idle_s);
+
+// One message of `bytes` alone on the path, from its send to its last byte's
+// arrival, by the rounds above; `state` goes from before to after it.
+double transfer_alone_s(const TcpPath& path, int streams, double bytes, TcpChannelState& state);
+// The same without slow start: bytes / min(rate, streams x min(flow rate,
+// window / RTT)) + one way's delay. (The simulator's model before rounds.)
+double steady_transfer_s(const TcpPath& path, int streams, double bytes);
+
+}  // namespace wanlab::harness

@@ -1,0 +1,61 @@
+#include "wanlab/harness/tcp_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace wanlab::harness {
+
+namespace {
+
+constexpr double kDoneBytes = 0.5;  // rounding left over once the last byte is sent
+
+double in_flight_limit(const TcpPath& path, const TcpChannelState& state) {
+  return std::min(state.cwnd_bytes, path.window_bytes);
+}
+
+// How long `bytes` over `streams` take to go onto the link back to back.
+double burst_s(const TcpPath& path, int streams, double bytes) {
+  const double link = bytes * 8 / path.rate_bps;
+  const double flow = bytes / streams * 8 / path.flow_rate_bps;
+  return std::max(link, flow);
+}
+
+}  // namespace
+
+double round_bytes(const TcpPath& path, const TcpChannelState& state, int streams, double left_bytes) {
+  return std::min(left_bytes, streams * in_flight_limit(path, state));
+}
+
+void after_round(const TcpPath& path, TcpChannelState& state, int streams, double sent_bytes) {
+  const double per_stream = sent_bytes / streams;
+  if (2 * per_stream > state.cwnd_bytes) state.cwnd_bytes = std::min(state.cwnd_bytes + per_stream, path.window_bytes);
+  state.cwnd_bytes = std::max(state.cwnd_bytes, kInitialWindowBytes);
+}
+
+void after_idle(const TcpPath& path, TcpChannelState& state, double idle_s) {
+  if (!path.slow_start_after_idle) return;
+  const double rto = path.rtt_s + kMinRtoS;
+  const double restart = std::min(kInitialWindowBytes, state.cwnd_bytes);
+  for (double left = idle_s - rto; left > 0 && state.cwnd_bytes > restart; left -= rto) state.cwnd_bytes /= 2;
+  state.cwnd_bytes = std::max(state.cwnd_bytes, restart);
+}
+
+double transfer_alone_s(const TcpPath& path, int streams, double bytes, TcpChannelState& state) {
+  double left = bytes;
+  double elapsed = 0;
+  while (true) {
+    const double sent = round_bytes(path, state, streams, left);
+    const double on_link = burst_s(path, streams, sent);
+    left -= sent;
+    after_round(path, state, streams, sent);
+    if (left < kDoneBytes) return elapsed + on_link + path.delay_s;
+    elapsed += std::max(path.rtt_s, on_link);
+  }
+}
+
+double steady_transfer_s(const TcpPath& path, int streams, double bytes) {
+  const double per_stream = std::min(path.flow_rate_bps, path.window_bytes * 8 / path.rtt_s);
+  return bytes * 8 / std::min(path.rate_bps, streams * per_stream) + path.delay_s;
+}
+
+}  // namespace wanlab::harness

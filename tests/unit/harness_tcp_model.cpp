@@ -1,0 +1,124 @@
+// The transfer model (tcp_model.hpp): its rules one by one, and that the
+// simulator moves a transfer exactly as the model's rounds say, so that what
+// bench/transfer measures against the model holds for the simulator too.
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+#include "harness_support.hpp"
+#include "wanlab/emulator/tcp_window.hpp"
+#include "wanlab/harness/simulate.hpp"
+#include "wanlab/harness/tcp_model.hpp"
+
+using namespace wanlab::harness;
+namespace em = wanlab::emulator;
+
+namespace {
+
+TcpPath path_of(double rate_bps, double delay_s, double window_bytes) {
+  TcpPath path;
+  path.rate_bps = rate_bps;
+  path.delay_s = delay_s;
+  path.rtt_s = 2 * delay_s;
+  path.window_bytes = window_bytes;
+  return path;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(the_window_ceiling_is_the_smaller_share_of_the_two_buffers) {
+  em::HostSettings host;
+  BOOST_TEST(em::stream_window_bytes(host) ==
+                 std::min(em::kSendBufferWindowShare * (4 << 20), em::kReceiveBufferWindowShare * (6 << 20)),
+             boost::test_tools::tolerance(1e-12));
+  host.tcp_wmem_max = 16u << 20;
+  host.tcp_rmem_max = 2u << 20;
+  BOOST_TEST(em::stream_window_bytes(host) == em::kReceiveBufferWindowShare * (2 << 20), boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(em::stream_window_limit_bps(host, 0.1) == em::stream_window_bytes(host) * 80, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(std::isinf(em::stream_window_limit_bps(host, 0)));
+}
+
+BOOST_AUTO_TEST_CASE(slow_start_doubles_a_window_that_limited_the_round_up_to_the_ceiling) {
+  const TcpPath path = path_of(1e9, 0.05, 100 * kSegmentBytes);
+  TcpChannelState state;
+  BOOST_TEST(state.cwnd_bytes == kInitialWindowBytes);
+  BOOST_TEST(round_bytes(path, state, 4, 1e9) == 4 * kInitialWindowBytes);
+  BOOST_TEST(round_bytes(path, state, 4, 1000) == 1000);
+  after_round(path, state, 4, 4 * kInitialWindowBytes);  // window-limited: grows by what was sent
+  BOOST_TEST(state.cwnd_bytes == 2 * kInitialWindowBytes);
+  after_round(path, state, 4, 4 * 0.4 * kInitialWindowBytes);  // under half the window in flight: no growth
+  BOOST_TEST(state.cwnd_bytes == 2 * kInitialWindowBytes);
+  for (int round = 0; round < 10; ++round) after_round(path, state, 1, state.cwnd_bytes);
+  BOOST_TEST(state.cwnd_bytes == 100 * kSegmentBytes);
+}
+
+BOOST_AUTO_TEST_CASE(an_idle_channel_halves_its_window_per_rto_down_to_the_initial_window) {
+  TcpPath path = path_of(1e9, 0.005, 1e9);  // RTO = 10 ms + 200 ms
+  TcpChannelState state;
+  state.cwnd_bytes = 1000 * kSegmentBytes;
+  TcpChannelState shorter = state;
+  after_idle(path, shorter, 0.2);  // not past one RTO
+  BOOST_TEST(shorter.cwnd_bytes == 1000 * kSegmentBytes);
+  after_idle(path, state, 1.0);  // 1 s: four whole RTOs passed after the first
+  BOOST_TEST(state.cwnd_bytes == 1000 * kSegmentBytes / 16);
+  after_idle(path, state, 100.0);
+  BOOST_TEST(state.cwnd_bytes == kInitialWindowBytes);
+  path.slow_start_after_idle = false;
+  state.cwnd_bytes = 1000 * kSegmentBytes;
+  after_idle(path, state, 100.0);
+  BOOST_TEST(state.cwnd_bytes == 1000 * kSegmentBytes);
+}
+
+BOOST_AUTO_TEST_CASE(a_lone_transfer_takes_rounds_then_its_last_burst_and_one_delay) {
+  // 600 segments on one stream, 50 ms one way: 10, 20, 40, 80, 160 go in
+  // five rounds (310), the remaining 290 in the sixth, which grows the
+  // window to 320 + 290.
+  const TcpPath path = path_of(1e9, 0.05, 1e9);
+  TcpChannelState state;
+  const double bytes = 600 * kSegmentBytes;
+  const double last = 290 * kSegmentBytes * 8 / 1e9;
+  BOOST_TEST(transfer_alone_s(path, 1, bytes, state) == 5 * 0.1 + last + 0.05, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(state.cwnd_bytes == 610 * kSegmentBytes, boost::test_tools::tolerance(1e-12));
+  // Warm: the window is open, the same message is one burst at the link's rate.
+  BOOST_TEST(transfer_alone_s(path, 1, bytes, state) == bytes * 8 / 1e9 + 0.05, boost::test_tools::tolerance(1e-9));
+  // At the window ceiling, a long transfer moves at window / RTT.
+  const TcpPath narrow = path_of(1e9, 0.05, 1e6);
+  TcpChannelState open;
+  open.cwnd_bytes = 1e6;
+  BOOST_TEST(transfer_alone_s(narrow, 2, 20e6, open) == 9 * 0.1 + 2e6 * 8 / 1e9 + 0.05, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(steady_transfer_s(narrow, 2, 20e6) == 20e6 * 8 / 160e6 + 0.05, boost::test_tools::tolerance(1e-9));
+}
+
+// 1F1B over a and b: one channel per direction, each message alone on its
+// link, so every simulated transfer takes exactly what transfer_alone_s says
+// from the channel's state after the one before it and the idle gap between.
+BOOST_AUTO_TEST_CASE(the_simulator_moves_each_transfer_as_the_model_says) {
+  const auto scenario = harness_test::three_dcs();
+  const Plan plan = make_plan(harness_test::experiment("schedule = \"1f1b\"\nplacement = [\"a\", \"b\"]\nstreams = 4", 2, 1, 4),
+                              scenario);
+  const LinkModel model = link_model_for(scenario);
+  BOOST_TEST(model.tcp_dynamics);
+  const RunRecord record = simulate(plan, scenario, model, 3);
+  TcpPath path;
+  path.rate_bps = static_cast<double>(scenario.pair(0, 1).rate_bps);
+  path.delay_s = static_cast<double>(scenario.pair(0, 1).delay_ns) / 1e9;
+  path.rtt_s = static_cast<double>(scenario.rtt_ns(0, 1)) / 1e9;
+  path.window_bytes = em::stream_window_bytes(scenario.host);
+  int checked = 0;
+  for (int sender = 0; sender < 2; ++sender) {
+    TcpChannelState state;
+    double last_sent_s = -1;
+    for (const TransferRecord& t : record.transfers) {
+      if (t.worker != sender) continue;
+      const double first_sent_s = static_cast<double>(t.first_sent_ns) / 1e9;
+      if (last_sent_s >= 0) after_idle(path, state, first_sent_s - last_sent_s);
+      const double modelled = transfer_alone_s(path, 4, static_cast<double>(t.bytes), state);
+      BOOST_TEST(static_cast<double>(t.last_received_ns - t.first_sent_ns) / 1e9 == modelled,
+                 boost::test_tools::tolerance(1e-6));
+      last_sent_s = static_cast<double>(t.last_sent_ns) / 1e9;
+      ++checked;
+    }
+  }
+  BOOST_TEST(checked == 3 * 2 * 4);
+}
