@@ -66,6 +66,7 @@ struct Config {
   int slow_start_after_idle = 1;
   std::string wmem = "4mb";
   std::string rmem = "6mb";
+  bool pace = false;  // each stream paced at rate / streams (SO_MAX_PACING_RATE)
 };
 
 // What the receiver thread tells the sender thread.
@@ -79,7 +80,7 @@ struct Arrivals {
 // One channel's messages, sent by a thread in the sender's namespace and
 // received by one in the receiver's; returns each message's time in seconds.
 std::vector<double> time_messages(const em::Host& from, const em::Host& to, int streams, std::uint64_t bytes,
-                                  std::vector<std::vector<tp::StreamShare>>& shares) {
+                                  std::uint64_t pacing_rate, std::vector<std::vector<tp::StreamShare>>& shares) {
   Arrivals arrivals;
   std::atomic<bool> listening{false};
   const std::string address = em::ipv4_to_string(to.ipv4);
@@ -136,6 +137,7 @@ std::vector<double> time_messages(const em::Host& from, const em::Host& to, int 
       options.socket.not_sent_lowat = kChunk;
       options.idle_timeout = 0ms;
       options.record_streams = true;
+      options.socket.max_pacing_rate = pacing_rate;
       tp::Channel channel = co_await tp::Channel::connect(io.get_executor(), address, kPort, options);
       asio::steady_timer timer(io);
       for (std::size_t k = 0; k < std::size(kStates); ++k) {
@@ -217,6 +219,9 @@ Config parse(int argc, char** argv) {
       if (option == "--wanlab") config.wanlab = value;
       else if (option == "--markdown") config.markdown = value;
       else if (option == "--csv") config.csv = value;
+      else if (option == "--pace") config.pace = value == "on";
+      else if (option == "--wmem") config.wmem = value;
+      else if (option == "--rmem") config.rmem = value;
       else if (option == "--max-seconds") config.max_seconds = std::stod(value);
       else if (option == "--slow-start-after-idle") config.slow_start_after_idle = std::stoi(value);
       else if (option == "--rates") {
@@ -277,7 +282,8 @@ int main(int argc, char** argv) {
           const double ideal = hs::steady_transfer_s(path, streams, static_cast<double>(bytes));
           if (ideal > config.max_seconds) continue;
           std::vector<std::vector<tp::StreamShare>> shares;
-          const auto measured = time_messages(bed.host_of_dc(0), bed.host_of_dc(1), streams, bytes, shares);
+          const std::uint64_t pacing = config.pace ? rate / 8 / static_cast<std::uint64_t>(streams) : 0;
+          const auto measured = time_messages(bed.host_of_dc(0), bed.host_of_dc(1), streams, bytes, pacing, shares);
           hs::TcpChannelState state;  // what the model carries from message to message
           for (std::size_t k = 0; k < measured.size(); ++k) {
             Cell cell{rate, delay, streams, bytes, kStates[k], measured[k], 0, 0};

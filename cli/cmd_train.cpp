@@ -24,7 +24,7 @@ namespace {
 void apply_overrides(hs::Experiment& experiment, const Options& options) {
   for (const auto& [name, value] : options.ordered()) {
     if (name != "schedule" && name != "placement" && name != "streams" && name != "temporal-sharing" &&
-        name != "iterations" && name != "scale" && name != "prefill")
+        name != "pacing" && name != "iterations" && name != "scale" && name != "prefill")
       continue;
     try {
       hs::apply_override(experiment, name, value);
@@ -92,7 +92,7 @@ void print_summary(const hs::RunRecord& record) {
 
 int cmd_train(Args args) {
   const Options options(args,
-                        {"out", "schedule", "placement", "streams", "temporal-sharing", "iterations", "scale", "prefill",
+                        {"out", "schedule", "placement", "streams", "temporal-sharing", "pacing", "iterations", "scale", "prefill",
                          "runtime", "image", "release", "timeout"},
                         {"quiet", "simulate"});
   if (options.positionals().size() != 1) throw UsageError("expected one experiment file");

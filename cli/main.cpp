@@ -30,7 +30,7 @@ constexpr Command kCommands[] = {
     {"attach", wanlab::cli::cmd_attach, "attach DEV SCENARIO [--netns NAME | --pid PID] [--release R] [--name NAME]  the data plane on an existing interface"},
     {"demo", wanlab::cli::cmd_demo, "demo [SCENARIO]                       bring up a WAN, measure RTT and goodput per DC pair"},
     {"perf", wanlab::cli::cmd_perf, "perf server|client ...                multi-stream TCP goodput (iperf3-like)"},
-    {"train", wanlab::cli::cmd_train, "train EXPERIMENT [--out DIR] [--schedule S --placement P --streams N --temporal-sharing on|off --iterations N --scale X --prefill on|off] [--runtime auto|podman|sandbox|external] [--image IMG] [--simulate]  run training workers over an emulated WAN"},
+    {"train", wanlab::cli::cmd_train, "train EXPERIMENT [--out DIR] [--schedule S --placement P --streams N --temporal-sharing on|off --pacing on|off --iterations N --scale X --prefill on|off] [--runtime auto|podman|sandbox|external] [--image IMG] [--simulate]  run training workers over an emulated WAN"},
     {"compare", wanlab::cli::cmd_compare, "compare RESULT...                     results.json of several runs side by side"},
     {"worker", wanlab::cli::cmd_worker, nullptr},
     {"prefill-worker", wanlab::cli::cmd_prefill_worker, nullptr},

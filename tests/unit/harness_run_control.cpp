@@ -44,7 +44,7 @@ ctl::Assign sample_assign() {
   assign.ipv4 = 0x0a4d0203;
   assign.intra_dc = {47003, 512u << 10, 256u << 10};
   assign.cross_dc = {48003, 16384, 16384};
-  assign.peers = {{1, 0x0a4d0102, 47001, false}, {4, 0x0a4d0001, 47004, true}};
+  assign.peers = {{1, 0x0a4d0102, 47001, false, 0}, {4, 0x0a4d0001, 47004, true, 1'250'000}};
   assign.cross_dc_streams = 8;
   assign.iterations = 5;
   assign.gpu_lease = "/run/wanlab/t/harness/control/gpu-3.lease";
@@ -122,6 +122,7 @@ BOOST_AUTO_TEST_CASE(assign_round_trips) {
   BOOST_REQUIRE(decoded.peers.size() == 2u);
   BOOST_TEST(decoded.peers[1].worker == 4);
   BOOST_TEST(decoded.peers[1].cross_dc);
+  BOOST_TEST(decoded.peers[1].pacing_rate == 1'250'000u);
   BOOST_TEST(!decoded.peers[0].cross_dc);
   BOOST_TEST(decoded.cross_dc_streams == 8);
   BOOST_TEST(decoded.iterations == 5);

@@ -10,6 +10,7 @@
 
 #include "channel_core.hpp"
 #include "send_state.hpp"
+#include "socket_setup.hpp"
 #include "wanlab/transport/crc32c.hpp"
 
 namespace wanlab::transport::detail {
@@ -436,6 +437,12 @@ void ChannelCore::stop(State state) {
   memory_event_.notify_all();
 }
 
+void ChannelCore::set_max_pacing_rate(std::uint64_t bytes_per_s) {
+  for (const auto& connection : connections_) {
+    if (connection->socket.is_open()) detail::set_max_pacing_rate(connection->socket.native_handle(), bytes_per_s);
+  }
+}
+
 ChannelStats ChannelCore::stats() const {
   ChannelStats stats;
   stats.messages_sent = messages_sent_;
@@ -525,6 +532,7 @@ void Channel::close() { core_->close(); }
 bool Channel::is_open() const { return core_->is_open(); }
 std::optional<TransportError> Channel::error() const { return core_->failure(); }
 ChannelStats Channel::stats() const { return core_->stats(); }
+void Channel::set_max_pacing_rate(std::uint64_t bytes_per_s) { core_->set_max_pacing_rate(bytes_per_s); }
 std::uint64_t Channel::id() const { return core_->id(); }
 unsigned Channel::connection_count() const { return core_->connection_count(); }
 std::uint32_t Channel::chunk_size() const { return core_->chunk_size(); }

@@ -92,6 +92,7 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore> {
   TransportError unusable_error() const;
   AsyncEvent& sent_event() { return sent_event_; }
   ChannelStats stats() const;
+  void set_max_pacing_rate(std::uint64_t bytes_per_s);
 
   std::uint64_t id() const { return id_; }
   unsigned connection_count() const { return static_cast<unsigned>(connections_.size()); }

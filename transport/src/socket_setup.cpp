@@ -67,6 +67,7 @@ void apply_connection_options(int fd, const ChannelOptions& channel) {
   if (const auto lowat = kernel_not_sent_lowat(channel); lowat > 0) {
     set_int(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, static_cast<int>(lowat), "TCP_NOTSENT_LOWAT");
   }
+  if (options.max_pacing_rate > 0) set_max_pacing_rate(fd, options.max_pacing_rate);
   if (options.user_timeout.count() > 0) {
     set_int(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, static_cast<int>(options.user_timeout.count()), "TCP_USER_TIMEOUT");
   }
@@ -75,6 +76,15 @@ void apply_connection_options(int fd, const ChannelOptions& channel) {
     set_int(fd, IPPROTO_TCP, TCP_KEEPIDLE, 30, "TCP_KEEPIDLE");
     set_int(fd, IPPROTO_TCP, TCP_KEEPINTVL, 10, "TCP_KEEPINTVL");
     set_int(fd, IPPROTO_TCP, TCP_KEEPCNT, 3, "TCP_KEEPCNT");
+  }
+}
+
+void set_max_pacing_rate(int fd, std::uint64_t bytes_per_s) {
+  // 64 bits since Linux 4.20; ~0 is the kernel's "unlimited".
+  const std::uint64_t rate = bytes_per_s > 0 ? bytes_per_s : ~std::uint64_t{0};
+  if (::setsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &rate, sizeof(rate)) != 0) {
+    throw TransportError(Errc::invalid_argument,
+                         fmt::format("setting SO_MAX_PACING_RATE to {}: {}", bytes_per_s, std::strerror(errno)));
   }
 }
 

@@ -19,5 +19,7 @@ void apply_congestion_control(int fd, const SocketOptions& options);
 std::uint32_t kernel_not_sent_lowat(const ChannelOptions& options);
 /// TCP_NODELAY, TCP_NOTSENT_LOWAT (kernel_not_sent_lowat), TCP_USER_TIMEOUT, keepalive.
 void apply_connection_options(int fd, const ChannelOptions& options);
+/// SO_MAX_PACING_RATE in bytes per second; 0 lifts the cap (~0 to the kernel).
+void set_max_pacing_rate(int fd, std::uint64_t bytes_per_s);
 
 }  // namespace wanlab::transport::detail

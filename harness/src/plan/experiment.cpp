@@ -29,7 +29,7 @@ using namespace std::string_view_literals;
 
 constexpr std::array kTopKeys{"name"sv,       "testbed"sv, "schedule"sv, "placement"sv, "streams"sv,
                               "temporal_sharing"sv, "iterations"sv, "seed"sv, "scale"sv,
-                              "reorder_dcs"sv, "model"sv, "parallel"sv, "compute"sv, "gpus"sv, "prefill"sv};
+                              "reorder_dcs"sv, "pacing"sv, "model"sv, "parallel"sv, "compute"sv, "gpus"sv, "prefill"sv};
 constexpr std::array kModelKeys{"layers"sv,          "hidden"sv,     "seq_len"sv,
                                 "bytes_per_value"sv, "microbatch"sv, "microbatches"sv};
 constexpr std::array kParallelKeys{"pp"sv, "dp"sv, "tp"sv};
@@ -200,6 +200,7 @@ class Parser : FieldReader {
       experiment_.streams = static_cast<int>(*streams);
       experiment_.streams_given = true;
     }
+    if (auto pacing = read_bool(root, "pacing", "pacing")) experiment_.pacing = *pacing;
     if (auto sharing = read_bool(root, "temporal_sharing", "temporal_sharing")) {
       experiment_.temporal_sharing = *sharing;
       experiment_.temporal_sharing_given = true;
@@ -438,6 +439,9 @@ void apply_override(Experiment& experiment, std::string_view option, std::string
     experiment.temporal_sharing = parse_on_off(flag, value);
     experiment.temporal_sharing_given = true;
     experiment.positions["temporal_sharing"] = flag;
+  } else if (name == "pacing") {
+    experiment.pacing = parse_on_off(flag, value);
+    experiment.positions["pacing"] = flag;
   } else if (name == "reorder-dcs") {
     experiment.reorder_dcs = parse_on_off(flag, value);
     experiment.positions["reorder_dcs"] = flag;

@@ -166,6 +166,7 @@ Json configuration_json(const Experiment& experiment) {
   config.set("reorder_dcs", experiment.reorder_dcs);
   config.set("streams", experiment.streams);
   config.set("temporal_sharing", experiment.temporal_sharing);
+  config.set("pacing", experiment.pacing);
   config.set("iterations", experiment.iterations);
   config.set("seed", experiment.seed);
   config.set("scale", experiment.scale);

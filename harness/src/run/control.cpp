@@ -109,7 +109,7 @@ class Reader {
 
 // Fixed sizes, for bounding list counts before allocating.
 constexpr std::size_t kOpBytes = 1 + 4 + 4 + 8 + 8 + 1 + 4;
-constexpr std::size_t kPeerBytes = 4 + 4 + 2 + 1;
+constexpr std::size_t kPeerBytes = 4 + 4 + 2 + 1 + 8;
 constexpr std::size_t kEventBytes = 4 + 4 + 4 + 1 + 4 + 4 + 8 + 8 + 8 + 1;
 constexpr std::size_t kArrivalBytes = 4 + 4 + 8 + 8;
 constexpr std::size_t kStreamBytes = 4 + 8 + 4 + 4;
@@ -237,6 +237,7 @@ void write_fields(Writer& out, const Assign& m) {
     out.u32(p.ipv4);
     out.u16(p.port);
     out.boolean(p.cross_dc);
+    out.u64(p.pacing_rate);
   }
   out.i32(m.cross_dc_streams);
   out.i32(m.iterations);
@@ -381,6 +382,7 @@ Message read_assign(Reader& in) {
     p.ipv4 = in.u32("peer.ipv4");
     p.port = in.u16("peer.port");
     p.cross_dc = in.boolean("peer.cross_dc");
+    p.pacing_rate = in.u64("peer.pacing_rate");
     m.peers.push_back(p);
   }
   m.cross_dc_streams = in.index("cross_dc_streams");

@@ -355,6 +355,18 @@ class Coordinator {
     return {static_cast<std::uint16_t>(kCrossDcPort + id), kCrossDcChunk, kCrossDcChunk};
   }
 
+  // Bytes/s per connection of `from`'s sends to `to`: the directed pair's
+  // rate x scale over the streams (and at most the pair's flow rate); 0 where
+  // the pair is unlimited or the experiment turns pacing off.
+  std::uint64_t pacing_rate(const WorkerState& from, const WorkerState& to) const {
+    if (!plan_.experiment.pacing) return 0;
+    const em::PairParams pair = scenario_.pair(from.plan->worker.dc, to.plan->worker.dc);
+    if (pair.rate_bps == 0) return 0;
+    double per_stream = static_cast<double>(pair.rate_bps) * plan_.experiment.scale / std::max(1, plan_.experiment.streams);
+    if (pair.flow_rate_bps > 0) per_stream = std::min(per_stream, static_cast<double>(pair.flow_rate_bps) * plan_.experiment.scale);
+    return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(per_stream / 8));
+  }
+
   ctl::Assign assignment(int id) const {
     const WorkerState& w = workers_[id];
     ctl::Assign assign;
@@ -366,7 +378,7 @@ class Coordinator {
       const WorkerState& p = workers_.at(peer);
       const bool cross = p.plan->worker.dc != w.plan->worker.dc;
       const auto port = cross ? cross_dc_tuning(peer).port : intra_dc_tuning(peer).port;
-      assign.peers.push_back(ctl::PeerAddress{peer, p.host->ipv4, port, cross});
+      assign.peers.push_back(ctl::PeerAddress{peer, p.host->ipv4, port, cross, cross ? pacing_rate(w, p) : 0});
     }
     assign.cross_dc_streams = std::max(1, plan_.experiment.streams);
     assign.iterations = plan_.experiment.iterations;

@@ -251,6 +251,13 @@ class WorkerProcess {
   }
 
   void add_channel(int worker, Channel channel) {
+    if (const auto rate = peer(worker).pacing_rate; rate > 0) {
+      try {
+        channel.set_max_pacing_rate(rate);
+      } catch (const std::exception& error) {
+        throw WorkerFailure(fmt::format("pacing the channel to worker {} at {} B/s: {}", worker, rate, error.what()));
+      }
+    }
     auto shared = std::make_shared<Channel>(std::move(channel));
     channels_[worker] = shared;
     asio::co_spawn(io_, guarded(read_channel(worker, shared)), asio::detached);

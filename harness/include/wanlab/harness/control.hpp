@@ -68,6 +68,11 @@ struct PeerAddress {
   std::uint32_t ipv4 = 0;  // host byte order
   std::uint16_t port = 0;  // the peer's port for this kind (intra- or cross-DC) of channel
   bool cross_dc = false;
+  // Bytes/s at most per connection of the channel to this peer for what this
+  // worker sends (SO_MAX_PACING_RATE; 0: unpaced): the directed pair's rate
+  // over the streams, so that a window goes onto the WAN spread over its
+  // round trip instead of as a burst its queue drops (docs/HARNESS.md).
+  std::uint64_t pacing_rate = 0;
 };
 
 // One kind of data channel: where this worker accepts it and how its sends

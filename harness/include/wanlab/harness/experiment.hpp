@@ -71,6 +71,10 @@ struct Experiment {
   // Atlas placement: order the selected DCs so that consecutive pipeline hops
   // are short (false: Algorithm 1's order, most GPUs first).
   bool reorder_dcs = true;
+  // Pace each cross-DC connection at its pair's rate / streams (the
+  // transport's SO_MAX_PACING_RATE), so a window does not go out as one burst
+  // that the link's queue drops (docs/HARNESS.md, "Pacing"). Real runs only.
+  bool pacing = true;
 
   // Which schedule-dependent settings the file or an override gave; the others
   // follow `schedule` (gpipe/1f1b: pp-across-dc, 1 stream, no temporal

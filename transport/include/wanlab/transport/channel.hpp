@@ -125,6 +125,11 @@ class Channel {
   /// Errc::closed; the peer sees its connections fail.
   void close();
 
+  /// Paces each of the channel's connections at `bytes_per_s` from now on
+  /// (SocketOptions::max_pacing_rate; 0 lifts it). Throws TransportError if
+  /// the kernel refuses.
+  void set_max_pacing_rate(std::uint64_t bytes_per_s);
+
   /// Open: neither failed nor closed (it may have been shut down).
   bool is_open() const;
   /// The error that failed the channel, if it failed.

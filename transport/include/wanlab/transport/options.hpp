@@ -56,6 +56,11 @@ struct SocketOptions {
   /// long (0: kernel default, many minutes). Note that it also fires when the
   /// peer's window stays closed, i.e. when the receiving application stalls.
   std::chrono::milliseconds user_timeout{0};
+  /// SO_MAX_PACING_RATE in bytes per second (0: none). It also turns on TCP's
+  /// own pacing where no fq qdisc paces, so that a connection spreads a
+  /// window's worth of data over its round trip instead of sending it as one
+  /// burst that a shallow bottleneck queue would drop.
+  std::uint64_t max_pacing_rate = 0;
   /// SO_KEEPALIVE with 30 s idle, 10 s interval, 3 probes: an idle channel
   /// notices a vanished peer within about a minute.
   bool keepalive = true;
