@@ -133,6 +133,9 @@ int cmd_train(Args args) {
           ? hs::simulate(hs::make_plan(experiment, scenario), scenario, hs::link_model_for(scenario), experiment.iterations)
           : hs::run_experiment(experiment, scenario, run);
   print_summary(record);
+  // Even with --quiet: the default runtime is podman, and a run that fell back says why.
+  if (run.runtime == hs::RuntimeChoice::automatic && record.runtime == "sandbox")
+    fmt::print(stderr, "wanlab train: workers ran in wanlab's sandbox, not podman: {}\n", record.runtime_detail);
   if (const auto out = options.get("out")) {
     write_outputs(record, scenario.source, *out);
     fmt::print("wrote {0}/results.json, {0}/trace.json, {0}/timeline.svg\n", *out);

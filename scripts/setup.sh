@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Installs what wanlab needs on Debian 12 (as root), builds it, and then runs
+# Installs what wanlab needs on Debian 12 (as root), podman included, makes
+# podman run containers here (containers/setup-podman.sh: it changes the host
+# only where podman fails without the change, and says so), builds wanlab and
+# the worker image (containers/build.sh), and then runs
 #   demo   the three-DC demo (default)
 #   test   the whole test suite (unit, bpf, integration)
 #   build  nothing more
@@ -19,6 +22,8 @@ packages=(build-essential cmake ninja-build pkg-config clang llvm
           libbpf-dev bpftool libelf-dev zlib1g-dev libmnl-dev
           libasio-dev libfmt-dev libtomlplusplus-dev libboost-test-dev
           iproute2 iptables iperf3 iputils-ping procps python3)
+# Workers run in podman (crun as its OCI runtime), unless one is here already.
+command -v podman >/dev/null || packages+=(podman crun)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -27,12 +32,17 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "== installing: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=300 "${missing[@]}"
 fi
+
+echo "== podman"
+containers/setup-podman.sh
 
 echo "== building in $build"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWANLAB_WERROR=ON
 cmake --build "$build" -j "$(nproc)"
+echo "== worker image"
+containers/build.sh "$build/cli/wanlab"
 
 case "$what" in
   demo)

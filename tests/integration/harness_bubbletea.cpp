@@ -1,6 +1,6 @@
 // BubbleTea in a real run: an emulated two-DC WAN (40 ms one way), training
 // workers, one prefill worker per worker borrowing its GPU and a decode sink
-// in the decode DC, all real processes in containers, the KV caches over the
+// in the decode DC, all real processes in podman containers, the KV caches over the
 // emulated WAN. Prefill only ever holds a GPU where training does not, the
 // iteration time stays that of training alone, and a prefill worker killed
 // mid-run fails its requests only, leaving nothing behind.
@@ -122,7 +122,7 @@ int holding_prefill_worker(const std::string& name) {
 std::string leftovers(const std::string& name) {
   std::string found = test::leftovers(name);
   for (const auto& [pid, what] : our_processes(name)) found += " " + what + "(pid " + std::to_string(pid) + ")";
-  return found;
+  return found + test::container_leftovers(name);
 }
 
 struct Run {
@@ -183,6 +183,7 @@ hs::RunRecord run(const Files& files, bool prefill, const hs::RunOptions& option
   CliTestbed testbed(files.scenario.path(), testbed_name());
   hs::RunRecord record = hs::run_plan(plan, scenario, em::load_state(testbed.name), options);
   BOOST_TEST(!fs::exists("/run/wanlab/" + testbed.name + "/harness"));
+  BOOST_TEST(record.runtime == "podman", "workers ran in " << record.runtime << ": " << record.runtime_detail);
   return record;
 }
 

@@ -59,6 +59,15 @@ inline std::string leftovers(const std::string& name) {
   return found;
 }
 
+// The podman containers of testbed `name` that remain (wanlab names each
+// container wanlab-<testbed>-<worker>), "" if none or if podman is not here.
+inline std::string container_leftovers(const std::string& name) {
+  const auto containers = run({"podman", "ps", "--all", "--format", "{{.Names}}", "--filter", "name=wanlab-" + name + "-"});
+  if (containers.status == 127) return "";  // no podman, so no containers
+  if (containers.status != 0) return " podman ps: " + containers.output;
+  return containers.output.empty() ? "" : " containers: " + containers.output;
+}
+
 // Waits up to timeout for a condition (network namespaces die asynchronously).
 template <typename Predicate>
 bool eventually(Predicate predicate, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {

@@ -440,6 +440,7 @@ std::string results_json(const RunRecord& record, const std::string& scenario_te
   Json root = Json::object();
   root.set("experiment", experiment.name);
   root.set("runtime", record.runtime);
+  if (!record.runtime_detail.empty()) root.set("runtime_detail", record.runtime_detail);
   root.set("mean_iteration_s", run.mean_iteration_s);
   root.set("mean_gpu_utilization", run.mean_gpu_utilization);
   root.set("mean_bubble_fraction", run.mean_bubble_fraction);

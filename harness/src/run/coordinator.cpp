@@ -117,6 +117,7 @@ class Coordinator {
     log(fmt::format("workers run in {} ({})", runtime_->name(), runtime_->detail()));
     record_.plan = plan_;
     record_.runtime = runtime_->name();
+    record_.runtime_detail = runtime_->detail();
 
     const std::string socket_path = control_dir_ + "/control.sock";
     acceptor_.emplace(io_, asio::local::stream_protocol::endpoint(socket_path));

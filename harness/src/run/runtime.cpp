@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -97,8 +98,10 @@ bool on_path(const std::string& program) {
   return false;
 }
 
-// The program interpreter (PT_INTERP) an ELF executable names, "" if none.
-std::string elf_interpreter(const std::string& path) {
+// Reads `path`'s program headers, calling `segment(header, file)` for each
+// until it returns true.
+template <typename Segment>
+void for_each_segment(const std::string& path, Segment segment) {
   std::ifstream elf(path, std::ios::binary);
   Elf64_Ehdr header{};
   if (!elf.read(reinterpret_cast<char*>(&header), sizeof(header)) || std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 ||
@@ -108,14 +111,52 @@ std::string elf_interpreter(const std::string& path) {
     Elf64_Phdr program{};
     elf.seekg(static_cast<std::streamoff>(header.e_phoff + static_cast<std::uint64_t>(i) * header.e_phentsize));
     if (!elf.read(reinterpret_cast<char*>(&program), sizeof(program))) break;
-    if (program.p_type != PT_INTERP || program.p_filesz == 0 || program.p_filesz > 4096) continue;
-    std::string interpreter(program.p_filesz, '\0');
-    elf.seekg(static_cast<std::streamoff>(program.p_offset));
-    elf.read(interpreter.data(), static_cast<std::streamsize>(interpreter.size()));
-    interpreter.resize(std::strlen(interpreter.c_str()));
-    return interpreter;
+    if (segment(program, elf)) return;
   }
-  return "";
+}
+
+// The bytes of `program`'s segment, if it is of `type` and at most 64 KiB.
+std::optional<std::string> segment_bytes(const Elf64_Phdr& program, std::ifstream& elf, std::uint32_t type) {
+  if (program.p_type != type || program.p_filesz == 0 || program.p_filesz > 65536) return std::nullopt;
+  std::string bytes(program.p_filesz, '\0');
+  elf.seekg(static_cast<std::streamoff>(program.p_offset));
+  if (!elf.read(bytes.data(), static_cast<std::streamsize>(bytes.size()))) return std::nullopt;
+  return bytes;
+}
+
+// The program interpreter (PT_INTERP) an ELF executable names, "" if none.
+std::string elf_interpreter(const std::string& path) {
+  std::string interpreter;
+  for_each_segment(path, [&](const Elf64_Phdr& program, std::ifstream& elf) {
+    const auto bytes = segment_bytes(program, elf, PT_INTERP);
+    if (bytes) interpreter = bytes->c_str();
+    return bytes.has_value();
+  });
+  return interpreter;
+}
+
+// The GNU build ID of an ELF file in hex, as `readelf -n` shows it, "" if none.
+std::string gnu_build_id(const std::string& path) {
+  std::string id;
+  for_each_segment(path, [&](const Elf64_Phdr& program, std::ifstream& elf) {
+    const auto notes = segment_bytes(program, elf, PT_NOTE);
+    // Note fields are padded to the segment's alignment: 4 bytes, or 8 in segments aligned so.
+    const std::size_t pad = program.p_align == 8 ? 8 : 4;
+    const auto align = [pad](std::size_t n) { return (n + pad - 1) / pad * pad; };
+    for (std::size_t at = 0; notes && at + sizeof(Elf64_Nhdr) <= notes->size();) {
+      Elf64_Nhdr note{};
+      std::memcpy(&note, notes->data() + at, sizeof(note));
+      const std::size_t name_at = at + sizeof(note), desc_at = name_at + align(note.n_namesz);
+      if (desc_at + note.n_descsz > notes->size()) break;
+      if (note.n_type == NT_GNU_BUILD_ID && notes->compare(name_at, note.n_namesz, "GNU\0", 4) == 0) {
+        for (std::size_t i = 0; i < note.n_descsz; ++i) id += fmt::format("{:02x}", static_cast<unsigned char>((*notes)[desc_at + i]));
+        return true;
+      }
+      at = desc_at + align(note.n_descsz);
+    }
+    return false;
+  });
+  return id;
 }
 
 // The shared objects `exe` loads, as its own loader resolves them
@@ -182,9 +223,13 @@ class Podman final : public WorkerRuntime {
   // Runs the worker binary in a throw-away container. Returns "" if it
   // worked, else why not.
   std::string probe() {
-    if (!on_path("podman")) return "podman is not installed";
+    if (!on_path("podman")) return "podman is not installed (scripts/setup.sh installs it)";
     const auto version = capture({"podman", "--version"}, std::chrono::seconds(30));
     if (version.status != 0) return "podman --version: " + last_line(version.output);
+    if (!setup_.image.empty()) {
+      const std::string why = image_problem();
+      if (!why.empty()) return why;
+    }
     std::vector<std::string> argv{"podman", "run", "--rm", "--network", "none"};
     add_common(argv);
     argv.insert(argv.end(), {kWorkerExe, "worker", "--probe"});
@@ -242,6 +287,23 @@ class Podman final : public WorkerRuntime {
     } else {
       argv.push_back(setup_.image);
     }
+  }
+
+  // What is wrong with the image, "" if nothing: it must exist and hold the
+  // binary the coordinator runs, by the GNU build ID containers/build.sh
+  // labels it with.
+  std::string image_problem() const {
+    const auto inspect = capture({"podman", "image", "inspect", "--format", "{{index .Labels \"wanlab.build-id\"}}", setup_.image},
+                                 std::chrono::seconds(60));
+    if (inspect.status != 0)
+      return last_line(inspect.output) + " (containers/build.sh builds it)";
+    std::string label = last_line(inspect.output);
+    if (label == "<no value>") label = "";
+    const std::string own = gnu_build_id(setup_.exe);
+    if (label == own && !own.empty()) return "";
+    return fmt::format("it holds {}, not {} (build ID {}): rebuild it with containers/build.sh {}",
+                       label.empty() ? "no wanlab build ID" : "wanlab build ID " + label, setup_.exe,
+                       own.empty() ? "none" : own, setup_.exe);
   }
 
   RuntimeSetup setup_;
@@ -395,9 +457,10 @@ std::unique_ptr<WorkerRuntime> make_runtime(const RuntimeSetup& setup) {
   auto podman = std::make_unique<Podman>(setup);
   const std::string why_not = podman->probe();
   if (why_not.empty()) return podman;
+  if (!setup.image.empty()) throw std::runtime_error("--image " + setup.image + ": " + why_not);
   if (setup.choice == RuntimeChoice::podman) throw std::runtime_error("the podman runtime does not work here: " + why_not);
-  if (!setup.image.empty()) throw std::runtime_error("--image " + setup.image + " needs podman, which does not work here: " + why_not);
-  if (setup.progress) setup.progress("podman does not work here (" + why_not + "); workers run in wanlab's sandbox");
+  if (setup.progress)
+    setup.progress("podman does not work here (" + why_not + "); workers run in wanlab's sandbox (--runtime sandbox picks it outright)");
   return std::make_unique<Sandbox>(
       setup, "own namespaces (mount, PID, UTS) in the host's network namespace; podman unusable: " + why_not);
 }

@@ -128,6 +128,7 @@ inline constexpr const char* kSimulatorRuntime = "simulator";
 struct RunRecord {
   Plan plan;
   std::string runtime;   // which container runtime ran the workers ("podman", "sandbox", "simulator")
+  std::string runtime_detail;  // its version, or why podman was not used ("" when simulated)
   std::vector<Event> events;
   std::vector<std::int64_t> iteration_start_ns;  // per iteration, since the origin
   std::vector<std::int64_t> iteration_end_ns;
