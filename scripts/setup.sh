@@ -4,9 +4,12 @@
 # only where podman fails without the change, and says so), builds wanlab and
 # the worker image (containers/build.sh), and then runs
 #   demo   the three-DC demo (default)
-#   test   the whole test suite (unit, bpf, integration)
+#   test   the whole test suite (unit, bpf, integration), then the fuzzers
+#          for a bounded time each (label fuzz, a clang build in ./build-fuzz)
 #   build  nothing more
-# Usage: scripts/setup.sh [demo|test|build]   (BUILD_DIR overrides ./build)
+# Usage: scripts/setup.sh [demo|test|build]
+# BUILD_DIR overrides ./build, FUZZ_BUILD_DIR ./build-fuzz, FUZZ_SECONDS the
+# 60 s each fuzzer runs.
 set -euo pipefail
 
 what=${1:-demo}
@@ -17,8 +20,10 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build}
+fuzz_build=${FUZZ_BUILD_DIR:-build-fuzz}
 
-packages=(build-essential cmake ninja-build pkg-config clang llvm
+# libclang-rt-dev: libFuzzer and the sanitizers' runtimes (only recommended by clang).
+packages=(build-essential cmake ninja-build pkg-config clang llvm libclang-rt-dev
           libbpf-dev bpftool libelf-dev zlib1g-dev libmnl-dev
           libasio-dev libfmt-dev libtomlplusplus-dev libboost-test-dev
           iproute2 iptables iperf3 iputils-ping procps python3)
@@ -43,6 +48,13 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWANLAB_WERRO
 cmake --build "$build" -j "$(nproc)"
 echo "== worker image"
 containers/build.sh "$build/cli/wanlab"
+if [ "$what" = test ]; then
+  # The fuzzers need clang; without it this fails here, it is never skipped.
+  echo "== building the fuzzers in $fuzz_build (clang)"
+  CC=clang CXX=clang++ cmake -S . -B "$fuzz_build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWANLAB_WERROR=ON \
+    -DWANLAB_FUZZ=ON -DWANLAB_FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
+  cmake --build "$fuzz_build" -j "$(nproc)" --target fuzzers
+fi
 
 case "$what" in
   demo)
@@ -61,7 +73,12 @@ case "$what" in
     "$build/cli/wanlab" compare "$out/1f1b" "$out/atlas" "$out/atlas+bubbletea"
     echo "timeline of Atlas + BubbleTea (prefill in yellow): $out/atlas+bubbletea/timeline.svg" ;;
   test)
+    # Both suites run; either failing fails the whole.
+    status=0
     echo "== tests"
-    ctest --test-dir "$build" --output-on-failure --timeout 600 ;;
+    ctest --test-dir "$build" --output-on-failure --timeout 600 || status=1
+    echo "== fuzzing (label fuzz: each fuzzer ${FUZZ_SECONDS:-60} s, side by side)"
+    ctest --test-dir "$fuzz_build" --output-on-failure --no-tests=error --timeout 600 -j "$(nproc)" || status=1
+    exit "$status" ;;
   build) ;;
 esac

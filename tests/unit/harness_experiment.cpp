@@ -112,6 +112,15 @@ const std::vector<BadFile>& bad_files() {
        "e.toml:11:13: compute.recompute: only used with peak_tflops and mfu"},
       {"negative gpus", kBase + "[gpus]\neast = -1\n", "e.toml:12:8: gpus.east: expected a number of GPUs from 0 to 1000000, got -1"},
       {"gpus as text", kBase + "[gpus]\neast = \"4\"\n", R"(e.toml:12:8: gpus.east: expected a number of GPUs from 0 to 1000000, got "4")"},
+      // Found by the experiment fuzzer (tests/data/experiment-corpus/regress-*):
+      // the input's control characters reached the message as they were.
+      {"newline in the schedule", with_line(3, "schedule = \"a\\nb\""),
+       R"(e.toml:3:12: schedule: expected "gpipe", "1f1b" or "atlas", got "a\x0ab")"},
+      {"newline in the placement", inserted(4, "placement = \"a\\nb\""),
+       R"(e.toml:4:13: placement: expected "atlas", "pp-across-dc", "dp-across-dc" or a list of DCs, one per stage, got "a\x0ab")"},
+      {"newline in a gpus key", kBase + "[gpus]\n\"a\\nb\" = -1\n",
+       R"(e.toml:12:10: gpus."a\x0ab": expected a number of GPUs from 0 to 1000000, got -1)"},
+      {"control byte where TOML expects a value", inserted(4, "streams = \x01"), "e.toml:4:11: "},
   };
   return cases;
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "wanlab/base/one_line.hpp"
 #include "wanlab/emulator/scenario.hpp"
 #include "wanlab/emulator/units.hpp"
 
@@ -246,6 +247,20 @@ const std::vector<BadInput>& bad_inputs() {
        "t.toml:9:6: event.at: expected a time like \"35ms\", got \"18446744073s\" (too large"},
       {"scenario name that is a path", "name = \"../../tmp/v\"\n[[dc]]\nname = \"east\"\n",
        "t.toml:1:8: name: expected 1 to 12 characters from [a-z0-9-]"},
+
+      // Found by the scenario fuzzer (tests/data/scenario-corpus/regress-*):
+      // the input's control characters reached the message as they were.
+      {"control byte where TOML expects a value", kTwoDcsWithDelay + "reorder = fal\x04\n",
+       "t.toml:8:14: Error while parsing boolean: expected 'false', saw 'fal\\x04'"},
+      {"carriage return in a value", kTwoDcsWithDelay + "[host]\ntcp_congestion = \"b\\r\"\n",
+       R"(t.toml:9:18: host.tcp_congestion: expected "cubic" or "bbr", got "b\x0d")"},
+      {"newline in a loss model", kTwoDcsWithDelay + "loss_model = \"a\\nb\"\n",
+       R"(t.toml:8:14: defaults.loss_model: expected "bernoulli" or "gilbert-elliott", got "a\x0ab")"},
+      {"newline in a pool", three_dcs_with_pool("10.0.0.0/8\\n"),
+       R"(t.toml:3:8: network.pool: expected an IPv4 prefix like "10.77.0.0/16", got "10.0.0.0/8\x0a")"},
+      // toml++ 3.3.0 reaches __builtin_unreachable here (cmake/fuzz-ignorelist.txt);
+      // Debian's build of it refuses the key.
+      {"non-ASCII letter after a key", kTwoDcsWithDelay + "n\xc8\xa7\n", "t.toml:8:2: "},
   };
   return cases;
 }
@@ -326,7 +341,7 @@ BOOST_AUTO_TEST_CASE(every_bad_input_names_its_position_and_field) {
     BOOST_TEST_CONTEXT(item.description << "\n  got:      " << message
                                         << "\n  expected: " << item.expected) {
       BOOST_TEST(message.find(item.expected) != std::string::npos);
-      BOOST_TEST(message.find('\n') == std::string::npos);
+      BOOST_TEST(wanlab::base::one_line_problem(message) == "");
     }
   }
 }

@@ -94,7 +94,7 @@ void set_loss_model(LinkParams& params, std::string_view text) {
     params.loss_model = LossModel::gilbert_elliott;
   } else {
     throw std::invalid_argument(
-        fmt::format(R"(expected "bernoulli" or "gilbert-elliott", got "{}")", text));
+        fmt::format(R"(expected "bernoulli" or "gilbert-elliott", got {})", base::quoted(text)));
   }
 }
 
@@ -105,7 +105,7 @@ void set_reorder(LinkParams& params, std::string_view text) {
   } else if (text == "off" || text == "false") {
     params.reorder = false;
   } else {
-    throw std::invalid_argument(fmt::format(R"(expected on or off, got "{}")", text));
+    throw std::invalid_argument(fmt::format("expected on or off, got {}", base::quoted(text)));
   }
 }
 

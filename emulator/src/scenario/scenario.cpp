@@ -40,7 +40,7 @@ constexpr std::int64_t kMaxHosts = 254;
 Ipv4Prefix parse_ipv4_prefix(std::string_view text) {
   auto fail = [&](std::string_view why) -> Ipv4Prefix {
     throw std::invalid_argument(
-        fmt::format(R"(expected an IPv4 prefix like "10.77.0.0/16", got "{}" ({}))", text, why));
+        fmt::format(R"(expected an IPv4 prefix like "10.77.0.0/16", got {} ({}))", base::quoted(text), why));
   };
   Ipv4Prefix prefix;
   const char* cursor = text.data();
@@ -269,7 +269,7 @@ class Parser {
           expect_string(*node, "host.tcp_congestion", R"("cubic" or "bbr")");
       if (algorithm != "cubic" && algorithm != "bbr") {
         fail(node->source(),
-             fmt::format(R"(host.tcp_congestion: expected "cubic" or "bbr", got "{}")", algorithm));
+             fmt::format(R"(host.tcp_congestion: expected "cubic" or "bbr", got {})", base::quoted(algorithm)));
       }
       scenario_.host.tcp_congestion = algorithm;
     }

@@ -2,6 +2,7 @@
 // file:line:column the way scenario files do.
 #include "wanlab/base/parse.hpp"
 #include "wanlab/emulator/input.hpp"
+#include "wanlab/emulator/names.hpp"
 #include "wanlab/emulator/toml_input.hpp"
 #include "wanlab/harness/experiment.hpp"
 #include "wanlab/harness/plan.hpp"
@@ -188,8 +189,8 @@ class Parser : FieldReader {
     const std::string& name = expect_string(*node, "schedule", R"("gpipe", "1f1b" or "atlas")");
     std::optional<Schedule> schedule = schedule_named(name);
     if (!schedule) {
-      fail(node->source(), fmt::format(R"(schedule: expected "gpipe", "1f1b" or "atlas", got "{}"{})",
-                                       name, detail::suggestion(name, kScheduleNames)));
+      fail(node->source(), fmt::format(R"(schedule: expected "gpipe", "1f1b" or "atlas", got {}{})",
+                                       base::quoted(name), detail::suggestion(name, kScheduleNames)));
     }
     remember("schedule", *node);
     experiment_.schedule = *schedule;
@@ -304,8 +305,10 @@ class Parser : FieldReader {
       std::string field = fmt::format("gpus.{}", key->str());
       const auto* count = node->as_integer();
       if (count == nullptr || count->get() < 0 || count->get() > 1000000) {
+        // A quoted key may hold anything ("a\nb" = 1): shown quoted unless it could name a DC.
+        std::string shown = emulator::is_valid_dc_name(key->str()) ? field : "gpus." + base::quoted(key->str());
         fail(node->source(), fmt::format("{}: expected a number of GPUs from 0 to 1000000, got {}",
-                                         field, describe_value(*node)));
+                                         shown, describe_value(*node)));
       }
       experiment_.positions[field] = where(key->source());
       experiment_.gpus.emplace_back(std::string(key->str()), static_cast<int>(count->get()));
@@ -327,8 +330,8 @@ class Parser : FieldReader {
     if (!placement) {
       fail(node->source(),
            fmt::format(R"(placement: expected "atlas", "pp-across-dc", "dp-across-dc" or a list of )"
-                       R"(DCs, one per stage, got "{}"{})",
-                       name, detail::suggestion(name, kPlacementNames)));
+                       R"(DCs, one per stage, got {}{})",
+                       base::quoted(name), detail::suggestion(name, kPlacementNames)));
     }
     experiment_.placement = *placement;
   }

@@ -24,10 +24,21 @@ inline std::string describe_value(const toml::node& node) {
   return "a date/time";
 }
 
-// A parser's message on one line, as every error here is.
+// A parser's message on one line, as every error here is: newlines become
+// spaces, other control characters (toml++ shows the bytes it stopped at as
+// they are) \xNN as base::quoted shows them.
 inline std::string one_line(std::string_view text) {
-  std::string line(text);
-  std::replace(line.begin(), line.end(), '\n', ' ');
+  std::string line;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      line += ' ';
+    } else if (byte < 0x20 || byte == 0x7f) {
+      line += fmt::format("\\x{:02x}", byte);
+    } else {
+      line += c;
+    }
+  }
   return line;
 }
 
