@@ -28,6 +28,7 @@
 #include "bench_support.hpp"
 #include "wanlab/emulator/probe.hpp"
 #include "wanlab/emulator/process.hpp"
+#include "wanlab/emulator/tcp_window.hpp"
 
 namespace fs = std::filesystem;
 namespace em = wanlab::emulator;
@@ -36,10 +37,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// TCP payload per full-size frame the data plane charges: 1500-byte MTU less
-// IPv4 (20), TCP (20) and timestamp option (12) headers, over the frame with
-// its 14-byte Ethernet header.
-constexpr double kPayloadShare = 1448.0 / 1514.0;
+using wanlab::emulator::kPayloadShare;
 
 struct Config {
   std::string wanlab;

@@ -23,6 +23,11 @@ inline constexpr std::uint64_t kDefaultTcpRmemMax = 6u << 20;
 inline constexpr double kSendBufferWindowShare = 0.80;
 inline constexpr double kReceiveBufferWindowShare = 0.76;
 
+// TCP payload per byte the data plane charges: 1448 of a 1514-byte frame
+// (1500-byte MTU less IPv4, TCP and timestamp headers, over the frame with its
+// 14-byte Ethernet header). A link's goodput is its rate x this.
+inline constexpr double kPayloadShare = 1448.0 / 1514.0;
+
 // The window ceiling of one stream in bytes: the smaller of the send and the
 // receive side's, each from the scenario's buffer or the kernel's default.
 double stream_window_bytes(const HostSettings& host);

@@ -65,8 +65,6 @@ Range rtt_range(const RttPlan& plan, const VerifyOptions& options, std::size_t a
 // Gilbert-Elliott's stationary mix of its good and bad states' losses.
 double mean_loss(const PairParams& pair);
 
-// TCP payload per byte the data plane charges: 1448 of a 1514-byte frame.
-inline constexpr double kPayloadShare = 1448.0 / 1514.0;
 
 // What goodput a directed pair should show, and how to measure it.
 struct GoodputPlan {
