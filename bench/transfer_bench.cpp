@@ -3,14 +3,16 @@
 // simulator's time for the same transfer, over a grid of rate, one-way delay,
 // streams, message size and the channel's state before the message:
 //   cold  a channel just connected (the streams' first data)
-//   warm  sent as soon as the previous message of the same size arrived
-//   idle  sent 1 s after the previous one arrived
+//   warm  sent once the previous message of the same size is acknowledged
+//         (one way's delay after it arrived)
+//   idle  sent 1 s after that
 // A message's time runs from the send call to the receiver holding all of it
 // (both ends are threads of this process, one steady clock).
 //
 // Usage (root): wanlab_transfer_bench [--wanlab PATH] [--markdown FILE] [--csv FILE]
 //               [--rates 100mbit,1gbit,5gbit] [--delays 5,50,150] [--streams 1,4,16]
 //               [--sizes 1M,16M,256M,1000M] [--max-seconds S] [--slow-start-after-idle 0|1]
+//               [--pace on|off] [--wmem SIZE] [--rmem SIZE]
 #include <unistd.h>
 
 #include <algorithm>
@@ -66,7 +68,7 @@ struct Config {
   int slow_start_after_idle = 1;
   std::string wmem = "4mb";
   std::string rmem = "6mb";
-  bool pace = false;  // each stream paced at rate / streams (SO_MAX_PACING_RATE)
+  bool pace = true;  // each stream paced at rate / streams (SO_MAX_PACING_RATE), as wanlab train does
 };
 
 // What the receiver thread tells the sender thread.
@@ -80,7 +82,8 @@ struct Arrivals {
 // One channel's messages, sent by a thread in the sender's namespace and
 // received by one in the receiver's; returns each message's time in seconds.
 std::vector<double> time_messages(const em::Host& from, const em::Host& to, int streams, std::uint64_t bytes,
-                                  std::uint64_t pacing_rate, std::vector<std::vector<tp::StreamShare>>& shares) {
+                                  std::uint64_t pacing_rate, double one_way_s,
+                                  std::vector<std::vector<tp::StreamShare>>& shares) {
   Arrivals arrivals;
   std::atomic<bool> listening{false};
   const std::string address = em::ipv4_to_string(to.ipv4);
@@ -141,8 +144,12 @@ std::vector<double> time_messages(const em::Host& from, const em::Host& to, int 
       tp::Channel channel = co_await tp::Channel::connect(io.get_executor(), address, kPort, options);
       asio::steady_timer timer(io);
       for (std::size_t k = 0; k < std::size(kStates); ++k) {
-        if (k == 2) {
-          timer.expires_after(kIdleGap);
+        // The previous message's last acknowledgements reach the sender one
+        // way after it arrived: warm starts then (the model's state after a
+        // message is that of all of it acknowledged), idle 1 s later.
+        if (k > 0) {
+          timer.expires_after(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(one_way_s)) +
+                              (k == 2 ? Clock::duration(kIdleGap) : Clock::duration::zero()));
           co_await timer.async_wait(asio::use_awaitable);
         }
         const auto start = Clock::now();
@@ -184,12 +191,55 @@ struct Cell {
   std::string state;
   double measured_s = 0;
   double modelled_s = 0;
+  double steady_s = 0;
   std::uint32_t cwnd_segments = 0;  // mean over the streams that carried it, at its first chunk
 };
 
 std::string size_text(std::uint64_t bytes) {
-  if (bytes >= (1u << 20)) return fmt::format("{}M", bytes >> 20);
+  if (bytes % (1u << 20) == 0) return fmt::format("{}M", bytes >> 20);
   return fmt::format("{}K", bytes >> 10);
+}
+
+// Every cell, a row with its ratio; then the share of cells within 10%.
+void write_tables(const Config& config, const std::vector<Cell>& cells, double minutes) {
+  Table table;
+  table.title = "Transfer model: one message over the wanlab transport, measured against the simulator's model";
+  table.header = {"rate", "delay (one way)", "streams", "size", "state", "measured (s)", "model (s)", "ratio",
+                  "steady model (s)", "cwnd at start (segments)"};
+  int within = 0;
+  int steady_within = 0;
+  for (const Cell& c : cells) {
+    const double ratio = c.measured_s / c.modelled_s;
+    within += std::abs(ratio - 1) <= 0.10 ? 1 : 0;
+    steady_within += std::abs(c.measured_s / c.steady_s - 1) <= 0.10 ? 1 : 0;
+    table.rows.push_back({fmt::format("{} Mbit/s", c.rate_bps / 1'000'000), fmt::format("{} ms", c.delay_ms),
+                          std::to_string(c.streams), size_text(c.bytes), c.state, fmt::format("{:.3f}", c.measured_s),
+                          fmt::format("{:.3f}", c.modelled_s), fmt::format("{:.2f}", ratio),
+                          fmt::format("{:.3f}", c.steady_s), std::to_string(c.cwnd_segments)});
+  }
+  const double share = cells.empty() ? 0 : 100.0 * within / static_cast<double>(cells.size());
+  table.notes = {
+      fmt::format("{} of {} cells ({:.0f}%) within 10% of the model (target: 90%): {}; the steady model (no slow "
+                  "start, the simulator before rounds): {} of {}.",
+                  within, cells.size(), share, verdict(share >= 90), steady_within, cells.size()),
+      fmt::format("cubic, tcp_wmem_max {}, tcp_rmem_max {}, queue 1 BDP, tcp_slow_start_after_idle {}, pacing {} "
+                  "(each stream at rate / streams, as wanlab train does), chunk 16 KiB; cells whose steady time "
+                  "exceeds {} s left out; {:.1f} minutes.",
+                  config.wmem, config.rmem, config.slow_start_after_idle, config.pace ? "on" : "off",
+                  config.max_seconds, minutes),
+      "cold: first message on a new channel; warm: sent once the previous one is acknowledged (one way after it arrived); idle: 1 s after that."};
+  fmt::print("\n{}", table.text());
+  if (!config.markdown.empty()) {
+    std::ofstream out(config.markdown);
+    out << table.markdown();
+  }
+  if (!config.csv.empty()) {
+    std::ofstream out(config.csv);
+    out << "rate_bps,delay_ms,streams,bytes,state,measured_s,model_s,steady_s,cwnd_segments\n";
+    for (const Cell& c : cells)
+      out << fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f},{}\n", c.rate_bps, c.delay_ms, c.streams, c.bytes, c.state,
+                         c.measured_s, c.modelled_s, c.steady_s, c.cwnd_segments);
+  }
 }
 
 std::vector<std::string> split(const std::string& text) {
@@ -283,11 +333,11 @@ int main(int argc, char** argv) {
           if (ideal > config.max_seconds) continue;
           std::vector<std::vector<tp::StreamShare>> shares;
           const std::uint64_t pacing = config.pace ? rate / 8 / static_cast<std::uint64_t>(streams) : 0;
-          const auto measured = time_messages(bed.host_of_dc(0), bed.host_of_dc(1), streams, bytes, pacing, shares);
+          const auto measured = time_messages(bed.host_of_dc(0), bed.host_of_dc(1), streams, bytes, pacing, path.delay_s, shares);
           hs::TcpChannelState state;  // what the model carries from message to message
           for (std::size_t k = 0; k < measured.size(); ++k) {
-            Cell cell{rate, delay, streams, bytes, kStates[k], measured[k], 0, 0};
-            if (k == 2) hs::after_idle(path, state, std::chrono::duration<double>(kIdleGap).count() + path.rtt_s / 2);
+            Cell cell{rate, delay, streams, bytes, kStates[k], measured[k], 0, ideal, 0};
+            if (k == 2) hs::after_idle(path, state, std::chrono::duration<double>(kIdleGap).count() + path.rtt_s);
             cell.modelled_s = hs::transfer_alone_s(path, streams, static_cast<double>(bytes), state);
             std::uint64_t cwnd_sum = 0;
             for (const auto& share : shares[k]) cwnd_sum += share.cwnd;
@@ -302,7 +352,7 @@ int main(int argc, char** argv) {
       }
     }
   }
-  (void)started;
+  write_tables(config, cells, std::chrono::duration<double>(Clock::now() - started).count() / 60);
   fs::remove_all(work_dir);
   return 0;
 }

@@ -372,6 +372,24 @@ BOOST_AUTO_TEST_CASE(atlas_beats_the_dp_across_dc_single_stream_baseline) {
   BOOST_TEST(atlas_row.iteration_s < 0.85 * baseline_row.iteration_s);
   BOOST_TEST(atlas_row.wan_bytes_per_iteration < baseline_row.wan_bytes_per_iteration);
   BOOST_TEST(compare.output.find("SPEEDUP") != std::string::npos);
+
+  // The simulator agrees with both runs (issue 10: a model drifting away from
+  // what TCP does on the emulator fails here). The bound is CI's, for a loaded
+  // 2-core machine; bench/harness/run-experiments.sh prints the real ratios.
+  const std::vector<std::pair<std::string, std::vector<std::string>>> runs{
+      {"atlas", {}}, {"baseline", {"--schedule", "1f1b", "--placement", "dp-across-dc", "--streams", "1"}}};
+  for (const auto& [run, flags] : runs) {
+    std::vector<std::string> argv{"train", files.experiment.path(), "--simulate", "--quiet", "--out",
+                                  (out.path / (run + "-sim")).string()};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    const auto simulated = test::wanlab(argv);
+    BOOST_TEST_REQUIRE(simulated.status == 0, simulated.output);
+    const double measured_s = hs::read_result((out.path / run).string()).iteration_s;
+    const double simulated_s = hs::read_result((out.path / (run + "-sim")).string()).iteration_s;
+    std::cout << "  " << run << ": " << measured_s << " s measured, " << simulated_s << " s simulated\n";
+    BOOST_TEST(measured_s / simulated_s >= 0.75, run << ": " << measured_s << " s measured, " << simulated_s << " s simulated");
+    BOOST_TEST(measured_s / simulated_s <= 1.25, run << ": " << measured_s << " s measured, " << simulated_s << " s simulated");
+  }
 }
 
 // One run per runtime: the workers' namespaces, then a worker killed mid-run.

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The transfer-model benchmark in one command (issue 10): real transfer times
+# of one message over the wanlab transport on an emulated two-DC link, beside
+# the simulator's TCP model (harness/tcp_model.hpp), over a grid of rate,
+# one-way delay, streams, message size and the channel's state. Builds what it
+# needs, runs as root, prints the table and writes it to bench/results/transfer.md
+# (and every cell to bench/results/transfer.csv).
+#
+#   bench/run-transfer-bench.sh [options of wanlab_transfer_bench]
+#   e.g. --rates 100mbit,1gbit --delays 5,50,150 --streams 1,4,16 --sizes 1M,16M,256M
+#
+# Environment: WANLAB_BENCH_BUILD  build directory (default: build-bench)
+#              WANLAB_BIN          a built `wanlab` to use instead of building one
+# The default grid takes about 10 minutes. Its one testbed is named bench-xfer
+# and goes down however the benchmark ends.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${WANLAB_BENCH_BUILD:-$repo/build-bench}"
+
+if [[ $(id -u) -ne 0 ]]; then
+  echo "run-transfer-bench.sh: needs root (namespaces, tc, iptables)" >&2
+  exit 1
+fi
+if [[ ! -f "$build/CMakeCache.txt" ]]; then
+  generator=()
+  command -v ninja >/dev/null && generator=(-G Ninja)
+  cmake -S "$repo" -B "$build" "${generator[@]}" -DWANLAB_WERROR=ON >/dev/null
+fi
+targets=(wanlab_transfer_bench)
+[[ -n "${WANLAB_BIN:-}" ]] || targets+=(wanlab)
+log="$build/bench-build.log"
+if ! cmake --build "$build" --target "${targets[@]}" >"$log" 2>&1; then
+  tail -20 "$log" >&2
+  echo "run-transfer-bench.sh: build failed (log: $log)" >&2
+  exit 1
+fi
+exec "$build/bench/wanlab_transfer_bench" --wanlab "${WANLAB_BIN:-$build/cli/wanlab}" \
+  --rates 100mbit,1gbit --delays 5,50,150 --streams 1,4,16 --sizes 1M,16M,256M --max-seconds 6 \
+  --markdown "$repo/bench/results/transfer.md" --csv "$repo/bench/results/transfer.csv" "$@"
