@@ -327,6 +327,7 @@ int main(int argc, char** argv) {
       path.delay_s = delay / 1e3;
       path.window_bytes = em::stream_window_bytes(host);
       path.slow_start_after_idle = config.slow_start_after_idle != 0;
+      path.paced = config.pace;
       for (const int streams : config.streams) {
         for (const std::uint64_t bytes : config.sizes) {
           const double ideal = hs::steady_transfer_s(path, streams, static_cast<double>(bytes));

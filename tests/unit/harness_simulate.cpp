@@ -102,7 +102,8 @@ BOOST_AUTO_TEST_CASE(tcp_windows_carry_over_so_the_first_iteration_is_the_slowes
   Plan plan = make_plan(experiment("schedule = \"1f1b\"", 4, 2, 8, 1, 2), scenario);
   RunRecord record = simulate(plan, scenario, link_model_for(scenario), 4);
   BOOST_TEST(iteration_ms(record, 0) > 1.2 * iteration_ms(record, 1));
-  for (int i = 2; i < 4; ++i) BOOST_TEST(iteration_ms(record, i) == iteration_ms(record, 1), boost::test_tools::tolerance(0.03));
+  BOOST_TEST(iteration_ms(record, 1) >= iteration_ms(record, 2) * (1 - 1e-9));
+  BOOST_TEST(iteration_ms(record, 3) == iteration_ms(record, 2), boost::test_tools::tolerance(0.03));
   // Never faster than without slow start, where every transfer is at its steady rate at once.
   RunRecord steady = simulate(plan, scenario, harness_test::steady_links(scenario), 4);
   for (int i = 0; i < 4; ++i) BOOST_TEST(iteration_ms(record, i) >= iteration_ms(steady, i) * (1 - 1e-9));

@@ -53,6 +53,18 @@ BOOST_AUTO_TEST_CASE(slow_start_doubles_a_window_that_limited_the_round_up_to_th
   BOOST_TEST(state.cwnd_bytes == 100 * kSegmentBytes);
 }
 
+BOOST_AUTO_TEST_CASE(paced_a_stream_sends_at_most_twice_its_window_per_rtt) {
+  TcpPath path = path_of(1e9, 0.05, 1e9);
+  TcpChannelState state;
+  state.cwnd_bytes = 100 * kSegmentBytes;
+  BOOST_TEST(std::isinf(pacing_limit_bps(path, state)));
+  path.paced = true;
+  BOOST_TEST(pacing_limit_bps(path, state) == 2 * 100 * kSegmentBytes * 8 / 0.1, boost::test_tools::tolerance(1e-12));
+  // A full window goes out over half an RTT, not at the link's rate.
+  const double bytes = 4 * 100 * kSegmentBytes;
+  BOOST_TEST(transfer_alone_s(path, 4, bytes, state) == 0.05 + 0.05, boost::test_tools::tolerance(1e-9));
+}
+
 BOOST_AUTO_TEST_CASE(an_idle_channel_halves_its_window_per_rto_down_to_the_initial_window) {
   TcpPath path = path_of(1e9, 0.005, 1e9);  // RTO = 10 ms + 200 ms
   TcpChannelState state;
@@ -105,6 +117,8 @@ BOOST_AUTO_TEST_CASE(the_simulator_moves_each_transfer_as_the_model_says) {
   path.delay_s = static_cast<double>(scenario.pair(0, 1).delay_ns) / 1e9;
   path.rtt_s = static_cast<double>(scenario.rtt_ns(0, 1)) / 1e9;
   path.window_bytes = em::stream_window_bytes(scenario.host);
+  path.paced = plan.experiment.pacing;
+  BOOST_TEST(path.paced);  // the default, as in real runs
   int checked = 0;
   for (int sender = 0; sender < 2; ++sender) {
     TcpChannelState state;

@@ -340,7 +340,7 @@ class Simulator {
       transfer.cap_bps = detail::transfer_cap_bps(link, transfer.streams);  // the window's rate
     } else {
       transfer.round_bits = std::min(transfer.bits_left, full_round_bits);
-      transfer.cap_bps = link.stream_flow_bps * transfer.streams;
+      transfer.cap_bps = std::min(link.stream_flow_bps, pacing_limit_bps(link.tcp, state)) * transfer.streams;
       transfer.round_ends = now_ + link.tcp.rtt_s * 1e9;
     }
     transfer.round_bits_left = transfer.round_bits;
@@ -619,6 +619,7 @@ LinkRate link_rate(const Experiment& experiment, const emulator::Scenario& scena
   link.tcp.rtt_s = rtt_ns / 1e9;
   if (model.stream_window_bytes > 0) link.tcp.window_bytes = model.stream_window_bytes * experiment.scale;
   link.tcp.slow_start_after_idle = model.slow_start_after_idle;
+  link.tcp.paced = experiment.pacing;
   return link;
 }
 

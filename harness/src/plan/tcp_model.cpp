@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace wanlab::harness {
 
@@ -13,14 +14,20 @@ double in_flight_limit(const TcpPath& path, const TcpChannelState& state) {
   return std::min(state.cwnd_bytes, path.window_bytes);
 }
 
-// How long `bytes` over `streams` take to go onto the link back to back.
-double burst_s(const TcpPath& path, int streams, double bytes) {
+// How long `bytes` over `streams` take to go onto the link back to back
+// (or paced) from `state`.
+double burst_s(const TcpPath& path, const TcpChannelState& state, int streams, double bytes) {
   const double link = bytes * 8 / path.rate_bps;
-  const double flow = bytes / streams * 8 / path.flow_rate_bps;
+  const double flow = bytes / streams * 8 / std::min(path.flow_rate_bps, pacing_limit_bps(path, state));
   return std::max(link, flow);
 }
 
 }  // namespace
+
+double pacing_limit_bps(const TcpPath& path, const TcpChannelState& state) {
+  if (!path.paced || !(path.rtt_s > 0)) return std::numeric_limits<double>::infinity();
+  return kPacingSlowStartRatio * in_flight_limit(path, state) * 8 / path.rtt_s;
+}
 
 double round_bytes(const TcpPath& path, const TcpChannelState& state, int streams, double left_bytes) {
   return std::min(left_bytes, streams * in_flight_limit(path, state));
@@ -28,13 +35,16 @@ double round_bytes(const TcpPath& path, const TcpChannelState& state, int stream
 
 void after_round(const TcpPath& path, TcpChannelState& state, int streams, double sent_bytes) {
   const double per_stream = sent_bytes / streams;
-  if (2 * per_stream > state.cwnd_bytes) state.cwnd_bytes = std::min(state.cwnd_bytes + per_stream, path.window_bytes);
+  const double most_in_flight = std::max(per_stream, state.last_round_bytes);
+  if (2 * most_in_flight > state.cwnd_bytes) state.cwnd_bytes = std::min(state.cwnd_bytes + per_stream, path.window_bytes);
+  state.last_round_bytes = per_stream;
   state.cwnd_bytes = std::max(state.cwnd_bytes, kInitialWindowBytes);
 }
 
 void after_idle(const TcpPath& path, TcpChannelState& state, double idle_s) {
-  if (!path.slow_start_after_idle) return;
   const double rto = path.rtt_s + kMinRtoS;
+  if (idle_s > path.rtt_s) state.last_round_bytes = 0;  // a window with nothing in flight has passed
+  if (!path.slow_start_after_idle) return;
   const double restart = std::min(kInitialWindowBytes, state.cwnd_bytes);
   for (double left = idle_s - rto; left > 0 && state.cwnd_bytes > restart; left -= rto) state.cwnd_bytes /= 2;
   state.cwnd_bytes = std::max(state.cwnd_bytes, restart);
@@ -45,7 +55,7 @@ double transfer_alone_s(const TcpPath& path, int streams, double bytes, TcpChann
   double elapsed = 0;
   while (true) {
     const double sent = round_bytes(path, state, streams, left);
-    const double on_link = burst_s(path, streams, sent);
+    const double on_link = burst_s(path, state, streams, sent);
     left -= sent;
     after_round(path, state, streams, sent);
     if (left < kDoneBytes) return elapsed + on_link + path.delay_s;

@@ -9,8 +9,12 @@
 //   back to back onto the link; the round lasts one RTT, or longer while that
 //   burst is still on the link (then the link, not the window, binds).
 // - Slow start: each round, a stream's cwnd grows by what it sent, when the
-//   window limited what it sent (Linux: tcp_is_cwnd_limited, more than half
-//   the window in flight); never beyond the window ceiling.
+//   window limited what it sent (Linux: tcp_is_cwnd_limited, cwnd below twice
+//   the most in flight over the last window: this round's or the one
+//   before); never beyond the window ceiling.
+// - Paced (SO_MAX_PACING_RATE, as wanlab train sets it), TCP spreads a round
+//   over time itself: a stream sends at most 2 x cwnd / RTT (Linux's
+//   tcp_pacing_ss_ratio, in slow start), so a full window takes half an RTT.
 // - The message's last byte arrives one way's delay after it left.
 // - Idle: with tcp_slow_start_after_idle (Linux's default), a stream idle for
 //   longer than its RTO (RTT + 200 ms) halves its cwnd once per RTO it was
@@ -25,6 +29,7 @@ namespace wanlab::harness {
 inline constexpr double kSegmentBytes = 1448;  // TCP payload of a 1500-byte frame with timestamps
 inline constexpr double kInitialWindowBytes = 10 * kSegmentBytes;
 inline constexpr double kMinRtoS = 0.2;  // Linux's TCP_RTO_MIN
+inline constexpr double kPacingSlowStartRatio = 2.0;  // net.ipv4.tcp_pacing_ss_ratio = 200 (%)
 
 struct TcpPath {
   double rate_bps = std::numeric_limits<double>::infinity();       // what the link gives this transfer
@@ -33,16 +38,21 @@ struct TcpPath {
   double rtt_s = 0;
   double window_bytes = std::numeric_limits<double>::infinity();  // per stream ceiling
   bool slow_start_after_idle = true;
+  bool paced = false;  // TCP's own pacing is on (the connection has a max pacing rate)
 };
 
 // The congestion window of each of a channel's streams (they move alike).
 struct TcpChannelState {
   double cwnd_bytes = kInitialWindowBytes;
+  double last_round_bytes = 0;  // per stream: what the round before sent
 };
 
 // What the streams may send in the next round: streams x min(cwnd, ceiling),
 // at most `left_bytes`.
 double round_bytes(const TcpPath& path, const TcpChannelState& state, int streams, double left_bytes);
+// What TCP's own pacing lets one stream send at most in the next round
+// (bits/s): infinite unless path.paced.
+double pacing_limit_bps(const TcpPath& path, const TcpChannelState& state);
 // After a round that sent `sent_bytes` over `streams`: slow start's growth.
 void after_round(const TcpPath& path, TcpChannelState& state, int streams, double sent_bytes);
 // The channel sent nothing for `idle_s` (from its last data sent).
