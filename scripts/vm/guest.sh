@@ -1,7 +1,7 @@
 #!/bin/bash
 # PID 1 of the guest after switch_root (see init): the host's / read-only under
 # a tmpfs overlay, the writable share at /wanlab-vm. Loads the modules asked
-# for, runs the command that run-in-vm.sh wrote into the share (argv, cwd and
+# for, mounts the directories given with --share at their paths, runs the command that run-in-vm.sh wrote into the share (argv, cwd and
 # environment as NUL-separated lists, never through a shell) and writes its
 # exit status to the share, then powers the guest off.
 set -uo pipefail
@@ -30,6 +30,11 @@ mount --bind "$modules_dir" "/lib/modules/$kernel_release" || fail "binding $mod
 mapfile -d '' -t modules <"$share/modprobe"
 for module in "${modules[@]}"; do
   modprobe "$module" || fail "modprobe $module failed on kernel $kernel_release"
+done
+mapfile -d '' -t writable <"$share/writable"
+for i in "${!writable[@]}"; do
+  mkdir -p "${writable[$i]}"
+  mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 "share$i" "${writable[$i]}" || fail "mounting ${writable[$i]} writable failed"
 done
 ip link set lo up
 hostname wanlab-vm 2>/dev/null || true

@@ -13,6 +13,9 @@
 #     --modprobe MODULE  load before the command (repeatable); sch_fq,
 #                        sch_ingress, cls_bpf and veth always are
 #     --cwd DIR          the command's directory (default: this one)
+#     --share DIR        make DIR writable in the guest, at the same path, so
+#                        what the command writes there reaches the host
+#                        (repeatable; everything else the guest writes is lost)
 #     --timeout SECONDS  wall-clock limit for the whole run (default 600)
 #     --memory MIB       guest memory (default 2048)
 #     --cpus N           guest CPUs (default 1; TCG runs one host thread each)
@@ -34,6 +37,7 @@ timeout=600
 memory=2048
 cpus=1
 fetch_only=0
+shares=()
 cwd="$PWD"
 environment=("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" "HOME=/root" "LANG=C.UTF-8")
 modules=(sch_fq sch_ingress cls_bpf veth)
@@ -46,7 +50,7 @@ die() {
 }
 
 usage() {
-  echo "usage: $me --fetch | [--env NAME=VALUE] [--modprobe MODULE] [--cwd DIR] [--timeout SECONDS] [--memory MIB] [--cpus N] -- COMMAND [ARG...]" >&2
+  echo "usage: $me --fetch | [--env NAME=VALUE] [--modprobe MODULE] [--cwd DIR] [--share DIR] [--timeout SECONDS] [--memory MIB] [--cpus N] -- COMMAND [ARG...]" >&2
   exit 2
 }
 
@@ -61,6 +65,8 @@ while [[ $# -gt 0 ]]; do
     --modprobe) [[ $# -ge 2 && $2 =~ ^[A-Za-z0-9_-]+$ ]] || { echo "$me: --modprobe needs a module name" >&2; usage; }
                 modules+=("$2"); shift 2 ;;
     --cwd) [[ $# -ge 2 ]] || usage; cwd="$(realpath -- "$2")"; shift 2 ;;
+    --share) [[ $# -ge 2 && -d $2 ]] || { echo "$me: --share needs an existing directory" >&2; usage; }
+             shares+=("$(realpath -- "$2")"); shift 2 ;;
     --timeout) [[ $# -ge 2 ]] || usage; positive "$1" "$2"; timeout=$2; shift 2 ;;
     --memory) [[ $# -ge 2 ]] || usage; positive "$1" "$2"; memory=$2; shift 2 ;;
     --cpus) [[ $# -ge 2 ]] || usage; positive "$1" "$2"; cpus=$2; shift 2 ;;
@@ -191,8 +197,16 @@ printf '%s' "$cwd" >"$share/cwd"
 printf '%s\0' "${modules[@]}" >"$share/modprobe"
 printf '%s\0' "${environment[@]}" >"$share/env"
 printf '%s\0' "$@" >"$share/argv"
+printf '%s\0' "${shares[@]}" >"$share/writable"
 
 # ---- the guest ----
+# A comma in a QEMU option's value is written twice.
+qemu_value() { printf '%s' "${1//,/,,}"; }
+share_devices=()
+for i in "${!shares[@]}"; do
+  share_devices+=(-fsdev "local,id=share$i,path=$(qemu_value "${shares[$i]}"),security_model=none"
+                  -device "virtio-9p-pci,fsdev=share$i,mount_tag=share$i")
+done
 console="$work/console.log"
 # Under TCG on a busy host the kernel calibrates the TSC against the PIT wrongly
 # (by 5-10x here) and its clock runs fast until the watchdog notices: keep time
@@ -203,14 +217,14 @@ cmdline="console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init clocksource=hpet t
 setpriv --pdeathsig KILL -- qemu-system-x86_64 \
   -accel tcg -cpu max -smp "$cpus" -m "$memory" \
   -display none -vga none -monitor none -no-reboot -nic none \
-  -chardev "stdio,id=console,signal=off,logfile=$console" -serial chardev:console \
-  -kernel "$vmlinuz" -initrd "$work/initramfs.img" \
+  -chardev "stdio,id=console,signal=off,logfile=$(qemu_value "$console")" -serial chardev:console \
+  -kernel "$(qemu_value "$vmlinuz")" -initrd "$work/initramfs.img" \
   -append "$cmdline" \
   -fsdev "local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap" \
   -device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
-  -fsdev "local,id=wanlabvm,path=$share,security_model=none" \
+  -fsdev "local,id=wanlabvm,path=$(qemu_value "$share"),security_model=none" \
   -device virtio-9p-pci,fsdev=wanlabvm,mount_tag=wanlabvm \
-  </dev/null &
+  "${share_devices[@]}" </dev/null &
 qemu_pid=$!
 deadline=$((SECONDS + timeout))
 while kill -0 "$qemu_pid" 2>/dev/null; do
