@@ -2,7 +2,7 @@
 # Runs one command inside Debian's stock kernel under QEMU and exits with the
 # command's exit status. The guest sees this machine's / read-only over 9p
 # under a tmpfs overlay (so the build tree's binaries run at the same absolute
-# paths and nothing the guest writes reaches the host), has its own /run, /tmp,
+# paths and nothing the guest writes reaches the host), has its own /run,
 # /proc, /sys and bpffs, and the kernel package's modules, sch_fq among them.
 #
 #   scripts/vm/run-in-vm.sh [options] -- COMMAND [ARG...]
@@ -76,9 +76,9 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 [[ $# -ge 1 || $fetch_only -eq 1 ]] || usage
-# The guest mounts its own /run and /tmp: what lies there on the host is not
-# what the guest sees.
-[[ $fetch_only -eq 1 ]] || case "$cwd/" in /run/*|/tmp/*|/proc/*|/sys/*|/dev/*) die "--cwd $cwd: the guest has its own $(cut -d/ -f2 <<<"$cwd"), so run from elsewhere" ;; esac
+# The guest mounts its own /run, /proc, /sys and /dev: what lies there on the
+# host is not what the guest sees.
+[[ $fetch_only -eq 1 ]] || case "$cwd/" in /run/*|/proc/*|/sys/*|/dev/*) die "--cwd $cwd: the guest has its own $(cut -d/ -f2 <<<"$cwd"), so run from elsewhere" ;; esac
 [[ $(id -u) -eq 0 ]] || die "needs root (QEMU must read all of / to share it with the guest)"
 for tool in qemu-system-x86_64 apt-get dpkg-deb depmod modprobe setpriv xz; do
   command -v "$tool" >/dev/null || die "$tool is missing: run scripts/setup.sh build (it installs qemu-system-x86, busybox-static, kmod and xz-utils)"
@@ -197,7 +197,9 @@ printf '%s' "$cwd" >"$share/cwd"
 printf '%s\0' "${modules[@]}" >"$share/modprobe"
 printf '%s\0' "${environment[@]}" >"$share/env"
 printf '%s\0' "$@" >"$share/argv"
-printf '%s\0' "${shares[@]}" >"$share/writable"
+: >"$share/writable"
+# (printf with no arguments would still write one empty entry)
+if [[ ${#shares[@]} -gt 0 ]]; then printf '%s\0' "${shares[@]}" >"$share/writable"; fi
 
 # ---- the guest ----
 # A comma in a QEMU option's value is written twice.
