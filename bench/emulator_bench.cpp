@@ -5,7 +5,12 @@
 // measurements run in-process with wanlab/emulator/probe.hpp.
 //
 // Usage (root): wanlab_emulator_bench [--wanlab PATH] [--markdown FILE]
-//               [--only rtt,goodput,capacity,conformance,scale]
+//               [--only rtt,goodput,capacity,conformance,scale] [--note TEXT]
+//               [--command TEXT]
+//
+// --note: a line about where the figures come from, printed in the header and
+// the markdown (bench/run-emulator-bench.sh --vm says they are under TCG);
+// --command: the command the markdown says made it.
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -42,6 +47,8 @@ using wanlab::emulator::kPayloadShare;
 struct Config {
   std::string wanlab;
   std::string markdown;
+  std::string note;
+  std::string command = "bench/run-emulator-bench.sh";
   std::set<std::string> sections;
   std::string work_dir;
 };
@@ -510,6 +517,10 @@ Config parse_args(int argc, char** argv) {
       config.wanlab = value();
     } else if (arg == "--markdown") {
       config.markdown = value();
+    } else if (arg == "--note") {
+      config.note = value();
+    } else if (arg == "--command") {
+      config.command = value();
     } else if (arg == "--only") {
       std::set<std::string> chosen;
       std::stringstream list(value());
@@ -520,7 +531,7 @@ Config parse_args(int argc, char** argv) {
       }
       config.sections = chosen;
     } else {
-      throw std::invalid_argument("unknown argument \"" + arg + "\" (--wanlab PATH, --markdown FILE, --only LIST)");
+      throw std::invalid_argument("unknown argument \"" + arg + "\" (--wanlab PATH, --markdown FILE, --only LIST, --note TEXT, --command TEXT)");
     }
   }
   config.wanlab = fs::absolute(config.wanlab).string();
@@ -573,6 +584,7 @@ int run(int argc, char** argv) {
                                    "load average at start: {}; this process runs at nice {}\nwanlab binary: {}\n",
                                    now_text(), machine.kernel, machine.cpus, machine.cpu_model, machine.memory_gib, load_at_start,
                                    nice_value, config.wanlab);
+  if (!config.note.empty()) header += "note: " + config.note + "\n";
   fmt::print("{}\n", header);
   std::fflush(stdout);
 
@@ -607,9 +619,10 @@ int run(int argc, char** argv) {
     out << "# wanlab emulator benchmark\n\n";
     out << fmt::format("- Date: {}\n- Machine: {}; {} CPUs ({}); {:.1f} GiB memory\n- Release path: {}\n- Load average (1/5/15 min) at start: {}; at end: {}\n"
                        "- Benchmark process priority: nice {} (the releaser daemon runs SCHED_FIFO)\n- Run time: {:.0f} s\n"
-                       "- Command: `bench/run-emulator-bench.sh`\n\n",
+                       "- Command: `{}`\n\n",
                        now_text(), machine.kernel, machine.cpus, machine.cpu_model, machine.memory_gib, release_path, load_at_start,
-                       load_at_end, nice_value, seconds);
+                       load_at_end, nice_value, seconds, config.command);
+    if (!config.note.empty()) out << "- Note: " << config.note << "\n\n";
     for (const auto& table : tables) out << table.markdown() << "\n";
     if (!out) throw std::runtime_error("writing " + config.markdown);
     fmt::print("markdown written to {}\n", config.markdown);

@@ -2,7 +2,12 @@
 # The emulator benchmark in one command: builds what it needs, runs as root,
 # prints the tables and writes them as markdown to bench/results/emulator.md.
 #
-#   bench/run-emulator-bench.sh [--only rtt,goodput,capacity,conformance,scale]
+#   bench/run-emulator-bench.sh [--vm] [--only rtt,goodput,capacity,conformance,scale]
+#
+# --vm: the fq release path, which this project's machines' kernel lacks, in
+# Debian's own kernel under QEMU (scripts/vm/run-in-vm.sh, TCG: no KVM), written
+# to bench/results/emulator-fq-vm.md. Its figures include TCG's cost: every
+# instruction of the guest's network stack is emulated on one emulated CPU.
 #
 # Environment: WANLAB_BENCH_BUILD  build directory (default: build-bench)
 #              WANLAB_BIN          a built `wanlab` to use instead of building one
@@ -13,6 +18,12 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${WANLAB_BENCH_BUILD:-$repo/build-bench}"
 results="$repo/bench/results/emulator.md"
+vm=0
+if [[ ${1:-} == --vm ]]; then
+  vm=1
+  shift
+  results="$repo/bench/results/emulator-fq-vm.md"
+fi
 testbeds=(bench-rtt bench-gp bench-cap bench-conf bench-dc2 bench-dc16 bench-dc64)
 
 if [[ $(id -u) -ne 0 ]]; then
@@ -53,4 +64,11 @@ trap down_leftovers EXIT
 mkdir -p "$(dirname "$results")"
 # Nice -10: on a shared machine, other people's builds take less CPU from the
 # emulated hosts' senders and receivers. The releaser runs SCHED_FIFO anyway.
-nice -n -10 "$build/bench/wanlab_emulator_bench" --wanlab "$wanlab" --markdown "$results" "$@"
+bench=(nice -n -10 "$build/bench/wanlab_emulator_bench" --wanlab "$wanlab" --markdown "$results")
+if [[ $vm -eq 1 ]]; then
+  # The guest sees this machine's / read-only: only bench/results is written back.
+  "$repo/scripts/vm/run-in-vm.sh" --timeout 3600 --share "$(dirname "$results")" -- "${bench[@]}" \
+    --command "bench/run-emulator-bench.sh --vm${*:+ $*}" --note "fq release path in Debian's kernel under QEMU with TCG (no KVM), one emulated CPU on this machine: every instruction of the guest's network stack is emulated, so RTT errors and CPU-bound rates show TCG as much as the fq path; compare with bench/results/emulator.md (host kernel, nfqueue path) as ratios only" "$@"
+else
+  "${bench[@]}" "$@"
+fi

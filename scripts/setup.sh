@@ -4,7 +4,7 @@
 # only where podman fails without the change, and says so), builds wanlab and
 # the worker image (containers/build.sh), and then runs
 #   demo   the three-DC demo (default)
-#   test   the whole test suite (unit, bpf, integration), then the fuzzers
+#   test   the whole test suite (unit, bpf, integration, vm), then the fuzzers
 #          for a bounded time each (label fuzz, a clang build in ./build-fuzz)
 #   build  nothing more
 # Usage: scripts/setup.sh [demo|test|build]
@@ -26,7 +26,8 @@ fuzz_build=${FUZZ_BUILD_DIR:-build-fuzz}
 packages=(build-essential cmake ninja-build pkg-config clang llvm libclang-rt-dev
           libbpf-dev bpftool libelf-dev zlib1g-dev libmnl-dev
           libasio-dev libfmt-dev libtomlplusplus-dev libboost-test-dev
-          iproute2 iptables iperf3 iputils-ping procps python3)
+          iproute2 iptables iperf3 iputils-ping procps python3
+          qemu-system-x86 busybox-static kmod xz-utils)  # the last line: the vm tests
 # Workers run in podman (crun as its OCI runtime), unless one is here already.
 command -v podman >/dev/null || packages+=(podman crun)
 missing=()
@@ -73,6 +74,11 @@ case "$what" in
     "$build/cli/wanlab" compare "$out/1f1b" "$out/atlas" "$out/atlas+bubbletea"
     echo "timeline of Atlas + BubbleTea (prefill in yellow): $out/atlas+bubbletea/timeline.svg" ;;
   test)
+    # The vm tests boot linux-image-amd64's kernel, which apt must know of.
+    if ! apt-cache show --no-all-versions linux-image-amd64 >/dev/null 2>&1; then
+      echo "== apt-get update (the vm tests fetch linux-image-amd64)"
+      apt-get update -qq
+    fi
     # Both suites run; either failing fails the whole.
     status=0
     echo "== tests"

@@ -5,7 +5,6 @@
 
 #include <boost/test/unit_test.hpp>
 #include <chrono>
-#include <iostream>
 #include <thread>
 
 #include "support/wanlab_cli.hpp"
@@ -41,7 +40,7 @@ hosts = 1
 struct Testbed {
   explicit Testbed(const std::string& text, const std::vector<std::string>& extra = {})
       : file("itest", text) {
-    std::vector<std::string> args{"up", file.path(), "--quiet"};
+    std::vector<std::string> args{"up", file.path(), "--quiet", "--release", test::release_choice()};
     args.insert(args.end(), extra.begin(), extra.end());
     const auto up = test::wanlab(args);
     BOOST_TEST_REQUIRE(up.status == 0, up.output);
@@ -70,7 +69,7 @@ BOOST_AUTO_TEST_CASE(rtt_between_dcs_is_twice_the_one_way_delay) {
   Testbed bed(kTwoDc);
   const double rtt = median_rtt(bed, "east-0", "west-0");
   BOOST_TEST(rtt >= 40.0);
-  BOOST_TEST(rtt <= 42.5);
+  BOOST_TEST(rtt <= test::rtt_upper_ms(40.0));
   // Hosts of one DC see the intra-DC delay (none here), not the WAN's.
   BOOST_TEST(median_rtt(bed, "east-0", "east-1") < 2.0);
 }
@@ -83,19 +82,22 @@ BOOST_AUTO_TEST_CASE(tcp_goodput_is_close_to_the_configured_rate) {
   options.congestion = "cubic";
   const double goodput = em::measure_goodput_bps(bed.endpoint("east-0"), bed.endpoint("west-0"), options);
   BOOST_TEST_MESSAGE("goodput " << goodput / 1e6 << " Mbit/s of 100");
-  BOOST_TEST(goodput > 85e6);
+  // Under TCG one emulated CPU carries sender, receiver and both stacks, and
+  // has measured 80-96 Mbit/s here: the floor drops to 75%. The ceiling,
+  // the shaper's part, stays.
+  BOOST_TEST(goodput > (test::under_tcg() ? 75e6 : 85e6));
   BOOST_TEST(goodput < 101e6);
 }
 
 BOOST_AUTO_TEST_CASE(set_changes_rtt_live_and_stats_show_drops) {
   Testbed bed(kTwoDc);
-  BOOST_TEST(median_rtt(bed, "east-0", "west-0") < 42.0);
+  BOOST_TEST(median_rtt(bed, "east-0", "west-0") <= test::rtt_upper_ms(40.0));
 
   const auto set = test::wanlab({"set", "east", "west", "--delay", "40ms", "--testbed", "itest"});
   BOOST_TEST_REQUIRE(set.status == 0, set.output);
   const double rtt = median_rtt(bed, "east-0", "west-0");
   BOOST_TEST(rtt >= 80.0);
-  BOOST_TEST(rtt <= 82.5);
+  BOOST_TEST(rtt <= test::rtt_upper_ms(80.0));
 
   // Loss: 20% each way loses about 36% of echoes.
   BOOST_TEST_REQUIRE(test::wanlab({"set", "east", "west", "--loss", "20%", "--delay", "1ms", "--testbed", "itest"}).status == 0);
@@ -130,7 +132,7 @@ delay = "5ms"
   std::this_thread::sleep_for(1500ms);
   const double after = median_rtt(bed, "east-0", "west-0", 10);
   BOOST_TEST(after >= 10.0);
-  BOOST_TEST(after <= 12.5);
+  BOOST_TEST(after <= test::rtt_upper_ms(10.0));
 
   const auto cc = test::wanlab({"exec", "west-0", "--testbed", "itest", "--", "cat", "/proc/sys/net/ipv4/tcp_congestion_control"});
   BOOST_TEST(cc.status == 0);
@@ -156,9 +158,9 @@ BOOST_AUTO_TEST_CASE(hosts_json_lists_every_host) {
 BOOST_AUTO_TEST_CASE(run_returns_the_command_exit_code_and_cleans_up) {
   test::ScenarioFile file("itest", kTwoDc);
   const int programs_before = test::wanlab_programs_loaded();
-  const auto ok = test::wanlab({"run", file.path(), "--quiet", "--", test::wanlab_bin(), "exec", "east-0", "--", "true"});
+  const auto ok = test::wanlab({"run", file.path(), "--quiet", "--release", test::release_choice(), "--", test::wanlab_bin(), "exec", "east-0", "--", "true"});
   BOOST_TEST(ok.status == 0, ok.output);
-  const auto seven = test::wanlab({"run", file.path(), "--quiet", "--", "sh", "-c", "exit 7"});
+  const auto seven = test::wanlab({"run", file.path(), "--quiet", "--release", test::release_choice(), "--", "sh", "-c", "exit 7"});
   BOOST_TEST(seven.status == 7, seven.output);
   BOOST_TEST(test::leftovers("itest").empty(), test::leftovers("itest"));
   BOOST_TEST(test::eventually([&] { return test::wanlab_programs_loaded() <= programs_before; }));
@@ -191,7 +193,7 @@ BOOST_AUTO_TEST_CASE(killed_up_is_cleaned_by_down_and_interrupted_up_cleans_itse
 
   for (int sig : {SIGKILL, SIGTERM}) {
     int out = -1;
-    const pid_t up = test::spawn_wanlab({"up", file.path()}, &out);
+    const pid_t up = test::spawn_wanlab({"up", file.path(), "--release", test::release_choice()}, &out);
     BOOST_TEST_REQUIRE(test::eventually([] { return emulator::list_netns("wanlab-itest.").size() >= 3; }));
     ::kill(up, sig);
     const std::string said = test::read_all(out);
@@ -217,19 +219,23 @@ BOOST_AUTO_TEST_CASE(bad_scenario_is_refused_with_its_position_and_creates_nothi
   BOOST_TEST(test::leftovers("itest").empty());
 }
 
-// The fq release path needs sch_fq. Where the kernel lacks it (the project's
-// CI machine), asking for it must fail loudly and leave nothing; where it has
-// it, the path must hold the configured RTT like the nfqueue path does.
-BOOST_AUTO_TEST_CASE(fq_release_path_works_or_refuses_loudly) {
+// The fq release path needs sch_fq. Where the kernel lacks it (this project's
+// CI machine), asking for it must fail loudly and leave nothing: that is what
+// runs there. Where the kernel has it (Debian's, in vm.emulator), the path must
+// hold the configured RTT. Which of the two runs follows from the kernel,
+// asked through iproute2, not from wanlab's own answer.
+BOOST_AUTO_TEST_CASE(fq_release_path_holds_the_rtt_with_sch_fq_and_is_refused_loudly_without) {
   test::ScenarioFile file("itest", kTwoDc);
+  const bool has_fq = test::kernel_has_sch_fq();
   const auto up = test::wanlab({"up", file.path(), "--quiet", "--release", "fq"});
-  if (up.status != 0) {
+  if (!has_fq) {
+    BOOST_TEST(up.status == 1, up.output);
     BOOST_TEST(up.output.find("--release fq: the kernel has no sch_fq") != std::string::npos, up.output);
     BOOST_TEST(test::leftovers("itest").empty(), test::leftovers("itest"));
-    BOOST_TEST_MESSAGE("SKIPPED the fq path's RTT check: this kernel has no sch_fq (" << up.output << ")");
-    std::cout << "SKIPPED fq release path: kernel has no sch_fq\n";
+    BOOST_TEST_MESSAGE("no sch_fq in this kernel: checked the refusal; the fq path's RTT is checked in vm.emulator");
     return;
   }
+  BOOST_TEST_REQUIRE(up.status == 0, up.output);
   struct Down {
     ~Down() { test::wanlab({"down", "itest"}); }
   } down;
@@ -238,8 +244,9 @@ BOOST_AUTO_TEST_CASE(fq_release_path_works_or_refuses_loudly) {
   const auto& a = state.host("east-0");
   const auto& b = state.host("west-0");
   const double rtt = em::median(em::measure_rtt_ms({a.netns, a.ipv4}, {b.netns, b.ipv4}, 20, 10));
+  BOOST_TEST_MESSAGE("fq path: median RTT " << rtt << " ms, configured 40 ms");
   BOOST_TEST(rtt >= 40.0);
-  BOOST_TEST(rtt <= 42.5);
+  BOOST_TEST(rtt <= test::rtt_upper_ms(40.0));
 }
 
 // Hosts are dual-stack; the program classifies IPv6 by the DCs' /64s.
@@ -251,5 +258,5 @@ BOOST_AUTO_TEST_CASE(ipv6_is_emulated_like_ipv4) {
   BOOST_TEST_REQUIRE(at != std::string::npos, ping.output);
   const double min_rtt = std::stod(ping.output.substr(at + 23));
   BOOST_TEST(min_rtt >= 40.0);
-  BOOST_TEST(min_rtt <= 42.5);
+  BOOST_TEST(min_rtt <= test::rtt_upper_ms(40.0));
 }

@@ -8,6 +8,7 @@
 #include "wanlab/emulator/probe.hpp"
 #include "wanlab/emulator/process.hpp"
 #include "wanlab/emulator/rtnl.hpp"
+#include "wanlab/emulator/testbed.hpp"
 
 using namespace wanlab;
 namespace em = wanlab::emulator;
@@ -78,17 +79,30 @@ BOOST_AUTO_TEST_CASE(attach_shapes_existing_interfaces_and_down_removes_only_its
   const em::Endpoint a{"wltest-att-a", kAddrA}, b{"wltest-att-b", kAddrB};
   BOOST_TEST(em::median(em::measure_rtt_ms(a, b, 10, 5)) < 2.0);
 
-  // Without sch_fq, each end shapes what arrives on it: attach on both.
-  const auto on_b = test::wanlab({"attach", "veth-b", file.path(), "--netns", "wltest-att-b", "--quiet"});
+  // Each end shapes one direction, so attach on both: with sch_fq (fq path)
+  // what leaves the interface, without it (nfqueue path) what arrives on it.
+  const auto on_b = test::wanlab({"attach", "veth-b", file.path(), "--netns", "wltest-att-b", "--quiet", "--release", test::release_choice()});
   BOOST_TEST_REQUIRE(on_b.status == 0, on_b.output);
-  const auto on_a = test::wanlab({"attach", "veth-a", file.path(), "--netns", "wltest-att-a", "--name", "itest-att2", "--quiet"});
+  const auto on_a = test::wanlab({"attach", "veth-a", file.path(), "--netns", "wltest-att-a", "--name", "itest-att2", "--quiet",
+                                  "--release", test::release_choice()});
   BOOST_TEST_REQUIRE(on_a.status == 0, on_a.output);
   const double rtt = em::median(em::measure_rtt_ms(a, b, 20, 10));
   BOOST_TEST(rtt >= 40.0);
-  BOOST_TEST(rtt <= 42.5);
+  BOOST_TEST(rtt <= test::rtt_upper_ms(40.0));
 
+  // The program on veth-a counts what it shapes there: on the fq path the
+  // echoes a sends (a -> b), on the nfqueue path the replies b sends (b -> a);
+  // the other direction passes that hook unshaped and uncounted.
+  const bool fq = em::load_state("itest-att2").release == em::ReleasePath::fq;
+  BOOST_TEST_MESSAGE("release path " << (fq ? "fq" : "nfqueue") << ", median RTT " << rtt << " ms, configured 40 ms");
+  const std::string shaped_from = fq ? "a" : "b", shaped_to = fq ? "b" : "a";
   const auto stats = test::wanlab({"stats", "--testbed", "itest-att2", "--json", "--interval", "0.1"});
-  BOOST_TEST(test::json_number(test::json_object_with(stats.output, "\"from\": \"b\"", "\"to\": \"a\""), "packets") >= 20);
+  BOOST_TEST_REQUIRE(stats.status == 0, stats.output);
+  const auto packets = [&](const std::string& from, const std::string& to) {
+    return test::json_number(test::json_object_with(stats.output, "\"from\": \"" + from + "\"", "\"to\": \"" + to + "\""), "packets");
+  };
+  BOOST_TEST(packets(shaped_from, shaped_to) >= 20, stats.output);
+  BOOST_TEST(packets(shaped_to, shaped_from) <= 0, stats.output);
 
   BOOST_TEST(test::wanlab({"down", "itest-att"}).status == 0);
   BOOST_TEST(test::wanlab({"down", "itest-att2"}).status == 0);

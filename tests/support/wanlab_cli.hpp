@@ -36,6 +36,33 @@ class ScenarioFile {
   std::filesystem::path path_;
 };
 
+// The release path the tests ask `up`, `run` and `attach` for: $WANLAB_RELEASE
+// where it is set (the vm tests set fq, so that a guest without sch_fq fails
+// them instead of letting them pass on the nfqueue path), auto otherwise.
+inline std::string release_choice() {
+  const char* release = std::getenv("WANLAB_RELEASE");
+  return release && *release ? release : "auto";
+}
+
+// Whether the tests run under QEMU's TCG ($WANLAB_TEST_TCG=1, set by the vm
+// tests): there every instruction of the guest's network stack is emulated on
+// one emulated CPU that shares a host core with others, so timing and rate
+// bounds get room, and each bound that takes it says how much.
+inline bool under_tcg() {
+  const char* tcg = std::getenv("WANLAB_TEST_TCG");
+  return tcg && std::string(tcg) == "1";
+}
+
+// The most a median RTT over a path configured for `configured_ms` may be:
+// 2.5 ms for the forwarding and probing themselves on a loaded 2-core machine,
+// and under TCG 4 ms more (measured there: 0.5-3 ms above the configuration).
+// Lower bounds never move: no path may be faster than configured.
+inline double rtt_upper_ms(double configured_ms) { return configured_ms + 2.5 + (under_tcg() ? 4.0 : 0.0); }
+
+// Whether this kernel has sch_fq, asked through iproute2 in a scratch network
+// namespace rather than through wanlab, whose answer is what tests check.
+inline bool kernel_has_sch_fq() { return run({"unshare", "--net", "tc", "qdisc", "add", "dev", "lo", "root", "fq"}).status == 0; }
+
 // Names of loaded BPF programs called wanlab_tc.
 inline int wanlab_programs_loaded() {
   int count = 0;
