@@ -32,17 +32,11 @@ if [[ $(id -u) -ne 0 ]]; then
   exit 1
 fi
 
-if [[ ! -f "$build/CMakeCache.txt" ]]; then
-  generator=()
-  command -v ninja >/dev/null && generator=(-G Ninja)
-  cmake -S "$repo" -B "$build" "${generator[@]}" -DWANLAB_WERROR=ON >/dev/null
-fi
+# shellcheck source=bench/build-bench.sh
+. "$repo/bench/build-bench.sh"
+bench_configure "$repo" "$build"
+bench_build run-emulator-bench.sh "$build" wanlab_emulator_bench
 log="$build/bench-build.log"
-if ! cmake --build "$build" --target wanlab_emulator_bench >"$log" 2>&1; then
-  tail -n 30 "$log" >&2
-  echo "run-emulator-bench.sh: building the benchmark failed (log: $log)" >&2
-  exit 1
-fi
 wanlab="${WANLAB_BIN:-$build/cli/wanlab}"
 if [[ -z "${WANLAB_BIN:-}" ]] && ! cmake --build "$build" --target wanlab >>"$log" 2>&1; then
   # Other parts of the tree may be mid-edit; an earlier wanlab from this build

@@ -22,19 +22,12 @@ if [[ $(id -u) -ne 0 ]]; then
   echo "run-transfer-bench.sh: needs root (namespaces, tc, iptables)" >&2
   exit 1
 fi
-if [[ ! -f "$build/CMakeCache.txt" ]]; then
-  generator=()
-  command -v ninja >/dev/null && generator=(-G Ninja)
-  cmake -S "$repo" -B "$build" "${generator[@]}" -DWANLAB_WERROR=ON >/dev/null
-fi
+# shellcheck source=bench/build-bench.sh
+. "$repo/bench/build-bench.sh"
 targets=(wanlab_transfer_bench)
 [[ -n "${WANLAB_BIN:-}" ]] || targets+=(wanlab)
-log="$build/bench-build.log"
-if ! cmake --build "$build" --target "${targets[@]}" >"$log" 2>&1; then
-  tail -20 "$log" >&2
-  echo "run-transfer-bench.sh: build failed (log: $log)" >&2
-  exit 1
-fi
+bench_configure "$repo" "$build"
+bench_build run-transfer-bench.sh "$build" "${targets[@]}"
 exec "$build/bench/wanlab_transfer_bench" --wanlab "${WANLAB_BIN:-$build/cli/wanlab}" \
   --rates 100mbit,1gbit --delays 5,50,150 --streams 1,4,16 --sizes 1M,16M,256M --max-seconds 6 \
   --markdown "$repo/bench/results/transfer.md" --csv "$repo/bench/results/transfer.csv" "$@"

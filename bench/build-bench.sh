@@ -1,0 +1,22 @@
+# Sourced by the bench/run-*.sh scripts: configures a benchmark build
+# directory once and builds targets into its log.
+#   bench_build SCRIPT BUILD_DIR TARGET...   (exits 1 with the log's tail on failure)
+
+bench_configure() {
+  local repo=$1 build=$2
+  [[ -f "$build/CMakeCache.txt" ]] && return 0
+  local generator=()
+  command -v ninja >/dev/null && generator=(-G Ninja)
+  cmake -S "$repo" -B "$build" "${generator[@]}" -DWANLAB_WERROR=ON >/dev/null
+}
+
+bench_build() {
+  local script=$1 build=$2
+  shift 2
+  local log="$build/bench-build.log"
+  if ! cmake --build "$build" --target "$@" >"$log" 2>&1; then
+    tail -n 30 "$log" >&2
+    echo "$script: building $* failed (log: $log)" >&2
+    exit 1
+  fi
+}
