@@ -286,9 +286,7 @@ Table capacity_section(const Config& config) {
     for (auto& variant : variants) {
       variant.enter();
       pause_for(200ms);
-      std::vector<double> rtts;
-      for (const auto& echo : em::measure_echoes_paced(from, to, 50, 2)) rtts.push_back(echo.network_rtt_ms());
-      variant.rtt_ms.push_back(em::median(rtts));
+      variant.rtt_ms.push_back(em::median(em::measure_rtt_ms(from, to, 50, 2)));
       const auto releaser_before = read_releaser_counters(bed.name());
       const std::uint64_t bytes_before = read_pair_counters(bed.name(), 0, 1).bytes + read_pair_counters(bed.name(), 1, 0).bytes;
       const CpuMeter block_cpu(bed.state().daemon_pid);

@@ -40,9 +40,7 @@ void measure(const em::Scenario& scenario, const em::TestbedState& state, double
       const double rtt_conf = static_cast<double>(scenario.pair(src, dst).delay_ns + scenario.pair(dst, src).delay_ns) / 1e6;
       // Network RTT as a kernel-answered ping sees it: kernel receive
       // timestamps, without the echo program's own wake-up.
-      std::vector<double> rtts;
-      for (const auto& echo : em::measure_echoes_paced(from, to, 20, 10)) rtts.push_back(echo.network_rtt_ms());
-      const double rtt_meas = em::median(rtts);
+      const double rtt_meas = em::median(em::measure_rtt_ms(from, to, 20, 10));
       const double rate_conf = scenario.pair(src, dst).rate_bps ? static_cast<double>(scenario.pair(src, dst).rate_bps) : INFINITY;
       const double limit = em::stream_window_limit_bps(scenario.host, rtt_meas / 1e3);
       em::GoodputOptions goodput_options;

@@ -201,36 +201,6 @@ void run_in_netns(const std::string& netns, Body body) {
 
 }  // namespace
 
-std::vector<double> measure_rtt_ms(const Endpoint& from, const Endpoint& to, int count, int interval_ms) {
-  UdpEcho echo(to);
-  std::vector<double> rtts;
-  if (echo.port() != 0) {
-    run_in_netns(from.netns, [&] {
-      UniqueFd fd = bound_socket(SOCK_DGRAM, from.ipv4, from.netns + ": UDP client");
-      sockaddr_in dst = make_addr(to.ipv4, echo.port());
-      for (int seq = 0; seq < count; ++seq) {
-        const auto sent = Clock::now();
-        check(static_cast<int>(::sendto(fd.get(), &seq, sizeof(seq), 0, reinterpret_cast<sockaddr*>(&dst), sizeof(dst))),
-              from.netns + ": sending echo");
-        // Wait for this sequence number; stale answers from earlier are skipped.
-        const auto deadline = sent + std::chrono::seconds(2);
-        while (Clock::now() < deadline) {
-          const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-          if (!wait_readable(fd.get(), static_cast<int>(std::max<long>(1, left)))) continue;
-          int answer = -1;
-          if (::recv(fd.get(), &answer, sizeof(answer), 0) == sizeof(answer) && answer == seq) {
-            rtts.push_back(std::chrono::duration<double, std::milli>(Clock::now() - sent).count());
-            break;
-          }
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(interval_ms));
-      }
-    });
-  }
-  echo.rethrow_failure();
-  return rtts;
-}
-
 std::vector<PacedEcho> measure_echoes_paced(const Endpoint& from, const Endpoint& to, int count, double interval_ms) {
   if (count < 0 || !(interval_ms >= 0)) throw std::invalid_argument("measure_echoes_paced: count and interval_ms must be >= 0");
   UdpEcho echo(to);
@@ -259,7 +229,9 @@ std::vector<PacedEcho> measure_echoes_paced(const Endpoint& from, const Endpoint
             if (probe.magic != kStampedMagic || probe.seq < 0 || probe.seq >= next) continue;
             auto& answer = answers[static_cast<std::size_t>(probe.seq)];
             if (answer) continue;
-            answer = PacedEcho{static_cast<double>(ns_between(sent[static_cast<std::size_t>(probe.seq)], received)) / 1e6,
+            const timespec& sent_at = sent[static_cast<std::size_t>(probe.seq)];
+            answer = PacedEcho{static_cast<double>(ns_between(sent_at, received)) / 1e6,
+                               static_cast<double>(ns_between(sent_at, realtime_now())) / 1e6,
                                static_cast<double>(probe.echo_hold_ns) / 1e6};
             ++answered;
           }
@@ -280,6 +252,13 @@ std::vector<PacedEcho> measure_echoes_paced(const Endpoint& from, const Endpoint
   }
   echo.rethrow_failure();
   return echoes;
+}
+
+std::vector<double> measure_rtt_ms(const Endpoint& from, const Endpoint& to, int count, double interval_ms, RttTiming timing) {
+  std::vector<double> rtts;
+  for (const auto& echo : measure_echoes_paced(from, to, count, interval_ms))
+    rtts.push_back(timing == RttTiming::network ? echo.network_rtt_ms() : echo.app_rtt_ms);
+  return rtts;
 }
 
 double measure_goodput_bps(const Endpoint& from, const Endpoint& to, const GoodputOptions& options) {

@@ -122,10 +122,8 @@ VerifyRow verify_rtt(const TestbedState& state, const std::function<Scenario()>&
     return row;
   }
   measure_into(row, [&] {
-    std::vector<double> rtts;
-    for (const auto& echo : measure_echoes_paced(endpoint(first_host(state, a)), endpoint(first_host(state, b)),
-                                                 plan.probes, plan.interval_ms))
-      rtts.push_back(echo.network_rtt_ms());
+    const std::vector<double> rtts =
+        measure_rtt_ms(endpoint(first_host(state, a)), endpoint(first_host(state, b)), plan.probes, plan.interval_ms);
     row.how = fmt::format("{} of {}/{} echoes", plan.use_mean ? "mean" : "median", rtts.size(), plan.probes);
     if (plan.use_mean) row.how += fmt::format(", jitter: sd {:.2f} ms", plan.spread_ms);
     if (rtts.empty()) {

@@ -15,9 +15,23 @@ struct Endpoint {
   std::uint32_t ipv4 = 0;  // host byte order
 };
 
-// Round-trip times (ms) of `count` UDP echoes sent `interval_ms` apart; a lost
-// echo (no answer within 2 s) is left out.
-std::vector<double> measure_rtt_ms(const Endpoint& from, const Endpoint& to, int count, int interval_ms);
+// Where measure_rtt_ms times an echo's round trip.
+enum class RttTiming {
+  // The kernel's receive timestamps, less the echo side's hold: what a
+  // kernel-answered ping sees, without either program's wake-up (on a loaded
+  // machine those add milliseconds). Right where packets are held before the
+  // receiving host's stack, as a testbed's router namespaces hold them.
+  network,
+  // The client's own clock, wake-ups included. Needed where the receiving
+  // interface itself holds packets (`wanlab attach` on the nfqueue path): the
+  // kernel stamps a packet when it arrives there, before the hold.
+  application,
+};
+
+// Round-trip times (ms) of `count` UDP echoes sent every `interval_ms` on
+// measure_echoes_paced's schedule. A lost echo is left out and costs no wait.
+std::vector<double> measure_rtt_ms(const Endpoint& from, const Endpoint& to, int count, double interval_ms,
+                                   RttTiming timing = RttTiming::network);
 
 struct GoodputOptions {
   double seconds = 3.0;
@@ -32,6 +46,7 @@ double measure_goodput_bps(const Endpoint& from, const Endpoint& to, const Goodp
 // One answered echo of measure_echoes_paced.
 struct PacedEcho {
   double rtt_ms = 0;        // sent until the answer arrived (kernel receive timestamp)
+  double app_rtt_ms = 0;    // sent until the client read the answer (its own clock)
   double echo_hold_ms = 0;  // the echo side's kernel receive timestamp until its reply's sendto
   // The round trip of the network alone: without the echo application's
   // wake-up, which a kernel-answered ping would not have either.
