@@ -12,7 +12,9 @@
 // Usage (root): wanlab_transfer_bench [--wanlab PATH] [--markdown FILE] [--csv FILE]
 //               [--rates 100mbit,1gbit,5gbit] [--delays 5,50,150] [--streams 1,4,16]
 //               [--sizes 1M,16M,256M,1000M] [--max-seconds S] [--slow-start-after-idle 0|1]
-//               [--pace on|off] [--wmem SIZE] [--rmem SIZE]
+//               [--pace on|off] [--wmem SIZE] [--rmem SIZE] [--remodel CSV]
+// --remodel: no testbed; an earlier run's CSV (run with the same --pace, --wmem,
+// --rmem and --slow-start-after-idle) against the model as it is now.
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,6 +38,8 @@
 #include "bench_support.hpp"
 #include "wanlab/emulator/netns.hpp"
 #include "wanlab/emulator/rtnl.hpp"
+#include "wanlab/emulator/scenario.hpp"
+#include "wanlab/harness/simulate.hpp"
 #include "wanlab/emulator/tcp_window.hpp"
 #include "wanlab/emulator/units.hpp"
 #include "wanlab/harness/tcp_model.hpp"
@@ -69,6 +73,7 @@ struct Config {
   std::string wmem = "4mb";
   std::string rmem = "6mb";
   bool pace = true;  // each stream paced at rate / streams (SO_MAX_PACING_RATE), as wanlab train does
+  std::string remodel;  // an earlier run's CSV: its measured times against the model as it is now, no testbed
 };
 
 // What the receiver thread tells the sender thread.
@@ -269,6 +274,7 @@ Config parse(int argc, char** argv) {
       if (option == "--wanlab") config.wanlab = value;
       else if (option == "--markdown") config.markdown = value;
       else if (option == "--csv") config.csv = value;
+      else if (option == "--remodel") config.remodel = value;
       else if (option == "--pace") config.pace = value == "on";
       else if (option == "--wmem") config.wmem = value;
       else if (option == "--rmem") config.rmem = value;
@@ -298,8 +304,75 @@ Config parse(int argc, char** argv) {
 
 }  // namespace
 
+
+// The path as the simulator sees the bench testbed's pair (link_model_for, tcp_path_for).
+hs::TcpPath model_path(const Config& config, std::uint64_t rate_bps, int delay_ms) {
+  em::Scenario scenario;
+  scenario.host.tcp_wmem_max = em::units::parse_size(config.wmem);
+  scenario.host.tcp_rmem_max = em::units::parse_size(config.rmem);
+  scenario.host.tcp_slow_start_after_idle = config.slow_start_after_idle != 0;
+  em::PairParams there;
+  there.rate_bps = rate_bps;
+  there.delay_ns = static_cast<std::uint64_t>(delay_ms) * 1'000'000;
+  return hs::tcp_path_for(there, 2 * delay_ms / 1e3, hs::link_model_for(scenario), 1.0, config.pace);
+}
+
+// One channel's messages in order (cold, warm, idle): the model's time for
+// each, from what the model carries from message to message.
+void model_channel(const hs::TcpPath& path, std::vector<Cell>& channel) {
+  hs::TcpChannelState state;
+  for (std::size_t k = 0; k < channel.size(); ++k) {
+    if (k == 2) hs::after_idle(path, state, std::chrono::duration<double>(kIdleGap).count() + path.rtt_s);
+    channel[k].modelled_s = hs::transfer_alone_s(path, channel[k].streams, static_cast<double>(channel[k].bytes), state);
+  }
+}
+
+void print_cell(const Cell& cell) {
+  fmt::print("{:>9} {:>4}ms {:>3}x {:>6} {:<5} measured {:8.3f} s  model {:8.3f} s  ratio {:5.2f}  steady {:8.3f}  cwnd {}\n",
+             fmt::format("{}M", cell.rate_bps / 1'000'000), cell.delay_ms, cell.streams, size_text(cell.bytes), cell.state,
+             cell.measured_s, cell.modelled_s, cell.measured_s / cell.modelled_s, cell.steady_s, cell.cwnd_segments);
+  std::fflush(stdout);
+}
+
+// The cells of an earlier run's CSV, modelled again.
+std::vector<Cell> remodel(const Config& config) {
+  std::ifstream in(config.remodel);
+  if (!in) usage_error(fmt::format("--remodel {}: cannot read it", config.remodel));
+  std::string line;
+  std::getline(in, line);
+  std::vector<Cell> cells;
+  for (int line_number = 2; std::getline(in, line); ++line_number) {
+    const auto fields = split(line);
+    if (fields.size() != 9) usage_error(fmt::format("{}:{}: expected 9 fields, got {}", config.remodel, line_number, fields.size()));
+    try {
+      cells.push_back(Cell{std::stoull(fields[0]), std::stoi(fields[1]), std::stoi(fields[2]), std::stoull(fields[3]),
+                           fields[4], std::stod(fields[5]), 0, std::stod(fields[7]),
+                           static_cast<std::uint32_t>(std::stoul(fields[8]))});
+    } catch (const std::exception&) {
+      usage_error(fmt::format("{}:{}: not a number where one belongs", config.remodel, line_number));
+    }
+  }
+  // A channel is the run of cells with the same rate, delay, streams and size.
+  for (std::size_t first = 0; first < cells.size();) {
+    std::size_t end = first;
+    const auto same = [&](const Cell& a, const Cell& b) {
+      return a.rate_bps == b.rate_bps && a.delay_ms == b.delay_ms && a.streams == b.streams && a.bytes == b.bytes;
+    };
+    while (end < cells.size() && same(cells[first], cells[end])) ++end;
+    std::vector<Cell> channel(cells.begin() + static_cast<long>(first), cells.begin() + static_cast<long>(end));
+    model_channel(model_path(config, channel[0].rate_bps, channel[0].delay_ms), channel);
+    std::copy(channel.begin(), channel.end(), cells.begin() + static_cast<long>(first));
+    first = end;
+  }
+  return cells;
+}
+
 int main(int argc, char** argv) {
   const Config config = parse(argc, argv);
+  if (!config.remodel.empty()) {
+    write_tables(config, remodel(config), 0);
+    return 0;
+  }
   install_signal_cleanup(config.wanlab);
   const std::string work_dir = fs::temp_directory_path() / fmt::format("wanlab-transfer-bench-{}", ::getpid());
   fs::create_directories(work_dir);
@@ -318,16 +391,7 @@ int main(int argc, char** argv) {
       spec.rmem_max = config.rmem;
       spec.slow_start_after_idle = config.slow_start_after_idle != 0;
       const Testbed bed(config.wanlab, work_dir, spec);
-      hs::TcpPath path;
-      path.rate_bps = static_cast<double>(rate);
-      path.rtt_s = 2 * delay / 1e3;
-      em::HostSettings host;
-      host.tcp_wmem_max = em::units::parse_size(config.wmem);
-      host.tcp_rmem_max = em::units::parse_size(config.rmem);
-      path.delay_s = delay / 1e3;
-      path.window_bytes = em::stream_window_bytes(host);
-      path.slow_start_after_idle = config.slow_start_after_idle != 0;
-      path.paced = config.pace;
+      const hs::TcpPath path = model_path(config, rate, delay);
       for (const int streams : config.streams) {
         for (const std::uint64_t bytes : config.sizes) {
           const double ideal = hs::steady_transfer_s(path, streams, static_cast<double>(bytes));
@@ -335,20 +399,17 @@ int main(int argc, char** argv) {
           std::vector<std::vector<tp::StreamShare>> shares;
           const std::uint64_t pacing = config.pace ? rate / 8 / static_cast<std::uint64_t>(streams) : 0;
           const auto measured = time_messages(bed.host_of_dc(0), bed.host_of_dc(1), streams, bytes, pacing, path.delay_s, shares);
-          hs::TcpChannelState state;  // what the model carries from message to message
+          std::vector<Cell> channel;
           for (std::size_t k = 0; k < measured.size(); ++k) {
             Cell cell{rate, delay, streams, bytes, kStates[k], measured[k], 0, ideal, 0};
-            if (k == 2) hs::after_idle(path, state, std::chrono::duration<double>(kIdleGap).count() + path.rtt_s);
-            cell.modelled_s = hs::transfer_alone_s(path, streams, static_cast<double>(bytes), state);
             std::uint64_t cwnd_sum = 0;
             for (const auto& share : shares[k]) cwnd_sum += share.cwnd;
             if (!shares[k].empty()) cell.cwnd_segments = static_cast<std::uint32_t>(cwnd_sum / shares[k].size());
-            fmt::print("{:>9} {:>4}ms {:>3}x {:>6} {:<5} measured {:8.3f} s  model {:8.3f} s  ratio {:5.2f}  steady {:8.3f}  cwnd {}\n",
-                       fmt::format("{}M", rate / 1'000'000), delay, streams, size_text(bytes), cell.state,
-                       cell.measured_s, cell.modelled_s, cell.measured_s / cell.modelled_s, ideal, cell.cwnd_segments);
-            std::fflush(stdout);
-            cells.push_back(cell);
+            channel.push_back(cell);
           }
+          model_channel(path, channel);
+          for (const Cell& cell : channel) print_cell(cell);
+          cells.insert(cells.end(), channel.begin(), channel.end());
         }
       }
     }

@@ -591,7 +591,7 @@ BOOST_AUTO_TEST_CASE(local_decode_routes_stay_in_the_workers_dc) {
   e.prefill.decode_dc = "local";
   auto scenario = three_dcs();
   Plan plan = make_plan(e, scenario);
-  KvRoutes routes(plan, scenario, link_model_for(scenario));
+  KvRoutes routes(plan, scenario, harness_test::steady_links(scenario));  // the link's rate, no frame overhead
   const int dcs = static_cast<int>(scenario.dcs.size());
   int loopback = 0;
   int on_dc_link = 0;
@@ -629,7 +629,7 @@ BOOST_AUTO_TEST_CASE(estimates_count_delay_wire_time_the_queue_and_what_was_meas
   Experiment e = experiment("schedule = \"1f1b\"", 4, 1, 8, 100, 200);
   enable_prefill(e);
   auto scenario = three_dcs();
-  KvRoutes routes(make_plan(e, scenario), scenario, link_model_for(scenario));
+  KvRoutes routes(make_plan(e, scenario), scenario, harness_test::steady_links(scenario));
   const KvRoutes::Route& route = routes.route(0);
   BOOST_TEST(route.link == "a->b");
   BOOST_TEST(route.delay_ns == 10 * kMs);

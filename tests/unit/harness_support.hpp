@@ -242,11 +242,13 @@ between = ["b", "c"]
 delay = "60ms"
 )";
 
-// The testbed's link model without TCP's dynamics: every transfer at its
-// steady rate from its first byte, so iterations repeat exactly.
+// The testbed's link model without TCP's dynamics or frame overhead: every
+// transfer at the link's steady rate from its first byte, so iterations
+// repeat exactly and expectations are plain arithmetic.
 inline wanlab::harness::LinkModel steady_links(const wanlab::emulator::Scenario& scenario) {
   wanlab::harness::LinkModel model = wanlab::harness::link_model_for(scenario);
   model.tcp_dynamics = false;
+  model.payload_share = 1.0;
   return model;
 }
 

@@ -47,16 +47,27 @@ BOOST_AUTO_TEST_CASE(slow_start_doubles_a_window_that_limited_the_round_up_to_th
   BOOST_TEST(round_bytes(path, state, 4, 1000) == 1000);
   after_round(path, state, 4, 4 * kInitialWindowBytes);  // window-limited: grows by what was sent
   BOOST_TEST(state.cwnd_bytes == 2 * kInitialWindowBytes);
-  after_round(path, state, 4, 4 * 0.4 * kInitialWindowBytes);  // under half the window in flight: no growth
-  BOOST_TEST(state.cwnd_bytes == 2 * kInitialWindowBytes);
-  for (int round = 0; round < 10; ++round) after_round(path, state, 1, state.cwnd_bytes);
-  BOOST_TEST(state.cwnd_bytes == 100 * kSegmentBytes);
+  // The rest of a message, sent as the full round's ACKs free the window:
+  // in flight stays at cwnd, so it grows by what it sent too.
+  after_round(path, state, 4, 4 * 0.4 * kInitialWindowBytes);
+  BOOST_TEST(state.cwnd_bytes == 2.4 * kInitialWindowBytes, boost::test_tools::tolerance(1e-12));
+  // A round under half the window after a round that was not full: no growth.
+  after_round(path, state, 4, 4 * 0.5 * kInitialWindowBytes);
+  BOOST_TEST(state.cwnd_bytes == 2.4 * kInitialWindowBytes, boost::test_tools::tolerance(1e-12));
+  // Over half of it: the kernel's cwnd < 2 x in flight test, growth.
+  after_round(path, state, 4, 4 * 1.5 * kInitialWindowBytes);
+  BOOST_TEST(state.cwnd_bytes == 3.9 * kInitialWindowBytes, boost::test_tools::tolerance(1e-12));
+  // Rounds the window ceiling (100 segments) stops: cwnd goes on growing
+  // while under twice what is in flight, and stops at twice the ceiling.
+  for (int round = 0; round < 10; ++round) after_round(path, state, 1, round_bytes(path, state, 1, 1e12));
+  BOOST_TEST(state.cwnd_bytes == 200 * kSegmentBytes);
+  BOOST_TEST(round_bytes(path, state, 1, 1e12) == 100 * kSegmentBytes);
 }
 
 BOOST_AUTO_TEST_CASE(paced_a_stream_sends_at_most_twice_its_window_per_rtt) {
   TcpPath path = path_of(1e9, 0.05, 1e9);
   TcpChannelState state;
-  state.cwnd_bytes = 100 * kSegmentBytes;
+  state.cwnd_bytes = state.pacing_cwnd_bytes = 100 * kSegmentBytes;
   BOOST_TEST(std::isinf(pacing_limit_bps(path, state)));
   path.paced = true;
   BOOST_TEST(pacing_limit_bps(path, state) == 2 * 100 * kSegmentBytes * 8 / 0.1, boost::test_tools::tolerance(1e-12));
@@ -80,6 +91,37 @@ BOOST_AUTO_TEST_CASE(an_idle_channel_halves_its_window_per_rto_down_to_the_initi
   state.cwnd_bytes = 1000 * kSegmentBytes;
   after_idle(path, state, 100.0);
   BOOST_TEST(state.cwnd_bytes == 1000 * kSegmentBytes);
+}
+
+// Measured (tcpi_rto at 150 ms one way): 904 ms after the handshake, 588 ms
+// after a 1 MB message's seven rounds.
+BOOST_AUTO_TEST_CASE(the_rto_starts_at_three_rtts_and_falls_toward_rtt_plus_200ms_round_by_round) {
+  const TcpPath path = path_of(1e9, 0.15, 1e9);
+  TcpChannelState state;
+  BOOST_TEST(rto_s(path, state) == 0.9, boost::test_tools::tolerance(1e-12));
+  after_round(path, state, 1, kInitialWindowBytes);  // the first round's ACKs end the handshake's window
+  BOOST_TEST(rto_s(path, state) == 0.9, boost::test_tools::tolerance(1e-12));
+  for (int round = 0; round < 6; ++round) after_round(path, state, 1, state.cwnd_bytes);
+  BOOST_TEST(rto_s(path, state) == 0.3 + 0.2 + 0.4 * std::pow(0.75, 6), boost::test_tools::tolerance(1e-12));
+  for (int round = 0; round < 100; ++round) after_round(path, state, 1, state.cwnd_bytes);
+  BOOST_TEST(rto_s(path, state) == 0.5, boost::test_tools::tolerance(1e-9));
+  // Short paths start at RTT + 200 ms (rttvar never below TCP_RTO_MIN).
+  BOOST_TEST(rto_s(path_of(1e9, 0.005, 1e9), TcpChannelState{}) == 0.21, boost::test_tools::tolerance(1e-12));
+}
+
+// The kernel sets the pacing rate on ACKs: an idle restart halves cwnd but
+// leaves the rate the old cwnd gave.
+BOOST_AUTO_TEST_CASE(after_an_idle_restart_the_pacing_rate_is_still_the_old_windows) {
+  TcpPath path = path_of(1e9, 0.005, 1e9);
+  path.paced = true;
+  TcpChannelState state;
+  state.cwnd_bytes = state.pacing_cwnd_bytes = 1000 * kSegmentBytes;
+  const double before = pacing_limit_bps(path, state);
+  after_idle(path, state, 1.0);
+  BOOST_TEST(state.cwnd_bytes < 1000 * kSegmentBytes);
+  BOOST_TEST(pacing_limit_bps(path, state) == before);
+  after_round(path, state, 1, state.cwnd_bytes);
+  BOOST_TEST(pacing_limit_bps(path, state) < before);
 }
 
 BOOST_AUTO_TEST_CASE(a_lone_transfer_takes_rounds_then_its_last_burst_and_one_delay) {
@@ -112,13 +154,11 @@ BOOST_AUTO_TEST_CASE(the_simulator_moves_each_transfer_as_the_model_says) {
   const LinkModel model = link_model_for(scenario);
   BOOST_TEST(model.tcp_dynamics);
   const RunRecord record = simulate(plan, scenario, model, 3);
-  TcpPath path;
-  path.rate_bps = static_cast<double>(scenario.pair(0, 1).rate_bps);
-  path.delay_s = static_cast<double>(scenario.pair(0, 1).delay_ns) / 1e9;
-  path.rtt_s = static_cast<double>(scenario.rtt_ns(0, 1)) / 1e9;
-  path.window_bytes = em::stream_window_bytes(scenario.host);
-  path.paced = plan.experiment.pacing;
+  const TcpPath path =
+      tcp_path_for(scenario.pair(0, 1), static_cast<double>(scenario.rtt_ns(0, 1)) / 1e9, model, 1.0, plan.experiment.pacing);
   BOOST_TEST(path.paced);  // the default, as in real runs
+  BOOST_TEST(path.rate_bps == static_cast<double>(scenario.pair(0, 1).rate_bps) * em::kPayloadShare);
+  BOOST_TEST(path.window_bytes == em::stream_window_bytes(scenario.host));
   int checked = 0;
   for (int sender = 0; sender < 2; ++sender) {
     TcpChannelState state;

@@ -600,26 +600,16 @@ namespace detail {
 
 LinkRate link_rate(const Experiment& experiment, const emulator::Scenario& scenario, const LinkModel& model, int src,
                    int dst) {
-  emulator::PairParams pair = scenario.pair(src, dst);
+  const emulator::PairParams pair = scenario.pair(src, dst);
+  const double rtt_s = static_cast<double>(scenario.rtt_ns(src, dst)) / 1e9;
   LinkRate link;
-  link.capacity_bps = pair.rate_bps == 0 ? kInf : static_cast<double>(pair.rate_bps) * experiment.scale;
+  link.tcp = tcp_path_for(pair, rtt_s, model, experiment.scale, experiment.pacing);
+  link.capacity_bps = link.tcp.rate_bps;
   link.delay_ns = static_cast<double>(pair.delay_ns);
-  double ceiling = kInf;
-  if (pair.flow_rate_bps > 0) ceiling = std::min(ceiling, static_cast<double>(pair.flow_rate_bps));
-  if (model.per_stream_ceiling_bps > 0) ceiling = std::min(ceiling, model.per_stream_ceiling_bps);
-  link.stream_flow_bps = ceiling * experiment.scale;
-  const double rtt_ns = static_cast<double>(scenario.rtt_ns(src, dst));
-  if (model.stream_window_bytes > 0 && rtt_ns > 0) {
-    ceiling = std::min(ceiling, model.stream_window_bytes * 8 * 1e9 / rtt_ns);
-  }
-  link.stream_ceiling_bps = ceiling * experiment.scale;
-  link.tcp.rate_bps = link.capacity_bps;
-  link.tcp.flow_rate_bps = link.stream_flow_bps;
-  link.tcp.delay_s = link.delay_ns / 1e9;
-  link.tcp.rtt_s = rtt_ns / 1e9;
-  if (model.stream_window_bytes > 0) link.tcp.window_bytes = model.stream_window_bytes * experiment.scale;
-  link.tcp.slow_start_after_idle = model.slow_start_after_idle;
-  link.tcp.paced = experiment.pacing;
+  link.stream_flow_bps = link.tcp.flow_rate_bps;
+  link.stream_ceiling_bps = link.stream_flow_bps;
+  if (model.stream_window_bytes > 0 && rtt_s > 0)
+    link.stream_ceiling_bps = std::min(link.stream_ceiling_bps, link.tcp.window_bytes * 8 / rtt_s);
   return link;
 }
 
@@ -631,11 +621,27 @@ double alone_rate_bps(const LinkRate& link, int streams) {
 
 }  // namespace detail
 
+TcpPath tcp_path_for(const emulator::PairParams& there, double rtt_s, const LinkModel& model, double scale, bool paced) {
+  TcpPath path;
+  if (there.rate_bps > 0) path.rate_bps = static_cast<double>(there.rate_bps) * model.payload_share * scale;
+  double flow = kInf;
+  if (there.flow_rate_bps > 0) flow = static_cast<double>(there.flow_rate_bps) * model.payload_share;
+  if (model.per_stream_ceiling_bps > 0) flow = std::min(flow, model.per_stream_ceiling_bps);
+  path.flow_rate_bps = flow * scale;
+  path.delay_s = static_cast<double>(there.delay_ns) / 1e9;
+  path.rtt_s = rtt_s;
+  if (model.stream_window_bytes > 0) path.window_bytes = model.stream_window_bytes * scale;
+  path.slow_start_after_idle = model.slow_start_after_idle;
+  path.paced = paced;
+  return path;
+}
+
 LinkModel link_model_for(const emulator::Scenario& scenario) {
   LinkModel model;
   model.stream_window_bytes = emulator::stream_window_bytes(scenario.host);
   model.tcp_dynamics = true;
   model.slow_start_after_idle = scenario.host.tcp_slow_start_after_idle.value_or(true);
+  model.payload_share = emulator::kPayloadShare;
   return model;
 }
 

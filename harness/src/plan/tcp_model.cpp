@@ -26,24 +26,48 @@ double burst_s(const TcpPath& path, const TcpChannelState& state, int streams, d
 
 double pacing_limit_bps(const TcpPath& path, const TcpChannelState& state) {
   if (!path.paced || !(path.rtt_s > 0)) return std::numeric_limits<double>::infinity();
-  return kPacingSlowStartRatio * in_flight_limit(path, state) * 8 / path.rtt_s;
+  return kPacingSlowStartRatio * state.pacing_cwnd_bytes * 8 / path.rtt_s;
 }
 
 double round_bytes(const TcpPath& path, const TcpChannelState& state, int streams, double left_bytes) {
   return std::min(left_bytes, streams * in_flight_limit(path, state));
 }
 
+double rto_s(const TcpPath& path, const TcpChannelState& state) {
+  return path.rtt_s + (state.rttvar_s >= 0 ? state.rttvar_s : std::max(2 * path.rtt_s, kMinRtoS));
+}
+
 void after_round(const TcpPath& path, TcpChannelState& state, int streams, double sent_bytes) {
+  // From the second round on, a round's ACKs end a window of RTT samples
+  // begun in the round before: rttvar moves a quarter of the way from the
+  // handshake's 2 x RTT toward TCP_RTO_MIN (the RTT being constant).
+  if (state.rttvar_s < 0) state.rttvar_s = std::max(2 * path.rtt_s, kMinRtoS);
+  else state.rttvar_s -= std::max(0.0, state.rttvar_s - kMinRtoS) / 4;
   const double per_stream = sent_bytes / streams;
+  // cwnd, not the window ceiling below it, stopped the round.
+  const bool cwnd_limited = per_stream >= state.cwnd_bytes - kDoneBytes;
+  // A round sent while a cwnd-limited round's ACKs come back is sent as they
+  // free the window, so in flight stays at cwnd until its last segment: Linux
+  // keeps is_cwnd_limited for that window and grows cwnd by all of it.
+  const bool ack_clocked = state.last_round_full;
   const double most_in_flight = std::max(per_stream, state.last_round_bytes);
-  if (2 * most_in_flight > state.cwnd_bytes) state.cwnd_bytes = std::min(state.cwnd_bytes + per_stream, path.window_bytes);
+  // Where the buffers cap what is in flight, cwnd still grows while it is
+  // under twice that (the kernel's slow-start test), so it ends at twice the
+  // window ceiling.
+  if (cwnd_limited || ack_clocked || 2 * most_in_flight > state.cwnd_bytes)
+    state.cwnd_bytes = std::min(state.cwnd_bytes + per_stream, 2 * path.window_bytes);
   state.last_round_bytes = per_stream;
+  state.last_round_full = cwnd_limited;
   state.cwnd_bytes = std::max(state.cwnd_bytes, kInitialWindowBytes);
+  state.pacing_cwnd_bytes = state.cwnd_bytes;
 }
 
 void after_idle(const TcpPath& path, TcpChannelState& state, double idle_s) {
-  const double rto = path.rtt_s + kMinRtoS;
-  if (idle_s > path.rtt_s) state.last_round_bytes = 0;  // a window with nothing in flight has passed
+  const double rto = rto_s(path, state);
+  if (idle_s > path.rtt_s) {  // a window with nothing in flight has passed
+    state.last_round_bytes = 0;
+    state.last_round_full = false;
+  }
   if (!path.slow_start_after_idle) return;
   const double restart = std::min(kInitialWindowBytes, state.cwnd_bytes);
   for (double left = idle_s - rto; left > 0 && state.cwnd_bytes > restart; left -= rto) state.cwnd_bytes /= 2;

@@ -15,12 +15,16 @@ inline constexpr std::uint64_t kDefaultTcpWmemMax = 4u << 20;
 inline constexpr std::uint64_t kDefaultTcpRmemMax = 6u << 20;
 
 // The share of a buffer that becomes window, measured on kernel 6.18 with
-// bench/transfer (single cubic stream, window-limited, bulk):
+// one window-limited bulk cubic stream (TCP_INFO's unacked x mss, median):
 // - send: the send buffer counts each skb's truesize (payload plus struct
-//   and header room), so about this much of wmem is payload in flight;
+//   and header room) and the sender waits for a third of it to be free, so
+//   about this much of wmem is payload in flight. Measured: 0.64 (4 MiB,
+//   1 Gbit/s, 50 ms), 0.67 (4 MiB, 100 Mbit/s, 150 ms), 0.65 (16 MiB), but
+//   0.74-0.76 with 2 MiB; 0.80, taken from a 2 MB iperf3 run, made the
+//   transfer grid's window-limited single streams 20-30% slower than modelled;
 // - receive: the advertised window is rmem x the kernel's scaling_ratio
 //   (payload / truesize of what arrives; tcp_win_from_space).
-inline constexpr double kSendBufferWindowShare = 0.80;
+inline constexpr double kSendBufferWindowShare = 0.66;
 inline constexpr double kReceiveBufferWindowShare = 0.76;
 
 // TCP payload per byte the data plane charges: 1448 of a 1514-byte frame

@@ -70,6 +70,7 @@
 #include <vector>
 
 #include "wanlab/harness/record.hpp"
+#include "wanlab/harness/tcp_model.hpp"
 
 namespace wanlab::harness {
 
@@ -88,12 +89,22 @@ struct LinkModel {
   // moves at its steady rate from its first byte to its last.
   bool tcp_dynamics = false;
   bool slow_start_after_idle = true;
+  // The share of a link's rate (and of a per-flow cap) that carries TCP
+  // payload: the emulator charges whole frames, 1514 bytes for 1448 of data.
+  double payload_share = 1.0;
 };
 
 // The link model the testbed implies: TCP's dynamics, with the window ceiling
-// of the scenario's [host] buffers (emulator/tcp_window.hpp) and its
-// tcp_slow_start_after_idle (the kernel's default: on).
+// of the scenario's [host] buffers (emulator/tcp_window.hpp), its
+// tcp_slow_start_after_idle (the kernel's default: on) and the payload share
+// of a frame (emulator::kPayloadShare).
 LinkModel link_model_for(const emulator::Scenario& scenario);
+
+// One direction of a DC pair as the simulator's TCP model sees it
+// (tcp_model.hpp): `there`'s rate and flow cap times the model's payload
+// share, its one-way delay, `rtt_s`, the model's window ceiling, every rate
+// and the window times `scale`; `paced` as the experiment's pacing.
+TcpPath tcp_path_for(const emulator::PairParams& there, double rtt_s, const LinkModel& model, double scale, bool paced);
 
 // What a simulation handled and held at most. Everything but the events is
 // per iteration: it is bounded by the plan's size, not by the iterations.
