@@ -99,9 +99,12 @@ class Wan:
         name = f"{self.prefix}-{HOSTS[host.name][0]}"
         argv = [self.wanlab, "attach", f"{host.name}-eth0", self.scenario, "--pid", str(host.pid), "--name", name,
                 "--release", release, "--quiet"]
-        result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
-        if result.returncode == 0:
+        # Counted as up before it runs: attach cleans up after its own failures,
+        # but not after being killed half-way (SIGTERM here kills it), and
+        # `wanlab down` of a testbed that is not up does nothing.
+        if name not in self.up:
             self.up.append(name)
+        result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
         return result.returncode == 0, result.stdout.strip()
 
     def attach_or_fail(self, host, release):
@@ -201,13 +204,19 @@ def run(args, net, wan):
         raise ExampleError(f"north1-eth0's root qdisc changed: {before} before attach, {during} attached, {after} after down")
 
 
+def on_sigterm(*_):
+    # Once: a second SIGTERM must not cut the clean-up short.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sys.exit(143)
+
+
 def main():
     args = parse_args()
     if os.geteuid() != 0:
         raise ExampleError("needs root (Mininet and wanlab make namespaces and load BPF)")
     Mininet, LinuxBridge, Link, TCLink = import_mininet()
     # SIGTERM (a test's timeout, kill) tears down like an error does.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGTERM, on_sigterm)
     wan = Wan(args.wanlab, os.path.abspath(args.scenario), args.prefix)
     net = Mininet(topo=None, switch=LinuxBridge, controller=None, link=Link, build=False, waitConnected=False)
     try:

@@ -7,6 +7,10 @@
 // or process. A machine without mininet fails this test, saying so.
 #include <boost/test/unit_test.hpp>
 
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -51,17 +55,30 @@ std::string mininet_leftovers() {
   return found;
 }
 
-}  // namespace
-
-BOOST_AUTO_TEST_CASE(mininet_example_gets_the_wan_handles_a_tclink_and_leaves_nothing) {
+void require_mininet() {
   const auto mininet = test::run({"/usr/bin/python3", "-c", "import mininet.net, mininet.nodelib"});
   BOOST_TEST_REQUIRE(mininet.status == 0, "Debian's mininet is not importable from /usr/bin/python3 "
                                           "(scripts/setup.sh build installs mininet and bridge-utils): " + mininet.output);
   BOOST_TEST_REQUIRE(test::run({"brctl", "show"}).status == 0, "brctl does not run (apt-get install bridge-utils)");
   BOOST_TEST_REQUIRE(mininet_leftovers().empty(), "the example's network is up already:" + mininet_leftovers());
+}
 
-  const auto example = test::run({"/usr/bin/python3", test::source_dir() + "/examples/mininet/wan_mininet.py", "--wanlab",
-                                  test::wanlab_bin(), "--release", test::release_choice(), "--prefix", "itmn", "--json"});
+std::vector<std::string> example_argv() {
+  return {"/usr/bin/python3", test::source_dir() + "/examples/mininet/wan_mininet.py", "--wanlab", test::wanlab_bin(),
+          "--release", test::release_choice(), "--prefix", "itmn", "--json"};
+}
+
+void check_nothing_left() {
+  for (const auto& name : kTestbeds) BOOST_TEST(test::leftovers(name).empty(), name << ":" << test::leftovers(name));
+  // Mininet's shells end asynchronously after net.stop().
+  BOOST_TEST(test::eventually([] { return mininet_leftovers().empty(); }), mininet_leftovers());
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(mininet_example_gets_the_wan_handles_a_tclink_and_leaves_nothing) {
+  require_mininet();
+  const auto example = test::run(example_argv());
   BOOST_TEST_MESSAGE(example.output);
   BOOST_TEST_REQUIRE(example.status == 0, example.output);
   const std::string choice = test::release_choice();
@@ -96,7 +113,25 @@ BOOST_AUTO_TEST_CASE(mininet_example_gets_the_wan_handles_a_tclink_and_leaves_no
   BOOST_TEST_MESSAGE("release path " << (fq ? "fq" : "nfqueue") << ": plain links " << plain_rtt << " ms (configured 40), TCLink "
                                      << tclink_rtt << " ms (configured 20)");
 
-  for (const auto& name : kTestbeds) BOOST_TEST(test::leftovers(name).empty(), name << ":" << test::leftovers(name));
-  // Mininet's shells end asynchronously after net.stop().
-  BOOST_TEST(test::eventually([] { return mininet_leftovers().empty(); }), mininet_leftovers());
+  check_nothing_left();
+}
+
+// SIGTERM while the WAN is attached (a CI job's timeout): the example takes its
+// testbeds down and stops Mininet before it exits.
+BOOST_AUTO_TEST_CASE(mininet_example_cleans_up_when_terminated) {
+  require_mininet();
+  int output_fd = -1;
+  const pid_t pid = test::spawn(example_argv(), &output_fd);
+  // Both plain-link testbeds up: the example is attaching the second or pinging.
+  const bool attached = test::eventually(
+      [] { return std::filesystem::exists("/run/wanlab/itmn-east") && std::filesystem::exists("/run/wanlab/itmn-west"); },
+      std::chrono::seconds(60));
+  ::kill(pid, SIGTERM);
+  const std::string output = test::read_all(output_fd);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  BOOST_TEST_MESSAGE(output);
+  BOOST_TEST_REQUIRE(attached, output);
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 143), "exit status " << status << ": " << output);
+  check_nothing_left();
 }
