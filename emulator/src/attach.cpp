@@ -71,10 +71,10 @@ void refuse_private_mount_namespace() {
         "use `wanlab attach --netns NAME DEV SCENARIO` or `--pid PID` instead");
 }
 
-// On the fq path sch_fq must be the interface's root qdisc: only the qdisc that
-// dequeues honours skb->tstamp, and fq under someone's htb or netem would run
-// its clock beside theirs (under netem, the later of the two delays instead of
-// their sum). So a root qdisc someone configured, a Mininet TCLink's htb, tbf
+// On the fq path our sch_fq, the interface's root qdisc, enforces skb->tstamp.
+// Grafted under someone's htb or netem instead, fq would be dequeued only when
+// htb's tokens allow, and a departure time set before netem's delay would not
+// add to it. So a root qdisc someone configured, a Mininet TCLink's htb, tbf
 // or netem, is left as it is and the attach refused, saying what works.
 void refuse_configured_root_qdisc(Rtnl& rtnl, int ifindex, const std::string& dev) {
   const auto root = rtnl.configured_root_qdisc(ifindex);
