@@ -27,7 +27,8 @@ packages=(build-essential cmake ninja-build pkg-config clang llvm libclang-rt-de
           libbpf-dev bpftool libelf-dev zlib1g-dev libmnl-dev
           libasio-dev libfmt-dev libtomlplusplus-dev libboost-test-dev
           iproute2 iptables iperf3 iputils-ping procps python3
-          qemu-system-x86 busybox-static kmod xz-utils)  # the last line: the vm tests
+          qemu-system-x86 busybox-static kmod xz-utils   # the vm tests
+          mininet bridge-utils)  # examples/mininet: Linux bridges, as Open vSwitch's kernel module may be absent
 # Workers run in podman (crun as its OCI runtime), unless one is here already.
 command -v podman >/dev/null || packages+=(podman crun)
 missing=()

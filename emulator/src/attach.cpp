@@ -71,6 +71,21 @@ void refuse_private_mount_namespace() {
         "use `wanlab attach --netns NAME DEV SCENARIO` or `--pid PID` instead");
 }
 
+// On the fq path our sch_fq, the interface's root qdisc, enforces skb->tstamp.
+// Grafted under someone's htb or netem instead, fq would be dequeued only when
+// htb's tokens allow, and a departure time set before netem's delay would not
+// add to it. So a root qdisc someone configured, a Mininet TCLink's htb, tbf
+// or netem, is left as it is and the attach refused, saying what works.
+void refuse_configured_root_qdisc(Rtnl& rtnl, int ifindex, const std::string& dev) {
+  const auto root = rtnl.configured_root_qdisc(ifindex);
+  if (!root) return;
+  throw std::runtime_error(fmt::format(
+      "{} has a root qdisc already ({} {:x}:, as a Mininet TCLink's bw or delay adds) and the fq path needs its own root fq: "
+      "attach with --release nfqueue, which shapes what arrives and leaves that qdisc alone, or remove it "
+      "(tc qdisc del dev {} root; in Mininet a plain Link) and give its rate and delay to the scenario",
+      dev, root->kind, root->handle >> 16, dev));
+}
+
 }  // namespace
 
 TestbedState attach_up(const std::string& dev, const Scenario& scenario, const AttachOptions& options) {
@@ -100,6 +115,7 @@ TestbedState attach_up(const std::string& dev, const Scenario& scenario, const A
     mount_bpffs(state.name);
     std::tie(state.release, state.release_reason) = choose_release_for(state.name, options.release);
     say("release path: " + to_string(state.release) + " (" + state.release_reason + ")");
+    if (state.release == ReleasePath::fq) refuse_configured_root_qdisc(rtnl, ifindex, dev);
 
     Datapath datapath = load_datapath(scenario, state, false);
     check_interrupted();

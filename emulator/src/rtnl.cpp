@@ -112,7 +112,9 @@ Rtnl::Rtnl() {
 
 Rtnl::~Rtnl() { mnl_socket_close(socket_); }
 
-void Rtnl::transact(NetlinkMessage& message, const std::string& what) {
+void Rtnl::transact(NetlinkMessage& message, const std::string& what) { transact(message, what, nullptr, nullptr); }
+
+void Rtnl::transact(NetlinkMessage& message, const std::string& what, int (*callback)(const nlmsghdr*, void*), void* data) {
   nlmsghdr* nlh = message.header();
   nlh->nlmsg_seq = next_seq_++;
   if (mnl_socket_sendto(socket_, nlh, nlh->nlmsg_len) < 0) throw_errno(what);
@@ -120,7 +122,7 @@ void Rtnl::transact(NetlinkMessage& message, const std::string& what) {
   for (;;) {
     const ssize_t len = mnl_socket_recvfrom(socket_, reply.data(), reply.size());
     if (len < 0) throw_errno(what);
-    const int ret = mnl_cb_run(reply.data(), static_cast<size_t>(len), nlh->nlmsg_seq, port_id_, nullptr, nullptr);
+    const int ret = mnl_cb_run(reply.data(), static_cast<size_t>(len), nlh->nlmsg_seq, port_id_, callback, data);
     if (ret < 0) throw_errno(what);
     if (ret == MNL_CB_STOP) return;
   }
@@ -253,6 +255,33 @@ void Rtnl::add_fq_root(int ifindex, const FqOptions& options) {
   mnl_attr_put_u8(nlh, TCA_FQ_HORIZON_DROP, 0);
   mnl_attr_nest_end(nlh, nest);
   transact(message, if_name(ifindex) + ": adding fq qdisc");
+}
+
+std::optional<RootQdisc> Rtnl::configured_root_qdisc(int ifindex) {
+  struct Search {
+    int ifindex;
+    std::optional<RootQdisc> found;
+  } search{ifindex, std::nullopt};
+  NetlinkMessage message(RTM_GETQDISC, NLM_F_REQUEST | NLM_F_DUMP);
+  put_tcmsg(message.header(), ifindex, 0, 0);
+  // The dump lists every interface's qdiscs: keep the one at this one's root.
+  auto on_qdisc = [](const nlmsghdr* nlh, void* data) -> int {
+    auto* search = static_cast<Search*>(data);
+    if (nlh->nlmsg_type != RTM_NEWQDISC || nlh->nlmsg_len < mnl_nlmsg_size(sizeof(tcmsg))) return MNL_CB_OK;
+    const auto* tcm = static_cast<const tcmsg*>(mnl_nlmsg_get_payload(nlh));
+    // Handle 0 is the kernel's default qdisc (noqueue, pfifo_fast, mq): nobody's configuration.
+    if (tcm->tcm_ifindex != search->ifindex || tcm->tcm_parent != TC_H_ROOT || tcm->tcm_handle == 0) return MNL_CB_OK;
+    RootQdisc root{"", tcm->tcm_handle};
+    const char* tail = static_cast<const char*>(mnl_nlmsg_get_payload_tail(nlh));
+    for (auto* attr = static_cast<const nlattr*>(mnl_nlmsg_get_payload_offset(nlh, sizeof(tcmsg)));
+         mnl_attr_ok(attr, static_cast<int>(tail - reinterpret_cast<const char*>(attr))); attr = mnl_attr_next(attr)) {
+      if (mnl_attr_get_type(attr) == TCA_KIND && mnl_attr_validate(attr, MNL_TYPE_NUL_STRING) >= 0) root.kind = mnl_attr_get_str(attr);
+    }
+    search->found = root;
+    return MNL_CB_OK;
+  };
+  transact(message, if_name(ifindex) + ": listing qdiscs", on_qdisc, &search);
+  return search.found;
 }
 
 void Rtnl::delete_root_qdisc(int ifindex) {

@@ -3,6 +3,8 @@
 // exactly what it added.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
+
 #include "support/wanlab_cli.hpp"
 #include "wanlab/emulator/netns.hpp"
 #include "wanlab/emulator/probe.hpp"
@@ -133,5 +135,41 @@ BOOST_AUTO_TEST_CASE(attach_refuses_bad_interfaces_and_leaves_nothing) {
   const auto private_mounts = test::run({"ip", "netns", "exec", "wltest-att-b", test::wanlab_bin(), "attach", "veth-b", file.path()});
   BOOST_TEST(private_mounts.status == 1);
   BOOST_TEST(private_mounts.output.find("--netns") != std::string::npos, private_mounts.output);
+  BOOST_TEST(test::leftovers("itest-att").empty(), test::leftovers("itest-att"));
+}
+
+// A root qdisc the user configured (a Mininet TCLink's htb): on the fq path,
+// which needs its own root fq, attach refuses in one line that says what to
+// do; on the nfqueue path, which shapes at ingress, the two compose. Either way
+// the user's qdisc is there afterwards and nothing of ours is.
+BOOST_AUTO_TEST_CASE(attach_over_a_configured_root_qdisc_refuses_on_fq_and_composes_on_nfqueue) {
+  UserHosts hosts;
+  test::ScenarioFile file("itest-att", kScenario);
+  const auto htb = test::run({"ip", "netns", "exec", "wltest-att-a", "tc", "qdisc", "add", "dev", "veth-a", "root", "handle", "5:", "htb", "default", "1"});
+  BOOST_TEST_REQUIRE(htb.status == 0, htb.output);
+  {
+    em::NetnsScope in_a("wltest-att-a");
+    em::Rtnl rtnl;
+    const auto root = rtnl.configured_root_qdisc(rtnl.link_index("veth-a"));
+    BOOST_TEST_REQUIRE(root.has_value());
+    BOOST_TEST(root->kind == "htb");
+    BOOST_TEST(root->handle == 0x50000u);
+    BOOST_TEST(!rtnl.configured_root_qdisc(rtnl.link_index("lo")).has_value());  // the kernel's noqueue
+  }
+  const std::string choice = test::release_choice();
+  const bool fq = choice == "fq" || (choice == "auto" && test::kernel_has_sch_fq());
+  const auto attached = test::wanlab({"attach", "veth-a", file.path(), "--netns", "wltest-att-a", "--quiet", "--release", choice});
+  if (fq) {
+    BOOST_TEST(attached.status == 1, attached.output);
+    BOOST_TEST(attached.output.find("veth-a has a root qdisc already (htb 5:") != std::string::npos, attached.output);
+    BOOST_TEST(attached.output.find("attach with --release nfqueue") != std::string::npos, attached.output);
+    BOOST_TEST(std::count(attached.output.begin(), attached.output.end(), '\n') == 1, attached.output);
+  } else {
+    BOOST_TEST(attached.status == 0, attached.output);
+    BOOST_TEST(test::wanlab({"down", "itest-att"}).status == 0);
+  }
+  const std::string qdiscs = in_ns("wltest-att-a", {"tc", "qdisc", "show", "dev", "veth-a"});
+  BOOST_TEST(qdiscs.find("qdisc htb 5: root") != std::string::npos, qdiscs);
+  BOOST_TEST(qdiscs.find("clsact") == std::string::npos, qdiscs);
   BOOST_TEST(test::leftovers("itest-att").empty(), test::leftovers("itest-att"));
 }

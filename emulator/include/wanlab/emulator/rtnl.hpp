@@ -33,6 +33,12 @@ struct FqOptions {
   std::uint32_t horizon_us = 3 * kMaxHoldPartNs / 1000;  // departures up to 60 s ahead are kept
 };
 
+// A root qdisc someone configured (the kernel's defaults have handle 0).
+struct RootQdisc {
+  std::string kind;      // "htb", "tbf", "netem", ...
+  std::uint32_t handle;  // major:minor as the kernel holds it
+};
+
 // Builders, exposed so tests can check them byte for byte.
 NetlinkMessage veth_message(const std::string& name, const std::string& peer_name, int peer_netns_fd);
 // A direct-action bpf filter at the clsact hook, with the given priority and handle.
@@ -68,9 +74,13 @@ class Rtnl {
   void delete_clsact(int ifindex);
   void add_fq_root(int ifindex, const FqOptions& options);
   void delete_root_qdisc(int ifindex);
+  // The interface's root qdisc if someone configured one, none for the kernel's default.
+  std::optional<RootQdisc> configured_root_qdisc(int ifindex);
 
   // Sends the message, waits for the ACK; throws std::system_error(what).
   void transact(NetlinkMessage& message, const std::string& what);
+  // The same, handing each message of the reply (a dump's too) to `callback`.
+  void transact(NetlinkMessage& message, const std::string& what, int (*callback)(const nlmsghdr*, void*), void* data);
 
  private:
   mnl_socket* socket_ = nullptr;
