@@ -564,7 +564,7 @@ void Soak::churn(int tick) {
                        {config_.wanlab, "perf", "client", ip_of(dst), "-t", "3", "-P", "1", "--cc", "cubic", "-i", "0"},
                        fmt::format("{}/short-{}.log", work_, totals_.short_started));
       p.pair = pair;
-      if (cycle % 2) p.kill_at = p.started + 1500ms;
+      if (totals_.short_started % 2) p.kill_at = p.started + 1500ms;
       totals_.short_started++;
       break;
     }
