@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -191,10 +192,13 @@ CommandResult run_command(const std::vector<std::string>& argv) {
     result.output.append(buf, static_cast<size_t>(len));
   }
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  rusage usage{};
+  while (::wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
   }
   running_child = 0;
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  auto seconds_of = [](const timeval& time) { return static_cast<double>(time.tv_sec) + static_cast<double>(time.tv_usec) / 1e6; };
+  result.cpu_seconds = seconds_of(usage.ru_utime) + seconds_of(usage.ru_stime);
   result.status = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
   return result;
 }

@@ -19,6 +19,7 @@ struct CommandResult {
   int status = 0;       // exit status, 128 + signal if killed
   std::string output;   // stdout and stderr together
   double seconds = 0;   // wall time
+  double cpu_seconds = 0;  // its user + system time (not its children's)
 };
 
 // Runs argv (no shell), capturing its output; the child gets default signal

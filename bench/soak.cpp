@@ -416,7 +416,7 @@ struct Row {
   std::uint64_t queue_expected = 0, queue_unexpected = 0, loss_expected = 0, loss_unexpected = 0;
   std::uint64_t kernel_queue_full = 0, kernel_undelivered = 0, iface_drops = 0;
   std::uint64_t waiting_in_kernel = 0;
-  double set_ms_mean = 0, set_ms_max = 0;
+  double set_ms_mean = 0, set_ms_max = 0, set_cpu_ms_mean = 0;
   int set_failures = 0;
   int host_processes = 0;
   std::string load1;
@@ -430,7 +430,7 @@ struct Totals {
   int short_started = 0, short_killed = 0, short_finished = 0, short_failed = 0;
   std::vector<std::string> short_errors;
   int sleepers_started = 0, sleepers_termed = 0, sleepers_killed = 0, escapes = 0;
-  std::vector<double> set_ms;  // every call
+  std::vector<double> set_ms, set_cpu_ms;  // every call: wall time, the process's CPU time
 };
 
 class Soak {
@@ -470,7 +470,7 @@ class Soak {
   Totals totals_;
   std::vector<Row> rows_;
   // Accumulated since the last row.
-  std::vector<double> row_set_ms_;
+  std::vector<double> row_set_ms_, row_set_cpu_ms_;
   int row_set_failures_ = 0;
   std::uint64_t row_q_exp_ = 0, row_q_unexp_ = 0, row_l_exp_ = 0, row_l_unexp_ = 0;
   wanlab_pair_stats row_start_totals_{};
@@ -681,7 +681,9 @@ void Soak::apply_change(int tick) {
   const auto result = run_command(argv);
   totals_.sets++;
   totals_.set_ms.push_back(result.seconds * 1e3);
+  totals_.set_cpu_ms.push_back(result.cpu_seconds * 1e3);
   row_set_ms_.push_back(result.seconds * 1e3);
+  row_set_cpu_ms_.push_back(result.cpu_seconds * 1e3);
   if (result.status != 0) {
     totals_.set_failures++;
     row_set_failures_++;
@@ -689,6 +691,12 @@ void Soak::apply_change(int tick) {
       totals_.set_errors.push_back(fmt::format("wanlab set {} exited with {}: {}", describe(change, bed_->state().dcs), result.status, result.output));
   }
   read_configs(true);
+}
+
+double mean(const std::vector<double>& values) {
+  double sum = 0;
+  for (double value : values) sum += value;
+  return values.empty() ? 0 : sum / static_cast<double>(values.size());
 }
 
 wanlab_pair_stats sum_wan(const std::vector<PairTrack>& pairs) {
@@ -728,12 +736,12 @@ Row Soak::sample_row(double t) {
   row.iface_drops = iface - iface_at_row_;
   iface_at_row_ = iface;
   if (!row_set_ms_.empty()) {
-    double sum = 0;
-    for (double ms : row_set_ms_) sum += ms;
-    row.set_ms_mean = sum / static_cast<double>(row_set_ms_.size());
+    row.set_ms_mean = mean(row_set_ms_);
+    row.set_cpu_ms_mean = mean(row_set_cpu_ms_);
     row.set_ms_max = *std::max_element(row_set_ms_.begin(), row_set_ms_.end());
   }
   row_set_ms_.clear();
+  row_set_cpu_ms_.clear();
   row.set_failures = std::exchange(row_set_failures_, 0);
   for (const auto& p : processes_) row.host_processes += !p.reaped && p.kind != Kind::escape;
   const std::string load = load_average();
@@ -755,7 +763,8 @@ std::vector<std::string> row_cells(const Row& row) {
           fmt::format("{} / {}", row.loss_expected, row.loss_unexpected),
           fmt::format("{} / {}", row.kernel_queue_full, row.kernel_undelivered),
           std::to_string(row.iface_drops),
-          fmt::format("{:.0f} / {:.0f}{}", row.set_ms_mean, row.set_ms_max, row.set_failures ? fmt::format(" ({} failed)", row.set_failures) : ""),
+          fmt::format("{:.1f} / {:.0f} / {:.0f}{}", row.set_cpu_ms_mean, row.set_ms_mean, row.set_ms_max,
+                      row.set_failures ? fmt::format(" ({} failed)", row.set_failures) : ""),
           std::to_string(row.host_processes),
           fmt::format("{:.0f}% / {:.0f}%", row.cpu.system_pct_of_all, row.cpu.steal_pct_of_all),
           row.load1};
@@ -763,7 +772,7 @@ std::vector<std::string> row_cells(const Row& row) {
 
 const std::vector<std::string> kHeader = {"t (s)", "Releaser CPU (% of a core)", "RSS (MiB)", "fds", "Threads", "Verdicts", "Held",
                                           "WAN packets", "WAN Mbit/s", "Queue drops exp / unexp", "Loss drops exp / unexp",
-                                          "NFQUEUE kernel drops full / undelivered", "Interface drops", "`set` ms mean / max",
+                                          "NFQUEUE kernel drops full / undelivered", "Interface drops", "`set` CPU ms mean / wall ms mean / max",
                                           "Host processes", "Machine busy / steal", "Load 1 min"};
 
 int Soak::run() {
@@ -988,11 +997,13 @@ int Soak::run() {
                                 "escapes left for `down`; {} processes were in the testbed's namespaces at `down`",
                                 totals_.sleepers_started, totals_.sleepers_termed, totals_.sleepers_killed, totals_.escapes, before_down.size()));
   if (!totals_.set_ms.empty()) {
-    const std::size_t minute = std::min<std::size_t>(60, totals_.set_ms.size());
-    double first = 0, last = 0;
-    for (std::size_t i = 0; i < minute; ++i) first += totals_.set_ms[i], last += totals_.set_ms[totals_.set_ms.size() - 1 - i];
-    summary.push_back(fmt::format("`wanlab set`: {} calls, {} failed; mean {:.1f} ms over the first {} calls, {:.1f} ms over the last {}", totals_.sets,
-                                  totals_.set_failures, first / static_cast<double>(minute), minute, last / static_cast<double>(minute), minute));
+    const auto minute = static_cast<std::ptrdiff_t>(std::min<std::size_t>(60, totals_.set_ms.size()));
+    auto first = [&](const std::vector<double>& all) { return mean({all.begin(), all.begin() + minute}); };
+    auto last = [&](const std::vector<double>& all) { return mean({all.end() - minute, all.end()}); };
+    summary.push_back(fmt::format("`wanlab set`: {} calls, {} failed; CPU time {:.1f} ms each over the first {} calls, {:.1f} ms over the last {} "
+                                  "(wall {:.0f} ms, {:.0f} ms: the machine's load)",
+                                  totals_.sets, totals_.set_failures, first(totals_.set_cpu_ms), minute, last(totals_.set_cpu_ms), minute,
+                                  first(totals_.set_ms), last(totals_.set_ms)));
   }
   const bool pass = memory_flat && fds_flat && drops_ok && leftovers.empty() && streams_ok && totals_.set_failures == 0;
   summary.push_back(fmt::format("Verdict: {}", pass ? "PASS (memory flat, only configured drops, nothing left)" : "FAIL"));
@@ -1020,13 +1031,15 @@ void Soak::write_outputs(const std::vector<std::string>& summary, const std::vec
   if (!config_.csv.empty()) {
     std::ofstream out(config_.csv);
     out << "t_s,releaser_cpu_pct_of_core,rss_mib,fds,threads,verdicts,held,wan_packets,wan_mbit,queue_drops_expected,queue_drops_unexpected,"
-           "loss_drops_expected,loss_drops_unexpected,nfqueue_queue_full,nfqueue_undelivered,nfqueue_waiting,interface_drops,set_ms_mean,set_ms_max,"
+           "loss_drops_expected,loss_drops_unexpected,nfqueue_queue_full,nfqueue_undelivered,nfqueue_waiting,interface_drops,set_cpu_ms_mean,"
+           "set_ms_mean,set_ms_max,"
            "set_failures,host_processes,machine_busy_pct,machine_softirq_pct,machine_steal_pct,load1\n";
     for (const auto& row : rows_)
-      out << fmt::format("{:.0f},{:.2f},{:.3f},{},{},{},{},{},{:.2f},{},{},{},{},{},{},{},{},{:.2f},{:.2f},{},{},{:.1f},{:.1f},{:.1f},{}\n", row.t,
+      out << fmt::format("{:.0f},{:.2f},{:.3f},{},{},{},{},{},{:.2f},{},{},{},{},{},{},{},{},{:.2f},{:.2f},{:.2f},{},{},{:.1f},{:.1f},{:.1f},{}\n", row.t,
                          row.cpu.process_pct_of_core, row.daemon.rss_mib, row.daemon.fds, row.daemon.threads, row.verdicts, row.held, row.wan_packets,
                          row.wan_mbit, row.queue_expected, row.queue_unexpected, row.loss_expected, row.loss_unexpected, row.kernel_queue_full,
-                         row.kernel_undelivered, row.waiting_in_kernel, row.iface_drops, row.set_ms_mean, row.set_ms_max, row.set_failures,
+                         row.kernel_undelivered, row.waiting_in_kernel, row.iface_drops, row.set_cpu_ms_mean, row.set_ms_mean, row.set_ms_max,
+                         row.set_failures,
                          row.host_processes, row.cpu.system_pct_of_all, row.cpu.softirq_pct_of_all, row.cpu.steal_pct_of_all, row.load1);
     if (!out) throw std::runtime_error("writing " + config_.csv);
     fmt::print("csv written to {}\n", config_.csv);
@@ -1081,8 +1094,8 @@ void Soak::write_outputs(const std::vector<std::string>& summary, const std::vec
   table.notes = {"Releaser CPU = the daemon's user + system time over the interval, % of one core. Verdicts = packets the releaser released. "
                  "Held = packets waiting in the releaser at the row's end.",
                  "WAN packets / Mbit/s = what the data plane passed on the six inter-DC pairs (a GSO packet counts its segments; wire bytes).",
-                 "Drops exp / unexp: explained by the configuration in force / not (see above). `set` ms = wall time of each `wanlab set` "
-                 "(a process start, the change recorded, the data plane rewritten).",
+                 "Drops exp / unexp: explained by the configuration in force / not (see above). `set` = each `wanlab set` process "
+                 "(the change recorded, the data plane rewritten): its own CPU time, and its wall time, which the machine's load stretches.",
                  "Host processes = processes the soak started on the hosts that were running at the row's end (perf servers and clients, sleepers; "
                  "not the escaped ones). Machine busy / steal = both CPUs, all processes and the kernel / taken by the hypervisor."};
   out << table.markdown() << "\n";
