@@ -4,12 +4,16 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <set>
@@ -37,6 +41,7 @@ std::mutex registry_mutex;
 std::set<std::string> registry;
 std::atomic<pid_t> running_child{0};
 std::string cleanup_wanlab;
+std::vector<std::string> cleanup_dirs;  // under registry_mutex
 
 void register_testbed(const std::string& name) {
   std::lock_guard lock(registry_mutex);
@@ -63,6 +68,15 @@ void wait_for_signal_then_clean_up(sigset_t signals) {
   for (const auto& name : names) {
     const auto down = run_command({cleanup_wanlab, "down", name});
     fmt::print(stderr, "{}", down.output);
+  }
+  std::vector<std::string> dirs;
+  {
+    std::lock_guard lock(registry_mutex);
+    dirs = cleanup_dirs;
+  }
+  for (const auto& dir : dirs) {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
   }
   ::_exit(128 + sig);
 }
@@ -106,15 +120,11 @@ std::string trimmed(std::string text) {
 
 }  // namespace
 
-CommandResult run_command(const std::vector<std::string>& argv) {
-  int pipe_fds[2];
-  em::check(::pipe2(pipe_fds, O_CLOEXEC), "creating a pipe");
-  em::UniqueFd read_end(pipe_fds[0]), write_end(pipe_fds[1]);
+namespace {
 
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, write_end.get(), STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, write_end.get(), STDERR_FILENO);
+// Starts argv with `actions`; the child gets default signal dispositions and
+// an empty signal mask whatever ours are.
+pid_t spawn_with(const std::vector<std::string>& argv, const posix_spawn_file_actions_t* actions) {
   posix_spawnattr_t attributes;
   posix_spawnattr_init(&attributes);
   sigset_t none, defaults;
@@ -124,16 +134,53 @@ CommandResult run_command(const std::vector<std::string>& argv) {
   posix_spawnattr_setsigmask(&attributes, &none);
   posix_spawnattr_setsigdefault(&attributes, &defaults);
   posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-
   std::vector<char*> c_argv;
   for (const auto& arg : argv) c_argv.push_back(const_cast<char*>(arg.c_str()));
   c_argv.push_back(nullptr);
-  const auto start = Clock::now();
   pid_t pid = 0;
-  const int spawn_error = posix_spawn(&pid, c_argv[0], &actions, &attributes, c_argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
+  const int spawn_error = posix_spawn(&pid, c_argv[0], actions, &attributes, c_argv.data(), environ);
   posix_spawnattr_destroy(&attributes);
   if (spawn_error != 0) em::throw_errno("starting " + argv[0], spawn_error);
+  return pid;
+}
+
+}  // namespace
+
+pid_t spawn_command(const std::vector<std::string>& argv, const std::string& output_path) {
+  const std::string output = output_path.empty() ? "/dev/null" : output_path;
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, output.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  try {
+    const pid_t pid = spawn_with(argv, &actions);
+    posix_spawn_file_actions_destroy(&actions);
+    return pid;
+  } catch (...) {
+    posix_spawn_file_actions_destroy(&actions);
+    throw;
+  }
+}
+
+CommandResult run_command(const std::vector<std::string>& argv) {
+  int pipe_fds[2];
+  em::check(::pipe2(pipe_fds, O_CLOEXEC), "creating a pipe");
+  em::UniqueFd read_end(pipe_fds[0]), write_end(pipe_fds[1]);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, write_end.get(), STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, write_end.get(), STDERR_FILENO);
+  const auto start = Clock::now();
+  pid_t pid = 0;
+  try {
+    pid = spawn_with(argv, &actions);
+  } catch (...) {
+    posix_spawn_file_actions_destroy(&actions);
+    throw;
+  }
+  posix_spawn_file_actions_destroy(&actions);
   running_child = pid;
   write_end.reset();
 
@@ -145,10 +192,13 @@ CommandResult run_command(const std::vector<std::string>& argv) {
     result.output.append(buf, static_cast<size_t>(len));
   }
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  rusage usage{};
+  while (::wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
   }
   running_child = 0;
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  auto seconds_of = [](const timeval& time) { return static_cast<double>(time.tv_sec) + static_cast<double>(time.tv_usec) / 1e6; };
+  result.cpu_seconds = seconds_of(usage.ru_utime) + seconds_of(usage.ru_stime);
   result.status = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
   return result;
 }
@@ -161,6 +211,11 @@ void install_signal_cleanup(const std::string& wanlab_binary) {
   // Blocked here, so in every thread started later; only the waiter takes them.
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::thread(wait_for_signal_then_clean_up, signals).detach();
+}
+
+void remove_on_signal(const std::string& directory) {
+  std::lock_guard lock(registry_mutex);
+  cleanup_dirs.push_back(directory);
 }
 
 std::string scenario_toml(const ScenarioSpec& spec) {
@@ -181,27 +236,44 @@ Testbed::Testbed(const std::string& wanlab_binary, const std::string& work_dir, 
     out << scenario_toml(spec);
     if (!out) throw std::runtime_error("writing " + path);
   }
-  register_testbed(spec.name);
-  const auto up = run_command({wanlab_, "up", path, "--quiet"});
+  bring_up({wanlab_, "up", path, "--quiet"}, spec.name);
+}
+
+Testbed::Testbed(const std::string& wanlab_binary, const std::string& scenario_path, const std::string& name)
+    : wanlab_(wanlab_binary) {
+  bring_up({wanlab_, "up", scenario_path, "--name", name, "--quiet"}, name);
+}
+
+void Testbed::bring_up(const std::vector<std::string>& up_argv, const std::string& name) {
+  register_testbed(name);
+  const auto up = run_command(up_argv);
   up_seconds_ = up.seconds;
   if (up.status != 0) {
     // A failed `up` removes what it made itself; a testbed that was up before is not ours to remove.
-    unregister_testbed(spec.name);
-    throw std::runtime_error(fmt::format("{}: wanlab up {} exited with {}: {}", spec.name, path, up.status, trimmed(up.output)));
+    unregister_testbed(name);
+    throw std::runtime_error(fmt::format("{}: wanlab up {} exited with {}: {}", name, up_argv.at(2), up.status, trimmed(up.output)));
   }
   try {
-    state_ = em::load_state(spec.name);
+    state_ = em::load_state(name);
   } catch (...) {
-    run_command({wanlab_, "down", spec.name});
-    unregister_testbed(spec.name);
+    run_command({wanlab_, "down", name});
+    unregister_testbed(name);
     throw;
   }
 }
 
-Testbed::~Testbed() {
-  const auto down = run_command({wanlab_, "down", state_.name});
-  if (down.status != 0) fmt::print(stderr, "warning: wanlab down {} exited with {}: {}\n", state_.name, down.status, trimmed(down.output));
+CommandResult Testbed::down() {
+  if (down_) return {};
+  down_ = true;
+  auto result = run_command({wanlab_, "down", state_.name});
   unregister_testbed(state_.name);
+  return result;
+}
+
+Testbed::~Testbed() {
+  if (down_) return;
+  const auto result = down();
+  if (result.status != 0) fmt::print(stderr, "warning: wanlab down {} exited with {}: {}\n", state_.name, result.status, trimmed(result.output));
 }
 
 // The nfqueue path stamps packets on the way in; the fq path on the way out,
@@ -267,6 +339,7 @@ ReleaserCounters read_releaser_counters(const std::string& testbed) {
   std::uint64_t value = 0;
   while (in >> key >> equals >> value) {
     if (key == "packets") counters.packets = value;
+    if (key == "held") counters.held = value;
     if (key == "late_sum_ns") counters.late_sum_ns = value;
     if (key == "late_max_ns") counters.late_max_ns = value;
     if (key == "late_over_100us") counters.late_over_100us = value;
@@ -297,6 +370,31 @@ MachineInfo machine_info() {
   double kib = 0;
   if (meminfo >> key >> kib && key == "MemTotal:") info.memory_gib = kib / (1024.0 * 1024.0);
   return info;
+}
+
+std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::string one, five, fifteen;
+  in >> one >> five >> fifteen;
+  return one + " " + five + " " + fifteen;
+}
+
+std::string now_text() {
+  const std::time_t now = std::time(nullptr);
+  char text[64];
+  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S %Z", std::localtime(&now));
+  return text;
+}
+
+WorkDir::WorkDir(const std::string& prefix) {
+  std::string pattern = "/tmp/" + prefix + ".XXXXXX";
+  if (!::mkdtemp(pattern.data())) em::throw_errno("creating a work directory under /tmp");
+  path = pattern;
+}
+
+WorkDir::~WorkDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path, ignored);
 }
 
 std::string Table::text() const {

@@ -19,15 +19,24 @@ struct CommandResult {
   int status = 0;       // exit status, 128 + signal if killed
   std::string output;   // stdout and stderr together
   double seconds = 0;   // wall time
+  double cpu_seconds = 0;  // its user + system time (not its children's)
 };
 
 // Runs argv (no shell), capturing its output; the child gets default signal
 // dispositions and an empty signal mask whatever ours are.
 CommandResult run_command(const std::vector<std::string>& argv);
 
-// SIGINT, SIGTERM and SIGHUP take down every testbed still registered, then
-// end the process. Call first in main, before any thread starts.
+// Starts argv (no shell) without waiting: stdout and stderr go to
+// `output_path` (appended; "" = /dev/null), stdin is /dev/null, and the child
+// gets default signal dispositions and an empty signal mask. Returns its pid;
+// the caller reaps it.
+pid_t spawn_command(const std::vector<std::string>& argv, const std::string& output_path = "");
+
+// SIGINT, SIGTERM and SIGHUP take down every testbed still registered, remove
+// the directories given to remove_on_signal, then end the process. Call first
+// in main, before any thread starts.
 void install_signal_cleanup(const std::string& wanlab_binary);
+void remove_on_signal(const std::string& directory);
 
 // A scenario the benchmark writes: `dcs` DCs named d0.., `hosts` each, every
 // pair with the same settings.
@@ -49,6 +58,8 @@ std::string scenario_toml(const ScenarioSpec& spec);
 class Testbed {
  public:
   Testbed(const std::string& wanlab_binary, const std::string& work_dir, const ScenarioSpec& spec);
+  // A scenario file as it is, brought up under `name` (`wanlab up FILE --name NAME`).
+  Testbed(const std::string& wanlab_binary, const std::string& scenario_path, const std::string& name);
   ~Testbed();
   Testbed(const Testbed&) = delete;
   Testbed& operator=(const Testbed&) = delete;
@@ -66,13 +77,17 @@ class Testbed {
   void detach_programs() const;
   // Attaches the testbed's pinned tc program again where detach_programs() removed it.
   void attach_programs() const;
+  // `wanlab down` now rather than in the destructor (which then does nothing).
+  CommandResult down();
 
  private:
   bool program_at_ingress() const;
+  void bring_up(const std::vector<std::string>& up_argv, const std::string& name);
 
   std::string wanlab_;
   emulator::TestbedState state_;
   double up_seconds_ = 0;
+  bool down_ = false;
 };
 
 // CPU time used between construction and read(): by one process (% of one
@@ -99,6 +114,7 @@ class CpuMeter {
 // The releaser's counters the daemon publishes once a second (releaser.toml).
 struct ReleaserCounters {
   std::uint64_t packets = 0;
+  std::uint64_t held = 0;  // waiting in the releaser when published
   std::uint64_t late_sum_ns = 0;
   std::uint64_t late_max_ns = 0;  // since the daemon started
   std::uint64_t late_over_100us = 0;
@@ -120,6 +136,18 @@ struct MachineInfo {
   double memory_gib = 0;
 };
 MachineInfo machine_info();
+// The 1, 5 and 15 minute load averages: how busy the machine was with other work.
+std::string load_average();
+std::string now_text();  // "2026-11-23 03:04:31 UTC"
+
+// A private directory /tmp/PREFIX.XXXXXX, removed with the object.
+struct WorkDir {
+  explicit WorkDir(const std::string& prefix);
+  ~WorkDir();
+  WorkDir(const WorkDir&) = delete;
+  WorkDir& operator=(const WorkDir&) = delete;
+  std::string path;
+};
 
 // A table of text cells, printed with aligned columns or as markdown.
 struct Table {

@@ -1,6 +1,9 @@
 # Sourced by the bench/run-*.sh scripts: configures a benchmark build
 # directory once and builds targets into its log.
 #   bench_build SCRIPT BUILD_DIR TARGET...   (exits 1 with the log's tail on failure)
+#   bench_prepare SCRIPT REPO BUILD_DIR TARGET
+#     checks for root, configures, builds TARGET and, unless $WANLAB_BIN names
+#     one, the wanlab binary
 
 bench_configure() {
   local repo=$1 build=$2
@@ -19,4 +22,16 @@ bench_build() {
     echo "$script: building $* failed (log: $log)" >&2
     exit 1
   fi
+}
+
+bench_prepare() {
+  local script=$1 repo=$2 build=$3 target=$4
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "$script: needs root (namespaces, tc, iptables)" >&2
+    exit 1
+  fi
+  local targets=("$target")
+  [[ -n "${WANLAB_BIN:-}" ]] || targets+=(wanlab)
+  bench_configure "$repo" "$build"
+  bench_build "$script" "$build" "${targets[@]}"
 }

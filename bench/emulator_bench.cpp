@@ -488,19 +488,6 @@ Table scale_section(const Config& config) {
 
 // ---------------------------------------------------------------- main
 
-struct WorkDir {
-  WorkDir() {
-    char pattern[] = "/tmp/wanlab-bench.XXXXXX";
-    if (!::mkdtemp(pattern)) throw std::runtime_error("creating a work directory under /tmp");
-    path = pattern;
-  }
-  ~WorkDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  std::string path;
-};
-
 Config parse_args(int argc, char** argv) {
   Config config;
   config.wanlab = (fs::path(em::self_exe()).parent_path().parent_path() / "cli" / "wanlab").string();
@@ -538,21 +525,6 @@ Config parse_args(int argc, char** argv) {
   return config;
 }
 
-// The 1, 5 and 15 minute load averages: how busy the machine was with other work.
-std::string load_average() {
-  std::ifstream in("/proc/loadavg");
-  std::string one, five, fifteen;
-  in >> one >> five >> fifteen;
-  return one + " " + five + " " + fifteen;
-}
-
-std::string now_text() {
-  const std::time_t now = std::time(nullptr);
-  char text[64];
-  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S %Z", std::localtime(&now));
-  return text;
-}
-
 Table summary() {
   Table table;
   table.title = "Targets";
@@ -570,7 +542,7 @@ int run(int argc, char** argv) {
   Config config = parse_args(argc, argv);
   if (::geteuid() != 0) throw std::runtime_error("needs root (namespaces, tc, iptables)");
   install_signal_cleanup(config.wanlab);
-  WorkDir work;
+  WorkDir work("wanlab-bench");
   config.work_dir = work.path;
 
   const auto start = std::chrono::steady_clock::now();

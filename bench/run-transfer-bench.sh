@@ -18,16 +18,9 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${WANLAB_BENCH_BUILD:-$repo/build-bench}"
 
-if [[ $(id -u) -ne 0 ]]; then
-  echo "run-transfer-bench.sh: needs root (namespaces, tc, iptables)" >&2
-  exit 1
-fi
 # shellcheck source=bench/build-bench.sh
 . "$repo/bench/build-bench.sh"
-targets=(wanlab_transfer_bench)
-[[ -n "${WANLAB_BIN:-}" ]] || targets+=(wanlab)
-bench_configure "$repo" "$build"
-bench_build run-transfer-bench.sh "$build" "${targets[@]}"
+bench_prepare run-transfer-bench.sh "$repo" "$build" wanlab_transfer_bench
 exec "$build/bench/wanlab_transfer_bench" --wanlab "${WANLAB_BIN:-$build/cli/wanlab}" \
   --rates 100mbit,1gbit --delays 5,50,150 --streams 1,4,16 --sizes 1M,16M,256M --max-seconds 6 \
   --markdown "$repo/bench/results/transfer.md" --csv "$repo/bench/results/transfer.csv" "$@"

@@ -5,7 +5,9 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <set>
 #include <sstream>
+#include <tuple>
 #include <utility>
 #include <toml++/toml.h>
 
@@ -78,6 +80,33 @@ std::pair<std::vector<TimedSpec>, toml::table> read_changes(const TestbedState& 
   return {changes, file.root()};
 }
 
+// Drops the changes that later ones wholly override: every field a change sets,
+// in every direction it covers, is set again by a later change. Links overlay
+// field by field in time order (Scenario::pair), so what remains gives the
+// same settings at any time from the latest change on, [[event]]s included
+// (they are not in this file and stay in time order with what remains).
+// Without it every `set` re-reads every change ever made: in the soak
+// benchmark a `set` took 14 ms of CPU with 20 changes recorded and 69 ms with
+// 1,640, and a `set` a second outgrows a second within hours.
+void drop_overridden(toml::array& changes) {
+  using Target = std::tuple<std::string, std::string, std::string>;  // from, to, field
+  std::set<Target> covered;
+  for (std::size_t i = changes.size(); i-- > 0;) {
+    const toml::table& change = *changes[i].as_table();
+    const std::string from = change["from"].value_or(""), to = change["to"].value_or("");
+    std::vector<Target> targets;
+    for (const auto& [field, value] : *change["fields"].as_table()) {
+      targets.emplace_back(from, to, std::string(field.str()));
+      if (change["symmetric"].value_or(false)) targets.emplace_back(to, from, std::string(field.str()));
+    }
+    if (std::all_of(targets.begin(), targets.end(), [&](const Target& target) { return covered.count(target) > 0; })) {
+      changes.erase(changes.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      covered.insert(targets.begin(), targets.end());
+    }
+  }
+}
+
 // Serializes writers of the changes file and of the data plane's pairs.
 class TestbedLock {
  public:
@@ -142,6 +171,7 @@ void apply_change(const TestbedState& state, const Change& change) {
                                                    {"to", change.to},
                                                    {"symmetric", change.symmetric},
                                                    {"fields", fields}});
+  drop_overridden(*root["change"].as_array());
   std::ostringstream text;
   text << root << "\n";
   base::replace_file(changes_path(state.name), text.str(), 0600);

@@ -9,6 +9,7 @@
 
 #include "support/wanlab_cli.hpp"
 #include "wanlab/emulator/probe.hpp"
+#include "wanlab/emulator/sys.hpp"
 #include "wanlab/emulator/testbed.hpp"
 
 using namespace wanlab;
@@ -119,6 +120,53 @@ BOOST_AUTO_TEST_CASE(set_changes_rtt_live_and_stats_show_drops) {
   BOOST_TEST(test::json_number(east_west, "drops_loss") > 20);
   BOOST_TEST(test::json_number(east_west, "drops_queue") > 0);
   BOOST_TEST(test::json_number(east_west, "packets") > 100);
+}
+
+// A `set` a second for hours must not make each `set` slower: a change that
+// later ones wholly override is dropped from changes.toml, and the settings
+// stay those of every change applied in order.
+BOOST_AUTO_TEST_CASE(set_drops_overridden_changes_and_keeps_the_settings_of_all) {
+  Testbed bed(kTwoDc);
+  em::Scenario every = em::load_scenario(bed.file.path());
+  for (int round = 0; round < 30; ++round) {
+    const std::string n = std::to_string(round % 7 + 1);
+    const std::vector<std::vector<std::string>> sets = {{"east", "west", "--rate", n + "0mbit", "--delay", n + "ms"},
+                                                        {"west", "east", "--delay", n + "3ms", "--one-way"},
+                                                        {"east", "west", "--loss", n + "%"},
+                                                        {"east", "west", "--rate", n + "5mbit", "--jitter", n + "00us", "--one-way"},
+                                                        {"east", "west", "--queue", n + "0ms"}};
+    for (const auto& change : sets) {
+      std::vector<std::string> args = {"set", "--testbed", "itest"};
+      args.insert(args.end(), change.begin(), change.end());
+      const auto set = test::wanlab(args);
+      BOOST_TEST_REQUIRE(set.status == 0, set.output);
+      em::LinkSpec spec;
+      spec.from = change[0];
+      spec.to = change[1];
+      spec.symmetric = change.back() != "--one-way";
+      for (std::size_t i = 2; i + 1 < change.size(); i += 2) spec.params = em::parse_link_option(spec.params, change[i].substr(2), change[i + 1]);
+      every.links.push_back(spec);
+    }
+  }
+  // Left: the last round's five changes, each still the latest for something.
+  const std::string changes = em::read_file(em::run_dir("itest") + "/changes.toml");
+  std::size_t entries = 0;
+  for (std::size_t at = changes.find("[[change]]"); at != std::string::npos; at = changes.find("[[change]]", at + 1)) ++entries;
+  BOOST_TEST(entries == 5u, changes);
+  const em::Scenario now = em::current_scenario(bed.state);
+  for (const auto& [src, dst] : {std::pair{0, 1}, std::pair{1, 0}}) {
+    const em::PairParams got = now.pair(src, dst), want = every.pair(src, dst);
+    BOOST_TEST(got.rate_bps == want.rate_bps);
+    BOOST_TEST(got.delay_ns == want.delay_ns);
+    BOOST_TEST(got.jitter_ns == want.jitter_ns);
+    BOOST_TEST(got.loss == want.loss);
+    BOOST_TEST(got.queue.value == want.queue.value);
+  }
+  // The last round (n = 2): east -> west 25mbit one way after 20mbit both ways; west -> east 23 ms one way after 2 ms.
+  BOOST_TEST(now.pair(0, 1).rate_bps == 25'000'000u);
+  BOOST_TEST(now.pair(1, 0).rate_bps == 20'000'000u);
+  BOOST_TEST(now.pair(1, 0).delay_ns == 23'000'000u);
+  BOOST_TEST(now.pair(0, 1).delay_ns == 2'000'000u);
 }
 
 BOOST_AUTO_TEST_CASE(events_change_links_on_time_and_host_settings_apply) {
