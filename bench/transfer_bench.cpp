@@ -56,7 +56,7 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr std::uint16_t kPort = 5380;
-constexpr std::uint32_t kChunk = 16u << 10;  // the harness's cross-DC chunk and not-sent low-water mark
+constexpr std::uint32_t kChunk = hs::kCrossDcChunkBytes;  // and the not-sent low-water mark, as the harness's
 const char* kStates[] = {"cold", "warm", "idle"};
 constexpr auto kIdleGap = 1s;
 
@@ -233,6 +233,8 @@ void write_tables(const Config& config, const std::vector<Cell>& cells, double m
                   config.wmem, config.rmem, config.slow_start_after_idle, config.pace ? "on" : "off",
                   config.max_seconds, minutes),
       "cold: first message on a new channel; warm: sent once the previous one is acknowledged (one way after it arrived); idle: 1 s after that."};
+  if (!config.remodel.empty())
+    table.notes.push_back(fmt::format("measured times from {}, modelled again by the model as it is now (--remodel)", config.remodel));
   fmt::print("\n{}", table.text());
   if (!config.markdown.empty()) {
     std::ofstream out(config.markdown);
@@ -305,8 +307,9 @@ Config parse(int argc, char** argv) {
 }  // namespace
 
 
-// The path as the simulator sees the bench testbed's pair (link_model_for, tcp_path_for).
-hs::TcpPath model_path(const Config& config, std::uint64_t rate_bps, int delay_ms) {
+// The path as the simulator sees the bench testbed's pair (link_model_for,
+// tcp_path_for), its `streams` paced as the harness paces them.
+hs::TcpPath model_path(const Config& config, std::uint64_t rate_bps, int delay_ms, int streams) {
   em::Scenario scenario;
   scenario.host.tcp_wmem_max = em::units::parse_size(config.wmem);
   scenario.host.tcp_rmem_max = em::units::parse_size(config.rmem);
@@ -314,7 +317,7 @@ hs::TcpPath model_path(const Config& config, std::uint64_t rate_bps, int delay_m
   em::PairParams there;
   there.rate_bps = rate_bps;
   there.delay_ns = static_cast<std::uint64_t>(delay_ms) * 1'000'000;
-  return hs::tcp_path_for(there, 2 * delay_ms / 1e3, hs::link_model_for(scenario), 1.0, config.pace);
+  return hs::tcp_path_for(there, 2 * delay_ms / 1e3, hs::link_model_for(scenario), 1.0, config.pace ? streams : 0);
 }
 
 // One channel's messages in order (cold, warm, idle): the model's time for
@@ -323,7 +326,8 @@ void model_channel(const hs::TcpPath& path, std::vector<Cell>& channel) {
   hs::TcpChannelState state;
   for (std::size_t k = 0; k < channel.size(); ++k) {
     if (k == 2) hs::after_idle(path, state, std::chrono::duration<double>(kIdleGap).count() + path.rtt_s);
-    channel[k].modelled_s = hs::transfer_alone_s(path, channel[k].streams, static_cast<double>(channel[k].bytes), state);
+    const double bytes = static_cast<double>(channel[k].bytes);
+    channel[k].modelled_s = hs::transfer_alone_s(path, hs::effective_streams(bytes, channel[k].streams), bytes, state);
   }
 }
 
@@ -360,7 +364,7 @@ std::vector<Cell> remodel(const Config& config) {
     };
     while (end < cells.size() && same(cells[first], cells[end])) ++end;
     std::vector<Cell> channel(cells.begin() + static_cast<long>(first), cells.begin() + static_cast<long>(end));
-    model_channel(model_path(config, channel[0].rate_bps, channel[0].delay_ms), channel);
+    model_channel(model_path(config, channel[0].rate_bps, channel[0].delay_ms, channel[0].streams), channel);
     std::copy(channel.begin(), channel.end(), cells.begin() + static_cast<long>(first));
     first = end;
   }
@@ -391,8 +395,8 @@ int main(int argc, char** argv) {
       spec.rmem_max = config.rmem;
       spec.slow_start_after_idle = config.slow_start_after_idle != 0;
       const Testbed bed(config.wanlab, work_dir, spec);
-      const hs::TcpPath path = model_path(config, rate, delay);
       for (const int streams : config.streams) {
+        const hs::TcpPath path = model_path(config, rate, delay, streams);
         for (const std::uint64_t bytes : config.sizes) {
           const double ideal = hs::steady_transfer_s(path, streams, static_cast<double>(bytes));
           if (ideal > config.max_seconds) continue;

@@ -93,6 +93,26 @@ BOOST_AUTO_TEST_CASE(an_idle_channel_halves_its_window_per_rto_down_to_the_initi
   BOOST_TEST(state.cwnd_bytes == 1000 * kSegmentBytes);
 }
 
+// The transport hands 16 KiB chunks to the streams as they take them: the
+// most loaded stream carries ceil(chunks / streams) of them.
+BOOST_AUTO_TEST_CASE(a_message_of_few_chunks_keeps_fewer_streams_busy) {
+  const double chunk = kCrossDcChunkBytes;
+  BOOST_TEST(effective_streams(168e3, 8) == 168e3 / (2 * chunk), boost::test_tools::tolerance(1e-12));  // 11 chunks: 2 on some
+  BOOST_TEST(effective_streams(8 * chunk, 8) == 8.0);
+  BOOST_TEST(effective_streams(chunk / 2, 8) == 1.0);
+  BOOST_TEST(effective_streams(1e9, 8) == 1e9 / (std::ceil(std::ceil(1e9 / chunk) / 8) * chunk), boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(effective_streams(1e9, 1) == 1.0);
+  // Paced at rate / 8 per stream (as the harness does), 168 KB at 10 Mbit/s
+  // and 33 ms, warm: as 5.25 streams at 1.25 Mbit/s each. Measured 0.229 s.
+  TcpPath path = path_of(10e6, 0.033, 1e9);
+  path.paced = true;
+  path.max_pacing_bps = 10e6 / 8;
+  TcpChannelState warm;
+  warm.cwnd_bytes = warm.pacing_cwnd_bytes = 100 * kSegmentBytes;
+  BOOST_TEST(transfer_alone_s(path, effective_streams(168e3, 8), 168e3, warm) == 2 * chunk * 8 / 1.25e6 + 0.033,
+             boost::test_tools::tolerance(1e-9));
+}
+
 // Measured (tcpi_rto at 150 ms one way): 904 ms after the handshake, 588 ms
 // after a 1 MB message's seven rounds.
 BOOST_AUTO_TEST_CASE(the_rto_starts_at_three_rtts_and_falls_toward_rtt_plus_200ms_round_by_round) {
@@ -154,10 +174,11 @@ BOOST_AUTO_TEST_CASE(the_simulator_moves_each_transfer_as_the_model_says) {
   const LinkModel model = link_model_for(scenario);
   BOOST_TEST(model.tcp_dynamics);
   const RunRecord record = simulate(plan, scenario, model, 3);
-  const TcpPath path =
-      tcp_path_for(scenario.pair(0, 1), static_cast<double>(scenario.rtt_ns(0, 1)) / 1e9, model, 1.0, plan.experiment.pacing);
-  BOOST_TEST(path.paced);  // the default, as in real runs
+  BOOST_TEST(plan.experiment.pacing);  // the default, as in real runs
+  const TcpPath path = tcp_path_for(scenario.pair(0, 1), static_cast<double>(scenario.rtt_ns(0, 1)) / 1e9, model, 1.0, 4);
+  BOOST_TEST(path.paced);
   BOOST_TEST(path.rate_bps == static_cast<double>(scenario.pair(0, 1).rate_bps) * em::kPayloadShare);
+  BOOST_TEST(path.max_pacing_bps == path.rate_bps / 4);
   BOOST_TEST(path.window_bytes == em::stream_window_bytes(scenario.host));
   int checked = 0;
   for (int sender = 0; sender < 2; ++sender) {
@@ -167,7 +188,8 @@ BOOST_AUTO_TEST_CASE(the_simulator_moves_each_transfer_as_the_model_says) {
       if (t.worker != sender) continue;
       const double first_sent_s = static_cast<double>(t.first_sent_ns) / 1e9;
       if (last_sent_s >= 0) after_idle(path, state, first_sent_s - last_sent_s);
-      const double modelled = transfer_alone_s(path, 4, static_cast<double>(t.bytes), state);
+      const double bytes = static_cast<double>(t.bytes);
+      const double modelled = transfer_alone_s(path, effective_streams(bytes, 4), bytes, state);
       BOOST_TEST(static_cast<double>(t.last_received_ns - t.first_sent_ns) / 1e9 == modelled,
                  boost::test_tools::tolerance(1e-6));
       last_sent_s = static_cast<double>(t.last_sent_ns) / 1e9;

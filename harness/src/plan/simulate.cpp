@@ -33,6 +33,7 @@ struct LinkState : detail::LinkRate {
 struct Transfer {
   int link = 0;
   int streams = 1;
+  double effective_streams = 1;  // tcp_model.hpp: the streams its chunks keep busy to its end
   double bits_left = 0;       // of the whole transfer
   double round_bits = 0;      // put on the wire in the current round
   double round_bits_left = 0; // of those, not yet sent
@@ -276,7 +277,8 @@ class Simulator {
     LinkState& link = links_[static_cast<std::size_t>(transfer.link)];
     bool cross_dc = worker(from).dc != worker(to).dc;
     transfer.streams = cross_dc ? plan_.experiment.streams : 1;
-    transfer.cap_bps = detail::transfer_cap_bps(link, transfer.streams);
+    transfer.effective_streams = effective_streams(bits / 8, transfer.streams);
+    transfer.cap_bps = detail::transfer_cap_bps(link, transfer.effective_streams);
     transfer.channel = {from, to};
     if (message >= 0 && cross_dc) transfer.record = record_transfer(from, to);
     transfers_.push_back(transfer);
@@ -332,15 +334,16 @@ class Simulator {
     transfer.round_ends = now_;
     if (!model_.tcp_dynamics) return;
     const TcpChannelState& state = channel_tcp_[transfer.channel].state;
-    const double full_round_bits = round_bytes(link.tcp, state, transfer.streams, kInf) * 8;
+    const double full_round_bits = round_bytes(link.tcp, state, transfer.effective_streams, kInf) * 8;
     const bool at_ceiling = state.cwnd_bytes >= link.tcp.window_bytes;
     if (at_ceiling && transfer.bits_left > full_round_bits) {
       const double rounds = std::ceil(transfer.bits_left / full_round_bits) - 1;
       transfer.round_bits = rounds * full_round_bits;
-      transfer.cap_bps = detail::transfer_cap_bps(link, transfer.streams);  // the window's rate
+      transfer.cap_bps = detail::transfer_cap_bps(link, transfer.effective_streams);  // the window's rate
     } else {
       transfer.round_bits = std::min(transfer.bits_left, full_round_bits);
-      transfer.cap_bps = std::min(link.stream_flow_bps, pacing_limit_bps(link.tcp, state)) * transfer.streams;
+      transfer.cap_bps =
+          std::min({link.stream_flow_bps, pacing_limit_bps(link.tcp, state), link.tcp.max_pacing_bps}) * transfer.effective_streams;
       transfer.round_ends = now_ + link.tcp.rtt_s * 1e9;
     }
     transfer.round_bits_left = transfer.round_bits;
@@ -389,7 +392,7 @@ class Simulator {
   // The round's bits have left: slow start counts them, the channel was busy until now.
   void end_round(const LinkState& link, Transfer& transfer) {
     ChannelTcp& tcp = channel_tcp_[transfer.channel];
-    if (model_.tcp_dynamics) after_round(link.tcp, tcp.state, transfer.streams, transfer.round_bits / 8);
+    if (model_.tcp_dynamics) after_round(link.tcp, tcp.state, transfer.effective_streams, transfer.round_bits / 8);
     tcp.last_sent = now_;
     transfer.round_bits_left = 0;
     if (transfer.bits_left <= kDoneBits) transfer.bits_left = 0;
@@ -603,25 +606,28 @@ LinkRate link_rate(const Experiment& experiment, const emulator::Scenario& scena
   const emulator::PairParams pair = scenario.pair(src, dst);
   const double rtt_s = static_cast<double>(scenario.rtt_ns(src, dst)) / 1e9;
   LinkRate link;
-  link.tcp = tcp_path_for(pair, rtt_s, model, experiment.scale, experiment.pacing);
+  // The harness paces its cross-DC streams only (coordinator's pacing_rate).
+  const int paced_streams = experiment.pacing && src != dst ? std::max(1, experiment.streams) : 0;
+  link.tcp = tcp_path_for(pair, rtt_s, model, experiment.scale, paced_streams);
   link.capacity_bps = link.tcp.rate_bps;
   link.delay_ns = static_cast<double>(pair.delay_ns);
   link.stream_flow_bps = link.tcp.flow_rate_bps;
-  link.stream_ceiling_bps = link.stream_flow_bps;
+  link.stream_ceiling_bps = std::min(link.stream_flow_bps, link.tcp.max_pacing_bps);
   if (model.stream_window_bytes > 0 && rtt_s > 0)
     link.stream_ceiling_bps = std::min(link.stream_ceiling_bps, link.tcp.window_bytes * 8 / rtt_s);
   return link;
 }
 
-double transfer_cap_bps(const LinkRate& link, int streams) { return link.stream_ceiling_bps * streams; }
+double transfer_cap_bps(const LinkRate& link, double streams) { return link.stream_ceiling_bps * streams; }
 
-double alone_rate_bps(const LinkRate& link, int streams) {
+double alone_rate_bps(const LinkRate& link, double streams) {
   return std::min(link.capacity_bps, transfer_cap_bps(link, streams));
 }
 
 }  // namespace detail
 
-TcpPath tcp_path_for(const emulator::PairParams& there, double rtt_s, const LinkModel& model, double scale, bool paced) {
+TcpPath tcp_path_for(const emulator::PairParams& there, double rtt_s, const LinkModel& model, double scale,
+                     int paced_streams) {
   TcpPath path;
   if (there.rate_bps > 0) path.rate_bps = static_cast<double>(there.rate_bps) * model.payload_share * scale;
   double flow = kInf;
@@ -632,7 +638,8 @@ TcpPath tcp_path_for(const emulator::PairParams& there, double rtt_s, const Link
   path.rtt_s = rtt_s;
   if (model.stream_window_bytes > 0) path.window_bytes = model.stream_window_bytes * scale;
   path.slow_start_after_idle = model.slow_start_after_idle;
-  path.paced = paced;
+  path.paced = paced_streams > 0;
+  if (path.paced && std::isfinite(path.rate_bps)) path.max_pacing_bps = std::min(path.flow_rate_bps, path.rate_bps / paced_streams);
   return path;
 }
 

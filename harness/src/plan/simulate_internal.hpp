@@ -14,7 +14,8 @@ namespace wanlab::harness::detail {
 struct LinkRate {
   double capacity_bps = std::numeric_limits<double>::infinity();
   // What one stream carries at most in the long run: the least of the flow
-  // rate, the model's per-stream ceiling and window / RTT, x scale.
+  // rate, the model's per-stream ceiling, the harness's pacing and
+  // window / RTT, x scale.
   double stream_ceiling_bps = std::numeric_limits<double>::infinity();
   // The same without the window: what caps a stream within a TCP round.
   double stream_flow_bps = std::numeric_limits<double>::infinity();
@@ -24,9 +25,9 @@ struct LinkRate {
 LinkRate link_rate(const Experiment& experiment, const emulator::Scenario& scenario, const LinkModel& model, int src,
                    int dst);
 // The most one transfer of `streams` streams may take: streams x ceiling.
-double transfer_cap_bps(const LinkRate& link, int streams);
+double transfer_cap_bps(const LinkRate& link, double streams);
 // What one transfer gets alone on the link: min(capacity, its cap).
-double alone_rate_bps(const LinkRate& link, int streams);
+double alone_rate_bps(const LinkRate& link, double streams);
 
 // Fills record.prefill (the experiment's [prefill] is enabled) from the
 // simulated training in `record`; simulate.hpp says how.

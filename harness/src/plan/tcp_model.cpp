@@ -16,9 +16,10 @@ double in_flight_limit(const TcpPath& path, const TcpChannelState& state) {
 
 // How long `bytes` over `streams` take to go onto the link back to back
 // (or paced) from `state`.
-double burst_s(const TcpPath& path, const TcpChannelState& state, int streams, double bytes) {
+double burst_s(const TcpPath& path, const TcpChannelState& state, double streams, double bytes) {
   const double link = bytes * 8 / path.rate_bps;
-  const double flow = bytes / streams * 8 / std::min(path.flow_rate_bps, pacing_limit_bps(path, state));
+  const double per_stream_bps = std::min({path.flow_rate_bps, pacing_limit_bps(path, state), path.max_pacing_bps});
+  const double flow = bytes / streams * 8 / per_stream_bps;
   return std::max(link, flow);
 }
 
@@ -29,7 +30,14 @@ double pacing_limit_bps(const TcpPath& path, const TcpChannelState& state) {
   return kPacingSlowStartRatio * state.pacing_cwnd_bytes * 8 / path.rtt_s;
 }
 
-double round_bytes(const TcpPath& path, const TcpChannelState& state, int streams, double left_bytes) {
+double effective_streams(double bytes, int streams, double chunk_bytes) {
+  if (streams <= 1 || !(bytes > chunk_bytes)) return 1;
+  const double chunks = std::ceil(bytes / chunk_bytes);
+  const double most_loaded = std::min(bytes, std::ceil(chunks / streams) * chunk_bytes);
+  return std::min(static_cast<double>(streams), bytes / most_loaded);
+}
+
+double round_bytes(const TcpPath& path, const TcpChannelState& state, double streams, double left_bytes) {
   return std::min(left_bytes, streams * in_flight_limit(path, state));
 }
 
@@ -37,7 +45,7 @@ double rto_s(const TcpPath& path, const TcpChannelState& state) {
   return path.rtt_s + (state.rttvar_s >= 0 ? state.rttvar_s : std::max(2 * path.rtt_s, kMinRtoS));
 }
 
-void after_round(const TcpPath& path, TcpChannelState& state, int streams, double sent_bytes) {
+void after_round(const TcpPath& path, TcpChannelState& state, double streams, double sent_bytes) {
   // From the second round on, a round's ACKs end a window of RTT samples
   // begun in the round before: rttvar moves a quarter of the way from the
   // handshake's 2 x RTT toward TCP_RTO_MIN (the RTT being constant).
@@ -74,7 +82,7 @@ void after_idle(const TcpPath& path, TcpChannelState& state, double idle_s) {
   state.cwnd_bytes = std::max(state.cwnd_bytes, restart);
 }
 
-double transfer_alone_s(const TcpPath& path, int streams, double bytes, TcpChannelState& state) {
+double transfer_alone_s(const TcpPath& path, double streams, double bytes, TcpChannelState& state) {
   double left = bytes;
   double elapsed = 0;
   while (true) {

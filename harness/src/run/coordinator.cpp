@@ -42,7 +42,7 @@ namespace fs = std::filesystem;
 
 constexpr std::uint16_t kIntraDcPort = 47000;  // + worker id
 constexpr std::uint16_t kCrossDcPort = 48000;  // + worker id
-constexpr std::uint32_t kCrossDcChunk = 16u << 10;
+constexpr std::uint32_t kCrossDcChunk = kCrossDcChunkBytes;  // tcp_model.hpp: the simulator models the striping
 constexpr auto kFailureGrace = std::chrono::milliseconds(700);
 constexpr auto kExitWait = std::chrono::seconds(15);
 

@@ -19,9 +19,13 @@ inline constexpr std::uint64_t kDefaultTcpRmemMax = 6u << 20;
 // - send: the send buffer counts each skb's truesize (payload plus struct
 //   and header room) and the sender waits for a third of it to be free, so
 //   about this much of wmem is payload in flight. Measured: 0.64 (4 MiB,
-//   1 Gbit/s, 50 ms), 0.67 (4 MiB, 100 Mbit/s, 150 ms), 0.65 (16 MiB), but
-//   0.74-0.76 with 2 MiB; 0.80, taken from a 2 MB iperf3 run, made the
-//   transfer grid's window-limited single streams 20-30% slower than modelled;
+//   1 Gbit/s, 50 ms), 0.67 (4 MiB, 100 Mbit/s, 150 ms), 0.65 (16 MiB), 0.65
+//   (3 MiB, 1 Gbit/s) - but more of a small buffer: 0.74-0.76 of 2 MiB at
+//   100 Mbit/s (0.66 at 1 Gbit/s), 0.74 of 1 MiB, 0.85 of 0.4 MiB. 0.66 is
+//   the share of the kernel's default 4 MiB; 0.80, from a 2 MB iperf3 run,
+//   made the transfer grid's window-limited single streams 20-30% slower than
+//   modelled. (Open: a share by buffer size; experiments at scale 0.1 run
+//   with 0.4 MiB buffers, whose window this puts about 20% low.)
 // - receive: the advertised window is rmem x the kernel's scaling_ratio
 //   (payload / truesize of what arrives; tcp_win_from_space).
 inline constexpr double kSendBufferWindowShare = 0.66;

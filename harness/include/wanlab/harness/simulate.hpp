@@ -103,8 +103,11 @@ LinkModel link_model_for(const emulator::Scenario& scenario);
 // One direction of a DC pair as the simulator's TCP model sees it
 // (tcp_model.hpp): `there`'s rate and flow cap times the model's payload
 // share, its one-way delay, `rtt_s`, the model's window ceiling, every rate
-// and the window times `scale`; `paced` as the experiment's pacing.
-TcpPath tcp_path_for(const emulator::PairParams& there, double rtt_s, const LinkModel& model, double scale, bool paced);
+// and the window times `scale`. `paced_streams` > 0: the harness paces each
+// of that many streams at the rate / paced_streams (cross-DC channels with
+// the experiment's pacing); 0: not paced.
+TcpPath tcp_path_for(const emulator::PairParams& there, double rtt_s, const LinkModel& model, double scale,
+                     int paced_streams);
 
 // What a simulation handled and held at most. Everything but the events is
 // per iteration: it is bounded by the plan's size, not by the iterations.
