@@ -53,8 +53,7 @@ Clock::time_point at_mono(std::uint64_t ns) {
 
 }  // namespace
 
-int cmd_daemon(Args args) {
-  const Options options(args, {"testbed", "ready-fd"}, {});
+int cmd_daemon(const Options& options) {
   int ready_fd = options.integer<int>("ready-fd", 0, INT_MAX).value_or(-1);
   try {
     const em::TestbedState state = em::load_state(options.get("testbed").value_or(""));

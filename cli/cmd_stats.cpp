@@ -98,8 +98,7 @@ toml::table to_json(const std::string& testbed, const std::vector<PairRow>& rows
 
 }  // namespace
 
-int cmd_stats(Args args) {
-  const Options options(args, {"testbed", "interval"}, {"json", "watch"});
+int cmd_stats(const Options& options) {
   const double interval_s = options.decimal("interval", 0.01, 86400).value_or(1.0);
   const auto state = em::load_state(em::resolve_testbed(testbed_option(options)));
   const em::Datapath datapath = em::Datapath::open_pinned(em::bpffs_dir(state.name));
