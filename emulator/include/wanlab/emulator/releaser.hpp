@@ -24,9 +24,6 @@ struct ReleaserStats {
   std::uint64_t late_over_100us = 0;  // verdicts given more than 100 us late
 };
 
-// Departure time from a mark written by the tc program, rebuilt around now_ns.
-std::uint64_t departure_from_mark(std::uint32_t mark, std::uint64_t now_ns);
-
 class NfqueueReleaser {
  public:
   NfqueueReleaser(asio::io_context& io, std::uint16_t queue_num, std::uint32_t max_queue_len = 200'000);
