@@ -332,19 +332,8 @@ CpuMeter::Usage CpuMeter::read() const {
   return usage;
 }
 
-ReleaserCounters read_releaser_counters(const std::string& testbed) {
-  ReleaserCounters counters;
-  std::ifstream in(em::run_dir(testbed) + "/releaser.toml");
-  std::string key, equals;
-  std::uint64_t value = 0;
-  while (in >> key >> equals >> value) {
-    if (key == "packets") counters.packets = value;
-    if (key == "held") counters.held = value;
-    if (key == "late_sum_ns") counters.late_sum_ns = value;
-    if (key == "late_max_ns") counters.late_max_ns = value;
-    if (key == "late_over_100us") counters.late_over_100us = value;
-  }
-  return counters;
+em::ReleaserStats read_releaser_counters(const std::string& testbed) {
+  return em::read_releaser_stats_if_present(em::releaser_stats_path(testbed)).value_or(em::ReleaserStats{});
 }
 
 PairCounters read_pair_counters(const std::string& testbed, int src, int dst) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "wanlab/emulator/releaser.hpp"
 #include "wanlab/emulator/testbed.hpp"
 
 namespace wanlab::bench {
@@ -111,15 +112,9 @@ class CpuMeter {
   std::uint64_t system_busy_ = 0, system_total_ = 0, system_softirq_ = 0, system_steal_ = 0;
 };
 
-// The releaser's counters the daemon publishes once a second (releaser.toml).
-struct ReleaserCounters {
-  std::uint64_t packets = 0;
-  std::uint64_t held = 0;  // waiting in the releaser when published
-  std::uint64_t late_sum_ns = 0;
-  std::uint64_t late_max_ns = 0;  // since the daemon started
-  std::uint64_t late_over_100us = 0;
-};
-ReleaserCounters read_releaser_counters(const std::string& testbed);  // zeros if absent
+// The releaser's counters the daemon publishes once a second (releaser.toml,
+// read by wanlab/emulator/releaser.hpp); zeros where the file is absent.
+emulator::ReleaserStats read_releaser_counters(const std::string& testbed);
 
 // Data-plane counters of the directed pair src -> dst.
 struct PairCounters {

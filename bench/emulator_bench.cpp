@@ -100,12 +100,12 @@ std::string limited_share(const em::SenderTcpInfo& info) {
 }
 
 // The releaser's counters move once a second; wait for the last update to cover a run.
-ReleaserCounters releaser_after_run(const std::string& testbed) {
+em::ReleaserStats releaser_after_run(const std::string& testbed) {
   pause_for(1100ms);
   return read_releaser_counters(testbed);
 }
 
-std::string mean_lateness(const ReleaserCounters& before, const ReleaserCounters& after) {
+std::string mean_lateness(const em::ReleaserStats& before, const em::ReleaserStats& after) {
   const auto packets = after.packets - before.packets;
   if (packets == 0) return "no verdicts";
   return fmt::format("{:.1f} us ({} verdicts, {} >100us)", static_cast<double>(after.late_sum_ns - before.late_sum_ns) / 1e3 / static_cast<double>(packets),

@@ -477,7 +477,7 @@ class Soak {
   std::optional<CpuMeter> row_cpu_;
   KernelQueueDrops kernel_at_row_{};
   std::uint64_t iface_at_row_ = 0;
-  ReleaserCounters releaser_at_row_{};
+  em::ReleaserStats releaser_at_row_{};
   std::vector<std::string> namespaces_;
   std::string release_path_;
 };

@@ -250,21 +250,20 @@ WANLAB_EDT_INLINE __u32 wanlab_edt_hold_mark(__u64 depart_ns, __u64 now_ns)
 	return WANLAB_MARK_HOLD | (__u32)((depart_ns / 1000) & WANLAB_MARK_TIME_MASK);
 }
 
-/* The releaser's side: the departure time (ns, microsecond resolution) a hold
- * mark stands for, taken as the candidate nearest to now_ns. */
+/* The releaser's side (emulator/src/releaser.cpp): the departure time (ns) a
+ * hold mark stands for, the one decoding of the mark. A departure is never
+ * more than 60 s ahead (kMaxHoldPartNs x 3), so a mark less than half the
+ * period (2^30 us, about 17.9 minutes) ahead of now_ns is in the future and
+ * comes back to the microsecond, across the wrap of the counter; any other
+ * mark lies in the past, and a departure in the past is due now: now_ns. */
 WANLAB_EDT_INLINE __u64 wanlab_edt_mark_depart_ns(__u32 mark, __u64 now_ns)
 {
-	const __s64 period = (__s64)WANLAB_MARK_TIME_MASK + 1;
 	__u64 now_us = now_ns / 1000;
-	__s64 diff = (__s64)(mark & WANLAB_MARK_TIME_MASK) - (__s64)(now_us & WANLAB_MARK_TIME_MASK);
+	__u32 ahead = (mark - (__u32)now_us) & WANLAB_MARK_TIME_MASK;
 
-	if (diff >= period / 2)
-		diff -= period;
-	else if (diff < -period / 2)
-		diff += period;
-	if (diff < 0 && (__u64)(-diff) > now_us)
-		return 0;
-	return (__u64)((__s64)now_us + diff) * 1000;
+	if (ahead >= (WANLAB_MARK_TIME_MASK + 1u) / 2)
+		return now_ns;
+	return (now_us + ahead) * 1000;
 }
 
 #endif

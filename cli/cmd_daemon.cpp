@@ -19,7 +19,6 @@
 #include <optional>
 
 #include "commands.hpp"
-#include "wanlab/base/files.hpp"
 #include "options.hpp"
 #include "wanlab/emulator/netns.hpp"
 #include "wanlab/emulator/releaser.hpp"
@@ -37,12 +36,6 @@ void tell(int& fd, const std::string& text) {
   fd = -1;
 }
 
-void write_releaser_stats(const std::string& testbed, const em::ReleaserStats& stats) {
-  base::replace_file(em::run_dir(testbed) + "/releaser.toml",
-                     fmt::format("packets = {}\nheld = {}\nlate_sum_ns = {}\nlate_max_ns = {}\nlate_over_100us = {}\n",
-                                 stats.packets, stats.held, stats.late_sum_ns, stats.late_max_ns, stats.late_over_100us));
-}
-
 using Clock = std::chrono::steady_clock;
 
 // steady_clock counts signed nanoseconds: a later time is "never", not the past.
@@ -53,8 +46,7 @@ Clock::time_point at_mono(std::uint64_t ns) {
 
 }  // namespace
 
-int cmd_daemon(Args args) {
-  const Options options(args, {"testbed", "ready-fd"}, {});
+int cmd_daemon(const Options& options) {
   int ready_fd = options.integer<int>("ready-fd", 0, INT_MAX).value_or(-1);
   try {
     const em::TestbedState state = em::load_state(options.get("testbed").value_or(""));
@@ -88,7 +80,7 @@ int cmd_daemon(Args args) {
 
     asio::steady_timer stats_timer(io);
     std::function<void()> publish_stats = [&] {
-      if (releaser) write_releaser_stats(state.name, releaser->stats());
+      if (releaser) em::write_releaser_stats(em::releaser_stats_path(state.name), releaser->stats());
       stats_timer.expires_after(std::chrono::seconds(1));
       stats_timer.async_wait([&](const asio::error_code& ec) {
         if (!ec) publish_stats();

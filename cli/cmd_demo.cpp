@@ -61,8 +61,7 @@ void measure(const em::Scenario& scenario, const em::TestbedState& state, double
 
 }  // namespace
 
-int cmd_demo(Args args) {
-  const Options options(args, {"release", "seconds"}, {});
+int cmd_demo(const Options& options) {
   if (options.positionals().size() > 1) throw UsageError("expected at most one scenario file");
   // Every option is checked before a testbed is built.
   const double seconds = options.decimal("seconds", 0.1, 3600).value_or(3.0);

@@ -2,15 +2,14 @@
 #include <fmt/core.h>
 
 #include <chrono>
-#include <filesystem>
 #include <thread>
 #include <toml++/toml.h>
 
 #include "commands.hpp"
-#include "wanlab/base/files.hpp"
 #include "json.hpp"
 #include "options.hpp"
 #include "wanlab/emulator/datapath.hpp"
+#include "wanlab/emulator/releaser.hpp"
 #include "wanlab/emulator/testbed.hpp"
 #include "wanlab/emulator/units.hpp"
 
@@ -48,18 +47,7 @@ std::vector<PairRow> sample(const em::Datapath& datapath, const std::vector<std:
   return rows;
 }
 
-// The daemon's file; missing before its first second, or unreadable: no line.
-std::optional<toml::table> releaser_stats(const std::string& testbed) {
-  const std::string path = em::run_dir(testbed) + "/releaser.toml";
-  if (!std::filesystem::exists(path)) return std::nullopt;
-  try {
-    return toml::parse(base::read_regular_file(path, base::ReadRules{4096, false}), std::string_view(path));
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-}
-
-void print_table(const std::vector<PairRow>& rows, const std::optional<toml::table>& releaser) {
+void print_table(const std::vector<PairRow>& rows, const std::optional<em::ReleaserStats>& releaser) {
   fmt::print("{:<24} {:>12} {:>14} {:>12} {:>11} {:>11} {:>12} {:>12}\n", "PAIR", "PACKETS", "BYTES", "RATE NOW",
              "DROP QUEUE", "DROP LOSS", "QDELAY AVG", "QDELAY MAX");
   for (const auto& row : rows) {
@@ -69,16 +57,14 @@ void print_table(const std::vector<PairRow>& rows, const std::optional<toml::tab
                static_cast<double>(row.total.qdelay_max_ns) / 1e6);
   }
   if (releaser) {
-    const auto packets = (*releaser)["packets"].value_or(std::int64_t{0});
-    const auto late_sum = (*releaser)["late_sum_ns"].value_or(std::int64_t{0});
-    fmt::print("releaser: {} verdicts, {} held now, lateness mean {:.1f} us, max {:.1f} us, {} over 100 us\n", packets,
-               (*releaser)["held"].value_or(std::int64_t{0}), packets ? static_cast<double>(late_sum) / static_cast<double>(packets) / 1e3 : 0.0,
-               static_cast<double>((*releaser)["late_max_ns"].value_or(std::int64_t{0})) / 1e3,
-               (*releaser)["late_over_100us"].value_or(std::int64_t{0}));
+    const double packets = static_cast<double>(releaser->packets);
+    fmt::print("releaser: {} verdicts, {} held now, lateness mean {:.1f} us, max {:.1f} us, {} over 100 us\n", releaser->packets,
+               releaser->held, packets ? static_cast<double>(releaser->late_sum_ns) / packets / 1e3 : 0.0,
+               static_cast<double>(releaser->late_max_ns) / 1e3, releaser->late_over_100us);
   }
 }
 
-toml::table to_json(const std::string& testbed, const std::vector<PairRow>& rows, const std::optional<toml::table>& releaser) {
+toml::table to_json(const std::string& testbed, const std::vector<PairRow>& rows, const std::optional<em::ReleaserStats>& releaser) {
   toml::array pairs;
   for (const auto& row : rows) {
     pairs.push_back(toml::table{{"from", row.from},
@@ -92,14 +78,14 @@ toml::table to_json(const std::string& testbed, const std::vector<PairRow>& rows
                                 {"qdelay_max_ms", static_cast<double>(row.total.qdelay_max_ns) / 1e6}});
   }
   toml::table out{{"testbed", testbed}, {"pairs", pairs}};
-  if (releaser) out.insert("releaser", *releaser);
+  // The counters under the names of the file's one format.
+  if (releaser) out.insert("releaser", toml::parse(em::format_releaser_stats(*releaser)));
   return out;
 }
 
 }  // namespace
 
-int cmd_stats(Args args) {
-  const Options options(args, {"testbed", "interval"}, {"json", "watch"});
+int cmd_stats(const Options& options) {
   const double interval_s = options.decimal("interval", 0.01, 86400).value_or(1.0);
   const auto state = em::load_state(em::resolve_testbed(testbed_option(options)));
   const em::Datapath datapath = em::Datapath::open_pinned(em::bpffs_dir(state.name));
@@ -108,7 +94,7 @@ int cmd_stats(Args args) {
   do {
     std::this_thread::sleep_for(std::chrono::duration<double>(interval_s));
     const auto rows = sample(datapath, state.dcs, previous, interval_s);
-    const auto releaser = releaser_stats(state.name);
+    const auto releaser = em::read_releaser_stats_if_present(em::releaser_stats_path(state.name));
     if (options.flag("json")) {
       print_json(to_json(state.name, rows, releaser));
     } else {

@@ -20,6 +20,7 @@
 #include "wanlab/emulator/netns.hpp"
 #include "wanlab/emulator/process.hpp"
 #include "wanlab/emulator/rtnl.hpp"
+#include "wanlab/emulator/scenario.hpp"
 #include "wanlab/emulator/sys.hpp"
 #include "wanlab/emulator/testbed.hpp"
 #include "wanlab/emulator/units.hpp"
@@ -78,8 +79,7 @@ void print_hosts_table(const em::TestbedState& state) {
 
 }  // namespace
 
-int cmd_up(Args args) {
-  const Options options(args, {"release", "name"}, {"quiet"});
+int cmd_up(const Options& options) {
   const auto state = bring_up(one_positional(options, "scenario file"), options, !options.flag("quiet"));
   fmt::print("testbed {} is up: {} DCs, {} hosts, release path {} ({})\n", state.name, state.dcs.size(),
              state.hosts.size(), em::to_string(state.release), state.release_reason);
@@ -88,8 +88,7 @@ int cmd_up(Args args) {
   return 0;
 }
 
-int cmd_attach(Args args) {
-  const Options options(args, {"release", "name", "queue-num", "netns", "pid"}, {"quiet"});
+int cmd_attach(const Options& options) {
   if (options.positionals().size() != 2) throw UsageError("expected an interface and a scenario file");
   em::AttachOptions attach;
   attach.release = release_option(options);
@@ -123,8 +122,7 @@ int cmd_attach(Args args) {
   return 0;
 }
 
-int cmd_down(Args args) {
-  const Options options(args, {}, {"all"});
+int cmd_down(const Options& options) {
   std::vector<std::string> names = options.positionals();
   if (options.flag("all") && !names.empty()) throw UsageError("give testbed names or --all, not both");
   for (const auto& name : names) checked_testbed_name(name, "testbed");
@@ -141,8 +139,7 @@ int cmd_down(Args args) {
   return 0;
 }
 
-int cmd_run(Args args) {
-  const Options options(args, {"release", "name", "verify-tolerance", "verify-slack"}, {"quiet"}, {"verify"});
+int cmd_run(const Options& options) {
   if (options.rest().empty()) throw UsageError("expected a command after --");
   // Every option is checked before the testbed is built.
   std::optional<em::VerifyOptions> verify;
@@ -176,8 +173,7 @@ int cmd_run(Args args) {
   return status;
 }
 
-int cmd_verify(Args args) {
-  const Options options(args, {"testbed", "tolerance", "slack"}, {"rate"});
+int cmd_verify(const Options& options) {
   if (options.positionals().size() > 1) throw UsageError("expected at most one scenario file or testbed name");
   em::VerifyOptions verify = verify_options(options, "tolerance", "slack");
   verify.goodput = options.flag("rate");
@@ -198,8 +194,7 @@ int cmd_verify(Args args) {
   return verify_and_print(state, [&state] { return em::current_scenario(state); }, verify, "verify") ? 0 : 1;
 }
 
-int cmd_hosts(Args args) {
-  const Options options(args, {"testbed"}, {"json"});
+int cmd_hosts(const Options& options) {
   const auto state = em::load_state(em::resolve_testbed(testbed_option(options)));
   if (!options.flag("json")) {
     print_hosts_table(state);
@@ -213,8 +208,7 @@ int cmd_hosts(Args args) {
   return 0;
 }
 
-int cmd_exec(Args args) {
-  const Options options(args, {"testbed"}, {});
+int cmd_exec(const Options& options) {
   if (options.rest().empty()) throw UsageError("expected a command after --");
   const auto state = em::load_state(em::resolve_testbed(testbed_option(options)));
   const auto& host = state.host(one_positional(options, "host name"));
@@ -229,9 +223,10 @@ int cmd_exec(Args args) {
   em::throw_errno(host.name + ": running " + options.rest().front());
 }
 
-int cmd_set(Args args) {
-  const Options options(args, {"testbed", "rate", "delay", "jitter", "loss", "queue", "flow-rate", "reorder", "loss-model"},
-                        {"one-way"});
+// Every option but --testbed and --one-way is a link key, checked here by the
+// key's own parser, so a bad value is a bad command line before the testbed
+// is read.
+int cmd_set(const Options& options) {
   if (options.positionals().size() != 2) throw UsageError("expected two DC names");
   em::Change change;
   change.from = options.positionals()[0];
@@ -240,9 +235,14 @@ int cmd_set(Args args) {
   for (auto [field, value] : options.ordered()) {
     if (field == "testbed") continue;
     std::replace(field.begin(), field.end(), '-', '_');
+    try {
+      em::parse_link_option({}, field, value);
+    } catch (const em::ScenarioError& error) {
+      throw UsageError(error.what());
+    }
     change.fields.emplace_back(field, value);
   }
-  if (change.fields.empty()) throw UsageError("nothing to set: give at least one of --rate --delay --jitter --loss --queue --flow-rate --reorder");
+  if (change.fields.empty()) throw UsageError("nothing to set: give at least one link setting (--rate, --delay, ...; wanlab set --help)");
   const auto state = em::load_state(em::resolve_testbed(testbed_option(options)));
   em::apply_change(state, change);
   std::vector<std::string> said;
@@ -251,8 +251,7 @@ int cmd_set(Args args) {
   return 0;
 }
 
-int cmd_status(Args args) {
-  const Options options(args, {}, {"json"});
+int cmd_status(const Options& options) {
   toml::array list;
   for (const auto& name : em::testbeds_found()) {
     try {

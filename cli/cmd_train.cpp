@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "commands.hpp"
@@ -19,13 +20,13 @@ namespace hs = wanlab::harness;
 namespace em = wanlab::emulator;
 namespace {
 
-// The experiment's command-line options: a bad value, or one that breaks a
-// check between fields, is a bad command line (exit 2) naming the option.
+// The experiment's command-line options (harness::experiment_options()): a
+// bad value, or one that breaks a check between fields, is a bad command line
+// (exit 2) naming the option.
 void apply_overrides(hs::Experiment& experiment, const Options& options) {
+  const auto known = hs::experiment_options();
   for (const auto& [name, value] : options.ordered()) {
-    if (name != "schedule" && name != "placement" && name != "streams" && name != "temporal-sharing" &&
-        name != "pacing" && name != "iterations" && name != "scale" && name != "prefill")
-      continue;
+    if (std::none_of(known.begin(), known.end(), [&](const auto& option) { return option.name == name; })) continue;
     try {
       hs::apply_override(experiment, name, value);
     } catch (const hs::ExperimentError& error) {
@@ -90,11 +91,7 @@ void print_summary(const hs::RunRecord& record) {
 
 }  // namespace
 
-int cmd_train(Args args) {
-  const Options options(args,
-                        {"out", "schedule", "placement", "streams", "temporal-sharing", "pacing", "iterations", "scale", "prefill",
-                         "runtime", "image", "release", "timeout"},
-                        {"quiet", "simulate"});
+int cmd_train(const Options& options) {
   if (options.positionals().size() != 1) throw UsageError("expected one experiment file");
   hs::Experiment experiment = hs::load_experiment(options.positionals().front());
   apply_overrides(experiment, options);
@@ -143,8 +140,7 @@ int cmd_train(Args args) {
   return 0;
 }
 
-int cmd_compare(Args args) {
-  const Options options(args, {}, {});
+int cmd_compare(const Options& options) {
   if (options.positionals().empty()) throw UsageError("expected one or more result directories (or results.json files)");
   std::vector<hs::ResultRow> rows;
   for (const auto& path : options.positionals()) rows.push_back(hs::read_result(path));
@@ -152,8 +148,7 @@ int cmd_compare(Args args) {
   return 0;
 }
 
-int cmd_worker(Args args) {
-  const Options options(args, {"control", "id"}, {"probe"});
+int cmd_worker(const Options& options) {
   if (options.flag("probe")) {
     // The runtime's check that the binary runs inside a container.
     fmt::print("wanlab worker: ok (pid {})\n", ::getpid());
@@ -170,15 +165,13 @@ int cmd_worker(Args args) {
 namespace wanlab::cli {
 
 // BubbleTea's processes, started by `wanlab train` like the workers.
-int cmd_prefill_worker(Args args) {
-  const Options options(args, {"control", "id"}, {});
+int cmd_prefill_worker(const Options& options) {
   const auto control = options.get("control");
   if (!control || !options.get("id")) throw UsageError("expected --control SOCKET and --id N");
   return hs::prefill_worker_main(*control, *options.integer<int>("id", 0, 1 << 20));
 }
 
-int cmd_decode_sink(Args args) {
-  const Options options(args, {"control", "id"}, {});
+int cmd_decode_sink(const Options& options) {
   const auto control = options.get("control");
   if (!control || !options.get("id")) throw UsageError("expected --control SOCKET and --id N");
   return hs::decode_sink_main(*control, *options.integer<int>("id", 0, 1 << 20));

@@ -1,31 +1,64 @@
-// One function per `wanlab` subcommand; each gets the arguments after its name
-// and returns the process exit code.
+// The `wanlab` subcommands: one table (commands.cpp) gives each its operands,
+// summary and options, from which main() parses argv, `--help` and the usage
+// lines are made. `set` and `train` take their options from the libraries'
+// key tables (emulator::link_keys(), harness::experiment_options()), so a key
+// added there is an option here with no second list.
 #pragma once
 
 #include <span>
 #include <string>
+#include <vector>
 
 namespace wanlab::cli {
 
 using Args = std::span<const std::string>;
 
-int cmd_up(Args args);
-int cmd_down(Args args);
-int cmd_run(Args args);
-int cmd_verify(Args args);
-int cmd_hosts(Args args);
-int cmd_exec(Args args);
-int cmd_set(Args args);
-int cmd_stats(Args args);
-int cmd_status(Args args);
-int cmd_attach(Args args);
-int cmd_daemon(Args args);  // internal: releaser and timed events of one testbed
+class Options;
+struct OptionSpec;
+using OptionSpecs = std::vector<OptionSpec>;
+
+struct Command {
+  std::string name;
+  std::string operands;  // "DC DC", "[SCENARIO | TESTBED]", "-- CMD..."
+  std::string summary;   // one line; internal commands say so
+  OptionSpecs options;
+  int (*run)(const Options& options) = nullptr;
+  int (*run_args)(Args args) = nullptr;  // a command that parses its own arguments (perf)
+  bool internal = false;                 // started by wanlab itself; left out of `wanlab --help`
+};
+
+// Every subcommand, in the order `wanlab --help` lists them.
+const std::vector<Command>& commands();
+const Command* find_command(const std::string& name);
+
+// Parses `args` (after the command's name) against its options and runs it:
+// --help prints help_text on stdout, exit 0; a bad command line is one line
+// naming what is wrong, then the usage line, on stderr, exit 2; any other
+// failure one line, exit 1.
+int run_command(const Command& command, Args args);
+
+// "set DC DC [--testbed NAME] [--one-way] [--rate RATE] ...": every option.
+std::string usage_line(const Command& command);
+// The usage line, the summary and one line per option: what --help prints.
+std::string help_text(const Command& command);
+
+int cmd_up(const Options& options);
+int cmd_down(const Options& options);
+int cmd_run(const Options& options);
+int cmd_verify(const Options& options);
+int cmd_hosts(const Options& options);
+int cmd_exec(const Options& options);
+int cmd_set(const Options& options);
+int cmd_stats(const Options& options);
+int cmd_status(const Options& options);
+int cmd_attach(const Options& options);
+int cmd_daemon(const Options& options);  // internal: releaser and timed events of one testbed
 int cmd_perf(Args args);
-int cmd_demo(Args args);
-int cmd_train(Args args);
-int cmd_compare(Args args);
-int cmd_worker(Args args);  // internal: one emulated GPU of `train`
-int cmd_prefill_worker(Args args);  // internal: BubbleTea prefill on one emulated GPU of `train`
-int cmd_decode_sink(Args args);  // internal: BubbleTea decode host of `train`
+int cmd_demo(const Options& options);
+int cmd_train(const Options& options);
+int cmd_compare(const Options& options);
+int cmd_worker(const Options& options);          // internal: one emulated GPU of `train`
+int cmd_prefill_worker(const Options& options);  // internal: BubbleTea prefill on one emulated GPU of `train`
+int cmd_decode_sink(const Options& options);     // internal: BubbleTea decode host of `train`
 
 }  // namespace wanlab::cli

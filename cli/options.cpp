@@ -4,8 +4,26 @@
 
 namespace wanlab::cli {
 
-Options::Options(Args args, std::set<std::string> valued, std::set<std::string> flags,
-                 std::set<std::string> optional_valued) {
+std::string usage_of(const OptionSpec& option) {
+  switch (option.takes) {
+    case OptionSpec::Takes::nothing: return "[--" + option.name + "]";
+    case OptionSpec::Takes::value: return "[--" + option.name + " " + option.metavar + "]";
+    case OptionSpec::Takes::optional_value: return "[--" + option.name + "[=" + option.metavar + "]]";
+  }
+  return "";
+}
+
+namespace {
+
+const OptionSpec* find_spec(const OptionSpecs& specs, const std::string& name) {
+  for (const auto& spec : specs)
+    if (spec.name == name) return &spec;
+  return nullptr;
+}
+
+}  // namespace
+
+Options::Options(Args args, const OptionSpecs& specs) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg == "--") {
@@ -24,25 +42,22 @@ Options::Options(Args args, std::set<std::string> valued, std::set<std::string> 
       inline_value = name.substr(eq + 1);
       name.resize(eq);
     }
-    if (optional_valued.count(name)) {
-      flags_set_.insert(name);
-      if (inline_value) {
-        values_[name] = *inline_value;
-        ordered_.emplace_back(name, *inline_value);
-      }
-    } else if (flags.count(name)) {
-      if (inline_value) throw UsageError("--" + name + " takes no value");
-      flags_set_.insert(name);
-    } else if (valued.count(name)) {
-      if (!inline_value) {
-        if (i + 1 >= args.size()) throw UsageError("--" + name + " needs a value");
-        inline_value = args[++i];
-      }
-      values_[name] = *inline_value;
-      ordered_.emplace_back(name, *inline_value);
-    } else {
-      throw UsageError("unknown option " + base::quoted("--" + name));
+    const OptionSpec* spec = find_spec(specs, name);
+    if (!spec) throw UsageError("unknown option " + base::quoted("--" + name));
+    if (spec->takes == OptionSpec::Takes::value && !inline_value) {
+      if (i + 1 >= args.size()) throw UsageError("--" + name + " needs a value");
+      inline_value = args[++i];
     }
+    take(*spec, inline_value);
+  }
+}
+
+void Options::take(const OptionSpec& spec, const std::optional<std::string>& value) {
+  if (spec.takes == OptionSpec::Takes::nothing && value) throw UsageError("--" + spec.name + " takes no value");
+  if (spec.takes != OptionSpec::Takes::value) flags_set_.insert(spec.name);
+  if (value) {
+    values_[spec.name] = *value;
+    ordered_.emplace_back(spec.name, *value);
   }
 }
 

@@ -1,7 +1,8 @@
-// A small argv parser shared by the subcommands: `--name value`,
-// `--name=value`, boolean `--flag`, positionals, and everything after `--`.
-// `-h`/`--help` ask for the usage; any other word starting with '-' before
-// `--` is an unknown option, never a positional.
+// A small argv parser shared by the subcommands, driven by each command's
+// table of options (commands.cpp): `--name value`, `--name=value`, boolean
+// `--flag`, positionals, and everything after `--`. `-h`/`--help` ask for the
+// usage; any other word starting with '-' before `--` is an unknown option,
+// never a positional.
 #pragma once
 
 #include <concepts>
@@ -30,13 +31,29 @@ class HelpRequested : public std::exception {
   const char* what() const noexcept override { return "help requested"; }
 };
 
+// One option of a subcommand, as --help shows it: its name without "--", what
+// it takes, and one line of help.
+struct OptionSpec {
+  enum class Takes {
+    nothing,         // a flag: --quiet
+    value,           // --name NAME or --name=NAME
+    optional_value,  // a flag that may carry a value after '=' only: --verify[=rate]
+  };
+  std::string name;
+  Takes takes = Takes::value;
+  std::string metavar;  // "NAME", "on|off"; empty for a flag
+  std::string help;
+};
+using OptionSpecs = std::vector<OptionSpec>;
+
+// "[--name NAME]", "[--quiet]", "[--verify[=rtt|rate]]".
+std::string usage_of(const OptionSpec& option);
+
 class Options {
  public:
-  // `valued` options take a value, `flags` do not; `optional_valued` are flags
-  // that may carry a value after '=' (`--verify`, `--verify=rate`), never from
-  // the next word; anything else is an error.
-  Options(Args args, std::set<std::string> valued, std::set<std::string> flags,
-          std::set<std::string> optional_valued = {});
+  // Parses `args` against `specs`; an option not in them, a flag given a
+  // value or a valued option without one is a UsageError naming it.
+  Options(Args args, const OptionSpecs& specs);
 
   // A valued option's value, or the value given to an optional-valued one.
   std::optional<std::string> get(const std::string& name) const;
@@ -60,6 +77,8 @@ class Options {
   const std::vector<std::pair<std::string, std::string>>& ordered() const { return ordered_; }
 
  private:
+  void take(const OptionSpec& spec, const std::optional<std::string>& value);
+
   std::map<std::string, std::string> values_;
   std::vector<std::pair<std::string, std::string>> ordered_;
   std::set<std::string> flags_set_;

@@ -16,7 +16,7 @@
 #include "wanlab/emulator/sys.hpp"
 
 extern "C" {
-#include "wanlab_shared.h"
+#include "wanlab_edt.h"  // the mark's one decoding: wanlab_edt_mark_depart_ns
 }
 
 namespace wanlab::emulator {
@@ -46,14 +46,6 @@ nlmsghdr* put_nfq_header(char* buf, std::uint8_t msg_type, std::uint16_t queue_n
 }
 
 }  // namespace
-
-std::uint64_t departure_from_mark(std::uint32_t mark, std::uint64_t now_ns) {
-  const std::uint64_t now_us = now_ns / 1000;
-  const std::uint32_t window = WANLAB_MARK_TIME_MASK + 1u;  // 2^31 us
-  std::uint64_t ahead = (mark - static_cast<std::uint32_t>(now_us)) & WANLAB_MARK_TIME_MASK;
-  if (ahead >= window / 2) return now_ns;  // in the past: due now
-  return (now_us + ahead) * 1000;
-}
 
 NfqueueReleaser::NfqueueReleaser(asio::io_context& io, std::uint16_t queue_num, std::uint32_t max_queue_len)
     : io_(io),
@@ -172,7 +164,7 @@ void NfqueueReleaser::handle_packet(const nlmsghdr* nlh, std::uint64_t now_ns) {
   if (!packet_header || mnl_attr_get_payload_len(packet_header) < sizeof(nfqnl_msg_packet_hdr)) return;
   const auto* hdr = static_cast<const nfqnl_msg_packet_hdr*>(mnl_attr_get_payload(packet_header));
   const std::uint32_t packet_id = ntohl(hdr->packet_id);
-  const std::uint64_t depart_ns = departure_from_mark(mark, now_ns);
+  const std::uint64_t depart_ns = wanlab_edt_mark_depart_ns(mark, now_ns);
   if (depart_ns <= now_ns + kEarlySlackNs) {
     queue_verdict(packet_id, depart_ns, now_ns);
   } else {

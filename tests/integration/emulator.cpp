@@ -120,6 +120,17 @@ BOOST_AUTO_TEST_CASE(set_changes_rtt_live_and_stats_show_drops) {
   BOOST_TEST(test::json_number(east_west, "drops_loss") > 20);
   BOOST_TEST(test::json_number(east_west, "drops_queue") > 0);
   BOOST_TEST(test::json_number(east_west, "packets") > 100);
+
+  // Gilbert-Elliott through `set` (every link key is an option): P(good -> bad)
+  // 100% and --ge-r 0% keep the pair in the bad state, which loses everything;
+  // with the built-in ge_r of 100% every other packet would come through.
+  const auto ge = test::wanlab({"set", "east", "west", "--queue", "1bdp", "--loss-model", "gilbert-elliott", "--loss", "100%",
+                                "--ge-r", "0%", "--ge-bad-loss", "100%", "--ge-good-loss", "0%", "--testbed", "itest"});
+  BOOST_TEST_REQUIRE(ge.status == 0, ge.output);
+  BOOST_TEST(em::measure_rtt_ms(bed.endpoint("east-0"), bed.endpoint("west-0"), 20, 1).empty());
+  BOOST_TEST_REQUIRE(test::wanlab({"set", "east", "west", "--ge-r", "100%", "--loss-model", "bernoulli", "--loss", "0%",
+                                   "--testbed", "itest"}).status == 0);
+  BOOST_TEST(em::measure_rtt_ms(bed.endpoint("east-0"), bed.endpoint("west-0"), 20, 1).size() == 20u);
 }
 
 // A `set` a second for hours must not make each `set` slower: a change that

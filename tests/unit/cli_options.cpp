@@ -14,7 +14,12 @@ using wanlab::cli::UsageError;
 namespace {
 
 Options parse(const std::vector<std::string>& args) {
-  return Options(args, {"verify-tolerance", "verify-slack", "name"}, {"quiet"}, {"verify"});
+  using Takes = wanlab::cli::OptionSpec::Takes;
+  return Options(args, {{"verify-tolerance", Takes::value, "P%", ""},
+                        {"verify-slack", Takes::value, "TIME", ""},
+                        {"name", Takes::value, "NAME", ""},
+                        {"quiet", Takes::nothing, "", ""},
+                        {"verify", Takes::optional_value, "rtt|rate", ""}});
 }
 
 // The UsageError's message, "" if none was thrown.

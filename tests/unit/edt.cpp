@@ -432,18 +432,49 @@ BOOST_AUTO_TEST_CASE(hold_mark_encodes_microseconds_under_the_hold_bit) {
   BOOST_TEST(mark == (WANLAB_MARK_HOLD | ((now + 50 * kMs) / 1000)));
 }
 
-BOOST_AUTO_TEST_CASE(hold_mark_decodes_to_the_time_nearest_now) {
+namespace {
+
+std::uint32_t mark_for(std::uint64_t depart_ns) {
+  return WANLAB_MARK_HOLD | static_cast<std::uint32_t>((depart_ns / 1000) & WANLAB_MARK_TIME_MASK);
+}
+
+}  // namespace
+
+// The releaser's decoding (wanlab_edt_mark_depart_ns): a departure ahead comes
+// back to the microsecond, across the 31-bit wrap of the microsecond counter;
+// one in the past is due now.
+BOOST_AUTO_TEST_CASE(hold_mark_decodes_ahead_of_now_and_the_past_as_now) {
   const std::uint64_t period_ns = (1ull << 31) * 1000;  // about 35.8 minutes
-  const std::uint64_t nows[] = {5'000'000, 3 * period_ns - 2 * kMs, 3 * period_ns + 2 * kMs,
+  const std::uint64_t nows[] = {5'000'000, 3 * period_ns - 2 * kMs, 3 * period_ns + 2 * kMs, 3 * period_ns - 1,
                                 1'000'000'000'000'000};
   for (std::uint64_t now : nows) {
-    for (std::int64_t ahead : {std::int64_t{2000}, std::int64_t{10 * kMs}, -std::int64_t{3 * kMs},
-                               std::int64_t{600'000 * kMs}}) {
-      std::uint64_t depart = now + static_cast<std::uint64_t>(ahead);
-      std::uint32_t mark = WANLAB_MARK_HOLD |
-                           static_cast<std::uint32_t>((depart / 1000) & WANLAB_MARK_TIME_MASK);
+    for (std::uint64_t ahead : {std::uint64_t{1001}, std::uint64_t{2000}, 10 * kMs, 60'000 * kMs, 600'000 * kMs}) {
+      const std::uint64_t depart = now + ahead;
       BOOST_TEST_INFO("now " << now << ", depart " << depart);
-      BOOST_TEST(wanlab_edt_mark_depart_ns(mark, now) == depart / 1000 * 1000);
+      BOOST_TEST(wanlab_edt_mark_depart_ns(mark_for(depart), now) == depart / 1000 * 1000);
+    }
+    for (std::uint64_t behind : {std::uint64_t{1000}, 3 * kMs, 60'000 * kMs}) {
+      if (behind > now) continue;
+      BOOST_TEST_INFO("now " << now << ", " << behind << " ns in the past");
+      BOOST_TEST(wanlab_edt_mark_depart_ns(mark_for(now - behind), now) == now);
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(hold_mark_edges_of_the_window) {
+  const std::uint64_t now = 5'000'000'123'456ull;
+  const std::uint64_t now_us = now / 1000;
+  // The same microsecond as now: due now (not a period later).
+  BOOST_TEST(wanlab_edt_mark_depart_ns(mark_for(now), now) == now_us * 1000);
+  // Just inside half the period ahead: the future; at half the period: the past.
+  const std::uint64_t half_us = (std::uint64_t{WANLAB_MARK_TIME_MASK} + 1) / 2;
+  BOOST_TEST(wanlab_edt_mark_depart_ns(mark_for((now_us + half_us - 1) * 1000), now) == (now_us + half_us - 1) * 1000);
+  BOOST_TEST(wanlab_edt_mark_depart_ns(mark_for((now_us + half_us) * 1000), now) == now);
+  // A mark just behind the wrap, read just after it: 1 us in the past.
+  const std::uint64_t wrap_ns = (std::uint64_t{WANLAB_MARK_TIME_MASK} + 1) * 1000 * 7;
+  BOOST_TEST(wanlab_edt_mark_depart_ns(mark_for(wrap_ns - 1000), wrap_ns + 500) == wrap_ns + 500);
+  // ... and one just after the wrap, read just before it: 2 us ahead.
+  BOOST_TEST(wanlab_edt_mark_depart_ns(mark_for(wrap_ns + 1000), wrap_ns - 1000) == wrap_ns + 1000);
+  // What the tc program encodes, the releaser decodes.
+  BOOST_TEST(wanlab_edt_mark_depart_ns(wanlab_edt_hold_mark(now + 25 * kMs, now), now) == (now + 25 * kMs) / 1000 * 1000);
 }

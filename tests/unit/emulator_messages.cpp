@@ -1,5 +1,5 @@
 // Netlink messages built by the control plane, checked attribute by attribute
-// without a kernel; and the releaser's reading of the tc program's mark.
+// without a kernel.
 // Boost.Test first: linux/pkt_cls.h defines a tc_gen macro that breaks it.
 #include <boost/test/unit_test.hpp>
 
@@ -15,7 +15,6 @@
 #include <map>
 #include <string>
 
-#include "wanlab/emulator/releaser.hpp"
 #include "wanlab/emulator/rtnl.hpp"
 
 extern "C" {
@@ -90,22 +89,4 @@ BOOST_AUTO_TEST_CASE(bpf_filter_message_is_direct_action_at_the_chosen_hook) {
     BOOST_TEST(text(options.at(TCA_BPF_NAME)) == "wanlab_tc");
     BOOST_TEST(mnl_attr_get_u32(options.at(TCA_BPF_FLAGS)) == static_cast<std::uint32_t>(TCA_BPF_FLAG_ACT_DIRECT));
   }
-}
-
-BOOST_AUTO_TEST_CASE(departure_is_rebuilt_from_the_mark_around_now) {
-  const std::uint64_t now = 5'000'000'123'456ull;  // ns
-  auto mark_for = [](std::uint64_t depart_ns) {
-    return WANLAB_MARK_HOLD | static_cast<std::uint32_t>((depart_ns / 1000) & WANLAB_MARK_TIME_MASK);
-  };
-  // Future departures come back to the microsecond.
-  for (std::uint64_t ahead_ns : {1'000ull, 25'000'000ull, 60'000'000'000ull}) {
-    const std::uint64_t depart = now + ahead_ns;
-    BOOST_TEST(em::departure_from_mark(mark_for(depart), now) == depart / 1000 * 1000);
-  }
-  // A departure already past is due now.
-  BOOST_TEST(em::departure_from_mark(mark_for(now - 3'000'000), now) == now);
-  // Across the 31-bit wrap of the microsecond counter.
-  const std::uint64_t before_wrap = (std::uint64_t{WANLAB_MARK_TIME_MASK} + 1) * 1000 * 7 - 500'000;
-  const std::uint64_t after_wrap = before_wrap + 2'000'000;
-  BOOST_TEST(em::departure_from_mark(mark_for(after_wrap), before_wrap) == after_wrap / 1000 * 1000);
 }

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "wanlab/base/parse.hpp"
-#include "link_keys.hpp"
+#include "wanlab/emulator/input.hpp"
 #include "wanlab/emulator/scenario.hpp"
 #include "wanlab/emulator/units.hpp"
 
@@ -114,17 +114,17 @@ constexpr std::string_view kTimeExpected = R"(a time like "35ms")";
 constexpr std::string_view kPercentExpected = R"(a percentage like "0.1%")";
 
 constexpr std::array kLinkKeys{
-    detail::LinkKey{"rate", kRateExpected, false, set_rate},
-    detail::LinkKey{"flow_rate", kRateExpected, false, set_flow_rate},
-    detail::LinkKey{"delay", kTimeExpected, false, set_delay},
-    detail::LinkKey{"jitter", kTimeExpected, false, set_jitter},
-    detail::LinkKey{"queue", kQueueExpected, false, set_queue},
-    detail::LinkKey{"loss", kPercentExpected, false, set_loss},
-    detail::LinkKey{"loss_model", R"("bernoulli" or "gilbert-elliott")", false, set_loss_model},
-    detail::LinkKey{"ge_r", kPercentExpected, false, set_ge_r},
-    detail::LinkKey{"ge_bad_loss", kPercentExpected, false, set_ge_bad_loss},
-    detail::LinkKey{"ge_good_loss", kPercentExpected, false, set_ge_good_loss},
-    detail::LinkKey{"reorder", "true or false", true, set_reorder},
+    LinkKey{"rate", kRateExpected, "RATE", false, set_rate},
+    LinkKey{"flow_rate", kRateExpected, "RATE", false, set_flow_rate},
+    LinkKey{"delay", kTimeExpected, "TIME", false, set_delay},
+    LinkKey{"jitter", kTimeExpected, "TIME", false, set_jitter},
+    LinkKey{"queue", kQueueExpected, "QUEUE", false, set_queue},
+    LinkKey{"loss", kPercentExpected, "P%", false, set_loss},
+    LinkKey{"loss_model", R"("bernoulli" or "gilbert-elliott")", "bernoulli|gilbert-elliott", false, set_loss_model},
+    LinkKey{"ge_r", kPercentExpected, "P%", false, set_ge_r},
+    LinkKey{"ge_bad_loss", kPercentExpected, "P%", false, set_ge_bad_loss},
+    LinkKey{"ge_good_loss", kPercentExpected, "P%", false, set_ge_good_loss},
+    LinkKey{"reorder", "true or false", "on|off", true, set_reorder},
 };
 
 template <typename T>
@@ -155,15 +155,7 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   return d[a.size()][b.size()];
 }
 
-std::string option_name(std::string_view key) {
-  std::string option = "--" + std::string(key);
-  std::replace(option.begin(), option.end(), '_', '-');
-  return option;
-}
-
 }  // namespace
-
-namespace detail {
 
 std::span<const LinkKey> link_keys() { return kLinkKeys; }
 
@@ -173,8 +165,11 @@ const LinkKey* find_link_key(std::string_view name) {
   return found == kLinkKeys.end() ? nullptr : &*found;
 }
 
-
-}  // namespace detail
+std::string link_option_name(std::string_view key) {
+  std::string option = "--" + std::string(key);
+  std::replace(option.begin(), option.end(), '_', '-');
+  return option;
+}
 
 std::string closest_name(std::string_view name, std::span<const std::string_view> known) {
   std::size_t allowed = name.size() <= 3 ? 1 : 2;
@@ -253,21 +248,21 @@ bool LinkSpec::matches(std::string_view src, std::string_view dst) const {
 LinkParams parse_link_option(LinkParams params, std::string_view field, std::string_view value) {
   std::string key(field.starts_with("--") ? field.substr(2) : field);
   std::replace(key.begin(), key.end(), '-', '_');
-  const detail::LinkKey* link_key = detail::find_link_key(key);
+  const LinkKey* link_key = find_link_key(key);
   if (link_key == nullptr) {
     std::vector<std::string_view> names;
-    for (const detail::LinkKey& known : detail::link_keys()) names.push_back(known.name);
-    std::string closest = detail::closest_name(key, names);
+    for (const LinkKey& known : link_keys()) names.push_back(known.name);
+    std::string closest = closest_name(key, names);
     throw ScenarioError(
         closest.empty()
-            ? fmt::format("{}: unknown link setting", option_name(key))
-            : fmt::format("{}: unknown link setting; did you mean {}?", option_name(key),
-                          option_name(closest)));
+            ? fmt::format("{}: unknown link setting", link_option_name(key))
+            : fmt::format("{}: unknown link setting; did you mean {}?", link_option_name(key),
+                          link_option_name(closest)));
   }
   try {
     link_key->set(params, value);
   } catch (const std::invalid_argument& error) {
-    throw ScenarioError(fmt::format("{}: {}", option_name(key), error.what()));
+    throw ScenarioError(fmt::format("{}: {}", link_option_name(key), error.what()));
   }
   return params;
 }

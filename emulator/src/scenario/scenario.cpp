@@ -19,7 +19,6 @@
 #include <sstream>
 #include <utility>
 
-#include "link_keys.hpp"
 #include "wanlab/emulator/units.hpp"
 
 namespace wanlab::emulator {
@@ -156,7 +155,7 @@ class Parser {
     if (first_unknown == nullptr) return;
     std::vector<std::string_view> candidates(known.begin(), known.end());
     candidates.insert(candidates.end(), more_known.begin(), more_known.end());
-    std::string closest = detail::closest_name(first_unknown->str(), candidates);
+    std::string closest = closest_name(first_unknown->str(), candidates);
     std::string hint = closest.empty() ? "" : fmt::format("; did you mean \"{}\"?", closest);
     fail(first_unknown->source(),
          fmt::format("unknown key {} in {}{}", base::quoted(first_unknown->str()), table_label, hint));
@@ -348,7 +347,7 @@ class Parser {
   static std::span<const std::string_view> link_key_names() {
     static const std::vector<std::string_view> names = [] {
       std::vector<std::string_view> list;
-      for (const detail::LinkKey& key : detail::link_keys()) list.push_back(key.name);
+      for (const LinkKey& key : link_keys()) list.push_back(key.name);
       return list;
     }();
     return names;
@@ -356,7 +355,7 @@ class Parser {
 
   LinkParams read_link_params(const toml::table& table, std::string_view table_name) const {
     LinkParams params;
-    for (const detail::LinkKey& key : detail::link_keys()) {
+    for (const LinkKey& key : link_keys()) {
       const toml::node* node = table.get(key.name);
       if (node == nullptr) continue;
       std::string field = fmt::format("{}.{}", table_name, key.name);
@@ -371,7 +370,7 @@ class Parser {
     return params;
   }
 
-  void read_bool(const toml::node& node, std::string_view field, const detail::LinkKey& key,
+  void read_bool(const toml::node& node, std::string_view field, const LinkKey& key,
                  LinkParams& params) const {
     const auto* flag = node.as_boolean();
     if (flag == nullptr) {
@@ -438,7 +437,7 @@ class Parser {
   }
 
   static bool changes_anything(const toml::table& table) {
-    for (const detail::LinkKey& key : detail::link_keys()) {
+    for (const LinkKey& key : link_keys()) {
       if (table.contains(key.name)) return true;
     }
     return false;
@@ -514,7 +513,7 @@ class Parser {
     if (scenario_.dc_index(name) >= 0) return name;
     std::vector<std::string_view> known;
     for (const Dc& dc : scenario_.dcs) known.push_back(dc.name);
-    std::string closest = detail::closest_name(name, known);
+    std::string closest = closest_name(name, known);
     std::string hint = closest.empty() ? fmt::format("; DCs are {}", join(scenario_.dcs))
                                        : fmt::format("; did you mean \"{}\"?", closest);
     fail(node.source(), fmt::format("{}: unknown DC {}{}", field, base::quoted(name), hint));

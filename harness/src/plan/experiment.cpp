@@ -19,6 +19,7 @@
 #include <limits>
 #include <sstream>
 
+#include "experiment_internal.hpp"
 #include "text.hpp"
 #include "prefill_config.hpp"
 #include "toml_fields.hpp"
@@ -36,24 +37,24 @@ constexpr std::array kModelKeys{"layers"sv,          "hidden"sv,     "seq_len"sv
 constexpr std::array kParallelKeys{"pp"sv, "dp"sv, "tp"sv};
 constexpr std::array kComputeKeys{"peak_tflops"sv, "mfu"sv, "recompute"sv, "forward_ms"sv,
                                   "backward_ms"sv};
-constexpr std::array kScheduleNames{"gpipe"sv, "1f1b"sv, "atlas"sv};
-constexpr std::array kPlacementNames{"atlas"sv, "pp-across-dc"sv, "dp-across-dc"sv};
-constexpr std::array kOverrideNames{"schedule"sv,   "placement"sv,   "streams"sv, "temporal-sharing"sv,
-                                    "iterations"sv, "reorder-dcs"sv, "scale"sv, "prefill"sv};
 
 constexpr std::size_t kMaxName = 64;
-constexpr int kMaxStreams = 64;
-constexpr int kMaxIterations = 100000;
 constexpr std::int64_t kMaxWorkers = 1024;
 constexpr int kDefaultAtlasStreams = 8;
 constexpr double kMaxGpuMemoryGb = 100000;
-// Below this, messages round up to one byte and link rates to a few bit/s, so
-// transfer times no longer stay those of scale 1 (and a real run would crawl).
-constexpr double kMinScale = 1e-6;
 
 using detail::fail_field;
 using detail::FieldReader;
 using detail::IntRange;
+using detail::kMaxIterations;
+using detail::kMaxStreams;
+using detail::kMinScale;
+using detail::kPlacementNames;
+using detail::kScheduleNames;
+using detail::apply_schedule_defaults;
+using detail::check_cross_fields;
+using detail::placement_named;
+using detail::schedule_named;
 using emulator::describe_value;
 
 bool valid_experiment_name(std::string_view name) {
@@ -62,20 +63,6 @@ bool valid_experiment_name(std::string_view name) {
   };
   return !name.empty() && name.size() <= kMaxName && name.front() != '-' && name.front() != '.' &&
          std::all_of(name.begin(), name.end(), allowed);
-}
-
-std::optional<Schedule> schedule_named(std::string_view name) {
-  if (name == "gpipe") return Schedule::gpipe;
-  if (name == "1f1b") return Schedule::one_f_one_b;
-  if (name == "atlas") return Schedule::atlas;
-  return std::nullopt;
-}
-
-std::optional<Placement> placement_named(std::string_view name) {
-  if (name == "atlas") return Placement::atlas;
-  if (name == "pp-across-dc") return Placement::pp_across_dc;
-  if (name == "dp-across-dc") return Placement::dp_across_dc;
-  return std::nullopt;
 }
 
 bool given(const Experiment& experiment, const std::string& field) { return experiment.positions.contains(field); }
@@ -108,27 +95,6 @@ void check_placement_list(const Experiment& experiment) {
   if (dcs == static_cast<std::size_t>(experiment.parallel.pp)) return;
   fail_field(experiment, "placement",
              fmt::format("{} DCs for pp = {} stages; list one DC per stage", dcs, experiment.parallel.pp));
-}
-
-// Checks between fields, on the final values: after the whole file (whichever
-// sections it has) and again after every command-line override.
-void check_cross_fields(const Experiment& experiment) {
-  check_stages_fit_layers(experiment);
-  check_worker_count(experiment);
-  check_placement_list(experiment);
-  check_plan_size(experiment, experiment.iterations);
-  detail::check_prefill(experiment);
-}
-
-// Placement, streams and temporal sharing follow the schedule unless given.
-void apply_schedule_defaults(Experiment& experiment) {
-  bool atlas = experiment.schedule == Schedule::atlas;
-  if (!experiment.placement_given) {
-    experiment.placement = atlas ? Placement::atlas : Placement::pp_across_dc;
-    experiment.placement_dcs.clear();
-  }
-  if (!experiment.streams_given) experiment.streams = atlas ? kDefaultAtlasStreams : 1;
-  if (!experiment.temporal_sharing_given) experiment.temporal_sharing = atlas;
 }
 
 // Walks one document; every error goes through fail() with a position.
@@ -347,67 +313,45 @@ class Parser : FieldReader {
       experiment_.placement_dcs.push_back(dc);
     }
   }
-
 };
 
-
-// "--temporal-sharing" / "temporal_sharing" -> "temporal-sharing".
-std::string normalize_option(std::string_view option) {
-  if (option.substr(0, 2) == "--") option.remove_prefix(2);
-  std::string name(option);
-  std::replace(name.begin(), name.end(), '_', '-');
-  return name;
-}
-
-// A number from the command line, strictly (wanlab::base); errors keep the option.
-template <typename Parse>
-auto parse_number(std::string_view flag, Parse parse) {
-  try {
-    return parse();
-  } catch (const base::ParseError& error) {
-    throw ExperimentError(fmt::format("{}: {}", flag, error.what()));
-  }
-}
-
-bool parse_on_off(std::string_view flag, std::string_view value) {
-  if (value == "on" || value == "true") return true;
-  if (value == "off" || value == "false") return false;
-  throw ExperimentError(fmt::format("{}: expected on or off, got {}", flag, base::quoted(value)));
-}
-
-std::vector<std::string> split_commas(std::string_view text) {
-  std::vector<std::string> parts;
-  while (true) {
-    std::size_t comma = text.find(',');
-    parts.emplace_back(text.substr(0, comma));
-    if (comma == std::string_view::npos) return parts;
-    text.remove_prefix(comma + 1);
-  }
-}
-
-void override_placement(Experiment& experiment, const std::string& flag, std::string_view value) {
-  experiment.placement_given = true;
-  experiment.positions["placement"] = flag;
-  if (std::optional<Placement> placement = placement_named(value)) {
-    experiment.placement = *placement;
-    experiment.placement_dcs.clear();
-    return;
-  }
-  std::vector<std::string> dcs = split_commas(value);
-  if (dcs.size() == 1) {
-    throw ExperimentError(fmt::format(
-        R"({}: expected atlas, pp-across-dc, dp-across-dc or DCs like "east,east,west,west", got {}{})",
-        flag, base::quoted(value), detail::suggestion(value, kPlacementNames)));
-  }
-  for (std::size_t stage = 0; stage < dcs.size(); ++stage) {
-    if (dcs[stage].empty()) throw ExperimentError(fmt::format("{}: empty DC name at {}", flag, stage));
-    experiment.positions[fmt::format("placement[{}]", stage)] = flag;
-  }
-  experiment.placement = Placement::explicit_list;
-  experiment.placement_dcs = std::move(dcs);
-}
-
 }  // namespace
+
+namespace detail {
+
+std::optional<Schedule> schedule_named(std::string_view name) {
+  if (name == "gpipe") return Schedule::gpipe;
+  if (name == "1f1b") return Schedule::one_f_one_b;
+  if (name == "atlas") return Schedule::atlas;
+  return std::nullopt;
+}
+
+std::optional<Placement> placement_named(std::string_view name) {
+  if (name == "atlas") return Placement::atlas;
+  if (name == "pp-across-dc") return Placement::pp_across_dc;
+  if (name == "dp-across-dc") return Placement::dp_across_dc;
+  return std::nullopt;
+}
+
+void apply_schedule_defaults(Experiment& experiment) {
+  bool atlas = experiment.schedule == Schedule::atlas;
+  if (!experiment.placement_given) {
+    experiment.placement = atlas ? Placement::atlas : Placement::pp_across_dc;
+    experiment.placement_dcs.clear();
+  }
+  if (!experiment.streams_given) experiment.streams = atlas ? kDefaultAtlasStreams : 1;
+  if (!experiment.temporal_sharing_given) experiment.temporal_sharing = atlas;
+}
+
+void check_cross_fields(const Experiment& experiment) {
+  check_stages_fit_layers(experiment);
+  check_worker_count(experiment);
+  check_placement_list(experiment);
+  check_plan_size(experiment, experiment.iterations);
+  detail::check_prefill(experiment);
+}
+
+}  // namespace detail
 
 std::string Experiment::where(const std::string& field) const {
   auto found = positions.find(field);
@@ -419,55 +363,6 @@ Experiment parse_experiment(std::string_view toml_text, const std::string& path)
 }
 
 Experiment load_experiment(const std::string& path) { return parse_experiment(emulator::read_input_file<ExperimentError>(path, "experiment"), path); }
-
-void apply_override(Experiment& experiment, std::string_view option, std::string_view value) {
-  std::string name = normalize_option(option);
-  std::string flag = "--" + name;
-  if (name == "schedule") {
-    std::optional<Schedule> schedule = schedule_named(value);
-    if (!schedule) {
-      throw ExperimentError(fmt::format("{}: expected gpipe, 1f1b or atlas, got {}{}", flag, base::quoted(value),
-                                        detail::suggestion(value, kScheduleNames)));
-    }
-    experiment.schedule = *schedule;
-    experiment.positions["schedule"] = flag;
-    apply_schedule_defaults(experiment);
-  } else if (name == "placement") {
-    override_placement(experiment, flag, value);
-  } else if (name == "streams") {
-    experiment.streams = parse_number(flag, [&] { return base::parse_integer(value, 1, kMaxStreams); });
-    experiment.streams_given = true;
-    experiment.positions["streams"] = flag;
-  } else if (name == "temporal-sharing") {
-    experiment.temporal_sharing = parse_on_off(flag, value);
-    experiment.temporal_sharing_given = true;
-    experiment.positions["temporal_sharing"] = flag;
-  } else if (name == "pacing") {
-    experiment.pacing = parse_on_off(flag, value);
-    experiment.positions["pacing"] = flag;
-  } else if (name == "reorder-dcs") {
-    experiment.reorder_dcs = parse_on_off(flag, value);
-    experiment.positions["reorder_dcs"] = flag;
-  } else if (name == "iterations") {
-    experiment.iterations = parse_number(flag, [&] { return base::parse_integer(value, 1, kMaxIterations); });
-    experiment.positions["iterations"] = flag;
-  } else if (name == "prefill") {
-    detail::override_prefill(experiment, flag, parse_on_off(flag, value));
-  } else if (name == "scale") {
-    experiment.scale = parse_number(flag, [&] { return base::parse_decimal(value, kMinScale, 1.0); });
-    experiment.positions["scale"] = flag;
-  } else {
-    std::string closest = detail::closest_name(name, kOverrideNames);
-    throw ExperimentError(closest.empty()
-                              ? fmt::format("{}: unknown experiment option (known: --schedule, "
-                                            "--placement, --streams, --temporal-sharing, --iterations, "
-                                            "--reorder-dcs, --scale, --prefill)",
-                                            flag)
-                              : fmt::format("{}: unknown experiment option; did you mean --{}?", flag,
-                                            closest));
-  }
-  check_cross_fields(experiment);  // an option names itself in what it broke
-}
 
 emulator::Scenario load_testbed(const Experiment& experiment) {
   std::error_code error;

@@ -8,7 +8,9 @@
 #include <asio/posix/stream_descriptor.hpp>
 #include <asio/steady_timer.hpp>
 #include <cstdint>
+#include <optional>
 #include <queue>
+#include <string>
 #include <vector>
 
 struct mnl_socket;
@@ -22,10 +24,21 @@ struct ReleaserStats {
   std::uint64_t late_sum_ns = 0;     // sum of (verdict time - departure time)
   std::uint64_t late_max_ns = 0;
   std::uint64_t late_over_100us = 0;  // verdicts given more than 100 us late
+  bool operator==(const ReleaserStats&) const = default;
 };
 
-// Departure time from a mark written by the tc program, rebuilt around now_ns.
-std::uint64_t departure_from_mark(std::uint32_t mark, std::uint64_t now_ns);
+// The daemon publishes its releaser's counters once a second to
+// /run/wanlab/<testbed>/releaser.toml; `wanlab stats` and the benchmark read
+// them. The file's one format, written and read only here: every counter a key
+// holding a whole number from 0. Reading is strict, like state.toml: a missing
+// or unknown key, or a value of another type, is a std::runtime_error of one
+// line, "PATH:LINE:COLUMN: key: ...".
+std::string releaser_stats_path(const std::string& testbed);
+std::string format_releaser_stats(const ReleaserStats& stats);
+void write_releaser_stats(const std::string& path, const ReleaserStats& stats);  // replaced whole, never through a link
+ReleaserStats read_releaser_stats(const std::string& path);
+// Absent (before the daemon's first second, or on the fq path): nullopt.
+std::optional<ReleaserStats> read_releaser_stats_if_present(const std::string& path);
 
 class NfqueueReleaser {
  public:

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -148,13 +149,31 @@ struct Scenario {
 Scenario load_scenario(const std::string& path);
 Scenario parse_scenario(std::string_view toml_text, const std::string& path);
 
-// Parses link settings given on the command line (`wanlab set --rate 200mbit`);
-// `field` names the option in errors. `field` is a link key as in the scenario
-// file ("rate", "flow_rate", "delay", "jitter", "queue", "loss", "loss_model",
-// "ge_r", "ge_bad_loss", "ge_good_loss", "reorder"); dashes and a leading "--"
-// are accepted ("--flow-rate"). `reorder` takes on|off|true|false. Returns
-// `params` with that field set; throws ScenarioError
-// ("--rate: expected a rate like \"100mbit\", got \"fast\"").
+// One link key: the one vocabulary of [defaults], [intra_dc], [[link]],
+// [[event]], changes.toml and the `wanlab set` options (--flow-rate for
+// flow_rate), so that a key added here reaches all of them.
+struct LinkKey {
+  std::string_view name;      // as in the scenario file: "flow_rate"
+  std::string_view expected;  // for a value of the wrong type: `a rate like "100mbit"`
+  std::string_view metavar;   // the value in a usage line: "RATE"
+  bool is_bool;               // a TOML boolean in the file; on|off|true|false as text
+  // Parses `text` into its field of `params`; throws std::invalid_argument.
+  void (*set)(LinkParams& params, std::string_view text);
+};
+
+// Every link key, in the order docs/SCENARIO.md lists them.
+std::span<const LinkKey> link_keys();
+const LinkKey* find_link_key(std::string_view name);  // nullptr if unknown
+// The key's command-line option: "flow_rate" -> "--flow-rate".
+std::string link_option_name(std::string_view key);
+
+// Parses link settings given on the command line (`wanlab set --rate 200mbit`)
+// through the key's own parser (link_keys()); `field` names the option in
+// errors. `field` is a link key as in the scenario file ("flow_rate"); dashes
+// and a leading "--" are accepted ("--flow-rate"). Returns `params` with that
+// field set; throws ScenarioError
+// ("--rate: expected a rate like \"100mbit\", got \"fast\"", or
+// "--dealy: unknown link setting; did you mean --delay?").
 LinkParams parse_link_option(LinkParams params, std::string_view field, std::string_view value);
 
 // The map value the tc program reads for one directed pair. rtt_ns sizes BDP

@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -96,18 +98,29 @@ struct Experiment {
 Experiment load_experiment(const std::string& path);
 Experiment parse_experiment(std::string_view toml_text, const std::string& path);
 
-// Command-line overrides (--schedule, --placement, --streams,
-// --temporal-sharing on|off, --iterations, --reorder-dcs on|off, --scale,
-// --prefill on|off: on needs a [prefill] section);
-// `option` names the flag in errors and may be given with or without the
-// leading "--". Numbers are parsed strictly (wanlab::base: "--streams: expected
-// a whole number from 1 to 64, got "8x""). --placement takes a placement name or
-// a comma-separated DC list ("east,east,west,west").
+// The settings a command line may override (`wanlab train --reorder-dcs off`):
+// the one list that apply_override accepts and `wanlab train` offers.
+struct ExperimentOption {
+  std::string_view name;     // without "--": "reorder-dcs" (in the file: reorder_dcs)
+  std::string_view metavar;  // the value in a usage line: "on|off"
+  std::string_view help;     // what it sets, for --help
+  // Parses `value` into `experiment`; `flag` ("--reorder-dcs") names the
+  // option in errors. Throws ExperimentError.
+  void (*apply)(Experiment& experiment, const std::string& flag, std::string_view value);
+};
+std::span<const ExperimentOption> experiment_options();
+
+// Applies one override from experiment_options(); `option` may be given with
+// or without the leading "--", and with '_' for '-'. Numbers are parsed
+// strictly, within the limits the file's reader uses (wanlab::base: "--streams:
+// expected a whole number from 1 to 64, got "8x""). --placement takes a
+// placement name or a comma-separated DC list ("east,east,west,west").
 // --schedule re-derives the settings neither the file nor another override gave.
-// The checks between fields (pp <= layers, a placement list of pp DCs, the
-// run's size: check_plan_size; with prefill on, its requests, decode DC,
-// prefill time and memory: check_memory) run again on the result, so an override that
-// breaks one fails naming the option.
+// --prefill on needs a [prefill] section. The checks between fields (pp <=
+// layers, a placement list of pp DCs, the run's size: check_plan_size; with
+// prefill on, its requests, decode DC, prefill time and memory: check_memory)
+// run again on the result, so an override that breaks one fails naming the
+// option. An unknown option is an ExperimentError suggesting the closest.
 void apply_override(Experiment& experiment, std::string_view option, std::string_view value);
 
 // Loads the testbed scenario the experiment names. A missing or unreadable file

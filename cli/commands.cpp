@@ -1,0 +1,145 @@
+// The table of `wanlab` subcommands and their options; usage lines and --help
+// are made from it, never written by hand.
+#include "commands.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <exception>
+
+#include "options.hpp"
+#include "wanlab/emulator/scenario.hpp"
+#include "wanlab/harness/experiment.hpp"
+
+namespace wanlab::cli {
+namespace {
+
+using Takes = OptionSpec::Takes;
+
+OptionSpec flag(std::string name, std::string help) { return {std::move(name), Takes::nothing, "", std::move(help)}; }
+OptionSpec valued(std::string name, std::string metavar, std::string help) {
+  return {std::move(name), Takes::value, std::move(metavar), std::move(help)};
+}
+
+const OptionSpec kTestbed = valued("testbed", "NAME", "the testbed (default: $WANLAB_TESTBED, else the only one up)");
+const OptionSpec kRelease = valued("release", "auto|fq|nfqueue", "the release path (default auto: fq where the kernel has sch_fq)");
+const OptionSpec kName = valued("name", "NAME", "the testbed's name (default: the scenario's)");
+const OptionSpec kQuiet = flag("quiet", "no progress lines");
+const OptionSpec kJson = flag("json", "one JSON document instead of a table");
+const OptionSpec kControl = valued("control", "SOCKET", "the coordinator's Unix socket");
+const OptionSpec kId = valued("id", "N", "this process's number in the plan");
+
+// `wanlab set`: --one-way and every link key of the scenario vocabulary.
+OptionSpecs set_options() {
+  OptionSpecs options{kTestbed, flag("one-way", "change only the direction DC -> DC (default: both)")};
+  for (const emulator::LinkKey& key : emulator::link_keys())
+    options.push_back(valued(emulator::link_option_name(key.name).substr(2), std::string(key.metavar),
+                             key.is_bool ? "on or off" : std::string(key.expected)));
+  return options;
+}
+
+// `wanlab train`: every experiment override, then the run's own options.
+OptionSpecs train_options() {
+  OptionSpecs options{valued("out", "DIR", "write results.json, trace.json and timeline.svg there")};
+  for (const harness::ExperimentOption& option : harness::experiment_options())
+    options.push_back(valued(std::string(option.name), std::string(option.metavar), std::string(option.help)));
+  for (OptionSpec option : {valued("runtime", "auto|podman|sandbox|external", "where workers run (default auto: podman, else the sandbox)"),
+                            valued("image", "IMG", "the worker image (default: the one built for this binary)"), kRelease,
+                            valued("timeout", "SECONDS", "fail an iteration that takes longer (1 to 86400)"), kQuiet,
+                            flag("simulate", "the planner's simulation instead of the emulated WAN")})
+    options.push_back(std::move(option));
+  return options;
+}
+
+std::vector<Command> make_commands() {
+  const OptionSpec tolerance_help = valued("tolerance", "P%", "how far off a pair may be (default 10%)");
+  const OptionSpec slack_help = valued("slack", "TIME", "RTT slack added to the tolerance (default 2ms)");
+  return {
+      {"up", "SCENARIO", "build the emulated WAN", {kRelease, kName, kQuiet}, cmd_up},
+      {"down", "[NAME...]", "remove a testbed, also after a crash", {flag("all", "every testbed found")}, cmd_down},
+      {"run", "SCENARIO -- CMD...", "up, (verify,) run CMD, down; exits with CMD's code (1 if verify fails)",
+       {kRelease, kName, kQuiet, {"verify", Takes::optional_value, "rtt|rate", "measure every DC pair after up (rate: goodput too)"},
+        valued("verify-tolerance", "P%", "with --verify: how far off a pair may be (default 10%)"),
+        valued("verify-slack", "TIME", "with --verify: RTT slack (default 2ms)")},
+       cmd_run},
+      {"verify", "[SCENARIO | TESTBED]", "measure every DC pair's RTT (and goodput) against the configuration",
+       {kTestbed, flag("rate", "measure goodput too"), tolerance_help, slack_help}, cmd_verify},
+      {"hosts", "", "the emulated hosts", {kTestbed, kJson}, cmd_hosts},
+      {"exec", "HOST -- CMD...", "run CMD on an emulated host", {kTestbed}, cmd_exec},
+      {"set", "DC DC", "change a link live (both directions unless --one-way); every link key is an option", set_options(), cmd_set},
+      {"stats", "", "per DC pair counters and rates",
+       {kTestbed, kJson, flag("watch", "repeat every interval"), valued("interval", "SECONDS", "sampling interval (0.01 to 86400, default 1)")},
+       cmd_stats},
+      {"status", "", "testbeds up, their release path, daemon alive", {kJson}, cmd_status},
+      {"attach", "DEV SCENARIO", "the data plane on an existing interface",
+       {kRelease, kName, kQuiet, valued("queue-num", "N", "the NFQUEUE number (0 to 65535)"),
+        valued("netns", "NAME", "the interface's named network namespace"), valued("pid", "PID", "the interface is in this process's network namespace")},
+       cmd_attach},
+      {"demo", "[SCENARIO]", "bring up a WAN, measure RTT and goodput per DC pair, take it down",
+       {kRelease, valued("seconds", "S", "goodput measured for S seconds per pair (0.1 to 3600, default 3)")}, cmd_demo},
+      {"perf", "server|client ...", "multi-stream TCP goodput (iperf3-like; wanlab perf --help)", {}, nullptr, cmd_perf},
+      {"train", "EXPERIMENT", "run training workers over an emulated WAN (or --simulate)", train_options(), cmd_train},
+      {"compare", "RESULT...", "results.json of several runs side by side", {}, cmd_compare},
+      {"worker", "", "internal: one emulated GPU of train", {kControl, kId, flag("probe", "check that the binary runs, then exit")},
+       cmd_worker, nullptr, true},
+      {"prefill-worker", "", "internal: BubbleTea prefill on one emulated GPU of train", {kControl, kId}, cmd_prefill_worker, nullptr, true},
+      {"decode-sink", "", "internal: BubbleTea decode host of train", {kControl, kId}, cmd_decode_sink, nullptr, true},
+      {"daemon", "", "internal: releaser and timed events of one testbed",
+       {kTestbed, valued("ready-fd", "FD", "tell up \"ok\" or the error on this descriptor")}, cmd_daemon, nullptr, true},
+  };
+}
+
+}  // namespace
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> table = make_commands();
+  return table;
+}
+
+const Command* find_command(const std::string& name) {
+  const auto& table = commands();
+  const auto found = std::find_if(table.begin(), table.end(), [&](const Command& command) { return command.name == name; });
+  return found == table.end() ? nullptr : &*found;
+}
+
+// The operands, the options, then what goes after "--" (run's "-- CMD...").
+std::string usage_line(const Command& command) {
+  const auto rest = command.operands.find("-- ");
+  std::string line = command.name;
+  if (!command.operands.empty() && rest != 0) line += " " + command.operands.substr(0, rest == std::string::npos ? rest : rest - 1);
+  for (const auto& option : command.options) line += " " + usage_of(option);
+  if (rest != std::string::npos) line += " " + command.operands.substr(rest);
+  return line;
+}
+
+std::string help_text(const Command& command) {
+  std::string text = fmt::format("usage: wanlab {}\n\n{}\n", usage_line(command), command.summary);
+  if (!command.options.empty()) text += "\noptions:\n";
+  for (const auto& option : command.options) {
+    std::string shown = "--" + option.name;
+    if (option.takes == Takes::value) shown += " " + option.metavar;
+    if (option.takes == Takes::optional_value) shown += "[=" + option.metavar + "]";
+    // A long option and its value on a line of their own, the help below.
+    text += shown.size() < 34 ? fmt::format("  {:<34} {}\n", shown, option.help)
+                              : fmt::format("  {}\n  {:<34} {}\n", shown, "", option.help);
+  }
+  return text;
+}
+
+int run_command(const Command& command, Args args) {
+  try {
+    if (command.run_args) return command.run_args(args);
+    return command.run(Options(args, command.options));
+  } catch (const HelpRequested&) {
+    fmt::print("{}", help_text(command));
+    return 0;
+  } catch (const UsageError& error) {
+    fmt::print(stderr, "wanlab {}: {}\nusage: wanlab {}\n", command.name, error.what(), usage_line(command));
+    return 2;
+  } catch (const std::exception& error) {
+    fmt::print(stderr, "wanlab {}: {}\n", command.name, error.what());
+    return 1;
+  }
+}
+
+}  // namespace wanlab::cli

@@ -1,0 +1,168 @@
+// The `wanlab` command table (cli/commands.cpp) run as main() runs it: every
+// subcommand's --help, the options `set` and `train` take from the libraries'
+// key tables, and bad values of each kind: exit 2, one line naming the option.
+#include <boost/test/unit_test.hpp>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "options.hpp"
+#include "wanlab/emulator/scenario.hpp"
+#include "wanlab/harness/experiment.hpp"
+
+namespace cli = wanlab::cli;
+
+namespace {
+
+struct Outcome {
+  int status;
+  std::string out;
+  std::string err;
+};
+
+// The text written to file descriptor `fd` while `body` runs.
+class Capture {
+ public:
+  explicit Capture(int fd) : fd_(fd), file_(std::tmpfile()), saved_(::dup(fd)) {
+    std::fflush(nullptr);
+    ::dup2(::fileno(file_), fd_);
+  }
+  std::string finish() {
+    std::cout.flush();
+    std::fflush(nullptr);
+    ::dup2(saved_, fd_);
+    ::close(saved_);
+    std::string text;
+    std::rewind(file_);
+    for (int c; (c = std::fgetc(file_)) != EOF;) text.push_back(static_cast<char>(c));
+    std::fclose(file_);
+    return text;
+  }
+
+ private:
+  int fd_;
+  std::FILE* file_;
+  int saved_;
+};
+
+Outcome run_wanlab(const std::vector<std::string>& argv) {
+  const cli::Command* command = cli::find_command(argv.at(0));
+  BOOST_TEST_REQUIRE(command != nullptr);
+  Capture out(1), err(2);
+  const int status = cli::run_command(*command, std::vector<std::string>(argv.begin() + 1, argv.end()));
+  std::string err_text = err.finish();
+  return {status, out.finish(), err_text};
+}
+
+std::string source(const std::string& path) {
+  const char* dir = std::getenv("WANLAB_SOURCE_DIR");
+  return std::string(dir ? dir : ".") + "/" + path;
+}
+
+bool has_option(const cli::Command& command, std::string_view name) {
+  for (const auto& option : command.options)
+    if (option.name == name) return true;
+  return false;
+}
+
+// One error line naming `option` and what it expects, then the usage line.
+void check_bad_value(const std::vector<std::string>& argv, const std::string& option, const std::string& expected) {
+  BOOST_TEST_CONTEXT(argv.at(0) << " " << option) {
+    const Outcome result = run_wanlab(argv);
+    BOOST_TEST(result.status == 2);
+    const auto newline = result.err.find('\n');
+    const std::string first = result.err.substr(0, newline);
+    BOOST_TEST(first.starts_with("wanlab " + argv[0] + ": "), result.err);
+    BOOST_TEST(first.find(option + ": expected " + expected) != std::string::npos, result.err);
+    BOOST_TEST(result.err.substr(newline + 1).starts_with("usage: wanlab " + argv[0]), result.err);
+    BOOST_TEST(result.err.find('\n', newline + 1) == result.err.size() - 1, result.err);
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(every_subcommand_has_help_naming_every_option) {
+  for (const cli::Command& command : cli::commands()) {
+    BOOST_TEST_CONTEXT(command.name) {
+      const Outcome help = run_wanlab({command.name, "--help"});
+      BOOST_TEST(help.status == 0);
+      BOOST_TEST(help.out.starts_with("usage: wanlab " + command.name), help.out);
+      BOOST_TEST(help.err.empty(), help.err);
+      const std::string usage = cli::usage_line(command);
+      for (const auto& option : command.options) {
+        BOOST_TEST(help.out.find("  --" + option.name) != std::string::npos, option.name);
+        BOOST_TEST(usage.find("[--" + option.name) != std::string::npos, option.name);
+      }
+    }
+  }
+  BOOST_TEST(run_wanlab({"set", "-h"}).status == 0);
+}
+
+BOOST_AUTO_TEST_CASE(set_takes_every_link_key_and_train_every_experiment_option) {
+  const cli::Command& set = *cli::find_command("set");
+  for (const auto& key : wanlab::emulator::link_keys())
+    BOOST_TEST(has_option(set, wanlab::emulator::link_option_name(key.name).substr(2)), key.name);
+  const cli::Command& train = *cli::find_command("train");
+  for (const auto& option : wanlab::harness::experiment_options()) BOOST_TEST(has_option(train, option.name), option.name);
+
+  const std::vector<std::string> args{"east", "west", "--ge-r", "1%", "--ge-bad-loss=50%", "--ge-good-loss", "0.1%"};
+  const cli::Options options(args, set.options);
+  BOOST_TEST(options.ordered().size() == 3u);
+  BOOST_TEST(options.get("ge-r").value() == "1%");
+  BOOST_TEST(options.get("ge-bad-loss").value() == "50%");
+}
+
+BOOST_AUTO_TEST_CASE(train_takes_reorder_dcs_as_the_docs_show) {
+  const std::string experiment = source("scenarios/experiments/atlas-order-3dc.toml");
+  const Outcome result = run_wanlab({"train", experiment, "--reorder-dcs", "off", "--simulate", "--iterations", "1", "--quiet"});
+  BOOST_TEST(result.status == 0, result.err);
+  BOOST_TEST(result.out.find("1 iterations") != std::string::npos, result.out);
+  check_bad_value({"train", experiment, "--reorder-dcs", "sometimes", "--simulate"}, "--reorder-dcs", "on or off");
+}
+
+BOOST_AUTO_TEST_CASE(bad_values_name_their_option_and_exit_2) {
+  const std::string scenario = source("scenarios/ci.toml");
+  const std::string experiment = source("scenarios/experiments/ci-2dc.toml");
+  // Link keys, through the scenario file's own parsers.
+  check_bad_value({"set", "east", "west", "--ge-r", "x"}, "--ge-r", "a percentage");
+  check_bad_value({"set", "east", "west", "--rate", "fast"}, "--rate", "a rate");
+  check_bad_value({"set", "east", "west", "--delay", "1"}, "--delay", "a time");
+  check_bad_value({"set", "east", "west", "--queue", "lots"}, "--queue", "a queue limit");
+  check_bad_value({"set", "east", "west", "--loss-model", "random"}, "--loss-model", "\"bernoulli\"");
+  check_bad_value({"set", "east", "west", "--reorder", "maybe"}, "--reorder", "on or off");
+  // Experiment options, through the experiment's.
+  check_bad_value({"train", experiment, "--streams", "8x"}, "--streams", "a whole number from 1 to 64");
+  check_bad_value({"train", experiment, "--scale", "2"}, "--scale", "a number");
+  check_bad_value({"train", experiment, "--schedule", "zigzag"}, "--schedule", "gpipe, 1f1b or atlas");
+  // The commands' own numbers, times, percentages and choices.
+  check_bad_value({"train", experiment, "--timeout", "soon"}, "--timeout", "a whole number");
+  check_bad_value({"train", experiment, "--runtime", "docker"}, "--runtime", "auto, podman, sandbox or external");
+  check_bad_value({"stats", "--interval", "x"}, "--interval", "a number from 0.01 to 86400");
+  check_bad_value({"demo", scenario, "--seconds", "0"}, "--seconds", "a number");
+  check_bad_value({"attach", "veth0", scenario, "--queue-num", "70000"}, "--queue-num", "a whole number");
+  check_bad_value({"attach", "veth0", scenario, "--pid", "1x"}, "--pid", "a whole number");
+  check_bad_value({"verify", "--tolerance", "10"}, "--tolerance", "");
+  check_bad_value({"run", scenario, "--verify", "--verify-slack", "1abc", "--", "true"}, "--verify-slack", "");
+  check_bad_value({"up", scenario, "--release", "fast"}, "--release", "auto, fq or nfqueue");
+  check_bad_value({"daemon", "--ready-fd", "-1"}, "--ready-fd", "a whole number");
+  check_bad_value({"worker", "--control", "/nonexistent", "--id", "x"}, "--id", "a whole number");
+}
+
+BOOST_AUTO_TEST_CASE(unknown_options_are_one_line_and_exit_2) {
+  struct Case {
+    std::vector<std::string> argv;
+    std::string option;
+  };
+  for (const Case& c : {Case{{"set", "east", "west", "--ge-x", "1%"}, "--ge-x"}, Case{{"train", "e.toml", "--reorder", "off"}, "--reorder"},
+                        Case{{"down", "-x"}, "-x"}}) {
+    const Outcome result = run_wanlab(c.argv);
+    BOOST_TEST(result.status == 2);
+    BOOST_TEST(result.err.starts_with("wanlab " + c.argv[0] + ": unknown option \"" + c.option + "\"\n"), result.err);
+  }
+}

@@ -1,0 +1,75 @@
+// releaser.toml, the releaser's counters between the daemon and `wanlab
+// stats`: written and read by one pair of functions, strictly.
+#include <boost/test/unit_test.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
+#include "wanlab/emulator/releaser.hpp"
+
+namespace em = wanlab::emulator;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A scratch directory, removed with the object.
+struct Scratch {
+  fs::path dir = fs::temp_directory_path() / ("wanlab-releaser-stats-" + std::to_string(::getpid()));
+  Scratch() { fs::create_directories(dir); }
+  ~Scratch() { fs::remove_all(dir); }
+  std::string file(const std::string& text) const {
+    const std::string path = (dir / "releaser.toml").string();
+    std::ofstream(path) << text;
+    return path;
+  }
+};
+
+// The error reading `text` gives, "" if none.
+std::string error_reading(const Scratch& scratch, const std::string& text) {
+  try {
+    em::read_releaser_stats(scratch.file(text));
+  } catch (const std::runtime_error& error) {
+    return error.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(stats_written_are_read_back) {
+  Scratch scratch;
+  const std::string path = (scratch.dir / "releaser.toml").string();
+  const em::ReleaserStats stats{123456789, 17, 9'000'000'000'000ull, 250'000, 3};
+  em::write_releaser_stats(path, stats);
+  BOOST_TEST((em::read_releaser_stats(path) == stats));
+  BOOST_TEST((em::read_releaser_stats_if_present(path) == stats));
+  BOOST_TEST(!em::read_releaser_stats_if_present((scratch.dir / "absent.toml").string()).has_value());
+  BOOST_TEST(em::releaser_stats_path("tb").ends_with("/tb/releaser.toml"));
+}
+
+BOOST_AUTO_TEST_CASE(a_corrupt_file_is_one_line_naming_the_key) {
+  Scratch scratch;
+  const std::string good = em::format_releaser_stats({});
+  const struct {
+    std::string text;
+    std::string message;
+  } cases[] = {
+      {"packets = 1\n", "held: missing key"},
+      {good + "extra = 1\n", "unknown key \"extra\""},
+      {good.substr(good.find('\n') + 1) + "packets = -1\n", "packets: expected an integer from 0"},
+      {good.substr(good.find('\n') + 1) + "packets = \"many\"\n", "packets: expected an integer from 0"},
+      {"packets = = 1\n", "releaser.toml:1:"},
+  };
+  for (const auto& c : cases) {
+    const std::string error = error_reading(scratch, c.text);
+    BOOST_TEST_CONTEXT(c.text) {
+      BOOST_TEST(error.find(c.message) != std::string::npos, error);
+      BOOST_TEST(error.starts_with((scratch.dir / "releaser.toml").string() + ":"), error);
+      BOOST_TEST(error.find('\n') == std::string::npos, error);
+    }
+  }
+}
