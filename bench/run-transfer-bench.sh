@@ -11,7 +11,7 @@
 #
 # Environment: WANLAB_BENCH_BUILD  build directory (default: build-bench)
 #              WANLAB_BIN          a built `wanlab` to use instead of building one
-# The default grid takes about 10 minutes. Its one testbed is named bench-xfer
+# The grid below takes about 4 minutes. Its one testbed is named bench-xfer
 # and goes down however the benchmark ends.
 set -euo pipefail
 
