@@ -342,8 +342,7 @@ class Simulator {
       transfer.cap_bps = detail::transfer_cap_bps(link, transfer.effective_streams);  // the window's rate
     } else {
       transfer.round_bits = std::min(transfer.bits_left, full_round_bits);
-      transfer.cap_bps =
-          std::min({link.stream_flow_bps, pacing_limit_bps(link.tcp, state), link.tcp.max_pacing_bps}) * transfer.effective_streams;
+      transfer.cap_bps = stream_rate_bps(link.tcp, state) * transfer.effective_streams;
       transfer.round_ends = now_ + link.tcp.rtt_s * 1e9;
     }
     transfer.round_bits_left = transfer.round_bits;
@@ -611,8 +610,7 @@ LinkRate link_rate(const Experiment& experiment, const emulator::Scenario& scena
   link.tcp = tcp_path_for(pair, rtt_s, model, experiment.scale, paced_streams);
   link.capacity_bps = link.tcp.rate_bps;
   link.delay_ns = static_cast<double>(pair.delay_ns);
-  link.stream_flow_bps = link.tcp.flow_rate_bps;
-  link.stream_ceiling_bps = std::min(link.stream_flow_bps, link.tcp.max_pacing_bps);
+  link.stream_ceiling_bps = std::min(link.tcp.flow_rate_bps, link.tcp.max_pacing_bps);
   if (model.stream_window_bytes > 0 && rtt_s > 0)
     link.stream_ceiling_bps = std::min(link.stream_ceiling_bps, link.tcp.window_bytes * 8 / rtt_s);
   return link;

@@ -17,10 +17,8 @@ struct LinkRate {
   // rate, the model's per-stream ceiling, the harness's pacing and
   // window / RTT, x scale.
   double stream_ceiling_bps = std::numeric_limits<double>::infinity();
-  // The same without the window: what caps a stream within a TCP round.
-  double stream_flow_bps = std::numeric_limits<double>::infinity();
   double delay_ns = 0;
-  TcpPath tcp;  // the window ceiling x scale, the pair's RTT, slow_start_after_idle
+  TcpPath tcp;  // rates and window x scale, the pair's RTT, pacing (tcp_path_for)
 };
 LinkRate link_rate(const Experiment& experiment, const emulator::Scenario& scenario, const LinkModel& model, int src,
                    int dst);

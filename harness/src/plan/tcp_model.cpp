@@ -18,8 +18,7 @@ double in_flight_limit(const TcpPath& path, const TcpChannelState& state) {
 // (or paced) from `state`.
 double burst_s(const TcpPath& path, const TcpChannelState& state, double streams, double bytes) {
   const double link = bytes * 8 / path.rate_bps;
-  const double per_stream_bps = std::min({path.flow_rate_bps, pacing_limit_bps(path, state), path.max_pacing_bps});
-  const double flow = bytes / streams * 8 / per_stream_bps;
+  const double flow = bytes / streams * 8 / stream_rate_bps(path, state);
   return std::max(link, flow);
 }
 
@@ -28,6 +27,10 @@ double burst_s(const TcpPath& path, const TcpChannelState& state, double streams
 double pacing_limit_bps(const TcpPath& path, const TcpChannelState& state) {
   if (!path.paced || !(path.rtt_s > 0)) return std::numeric_limits<double>::infinity();
   return kPacingSlowStartRatio * state.pacing_cwnd_bytes * 8 / path.rtt_s;
+}
+
+double stream_rate_bps(const TcpPath& path, const TcpChannelState& state) {
+  return std::min({path.flow_rate_bps, pacing_limit_bps(path, state), path.max_pacing_bps});
 }
 
 double effective_streams(double bytes, int streams, double chunk_bytes) {
@@ -41,15 +44,22 @@ double round_bytes(const TcpPath& path, const TcpChannelState& state, double str
   return std::min(left_bytes, streams * in_flight_limit(path, state));
 }
 
+namespace {
+
+// The handshake's one RTT sample sets rttvar to half of 4 x RTT, at least TCP_RTO_MIN.
+double handshake_rttvar_s(const TcpPath& path) { return std::max(2 * path.rtt_s, kMinRtoS); }
+
+}  // namespace
+
 double rto_s(const TcpPath& path, const TcpChannelState& state) {
-  return path.rtt_s + (state.rttvar_s >= 0 ? state.rttvar_s : std::max(2 * path.rtt_s, kMinRtoS));
+  return path.rtt_s + (state.rttvar_s >= 0 ? state.rttvar_s : handshake_rttvar_s(path));
 }
 
 void after_round(const TcpPath& path, TcpChannelState& state, double streams, double sent_bytes) {
   // From the second round on, a round's ACKs end a window of RTT samples
   // begun in the round before: rttvar moves a quarter of the way from the
   // handshake's 2 x RTT toward TCP_RTO_MIN (the RTT being constant).
-  if (state.rttvar_s < 0) state.rttvar_s = std::max(2 * path.rtt_s, kMinRtoS);
+  if (state.rttvar_s < 0) state.rttvar_s = handshake_rttvar_s(path);
   else state.rttvar_s -= std::max(0.0, state.rttvar_s - kMinRtoS) / 4;
   const double per_stream = sent_bytes / streams;
   // cwnd, not the window ceiling below it, stopped the round.

@@ -80,6 +80,9 @@ double effective_streams(double bytes, int streams, double chunk_bytes = kCrossD
 // What the streams may send in the next round: streams x min(cwnd, ceiling),
 // at most `left_bytes`.
 double round_bytes(const TcpPath& path, const TcpChannelState& state, double streams, double left_bytes);
+// What one stream sends at most in the next round (bits/s): the least of
+// the flow cap, TCP's own pacing and the harness's max pacing rate.
+double stream_rate_bps(const TcpPath& path, const TcpChannelState& state);
 // What TCP's own pacing lets one stream send at most in the next round
 // (bits/s): infinite unless path.paced.
 double pacing_limit_bps(const TcpPath& path, const TcpChannelState& state);
