@@ -265,11 +265,12 @@ ctl::PrefillAssign sample_prefill_assign() {
   m.gated = true;
   m.piece_bytes = 131072;
   m.max_kv_bytes = 268435456;
+  m.step_ns = 5'000'000;
   return m;
 }
 
 ctl::PrefillTask sample_task() {
-  return ctl::PrefillTask{12, 2, 1'000'000'000'777, 1'000'004'000'777, 35'000'000, 40, 80, 4096, 1u << 26};
+  return ctl::PrefillTask{12, 2, 1'000'000'000'777, 1'000'040'000'777, 1'002'500'000'000, 35'000'000, 40, 80, 4096, 1u << 26};
 }
 
 }  // namespace
@@ -286,12 +287,14 @@ BOOST_AUTO_TEST_CASE(bubbletea_messages_round_trip) {
   BOOST_TEST(assign.gated);
   BOOST_TEST(assign.piece_bytes == 131072u);
   BOOST_TEST(assign.max_kv_bytes == 268435456u);
+  BOOST_TEST(assign.step_ns == 5'000'000u);
 
   const auto task = std::get<ctl::PrefillTask>(round_trip(sample_task()));
   BOOST_TEST(task.batch == 12);
   BOOST_TEST(task.chunk == 2);
   BOOST_TEST(task.start_ns == 1'000'000'000'777);
-  BOOST_TEST(task.latest_start_ns == 1'000'004'000'777);
+  BOOST_TEST(task.end_by_ns == 1'000'040'000'777);
+  BOOST_TEST(task.give_up_ns == 1'002'500'000'000);
   BOOST_TEST(task.duration_ns == 35'000'000u);
   BOOST_TEST(task.first_layer == 40);
   BOOST_TEST(task.end_layer == 80);
@@ -342,9 +345,12 @@ BOOST_AUTO_TEST_CASE(malformed_bubbletea_messages_are_errors_that_say_why) {
   auto empty = sample_task();
   empty.end_layer = empty.first_layer;
   BOOST_TEST(decode_error(body_of(ctl::encode(empty))).find("empty layer range") != std::string::npos);
+  auto no_step = sample_prefill_assign();
+  no_step.step_ns = 0;
+  BOOST_TEST(decode_error(body_of(ctl::encode(no_step))).find("step_ns is 0") != std::string::npos);
   auto too_early = sample_task();
-  too_early.latest_start_ns = too_early.start_ns - 1;
-  BOOST_TEST(decode_error(body_of(ctl::encode(too_early))).find("latest start (1000000000776) before the start") != std::string::npos);
+  too_early.end_by_ns = too_early.start_ns + static_cast<std::int64_t>(too_early.duration_ns) - 1;
+  BOOST_TEST(decode_error(body_of(ctl::encode(too_early))).find("the slot's end (1000035000776) before its start (1000000000777) + duration (35000000)") != std::string::npos);
   BOOST_TEST(decode_error(body_of(ctl::encode(ctl::PrefillDone{1, 0, 300, 200, 0, 1}))).find("ends (200) before it starts (300)") !=
              std::string::npos);
   BOOST_TEST(decode_error(body_of(ctl::encode(ctl::PrefillDone{1, 0, 200, 300, 5, 5}))).find("empty layer range [5, 5)") !=

@@ -303,12 +303,14 @@ void write_fields(Writer& out, const PrefillAssign& m) {
   out.boolean(m.gated);
   out.u64(m.piece_bytes);
   out.u64(m.max_kv_bytes);
+  out.u64(m.step_ns);
 }
 void write_fields(Writer& out, const PrefillTask& m) {
   out.i32(m.batch);
   out.i32(m.chunk);
   out.i64(m.start_ns);
-  out.i64(m.latest_start_ns);
+  out.i64(m.end_by_ns);
+  out.i64(m.give_up_ns);
   out.u64(m.duration_ns);
   out.i32(m.first_layer);
   out.i32(m.end_layer);
@@ -459,6 +461,8 @@ Message read_prefill_assign(Reader& in) {
   m.gated = in.boolean("gated");
   m.piece_bytes = in.u64("piece_bytes");
   m.max_kv_bytes = in.u64("max_kv_bytes");
+  m.step_ns = in.u64("step_ns");
+  if (m.step_ns == 0) in.fail("step_ns is 0");
   return m;
 }
 
@@ -467,7 +471,8 @@ Message read_prefill_task(Reader& in) {
   m.batch = in.index("batch");
   m.chunk = in.index("chunk");
   m.start_ns = in.i64("start_ns");
-  m.latest_start_ns = in.i64("latest_start_ns");
+  m.end_by_ns = in.i64("end_by_ns");
+  m.give_up_ns = in.i64("give_up_ns");
   m.duration_ns = in.u64("duration_ns");
   m.first_layer = in.index("first_layer");
   m.end_layer = in.index("end_layer");
@@ -475,8 +480,8 @@ Message read_prefill_task(Reader& in) {
   m.kv_bytes = in.u64("kv_bytes");
   if (m.end_layer < m.first_layer) in.fail(fmt::format("layers [{}, {}) are backwards", m.first_layer, m.end_layer));
   if (m.end_layer == m.first_layer) in.fail(fmt::format("empty layer range [{}, {})", m.first_layer, m.end_layer));
-  if (m.latest_start_ns < m.start_ns)
-    in.fail(fmt::format("latest start ({}) before the start ({})", m.latest_start_ns, m.start_ns));
+  if (m.end_by_ns < m.start_ns + static_cast<std::int64_t>(m.duration_ns))
+    in.fail(fmt::format("the slot's end ({}) before its start ({}) + duration ({})", m.end_by_ns, m.start_ns, m.duration_ns));
   return m;
 }
 

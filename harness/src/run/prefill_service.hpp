@@ -93,7 +93,6 @@ class PrefillService {
   };
   struct BatchState {
     Batch batch;
-    int done_chunks = 0;
     bool over = false;  // arrived or failed
     std::int64_t kv_start_ns = -1;  // CLOCK_MONOTONIC
   };
@@ -138,8 +137,8 @@ class PrefillService {
   void arrive(const Request& request);
   void schedule();
   void place(const Batch& batch);
-  std::int64_t latest_start(const Chunk& chunk) const;
-  std::int64_t early_end_margin() const;
+  std::int64_t slot_end(const Chunk& chunk) const;
+  std::int64_t batch_deadline(const Batch& batch);
   int fail_batches(const std::function<bool(const BatchState&)>& which, const std::string& reason);
   void grant_kv();
   asio::awaitable<void> wake_kv(std::string link, std::int64_t at_ns);
@@ -174,7 +173,7 @@ class PrefillService {
   std::optional<KvRoutes> kv_routes_;  // admission's KV estimate, the simulator's model
   PrefillRecord record_;
   int iteration_ = 0;                 // the running one
-  std::map<int, int> missed_;         // chunks that found the GPU busy, per iteration
+  std::map<int, int> missed_;         // batches not done by their SLO, per iteration
 };
 
 }  // namespace wanlab::harness::run_detail

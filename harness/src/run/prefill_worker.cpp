@@ -14,6 +14,7 @@
 #include <asio/ip/address_v4.hpp>
 #include <asio/steady_timer.hpp>
 #include <deque>
+#include <map>
 #include <set>
 
 #include "control_socket.hpp"
@@ -132,61 +133,71 @@ class PrefillProcess {
     }
   }
 
-  // At the task's time, layer by layer: a layer takes the GPU only if it is
-  // free, so training that wants it back (its reservation moves busy_until
-  // past the running layer) waits at most one layer. After such a preemption
-  // the chunk goes on once training leaves the GPU, if what remains still
-  // ends by the chunk's deadline (its latest start + duration: the predicted
-  // bubble's end less the guard); else, or if it cannot start by its latest
-  // start, it is missed and its batch fails. Each run of layers without a
-  // break is reported as one PrefillDone.
+  // A batch's chunks are time slots on this GPU for its work, in layer
+  // order. At its time a slot runs the batch's work up to its own last layer
+  // in steps of at most step_ns, each only while the GPU is free and each
+  // ending by the slot's end_by (the bubble's predicted end: the guard that
+  // placement kept free absorbs a bubble that began a little late). Training
+  // that wants the GPU back (its reservation moves busy_until past the running
+  // step) waits at most one step. Work a slot could not run (its bubble began
+  // late or ended early) carries over to the batch's next slot; the last slot
+  // finishes it in any free GPU time until give_up. Each run of steps without
+  // a break is reported as one PrefillDone. (Measured on
+  // bubbletea-3dc-local: with each chunk bound to its own layers and its
+  // bubble, 70-90 chunks a run missed, most finding their bubble 1-3 ms late,
+  // and each failed its whole batch.)
   asio::awaitable<void> run_task(ctl::PrefillTask task) {
     co_await sleep_until_ns(task.start_ns);
-    const int layers = task.end_layer - task.first_layer;
-    const auto done_by = [&](int layer) {  // the chunk's time until `layer`
-      return static_cast<std::int64_t>(task.duration_ns * static_cast<std::uint64_t>(layer - task.first_layer) /
-                                       static_cast<std::uint64_t>(layers));
-    };
-    const std::int64_t deadline = task.latest_start_ns + static_cast<std::int64_t>(task.duration_ns);
-    int layer = task.first_layer;
-    int run_first = layer;
-    std::int64_t run_start = -1, run_end = -1;
+    const std::int64_t layer_ns = std::max<std::int64_t>(
+        1, static_cast<std::int64_t>(task.duration_ns) / (task.end_layer - task.first_layer));
+    const std::int64_t target = task.end_layer * layer_ns;  // the batch's work done when this slot's is
+    const bool last = task.kv_bytes > 0;
+    const auto step_ns = static_cast<std::int64_t>(assign_->step_ns);
+    std::int64_t& done = work_done_.try_emplace(task.batch, task.first_layer * layer_ns).first->second;
+    const auto layer_at = [&](std::int64_t work) { return static_cast<int>(work / layer_ns); };
+    std::int64_t run_from = done, run_start = -1, run_end = -1;
     const auto report_run = [&] {
-      if (run_start >= 0) control_->post(ctl::PrefillDone{task.batch, task.chunk, run_start, run_end, run_first, layer});
+      if (run_start >= 0)
+        control_->post(ctl::PrefillDone{task.batch, task.chunk, run_start, run_end, layer_at(run_from),
+                                        std::min(task.end_layer, layer_at(done + layer_ns - 1))});
       run_start = -1;
     };
-    while (layer < task.end_layer) {
-      if (stop_ || missed_.count(task.batch)) co_return;  // an earlier chunk of the batch missed its bubble
-      const auto layer_ns = static_cast<std::uint64_t>(done_by(layer + 1) - done_by(layer));
-      // Right after its own layer a run leases from that layer's end: a
+    while (done < target) {
+      if (stop_) co_return;
+      const std::int64_t step = std::min(step_ns, target - done);
+      // Its own slot, or for the last one the batch's SLO, bounds when a step may end.
+      const auto in_time = [&](std::int64_t at) {
+        return at + step <= task.end_by_ns || (last && at + step <= task.give_up_ns);
+      };
+      // Right after its own step a run leases from that step's end: a
       // training reservation made since then has moved busy_until past it.
       const std::int64_t at = run_start >= 0 ? run_end : monotonic_ns();
-      if (const auto held = lease_->try_lease(at, layer_ns)) {
+      if (!in_time(at)) break;
+      if (const auto held = lease_->try_lease(at, static_cast<std::uint64_t>(step))) {
         if (run_start < 0) {
           run_start = held->start_ns;
-          run_first = layer;
+          run_from = done;
         }
         run_end = held->end_ns;
         co_await sleep_until_ns(held->end_ns);
-        ++layer;
+        done += step;
         continue;
       }
       report_run();
       const std::int64_t busy_until = lease_->busy_until_ns();
-      const std::int64_t latest = layer == task.first_layer ? task.latest_start_ns
-                                                            : deadline - (done_by(task.end_layer) - done_by(layer));
-      if (busy_until > latest) {
-        missed_.insert(task.batch);
-        control_->post(ctl::PrefillMissed{task.batch, task.chunk, monotonic_ns(), busy_until});
-        co_return;
-      }
+      if (!in_time(busy_until)) break;
       co_await sleep_until_ns(busy_until);
     }
     report_run();
-    if (task.kv_bytes > 0) {
-      kv_queue_.push_back({task.batch, task.kv_bytes});
-      changed_.notify();
+    if (!last) co_return;  // what is left carries over to the batch's next slot
+    const bool finished = done >= target;
+    work_done_.erase(task.batch);
+    if (!finished) {
+      control_->post(ctl::PrefillMissed{task.batch, task.chunk, monotonic_ns(), lease_->busy_until_ns()});
+      co_return;
     }
+    kv_queue_.push_back({task.batch, task.kv_bytes});
+    changed_.notify();
   }
 
   // KV caches go one batch after the other, in the order their prefill ended.
@@ -239,7 +250,7 @@ class PrefillProcess {
   std::optional<GpuLease> lease_;
   std::optional<transport::Channel> channel_;
   bool stop_ = false;
-  std::set<int> missed_;                     // batches that lost a chunk
+  std::map<int, std::int64_t> work_done_;    // per batch in progress: GPU time of its work done
   std::set<std::pair<int, int>> grants_;     // (batch, piece)
   std::deque<std::pair<int, std::uint64_t>> kv_queue_;  // (batch, bytes)
   std::vector<std::byte> zeros_;

@@ -176,26 +176,34 @@ struct PrefillAssign {
   bool gated = false;
   std::uint64_t piece_bytes = 0;
   std::uint64_t max_kv_bytes = 0;
+  // The GPU time prefill holds at once (the experiment's guard, at least
+  // 1 ms): training that wants the GPU back waits at most this long.
+  std::uint64_t step_ns = 0;
 };
-// One chunk: layers [first_layer, end_layer) of batch `batch`, for duration_ns
-// from start_ns. If training still holds the GPU then (its bubble began
-// late), the chunk may start as late as latest_start_ns: it still ends
-// `guard` before the predicted end of its bubble. kv_bytes: the batch's KV
-// cache, sent after its last chunk (0 for the other chunks).
+// One chunk: a time slot from start_ns for layers [first_layer, end_layer) of
+// batch `batch`, duration_ns long as placed (`guard` before the predicted end
+// of its bubble). It runs the batch's work up to end_layer in steps that each
+// end by end_by_ns, the bubble's predicted end: a bubble that began late uses
+// the guard, and what it could still not run carries over to the batch's next
+// chunk. The last chunk (kv_bytes > 0: the batch's KV cache, sent after it)
+// finishes what is left in any free GPU time until give_up_ns, after which
+// its requests could no longer meet their TTFT SLO.
 struct PrefillTask {
   int batch = 0;
   int chunk = 0;
   std::int64_t start_ns = 0;
-  std::int64_t latest_start_ns = 0;
+  std::int64_t end_by_ns = 0;
+  std::int64_t give_up_ns = 0;
   std::uint64_t duration_ns = 0;
   int first_layer = 0;
   int end_layer = 0;
   int tokens = 0;
   std::uint64_t kv_bytes = 0;
 };
-// Layers [first_layer, end_layer) of a chunk ran in [start_ns, end_ns): the
-// whole chunk, or the part before training took the GPU back (then more
-// parts follow, or a PrefillMissed).
+// Layers [first_layer, end_layer) of a batch ran in [start_ns, end_ns), in
+// the slot of chunk `chunk`: its layers and any carried over from the
+// batch's earlier chunks, or the part before training took the GPU back
+// (then more parts follow, or a PrefillMissed).
 struct PrefillDone {
   int batch = 0;
   int chunk = 0;
@@ -204,7 +212,8 @@ struct PrefillDone {
   int first_layer = 0;
   int end_layer = 0;
 };
-// The GPU was busy (until busy_until_ns) when the chunk was due at at_ns.
+// The batch's last chunk could not finish its layers by give_up_ns: the GPU
+// was busy (until busy_until_ns) at at_ns.
 struct PrefillMissed {
   int batch = 0;
   int chunk = 0;
