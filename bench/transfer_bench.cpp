@@ -317,7 +317,7 @@ hs::TcpPath model_path(const Config& config, std::uint64_t rate_bps, int delay_m
   em::PairParams there;
   there.rate_bps = rate_bps;
   there.delay_ns = static_cast<std::uint64_t>(delay_ms) * 1'000'000;
-  return hs::tcp_path_for(there, 2 * delay_ms / 1e3, hs::link_model_for(scenario), 1.0, config.pace ? streams : 0);
+  return hs::tcp_path_for(there, 2 * delay_ms / 1e3, hs::link_model_for(scenario, 1.0), 1.0, config.pace ? streams : 0);
 }
 
 // One channel's messages in order (cold, warm, idle): the model's time for

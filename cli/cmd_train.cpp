@@ -127,7 +127,7 @@ int cmd_train(const Options& options) {
   // --simulate: the planner's discrete-event simulation instead of the emulated WAN.
   const hs::RunRecord record =
       options.flag("simulate")
-          ? hs::simulate(hs::make_plan(experiment, scenario), scenario, hs::link_model_for(scenario), experiment.iterations)
+          ? hs::simulate(hs::make_plan(experiment, scenario), scenario, hs::link_model_for(scenario, experiment.scale), experiment.iterations)
           : hs::run_experiment(experiment, scenario, run);
   print_summary(record);
   // Even with --quiet: the default runtime is podman, and a run that fell back says why.

@@ -294,7 +294,7 @@ BOOST_AUTO_TEST_CASE(a_two_dc_run_records_every_planned_event) {
   // Utilization in (0, 1]; never faster than compute alone allows.
   const hs::RunRecord bound = hs::simulate(plan, scenario, hs::LinkModel{.free_communication = true}, 1);
   const double bound_s = static_cast<double>(bound.iteration_end_ns[0] - bound.iteration_start_ns[0]) / 1e9;
-  const hs::RunRecord modelled = hs::simulate(plan, scenario, hs::link_model_for(scenario), 1);
+  const hs::RunRecord modelled = hs::simulate(plan, scenario, hs::link_model_for(scenario, plan.experiment.scale), 1);
   const double modelled_s = static_cast<double>(modelled.iteration_end_ns[0] - modelled.iteration_start_ns[0]) / 1e9;
   const auto summaries = hs::summarize(record);
   for (const auto& s : summaries) {

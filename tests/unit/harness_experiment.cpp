@@ -364,7 +364,7 @@ BOOST_AUTO_TEST_CASE(every_file_loads_plans_and_simulates) {
     Experiment experiment = load_experiment(path);
     wanlab::emulator::Scenario scenario = load_testbed(experiment);
     Plan plan = make_plan(experiment, scenario);
-    RunRecord record = simulate(plan, scenario, link_model_for(scenario), 1);
+    RunRecord record = simulate(plan, scenario, link_model_for(scenario, experiment.scale), 1);
     double seconds = static_cast<double>(record.iteration_end_ns.at(0) - record.iteration_start_ns.at(0)) / 1e9;
     BOOST_TEST_MESSAGE(entry.path().filename().string() << ": " << seconds << " s per iteration, "
                                                         << plan.activation_bytes << " B activations, "
@@ -411,7 +411,7 @@ double simulated_seconds(const std::string& file, const std::vector<std::pair<st
   Experiment experiment = load_experiment((experiments_dir() / file).string());
   for (const auto& [option, value] : overrides) apply_override(experiment, option, value);
   wanlab::emulator::Scenario scenario = load_testbed(experiment);
-  RunRecord record = simulate(make_plan(experiment, scenario), scenario, link_model_for(scenario), 1);
+  RunRecord record = simulate(make_plan(experiment, scenario), scenario, link_model_for(scenario, experiment.scale), 1);
   return static_cast<double>(record.iteration_end_ns.at(0) - record.iteration_start_ns.at(0)) / 1e9;
 }
 

@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "wanlab/harness/run.hpp"
+#include "wanlab/harness/simulate.hpp"
 
 namespace em = wanlab::emulator;
 using wanlab::harness::run_testbed_name;

@@ -42,7 +42,7 @@ Outputs plan_and_simulate(std::uint64_t seed) {
       kPrefill);
   const Plan plan = make_plan(experiment, scenario);
   Outputs out;
-  out.record = simulate(plan, scenario, link_model_for(scenario), 3);
+  out.record = simulate(plan, scenario, link_model_for(scenario, plan.experiment.scale), 3);
   out.results = results_json(out.record, harness_test::kThreeDcScenario);
   out.trace = trace_json(out.record);
   return out;

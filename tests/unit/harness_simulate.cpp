@@ -100,14 +100,14 @@ BOOST_AUTO_TEST_CASE(iterations_follow_each_other_and_repeat) {
 BOOST_AUTO_TEST_CASE(tcp_windows_carry_over_so_the_first_iteration_is_the_slowest) {
   auto scenario = three_dcs();
   Plan plan = make_plan(experiment("schedule = \"1f1b\"", 4, 2, 8, 1, 2), scenario);
-  RunRecord record = simulate(plan, scenario, link_model_for(scenario), 4);
+  RunRecord record = simulate(plan, scenario, link_model_for(scenario, plan.experiment.scale), 4);
   BOOST_TEST(iteration_ms(record, 0) > 1.2 * iteration_ms(record, 1));
   BOOST_TEST(iteration_ms(record, 1) >= iteration_ms(record, 2) * (1 - 1e-9));
   BOOST_TEST(iteration_ms(record, 3) == iteration_ms(record, 2), boost::test_tools::tolerance(0.03));
   // Never faster than every transfer at the link's payload rate from its
   // first byte. (Not the window's steady rate: a message under the window
   // leaves at the pacing rate, up to 2 x cwnd / RTT, faster than window / RTT.)
-  LinkModel unbounded = link_model_for(scenario);
+  LinkModel unbounded = link_model_for(scenario, plan.experiment.scale);
   unbounded.tcp_dynamics = false;
   unbounded.stream_window_bytes = 0;
   RunRecord at_link_rate = simulate(plan, scenario, unbounded, 4);
@@ -264,8 +264,8 @@ BOOST_AUTO_TEST_CASE(ordering_dcs_by_latency_shortens_the_iteration) {
   Plan algorithm1 = make_plan(experiment("schedule = \"atlas\"\nreorder_dcs = false", 6, 2, 8, 10, 20, gpus), scenario);
   Plan ordered = make_plan(experiment("schedule = \"atlas\"", 6, 2, 8, 10, 20, gpus), scenario);
   BOOST_TEST(algorithm1.stage_dc != ordered.stage_dc);
-  double before = iteration_ms(simulate(algorithm1, scenario, link_model_for(scenario)));
-  double after = iteration_ms(simulate(ordered, scenario, link_model_for(scenario)));
+  double before = iteration_ms(simulate(algorithm1, scenario, link_model_for(scenario, algorithm1.experiment.scale)));
+  double after = iteration_ms(simulate(ordered, scenario, link_model_for(scenario, ordered.experiment.scale)));
   BOOST_TEST_MESSAGE("Algorithm 1 order: " << before << " ms, ordered by latency: " << after << " ms");
   // The pipeline's fill and drain alone cross the chain once each way: 2 x 50 ms less.
   BOOST_TEST(after < before - 100);
@@ -273,7 +273,7 @@ BOOST_AUTO_TEST_CASE(ordering_dcs_by_latency_shortens_the_iteration) {
 
 BOOST_AUTO_TEST_CASE(every_configuration_runs_to_completion) {
   auto scenario = three_dcs();
-  LinkModel model = link_model_for(scenario);
+  LinkModel model = link_model_for(scenario, 1.0);  // the test experiments run at scale 1
   model.per_stream_ceiling_bps = 300e6;
   int runs = 0;
   for (const char* schedule : {"gpipe", "1f1b", "atlas"}) {
@@ -300,7 +300,7 @@ BOOST_AUTO_TEST_CASE(every_configuration_runs_to_completion) {
 BOOST_AUTO_TEST_CASE(a_recv_ends_when_its_message_arrives) {
   auto scenario = three_dcs();
   Plan plan = make_plan(experiment("schedule = \"atlas\"", 4, 2, 4, 1, 2, "[gpus]\na = 4\nb = 2\nc = 2\n"), scenario);
-  RunRecord record = simulate(plan, scenario, link_model_for(scenario));
+  RunRecord record = simulate(plan, scenario, link_model_for(scenario, plan.experiment.scale));
   std::map<std::tuple<int, int, int>, std::int64_t> arrival;
   for (const Event& event : record.events) {
     if (event.kind == OpKind::send) arrival[{event.worker, event.peer, event.microbatch}] = event.end_ns;
@@ -325,8 +325,8 @@ BOOST_AUTO_TEST_CASE(memory_is_bounded_by_the_plan_not_the_iterations_with_tcp_r
   Plan plan = make_plan(experiment("schedule = \"atlas\"\nplacement = \"pp-across-dc\"", 4, 3, 8, 1, 2), scenario);
   SimulationStats one;
   SimulationStats many;
-  simulate(plan, scenario, link_model_for(scenario), 1, &one);
-  RunRecord record = simulate(plan, scenario, link_model_for(scenario), 30, &many);
+  simulate(plan, scenario, link_model_for(scenario, plan.experiment.scale), 1, &one);
+  RunRecord record = simulate(plan, scenario, link_model_for(scenario, plan.experiment.scale), 30, &many);
   PlanSize size = plan_size(plan);
   BOOST_TEST(record.events.size() == 30 * size.ops_per_iteration);
   BOOST_TEST(record.events.capacity() == record.events.size());

@@ -246,7 +246,7 @@ delay = "60ms"
 // transfer at the link's steady rate from its first byte, so iterations
 // repeat exactly and expectations are plain arithmetic.
 inline wanlab::harness::LinkModel steady_links(const wanlab::emulator::Scenario& scenario) {
-  wanlab::harness::LinkModel model = wanlab::harness::link_model_for(scenario);
+  wanlab::harness::LinkModel model = wanlab::harness::link_model_for(scenario, 1.0);  // the test experiments run at scale 1
   model.tcp_dynamics = false;
   model.payload_share = 1.0;
   return model;

@@ -30,13 +30,35 @@ TcpPath path_of(double rate_bps, double delay_s, double window_bytes) {
 BOOST_AUTO_TEST_CASE(the_window_ceiling_is_the_smaller_share_of_the_two_buffers) {
   em::HostSettings host;
   BOOST_TEST(em::stream_window_bytes(host) ==
-                 std::min(em::kSendBufferWindowShare * (4 << 20), em::kReceiveBufferWindowShare * (6 << 20)),
+                 std::min(em::send_buffer_window_share(4 << 20) * (4 << 20), em::kReceiveBufferWindowShare * (6 << 20)),
              boost::test_tools::tolerance(1e-12));
   host.tcp_wmem_max = 16u << 20;
   host.tcp_rmem_max = 2u << 20;
   BOOST_TEST(em::stream_window_bytes(host) == em::kReceiveBufferWindowShare * (2 << 20), boost::test_tools::tolerance(1e-12));
   BOOST_TEST(em::stream_window_limit_bps(host, 0.1) == em::stream_window_bytes(host) * 80, boost::test_tools::tolerance(1e-12));
   BOOST_TEST(std::isinf(em::stream_window_limit_bps(host, 0)));
+}
+
+BOOST_AUTO_TEST_CASE(the_send_share_follows_the_measured_sizes) {
+  BOOST_TEST(em::send_buffer_window_share(419430) == 0.86, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(em::send_buffer_window_share(4 << 20) == 0.66, boost::test_tools::tolerance(1e-12));
+  // Between two measured sizes, linear in log2(size): 3 MiB lies 0.585 of the way from 2 to 4 MiB.
+  BOOST_TEST(em::send_buffer_window_share(3 << 20) == 0.70 - 0.04 * std::log2(1.5), boost::test_tools::tolerance(1e-9));
+  // Outside them, the nearest one's.
+  BOOST_TEST(em::send_buffer_window_share(16 << 10) == 0.68, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(em::send_buffer_window_share(64.0 * (1 << 20)) == 0.65, boost::test_tools::tolerance(1e-12));
+}
+
+// At scale 0.1 a run's hosts have 0.4 MiB send buffers, whose share (0.86)
+// is not the default 4 MiB's (0.66): the simulator takes the window of the
+// buffers the hosts get, in full-size bytes.
+BOOST_AUTO_TEST_CASE(the_link_model_takes_the_window_of_the_scaled_hosts) {
+  const auto scenario = harness_test::three_dcs();
+  const double scaled_wmem = 0.1 * (4 << 20);
+  const double expected = std::min(std::round(scaled_wmem) * 0.86, em::kReceiveBufferWindowShare * std::round(0.1 * (6 << 20))) / 0.1;
+  BOOST_TEST(link_model_for(scenario, 0.1).stream_window_bytes == expected, boost::test_tools::tolerance(1e-3));
+  BOOST_TEST(link_model_for(scenario, 1.0).stream_window_bytes == em::stream_window_bytes(scenario.host),
+             boost::test_tools::tolerance(1e-12));
 }
 
 BOOST_AUTO_TEST_CASE(slow_start_doubles_a_window_that_limited_the_round_up_to_the_ceiling) {
@@ -171,7 +193,7 @@ BOOST_AUTO_TEST_CASE(the_simulator_moves_each_transfer_as_the_model_says) {
   const auto scenario = harness_test::three_dcs();
   const Plan plan = make_plan(harness_test::experiment("schedule = \"1f1b\"\nplacement = [\"a\", \"b\"]\nstreams = 4", 2, 1, 4),
                               scenario);
-  const LinkModel model = link_model_for(scenario);
+  const LinkModel model = link_model_for(scenario, plan.experiment.scale);
   BOOST_TEST(model.tcp_dynamics);
   const RunRecord record = simulate(plan, scenario, model, 3);
   BOOST_TEST(plan.experiment.pacing);  // the default, as in real runs

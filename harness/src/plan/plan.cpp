@@ -167,7 +167,7 @@ void add_ops(Plan& plan) {
 // strictly later there (compute takes time), so the order never makes a
 // transfer wait for one that waits for it.
 void assign_link_slots(Plan& plan, const emulator::Scenario& scenario) {
-  RunRecord ideal = simulate_training(plan, scenario, link_model_for(scenario), 1);
+  RunRecord ideal = simulate_training(plan, scenario, link_model_for(scenario, plan.experiment.scale), 1);
   using Start = std::tuple<std::int64_t, int, int, int>;  // start, replica, stage, op index
   std::map<std::pair<int, int>, std::vector<Start>> by_link;
   for (const Event& event : ideal.events) {

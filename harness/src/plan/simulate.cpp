@@ -641,9 +641,10 @@ TcpPath tcp_path_for(const emulator::PairParams& there, double rtt_s, const Link
   return path;
 }
 
-LinkModel link_model_for(const emulator::Scenario& scenario) {
+LinkModel link_model_for(const emulator::Scenario& scenario, double scale) {
   LinkModel model;
-  model.stream_window_bytes = emulator::stream_window_bytes(scenario.host);
+  // The scaled hosts' window, in full-size bytes: tcp_path_for scales it back.
+  model.stream_window_bytes = emulator::stream_window_bytes(scale_scenario(scenario, scale).host) / scale;
   model.tcp_dynamics = true;
   model.slow_start_after_idle = scenario.host.tcp_slow_start_after_idle.value_or(true);
   model.payload_share = emulator::kPayloadShare;

@@ -610,7 +610,7 @@ RunRecord run_plan(const Plan& plan, const emulator::Scenario& scenario, const e
   RunRecord record = coordinator.run();
   // The same plan's transfers as the simulator moves them, for results.json.
   record.simulated_transfers =
-      simulate_training(plan, scenario, link_model_for(scenario), plan.experiment.iterations).transfers;
+      simulate_training(plan, scenario, link_model_for(scenario, plan.experiment.scale), plan.experiment.iterations).transfers;
   return record;
 }
 

@@ -73,11 +73,11 @@ PrefillService::PrefillService(Setup setup) : setup_(std::move(setup)), experime
     sink_of_.push_back(static_cast<int>(sink - sinks_.begin()));
   }
   processes_.resize(sink_of_.size() + sinks_.size());
-  simulated_ = simulate_training(*setup_.plan, *setup_.scenario, link_model_for(*setup_.scenario), 1);
+  simulated_ = simulate_training(*setup_.plan, *setup_.scenario, link_model_for(*setup_.scenario, experiment_.scale), 1);
   // Requests over twice the run's simulated length: a slower real run still has arrivals to the end.
   const std::int64_t horizon = 2 * experiment_.iterations * simulated_iteration_ns(*simulated_) + 1'000'000'000;
   requests_ = load_requests(experiment_, horizon);
-  kv_routes_.emplace(*setup_.plan, *setup_.scenario, link_model_for(*setup_.scenario));
+  kv_routes_.emplace(*setup_.plan, *setup_.scenario, link_model_for(*setup_.scenario, experiment_.scale));
   admission_.emplace(experiment_, [this](int worker, std::uint64_t bytes) {
     return kv_routes_->estimate_ns(worker, bytes, monotonic_ns() - origin_ns_);
   });

@@ -15,21 +15,24 @@ inline constexpr std::uint64_t kDefaultTcpWmemMax = 4u << 20;
 inline constexpr std::uint64_t kDefaultTcpRmemMax = 6u << 20;
 
 // The share of a buffer that becomes window, measured on kernel 6.18 with
-// one window-limited bulk cubic stream (TCP_INFO's unacked x mss, median):
-// - send: the send buffer counts each skb's truesize (payload plus struct
-//   and header room) and the sender waits for a third of it to be free, so
-//   about this much of wmem is payload in flight. Measured: 0.64 (4 MiB,
-//   1 Gbit/s, 50 ms), 0.67 (4 MiB, 100 Mbit/s, 150 ms), 0.65 (16 MiB), 0.65
-//   (3 MiB, 1 Gbit/s) - but more of a small buffer: 0.74-0.76 of 2 MiB at
-//   100 Mbit/s (0.66 at 1 Gbit/s), 0.74 of 1 MiB, 0.85 of 0.4 MiB. 0.66 is
-//   the share of the kernel's default 4 MiB; 0.80, from a 2 MB iperf3 run,
-//   made the transfer grid's window-limited single streams 20-30% slower than
-//   modelled. (Open: a share by buffer size; experiments at scale 0.1 run
-//   with 0.4 MiB buffers, whose window this puts about 20% low.)
+// one window-limited bulk cubic stream:
+// - send (send_buffer_window_share): the send buffer counts each skb's
+//   truesize (payload plus struct and header room) and the sender waits for
+//   a third of it to be free, so only part of wmem is payload in flight, and
+//   how much depends on the size. Measured (TCP_INFO's unacked x mss, median,
+//   or goodput x RTT of a paced 16 MiB or 2 MiB message): 0.68 of 41 KB
+//   (wanlab train's hosts at scale 0.01; 10 Mbit/s, 33 ms), 0.85-0.87 of
+//   0.4 MiB (scale 0.1; 100 Mbit/s, 33 and 50 ms), 0.74 of 1 MiB, 0.66-0.76
+//   of 2 MiB (1 Gbit/s, 100 Mbit/s), 0.64-0.67 of 4 MiB (the kernel's
+//   default), 0.65 of 16 MiB. One share of 0.66 for every size made the
+//   simulated one-stream runs at scale 0.1 10-20% slower than measured.
 // - receive: the advertised window is rmem x the kernel's scaling_ratio
 //   (payload / truesize of what arrives; tcp_win_from_space).
-inline constexpr double kSendBufferWindowShare = 0.66;
 inline constexpr double kReceiveBufferWindowShare = 0.76;
+
+// The measured send share above for a send buffer of `wmem_bytes`: linear in
+// log2(size) between the measured sizes, the nearest one's outside them.
+double send_buffer_window_share(double wmem_bytes);
 
 // TCP payload per byte the data plane charges: 1448 of a 1514-byte frame
 // (1500-byte MTU less IPv4, TCP and timestamp headers, over the frame with its

@@ -79,13 +79,6 @@ RunRecord run_plan(const Plan& plan, const emulator::Scenario& scenario, const e
 // emulator errors.
 RunRecord run_experiment(const Experiment& experiment, const emulator::Scenario& scenario, const RunOptions& options);
 
-// The emulated WAN of an experiment at `scale`: every rate and per-flow rate
-// (defaults, intra-DC, links, events), byte-sized queue limits and the TCP
-// buffer limits (defaults 4 MiB send, 6 MiB receive when the scenario has
-// none) multiplied by scale, so that transfer times stay those of scale 1 for
-// messages the planner scaled the same way. Delays are kept.
-emulator::Scenario scale_scenario(const emulator::Scenario& scenario, double scale);
-
 // The scenario `wanlab train` brings its testbed up with: scale_scenario at
 // the experiment's scale, seeded with the experiment's seed (the emulated
 // WAN's loss and jitter draws: a run has one seed, the experiment's).

@@ -67,6 +67,8 @@
 
 #include <map>
 #include <string>
+
+#include "wanlab/emulator/scenario.hpp"
 #include <vector>
 
 #include "wanlab/harness/record.hpp"
@@ -94,11 +96,21 @@ struct LinkModel {
   double payload_share = 1.0;
 };
 
-// The link model the testbed implies: TCP's dynamics, with the window ceiling
-// of the scenario's [host] buffers (emulator/tcp_window.hpp), its
-// tcp_slow_start_after_idle (the kernel's default: on) and the payload share
-// of a frame (emulator::kPayloadShare).
-LinkModel link_model_for(const emulator::Scenario& scenario);
+// The emulated WAN of an experiment at `scale`: every rate and per-flow rate
+// (defaults, intra-DC, links, events), byte-sized queue limits and the TCP
+// buffer limits (defaults 4 MiB send, 6 MiB receive when the scenario has
+// none) multiplied by scale, so that transfer times stay those of scale 1 for
+// messages the planner scaled the same way; buffers stay at least the
+// kernel's initial sizes. Delays are kept. Throws std::invalid_argument for a
+// scale that is not > 0.
+emulator::Scenario scale_scenario(const emulator::Scenario& scenario, double scale);
+
+// The link model the testbed implies at the experiment's `scale`: TCP's
+// dynamics, with the window ceiling of the [host] buffers the run's hosts get
+// (scale_scenario's; emulator/tcp_window.hpp), in full-size bytes like every
+// figure here; the scenario's tcp_slow_start_after_idle (the kernel's
+// default: on) and the payload share of a frame (emulator::kPayloadShare).
+LinkModel link_model_for(const emulator::Scenario& scenario, double scale);
 
 // One direction of a DC pair as the simulator's TCP model sees it
 // (tcp_model.hpp): `there`'s rate and flow cap times the model's payload
