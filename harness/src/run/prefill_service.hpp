@@ -117,6 +117,8 @@ class PrefillService {
   bool usable(int worker) const;
   std::string who(int index) const;
   std::string link_of(int worker) const;  // "east->europe"; empty inside its decode DC
+  bool on_dc_link(int worker) const;
+  std::string kv_link(int worker) const;  // what a gated KV piece holds: link_of, or its DC's own link
   control::PrefillAssign assignment(int worker) const;
   control::SinkAssign sink_assignment(int index) const;
   std::int64_t kv_wire_ns(int worker, std::uint64_t bytes) const;

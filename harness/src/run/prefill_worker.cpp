@@ -215,7 +215,9 @@ class PrefillProcess {
     const std::uint64_t piece = assign_->gated && assign_->piece_bytes > 0 ? assign_->piece_bytes : bytes;
     const int pieces = static_cast<int>((bytes + piece - 1) / piece);
     if (zeros_.size() < piece) zeros_.assign(piece, std::byte{0});  // no send is in flight here
-    const std::int64_t start = monotonic_ns();
+    // From its first byte's turn: admission's estimate counts the caches
+    // queued ahead of it on the route, so its measured time must not again.
+    std::int64_t start = -1;
     for (int p = 0; p < pieces; ++p) {
       if (assign_->gated) {
         control_->post(ctl::KvGateRequest{batch, p});
@@ -223,6 +225,7 @@ class PrefillProcess {
         if (stop_) co_return;
         grants_.erase({batch, p});
       }
+      if (start < 0) start = monotonic_ns();
       const auto size = std::min<std::uint64_t>(piece, bytes - static_cast<std::uint64_t>(p) * piece);
       try {
         co_await send_piece(KvHeader{id_, batch, p, pieces}, size).wait();
