@@ -134,7 +134,7 @@ std::uint64_t event_due_mono_ns(const TestbedState& state, std::uint64_t at_ns) 
 }
 
 Scenario current_scenario(const TestbedState& state) {
-  return scenario_now(state, load_scenario(state.scenario_path), true);
+  return scenario_now(state, load_scenario(state.scenario_path, ScheduleFiles::skip), true);
 }
 
 Scenario scenario_now(const TestbedState& state, Scenario scenario, bool with_changes) {
@@ -197,6 +197,16 @@ void write_pairs(Datapath& datapath, const Scenario& scenario) {
         config.seed = running.seed;
       }
       datapath.set_pair(src, dst, config);
+    }
+  }
+}
+
+void write_schedules(Datapath& datapath, const Scenario& scenario, std::uint64_t start_ns) {
+  const int n = static_cast<int>(scenario.dcs.size());
+  for (int src = 0; src < n; ++src) {
+    for (int dst = 0; dst < n; ++dst) {
+      if (const auto schedule = scenario.schedule(src, dst))
+        datapath.set_schedule(src, dst, schedule_entries(*schedule, start_ns));
     }
   }
 }

@@ -136,6 +136,7 @@ enum MapId : std::size_t {
   kPairState,
   kPairStats,
   kFlowState,
+  kPairSched,
   kMapCount
 };
 
@@ -153,6 +154,7 @@ constexpr std::array<MapSpec, kMapCount> kMaps{{
     {"pair_state", BPF_MAP_TYPE_ARRAY, sizeof(__u32), sizeof(wanlab_pair_state)},
     {"pair_stats", BPF_MAP_TYPE_PERCPU_ARRAY, sizeof(__u32), sizeof(wanlab_pair_stats)},
     {"flow_state", BPF_MAP_TYPE_LRU_HASH, sizeof(wanlab_flow_key), sizeof(wanlab_flow_state)},
+    {"pair_sched", BPF_MAP_TYPE_ARRAY_OF_MAPS, sizeof(__u32), sizeof(__u32)},
 }};
 constexpr const char* kProgramPin = "wanlab_tc";
 
@@ -196,6 +198,38 @@ std::string format_v6(const std::array<std::uint8_t, 16>& addr) {
   char text[INET6_ADDRSTRLEN] = {};
   ::inet_ntop(AF_INET6, addr.data(), text, sizeof(text));
   return text;
+}
+
+// What the program relies on: a head that counts the steps, steps from 0 in
+// ascending time, inside the period when it loops.
+void check_schedule(std::span<const wanlab_sched_entry> entries, const std::string& pair) {
+  auto bad = [&](const std::string& why) {
+    throw std::invalid_argument(fmt::format("pair {}: schedule: {}", pair, why));
+  };
+  if (entries.size() < 2) bad("no steps");
+  const wanlab_sched_head& head = entries[0].head;
+  if (head.steps != entries.size() - 1) bad(fmt::format("head counts {} steps, {} given", head.steps, entries.size() - 1));
+  if (head.steps > WANLAB_SCHED_MAX_STEPS) bad(fmt::format("{} steps, at most {}", head.steps, WANLAB_SCHED_MAX_STEPS));
+  if ((head.columns & ~WANLAB_SCHED_COLUMNS) != 0 || head.columns == 0) bad(fmt::format("columns {:#x}", head.columns));
+  if (entries[1].step.at_ns != 0) bad("the first step is not at 0");
+  for (std::size_t i = 2; i < entries.size(); ++i)
+    if (entries[i].step.at_ns <= entries[i - 1].step.at_ns) bad(fmt::format("step {} is not after step {}", i, i - 1));
+  if (head.period_ns != 0 && entries.back().step.at_ns >= head.period_ns) bad("a step at or after the period");
+}
+
+// A map of the inner kind pair_sched holds, filled with `entries`.
+Fd make_schedule_map(std::span<const wanlab_sched_entry> entries, const std::string& pair) {
+  LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_INNER_MAP);
+  const auto count = static_cast<__u32>(entries.size());
+  Fd map(bpf_map_create(BPF_MAP_TYPE_ARRAY, "wanlab_sched", sizeof(__u32),
+                        sizeof(wanlab_sched_entry), count, &opts));
+  if (map.get() < 0) fail(fmt::format("pair_sched: creating a map of {} steps for pair {}", count - 1, pair), errno);
+  std::vector<__u32> keys(count);
+  for (__u32 i = 0; i < count; ++i) keys[i] = i;
+  __u32 done = count;
+  if (bpf_map_update_batch(map.get(), keys.data(), entries.data(), &done, nullptr) != 0)
+    fail(fmt::format("pair_sched: filling the schedule of pair {}", pair), errno);
+  return map;
 }
 
 void check_dc_prefix(const std::string& prefix, int prefix_len, int max_len, int dc,
@@ -255,7 +289,8 @@ Datapath Datapath::load(int num_dcs, wanlab_release_mode mode) {
   skel.rodata->num_dcs = static_cast<__u32>(num_dcs);
   skel.rodata->release_mode = mode;
   auto pairs = static_cast<__u32>(num_dcs * num_dcs);
-  for (bpf_map* map : {skel.maps.pair_config, skel.maps.pair_state, skel.maps.pair_stats}) {
+  for (bpf_map* map : {skel.maps.pair_config, skel.maps.pair_state, skel.maps.pair_stats,
+                       skel.maps.pair_sched}) {
     if (int err = bpf_map__set_max_entries(map, pairs))
       fail_load(fmt::format("sizing map {}", bpf_map__name(map)), -err, log);
   }
@@ -267,6 +302,7 @@ Datapath Datapath::load(int num_dcs, wanlab_release_mode mode) {
   impl->maps[kPairState] = bpf_map__fd(skel.maps.pair_state);
   impl->maps[kPairStats] = bpf_map__fd(skel.maps.pair_stats);
   impl->maps[kFlowState] = bpf_map__fd(skel.maps.flow_state);
+  impl->maps[kPairSched] = bpf_map__fd(skel.maps.pair_sched);
   impl->program = bpf_program__fd(skel.progs.wanlab_tc);
   impl->num_dcs = num_dcs;
   return Datapath(std::move(impl));
@@ -290,7 +326,7 @@ Datapath Datapath::open_pinned(const std::string& dir) {
   if (num_dcs < 1 || num_dcs > WANLAB_MAX_DCS || static_cast<__u32>(num_dcs * num_dcs) != pairs)
     throw std::runtime_error(
         fmt::format("{}: {} entries is not a square number of DC pairs", config_path, pairs));
-  for (MapId id : {kPairState, kPairStats}) {
+  for (MapId id : {kPairState, kPairStats, kPairSched}) {
     std::string path = pin_path(dir, kMaps[id].name);
     __u32 entries = map_info(impl->map(id), path).max_entries;
     if (entries != pairs)
@@ -345,6 +381,47 @@ void Datapath::set_pair(int src, int dst, const wanlab_pair_config& config) {
         fmt::format("pair {}->{}: unknown flags {:#x}", src, dst, config.flags));
   if (bpf_map_update_elem(impl_->map(kPairConfig), &index, &config, BPF_ANY) != 0)
     fail(fmt::format("pair_config: setting pair {}->{}", src, dst), errno);
+}
+
+void Datapath::set_schedule(int src, int dst, std::span<const wanlab_sched_entry> entries) {
+  __u32 index = impl_->pair_index(src, dst);
+  const std::string pair = fmt::format("{}->{}", src, dst);
+  check_schedule(entries, pair);
+  Fd map = make_schedule_map(entries, pair);
+  __u32 fd = static_cast<__u32>(map.get());
+  if (bpf_map_update_elem(impl_->map(kPairSched), &index, &fd, BPF_ANY) != 0)
+    fail(fmt::format("pair_sched: setting the schedule of pair {}", pair), errno);
+}
+
+void Datapath::clear_schedule(int src, int dst) {
+  __u32 index = impl_->pair_index(src, dst);
+  if (bpf_map_delete_elem(impl_->map(kPairSched), &index) != 0 && errno != ENOENT)
+    fail(fmt::format("pair_sched: removing the schedule of pair {}->{}", src, dst), errno);
+}
+
+std::vector<wanlab_sched_entry> Datapath::schedule(int src, int dst) const {
+  __u32 index = impl_->pair_index(src, dst);
+  __u32 id = 0;
+  if (bpf_map_lookup_elem(impl_->map(kPairSched), &index, &id) != 0) {
+    if (errno == ENOENT) return {};
+    fail(fmt::format("pair_sched: reading pair {}->{}", src, dst), errno);
+  }
+  Fd map(bpf_map_get_fd_by_id(id));
+  if (map.get() < 0) {
+    if (errno == ENOENT) return {};  // replaced or removed meanwhile
+    fail(fmt::format("pair_sched: opening the schedule of pair {}->{}", src, dst), errno);
+  }
+  const __u32 count = map_info(map.get(), "pair_sched").max_entries;
+  std::vector<wanlab_sched_entry> entries(count);
+  std::vector<__u32> keys(count);
+  __u32 next = 0, got = count;
+  // An array's batch ends with ENOENT once it has read the last entry.
+  if (bpf_map_lookup_batch(map.get(), nullptr, &next, keys.data(), entries.data(), &got, nullptr) != 0 &&
+      errno != ENOENT)
+    fail(fmt::format("pair_sched: reading the schedule of pair {}->{}", src, dst), errno);
+  if (got != count)
+    throw std::runtime_error(fmt::format("pair_sched: read {} of {} entries of pair {}->{}", got, count, src, dst));
+  return entries;
 }
 
 wanlab_pair_config Datapath::pair(int src, int dst) const {

@@ -134,5 +134,9 @@ void refresh_data_plane(const TestbedState& state);
 class Datapath;
 // Writes every pair of `scenario` into a data plane, keeping running state.
 void write_pairs(Datapath& datapath, const Scenario& scenario);
+// Gives every scheduled pair of the scenario its schedule, time 0 at start_ns
+// (CLOCK_MONOTONIC; `up` passes created_mono_ns, the origin of [[event]]s).
+// Pairs without one are left as they are.
+void write_schedules(Datapath& datapath, const Scenario& scenario, std::uint64_t start_ns);
 
 }  // namespace wanlab::emulator
