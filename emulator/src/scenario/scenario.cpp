@@ -3,7 +3,6 @@
 #include "wanlab/emulator/toml_input.hpp"
 #include "wanlab/emulator/scenario.hpp"
 #include "wanlab/emulator/names.hpp"
-#include "wanlab/base/files.hpp"
 #include "wanlab/base/parse.hpp"
 
 #include <fmt/format.h>
@@ -36,8 +35,6 @@ constexpr std::array kLinkTableKeys{"between"sv, "from"sv, "to"sv, "schedule"sv}
 constexpr std::array kDefaultsKeys{"schedule"sv};
 constexpr std::array kScheduleKeys{"file"sv, "mahimahi"sv, "steps"sv, "period"sv, "resolution"sv};
 constexpr std::array kStepKeys{"time"sv, "rate"sv, "delay"sv, "loss"sv, "share"sv};
-// Traces run long (a Mahimahi trace at 1 Gbit/s is about 500,000 lines a minute).
-constexpr std::size_t kMaxTraceBytes = 256u << 20;
 constexpr std::uint64_t kDefaultResolutionNs = 1'000'000;
 
 constexpr std::int64_t kMaxHosts = 254;
@@ -421,9 +418,9 @@ class Parser {
 
   std::string read_trace(const toml::node& node, const std::string& path, std::string_view field) const {
     try {
-      return base::read_regular_file(path, base::ReadRules{kMaxTraceBytes, true});
-    } catch (const base::FileError& error) {
-      fail(node.source(), fmt::format("{}: {}: {}", field, path, error.reason()));
+      return read_trace_file(path);
+    } catch (const ScenarioError& error) {
+      fail(node.source(), fmt::format("{}: {}", field, error.what()));
     }
   }
 

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "wanlab/base/files.hpp"
 #include "wanlab/base/parse.hpp"
 #include "wanlab/emulator/input.hpp"
 #include "wanlab/emulator/scenario.hpp"
@@ -27,6 +28,7 @@ constexpr std::array kColumns{Column{"time", 0}, Column{"rate", WANLAB_SCHED_RAT
                               Column{"delay", WANLAB_SCHED_DELAY}, Column{"loss", WANLAB_SCHED_LOSS},
                               Column{"share", WANLAB_SCHED_SHARE}};
 constexpr std::uint64_t kNsPerMs = 1'000'000;
+constexpr std::size_t kMaxTraceBytes = 256u << 20;
 constexpr std::uint64_t kNsPerSecond = 1'000'000'000;
 
 std::string_view trim(std::string_view text) {
@@ -183,6 +185,14 @@ double Schedule::mean_rate_bps() const {
     bits += static_cast<double>(steps[i].rate_bps) * static_cast<double>(until - steps[i].at_ns);
   }
   return bits / static_cast<double>(end);
+}
+
+std::string read_trace_file(const std::string& path) {
+  try {
+    return base::read_regular_file(path, base::ReadRules{kMaxTraceBytes, true});
+  } catch (const base::FileError& error) {
+    throw ScenarioError(fmt::format("{}: cannot read trace: {}", path, error.reason()));
+  }
 }
 
 Schedule parse_schedule_csv(std::string_view text, const std::string& path, std::uint64_t period_ns) {

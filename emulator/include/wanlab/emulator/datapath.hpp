@@ -64,6 +64,15 @@ class Datapath {
   void clear_schedule(int src, int dst);
   // The pair's schedule as the program reads it; empty when it has none.
   std::vector<wanlab_sched_entry> schedule(int src, int dst) const;
+  // What the program uses for a packet the link starts at t_ns
+  // (CLOCK_MONOTONIC): the pair's config with its schedule's step at t_ns
+  // laid over it. `paused`: the step sends nothing (config.rate_bps is then 0).
+  struct PairAt {
+    wanlab_pair_config config{};
+    bool scheduled = false;
+    bool paused = false;
+  };
+  PairAt pair_at(int src, int dst, std::uint64_t t_ns) const;
   // Counters summed over CPUs (qdelay_max_ns: the maximum).
   wanlab_pair_stats stats(int src, int dst) const;
   // The program's running state of the pair, read under its lock; the link's

@@ -64,6 +64,11 @@ class ScheduleStepError : public std::invalid_argument {
 // std::invalid_argument, ScheduleStepError for a step's own fault.
 void finish_schedule(Schedule& schedule);
 
+// The text of a trace file: a regular file of at most 256 MiB (a Mahimahi
+// trace at 1 Gbit/s is about 500,000 lines a minute). Throws ScenarioError
+// "PATH: cannot read trace: reason".
+std::string read_trace_file(const std::string& path);
+
 // A CSV trace: a header row naming the columns ("time,rate,delay,loss,share",
 // time first, any subset of the others), then one row per step with a value
 // of each; blank lines and lines starting with '#' are skipped.

@@ -128,6 +128,10 @@ Scenario current_scenario(const TestbedState& state);
 Scenario scenario_now(const TestbedState& state, Scenario scenario, bool with_changes);
 // Validates and records a change, then rewrites the data plane's pairs.
 void apply_change(const TestbedState& state, const Change& change);
+// Loads `schedule` into the pairs `selection` names (its link fields are not
+// read), time 0 now; a null schedule removes theirs. Schedules live in the
+// data plane, not in changes.toml: one stays until replaced or `down`.
+void set_schedule_live(const TestbedState& state, const Change& selection, const Schedule* schedule);
 // Rewrites every pair of the running data plane from current_scenario().
 void refresh_data_plane(const TestbedState& state);
 
