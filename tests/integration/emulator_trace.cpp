@@ -1,25 +1,19 @@
 // Schedules end to end: a testbed whose WAN rate follows a square-wave trace,
 // real TCP across it, goodput counted at the receiver per 100 ms window of the
 // schedule's own clock.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
-#include <unistd.h>
+
+#include <sys/resource.h>
 
 #include <boost/test/unit_test.hpp>
-#include <atomic>
 #include <cstdint>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <thread>
 #include <vector>
 
 #include "support/wanlab_cli.hpp"
 #include "wanlab/emulator/datapath.hpp"
-#include "wanlab/emulator/netns.hpp"
 #include "wanlab/emulator/probe.hpp"
 #include "wanlab/emulator/schedule.hpp"
 #include "wanlab/emulator/tcp_window.hpp"
@@ -34,16 +28,16 @@ constexpr std::uint64_t kMs = 1'000'000;
 constexpr const char* kName = "itrace";
 constexpr std::uint64_t kHalfPeriodNs = 500 * kMs;
 constexpr std::uint64_t kOneWayNs = 10 * kMs;
-constexpr double kHighBps = 50e6, kLowBps = 20e6;
+constexpr double kHighBps = 20e6, kLowBps = 8e6;
 
-// 50 and 20 Mbit/s for 500 ms each; a deep queue keeps cubic's window above
+// 20 and 8 Mbit/s for 500 ms each; a deep queue keeps cubic's window above
 // the high rate's BDP through the low half, so the link never idles.
 const std::string kSquareWave = R"(
 [defaults]
 delay = "10ms"
-rate = "50mbit"
+rate = "20mbit"
 queue = "4bdp"
-schedule = { period = "1s", steps = [{ time = "0s", rate = "50mbit" }, { time = "500ms", rate = "20mbit" }] }
+schedule = { period = "1s", steps = [{ time = "0s", rate = "20mbit" }, { time = "500ms", rate = "8mbit" }] }
 )";
 
 const std::string kHosts = R"(
@@ -91,112 +85,59 @@ struct TempFile {
   ~TempFile() { std::filesystem::remove(path); }
 };
 
-// What one TCP stream delivered per window of CLOCK_MONOTONIC from the origin
-// on, and the windows in which the receiver saw no byte for kStallNs: on a
-// link that never pauses that is the host not running the receiver, the
-// sender or the releaser (a loaded 2-core machine does that for up to 100 ms),
-// and the bytes it held land in the next window.
-struct Delivery {
-  std::vector<double> bytes;
-  std::vector<bool> stalled;
-};
-constexpr std::uint64_t kStallNs = 25 * kMs;
-
-void mark_stall(Delivery& delivery, std::uint64_t from_ns, std::uint64_t to_ns, std::uint64_t window_ns) {
-  for (std::uint64_t w = from_ns / window_ns; w <= to_ns / window_ns + 1; ++w) {
-    if (delivery.stalled.size() <= w) delivery.stalled.resize(w + 1, false);
-    delivery.stalled[w] = true;
-  }
+// The first instant `period` after `origin` plus a whole number of periods
+// that is at least `warmup` from now.
+std::uint64_t next_aligned(std::uint64_t origin, std::uint64_t period, std::uint64_t warmup) {
+  const std::uint64_t earliest = monotonic_ns() + warmup;
+  return origin + (earliest - origin + period - 1) / period * period;
 }
 
-Delivery received_per_window(const em::Host& from, const em::Host& to, std::uint64_t origin_ns,
-                             std::uint64_t window_ns, double seconds) {
-  int listener = -1;
-  {
-    em::NetnsScope in(to.netns);
-    listener = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(5201);
-    addr.sin_addr.s_addr = htonl(to.ipv4);
-    BOOST_REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
-    BOOST_REQUIRE(::listen(listener, 1) == 0);
-  }
-  const std::uint64_t end_ns = monotonic_ns() + static_cast<std::uint64_t>(seconds * 1e9);
-  std::atomic<bool> done{false};
-  std::thread sender([&] {
-    em::NetnsScope in(from.netns);
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(5201);
-    addr.sin_addr.s_addr = htonl(to.ipv4);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-      std::vector<char> chunk(256 * 1024, 'x');
-      while (!done && ::send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL) > 0) {
-      }
-    }
-    ::close(fd);
-  });
-  const int conn = ::accept(listener, nullptr, nullptr);
-  Delivery delivery;
-  std::vector<char> buffer(1 << 20);
-  std::uint64_t last = 0;
-  while (conn >= 0) {
-    const ssize_t n = ::recv(conn, buffer.data(), buffer.size(), 0);
-    const std::uint64_t now = monotonic_ns();
-    if (n <= 0 || now >= end_ns) break;
-    if (now < origin_ns) continue;
-    const std::uint64_t at = now - origin_ns;
-    if (last != 0 && at - last > kStallNs) mark_stall(delivery, last, at, window_ns);
-    last = at;
-    const std::size_t window = static_cast<std::size_t>(at / window_ns);
-    if (delivery.bytes.size() <= window) delivery.bytes.resize(window + 1, 0);
-    delivery.bytes[window] += static_cast<double>(n);
-  }
-  delivery.stalled.resize(delivery.bytes.size(), false);
-  done = true;
-  if (conn >= 0) ::close(conn);
-  ::close(listener);
-  sender.join();
-  return delivery;
-}
+// The measuring side (sender and receiver threads) ahead of other work on a
+// shared machine: their wake-ups are not the emulator's error. The releaser
+// runs SCHED_FIFO anyway.
+void measure_ahead_of_other_work() { ::setpriority(PRIO_PROCESS, 0, -10); }
 
 void check_goodput_follows_the_square_wave() {
   Testbed bed(kSquareWave);
+  measure_ahead_of_other_work();
   const std::vector<wanlab_sched_entry> schedule = bed.schedule();
   BOOST_REQUIRE(schedule.size() == 3u);
   // Receiver time: the schedule's time plus the one-way delay. Windows start
-  // one RTT after each edge reaches the receiver: four of 100 ms per half.
+  // one RTT after each edge reaches the receiver: four of 100 ms per half,
+  // the fifth crosses the next edge. 3 s of warm-up (slow start, cubic
+  // finding the queue), then 6 periods.
   const std::uint64_t rtt = 2 * kOneWayNs;
-  const std::uint64_t origin = schedule[0].head.start_ns + kOneWayNs + rtt;
-  const Delivery delivery =
-      received_per_window(bed.state.host("east-0"), bed.state.host("west-0"), origin, 100 * kMs, 9.0);
+  em::GoodputOptions options;
+  options.count_from_mono_ns = next_aligned(schedule[0].head.start_ns + kOneWayNs + rtt, 2 * kHalfPeriodNs, 3000 * kMs);
+  options.seconds = 6;
+  options.congestion = "cubic";
+  const em::GoodputReport report = em::measure_goodput(bed.endpoint("east-0"), bed.endpoint("west-0"), options, 0.1);
 
-  int checked = 0, within = 0, stalled = 0;
-  const std::uint64_t now_offset = monotonic_ns() - origin;
-  for (std::size_t w = 0; w < delivery.bytes.size(); ++w) {
-    const std::uint64_t begin = w * 100 * kMs;
-    const std::uint64_t in_half = begin % kHalfPeriodNs;
-    // Skip the first 3 s (slow start, cubic finding the queue), the window
-    // that would cross the next edge, and the last, cut short.
-    if (begin < 3000 * kMs || in_half + 100 * kMs > kHalfPeriodNs - rtt || begin + 200 * kMs > now_offset) continue;
-    const bool high = (begin / kHalfPeriodNs) % 2 == 0;
-    const double expected = (high ? kHighBps : kLowBps) * em::kPayloadShare;
-    const double measured = delivery.bytes[w] * 8 / 0.1;
-    BOOST_TEST_MESSAGE("window " << w << (high ? " high " : " low  ") << measured / 1e6 << " Mbit/s, expected "
-                                 << expected / 1e6 << (delivery.stalled[w] ? " (host stalled)" : ""));
-    ++checked;
-    if (delivery.stalled[w]) {
-      ++stalled;
-      continue;
-    }
-    BOOST_TEST_INFO("window " << w);
-    BOOST_TEST(std::abs(measured / expected - 1) <= 0.05, measured / 1e6 << " Mbit/s, expected " << expected / 1e6);
-    ++within;
+  std::vector<double> errors;
+  std::map<bool, std::vector<double>> by_phase;  // high? -> measured / expected
+  for (std::size_t w = 0; w < report.interval_bps.size(); ++w) {
+    const std::uint64_t in_half = w * 100 * kMs % kHalfPeriodNs;
+    if (in_half + 100 * kMs > kHalfPeriodNs - rtt) continue;
+    const bool high = (w * 100 * kMs / kHalfPeriodNs) % 2 == 0;
+    const double ratio = report.interval_bps[w] / ((high ? kHighBps : kLowBps) * em::kPayloadShare);
+    BOOST_TEST_MESSAGE("window " << w << (high ? " high " : " low  ") << report.interval_bps[w] / 1e6 << " Mbit/s, "
+                                 << 100 * (ratio - 1) << "% off, longest gap " << 1e3 * report.interval_max_gap_s[w] << " ms");
+    errors.push_back(std::abs(ratio - 1));
+    by_phase[high].push_back(ratio);
   }
-  BOOST_TEST_REQUIRE(checked >= 16);
-  BOOST_TEST(stalled <= checked / 4, stalled << " of " << checked << " windows with the host stalled");
+  BOOST_TEST_REQUIRE(errors.size() == 48u);
+  // Every window within 5% on a quiet machine. On a 2-core machine shared
+  // with other testbeds' releasers (SCHED_FIFO like ours) and builds, the
+  // host sometimes runs neither the sender, the releaser nor the receiver for
+  // tens of ms, and a window loses or gains that much: three in four within
+  // 5%, the median within 1%, and each phase's mean within 5%.
+  const auto within = std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 0.05; });
+  BOOST_TEST(within * 4 >= static_cast<long>(errors.size()) * 3, within << " of " << errors.size() << " windows within 5%");
+  BOOST_TEST(em::median(errors) <= 0.01);
+  for (const auto& [high, ratios] : by_phase) {
+    BOOST_TEST_INFO((high ? "high" : "low") << " phase");
+    BOOST_TEST(std::abs(em::mean(ratios) - 1) <= 0.05);
+  }
 }
 
 }  // namespace
