@@ -211,6 +211,7 @@ std::vector<PacedEcho> measure_echoes_paced(const Endpoint& from, const Endpoint
       enable_receive_timestamps(fd.get(), from.netns + ": UDP client");
       const sockaddr_in dst = make_addr(to.ipv4, echo.port());
       std::vector<timespec> sent(static_cast<std::size_t>(count));
+      std::vector<std::uint64_t> sent_mono(static_cast<std::size_t>(count));
       std::vector<std::optional<PacedEcho>> answers(static_cast<std::size_t>(count));
       const auto interval = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(interval_ms));
       const auto start = Clock::now();
@@ -232,7 +233,7 @@ std::vector<PacedEcho> measure_echoes_paced(const Endpoint& from, const Endpoint
             const timespec& sent_at = sent[static_cast<std::size_t>(probe.seq)];
             answer = PacedEcho{static_cast<double>(ns_between(sent_at, received)) / 1e6,
                                static_cast<double>(ns_between(sent_at, realtime_now())) / 1e6,
-                               static_cast<double>(probe.echo_hold_ns) / 1e6};
+                               static_cast<double>(probe.echo_hold_ns) / 1e6, sent_mono[static_cast<std::size_t>(probe.seq)]};
             ++answered;
           }
         }
@@ -241,6 +242,8 @@ std::vector<PacedEcho> measure_echoes_paced(const Endpoint& from, const Endpoint
           probe.seq = next;
           probe.magic = kStampedMagic;
           sent[static_cast<std::size_t>(next)] = realtime_now();
+          sent_mono[static_cast<std::size_t>(next)] = static_cast<std::uint64_t>(
+              std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count());
           check(static_cast<int>(::sendto(fd.get(), &probe, sizeof(probe), 0, reinterpret_cast<const sockaddr*>(&dst), sizeof(dst))),
                 from.netns + ": sending echo");
           ++next;

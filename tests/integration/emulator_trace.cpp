@@ -2,7 +2,7 @@
 // real TCP across it, goodput counted at the receiver per 100 ms window of the
 // schedule's own clock.
 
-#include <sys/resource.h>
+#include <sched.h>
 
 #include <boost/test/unit_test.hpp>
 #include <cstdint>
@@ -92,14 +92,24 @@ std::uint64_t next_aligned(std::uint64_t origin, std::uint64_t period, std::uint
   return origin + (earliest - origin + period - 1) / period * period;
 }
 
-// The measuring side (sender and receiver threads) ahead of other work on a
-// shared machine: their wake-ups are not the emulator's error. The releaser
-// runs SCHED_FIFO anyway.
-void measure_ahead_of_other_work() { ::setpriority(PRIO_PROCESS, 0, -10); }
+// The measuring side (the sender and receiver threads measure_goodput starts,
+// which inherit this thread's policy) runs SCHED_FIFO while it lives, below
+// the releaser's priority: on a 2-core machine shared with builds and other
+// testbeds, their wake-ups are not the emulator's error.
+struct MeasureAheadOfOtherWork {
+  MeasureAheadOfOtherWork() {
+    sched_param priority{};
+    priority.sched_priority = 5;
+    BOOST_TEST_REQUIRE(::sched_setscheduler(0, SCHED_FIFO, &priority) == 0);
+  }
+  ~MeasureAheadOfOtherWork() {
+    sched_param normal{};
+    ::sched_setscheduler(0, SCHED_OTHER, &normal);
+  }
+};
 
 void check_goodput_follows_the_square_wave() {
   Testbed bed(kSquareWave);
-  measure_ahead_of_other_work();
   const std::vector<wanlab_sched_entry> schedule = bed.schedule();
   BOOST_REQUIRE(schedule.size() == 3u);
   // Receiver time: the schedule's time plus the one-way delay. Windows start
@@ -111,7 +121,10 @@ void check_goodput_follows_the_square_wave() {
   options.count_from_mono_ns = next_aligned(schedule[0].head.start_ns + kOneWayNs + rtt, 2 * kHalfPeriodNs, 3000 * kMs);
   options.seconds = 6;
   options.congestion = "cubic";
-  const em::GoodputReport report = em::measure_goodput(bed.endpoint("east-0"), bed.endpoint("west-0"), options, 0.1);
+  const em::GoodputReport report = [&] {
+    MeasureAheadOfOtherWork ahead;
+    return em::measure_goodput(bed.endpoint("east-0"), bed.endpoint("west-0"), options, 0.1);
+  }();
 
   std::vector<double> errors;
   std::map<bool, std::vector<double>> by_phase;  // high? -> measured / expected
@@ -130,10 +143,11 @@ void check_goodput_follows_the_square_wave() {
   // with other testbeds' releasers (SCHED_FIFO like ours) and builds, the
   // host sometimes runs neither the sender, the releaser nor the receiver for
   // tens of ms, and a window loses or gains that much: three in four within
-  // 5%, the median within 1%, and each phase's mean within 5%.
+  // 5%, the median within 2% (one 1514-byte packet more or less is 1.5% of a
+  // window at 8 Mbit/s), and each phase's mean within 5%.
   const auto within = std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 0.05; });
   BOOST_TEST(within * 4 >= static_cast<long>(errors.size()) * 3, within << " of " << errors.size() << " windows within 5%");
-  BOOST_TEST(em::median(errors) <= 0.01);
+  BOOST_TEST(em::median(errors) <= 0.02);
   for (const auto& [high, ratios] : by_phase) {
     BOOST_TEST_INFO((high ? "high" : "low") << " phase");
     BOOST_TEST(std::abs(em::mean(ratios) - 1) <= 0.05);
@@ -157,14 +171,16 @@ delay = "5ms"
 schedule = { period = "2s", steps = [{ time = "0s", delay = "10ms" }, { time = "1s", delay = "40ms" }] }
 )");
     const std::uint64_t start = bed.schedule()[0].head.start_ns;
-    const std::uint64_t sent_from = monotonic_ns();
-    const auto echoes = em::measure_echoes_paced(bed.endpoint("east-0"), bed.endpoint("west-0"), 100, 50);
+    const auto echoes = [&] {
+      MeasureAheadOfOtherWork ahead;
+      return em::measure_echoes_paced(bed.endpoint("east-0"), bed.endpoint("west-0"), 100, 50);
+    }();
     BOOST_TEST_REQUIRE(echoes.size() >= 95u);
     // Never below the trace; at most the usual slack above it, the median of
     // each phase always and nine echoes in ten (a loaded machine delays some).
     std::map<double, std::vector<double>> by_phase;
     for (std::size_t i = 0; i < echoes.size(); ++i) {
-      const std::uint64_t in_period = (sent_from + i * 50 * kMs - start) % (2000 * kMs);
+      const std::uint64_t in_period = (echoes[i].sent_mono_ns - start) % (2000 * kMs);
       const std::uint64_t in_half = in_period % (1000 * kMs);
       if (in_half < 100 * kMs || in_half > 900 * kMs) continue;
       const double configured = in_period < 1000 * kMs ? 20.0 : 80.0;

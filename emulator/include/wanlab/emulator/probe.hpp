@@ -51,6 +51,7 @@ struct PacedEcho {
   double rtt_ms = 0;        // sent until the answer arrived (kernel receive timestamp)
   double app_rtt_ms = 0;    // sent until the client read the answer (its own clock)
   double echo_hold_ms = 0;  // the echo side's kernel receive timestamp until its reply's sendto
+  std::uint64_t sent_mono_ns = 0;  // CLOCK_MONOTONIC when it was sent (the data plane's clock)
   // The round trip of the network alone: without the echo application's
   // wake-up, which a kernel-answered ping would not have either.
   double network_rtt_ms() const { return rtt_ms - echo_hold_ms; }
