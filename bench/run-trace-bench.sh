@@ -30,6 +30,6 @@ for csv in "$results"/trace-*.csv; do
   rate=$(basename "$csv" .csv)
   rate=${rate#trace-}
   python3 "$repo/bench/svgplot.py" "$csv" --x time_s --y configured_mbit,measured_mbit \
-    --title "Square-wave rate trace at $rate: configured (payload share) and measured goodput per 100 ms" \
+    --title "Square wave at $rate: configured and measured, per 100 ms" \
     --xlabel "seconds" --ylabel "Mbit/s" --ymin 0 --out "${csv%.csv}.svg"
 done
