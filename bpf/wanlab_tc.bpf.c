@@ -204,9 +204,9 @@ static __always_inline struct wanlab_flow_state *flow_of(const struct wanlab_flo
  * start it. */
 struct sched_pick {
 	struct wanlab_sched_step step;
-	__u64 begin_ns; /* absolute start of the step */
-	__u64 end_ns;   /* absolute end of the step; ~0: it holds forever */
-	__u32 columns;  /* the schedule's WANLAB_SCHED_* */
+	__u64 end_ns;        /* absolute end of the step; ~0: it holds forever */
+	__u64 not_before_ns; /* the end of the pause skipped to reach it; 0: none */
+	__u32 columns;       /* the schedule's WANLAB_SCHED_* */
 };
 
 static __always_inline const struct wanlab_sched_step *sched_step(void *sched, __u32 index)
@@ -272,7 +272,6 @@ static __always_inline int sched_at(void *sched, const struct wanlab_sched_head 
 	if (!step)
 		return -1;
 	pick->step = *step;
-	pick->begin_ns = pos.base_ns + step->at_ns;
 	next = index < head->steps ? sched_step(sched, index + 1) : NULL;
 	if (next)
 		pick->end_ns = pos.base_ns + next->at_ns;
@@ -308,6 +307,7 @@ static __always_inline int sched_pick(void *sched, const struct wanlab_pair_conf
 		if (pick->end_ns == ~0ull)
 			return -1;
 		t_ns = pick->end_ns;
+		pick->not_before_ns = t_ns;
 	}
 	return -1;
 }
@@ -364,7 +364,7 @@ int wanlab_tc(struct __sk_buff *skb)
 			return TC_ACT_SHOT;
 		}
 		wanlab_edt_sched_apply(&eff, pick.columns, &pick.step);
-		earliest = wanlab_edt_max(now, pick.begin_ns);
+		earliest = wanlab_edt_max(now, pick.not_before_ns);
 	}
 	bpf_spin_lock(&state->lock);
 	verdict = wanlab_edt_step_from(&eff, state, flow, now, earliest, wire, &res);

@@ -810,3 +810,14 @@ BOOST_AUTO_TEST_CASE(entries_that_are_no_schedule_are_refused) {
   BOOST_CHECK_THROW(dcs.datapath.set_schedule(0, 1, entries), std::invalid_argument);  // head says 2
   BOOST_TEST(dcs.datapath.schedule(0, 1).empty());
 }
+
+BOOST_AUTO_TEST_CASE(before_its_start_a_schedule_gives_its_first_step_without_waiting) {
+  ThreeDcs dcs;
+  dcs.datapath.set_pair(0, 1, link(0));
+  Schedule schedule;
+  schedule.columns = WANLAB_SCHED_DELAY;
+  schedule.steps = {ScheduleStep{0, 0, 30 * kMs, 0, 0}, ScheduleStep{kPauseNs, 0, 60 * kMs, 0, 0}};
+  dcs.datapath.set_schedule(0, 1, wanlab::emulator::schedule_entries(schedule, monotonic_ns() + 1000 * kMs));
+  const Outcome out = send_train(dcs.datapath, 1, 100)[0];
+  BOOST_TEST(within(out.tstamp, out.before + 30 * kMs, out.after + 30 * kMs));
+}
