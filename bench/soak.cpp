@@ -791,7 +791,7 @@ int Soak::run() {
     throw std::runtime_error("the soak measures the nfqueue path's releaser daemon; this testbed runs " + release_path_);
   dcs_ = static_cast<int>(state.dcs.size());
   if (dcs_ != 3) throw std::runtime_error(fmt::format("{}: expected three DCs, found {}", config_.scenario, dcs_));
-  const em::Scenario scenario = em::load_scenario(state.scenario_path);
+  const em::Scenario scenario = em::load_scenario(state.scenario_path, em::ScheduleFiles::skip);
   wmem_ = scenario.host.tcp_wmem_max.value_or(4u << 20);
   fmt::print("up in {:.1f} s; release path {}; daemon pid {}\n", bed_->up_seconds(), release_path_, state.daemon_pid);
 

@@ -189,13 +189,17 @@ WANLAB_EDT_INLINE __u64 wanlab_edt_max(__u64 a, __u64 b)
  * same queue: the pair's queue, or the flow's own queue when it has a flow
  * cap (flows capped separately must not wait behind each other).
  *
+ * The link starts no packet before earliest_ns (a scheduled step with rate 0
+ * pauses it until the next step; wanlab_edt_step passes now_ns).
+ *
  * Returns WANLAB_EDT_PASS with res->start_ns and res->depart_ns, or
  * WANLAB_EDT_DROP with res->drop_reason; a dropped packet leaves the link and
  * flow schedules as they were. */
-WANLAB_EDT_INLINE int wanlab_edt_step(const struct wanlab_pair_config *cfg,
-				      struct wanlab_pair_state *st,
-				      struct wanlab_flow_state *flow, __u64 now_ns,
-				      __u64 wire_bytes, struct wanlab_edt_result *res)
+WANLAB_EDT_INLINE int wanlab_edt_step_from(const struct wanlab_pair_config *cfg,
+					   struct wanlab_pair_state *st,
+					   struct wanlab_flow_state *flow, __u64 now_ns,
+					   __u64 earliest_ns, __u64 wire_bytes,
+					   struct wanlab_edt_result *res)
 {
 	__u64 link_backlog, flow_backlog = 0, ready, depart;
 
@@ -208,7 +212,7 @@ WANLAB_EDT_INLINE int wanlab_edt_step(const struct wanlab_pair_config *cfg,
 		return WANLAB_EDT_DROP;
 	}
 
-	link_backlog = wanlab_edt_backlog_ns(st->next_free_ns, now_ns);
+	link_backlog = wanlab_edt_backlog_ns(wanlab_edt_max(st->next_free_ns, earliest_ns), now_ns);
 	if (flow)
 		flow_backlog = wanlab_edt_backlog_ns(flow->next_free_ns, now_ns);
 	if (cfg->queue_limit_ns &&
@@ -238,6 +242,84 @@ WANLAB_EDT_INLINE int wanlab_edt_step(const struct wanlab_pair_config *cfg,
 	}
 	res->depart_ns = depart;
 	return WANLAB_EDT_PASS;
+}
+
+WANLAB_EDT_INLINE int wanlab_edt_step(const struct wanlab_pair_config *cfg,
+				      struct wanlab_pair_state *st,
+				      struct wanlab_flow_state *flow, __u64 now_ns,
+				      __u64 wire_bytes, struct wanlab_edt_result *res)
+{
+	return wanlab_edt_step_from(cfg, st, flow, now_ns, now_ns, wire_bytes, res);
+}
+
+/* ---- schedules (wanlab_shared.h: wanlab_sched_*) ---- */
+
+/* Where time t falls in a schedule: the offset within the current period and
+ * the absolute time that period began. Before start_ns, the first step. */
+struct wanlab_sched_pos {
+	__u64 offset_ns;
+	__u64 base_ns;
+};
+
+WANLAB_EDT_INLINE struct wanlab_sched_pos wanlab_edt_sched_pos(const struct wanlab_sched_head *head,
+								__u64 t_ns)
+{
+	struct wanlab_sched_pos pos = {0, head->start_ns};
+
+	if (t_ns <= head->start_ns)
+		return pos;
+	pos.offset_ns = t_ns - head->start_ns;
+	if (head->period_ns) {
+		__u64 cycles = pos.offset_ns / head->period_ns;
+
+		pos.base_ns = head->start_ns + cycles * head->period_ns;
+		pos.offset_ns -= cycles * head->period_ns;
+	}
+	return pos;
+}
+
+/* rate x (1 - share): what cross-traffic leaves of the link. A share of 1
+ * (saturated) leaves nothing. */
+WANLAB_EDT_INLINE __u64 wanlab_edt_rate_left(__u64 rate_bps, __u32 share_p32)
+{
+	__u64 keep = (1ull << 32) - share_p32;
+
+	if (share_p32 == 0xffffffffu)
+		return 0;
+	return (rate_bps >> 32) * keep + (((rate_bps & 0xffffffffull) * keep) >> 32);
+}
+
+/* The link rate during a step: the step's or the pair's, less the step's
+ * cross-traffic share. 0 with the pair's rate unlimited and no share means
+ * unlimited; anything else that comes to 0 pauses the link. */
+WANLAB_EDT_INLINE __u64 wanlab_edt_sched_rate(const struct wanlab_pair_config *cfg, __u32 columns,
+					      const struct wanlab_sched_step *step)
+{
+	__u64 rate = (columns & WANLAB_SCHED_RATE) ? step->rate_bps : cfg->rate_bps;
+
+	if (columns & WANLAB_SCHED_SHARE)
+		rate = wanlab_edt_rate_left(rate, step->share_p32);
+	return rate;
+}
+
+/* Whether the link sends nothing during the step. */
+WANLAB_EDT_INLINE int wanlab_edt_sched_paused(const struct wanlab_pair_config *cfg, __u32 columns,
+					      const struct wanlab_sched_step *step)
+{
+	if (!(columns & (WANLAB_SCHED_RATE | WANLAB_SCHED_SHARE)))
+		return 0;
+	return wanlab_edt_sched_rate(cfg, columns, step) == 0;
+}
+
+/* The pair's config as the step changes it (only the columns it has). */
+WANLAB_EDT_INLINE void wanlab_edt_sched_apply(struct wanlab_pair_config *cfg, __u32 columns,
+					      const struct wanlab_sched_step *step)
+{
+	cfg->rate_bps = wanlab_edt_sched_rate(cfg, columns, step);
+	if (columns & WANLAB_SCHED_DELAY)
+		cfg->delay_ns = step->delay_ns;
+	if (columns & WANLAB_SCHED_LOSS)
+		cfg->loss_p32 = step->loss_p32;
 }
 
 /* NFQUEUE release: the mark for a packet due at depart_ns (microseconds of

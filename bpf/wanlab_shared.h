@@ -105,6 +105,43 @@ struct wanlab_flow_state {
 	__u64 generation;     /* pair config generation the state belongs to */
 };
 
+/* Schedules: a pair's rate, delay, loss and cross-traffic share over time.
+ * Each scheduled pair has an array map of its own in pair_sched (an array of
+ * maps, n^2 entries): entry 0 is the head, entries 1..steps the steps in
+ * ascending at_ns, the first at 0. The program finds the step for a packet's
+ * time itself, so a change lands at its time to the nanosecond, however often
+ * the schedule changes. Replacing a pair's map is one update: atomic. */
+#define WANLAB_SCHED_RATE 0x1u  /* steps give rate_bps (0: nothing leaves) */
+#define WANLAB_SCHED_DELAY 0x2u /* steps give delay_ns */
+#define WANLAB_SCHED_LOSS 0x4u  /* steps give loss_p32 */
+#define WANLAB_SCHED_SHARE 0x8u /* steps give share_p32 */
+#define WANLAB_SCHED_COLUMNS 0xfu
+/* Largest number of steps (128 MiB of map); a binary search over them takes
+ * WANLAB_SCHED_SEARCH_ROUNDS lookups. */
+#define WANLAB_SCHED_MAX_STEPS (1u << 22)
+#define WANLAB_SCHED_SEARCH_ROUNDS 23
+
+struct wanlab_sched_head {
+	__u64 start_ns;  /* CLOCK_MONOTONIC of the schedule's time 0 */
+	__u64 period_ns; /* the schedule repeats after this; 0: the last step holds */
+	__u32 steps;     /* entries 1..steps are steps */
+	__u32 columns;   /* WANLAB_SCHED_*: what the steps set; the rest is pair_config's */
+	__u64 pad;
+};
+
+struct wanlab_sched_step {
+	__u64 at_ns;    /* offset from the schedule's time 0 (within a period) */
+	__u64 rate_bps; /* 0: the link sends nothing during this step */
+	__u64 delay_ns;
+	__u32 loss_p32;  /* fixed point, as in wanlab_pair_config */
+	__u32 share_p32; /* share of the rate taken by cross-traffic */
+};
+
+union wanlab_sched_entry {
+	struct wanlab_sched_head head;
+	struct wanlab_sched_step step;
+};
+
 /* The layouts above are the ABI between the program and user space (and pinned
  * maps outlive processes): both compilers check them. */
 #ifdef __cplusplus
@@ -119,5 +156,8 @@ WANLAB_LAYOUT_CHECK(sizeof(struct wanlab_pair_state) == 40, "wanlab_pair_state l
 WANLAB_LAYOUT_CHECK(sizeof(struct wanlab_pair_stats) == 48, "wanlab_pair_stats layout");
 WANLAB_LAYOUT_CHECK(sizeof(struct wanlab_flow_key) == 40, "wanlab_flow_key layout");
 WANLAB_LAYOUT_CHECK(sizeof(struct wanlab_flow_state) == 24, "wanlab_flow_state layout");
+WANLAB_LAYOUT_CHECK(sizeof(struct wanlab_sched_head) == 32, "wanlab_sched_head layout");
+WANLAB_LAYOUT_CHECK(sizeof(struct wanlab_sched_step) == 32, "wanlab_sched_step layout");
+WANLAB_LAYOUT_CHECK(sizeof(union wanlab_sched_entry) == 32, "wanlab_sched_entry layout");
 
 #endif

@@ -67,6 +67,26 @@ struct {
 	__type(value, struct wanlab_pair_stats);
 } pair_stats SEC(".maps");
 
+/* A pair's schedule (wanlab_shared.h): its own array map, head at 0. The
+ * control plane makes one per scheduled pair, sized to its steps
+ * (BPF_F_INNER_MAP lets the sizes differ). */
+struct wanlab_sched_map {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_INNER_MAP);
+	__uint(max_entries, 2);
+	/* Sizes, not BTF types: clang leaves the value's type a forward
+	 * declaration inside an array of maps, which libbpf cannot size. */
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(union wanlab_sched_entry));
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__array(values, struct wanlab_sched_map);
+} pair_sched SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
@@ -180,6 +200,118 @@ static __always_inline struct wanlab_flow_state *flow_of(const struct wanlab_flo
 	return bpf_map_lookup_elem(&flow_state, key);
 }
 
+/* The scheduled step a packet is charged against, and when the link may
+ * start it. */
+struct sched_pick {
+	struct wanlab_sched_step step;
+	__u64 end_ns;        /* absolute end of the step; ~0: it holds forever */
+	__u64 not_before_ns; /* the end of the pause skipped to reach it; 0: none */
+	__u32 columns;       /* the schedule's WANLAB_SCHED_* */
+};
+
+static __always_inline const struct wanlab_sched_step *sched_step(void *sched, __u32 index)
+{
+	const union wanlab_sched_entry *entry = bpf_map_lookup_elem(sched, &index);
+
+	return entry ? &entry->step : NULL;
+}
+
+/* A binary search for the last step at or before offset_ns over entries
+ * lo..hi, one halving per bpf_loop round (the verifier checks the callback
+ * once, where an unrolled loop of lookups blows its budget). */
+struct sched_search {
+	void *sched;
+	__u64 offset_ns;
+	__u32 lo;
+	__u32 hi;
+};
+
+static long sched_halve(__u32 round, void *data)
+{
+	struct sched_search *search = data;
+	const struct wanlab_sched_step *step;
+	__u32 mid;
+
+	(void)round;
+	if (search->lo >= search->hi)
+		return 1;
+	mid = search->lo + (search->hi - search->lo + 1) / 2;
+	step = sched_step(search->sched, mid);
+	if (!step) {
+		search->lo = 0;
+		return 1;
+	}
+	if (step->at_ns <= search->offset_ns)
+		search->lo = mid;
+	else
+		search->hi = mid - 1;
+	return 0;
+}
+
+/* The index of the step in effect at offset_ns; 0 if the map is not a
+ * schedule. */
+static __always_inline __u32 sched_index(void *sched, __u32 steps, __u64 offset_ns)
+{
+	struct sched_search search = {sched, offset_ns, 1, steps};
+
+	if (steps == 0)
+		return 0;
+	bpf_loop(WANLAB_SCHED_SEARCH_ROUNDS, sched_halve, &search, 0);
+	return search.lo < search.hi ? 0 : search.lo;
+}
+
+/* The step in effect at time t. Returns -1 if the map is not a schedule. */
+static __always_inline int sched_at(void *sched, const struct wanlab_sched_head *head, __u64 t_ns,
+				    struct sched_pick *pick)
+{
+	struct wanlab_sched_pos pos = wanlab_edt_sched_pos(head, t_ns);
+	const struct wanlab_sched_step *step, *next;
+	__u32 index = sched_index(sched, head->steps, pos.offset_ns);
+
+	step = index ? sched_step(sched, index) : NULL;
+	if (!step)
+		return -1;
+	pick->step = *step;
+	next = index < head->steps ? sched_step(sched, index + 1) : NULL;
+	if (next)
+		pick->end_ns = pos.base_ns + next->at_ns;
+	else
+		pick->end_ns = head->period_ns ? pos.base_ns + head->period_ns : ~0ull;
+	return 0;
+}
+
+/* The step a packet that the link would start at t_ns is charged against:
+ * the one in effect then, or, when that one pauses the link, the next step
+ * that does not (the control plane merges equal neighbours, so a pause is
+ * followed by a step that sends, at most one wrap later). Returns -1 when
+ * none sends: the link is down for good. */
+static __always_inline int sched_pick(void *sched, const struct wanlab_pair_config *cfg,
+				      __u64 t_ns, struct sched_pick *pick)
+{
+	const union wanlab_sched_entry *head_entry;
+	struct wanlab_sched_head head;
+	__u32 zero = 0;
+	int tries;
+
+	head_entry = bpf_map_lookup_elem(sched, &zero);
+	if (!head_entry)
+		return -1;
+	head = head_entry->head;
+	for (tries = 0; tries < 3; tries++) {
+		if (sched_at(sched, &head, t_ns, pick) < 0)
+			return -1;
+		if (!wanlab_edt_sched_paused(cfg, head.columns, &pick->step)) {
+			pick->columns = head.columns;
+			return 0;
+		}
+		if (pick->end_ns == ~0ull)
+			return -1;
+		t_ns = pick->end_ns;
+		pick->not_before_ns = t_ns;
+	}
+	return -1;
+}
+
 SEC("tc")
 int wanlab_tc(struct __sk_buff *skb)
 {
@@ -189,8 +321,11 @@ int wanlab_tc(struct __sk_buff *skb)
 	struct wanlab_pair_state *state;
 	struct wanlab_pair_stats *stats;
 	struct wanlab_flow_state *flow = NULL;
+	struct wanlab_pair_config eff;
+	struct sched_pick pick = {};
+	void *sched;
 	__u32 *src_dc, *dst_dc, pair, segs, verdict;
-	__u64 wire, now;
+	__u64 wire, now, earliest;
 
 	if (parse(skb, &pkt) < 0)
 		return TC_ACT_OK;
@@ -214,8 +349,25 @@ int wanlab_tc(struct __sk_buff *skb)
 		flow = flow_of(&pkt.flow);
 
 	now = bpf_ktime_get_ns();
+	eff = *cfg;
+	earliest = now;
+	sched = bpf_map_lookup_elem(&pair_sched, &pair);
+	if (sched) {
+		/* The packet is charged against the step the link starts it in.
+		 * The backlog is read without the lock (helpers may not run under
+		 * it); a packet another CPU slips in meanwhile moves the start by
+		 * that packet's serialization time. */
+		__u64 start = wanlab_edt_max(now, *(volatile __u64 *)&state->next_free_ns);
+
+		if (sched_pick(sched, cfg, start, &pick) < 0) {
+			stats->drops[WANLAB_DROP_QUEUE] += segs;
+			return TC_ACT_SHOT;
+		}
+		wanlab_edt_sched_apply(&eff, pick.columns, &pick.step);
+		earliest = wanlab_edt_max(now, pick.not_before_ns);
+	}
 	bpf_spin_lock(&state->lock);
-	verdict = wanlab_edt_step(cfg, state, flow, now, wire, &res);
+	verdict = wanlab_edt_step_from(&eff, state, flow, now, earliest, wire, &res);
 	bpf_spin_unlock(&state->lock);
 
 	if (verdict == WANLAB_EDT_DROP) {

@@ -50,7 +50,7 @@ int cmd_daemon(const Options& options) {
   int ready_fd = options.integer<int>("ready-fd", 0, INT_MAX).value_or(-1);
   try {
     const em::TestbedState state = em::load_state(options.get("testbed").value_or(""));
-    const em::Scenario scenario = em::load_scenario(state.scenario_path);
+    const em::Scenario scenario = em::load_scenario(state.scenario_path, em::ScheduleFiles::skip);
     em::NetnsScope in_namespace(state.netns);
 
     asio::io_context io;

@@ -1,6 +1,7 @@
 // `wanlab stats`: per directed DC pair counters from the data plane's maps.
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 #include <toml++/toml.h>
@@ -22,7 +23,20 @@ struct PairRow {
   wanlab_pair_stats total{};
   double rate_bps = 0;        // over the last interval
   double qdelay_avg_ms = 0;   // over the last interval
+  em::Datapath::PairAt set;   // what the data plane is set to now (its schedule's step)
 };
+
+// CLOCK_MONOTONIC, the data plane's clock (steady_clock is it on Linux).
+std::uint64_t monotonic_now_ns() {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
+// "paused" for a scheduled pause, "-" for an unlimited link.
+std::string rate_set_text(const em::Datapath::PairAt& set) {
+  if (set.paused) return "paused";
+  return set.config.rate_bps == 0 ? "-" : em::units::format_rate(set.config.rate_bps);
+}
 
 std::vector<PairRow> sample(const em::Datapath& datapath, const std::vector<std::string>& dcs,
                             std::vector<wanlab_pair_stats>& previous, double interval_s) {
@@ -36,9 +50,10 @@ std::vector<PairRow> sample(const em::Datapath& datapath, const std::vector<std:
         before = now;
         continue;
       }
-      PairRow row{dcs[static_cast<std::size_t>(src)], dcs[static_cast<std::size_t>(dst)], now};
+      PairRow row{dcs[static_cast<std::size_t>(src)], dcs[static_cast<std::size_t>(dst)], now, 0, 0, {}};
       const std::uint64_t packets = now.packets - before.packets;
       row.rate_bps = interval_s > 0 ? static_cast<double>(now.bytes - before.bytes) * 8 / interval_s : 0;
+      row.set = datapath.pair_at(src, dst, monotonic_now_ns());
       row.qdelay_avg_ms = packets ? static_cast<double>(now.qdelay_sum_ns - before.qdelay_sum_ns) / static_cast<double>(packets) / 1e6 : 0;
       before = now;
       rows.push_back(std::move(row));
@@ -48,11 +63,12 @@ std::vector<PairRow> sample(const em::Datapath& datapath, const std::vector<std:
 }
 
 void print_table(const std::vector<PairRow>& rows, const std::optional<em::ReleaserStats>& releaser) {
-  fmt::print("{:<24} {:>12} {:>14} {:>12} {:>11} {:>11} {:>12} {:>12}\n", "PAIR", "PACKETS", "BYTES", "RATE NOW",
-             "DROP QUEUE", "DROP LOSS", "QDELAY AVG", "QDELAY MAX");
+  fmt::print("{:<24} {:>12} {:>14} {:>12} {:>12} {:>11} {:>11} {:>12} {:>12}\n", "PAIR", "PACKETS", "BYTES", "RATE NOW",
+             "RATE SET", "DROP QUEUE", "DROP LOSS", "QDELAY AVG", "QDELAY MAX");
   for (const auto& row : rows) {
-    fmt::print("{:<24} {:>12} {:>14} {:>12} {:>11} {:>11} {:>10.3f}ms {:>10.3f}ms\n", row.from + " -> " + row.to,
+    fmt::print("{:<24} {:>12} {:>14} {:>12} {:>12} {:>11} {:>11} {:>10.3f}ms {:>10.3f}ms\n", row.from + " -> " + row.to,
                row.total.packets, row.total.bytes, em::units::format_rate(static_cast<std::uint64_t>(row.rate_bps)),
+               rate_set_text(row.set) + (row.set.scheduled ? "*" : ""),
                row.total.drops[WANLAB_DROP_QUEUE], row.total.drops[WANLAB_DROP_LOSS], row.qdelay_avg_ms,
                static_cast<double>(row.total.qdelay_max_ns) / 1e6);
   }
@@ -72,6 +88,9 @@ toml::table to_json(const std::string& testbed, const std::vector<PairRow>& rows
                                 {"packets", static_cast<std::int64_t>(row.total.packets)},
                                 {"bytes", static_cast<std::int64_t>(row.total.bytes)},
                                 {"rate_bps", row.rate_bps},
+                                {"rate_set_bps", static_cast<std::int64_t>(row.set.config.rate_bps)},
+                                {"rate_set_paused", row.set.paused},
+                                {"scheduled", row.set.scheduled},
                                 {"drops_queue", static_cast<std::int64_t>(row.total.drops[WANLAB_DROP_QUEUE])},
                                 {"drops_loss", static_cast<std::int64_t>(row.total.drops[WANLAB_DROP_LOSS])},
                                 {"qdelay_avg_ms", row.qdelay_avg_ms},
@@ -99,6 +118,8 @@ int cmd_stats(const Options& options) {
       print_json(to_json(state.name, rows, releaser));
     } else {
       print_table(rows, releaser);
+      if (std::any_of(rows.begin(), rows.end(), [](const PairRow& row) { return row.set.scheduled; }))
+        fmt::print("* from the pair's schedule, at this moment; RATE NOW: what the data plane passed in the interval\n");
       if (options.flag("watch")) fmt::print("\n");
     }
     std::fflush(stdout);

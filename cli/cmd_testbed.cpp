@@ -226,6 +226,43 @@ int cmd_exec(const Options& options) {
 // Every option but --testbed and --one-way is a link key, checked here by the
 // key's own parser, so a bad value is a bad command line before the testbed
 // is read.
+namespace {
+
+bool is_schedule_option(const std::string& name) {
+  const OptionSpecs specs = schedule_options();
+  return std::any_of(specs.begin(), specs.end(), [&](const OptionSpec& spec) { return spec.name == name; });
+}
+
+std::uint64_t positive_time_option(const Options& options, const std::string& name, std::uint64_t otherwise) {
+  const auto text = options.get(name);
+  if (!text) return otherwise;
+  try {
+    const std::uint64_t ns = em::units::parse_time(*text);
+    if (ns > 0) return ns;
+  } catch (const std::invalid_argument& error) {
+    throw UsageError(fmt::format("--{}: {}", name, error.what()));
+  }
+  throw UsageError(fmt::format("--{}: must be greater than 0", name));
+}
+
+// The schedule --schedule or --mahimahi names, read and checked before the
+// testbed is touched; nullopt when neither is given.
+std::optional<em::Schedule> schedule_of(const Options& options) {
+  const auto csv = options.get("schedule");
+  const auto mahimahi = options.get("mahimahi");
+  if (csv && mahimahi) throw UsageError("--schedule and --mahimahi: give one of them");
+  if (options.get("period") && !csv) throw UsageError("--period: only with --schedule");
+  if (options.get("resolution") && !mahimahi) throw UsageError("--resolution: only with --mahimahi");
+  if (options.flag("no-schedule") && (csv || mahimahi)) throw UsageError("--no-schedule: not with a schedule to load");
+  const std::uint64_t period = positive_time_option(options, "period", 0);
+  const std::uint64_t resolution = positive_time_option(options, "resolution", 1'000'000);
+  if (csv) return em::parse_schedule_csv(em::read_trace_file(*csv), *csv, period);
+  if (mahimahi) return em::parse_mahimahi_trace(em::read_trace_file(*mahimahi), *mahimahi, resolution);
+  return std::nullopt;
+}
+
+}  // namespace
+
 int cmd_set(const Options& options) {
   if (options.positionals().size() != 2) throw UsageError("expected two DC names");
   em::Change change;
@@ -233,7 +270,7 @@ int cmd_set(const Options& options) {
   change.to = options.positionals()[1];
   change.symmetric = !options.flag("one-way");
   for (auto [field, value] : options.ordered()) {
-    if (field == "testbed") continue;
+    if (field == "testbed" || is_schedule_option(field)) continue;
     std::replace(field.begin(), field.end(), '-', '_');
     try {
       em::parse_link_option({}, field, value);
@@ -242,11 +279,18 @@ int cmd_set(const Options& options) {
     }
     change.fields.emplace_back(field, value);
   }
-  if (change.fields.empty()) throw UsageError("nothing to set: give at least one link setting (--rate, --delay, ...; wanlab set --help)");
+  const std::optional<em::Schedule> schedule = schedule_of(options);
+  const bool schedule_changes = schedule || options.flag("no-schedule");
+  if (change.fields.empty() && !schedule_changes)
+    throw UsageError("nothing to set: give at least one link setting (--rate, --delay, ...; wanlab set --help)");
   const auto state = em::load_state(em::resolve_testbed(testbed_option(options)));
-  em::apply_change(state, change);
   std::vector<std::string> said;
+  if (!change.fields.empty()) em::apply_change(state, change);
   for (const auto& [field, value] : change.fields) said.push_back(field + "=" + value);
+  if (schedule_changes) {
+    em::set_schedule_live(state, change, schedule ? &*schedule : nullptr);
+    said.push_back(schedule ? fmt::format("schedule of {} steps from now", schedule->steps.size()) : "no schedule");
+  }
   fmt::print("{} {} {}: {}\n", change.from, change.symmetric ? "<->" : "->", change.to, fmt::join(said, " "));
   return 0;
 }

@@ -12,6 +12,7 @@
 #include "wanlab/harness/experiment.hpp"
 
 namespace wanlab::cli {
+
 namespace {
 
 using Takes = OptionSpec::Takes;
@@ -35,6 +36,7 @@ OptionSpecs set_options() {
   for (const emulator::LinkKey& key : emulator::link_keys())
     options.push_back(valued(emulator::link_option_name(key.name).substr(2), std::string(key.metavar),
                              key.is_bool ? "on or off" : std::string(key.expected)));
+  for (OptionSpec option : schedule_options()) options.push_back(std::move(option));
   return options;
 }
 
@@ -90,6 +92,16 @@ std::vector<Command> make_commands() {
 }
 
 }  // namespace
+
+// `wanlab set`'s schedule options (docs/SCENARIO.md, Schedules); cmd_set reads
+// them apart from the link keys.
+OptionSpecs schedule_options() {
+  return {valued("schedule", "FILE", "load a CSV schedule (time 0: now)"),
+          valued("mahimahi", "FILE", "load a Mahimahi trace as the rate schedule (time 0: now)"),
+          valued("period", "TIME", "with --schedule: repeat every TIME"),
+          valued("resolution", "TIME", "with --mahimahi: window of each rate (default 1ms)"),
+          flag("no-schedule", "remove the schedule: the link keys alone again")};
+}
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = make_commands();

@@ -42,6 +42,9 @@ std::string usage_line(const Command& command);
 // The usage line, the summary and one line per option: what --help prints.
 std::string help_text(const Command& command);
 
+// `wanlab set`'s options that load or remove a schedule, apart from its link keys.
+OptionSpecs schedule_options();
+
 int cmd_up(const Options& options);
 int cmd_down(const Options& options);
 int cmd_run(const Options& options);

@@ -134,7 +134,7 @@ std::uint64_t event_due_mono_ns(const TestbedState& state, std::uint64_t at_ns) 
 }
 
 Scenario current_scenario(const TestbedState& state) {
-  return scenario_now(state, load_scenario(state.scenario_path), true);
+  return scenario_now(state, load_scenario(state.scenario_path, ScheduleFiles::skip), true);
 }
 
 Scenario scenario_now(const TestbedState& state, Scenario scenario, bool with_changes) {
@@ -152,11 +152,19 @@ Scenario scenario_now(const TestbedState& state, Scenario scenario, bool with_ch
   return scenario;
 }
 
+namespace {
+
+int dc_of_change(const TestbedState& state, const std::string& dc) {
+  const auto found = std::find(state.dcs.begin(), state.dcs.end(), dc);
+  if (found == state.dcs.end())
+    throw std::runtime_error(fmt::format("{}: no DC {} (DCs: {})", state.name, base::quoted(dc), fmt::join(state.dcs, ", ")));
+  return static_cast<int>(found - state.dcs.begin());
+}
+
+}  // namespace
+
 void apply_change(const TestbedState& state, const Change& change) {
-  for (const auto& dc : {change.from, change.to}) {
-    if (std::find(state.dcs.begin(), state.dcs.end(), dc) == state.dcs.end())
-      throw std::runtime_error(fmt::format("{}: no DC {} (DCs: {})", state.name, base::quoted(dc), fmt::join(state.dcs, ", ")));
-  }
+  for (const auto& dc : {change.from, change.to}) dc_of_change(state, dc);
   LinkParams checked;
   for (const auto& [field, value] : change.fields) checked = parse_link_option(checked, field, value);
 
@@ -198,6 +206,41 @@ void write_pairs(Datapath& datapath, const Scenario& scenario) {
       }
       datapath.set_pair(src, dst, config);
     }
+  }
+}
+
+void write_schedules(Datapath& datapath, const Scenario& scenario, std::uint64_t start_ns) {
+  const int n = static_cast<int>(scenario.dcs.size());
+  for (int src = 0; src < n; ++src) {
+    for (int dst = 0; dst < n; ++dst) {
+      if (const auto schedule = scenario.schedule(src, dst))
+        datapath.set_schedule(src, dst, schedule_entries(*schedule, start_ns));
+    }
+  }
+}
+
+void set_schedule_live(const TestbedState& state, const Change& selection, const Schedule* schedule) {
+  const int from = dc_of_change(state, selection.from);
+  const int to = dc_of_change(state, selection.to);
+  std::vector<std::pair<int, int>> pairs{{from, to}};
+  if (selection.symmetric) pairs.emplace_back(to, from);
+  TestbedLock lock(state.name);
+  const Scenario scenario = current_scenario(state);
+  Datapath datapath = Datapath::open_pinned(bpffs_dir(state.name));
+  for (const auto& [src, dst] : pairs) {
+    if (schedule && (schedule->columns & WANLAB_SCHED_SHARE) && !(schedule->columns & WANLAB_SCHED_RATE) &&
+        scenario.pair(src, dst).rate_bps == 0)
+      throw std::runtime_error(fmt::format("{}: a share column needs a rate for {} -> {}: set the link's rate or give "
+                                           "the schedule a rate column",
+                                           schedule->where, state.dcs[static_cast<std::size_t>(src)],
+                                           state.dcs[static_cast<std::size_t>(dst)]));
+  }
+  const std::uint64_t start = monotonic_ns();
+  for (const auto& [src, dst] : pairs) {
+    if (schedule)
+      datapath.set_schedule(src, dst, schedule_entries(*schedule, start));
+    else
+      datapath.clear_schedule(src, dst);
   }
 }
 

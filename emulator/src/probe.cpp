@@ -211,6 +211,7 @@ std::vector<PacedEcho> measure_echoes_paced(const Endpoint& from, const Endpoint
       enable_receive_timestamps(fd.get(), from.netns + ": UDP client");
       const sockaddr_in dst = make_addr(to.ipv4, echo.port());
       std::vector<timespec> sent(static_cast<std::size_t>(count));
+      std::vector<std::uint64_t> sent_mono(static_cast<std::size_t>(count));
       std::vector<std::optional<PacedEcho>> answers(static_cast<std::size_t>(count));
       const auto interval = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(interval_ms));
       const auto start = Clock::now();
@@ -232,7 +233,7 @@ std::vector<PacedEcho> measure_echoes_paced(const Endpoint& from, const Endpoint
             const timespec& sent_at = sent[static_cast<std::size_t>(probe.seq)];
             answer = PacedEcho{static_cast<double>(ns_between(sent_at, received)) / 1e6,
                                static_cast<double>(ns_between(sent_at, realtime_now())) / 1e6,
-                               static_cast<double>(probe.echo_hold_ns) / 1e6};
+                               static_cast<double>(probe.echo_hold_ns) / 1e6, sent_mono[static_cast<std::size_t>(probe.seq)]};
             ++answered;
           }
         }
@@ -241,6 +242,8 @@ std::vector<PacedEcho> measure_echoes_paced(const Endpoint& from, const Endpoint
           probe.seq = next;
           probe.magic = kStampedMagic;
           sent[static_cast<std::size_t>(next)] = realtime_now();
+          sent_mono[static_cast<std::size_t>(next)] = static_cast<std::uint64_t>(
+              std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count());
           check(static_cast<int>(::sendto(fd.get(), &probe, sizeof(probe), 0, reinterpret_cast<const sockaddr*>(&dst), sizeof(dst))),
                 from.netns + ": sending echo");
           ++next;
@@ -276,8 +279,11 @@ GoodputReport measure_goodput(const Endpoint& from, const Endpoint& to, const Go
   std::atomic<bool> stop_sending{false};
   std::atomic<std::uint64_t> counted_bytes{0};
   std::exception_ptr sink_failure;
+  std::vector<double> bin_max_gap(bins, 0);
   const auto start = Clock::now();
-  const auto count_from = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.warmup_seconds));
+  const auto count_from = options.count_from_mono_ns
+                              ? Clock::time_point(std::chrono::nanoseconds(*options.count_from_mono_ns))
+                              : start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.warmup_seconds));
   const auto count_until = count_from + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.seconds));
 
   std::thread sink([&] {
@@ -295,6 +301,7 @@ GoodputReport measure_goodput(const Endpoint& from, const Endpoint& to, const Go
       std::vector<pollfd> pfds;
       for (auto& c : conns) pfds.push_back(pollfd{c.get(), POLLIN, 0});
       std::vector<char> buf(1 << 20);
+      auto last_byte = count_from;
       while (Clock::now() < count_until) {
         ::poll(pfds.data(), pfds.size(), 50);
         for (auto& pfd : pfds) {
@@ -304,7 +311,14 @@ GoodputReport measure_goodput(const Endpoint& from, const Endpoint& to, const Go
           if (n > 0 && now >= count_from && now < count_until) {
             counted_bytes += static_cast<std::uint64_t>(n);
             const double into = std::chrono::duration<double>(now - count_from).count();
-            bin_bytes[std::min(bins - 1, static_cast<std::size_t>(into / interval_seconds))] += static_cast<std::uint64_t>(n);
+            const std::size_t bin = std::min(bins - 1, static_cast<std::size_t>(into / interval_seconds));
+            bin_bytes[bin] += static_cast<std::uint64_t>(n);
+            // The gap counts in every interval it overlaps.
+            const double gap = std::chrono::duration<double>(now - last_byte).count();
+            const double gap_from = std::chrono::duration<double>(last_byte - count_from).count();
+            for (auto b = std::min(bin, static_cast<std::size_t>(std::max(0.0, gap_from) / interval_seconds)); b <= bin; ++b)
+              bin_max_gap[b] = std::max(bin_max_gap[b], gap);
+            last_byte = now;
           }
         }
       }
@@ -357,6 +371,7 @@ GoodputReport measure_goodput(const Endpoint& from, const Endpoint& to, const Go
     const double length = std::min(interval_seconds, options.seconds - static_cast<double>(i) * interval_seconds);
     report.interval_bps.push_back(static_cast<double>(bin_bytes[i]) * 8.0 / length);
   }
+  report.interval_max_gap_s = bin_max_gap;
   report.sender = sender_info;
   return report;
 }

@@ -270,6 +270,7 @@ Datapath load_datapath(const Scenario& scenario, const TestbedState& state, bool
     if (with_ipv6) datapath.set_dc_prefix_v6(dc_prefix_v6(dc), 64, dc);
   }
   write_pairs(datapath, scenario);
+  write_schedules(datapath, scenario, state.created_mono_ns);
   datapath.pin(bpffs_dir(state.name));
   return datapath;
 }

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "wanlab/emulator/datapath.hpp"
+#include "wanlab/emulator/schedule.hpp"
 #include "wanlab_edt.h"
 
 using wanlab::emulator::Datapath;
@@ -678,4 +679,145 @@ BOOST_AUTO_TEST_CASE(two_cpus_at_once_lose_no_link_time) {
   wanlab_pair_stats stats = dcs.stats(0, 1);
   BOOST_TEST(stats.packets == sent + 1);
   BOOST_TEST(stats.bytes == (sent + 1) * 100);
+}
+
+// ---- schedules ----------------------------------------------------------
+// Each schedule starts with a pause (rate 0) of 200 ms, longer than sending
+// the train takes on a loaded machine: every packet waits for the pause's
+// end, so the link starts the first at exactly start + 200 ms and every
+// departure is known to the nanosecond.
+
+namespace {
+
+using wanlab::emulator::Schedule;
+using wanlab::emulator::ScheduleStep;
+
+constexpr std::uint64_t kPauseNs = 200 * kMs;
+
+std::vector<Outcome> send_train(const Datapath& datapath, int packets, std::size_t frame_len) {
+  Bytes packet = frame(udp("10.0.0.1", "10.1.0.1", frame_len));
+  std::vector<Outcome> train;
+  for (int i = 0; i < packets; ++i) train.push_back(run(datapath, packet));
+  return train;
+}
+
+// Starts the schedule now; returns its time 0.
+std::uint64_t start_schedule(Datapath& datapath, const Schedule& schedule) {
+  const std::uint64_t start = monotonic_ns();
+  datapath.set_schedule(0, 1, wanlab::emulator::schedule_entries(schedule, start));
+  return start;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_step_schedule_moves_departure_times_at_the_steps_time) {
+  ThreeDcs dcs;
+  dcs.datapath.set_pair(0, 1, link(0));
+  // 1500 bytes at 1 Mbit/s take 12 ms: the first two packets start in the
+  // step with 10 ms of delay, the third at 224 ms, when the delay is 50 ms.
+  Schedule schedule;
+  schedule.columns = WANLAB_SCHED_RATE | WANLAB_SCHED_DELAY;
+  schedule.steps = {ScheduleStep{0, 0, 0, 0, 0}, ScheduleStep{kPauseNs, 1 * kMbit, 10 * kMs, 0, 0},
+                    ScheduleStep{kPauseNs + 24 * kMs, 1 * kMbit, 50 * kMs, 0, 0}};
+  const std::uint64_t start = start_schedule(dcs.datapath, schedule);
+  std::vector<Outcome> train = send_train(dcs.datapath, 4, 1500);
+  BOOST_REQUIRE_MESSAGE(train.back().after < start + kPauseNs, "the train took longer than the pause");
+  const std::uint64_t expected_ms[] = {222, 234, 286, 298};
+  for (std::size_t i = 0; i < train.size(); ++i) {
+    BOOST_TEST_INFO("packet " << i);
+    BOOST_TEST(train[i].tstamp - start == expected_ms[i] * kMs);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_per_millisecond_schedule_charges_each_packet_against_the_step_it_leaves_in) {
+  ThreeDcs dcs;
+  dcs.datapath.set_pair(0, 1, link(0));
+  // After the pause, 8 and 80 Mbit/s alternate every millisecond: 1000 bytes
+  // take 1 ms or 0.1 ms, so packets start inside steps and at their edges.
+  Schedule schedule;
+  schedule.columns = WANLAB_SCHED_RATE;
+  schedule.steps.push_back({0, 0, 0, 0, 0});
+  for (std::uint64_t ms = 0; ms < 40; ++ms)
+    schedule.steps.push_back({kPauseNs + ms * kMs, (ms % 2 == 0 ? 8 : 80) * kMbit, 0, 0, 0});
+  const std::uint64_t start = start_schedule(dcs.datapath, schedule);
+  std::vector<Outcome> train = send_train(dcs.datapath, 55, 1000);
+  BOOST_REQUIRE_MESSAGE(train.back().after < start + kPauseNs, "the train took longer than the pause");
+
+  // The link's own account: each packet at the rate of the step it starts in.
+  std::uint64_t link_free = kPauseNs;
+  for (std::size_t i = 0; i < train.size(); ++i) {
+    link_free += wanlab_edt_tx_ns(1000, schedule.step_at(link_free).rate_bps);
+    BOOST_TEST_INFO("packet " << i);
+    BOOST_TEST(train[i].tstamp - start == link_free);
+  }
+  // 55 packets: one in each slow millisecond, ten in each fast one.
+  BOOST_TEST(link_free == kPauseNs + 10 * kMs);
+}
+
+BOOST_AUTO_TEST_CASE(a_cross_traffic_share_takes_its_part_of_the_pairs_rate) {
+  ThreeDcs dcs;
+  dcs.datapath.set_pair(0, 1, link(2 * kMbit, 5 * kMs));
+  // A share of 100% pauses the link; 75% of 2 Mbit/s leaves 0.5 Mbit/s, on
+  // which 1500 bytes take 24 ms.
+  Schedule schedule;
+  schedule.columns = WANLAB_SCHED_SHARE;
+  schedule.steps = {ScheduleStep{0, 0, 0, 0, 1.0}, ScheduleStep{kPauseNs, 0, 0, 0, 0.75}};
+  const std::uint64_t start = start_schedule(dcs.datapath, schedule);
+  std::vector<Outcome> train = send_train(dcs.datapath, 3, 1500);
+  BOOST_REQUIRE_MESSAGE(train.back().after < start + kPauseNs, "the train took longer than the pause");
+  for (std::size_t i = 0; i < train.size(); ++i) {
+    BOOST_TEST_INFO("packet " << i);
+    BOOST_TEST(train[i].tstamp - start == kPauseNs + (i + 1) * 24 * kMs + 5 * kMs);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_looping_schedule_repeats_and_a_cleared_one_leaves_the_config) {
+  ThreeDcs dcs;
+  wanlab_pair_config config = link(0, 7 * kMs);
+  config.flags |= WANLAB_PAIR_REORDER;  // the last packet need not wait for the first
+  dcs.datapath.set_pair(0, 1, config);
+  // Delay 30 ms for the first 100 ms of every second, 60 ms for the rest;
+  // time 0 was 3.05 s ago, so now is 50 ms into a period.
+  Schedule schedule;
+  schedule.columns = WANLAB_SCHED_DELAY;
+  schedule.period_ns = 1000 * kMs;
+  schedule.steps = {ScheduleStep{0, 0, 30 * kMs, 0, 0}, ScheduleStep{100 * kMs, 0, 60 * kMs, 0, 0}};
+  const std::vector<wanlab_sched_entry> entries =
+      wanlab::emulator::schedule_entries(schedule, monotonic_ns() - 3050 * kMs);
+  dcs.datapath.set_schedule(0, 1, entries);
+  Outcome out = send_train(dcs.datapath, 1, 100)[0];
+  BOOST_TEST(within(out.tstamp, out.before + 30 * kMs, out.after + 30 * kMs));
+
+  const std::vector<wanlab_sched_entry> read = dcs.datapath.schedule(0, 1);
+  BOOST_REQUIRE(read.size() == entries.size());
+  BOOST_TEST(std::memcmp(read.data(), entries.data(), read.size() * sizeof(read[0])) == 0);
+
+  dcs.datapath.clear_schedule(0, 1);
+  BOOST_TEST(dcs.datapath.schedule(0, 1).empty());
+  out = send_train(dcs.datapath, 1, 100)[0];
+  BOOST_TEST(within(out.tstamp, out.before + 7 * kMs, out.after + 7 * kMs));
+}
+
+BOOST_AUTO_TEST_CASE(entries_that_are_no_schedule_are_refused) {
+  ThreeDcs dcs;
+  Schedule schedule;
+  schedule.columns = WANLAB_SCHED_RATE;
+  schedule.steps = {ScheduleStep{0, kMbit, 0, 0, 0}, ScheduleStep{5 * kMs, kMbit, 0, 0, 0}};
+  std::vector<wanlab_sched_entry> entries = wanlab::emulator::schedule_entries(schedule, 0);
+  entries[2].step.at_ns = 0;
+  BOOST_CHECK_THROW(dcs.datapath.set_schedule(0, 1, entries), std::invalid_argument);
+  entries.pop_back();
+  BOOST_CHECK_THROW(dcs.datapath.set_schedule(0, 1, entries), std::invalid_argument);  // head says 2
+  BOOST_TEST(dcs.datapath.schedule(0, 1).empty());
+}
+
+BOOST_AUTO_TEST_CASE(before_its_start_a_schedule_gives_its_first_step_without_waiting) {
+  ThreeDcs dcs;
+  dcs.datapath.set_pair(0, 1, link(0));
+  Schedule schedule;
+  schedule.columns = WANLAB_SCHED_DELAY;
+  schedule.steps = {ScheduleStep{0, 0, 30 * kMs, 0, 0}, ScheduleStep{kPauseNs, 0, 60 * kMs, 0, 0}};
+  dcs.datapath.set_schedule(0, 1, wanlab::emulator::schedule_entries(schedule, monotonic_ns() + 1000 * kMs));
+  const Outcome out = send_train(dcs.datapath, 1, 100)[0];
+  BOOST_TEST(within(out.tstamp, out.before + 30 * kMs, out.after + 30 * kMs));
 }

@@ -166,3 +166,38 @@ BOOST_AUTO_TEST_CASE(unknown_options_are_one_line_and_exit_2) {
     BOOST_TEST(result.err.starts_with("wanlab " + c.argv[0] + ": unknown option \"" + c.option + "\"\n"), result.err);
   }
 }
+
+BOOST_AUTO_TEST_CASE(set_checks_a_schedule_before_looking_for_the_testbed) {
+  struct Case {
+    std::vector<std::string> argv;
+    std::string expected;
+  };
+  const Case usage[] = {
+      {{"set", "east", "west", "--period", "1s"}, "--period: only with --schedule"},
+      {{"set", "east", "west", "--resolution", "1ms"}, "--resolution: only with --mahimahi"},
+      {{"set", "east", "west", "--schedule", "a.csv", "--mahimahi", "b.up"}, "--schedule and --mahimahi: give one of them"},
+      {{"set", "east", "west", "--schedule", "a.csv", "--no-schedule"}, "--no-schedule: not with a schedule to load"},
+      {{"set", "east", "west", "--schedule", "a.csv", "--period", "0s"}, "--period: must be greater than 0"},
+      {{"set", "east", "west", "--mahimahi", "b.up", "--resolution", "soon"}, "--resolution: expected a time"},
+  };
+  for (const Case& c : usage) {
+    BOOST_TEST_CONTEXT(c.expected) {
+      const Outcome result = run_wanlab(c.argv);
+      BOOST_TEST(result.status == 2);
+      BOOST_TEST(result.err.find(c.expected) != std::string::npos, result.err);
+    }
+  }
+  // A bad trace is one line naming its file and line, before any testbed is
+  // looked for (there is none called trnone).
+  char path[] = "/tmp/wanlab-cli-trace-XXXXXX";
+  const int fd = ::mkstemp(path);
+  BOOST_REQUIRE(fd >= 0);
+  const std::string text = "time,rate\n0s,fast\n";
+  BOOST_REQUIRE(::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+  ::close(fd);
+  const Outcome result = run_wanlab({"set", "east", "west", "--testbed", "trnone", "--schedule", path});
+  ::unlink(path);
+  BOOST_TEST(result.status == 1);
+  BOOST_TEST(result.err == "wanlab set: " + std::string(path) + ":2: rate: expected a rate like \"100mbit\", got \"fast\"\n",
+             result.err);
+}

@@ -478,3 +478,67 @@ BOOST_AUTO_TEST_CASE(hold_mark_edges_of_the_window) {
   // What the tc program encodes, the releaser decodes.
   BOOST_TEST(wanlab_edt_mark_depart_ns(wanlab_edt_hold_mark(now + 25 * kMs, now), now) == (now + 25 * kMs) / 1000 * 1000);
 }
+
+// ---- schedules ----------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(a_schedule_position_wraps_with_its_period) {
+  wanlab_sched_head head{};
+  head.start_ns = 1000 * kMs;
+  auto pos = [&](std::uint64_t t) { return wanlab_edt_sched_pos(&head, t); };
+  BOOST_TEST(pos(500 * kMs).offset_ns == 0u);  // before the start: the first step
+  BOOST_TEST(pos(500 * kMs).base_ns == 1000 * kMs);
+  BOOST_TEST(pos(4500 * kMs).offset_ns == 3500 * kMs);  // no period: for ever
+  head.period_ns = 1000 * kMs;
+  BOOST_TEST(pos(4500 * kMs).offset_ns == 500 * kMs);
+  BOOST_TEST(pos(4500 * kMs).base_ns == 4000 * kMs);
+  BOOST_TEST(pos(5000 * kMs).offset_ns == 0u);
+  BOOST_TEST(pos(5000 * kMs).base_ns == 5000 * kMs);
+}
+
+BOOST_AUTO_TEST_CASE(cross_traffic_leaves_the_rest_of_the_rate) {
+  BOOST_TEST(wanlab_edt_rate_left(100 * kMbit, 0) == 100 * kMbit);
+  BOOST_TEST(wanlab_edt_rate_left(100 * kMbit, 1u << 31) == 50 * kMbit);
+  BOOST_TEST(wanlab_edt_rate_left(100 * kMbit, 3u << 30) == 25 * kMbit);
+  BOOST_TEST(wanlab_edt_rate_left(100 * kMbit, 0xffffffffu) == 0u);
+  // Terabit rates do not overflow.
+  const std::uint64_t tbit = 1'000'000'000'000ull;
+  BOOST_TEST(wanlab_edt_rate_left(10 * tbit, 1u << 31) == 5 * tbit);
+}
+
+BOOST_AUTO_TEST_CASE(a_step_changes_only_the_columns_it_has) {
+  wanlab_sched_step step{};
+  step.rate_bps = 10 * kMbit;
+  step.delay_ns = 80 * kMs;
+  step.loss_p32 = probability(0.01);
+  step.share_p32 = 1u << 31;
+  wanlab_pair_config config = link(100 * kMbit, 20 * kMs);
+  wanlab_pair_config changed = config;
+  wanlab_edt_sched_apply(&changed, WANLAB_SCHED_DELAY, &step);
+  BOOST_TEST(changed.rate_bps == 100 * kMbit);
+  BOOST_TEST(changed.delay_ns == 80 * kMs);
+  BOOST_TEST(changed.loss_p32 == 0u);
+  changed = config;
+  wanlab_edt_sched_apply(&changed, WANLAB_SCHED_SHARE, &step);  // half the pair's rate
+  BOOST_TEST(changed.rate_bps == 50 * kMbit);
+  changed = config;
+  wanlab_edt_sched_apply(&changed, WANLAB_SCHED_RATE | WANLAB_SCHED_SHARE | WANLAB_SCHED_LOSS, &step);
+  BOOST_TEST(changed.rate_bps == 5 * kMbit);
+  BOOST_TEST(changed.loss_p32 == probability(0.01));
+  BOOST_TEST(changed.delay_ns == 20 * kMs);
+  // Rate 0 pauses; without a rate or share column nothing pauses.
+  step.rate_bps = 0;
+  BOOST_TEST(wanlab_edt_sched_paused(&config, WANLAB_SCHED_RATE, &step));
+  BOOST_TEST(!wanlab_edt_sched_paused(&config, WANLAB_SCHED_DELAY, &step));
+}
+
+BOOST_AUTO_TEST_CASE(the_link_starts_nothing_before_the_earliest_start) {
+  Pair pair(link(8 * kMbit));  // 1000 bytes: 1 ms
+  wanlab_edt_result res{};
+  BOOST_REQUIRE(wanlab_edt_step_from(&pair.config, &pair.state, nullptr, 0, 50 * kMs, 1000, &res) == WANLAB_EDT_PASS);
+  BOOST_TEST(res.start_ns == 50 * kMs);
+  BOOST_TEST(res.depart_ns == 51 * kMs);
+  // The queue limit counts the wait for the earliest start.
+  pair.config.queue_limit_ns = 40 * kMs;
+  BOOST_TEST(wanlab_edt_step_from(&pair.config, &pair.state, nullptr, 0, 50 * kMs, 1000, &res) == WANLAB_EDT_DROP);
+  BOOST_TEST(res.drop_reason == static_cast<std::uint32_t>(WANLAB_DROP_QUEUE));
+}

@@ -19,13 +19,6 @@ constexpr std::uint64_t kNsPerSecond = 1'000'000'000;
 // every large segment on short or fast paths.
 constexpr std::uint64_t kBurstBytes = 64 * 1024;
 
-__u32 to_fixed_point(double probability) {
-  if (!(probability > 0)) return 0;  // also NaN
-  double scaled = std::round(probability * 4294967296.0);
-  if (scaled >= 4294967295.0) return 0xffffffffu;
-  return static_cast<__u32>(scaled);
-}
-
 std::uint64_t saturate(uint128 value) {
   return value > kMaxU64 ? kMaxU64 : static_cast<std::uint64_t>(value);
 }
@@ -79,6 +72,13 @@ std::uint64_t splitmix64(std::uint64_t x) {
 
 }  // namespace
 
+std::uint32_t probability_p32(double probability) {
+  if (!(probability > 0)) return 0;  // also NaN
+  double scaled = std::round(probability * 4294967296.0);
+  if (scaled >= 4294967295.0) return 0xffffffffu;
+  return static_cast<std::uint32_t>(scaled);
+}
+
 wanlab_pair_config make_pair_config(const PairParams& params, std::uint64_t rtt_ns,
                                     std::uint64_t seed, std::uint32_t pair_index) {
   wanlab_pair_config config{};
@@ -90,10 +90,10 @@ wanlab_pair_config make_pair_config(const PairParams& params, std::uint64_t rtt_
   config.loss_model = params.loss_model == LossModel::gilbert_elliott
                           ? WANLAB_LOSS_GILBERT_ELLIOTT
                           : WANLAB_LOSS_BERNOULLI;
-  config.loss_p32 = to_fixed_point(params.loss);
-  config.ge_r32 = to_fixed_point(params.ge_r);
-  config.ge_bad_loss32 = to_fixed_point(params.ge_bad_loss);
-  config.ge_good_loss32 = to_fixed_point(params.ge_good_loss);
+  config.loss_p32 = probability_p32(params.loss);
+  config.ge_r32 = probability_p32(params.ge_r);
+  config.ge_bad_loss32 = probability_p32(params.ge_bad_loss);
+  config.ge_good_loss32 = probability_p32(params.ge_good_loss);
   config.flags = WANLAB_PAIR_ENABLED | (params.reorder ? WANLAB_PAIR_REORDER : 0u);
   // Hashing the seed before mixing in the index keeps (seed 1, pair 0) and
   // (seed 0, pair 1) apart; xorshift64* needs a nonzero state.

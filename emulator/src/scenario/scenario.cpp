@@ -31,7 +31,11 @@ constexpr std::array kTopKeys{"name"sv, "seed"sv,    "network"sv, "defaults"sv, 
 constexpr std::array kNetworkKeys{"pool"sv};
 constexpr std::array kHostKeys{"tcp_congestion"sv, "tcp_wmem_max"sv, "tcp_rmem_max"sv, "tcp_slow_start_after_idle"sv};
 constexpr std::array kDcKeys{"name"sv, "hosts"sv};
-constexpr std::array kSelectionKeys{"between"sv, "from"sv, "to"sv};
+constexpr std::array kLinkTableKeys{"between"sv, "from"sv, "to"sv, "schedule"sv};
+constexpr std::array kDefaultsKeys{"schedule"sv};
+constexpr std::array kScheduleKeys{"file"sv, "mahimahi"sv, "steps"sv, "period"sv, "resolution"sv};
+constexpr std::array kStepKeys{"time"sv, "rate"sv, "delay"sv, "loss"sv, "share"sv};
+constexpr std::uint64_t kDefaultResolutionNs = 1'000'000;
 
 constexpr std::int64_t kMaxHosts = 254;
 
@@ -97,7 +101,7 @@ std::string join(const std::vector<Dc>& dcs) {
 // Walks one document; every error goes through fail() with a position.
 class Parser {
  public:
-  explicit Parser(std::string path) : path_(std::move(path)) {}
+  Parser(std::string path, ScheduleFiles files) : path_(std::move(path)), files_(files) {}
 
   Scenario parse(std::string_view text) {
     toml::table root = parse_toml(text);
@@ -108,12 +112,13 @@ class Parser {
     read_seed(root);
     read_dcs(root);
     read_network(root);
-    read_link_table(root, "defaults", scenario_.defaults);
+    read_defaults(root);
     read_link_table(root, "intra_dc", scenario_.intra_dc);
     read_host(root);
     read_links(root);
     read_events(root);
     check_every_pair_has_delay();
+    check_shares_have_rates();
     return std::move(scenario_);
   }
 
@@ -336,6 +341,176 @@ class Parser {
     return static_cast<int>(hosts->get());
   }
 
+  void read_defaults(const toml::table& root) {
+    const toml::table* table = optional_table(root, "defaults");
+    if (table == nullptr) return;
+    check_known_keys(*table, kDefaultsKeys, "[defaults]", link_key_names());
+    scenario_.defaults = read_link_params(*table, "defaults");
+    scenario_.defaults_schedule = read_schedule(*table, "defaults");
+  }
+
+  // ---- schedules (schedule.hpp) ----
+
+  std::shared_ptr<const Schedule> read_schedule(const toml::table& parent, std::string_view owner) const {
+    const toml::node* node = parent.get("schedule");
+    if (node == nullptr) return nullptr;
+    const std::string field = fmt::format("{}.schedule", owner);
+    const toml::table* table = node->as_table();
+    if (table == nullptr)
+      fail(node->source(), fmt::format(R"({}: expected a table like {{ file = "trace.csv" }}, got {})", field,
+                                       describe_value(*node)));
+    check_known_keys(*table, kScheduleKeys, field);
+    check_one_schedule_source(*table, field);
+    std::optional<Schedule> schedule;
+    if (table->contains("steps")) {
+      check_not_there(*table, "resolution", field, "only for a mahimahi trace");
+      schedule = read_inline_steps(*table->get("steps"), field, read_period(*table, field));
+    } else if (table->contains("file")) {
+      check_not_there(*table, "resolution", field, "only for a mahimahi trace");
+      schedule = read_csv_file(*table->get("file"), field, read_period(*table, field));
+    } else {
+      check_not_there(*table, "period", field, "a Mahimahi trace repeats after its last time");
+      schedule = read_mahimahi_file(*table, field);
+    }
+    if (!schedule) return nullptr;
+    if (schedule->where.empty() || schedule->where == path_) schedule->where = where(table->source());
+    return std::make_shared<const Schedule>(std::move(*schedule));
+  }
+
+  void check_one_schedule_source(const toml::table& table, std::string_view field) const {
+    const toml::node* found = nullptr;
+    for (std::string_view key : {"file"sv, "mahimahi"sv, "steps"sv}) {
+      const toml::node* node = table.get(key);
+      if (node == nullptr) continue;
+      if (found != nullptr) fail(node->source(), fmt::format("{}: give one of file, mahimahi and steps", field));
+      found = node;
+    }
+    if (found == nullptr) fail(table.source(), fmt::format(R"({}: needs file = "trace.csv", mahimahi = "trace.up" )"
+                                                           R"(or steps = [...])", field));
+  }
+
+  void check_not_there(const toml::table& table, std::string_view key, std::string_view field,
+                       std::string_view why) const {
+    if (const toml::node* node = table.get(key)) fail(node->source(), fmt::format("{}.{}: {}", field, key, why));
+  }
+
+  std::uint64_t read_time_key(const toml::table& table, std::string_view key, std::string_view field,
+                              std::uint64_t otherwise) const {
+    const toml::node* node = table.get(key);
+    if (node == nullptr) return otherwise;
+    const std::string name = fmt::format("{}.{}", field, key);
+    const std::uint64_t ns = parse_string(*node, name, R"(a time like "1s")", units::parse_time);
+    if (ns == 0) fail(node->source(), fmt::format("{}: must be greater than 0", name));
+    return ns;
+  }
+
+  std::uint64_t read_period(const toml::table& table, std::string_view field) const {
+    return read_time_key(table, "period", field, 0);
+  }
+
+  // The trace's path as the scenario names it: relative to the scenario's directory.
+  std::string trace_path(const toml::node& node, std::string_view field) const {
+    const std::string& name = expect_string(node, field, R"(a file name like "trace.csv")");
+    if (name.empty()) fail(node.source(), fmt::format("{}: empty file name", field));
+    if (name.front() == '/') return name;
+    return (std::filesystem::path(path_).parent_path() / name).string();
+  }
+
+  std::string read_trace(const toml::node& node, const std::string& path, std::string_view field) const {
+    try {
+      return read_trace_file(path);
+    } catch (const ScenarioError& error) {
+      fail(node.source(), fmt::format("{}: {}", field, error.what()));
+    }
+  }
+
+  std::optional<Schedule> read_csv_file(const toml::node& node, const std::string& field, std::uint64_t period) const {
+    const std::string path = trace_path(node, field + ".file");
+    if (files_ == ScheduleFiles::skip) return std::nullopt;
+    return parse_schedule_csv(read_trace(node, path, field + ".file"), path, period);
+  }
+
+  std::optional<Schedule> read_mahimahi_file(const toml::table& table, const std::string& field) const {
+    const toml::node& node = *table.get("mahimahi");
+    const std::string path = trace_path(node, field + ".mahimahi");
+    const std::uint64_t resolution = read_time_key(table, "resolution", field, kDefaultResolutionNs);
+    if (files_ == ScheduleFiles::skip) return std::nullopt;
+    return parse_mahimahi_trace(read_trace(node, path, field + ".mahimahi"), path, resolution);
+  }
+
+  // steps = [{ time = "0s", rate = "100mbit" }, ...]: every step gives the
+  // columns the first one gives.
+  Schedule read_inline_steps(const toml::node& node, const std::string& field, std::uint64_t period) const {
+    const toml::array* array = node.as_array();
+    if (array == nullptr || array->empty())
+      fail(node.source(), fmt::format(R"({}.steps: expected steps like [{{ time = "0s", rate = "100mbit" }}], got {})",
+                                      field, describe_value(node)));
+    Schedule schedule;
+    schedule.period_ns = period;
+    for (std::size_t i = 0; i < array->size(); ++i) {
+      const std::string name = fmt::format("{}.steps[{}]", field, i);
+      const toml::table* step = (*array)[i].as_table();
+      if (step == nullptr)
+        fail((*array)[i].source(), fmt::format(R"({}: expected a table like {{ time = "0s", rate = "100mbit" }}, got {})",
+                                               name, describe_value((*array)[i])));
+      schedule.steps.push_back(read_inline_step(*step, name, i == 0 ? nullptr : &schedule.columns, schedule.columns));
+    }
+    try {
+      finish_schedule(schedule);
+    } catch (const ScheduleStepError& error) {
+      fail((*array)[error.step()].source(), fmt::format("{}.steps[{}]: {}", field, error.step(), error.what()));
+    } catch (const std::invalid_argument& error) {
+      fail(node.source(), fmt::format("{}.steps: {}", field, error.what()));
+    }
+    return schedule;
+  }
+
+  // `expected`: the first step's columns, which this one must give too; null
+  // for the first, whose columns go to `columns`.
+  ScheduleStep read_inline_step(const toml::table& table, const std::string& name, const unsigned* expected,
+                                unsigned& columns) const {
+    check_known_keys(table, kStepKeys, name);
+    if (!table.contains("time")) fail(table.source(), fmt::format(R"({}: missing time (e.g. time = "0s"))", name));
+    ScheduleStep step;
+    unsigned given = 0;
+    for (std::string_view key : kStepKeys) {
+      const toml::node* value = table.get(key);
+      if (value == nullptr) continue;
+      const unsigned column = schedule_column(key);
+      given |= column;
+      parse_string(*value, fmt::format("{}.{}", name, key), "a value with a unit", [&](const std::string& text) {
+        set_schedule_cell(step, column, text);
+        return 0;
+      });
+    }
+    if (expected == nullptr) {
+      if (given == 0) fail(table.source(), fmt::format("{}: sets nothing besides time (rate, delay, loss, share)", name));
+      columns = given;
+    } else if (given != *expected) {
+      fail(table.source(), fmt::format("{}: gives other columns than the first step; every step gives the same",
+                                       name));
+    }
+    return step;
+  }
+
+  // Without a rate column, a share is of the link's own rate; an unlimited
+  // link has nothing to share.
+  void check_shares_have_rates() const {
+    const int n = static_cast<int>(scenario_.dcs.size());
+    for (int src = 0; src < n; ++src) {
+      for (int dst = 0; dst < n; ++dst) {
+        const std::shared_ptr<const Schedule> schedule = src == dst ? nullptr : scenario_.schedule(src, dst);
+        if (!schedule || (schedule->columns & WANLAB_SCHED_SHARE) == 0 || (schedule->columns & WANLAB_SCHED_RATE) != 0)
+          continue;
+        if (scenario_.pair(src, dst).rate_bps == 0)
+          throw ScenarioError(fmt::format("{}: schedule: a share column needs a rate for {} -> {}: give the link a "
+                                          "rate or the schedule a rate column",
+                                          schedule->where, scenario_.dcs[static_cast<std::size_t>(src)].name,
+                                          scenario_.dcs[static_cast<std::size_t>(dst)].name));
+      }
+    }
+  }
+
   void read_link_table(const toml::table& root, std::string_view key, LinkParams& params) {
     const toml::table* table = optional_table(root, key);
     if (table == nullptr) return;
@@ -396,9 +571,10 @@ class Parser {
   void read_links(const toml::table& root) {
     std::map<std::pair<std::string, std::string>, std::string> first_link;
     for (const toml::table* table : array_of_tables(root, "link")) {
-      check_known_keys(*table, kSelectionKeys, "[[link]]", link_key_names());
+      check_known_keys(*table, kLinkTableKeys, "[[link]]", link_key_names());
       LinkSpec link = read_selection(*table, "link");
       link.params = read_link_params(*table, "link");
+      link.schedule = read_schedule(*table, "link");
       check_not_duplicate(link, *table, first_link);
       scenario_.links.push_back(std::move(link));
     }
@@ -538,6 +714,7 @@ class Parser {
   }
 
   std::string path_;
+  ScheduleFiles files_;
   Scenario scenario_;
   std::vector<toml::source_region> dc_where_;
 };
@@ -575,10 +752,22 @@ Ipv4Prefix Scenario::dc_prefix(int dc) const {
   return Ipv4Prefix{pool.addr + (static_cast<std::uint32_t>(dc) << 8), 24};
 }
 
-Scenario parse_scenario(std::string_view toml_text, const std::string& path) {
-  return Parser(path).parse(toml_text);
+std::shared_ptr<const Schedule> Scenario::schedule(int src, int dst) const {
+  const Dc& src_dc = dcs.at(static_cast<std::size_t>(src));
+  const Dc& dst_dc = dcs.at(static_cast<std::size_t>(dst));
+  if (src == dst) return nullptr;
+  for (const LinkSpec& link : links) {
+    if (link.schedule && link.matches(src_dc.name, dst_dc.name)) return link.schedule;
+  }
+  return defaults_schedule;
 }
 
-Scenario load_scenario(const std::string& path) { return parse_scenario(emulator::read_input_file<ScenarioError>(path, "scenario"), path); }
+Scenario parse_scenario(std::string_view toml_text, const std::string& path, ScheduleFiles files) {
+  return Parser(path, files).parse(toml_text);
+}
+
+Scenario load_scenario(const std::string& path, ScheduleFiles files) {
+  return parse_scenario(emulator::read_input_file<ScenarioError>(path, "scenario"), path, files);
+}
 
 }  // namespace wanlab::emulator

@@ -14,8 +14,10 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 extern "C" {
 #include "wanlab_shared.h"
@@ -53,6 +55,24 @@ class Datapath {
   // differs from the one the state was seeded for.
   void set_pair(int src, int dst, const wanlab_pair_config& config);
   wanlab_pair_config pair(int src, int dst) const;
+  // Gives the pair a schedule (wanlab_shared.h: the head, then its steps),
+  // replacing the one it had in a single map update, so packets see either
+  // the old or the new one. Throws std::invalid_argument for entries that are
+  // not a schedule (steps out of order, more than WANLAB_SCHED_MAX_STEPS, ...).
+  void set_schedule(int src, int dst, std::span<const wanlab_sched_entry> entries);
+  // The pair goes back to its config alone; no-op without a schedule.
+  void clear_schedule(int src, int dst);
+  // The pair's schedule as the program reads it; empty when it has none.
+  std::vector<wanlab_sched_entry> schedule(int src, int dst) const;
+  // What the program uses for a packet the link starts at t_ns
+  // (CLOCK_MONOTONIC): the pair's config with its schedule's step at t_ns
+  // laid over it. `paused`: the step sends nothing (config.rate_bps is then 0).
+  struct PairAt {
+    wanlab_pair_config config{};
+    bool scheduled = false;
+    bool paused = false;
+  };
+  PairAt pair_at(int src, int dst, std::uint64_t t_ns) const;
   // Counters summed over CPUs (qdelay_max_ns: the maximum).
   wanlab_pair_stats stats(int src, int dst) const;
   // The program's running state of the pair, read under its lock; the link's

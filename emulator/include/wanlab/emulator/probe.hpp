@@ -36,6 +36,9 @@ std::vector<double> measure_rtt_ms(const Endpoint& from, const Endpoint& to, int
 struct GoodputOptions {
   double seconds = 3.0;
   double warmup_seconds = 1.0;  // bytes received before this are not counted
+  // Count from this CLOCK_MONOTONIC instant instead of the warm-up's end, so
+  // that intervals line up with something else's clock (a schedule's steps).
+  std::optional<std::uint64_t> count_from_mono_ns;
   std::optional<std::string> congestion;  // e.g. "cubic"
   int streams = 1;
 };
@@ -48,6 +51,7 @@ struct PacedEcho {
   double rtt_ms = 0;        // sent until the answer arrived (kernel receive timestamp)
   double app_rtt_ms = 0;    // sent until the client read the answer (its own clock)
   double echo_hold_ms = 0;  // the echo side's kernel receive timestamp until its reply's sendto
+  std::uint64_t sent_mono_ns = 0;  // CLOCK_MONOTONIC when it was sent (the data plane's clock)
   // The round trip of the network alone: without the echo application's
   // wake-up, which a kernel-answered ping would not have either.
   double network_rtt_ms() const { return rtt_ms - echo_hold_ms; }
@@ -75,6 +79,10 @@ struct SenderTcpInfo {
 struct GoodputReport {
   double bps = 0;                     // over the counted seconds, as measure_goodput_bps
   std::vector<double> interval_bps;   // goodput of each interval of the counted span, in order
+  // The longest time the receiver got no byte, over the gaps that overlap
+  // each interval: on a link that never pauses, a long one is the host not
+  // running the receiver, the sender or a release path, whose bytes land later.
+  std::vector<double> interval_max_gap_s;
   SenderTcpInfo sender;
 };
 

@@ -2,12 +2,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "wanlab/emulator/schedule.hpp"
 
 extern "C" {
 #include "wanlab_shared.h"
@@ -94,6 +97,7 @@ struct LinkSpec {
   std::string to;
   bool symmetric = false;  // `between = [a, b]`
   LinkParams params;
+  std::shared_ptr<const Schedule> schedule;  // its `schedule`, if any
   std::string where;  // "file:line:column" of the table, for later errors
 
   // Whether this spec covers the directed pair src -> dst.
@@ -124,6 +128,7 @@ struct Scenario {
   std::uint64_t seed = 1;
   Ipv4Prefix pool{0x0a4d0000, 16};  // 10.77.0.0/16; DC i gets the i-th /24
   LinkParams defaults;
+  std::shared_ptr<const Schedule> defaults_schedule;  // [defaults] schedule
   LinkParams intra_dc;
   HostSettings host;
   std::vector<Dc> dcs;
@@ -139,6 +144,9 @@ struct Scenario {
   // Round trip of the pair before events: delay src -> dst plus dst -> src;
   // what make_pair_config expects as rtt_ns.
   std::uint64_t rtt_ns(int src, int dst) const;
+  // The schedule of src -> dst: its [[link]]'s, else [defaults]' (src != dst);
+  // null if none, or if the file was read with ScheduleFiles::skip.
+  std::shared_ptr<const Schedule> schedule(int src, int dst) const;
   // The /24 of DC `dc`: the dc-th /24 inside pool.
   Ipv4Prefix dc_prefix(int dc) const;
 };
@@ -146,8 +154,15 @@ struct Scenario {
 // Reads, validates and returns the scenario, or throws ScenarioError. Validation
 // covers unknown keys, bad units, negative values, duplicate names, unknown DCs
 // in links/events, and every DC pair lacking a delay.
-Scenario load_scenario(const std::string& path);
-Scenario parse_scenario(std::string_view toml_text, const std::string& path);
+//
+// A schedule's trace file is named relative to the scenario's directory.
+// ScheduleFiles::skip leaves trace files unread (their schedules null): how a
+// testbed's own copy of its scenario is read, whose schedules are already in
+// the data plane and whose relative paths no longer resolve.
+enum class ScheduleFiles { read, skip };
+Scenario load_scenario(const std::string& path, ScheduleFiles files = ScheduleFiles::read);
+Scenario parse_scenario(std::string_view toml_text, const std::string& path,
+                        ScheduleFiles files = ScheduleFiles::read);
 
 // One link key: the one vocabulary of [defaults], [intra_dc], [[link]],
 // [[event]], changes.toml and the `wanlab set` options (--flow-rate for
@@ -185,5 +200,8 @@ LinkParams parse_link_option(LinkParams params, std::string_view field, std::str
 // 0xffffffff. The seed is a nonzero mix of seed and pair_index; generation = 1.
 wanlab_pair_config make_pair_config(const PairParams& params, std::uint64_t rtt_ns,
                                     std::uint64_t seed, std::uint32_t pair_index);
+// A probability as the program reads it: p * 2^32 rounded, saturated at
+// 0xffffffff (certain).
+std::uint32_t probability_p32(double probability);
 
 }  // namespace wanlab::emulator

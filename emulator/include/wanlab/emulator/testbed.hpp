@@ -128,11 +128,19 @@ Scenario current_scenario(const TestbedState& state);
 Scenario scenario_now(const TestbedState& state, Scenario scenario, bool with_changes);
 // Validates and records a change, then rewrites the data plane's pairs.
 void apply_change(const TestbedState& state, const Change& change);
+// Loads `schedule` into the pairs `selection` names (its link fields are not
+// read), time 0 now; a null schedule removes theirs. Schedules live in the
+// data plane, not in changes.toml: one stays until replaced or `down`.
+void set_schedule_live(const TestbedState& state, const Change& selection, const Schedule* schedule);
 // Rewrites every pair of the running data plane from current_scenario().
 void refresh_data_plane(const TestbedState& state);
 
 class Datapath;
 // Writes every pair of `scenario` into a data plane, keeping running state.
 void write_pairs(Datapath& datapath, const Scenario& scenario);
+// Gives every scheduled pair of the scenario its schedule, time 0 at start_ns
+// (CLOCK_MONOTONIC; `up` passes created_mono_ns, the origin of [[event]]s).
+// Pairs without one are left as they are.
+void write_schedules(Datapath& datapath, const Scenario& scenario, std::uint64_t start_ns);
 
 }  // namespace wanlab::emulator

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The schedule benchmark in one command (issue 14): goodput against a
+# square-wave rate trace per 100 ms window at 100 Mbit/s, 1 Gbit/s and
+# 5 Gbit/s; prints the table, writes bench/results/trace.md, and every
+# window of each rate in bench/results/trace-RATE.csv with its plot,
+# trace-RATE.svg (configured payload rate against measured goodput).
+#
+#   bench/run-trace-bench.sh [--rates 100mbit,1gbit] [--seconds N]
+#
+# Environment: WANLAB_BENCH_BUILD  build directory (default: build-bench)
+#              WANLAB_BIN          a built `wanlab` to use instead of building one
+# Takes about 20 s a rate. Its testbed (bench-trace) goes down however it ends.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${WANLAB_BENCH_BUILD:-$repo/build-bench}"
+
+# shellcheck source=bench/build-bench.sh
+. "$repo/bench/build-bench.sh"
+bench_prepare run-trace-bench.sh "$repo" "$build" wanlab_trace_bench
+mkdir -p "$repo/bench/results"
+wanlab="${WANLAB_BIN:-$build/cli/wanlab}"
+if [[ -d /run/wanlab/bench-trace ]] || ls /run/netns 2>/dev/null | grep -q '^wanlab-bench-trace\.'; then
+  "$wanlab" down bench-trace >/dev/null 2>&1 || echo "warning: could not take bench-trace down" >&2
+fi
+results="$repo/bench/results"
+nice -n -10 "$build/bench/wanlab_trace_bench" --wanlab "$wanlab" --markdown "$results/trace.md" \
+  --csv-dir "$results" --command "bench/run-trace-bench.sh${*:+ $*}" "$@"
+for csv in "$results"/trace-*.csv; do
+  rate=$(basename "$csv" .csv)
+  rate=${rate#trace-}
+  python3 "$repo/bench/svgplot.py" "$csv" --x time_s --y configured_mbit,measured_mbit \
+    --title "Square wave at $rate: configured and measured, per 100 ms" \
+    --xlabel "seconds" --ylabel "Mbit/s" --ymin 0 --out "${csv%.csv}.svg"
+done

@@ -1,0 +1,308 @@
+// Schedules: CSV and Mahimahi traces, their checks, and the map entries.
+#include "wanlab/emulator/schedule.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <stdexcept>
+
+#include "wanlab/base/files.hpp"
+#include "wanlab/base/parse.hpp"
+#include "wanlab/emulator/input.hpp"
+#include "wanlab/emulator/scenario.hpp"
+#include "wanlab/emulator/units.hpp"
+
+namespace wanlab::emulator {
+namespace {
+
+using namespace std::string_view_literals;
+
+struct Column {
+  std::string_view name;
+  unsigned bit;
+};
+constexpr std::array kColumns{Column{"time", 0}, Column{"rate", WANLAB_SCHED_RATE},
+                              Column{"delay", WANLAB_SCHED_DELAY}, Column{"loss", WANLAB_SCHED_LOSS},
+                              Column{"share", WANLAB_SCHED_SHARE}};
+constexpr std::uint64_t kNsPerMs = 1'000'000;
+constexpr std::size_t kMaxTraceBytes = 256u << 20;
+constexpr std::uint64_t kNsPerSecond = 1'000'000'000;
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t' || text.front() == '\r'))
+    text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r'))
+    text.remove_suffix(1);
+  return text;
+}
+
+std::vector<std::string_view> split(std::string_view line) {
+  std::vector<std::string_view> cells;
+  for (std::size_t comma; (comma = line.find(',')) != std::string_view::npos; line.remove_prefix(comma + 1))
+    cells.push_back(trim(line.substr(0, comma)));
+  cells.push_back(trim(line));
+  return cells;
+}
+
+// Lines with their 1-based numbers, blank ones and '#' comments left out.
+struct Line {
+  std::size_t number;
+  std::string_view text;
+};
+std::vector<Line> content_lines(std::string_view text) {
+  std::vector<Line> lines;
+  std::size_t number = 0;
+  while (!text.empty()) {
+    ++number;
+    const std::size_t end = text.find('\n');
+    std::string_view line = trim(text.substr(0, end));
+    text = end == std::string_view::npos ? std::string_view{} : text.substr(end + 1);
+    if (!line.empty() && line.front() != '#') lines.push_back({number, line});
+  }
+  return lines;
+}
+
+[[noreturn]] void fail_at(const std::string& path, std::size_t line, std::string_view message) {
+  throw ScenarioError(fmt::format("{}:{}: {}", path, line, message));
+}
+
+void check_step_count(std::size_t steps) {
+  if (steps > WANLAB_SCHED_MAX_STEPS)
+    throw std::invalid_argument(fmt::format("more than {} steps", WANLAB_SCHED_MAX_STEPS));
+}
+
+bool pauses(const Schedule& schedule, const ScheduleStep& step) {
+  const bool no_rate = (schedule.columns & WANLAB_SCHED_RATE) && step.rate_bps == 0;
+  const bool all_shared = (schedule.columns & WANLAB_SCHED_SHARE) && step.share >= 1;
+  return no_rate || all_shared;
+}
+
+void check_order(const Schedule& schedule) {
+  const auto& steps = schedule.steps;
+  if (steps.empty()) throw std::invalid_argument("no steps");
+  if (steps[0].at_ns != 0)
+    throw ScheduleStepError(0, fmt::format("the first step is at {}; it must be at 0s (the schedule's start)",
+                                   units::format_time(steps[0].at_ns)));
+  for (std::size_t i = 1; i < steps.size(); ++i) {
+    if (steps[i].at_ns <= steps[i - 1].at_ns)
+      throw ScheduleStepError(i, fmt::format("time {} is not after the previous step's {}",
+                                     units::format_time(steps[i].at_ns), units::format_time(steps[i - 1].at_ns)));
+  }
+  if (schedule.period_ns != 0 && steps.back().at_ns >= schedule.period_ns)
+    throw ScheduleStepError(steps.size() - 1, fmt::format("time {} is not inside the period of {}",
+                                                  units::format_time(steps.back().at_ns),
+                                                  units::format_time(schedule.period_ns)));
+}
+
+// The data plane waits through a pause for the next step; a pause with no
+// step after it would hold packets for ever.
+void check_link_runs(const Schedule& schedule) {
+  const auto& steps = schedule.steps;
+  if (std::all_of(steps.begin(), steps.end(), [&](const ScheduleStep& s) { return pauses(schedule, s); }))
+    throw std::invalid_argument("the link never sends: every step has rate 0 (or a share of 100%)");
+  if (schedule.period_ns == 0 && pauses(schedule, steps.back()))
+    throw ScheduleStepError(steps.size() - 1, "the last step stops the link for good; end with a rate above 0 or "
+                                      "give a period to loop");
+}
+
+void merge_equal_neighbours(Schedule& schedule) {
+  auto same = [](const ScheduleStep& a, const ScheduleStep& b) {
+    ScheduleStep later = b;
+    later.at_ns = a.at_ns;
+    return a == later;
+  };
+  auto& steps = schedule.steps;
+  steps.erase(std::unique(steps.begin(), steps.end(), same), steps.end());
+}
+
+}  // namespace
+
+unsigned schedule_column(std::string_view name) {
+  for (const Column& column : kColumns)
+    if (column.name == name) return column.bit;
+  std::vector<std::string_view> names;
+  for (const Column& column : kColumns) names.push_back(column.name);
+  const std::string closest = closest_name(name, names);
+  throw std::invalid_argument(fmt::format("unknown column {}{} (columns: time, rate, delay, loss, share)",
+                                          base::quoted(name),
+                                          closest.empty() ? "" : fmt::format("; did you mean \"{}\"?", closest)));
+}
+
+void set_schedule_cell(ScheduleStep& step, unsigned column, std::string_view text) {
+  auto through_link_key = [&](std::string_view key) {
+    try {
+      return parse_link_option({}, key, text);
+    } catch (const ScenarioError& error) {
+      // "--delay: expected ..." -> "expected ...": the caller names the column.
+      std::string_view message = error.what();
+      throw std::invalid_argument(std::string(message.substr(message.find(": ") + 2)));
+    }
+  };
+  switch (column) {
+    case 0:
+      step.at_ns = units::parse_time(text);
+      break;
+    case WANLAB_SCHED_RATE:
+      step.rate_bps = text == "0" ? 0 : through_link_key("rate").rate_bps.value();
+      break;
+    case WANLAB_SCHED_DELAY:
+      step.delay_ns = through_link_key("delay").delay_ns.value();
+      break;
+    case WANLAB_SCHED_LOSS:
+      step.loss = through_link_key("loss").loss.value();
+      break;
+    case WANLAB_SCHED_SHARE:
+      step.share = units::parse_percent(text);
+      break;
+    default:
+      throw std::invalid_argument(fmt::format("column bit {:#x} unknown", column));
+  }
+}
+
+void finish_schedule(Schedule& schedule) {
+  check_step_count(schedule.steps.size());
+  check_order(schedule);
+  check_link_runs(schedule);
+  merge_equal_neighbours(schedule);
+}
+
+const ScheduleStep& Schedule::step_at(std::uint64_t offset_ns) const {
+  if (period_ns != 0) offset_ns %= period_ns;
+  auto after = std::upper_bound(steps.begin(), steps.end(), offset_ns,
+                                [](std::uint64_t t, const ScheduleStep& s) { return t < s.at_ns; });
+  return after == steps.begin() ? steps.front() : *(after - 1);
+}
+
+double Schedule::mean_rate_bps() const {
+  const std::uint64_t end = period_ns != 0 ? period_ns : steps.back().at_ns;
+  if (end == 0) return static_cast<double>(steps.front().rate_bps);
+  double bits = 0;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const std::uint64_t until = i + 1 < steps.size() ? steps[i + 1].at_ns : end;
+    bits += static_cast<double>(steps[i].rate_bps) * static_cast<double>(until - steps[i].at_ns);
+  }
+  return bits / static_cast<double>(end);
+}
+
+std::string read_trace_file(const std::string& path) {
+  try {
+    return base::read_regular_file(path, base::ReadRules{kMaxTraceBytes, true});
+  } catch (const base::FileError& error) {
+    throw ScenarioError(fmt::format("{}: cannot read trace: {}", path, error.reason()));
+  }
+}
+
+Schedule parse_schedule_csv(std::string_view text, const std::string& path, std::uint64_t period_ns) {
+  const std::vector<Line> lines = content_lines(text);
+  if (lines.empty()) fail_at(path, 1, R"(no header row; the first line names the columns, as in "time,rate")");
+  Schedule schedule;
+  schedule.where = path;
+  schedule.period_ns = period_ns;
+  std::vector<unsigned> columns;
+  const std::vector<std::string_view> names = split(lines[0].text);
+  for (std::string_view name : names) {
+    try {
+      columns.push_back(schedule_column(name));
+    } catch (const std::invalid_argument& error) {
+      fail_at(path, lines[0].number, error.what());
+    }
+    if (columns.size() == 1 && columns[0] != 0) fail_at(path, lines[0].number, "the first column must be time");
+    if (columns.size() > 1 && (columns.back() == 0 || (schedule.columns & columns.back())))
+      fail_at(path, lines[0].number, fmt::format("column {} given twice", base::quoted(name)));
+    schedule.columns |= columns.back();
+  }
+  if (schedule.columns == 0) fail_at(path, lines[0].number, "no column besides time (rate, delay, loss, share)");
+  if (lines.size() == 1) fail_at(path, lines[0].number, "no rows after the header");
+  if (lines.size() - 1 > WANLAB_SCHED_MAX_STEPS)
+    fail_at(path, lines[WANLAB_SCHED_MAX_STEPS + 1].number, fmt::format("more than {} rows", WANLAB_SCHED_MAX_STEPS));
+  for (std::size_t row = 1; row < lines.size(); ++row) {
+    const std::vector<std::string_view> cells = split(lines[row].text);
+    if (cells.size() != columns.size())
+      fail_at(path, lines[row].number, fmt::format("{} values, the header names {} columns", cells.size(), columns.size()));
+    ScheduleStep step;
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      try {
+        set_schedule_cell(step, columns[i], cells[i]);
+      } catch (const std::invalid_argument& error) {
+        fail_at(path, lines[row].number, fmt::format("{}: {}", names[i], error.what()));
+      }
+    }
+    schedule.steps.push_back(step);
+  }
+  try {
+    finish_schedule(schedule);
+  } catch (const ScheduleStepError& error) {
+    fail_at(path, lines[error.step() + 1].number, error.what());
+  } catch (const std::invalid_argument& error) {
+    throw ScenarioError(fmt::format("{}: {}", path, error.what()));
+  }
+  return schedule;
+}
+
+Schedule parse_mahimahi_trace(std::string_view text, const std::string& path, std::uint64_t resolution_ns) {
+  if (resolution_ns == 0) throw ScenarioError(fmt::format("{}: resolution must be greater than 0", path));
+  std::vector<std::uint64_t> times_ms;
+  std::vector<std::size_t> numbers;
+  for (const Line& line : content_lines(text)) {
+    std::uint64_t ms = 0;
+    const char* end = line.text.data() + line.text.size();
+    auto [stop, error] = std::from_chars(line.text.data(), end, ms);
+    if (error != std::errc{} || stop != end || ms > units::kMaxTimeNs / kNsPerMs)
+      fail_at(path, line.number, fmt::format("expected a time in whole milliseconds, got {}", base::quoted(line.text)));
+    if (!times_ms.empty() && ms < times_ms.back())
+      fail_at(path, line.number, fmt::format("{} ms is before the previous line's {} ms", ms, times_ms.back()));
+    times_ms.push_back(ms);
+    numbers.push_back(line.number);
+  }
+  if (times_ms.empty() || times_ms.back() == 0)
+    fail_at(path, numbers.empty() ? 1 : numbers.back(), "the trace must end after 0 ms (its last time is its period)");
+  Schedule schedule;
+  schedule.where = path;
+  schedule.columns = WANLAB_SCHED_RATE;
+  schedule.period_ns = times_ms.back() * kNsPerMs;
+  const std::uint64_t windows = (schedule.period_ns + resolution_ns - 1) / resolution_ns;
+  if (windows > WANLAB_SCHED_MAX_STEPS)
+    throw ScenarioError(fmt::format("{}: {} windows of {} (more than {}); use a coarser resolution", path, windows,
+                                    units::format_time(resolution_ns), WANLAB_SCHED_MAX_STEPS));
+  std::vector<std::uint64_t> opportunities(windows, 0);
+  // An opportunity at the period's end is the next round's first (Mahimahi
+  // adds the last time to its base and starts the trace again).
+  for (std::uint64_t ms : times_ms) ++opportunities[(ms * kNsPerMs % schedule.period_ns) / resolution_ns];
+  for (std::uint64_t w = 0; w < windows; ++w) {
+    const std::uint64_t at = w * resolution_ns;
+    const std::uint64_t length = std::min(resolution_ns, schedule.period_ns - at);
+    const double bits = static_cast<double>(opportunities[w] * kMahimahiPacketBytes * 8);
+    const auto rate = static_cast<std::uint64_t>(std::llround(bits * kNsPerSecond / static_cast<double>(length)));
+    schedule.steps.push_back({at, rate, 0, 0, 0});
+  }
+  try {
+    finish_schedule(schedule);
+  } catch (const std::invalid_argument& error) {
+    throw ScenarioError(fmt::format("{}: {}", path, error.what()));
+  }
+  return schedule;
+}
+
+std::vector<wanlab_sched_entry> schedule_entries(const Schedule& schedule, std::uint64_t start_ns) {
+  std::vector<wanlab_sched_entry> entries(schedule.steps.size() + 1);
+  wanlab_sched_head& head = entries[0].head;
+  head.start_ns = start_ns;
+  head.period_ns = schedule.period_ns;
+  head.steps = static_cast<__u32>(schedule.steps.size());
+  head.columns = schedule.columns;
+  for (std::size_t i = 0; i < schedule.steps.size(); ++i) {
+    const ScheduleStep& step = schedule.steps[i];
+    wanlab_sched_step& out = entries[i + 1].step;
+    out.at_ns = step.at_ns;
+    out.rate_bps = step.rate_bps;
+    out.delay_ns = step.delay_ns;
+    out.loss_p32 = probability_p32(step.loss);
+    out.share_p32 = probability_p32(step.share);
+  }
+  return entries;
+}
+
+}  // namespace wanlab::emulator

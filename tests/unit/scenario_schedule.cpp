@@ -1,0 +1,229 @@
+// Schedules: CSV and Mahimahi traces and inline steps, every bad input a
+// one-line error naming file:line, and the map entries the program reads.
+#include <boost/test/unit_test.hpp>
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "wanlab/emulator/scenario.hpp"
+#include "wanlab/emulator/schedule.hpp"
+
+using namespace wanlab::emulator;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::uint64_t kMs = 1'000'000;
+constexpr std::uint64_t kMbit = 1'000'000;
+
+template <typename Parse>
+std::string error_of(Parse parse) {
+  try {
+    parse();
+  } catch (const ScenarioError& error) {
+    return error.what();
+  }
+  return "(no error)";
+}
+
+std::string csv_error(const std::string& text) {
+  return error_of([&] { parse_schedule_csv(text, "t.csv", 0); });
+}
+
+// A directory of its own for trace files, removed at the end.
+struct TraceDir {
+  fs::path dir = fs::temp_directory_path() / ("wanlab-schedule-" + std::to_string(::getpid()));
+  TraceDir() { fs::create_directories(dir); }
+  ~TraceDir() { fs::remove_all(dir); }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  }
+};
+
+const std::string kTwoDcs = "name = \"t\"\n[[dc]]\nname = \"east\"\n[[dc]]\nname = \"west\"\n"
+                            "[defaults]\ndelay = \"10ms\"\n";
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(csv_rows_hold_until_the_next_and_loop_with_a_period) {
+  Schedule s = parse_schedule_csv("# a square wave\ntime, rate, delay, loss, share\n"
+                                  "0s, 100mbit, 10ms, 0%, 0%\n\n100ms, 0, 20ms, 1%, 50%\n",
+                                  "t.csv", 200 * kMs);
+  BOOST_TEST(s.columns == (WANLAB_SCHED_RATE | WANLAB_SCHED_DELAY | WANLAB_SCHED_LOSS | WANLAB_SCHED_SHARE));
+  BOOST_REQUIRE(s.steps.size() == 2u);
+  BOOST_TEST(s.steps[1].at_ns == 100 * kMs);
+  BOOST_TEST(s.steps[1].rate_bps == 0u);
+  BOOST_TEST(s.steps[1].delay_ns == 20 * kMs);
+  BOOST_TEST(s.steps[1].loss == 0.01);
+  BOOST_TEST(s.steps[1].share == 0.5);
+  BOOST_TEST(s.step_at(150 * kMs).delay_ns == 20 * kMs);
+  BOOST_TEST(s.step_at(250 * kMs).delay_ns == 10 * kMs);  // looped
+  BOOST_TEST(s.mean_rate_bps() == 50.0 * kMbit);
+}
+
+BOOST_AUTO_TEST_CASE(equal_neighbours_merge) {
+  Schedule s = parse_schedule_csv("time,rate\n0s,1mbit\n1ms,1mbit\n2ms,2mbit\n3ms,2mbit\n", "t.csv", 0);
+  BOOST_REQUIRE(s.steps.size() == 2u);
+  BOOST_TEST(s.steps[1].at_ns == 2 * kMs);
+}
+
+BOOST_AUTO_TEST_CASE(bad_csv_gives_one_line_naming_file_and_line) {
+  struct Case {
+    std::string text, expected;
+  };
+  const Case cases[] = {
+      {"", "t.csv:1: no header row"},
+      {"# only a comment\n", "t.csv:1: no header row"},
+      {"rate,time\n", "t.csv:1: the first column must be time"},
+      {"time,rat\n", "t.csv:1: unknown column \"rat\"; did you mean \"rate\"?"},
+      {"time,rate,rate\n", "t.csv:1: column \"rate\" given twice"},
+      {"time,time\n", "t.csv:1: column \"time\" given twice"},
+      {"time\n0s\n", "t.csv:1: no column besides time"},
+      {"time,rate\n", "t.csv:1: no rows after the header"},
+      {"time,rate\n0s,1mbit,2\n", "t.csv:2: 3 values, the header names 2 columns"},
+      {"time,rate\n0s\n", "t.csv:2: 1 values, the header names 2 columns"},
+      {"time,rate\n0s,fast\n", "t.csv:2: rate: expected a rate like"},
+      {"time,rate\n0s,-1mbit\n", "t.csv:2: rate:"},
+      {"time,delay\n0s,30s\n", "t.csv:2: delay:"},
+      {"time,loss\n0s,101%\n", "t.csv:2: loss:"},
+      {"time,share\n0s,2\n", "t.csv:2: share:"},
+      {"time,rate\nsoon,1mbit\n", "t.csv:2: time:"},
+      {"time,rate\n5ms,1mbit\n", "t.csv:2: the first step is at 5ms; it must be at 0s"},
+      {"time,rate\n0s,1mbit\n\n# c\n2ms,2mbit\n1ms,3mbit\n", "t.csv:6: time 1ms is not after the previous step's 2ms"},
+      {"time,rate\n0s,1mbit\n0s,2mbit\n", "t.csv:3: time 0s is not after"},
+      {"time,rate\n0s,0\n1ms,0\n", "t.csv: the link never sends"},
+      {"time,rate\n0s,1mbit\n1ms,0\n", "t.csv:3: the last step stops the link for good"},
+      {"time,share\n0s,0%\n1ms,100%\n", "t.csv:3: the last step stops the link for good"},
+  };
+  for (const Case& c : cases) {
+    BOOST_TEST_CONTEXT(c.text) {
+      const std::string error = csv_error(c.text);
+      BOOST_TEST(error.find(c.expected) == 0u, error);
+      BOOST_TEST(error.find('\n') == std::string::npos);
+    }
+  }
+  BOOST_TEST(error_of([] { parse_schedule_csv("time,rate\n0s,1mbit\n5ms,2mbit\n", "t.csv", 5 * kMs); })
+                 .find("t.csv:3: time 5ms is not inside the period of 5ms") == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_mahimahi_trace_becomes_rates_per_window_with_its_mean) {
+  // 3 opportunities in ms 0, 1 in ms 2, none in ms 1 and 3..4; the period is
+  // 5 ms, and the opportunity at 5 ms is the next round's first.
+  Schedule s = parse_mahimahi_trace("0\n0\n2\n5\n", "t.up", 1 * kMs);
+  BOOST_TEST(s.period_ns == 5 * kMs);
+  BOOST_TEST(s.columns == WANLAB_SCHED_RATE);
+  BOOST_REQUIRE(s.steps.size() == 4u);  // 36 Mbit/s, pause, 12 Mbit/s, pause (merged)
+  BOOST_TEST(s.steps[0].rate_bps == 36 * kMbit);
+  BOOST_TEST(s.steps[1].rate_bps == 0u);
+  BOOST_TEST(s.steps[2].rate_bps == 12 * kMbit);
+  BOOST_TEST(s.steps[3].at_ns == 3 * kMs);
+  // 4 packets of 1500 bytes in 5 ms.
+  BOOST_TEST(s.mean_rate_bps() == 4 * 12'000 / 5e-3);
+
+  // Coarser: 2 ms windows (the last 1 ms long).
+  Schedule coarse = parse_mahimahi_trace("0\n0\n2\n5\n", "t.up", 2 * kMs);
+  BOOST_TEST(coarse.steps[0].rate_bps == 18 * kMbit);
+  BOOST_TEST(coarse.steps[1].rate_bps == 6 * kMbit);
+  BOOST_TEST(coarse.mean_rate_bps() == s.mean_rate_bps());
+}
+
+BOOST_AUTO_TEST_CASE(bad_mahimahi_traces_name_the_line) {
+  auto error = [](const std::string& text) { return error_of([&] { parse_mahimahi_trace(text, "t.up", kMs); }); };
+  BOOST_TEST(error("1\n2x\n").find("t.up:2: expected a time in whole milliseconds, got \"2x\"") == 0u);
+  BOOST_TEST(error("1\n-2\n").find("t.up:2: expected a time in whole milliseconds") == 0u);
+  BOOST_TEST(error("1\n1.5\n").find("t.up:2: expected a time in whole milliseconds") == 0u);
+  BOOST_TEST(error("5\n3\n").find("t.up:2: 3 ms is before the previous line's 5 ms") == 0u);
+  BOOST_TEST(error("").find("t.up:1: the trace must end after 0 ms") == 0u);
+  BOOST_TEST(error("0\n0\n").find("t.up:2: the trace must end after 0 ms") == 0u);
+  BOOST_TEST(error("99999999\n").find("t.up: 99999999 windows of 1ms (more than 4194304)") == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_scenario_names_trace_files_relative_to_itself) {
+  TraceDir traces;
+  traces.write("square.csv", "time,rate\n0s,100mbit\n100ms,50mbit\n");
+  traces.write("cell.up", "1\n1\n2\n");
+  const std::string path = traces.write(
+      "s.toml", kTwoDcs + "rate = \"1gbit\"\nschedule = { mahimahi = \"cell.up\", resolution = \"2ms\" }\n"
+                          "[[link]]\nfrom = \"east\"\nto = \"west\"\n"
+                          "schedule = { file = \"square.csv\", period = \"200ms\" }\n");
+  const Scenario scenario = load_scenario(path);
+  const auto east_west = scenario.schedule(0, 1);
+  const auto west_east = scenario.schedule(1, 0);
+  BOOST_REQUIRE(east_west);
+  BOOST_REQUIRE(west_east);
+  BOOST_TEST(east_west->period_ns == 200 * kMs);
+  BOOST_TEST(east_west->steps[1].rate_bps == 50 * kMbit);
+  BOOST_TEST(west_east->period_ns == 2 * kMs);  // Mahimahi: its last time
+  BOOST_TEST(!scenario.schedule(0, 0));
+
+  // A testbed's copy of the file is read without its traces.
+  fs::remove(traces.dir / "square.csv");
+  const Scenario copy = load_scenario(path, ScheduleFiles::skip);
+  BOOST_TEST(!copy.schedule(0, 1));
+  BOOST_TEST(error_of([&] { load_scenario(path); }).find("square.csv") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(inline_steps_and_their_entries) {
+  const Scenario scenario = parse_scenario(
+      kTwoDcs + "rate = \"100mbit\"\n[[link]]\nbetween = [\"east\", \"west\"]\n"
+                "schedule = { period = \"86400s\", steps = [{ time = \"0s\", share = \"10%\", loss = \"1%\" },"
+                " { time = \"43200s\", share = \"60%\", loss = \"0%\" }] }\n",
+      "t.toml");
+  const auto schedule = scenario.schedule(1, 0);
+  BOOST_REQUIRE(schedule);
+  BOOST_TEST(schedule->steps.size() == 2u);
+  const std::vector<wanlab_sched_entry> entries = schedule_entries(*schedule, 1234);
+  BOOST_REQUIRE(entries.size() == 3u);
+  BOOST_TEST(entries[0].head.start_ns == 1234u);
+  BOOST_TEST(entries[0].head.period_ns == 24ull * 3600 * 1'000'000'000);
+  BOOST_TEST(entries[0].head.steps == 2u);
+  BOOST_TEST(entries[0].head.columns == (WANLAB_SCHED_SHARE | WANLAB_SCHED_LOSS));
+  BOOST_TEST(entries[2].step.share_p32 == probability_p32(0.6));
+  BOOST_TEST(entries[1].step.loss_p32 == probability_p32(0.01));
+}
+
+BOOST_AUTO_TEST_CASE(bad_schedules_in_a_scenario_give_one_line_naming_the_field) {
+  struct Case {
+    std::string table, expected;
+  };
+  // The schedule line is line 8 of each case.
+  const Case cases[] = {
+      {"schedule = \"x.csv\"", "t.toml:8:12: defaults.schedule: expected a table like"},
+      {"schedule = { fil = \"x.csv\" }", "t.toml:8:14: unknown key \"fil\" in defaults.schedule; did you mean \"file\"?"},
+      {"schedule = { period = \"1s\" }", "t.toml:8:12: defaults.schedule: needs file ="},
+      {"schedule = { file = \"a.csv\", mahimahi = \"b.up\" }", "give one of file, mahimahi and steps"},
+      {"schedule = { file = \"a.csv\", resolution = \"1ms\" }", "defaults.schedule.resolution: only for a mahimahi trace"},
+      {"schedule = { mahimahi = \"a.up\", period = \"1s\" }", "defaults.schedule.period: a Mahimahi trace repeats"},
+      {"schedule = { mahimahi = \"a.up\", resolution = \"0s\" }", "defaults.schedule.resolution: must be greater than 0"},
+      {"schedule = { file = \"no-such.csv\" }", "defaults.schedule.file: no-such.csv:"},
+      {"schedule = { file = 5 }", "defaults.schedule.file: expected a file name"},
+      {"schedule = { steps = [] }", "defaults.schedule.steps: expected steps like"},
+      {"schedule = { steps = [1] }", "defaults.schedule.steps[0]: expected a table"},
+      {"schedule = { steps = [{ rate = \"1mbit\" }] }", "defaults.schedule.steps[0]: missing time"},
+      {"schedule = { steps = [{ time = \"0s\" }] }", "defaults.schedule.steps[0]: sets nothing besides time"},
+      {"schedule = { steps = [{ time = \"0s\", rat = \"1mbit\" }] }", "unknown key \"rat\" in defaults.schedule.steps[0]"},
+      {"schedule = { steps = [{ time = \"0s\", rate = \"1mbit\" }, { time = \"1s\", delay = \"1ms\" }] }",
+       "defaults.schedule.steps[1]: gives other columns than the first step"},
+      {"schedule = { steps = [{ time = \"0s\", rate = 5 }] }", "defaults.schedule.steps[0].rate: expected a value"},
+      {"schedule = { steps = [{ time = \"0s\", rate = \"1mbit\" }, { time = \"0s\", rate = \"2mbit\" }] }",
+       "t.toml:8:56: defaults.schedule.steps[1]: time 0s is not after"},
+      {"schedule = { steps = [{ time = \"0s\", share = \"5%\" }] }",
+       "t.toml:8:12: schedule: a share column needs a rate for east -> west"},
+  };
+  for (const Case& c : cases) {
+    BOOST_TEST_CONTEXT(c.table) {
+      const std::string error = error_of([&] { parse_scenario(kTwoDcs + c.table + "\n", "t.toml"); });
+      BOOST_TEST(error.find(c.expected) != std::string::npos, error);
+      BOOST_TEST(error.find('\n') == std::string::npos);
+    }
+  }
+  // Only [defaults] and [[link]] take a schedule.
+  BOOST_TEST(error_of([] { parse_scenario(kTwoDcs + "[intra_dc]\nschedule = { file = \"a.csv\" }\n", "t.toml"); })
+                 .find("unknown key \"schedule\" in [intra_dc]") != std::string::npos);
+}
