@@ -178,7 +178,8 @@ class KvRoutes {
   // sending to its arrival. Later estimates and queue times on that route
   // stretch the wire time by how much slower than the model caches went
   // (a moving average, never below 1): gate waits, sharing with training,
-  // the emulator's own overhead.
+  // the emulator's own overhead. On a route the model gives no wire time
+  // (loopback on a sink's host) they take the measured time per byte.
   void observe(int worker, std::uint64_t bytes, std::int64_t took_ns);
   double slowdown(int worker) const;
 
@@ -188,6 +189,7 @@ class KvRoutes {
   std::vector<Route> routes_;                  // per worker
   std::map<int, std::int64_t> free_at_;        // per link_index (-1 - worker inside a DC): when its queue empties
   std::map<int, double> slowdown_;             // per the same key: measured / modelled wire time
+  std::map<int, double> unshaped_ns_per_byte_; // per the same key, on a route with no modelled wire time: measured
 };
 
 // About 31.7 years: simulated times are int64 nanoseconds; a run that goes
