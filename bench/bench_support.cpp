@@ -26,7 +26,8 @@
 #include "wanlab/emulator/datapath.hpp"
 #include "wanlab/emulator/netns.hpp"
 #include "wanlab/emulator/rtnl.hpp"
-#include "wanlab/emulator/sys.hpp"
+#include "wanlab/base/files.hpp"
+#include "wanlab/base/sys.hpp"
 
 extern char** environ;
 
@@ -82,7 +83,7 @@ void wait_for_signal_then_clean_up(sigset_t signals) {
 }
 
 std::uint64_t process_ticks(pid_t pid) {
-  const std::string stat = em::read_file(fmt::format("/proc/{}/stat", pid));
+  const std::string stat = base::read_kernel_file(fmt::format("/proc/{}/stat", pid));
   // Fields after the command name, which may hold spaces: ") state ppid ...".
   std::istringstream fields(stat.substr(stat.rfind(')') + 2));
   std::string field;
@@ -100,7 +101,7 @@ std::uint64_t process_ticks(pid_t pid) {
 // The "cpu" line of /proc/stat sums all CPUs: user nice system idle iowait irq
 // softirq steal (guest time is inside user).
 void system_ticks(std::uint64_t& busy, std::uint64_t& total, std::uint64_t& softirq, std::uint64_t& steal) {
-  std::istringstream lines(em::read_file("/proc/stat"));
+  std::istringstream lines(base::read_kernel_file("/proc/stat"));
   std::string cpu;
   lines >> cpu;
   std::uint64_t value = 0;
@@ -140,7 +141,7 @@ pid_t spawn_with(const std::vector<std::string>& argv, const posix_spawn_file_ac
   pid_t pid = 0;
   const int spawn_error = posix_spawn(&pid, c_argv[0], actions, &attributes, c_argv.data(), environ);
   posix_spawnattr_destroy(&attributes);
-  if (spawn_error != 0) em::throw_errno("starting " + argv[0], spawn_error);
+  if (spawn_error != 0) base::throw_errno("starting " + argv[0], spawn_error);
   return pid;
 }
 
@@ -165,8 +166,8 @@ pid_t spawn_command(const std::vector<std::string>& argv, const std::string& out
 
 CommandResult run_command(const std::vector<std::string>& argv) {
   int pipe_fds[2];
-  em::check(::pipe2(pipe_fds, O_CLOEXEC), "creating a pipe");
-  em::UniqueFd read_end(pipe_fds[0]), write_end(pipe_fds[1]);
+  base::check(::pipe2(pipe_fds, O_CLOEXEC), "creating a pipe");
+  base::UniqueFd read_end(pipe_fds[0]), write_end(pipe_fds[1]);
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -303,8 +304,8 @@ void Testbed::detach_programs() const {
 
 void Testbed::attach_programs() const {
   const std::string pin = em::bpffs_dir(state_.name) + "/wanlab_tc";
-  em::UniqueFd program(bpf_obj_get(pin.c_str()));
-  if (!program) em::throw_errno(state_.name + ": opening the pinned program " + pin);
+  base::UniqueFd program(bpf_obj_get(pin.c_str()));
+  if (!program) base::throw_errno(state_.name + ": opening the pinned program " + pin);
   em::NetnsScope in_core(em::core_netns(state_.name));
   em::Rtnl core;
   for (const auto& host : state_.hosts)
@@ -377,7 +378,7 @@ std::string now_text() {
 
 WorkDir::WorkDir(const std::string& prefix) {
   std::string pattern = "/tmp/" + prefix + ".XXXXXX";
-  if (!::mkdtemp(pattern.data())) em::throw_errno("creating a work directory under /tmp");
+  if (!::mkdtemp(pattern.data())) base::throw_errno("creating a work directory under /tmp");
   path = pattern;
 }
 

@@ -32,11 +32,12 @@
 
 #include "bench_support.hpp"
 #include "wanlab/emulator/probe.hpp"
-#include "wanlab/emulator/process.hpp"
+#include "wanlab/base/process.hpp"
 #include "wanlab/emulator/tcp_window.hpp"
 
 namespace fs = std::filesystem;
 namespace em = wanlab::emulator;
+namespace base = wanlab::base;
 using namespace wanlab::bench;
 using namespace std::chrono_literals;
 
@@ -490,7 +491,7 @@ Table scale_section(const Config& config) {
 
 Config parse_args(int argc, char** argv) {
   Config config;
-  config.wanlab = (fs::path(em::self_exe()).parent_path().parent_path() / "cli" / "wanlab").string();
+  config.wanlab = (fs::path(base::self_exe()).parent_path().parent_path() / "cli" / "wanlab").string();
   config.sections = {"rtt", "goodput", "capacity", "conformance", "scale"};
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];

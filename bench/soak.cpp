@@ -39,13 +39,15 @@
 #include "wanlab/base/parse.hpp"
 #include "wanlab/emulator/datapath.hpp"
 #include "wanlab/emulator/netns.hpp"
-#include "wanlab/emulator/process.hpp"
+#include "wanlab/base/process.hpp"
 #include "wanlab/emulator/rtnl.hpp"
 #include "wanlab/emulator/scenario.hpp"
-#include "wanlab/emulator/sys.hpp"
+#include "wanlab/base/files.hpp"
+#include "wanlab/base/sys.hpp"
 
 namespace fs = std::filesystem;
 namespace em = wanlab::emulator;
+namespace base = wanlab::base;
 using namespace wanlab::bench;
 using namespace std::chrono_literals;
 
@@ -200,7 +202,7 @@ struct DaemonSample {
 
 DaemonSample daemon_sample(pid_t pid) {
   DaemonSample sample;
-  std::istringstream status(em::read_file(fmt::format("/proc/{}/status", pid)));
+  std::istringstream status(base::read_kernel_file(fmt::format("/proc/{}/status", pid)));
   for (std::string line; std::getline(status, line);) {
     std::istringstream fields(line);
     std::string key;
@@ -240,7 +242,7 @@ std::uint64_t interface_drops(const std::vector<std::string>& namespaces) {
   std::uint64_t total = 0;
   for (const auto& ns : namespaces) {
     em::NetnsScope inside(ns);
-    std::istringstream lines(em::read_file("/proc/thread-self/net/dev"));
+    std::istringstream lines(base::read_kernel_file("/proc/thread-self/net/dev"));
     for (std::string line; std::getline(lines, line);) {
       const auto colon = line.find(':');
       if (colon == std::string::npos) continue;
@@ -263,7 +265,7 @@ std::uint64_t inode_of(const std::string& path) {
 std::uint64_t start_time(pid_t pid) {
   std::string stat;
   try {
-    stat = em::read_file(fmt::format("/proc/{}/stat", pid));
+    stat = base::read_kernel_file(fmt::format("/proc/{}/stat", pid));
   } catch (const std::exception&) {
     return 0;
   }
@@ -294,7 +296,7 @@ std::vector<ProcessSeen> processes_in(const std::set<std::uint64_t>& inodes) {
     const pid_t pid = std::stoi(name);
     std::string comm;
     try {
-      comm = em::read_file(fmt::format("/proc/{}/comm", pid));
+      comm = base::read_kernel_file(fmt::format("/proc/{}/comm", pid));
     } catch (const std::exception&) {
     }
     while (!comm.empty() && comm.back() == '\n') comm.pop_back();
@@ -329,17 +331,17 @@ std::vector<BpfObject> pinned_objects(const std::string& testbed) {
     // The kernel's own iterators in every bpffs mount (bpf_preload), not ours.
     if (object.name == "maps.debug" || object.name == "progs.debug") continue;
     object.program = object.name == "wanlab_tc";
-    em::UniqueFd fd(bpf_obj_get(entry.path().c_str()));
-    if (!fd) em::throw_errno("opening " + entry.path().string());
+    base::UniqueFd fd(bpf_obj_get(entry.path().c_str()));
+    if (!fd) base::throw_errno("opening " + entry.path().string());
     if (object.program) {
       bpf_prog_info info{};
       __u32 len = sizeof(info);
-      em::check(bpf_obj_get_info_by_fd(fd.get(), &info, &len), "reading " + object.name);
+      base::check(bpf_obj_get_info_by_fd(fd.get(), &info, &len), "reading " + object.name);
       object.id = info.id;
     } else {
       bpf_map_info info{};
       __u32 len = sizeof(info);
-      em::check(bpf_obj_get_info_by_fd(fd.get(), &info, &len), "reading " + object.name);
+      base::check(bpf_obj_get_info_by_fd(fd.get(), &info, &len), "reading " + object.name);
       object.id = info.id;
     }
     objects.push_back(object);
@@ -357,7 +359,7 @@ bool bpf_object_exists(const BpfObject& object) {
 }
 
 bool mounted(const std::string& path) {
-  std::istringstream lines(em::read_file("/proc/self/mountinfo"));
+  std::istringstream lines(base::read_kernel_file("/proc/self/mountinfo"));
   for (std::string line; std::getline(lines, line);) {
     std::istringstream fields(line);
     std::string id, parent, device, root, mount_point;
@@ -370,7 +372,7 @@ bool mounted(const std::string& path) {
 // The nsfs bind mounts of the machine that name one of `inodes` (a kept namespace).
 std::vector<std::string> nsfs_mounts_of(const std::set<std::uint64_t>& inodes) {
   std::vector<std::string> found;
-  std::istringstream lines(em::read_file("/proc/self/mountinfo"));
+  std::istringstream lines(base::read_kernel_file("/proc/self/mountinfo"));
   for (std::string line; std::getline(lines, line);) {
     for (const auto inode : inodes)
       if (line.find(fmt::format("net:[{}]", inode)) != std::string::npos) found.push_back(line);
@@ -864,7 +866,7 @@ int Soak::run() {
     if (p.kind != Kind::long_client) continue;
     std::string text;
     try {
-      text = em::read_file(p.log);
+      text = base::read_kernel_file(p.log);
     } catch (const std::exception&) {
     }
     const auto goodput = json_first_number(text, "goodput_bps"), bytes = json_first_number(text, "bytes"),
@@ -1112,7 +1114,7 @@ void Soak::write_outputs(const std::vector<std::string>& summary, const std::vec
 
 Config parse_args(int argc, char** argv) {
   Config config;
-  config.wanlab = (fs::path(em::self_exe()).parent_path().parent_path() / "cli" / "wanlab").string();
+  config.wanlab = (fs::path(base::self_exe()).parent_path().parent_path() / "cli" / "wanlab").string();
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {

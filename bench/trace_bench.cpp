@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "bench_support.hpp"
+#include "wanlab/base/clock.hpp"
 #include "wanlab/base/parse.hpp"
 #include "wanlab/emulator/datapath.hpp"
 #include "wanlab/emulator/probe.hpp"
@@ -89,10 +90,7 @@ RateResult measure(const Config& config, const std::string& work, const std::str
   // Receiver time: the schedule's plus the one-way delay; counted from a
   // period's start 3 s on (slow start, cubic finding the queue).
   const std::uint64_t origin = schedule[0].head.start_ns + kOneWayNs;
-  timespec now{};
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  const std::uint64_t earliest = static_cast<std::uint64_t>(now.tv_sec) * 1'000'000'000 +
-                                 static_cast<std::uint64_t>(now.tv_nsec) + 3000 * kMs;
+  const std::uint64_t earliest = static_cast<std::uint64_t>(wanlab::base::monotonic_ns()) + 3000 * kMs;
   em::GoodputOptions options;
   options.count_from_mono_ns = origin + (earliest - origin + 2 * kHalfNs - 1) / (2 * kHalfNs) * (2 * kHalfNs);
   options.seconds = config.seconds;

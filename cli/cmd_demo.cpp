@@ -8,6 +8,7 @@
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "wanlab/base/process.hpp"
 #include "wanlab/emulator/probe.hpp"
 #include "wanlab/emulator/testbed.hpp"
 #include "wanlab/emulator/units.hpp"
@@ -70,6 +71,7 @@ int cmd_demo(const Options& options) {
   const em::Scenario scenario = em::load_scenario(path);
   em::UpOptions up;
   up.release = release;
+  up.exe = base::self_exe();
   up.progress = [](const std::string& step) { fmt::print("wanlab up: {}\n", step); };
   const auto state = em::testbed_up(scenario, up);
   fmt::print("testbed {} is up: {} DCs, {} hosts, release path {}\n", state.name, state.dcs.size(), state.hosts.size(),

@@ -16,12 +16,13 @@
 #include "commands.hpp"
 #include "json.hpp"
 #include "options.hpp"
+#include "wanlab/base/process.hpp"
+#include "wanlab/base/sys.hpp"
 #include "wanlab/emulator/names.hpp"
 #include "wanlab/emulator/netns.hpp"
 #include "wanlab/emulator/process.hpp"
 #include "wanlab/emulator/rtnl.hpp"
 #include "wanlab/emulator/scenario.hpp"
-#include "wanlab/emulator/sys.hpp"
 #include "wanlab/emulator/testbed.hpp"
 #include "wanlab/emulator/units.hpp"
 #include "wanlab/emulator/verify.hpp"
@@ -39,6 +40,7 @@ em::TestbedState bring_up(const std::string& scenario_path, const Options& optio
   const em::Scenario scenario = em::load_scenario(scenario_path);
   em::UpOptions up;
   up.release = release_option(options);
+  up.exe = base::self_exe();
   if (const auto name = options.get("name")) up.name = checked_testbed_name(*name, "--name");
   if (verbose) up.progress = [](const std::string& step) { fmt::print("wanlab up: {}\n", step); };
   return em::testbed_up(scenario, up);
@@ -92,6 +94,7 @@ int cmd_attach(const Options& options) {
   if (options.positionals().size() != 2) throw UsageError("expected an interface and a scenario file");
   em::AttachOptions attach;
   attach.release = release_option(options);
+  attach.exe = base::self_exe();
   if (const auto name = options.get("name")) attach.name = checked_testbed_name(*name, "--name");
   attach.queue_num = options.integer<std::uint16_t>("queue-num", 0, 65535);
   const auto pid = options.integer<pid_t>("pid", 1, 0x3fffffff);
@@ -101,15 +104,15 @@ int cmd_attach(const Options& options) {
   if (options.get("netns") && options.get("pid")) throw UsageError("give --netns or --pid, not both");
   if (pid) {
     const std::string proc = fmt::format("/proc/{}/ns/net", *pid);
-    em::UniqueFd netns(::open(proc.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!netns) em::throw_errno(fmt::format("--pid {}: opening its network namespace", *pid));
-    em::check(::setns(netns.get(), CLONE_NEWNET), fmt::format("--pid {}: entering its network namespace", *pid));
+    base::UniqueFd netns(::open(proc.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!netns) base::throw_errno(fmt::format("--pid {}: opening its network namespace", *pid));
+    base::check(::setns(netns.get(), CLONE_NEWNET), fmt::format("--pid {}: entering its network namespace", *pid));
   } else if (auto name = options.get("netns")) {
     // A name under /run/netns, as `ip netns` takes it: one path component.
     if (name->empty() || *name == "." || *name == ".." || name->find('/') != std::string::npos)
       throw UsageError("--netns: expected a network namespace name (as in `ip netns list`), got " + base::quoted(*name));
-    em::UniqueFd netns = em::open_netns(*name);
-    em::check(::setns(netns.get(), CLONE_NEWNET), "--netns " + *name + ": entering it");
+    base::UniqueFd netns = em::open_netns(*name);
+    base::check(::setns(netns.get(), CLONE_NEWNET), "--netns " + *name + ": entering it");
   }
   if (!options.flag("quiet")) attach.progress = [](const std::string& step) { fmt::print("wanlab attach: {}\n", step); };
   const auto state = em::attach_up(options.positionals()[0], scenario, attach);
@@ -212,15 +215,11 @@ int cmd_exec(const Options& options) {
   if (options.rest().empty()) throw UsageError("expected a command after --");
   const auto state = em::load_state(em::resolve_testbed(testbed_option(options)));
   const auto& host = state.host(one_positional(options, "host name"));
-  em::UniqueFd netns = em::open_netns(host.netns);
-  em::check(::setns(netns.get(), CLONE_NEWNET), host.name + ": entering its network namespace");
+  base::UniqueFd netns = em::open_netns(host.netns);
+  base::check(::setns(netns.get(), CLONE_NEWNET), host.name + ": entering its network namespace");
   ::setenv("WANLAB_HOST", host.name.c_str(), 1);
   ::setenv("WANLAB_TESTBED", state.name.c_str(), 1);
-  std::vector<char*> argv;
-  for (const auto& arg : options.rest()) argv.push_back(const_cast<char*>(arg.c_str()));
-  argv.push_back(nullptr);
-  ::execvp(argv[0], argv.data());
-  em::throw_errno(host.name + ": running " + options.rest().front());
+  base::exec_argv(options.rest(), host.name + ": running " + options.rest().front());
 }
 
 // Every option but --testbed and --one-way is a link key, checked here by the

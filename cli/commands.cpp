@@ -10,6 +10,7 @@
 #include "options.hpp"
 #include "wanlab/emulator/scenario.hpp"
 #include "wanlab/harness/experiment.hpp"
+#include "wanlab/transport/perf.hpp"
 
 namespace wanlab::cli {
 
@@ -37,6 +38,19 @@ OptionSpecs set_options() {
     options.push_back(valued(emulator::link_option_name(key.name).substr(2), std::string(key.metavar),
                              key.is_bool ? "on or off" : std::string(key.expected)));
   for (OptionSpec option : schedule_options()) options.push_back(std::move(option));
+  return options;
+}
+
+// `wanlab perf`: the transport's table, each name once (--port is the
+// server's and the client's). perf parses its own arguments (short options,
+// server|client); this is its usage line.
+OptionSpecs perf_options() {
+  OptionSpecs options;
+  for (const transport::perf::Option& option : transport::perf::options()) {
+    const bool listed = std::any_of(options.begin(), options.end(), [&](const OptionSpec& o) { return o.name == option.name; });
+    if (listed) continue;
+    options.push_back(option.metavar.empty() ? flag(option.name, option.help) : valued(option.name, option.metavar, option.help));
+  }
   return options;
 }
 
@@ -79,7 +93,7 @@ std::vector<Command> make_commands() {
        cmd_attach},
       {"demo", "[SCENARIO]", "bring up a WAN, measure RTT and goodput per DC pair, take it down",
        {kRelease, valued("seconds", "S", "goodput measured for S seconds per pair (0.1 to 3600, default 3)")}, cmd_demo},
-      {"perf", "server|client ...", "multi-stream TCP goodput (iperf3-like; wanlab perf --help)", {}, nullptr, cmd_perf},
+      {"perf", "server|client [HOST]", "multi-stream TCP goodput (iperf3-like; wanlab perf --help)", perf_options(), nullptr, cmd_perf},
       {"train", "EXPERIMENT", "run training workers over an emulated WAN (or --simulate)", train_options(), cmd_train},
       {"compare", "RESULT...", "results.json of several runs side by side", {}, cmd_compare},
       {"worker", "", "internal: one emulated GPU of train", {kControl, kId, flag("probe", "check that the binary runs, then exit")},

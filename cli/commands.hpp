@@ -1,8 +1,9 @@
 // The `wanlab` subcommands: one table (commands.cpp) gives each its operands,
 // summary and options, from which main() parses argv, `--help` and the usage
-// lines are made. `set` and `train` take their options from the libraries'
-// key tables (emulator::link_keys(), harness::experiment_options()), so a key
-// added there is an option here with no second list.
+// lines are made. `set`, `train` and `perf` take their options from the
+// libraries' key tables (emulator::link_keys(), harness::experiment_options(),
+// transport::perf::options()), so a key added there is an option here with no
+// second list.
 #pragma once
 
 #include <span>

@@ -9,23 +9,10 @@
 #include <fmt/format.h>
 #include <utility>
 
+#include "wanlab/base/sys.hpp"
+
 namespace wanlab::base {
 namespace {
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
 
 [[noreturn]] void fail(const std::string& path, std::string_view what, int err = errno) {
   throw FileError(path, fmt::format("{}: {}", what, std::strerror(err)));
@@ -58,7 +45,7 @@ std::string format_bytes(std::uint64_t bytes) {
 
 std::string read_regular_file(const std::string& path, const ReadRules& rules) {
   const int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (rules.follow_symlinks ? 0 : O_NOFOLLOW);
-  Fd file(::open(path.c_str(), flags));
+  UniqueFd file(::open(path.c_str(), flags));
   if (file.get() < 0) {
     if (errno == ELOOP && !rules.follow_symlinks) throw FileError(path, "is a symbolic link; refusing to follow it");
     fail(path, "cannot open");
@@ -90,9 +77,14 @@ std::string read_regular_file(const std::string& path, const ReadRules& rules) {
   return contents;
 }
 
+std::string read_kernel_file(const std::string& path) {
+  // Regular and small, though their size reads as 0 until they are read.
+  return read_regular_file(path, ReadRules{1u << 20, true});
+}
+
 void replace_file(const std::string& path, std::string_view contents, mode_t mode) {
   std::string temporary = path + ".XXXXXX";
-  Fd file(::mkostemp(temporary.data(), O_CLOEXEC));  // O_CREAT | O_EXCL, mode 0600
+  UniqueFd file(::mkostemp(temporary.data(), O_CLOEXEC));  // O_CREAT | O_EXCL, mode 0600
   if (file.get() < 0) fail(path, "creating a file in " + directory_of(path));
   auto discard = [&] { ::unlink(temporary.c_str()); };
   std::size_t written = 0;

@@ -14,13 +14,15 @@
 #include <system_error>
 
 #include "testbed_internal.hpp"
+#include "wanlab/base/interrupts.hpp"
+#include "wanlab/base/clock.hpp"
 #include "wanlab/base/parse.hpp"
 #include "wanlab/emulator/names.hpp"
 #include "wanlab/emulator/datapath.hpp"
 #include "wanlab/emulator/netns.hpp"
 #include "wanlab/emulator/process.hpp"
 #include "wanlab/emulator/rtnl.hpp"
-#include "wanlab/emulator/sys.hpp"
+#include "wanlab/base/sys.hpp"
 #include "wanlab/emulator/testbed.hpp"
 
 namespace wanlab::emulator {
@@ -103,12 +105,12 @@ TestbedState attach_up(const std::string& dev, const Scenario& scenario, const A
   const int ifindex = rtnl.link_index(dev);  // the calling thread's namespace
   state.queue_num = options.queue_num.value_or(static_cast<std::uint16_t>(30000 + ifindex % 30000));
   state.created_unix = ::time(nullptr);
-  state.created_mono_ns = monotonic_ns();
+  state.created_mono_ns = base::monotonic_ns();
 
   auto say = [&](const std::string& step) {
     if (options.progress) options.progress(step);
   };
-  InterruptGuard interrupts;
+  base::InterruptGuard interrupts;
   try {
     create_run_dir(state, scenario);
     name_current_netns(state.netns);
@@ -118,7 +120,7 @@ TestbedState attach_up(const std::string& dev, const Scenario& scenario, const A
     if (state.release == ReleasePath::fq) refuse_configured_root_qdisc(rtnl, ifindex, dev);
 
     Datapath datapath = load_datapath(scenario, state, false);
-    check_interrupted();
+    base::check_interrupted();
 
     state.created_clsact = add_clsact_if_missing(rtnl, ifindex);
     write_state(state);
@@ -131,10 +133,9 @@ TestbedState attach_up(const std::string& dev, const Scenario& scenario, const A
       rtnl.add_bpf_filter(ifindex, true, datapath.program_fd(), "wanlab_tc", kFilterPriority, kFilterHandle);
       install_nfqueue_rule(state);
     }
-    check_interrupted();
+    base::check_interrupted();
     say("starting the daemon");
-    state.daemon_pid = start_daemon(state);
-    write_state(state);
+    start_daemon(state, options.exe);
   } catch (...) {
     testbed_down(state.name);
     throw;

@@ -11,12 +11,13 @@
 #include <utility>
 #include <toml++/toml.h>
 
+#include "wanlab/base/clock.hpp"
 #include "wanlab/base/parse.hpp"
 #include "strict_toml.hpp"
 #include "testbed_internal.hpp"
 #include "wanlab/base/files.hpp"
 #include "wanlab/emulator/datapath.hpp"
-#include "wanlab/emulator/sys.hpp"
+#include "wanlab/base/sys.hpp"
 #include "wanlab/emulator/testbed.hpp"
 
 namespace fs = std::filesystem;
@@ -112,12 +113,12 @@ class TestbedLock {
  public:
   explicit TestbedLock(const std::string& testbed)
       : fd_(::open((run_dir(testbed) + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) {
-    if (!fd_) throw_errno(testbed + ": opening lock file");
-    check(::flock(fd_.get(), LOCK_EX), testbed + ": locking");
+    if (!fd_) base::throw_errno(testbed + ": opening lock file");
+    base::check(::flock(fd_.get(), LOCK_EX), testbed + ": locking");
   }
 
  private:
-  UniqueFd fd_;
+  base::UniqueFd fd_;
 };
 
 void refresh_locked(const TestbedState& state) {
@@ -139,7 +140,7 @@ Scenario current_scenario(const TestbedState& state) {
 
 Scenario scenario_now(const TestbedState& state, Scenario scenario, bool with_changes) {
   std::vector<TimedSpec> timeline;
-  const std::uint64_t now = monotonic_ns();
+  const std::uint64_t now = base::monotonic_ns();
   for (const Event& event : scenario.events) {
     const std::uint64_t due = event_due_mono_ns(state, event.at_ns);
     if (due <= now) timeline.push_back({due, event.link});
@@ -174,7 +175,7 @@ void apply_change(const TestbedState& state, const Change& change) {
   toml::table root = read_changes(state).second;
   toml::table fields;
   for (const auto& [field, value] : change.fields) fields.insert_or_assign(field, value);
-  root["change"].as_array()->push_back(toml::table{{"at_mono_ns", static_cast<std::int64_t>(monotonic_ns())},
+  root["change"].as_array()->push_back(toml::table{{"at_mono_ns", static_cast<std::int64_t>(base::monotonic_ns())},
                                                    {"from", change.from},
                                                    {"to", change.to},
                                                    {"symmetric", change.symmetric},
@@ -235,7 +236,7 @@ void set_schedule_live(const TestbedState& state, const Change& selection, const
                                            schedule->where, state.dcs[static_cast<std::size_t>(src)],
                                            state.dcs[static_cast<std::size_t>(dst)]));
   }
-  const std::uint64_t start = monotonic_ns();
+  const std::uint64_t start = base::monotonic_ns();
   for (const auto& [src, dst] : pairs) {
     if (schedule)
       datapath.set_schedule(src, dst, schedule_entries(*schedule, start));

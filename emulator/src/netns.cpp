@@ -20,12 +20,12 @@ std::string netns_path(const std::string& name) { return std::string(kNetnsDir) 
 // /run/netns must be a shared mount so namespaces mounted later show up in
 // every mount namespace; ip(8) does the same.
 void prepare_netns_dir() {
-  if (::mkdir(kNetnsDir, 0755) < 0 && errno != EEXIST) throw_errno(std::string("creating ") + kNetnsDir);
+  if (::mkdir(kNetnsDir, 0755) < 0 && errno != EEXIST) base::throw_errno(std::string("creating ") + kNetnsDir);
   if (::mount("", kNetnsDir, "none", MS_SHARED | MS_REC, nullptr) == 0) return;
-  if (errno != EINVAL) throw_errno(std::string("making ") + kNetnsDir + " shared");
-  check(::mount(kNetnsDir, kNetnsDir, "none", MS_BIND | MS_REC, nullptr),
+  if (errno != EINVAL) base::throw_errno(std::string("making ") + kNetnsDir + " shared");
+  base::check(::mount(kNetnsDir, kNetnsDir, "none", MS_BIND | MS_REC, nullptr),
         std::string("bind-mounting ") + kNetnsDir);
-  check(::mount("", kNetnsDir, "none", MS_SHARED | MS_REC, nullptr),
+  base::check(::mount("", kNetnsDir, "none", MS_SHARED | MS_REC, nullptr),
         std::string("making ") + kNetnsDir + " shared");
 }
 
@@ -40,8 +40,8 @@ ino_t netns_inode(const std::string& path) {
 void create_netns(const std::string& name) {
   prepare_netns_dir();
   const std::string path = netns_path(name);
-  UniqueFd file(::open(path.c_str(), O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0));
-  if (!file) throw_errno(name + ": creating " + path);
+  base::UniqueFd file(::open(path.c_str(), O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0));
+  if (!file) base::throw_errno(name + ": creating " + path);
   file.reset();
 
   // unshare() moves only the calling thread, so a short-lived thread makes the
@@ -49,9 +49,9 @@ void create_netns(const std::string& name) {
   std::exception_ptr failure;
   std::thread maker([&] {
     try {
-      check(::unshare(CLONE_NEWNET), name + ": unshare(CLONE_NEWNET)");
+      base::check(::unshare(CLONE_NEWNET), name + ": unshare(CLONE_NEWNET)");
       const std::string self = "/proc/self/task/" + std::to_string(::syscall(SYS_gettid)) + "/ns/net";
-      check(::mount(self.c_str(), path.c_str(), "none", MS_BIND, nullptr), name + ": mounting " + path);
+      base::check(::mount(self.c_str(), path.c_str(), "none", MS_BIND, nullptr), name + ": mounting " + path);
     } catch (...) {
       failure = std::current_exception();
     }
@@ -66,22 +66,22 @@ void create_netns(const std::string& name) {
 void name_current_netns(const std::string& name) {
   prepare_netns_dir();
   const std::string path = netns_path(name);
-  UniqueFd file(::open(path.c_str(), O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0));
-  if (!file) throw_errno(name + ": creating " + path);
+  base::UniqueFd file(::open(path.c_str(), O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0));
+  if (!file) base::throw_errno(name + ": creating " + path);
   file.reset();
   const std::string self = "/proc/self/task/" + std::to_string(::syscall(SYS_gettid)) + "/ns/net";
   if (::mount(self.c_str(), path.c_str(), "none", MS_BIND, nullptr) < 0) {
     const int err = errno;
     ::unlink(path.c_str());
-    throw_errno(name + ": mounting " + path, err);
+    base::throw_errno(name + ": mounting " + path, err);
   }
 }
 
 void delete_netns(const std::string& name) {
   const std::string path = netns_path(name);
   if (::umount2(path.c_str(), MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
-    throw_errno(name + ": unmounting " + path);
-  if (::unlink(path.c_str()) < 0 && errno != ENOENT) throw_errno(name + ": removing " + path);
+    base::throw_errno(name + ": unmounting " + path);
+  if (::unlink(path.c_str()) < 0 && errno != ENOENT) base::throw_errno(name + ": removing " + path);
 }
 
 bool netns_exists(const std::string& name) { return ::access(netns_path(name).c_str(), F_OK) == 0; }
@@ -96,9 +96,9 @@ std::vector<std::string> list_netns(const std::string& prefix) {
   return names;
 }
 
-UniqueFd open_netns(const std::string& name) {
-  UniqueFd fd(::open(netns_path(name).c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) throw_errno(name + ": opening network namespace " + netns_path(name));
+base::UniqueFd open_netns(const std::string& name) {
+  base::UniqueFd fd(::open(netns_path(name).c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) base::throw_errno(name + ": opening network namespace " + netns_path(name));
   return fd;
 }
 
@@ -118,14 +118,14 @@ std::vector<pid_t> netns_pids(const std::string& name) {
 NetnsScope::NetnsScope(int netns_fd) { enter(netns_fd, "entering network namespace"); }
 
 NetnsScope::NetnsScope(const std::string& name) {
-  UniqueFd target = open_netns(name);
+  base::UniqueFd target = open_netns(name);
   enter(target.get(), name + ": entering network namespace");
 }
 
 void NetnsScope::enter(int netns_fd, const std::string& what) {
-  previous_ = UniqueFd(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
-  if (!previous_) throw_errno("opening the current network namespace");
-  check(::setns(netns_fd, CLONE_NEWNET), what);
+  previous_ = base::UniqueFd(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+  if (!previous_) base::throw_errno("opening the current network namespace");
+  base::check(::setns(netns_fd, CLONE_NEWNET), what);
 }
 
 NetnsScope::~NetnsScope() {

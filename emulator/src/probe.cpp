@@ -22,7 +22,8 @@
 #include <thread>
 
 #include "wanlab/emulator/netns.hpp"
-#include "wanlab/emulator/sys.hpp"
+#include "wanlab/base/clock.hpp"
+#include "wanlab/base/sys.hpp"
 
 namespace wanlab::emulator {
 namespace {
@@ -40,17 +41,17 @@ sockaddr_in make_addr(std::uint32_t ipv4, std::uint16_t port) {
 std::uint16_t bound_port(int fd) {
   sockaddr_in addr{};
   socklen_t len = sizeof(addr);
-  check(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), "getsockname");
+  base::check(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), "getsockname");
   return ntohs(addr.sin_port);
 }
 
-UniqueFd bound_socket(int type, std::uint32_t ipv4, const std::string& what) {
-  UniqueFd fd(::socket(AF_INET, type | SOCK_CLOEXEC, 0));
-  if (!fd) throw_errno(what + ": socket");
+base::UniqueFd bound_socket(int type, std::uint32_t ipv4, const std::string& what) {
+  base::UniqueFd fd(::socket(AF_INET, type | SOCK_CLOEXEC, 0));
+  if (!fd) base::throw_errno(what + ": socket");
   const int one = 1;
   ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   sockaddr_in addr = make_addr(ipv4, 0);
-  check(::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), what + ": bind");
+  base::check(::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), what + ": bind");
   return fd;
 }
 
@@ -59,7 +60,7 @@ bool wait_readable(int fd, int timeout_ms) {
   return ::poll(&pfd, 1, timeout_ms) > 0;
 }
 
-SenderTcpInfo read_tcp_info(const std::vector<UniqueFd>& conns) {
+SenderTcpInfo read_tcp_info(const std::vector<base::UniqueFd>& conns) {
   SenderTcpInfo sum;
   int streams = 0;
   for (const auto& conn : conns) {
@@ -103,7 +104,7 @@ std::int64_t ns_between(const timespec& earlier, const timespec& later) {
 
 void enable_receive_timestamps(int fd, const std::string& what) {
   const int one = 1;
-  check(::setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)), what + ": SO_TIMESTAMPNS");
+  base::check(::setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)), what + ": SO_TIMESTAMPNS");
 }
 
 // Reads one datagram without blocking; its kernel receive time (CLOCK_REALTIME)
@@ -150,7 +151,7 @@ class UdpEcho {
   void serve(const Endpoint& at) {
     try {
       NetnsScope in_ns(at.netns);
-      UniqueFd fd = bound_socket(SOCK_DGRAM, at.ipv4, at.netns + ": UDP echo");
+      base::UniqueFd fd = bound_socket(SOCK_DGRAM, at.ipv4, at.netns + ": UDP echo");
       enable_receive_timestamps(fd.get(), at.netns + ": UDP echo");
       port_promise_.set_value(bound_port(fd.get()));
       char buf[64];
@@ -207,7 +208,7 @@ std::vector<PacedEcho> measure_echoes_paced(const Endpoint& from, const Endpoint
   std::vector<PacedEcho> echoes;
   if (echo.port() != 0) {
     run_in_netns(from.netns, [&] {
-      UniqueFd fd = bound_socket(SOCK_DGRAM, from.ipv4, from.netns + ": UDP client");
+      base::UniqueFd fd = bound_socket(SOCK_DGRAM, from.ipv4, from.netns + ": UDP client");
       enable_receive_timestamps(fd.get(), from.netns + ": UDP client");
       const sockaddr_in dst = make_addr(to.ipv4, echo.port());
       std::vector<timespec> sent(static_cast<std::size_t>(count));
@@ -242,9 +243,8 @@ std::vector<PacedEcho> measure_echoes_paced(const Endpoint& from, const Endpoint
           probe.seq = next;
           probe.magic = kStampedMagic;
           sent[static_cast<std::size_t>(next)] = realtime_now();
-          sent_mono[static_cast<std::size_t>(next)] = static_cast<std::uint64_t>(
-              std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count());
-          check(static_cast<int>(::sendto(fd.get(), &probe, sizeof(probe), 0, reinterpret_cast<const sockaddr*>(&dst), sizeof(dst))),
+          sent_mono[static_cast<std::size_t>(next)] = static_cast<std::uint64_t>(base::monotonic_ns(Clock::now()));
+          base::check(static_cast<int>(::sendto(fd.get(), &probe, sizeof(probe), 0, reinterpret_cast<const sockaddr*>(&dst), sizeof(dst))),
                 from.netns + ": sending echo");
           ++next;
         }
@@ -289,14 +289,14 @@ GoodputReport measure_goodput(const Endpoint& from, const Endpoint& to, const Go
   std::thread sink([&] {
     try {
       NetnsScope in_ns(to.netns);
-      UniqueFd listener = bound_socket(SOCK_STREAM, to.ipv4, to.netns + ": TCP sink");
-      check(::listen(listener.get(), 64), to.netns + ": listen");
+      base::UniqueFd listener = bound_socket(SOCK_STREAM, to.ipv4, to.netns + ": TCP sink");
+      base::check(::listen(listener.get(), 64), to.netns + ": listen");
       port_promise.set_value(bound_port(listener.get()));
-      std::vector<UniqueFd> conns;
+      std::vector<base::UniqueFd> conns;
       for (int i = 0; i < options.streams; ++i) {
         if (!wait_readable(listener.get(), 10'000)) throw std::runtime_error(to.netns + ": no TCP connection arrived");
         conns.emplace_back(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
-        if (!conns.back()) throw_errno(to.netns + ": accept");
+        if (!conns.back()) base::throw_errno(to.netns + ": accept");
       }
       std::vector<pollfd> pfds;
       for (auto& c : conns) pfds.push_back(pollfd{c.get(), POLLIN, 0});
@@ -335,16 +335,16 @@ GoodputReport measure_goodput(const Endpoint& from, const Endpoint& to, const Go
     std::thread source([&] {
       try {
         NetnsScope in_ns(from.netns);
-        std::vector<UniqueFd> conns;
+        std::vector<base::UniqueFd> conns;
         for (int i = 0; i < options.streams; ++i) {
-          UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-          if (!fd) throw_errno(from.netns + ": socket");
+          base::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+          if (!fd) base::throw_errno(from.netns + ": socket");
           if (options.congestion)
-            check(::setsockopt(fd.get(), IPPROTO_TCP, TCP_CONGESTION, options.congestion->c_str(),
+            base::check(::setsockopt(fd.get(), IPPROTO_TCP, TCP_CONGESTION, options.congestion->c_str(),
                                static_cast<socklen_t>(options.congestion->size())),
                   from.netns + ": TCP_CONGESTION " + *options.congestion);
           sockaddr_in dst = make_addr(to.ipv4, port);
-          check(::connect(fd.get(), reinterpret_cast<sockaddr*>(&dst), sizeof(dst)), from.netns + ": connect");
+          base::check(::connect(fd.get(), reinterpret_cast<sockaddr*>(&dst), sizeof(dst)), from.netns + ": connect");
           conns.push_back(std::move(fd));
         }
         std::vector<char> buf(1 << 20, 'w');

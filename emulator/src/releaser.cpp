@@ -8,12 +8,12 @@
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <time.h>
 
 #include <algorithm>
 #include <chrono>
 
-#include "wanlab/emulator/sys.hpp"
+#include "wanlab/base/clock.hpp"
+#include "wanlab/base/sys.hpp"
 
 extern "C" {
 #include "wanlab_edt.h"  // the mark's one decoding: wanlab_edt_mark_depart_ns
@@ -27,12 +27,6 @@ namespace {
 constexpr std::uint64_t kEarlySlackNs = 2'000;
 constexpr std::uint64_t kMinWakeLeadNs = 20'000;
 constexpr std::uint64_t kMaxWakeLeadNs = 250'000;
-
-std::uint64_t monotonic_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<std::uint64_t>(ts.tv_nsec);
-}
 
 nlmsghdr* put_nfq_header(char* buf, std::uint8_t msg_type, std::uint16_t queue_num, std::uint16_t flags) {
   nlmsghdr* nlh = mnl_nlmsg_put_header(buf);
@@ -55,9 +49,9 @@ NfqueueReleaser::NfqueueReleaser(asio::io_context& io, std::uint16_t queue_num, 
       receive_buffer_(256 * 1024),
       verdict_batch_(64 * 1024) {
   socket_ = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC | SOCK_NONBLOCK);
-  if (!socket_) throw_errno("opening nfnetlink socket");
+  if (!socket_) base::throw_errno("opening nfnetlink socket");
   try {
-    check(mnl_socket_bind(socket_, 0, MNL_SOCKET_AUTOPID), "binding nfnetlink socket");
+    base::check(mnl_socket_bind(socket_, 0, MNL_SOCKET_AUTOPID), "binding nfnetlink socket");
     port_id_ = mnl_socket_get_portid(socket_);
     // Bursts of queued packets must not overflow the socket: a lost message
     // is a lost packet.
@@ -81,8 +75,8 @@ NfqueueReleaser::~NfqueueReleaser() {
 void NfqueueReleaser::configure(std::uint16_t queue_num, std::uint32_t max_queue_len) {
   const std::string what = "NFQUEUE " + std::to_string(queue_num);
   auto round_trip = [&](nlmsghdr* nlh, const std::string& step) {
-    nlh->nlmsg_seq = static_cast<std::uint32_t>(monotonic_ns());
-    check(static_cast<int>(mnl_socket_sendto(socket_, nlh, nlh->nlmsg_len)), what + ": " + step);
+    nlh->nlmsg_seq = static_cast<std::uint32_t>(base::monotonic_ns());
+    base::check(static_cast<int>(mnl_socket_sendto(socket_, nlh, nlh->nlmsg_len)), what + ": " + step);
     std::vector<char> reply(MNL_SOCKET_BUFFER_SIZE);
     for (;;) {
       ssize_t len = mnl_socket_recvfrom(socket_, reply.data(), reply.size());
@@ -91,9 +85,9 @@ void NfqueueReleaser::configure(std::uint16_t queue_num, std::uint32_t max_queue
         ::poll(&pfd, 1, 1000);
         len = mnl_socket_recvfrom(socket_, reply.data(), reply.size());
       }
-      if (len < 0) throw_errno(what + ": " + step);
+      if (len < 0) base::throw_errno(what + ": " + step);
       const int ret = mnl_cb_run(reply.data(), static_cast<size_t>(len), nlh->nlmsg_seq, port_id_, nullptr, nullptr);
-      if (ret < 0) throw_errno(what + ": " + step);
+      if (ret < 0) base::throw_errno(what + ": " + step);
       if (ret == MNL_CB_STOP) return;
     }
   };
@@ -137,16 +131,16 @@ void NfqueueReleaser::drain_socket() {
     if (len < 0) {
       if (errno == EAGAIN || errno == EINTR) break;
       if (errno == ENOBUFS) continue;  // the kernel dropped messages; those packets are lost
-      throw_errno("NFQUEUE " + std::to_string(queue_num_) + ": receiving");
+      base::throw_errno("NFQUEUE " + std::to_string(queue_num_) + ": receiving");
     }
-    const std::uint64_t now_ns = monotonic_ns();
+    const std::uint64_t now_ns = base::monotonic_ns();
     int remaining = static_cast<int>(len);
     for (auto* nlh = reinterpret_cast<const nlmsghdr*>(receive_buffer_.data()); mnl_nlmsg_ok(nlh, remaining);
          nlh = mnl_nlmsg_next(nlh, &remaining)) {
       if ((nlh->nlmsg_type & 0xff) == NFQNL_MSG_PACKET) handle_packet(nlh, now_ns);
     }
   }
-  release_due(monotonic_ns());
+  release_due(base::monotonic_ns());
 }
 
 void NfqueueReleaser::handle_packet(const nlmsghdr* nlh, std::uint64_t now_ns) {
@@ -195,11 +189,11 @@ void NfqueueReleaser::arm_timer() {
   timer_.async_wait([this, wake](const asio::error_code& ec) {
     if (ec) return;  // re-armed or shut down
     timer_at_ns_ = 0;
-    std::uint64_t now = monotonic_ns();
+    std::uint64_t now = base::monotonic_ns();
     learn_wake_latency(now > wake ? now - wake : 0);
     while (!held_.empty() && held_.top().depart_ns > now + kEarlySlackNs &&
            held_.top().depart_ns - now <= 2 * kMaxWakeLeadNs) {
-      now = monotonic_ns();
+      now = base::monotonic_ns();
     }
     release_due(now);
   });
@@ -231,7 +225,7 @@ void NfqueueReleaser::flush_verdicts() {
   if (verdict_bytes_ == 0) return;
   // One sendmsg carries every verdict that fell due together.
   if (::send(mnl_socket_get_fd(socket_), verdict_batch_.data(), verdict_bytes_, 0) < 0)
-    throw_errno("NFQUEUE " + std::to_string(queue_num_) + ": sending verdicts");
+    base::throw_errno("NFQUEUE " + std::to_string(queue_num_) + ": sending verdicts");
   verdict_bytes_ = 0;
 }
 

@@ -10,7 +10,7 @@
 #include <linux/rtnetlink.h>
 #include <linux/veth.h>
 
-#include "wanlab/emulator/sys.hpp"
+#include "wanlab/base/sys.hpp"
 
 namespace wanlab::emulator {
 namespace {
@@ -101,11 +101,11 @@ NetlinkMessage bpf_filter_message(int ifindex, bool ingress, int prog_fd, const 
 
 Rtnl::Rtnl() {
   socket_ = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
-  if (!socket_) throw_errno("opening rtnetlink socket");
+  if (!socket_) base::throw_errno("opening rtnetlink socket");
   if (mnl_socket_bind(socket_, 0, MNL_SOCKET_AUTOPID) < 0) {
     const int err = errno;
     mnl_socket_close(socket_);
-    throw_errno("binding rtnetlink socket", err);
+    base::throw_errno("binding rtnetlink socket", err);
   }
   port_id_ = mnl_socket_get_portid(socket_);
 }
@@ -117,20 +117,20 @@ void Rtnl::transact(NetlinkMessage& message, const std::string& what) { transact
 void Rtnl::transact(NetlinkMessage& message, const std::string& what, int (*callback)(const nlmsghdr*, void*), void* data) {
   nlmsghdr* nlh = message.header();
   nlh->nlmsg_seq = next_seq_++;
-  if (mnl_socket_sendto(socket_, nlh, nlh->nlmsg_len) < 0) throw_errno(what);
+  if (mnl_socket_sendto(socket_, nlh, nlh->nlmsg_len) < 0) base::throw_errno(what);
   std::vector<char> reply(MNL_SOCKET_BUFFER_SIZE);
   for (;;) {
     const ssize_t len = mnl_socket_recvfrom(socket_, reply.data(), reply.size());
-    if (len < 0) throw_errno(what);
+    if (len < 0) base::throw_errno(what);
     const int ret = mnl_cb_run(reply.data(), static_cast<size_t>(len), nlh->nlmsg_seq, port_id_, callback, data);
-    if (ret < 0) throw_errno(what);
+    if (ret < 0) base::throw_errno(what);
     if (ret == MNL_CB_STOP) return;
   }
 }
 
 int Rtnl::link_index(const std::string& name) const {
   const unsigned index = if_nametoindex(name.c_str());
-  if (index == 0) throw_errno("looking up interface " + name);
+  if (index == 0) base::throw_errno("looking up interface " + name);
   return static_cast<int>(index);
 }
 

@@ -1,8 +1,11 @@
-// A testbed's state file, /run/wanlab/<name>/state.toml: written by `up` and
-// `attach`, read by every later command. Read strictly: what it names becomes
+// A testbed's run directory, /run/wanlab/<name>/, the names derived from the
+// testbed's, and its state file, state.toml: written by `up` and `attach`,
+// read by every later command. Read strictly: what it names becomes
 // namespaces we delete, interfaces we change and processes we signal, so each
 // such field must be exactly what we would have written for this testbed.
 #include <arpa/inet.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 
 #include <fmt/format.h>
 #include <sstream>
@@ -12,6 +15,7 @@
 #include "testbed_internal.hpp"
 #include "wanlab/base/files.hpp"
 #include "wanlab/base/parse.hpp"
+#include "wanlab/base/sys.hpp"
 #include "wanlab/emulator/names.hpp"
 #include "wanlab/emulator/rtnl.hpp"
 
@@ -108,10 +112,38 @@ void read_attachment(const StrictToml& file, TestbedState& state) {
     file.fail(*root.get("dev"), "dev", fmt::format("not an interface name: {}", base::quoted(state.dev)));
 }
 
+// A directory of ours: made here (EEXIST is an error unless `may_exist`), and
+// a real directory, not a link someone planted.
+void make_directory(const std::string& path, mode_t mode, bool may_exist) {
+  if (::mkdir(path.c_str(), mode) == 0) return;
+  const int err = errno;
+  struct stat st{};
+  if (err != EEXIST || !may_exist) base::throw_errno("creating " + path, err);
+  if (::lstat(path.c_str(), &st) < 0) base::throw_errno("checking " + path);
+  if (!S_ISDIR(st.st_mode)) throw std::runtime_error(path + ": exists and is not a directory; remove it");
+}
+
+
 }  // namespace
 
 std::string state_path(const std::string& testbed) { return run_dir(testbed) + "/state.toml"; }
 std::string changes_path(const std::string& testbed) { return run_dir(testbed) + "/changes.toml"; }
+
+void create_run_dir(TestbedState& state, const Scenario& scenario) {
+  make_directory(kRunRoot, 0755, true);
+  make_directory(run_dir(state.name), 0700, false);
+  state.scenario_path = run_dir(state.name) + "/scenario.toml";
+  // The text that was parsed, not the file again: it may have changed or be a pipe.
+  base::replace_file(state.scenario_path, scenario.source, 0600);
+  write_state(state);
+}
+
+void mount_bpffs(const std::string& testbed) {
+  const std::string dir = bpffs_dir(testbed);
+  make_directory(dir, 0700, false);
+  base::check(::mount("bpf", dir.c_str(), "bpf", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700"),
+        testbed + ": mounting bpffs at " + dir);
+}
 
 void write_state(const TestbedState& state) {
   toml::array hosts;
@@ -155,9 +187,44 @@ void write_state(const TestbedState& state) {
 
 using namespace detail;
 
+const Host& TestbedState::host(const std::string& host_name) const {
+  for (const Host& h : hosts)
+    if (h.name == host_name) return h;
+  std::string known;
+  for (const Host& h : hosts) known += (known.empty() ? "" : ", ") + h.name;
+  throw std::runtime_error(fmt::format("{}: no host {} (hosts: {})", name, base::quoted(host_name), known));
+}
+
+std::string run_dir(const std::string& testbed) {
+  // The name rule keeps the path one plain component below the run root.
+  check_testbed_name(testbed, "testbed");
+  return std::string(kRunRoot) + "/" + testbed;
+}
+std::string bpffs_dir(const std::string& testbed) { return run_dir(testbed) + "/bpf"; }
+// '.' cannot appear in a testbed name, so one testbed's names never prefix another's.
+std::array<std::uint8_t, 16> dc_prefix_v6(int dc) {
+  return {0xfd, 0x77, 0, 0, 0, 0, static_cast<std::uint8_t>(dc >> 8), static_cast<std::uint8_t>(dc), 0, 0, 0, 0, 0, 0, 0, 0};
+}
+
+std::string core_netns(const std::string& testbed) {
+  check_testbed_name(testbed, "testbed");
+  return kPrefix + testbed + ".core";
+}
+
+std::string host_netns(const std::string& testbed, const std::string& host) {
+  check_testbed_name(testbed, "testbed");
+  if (!is_valid_host_name(host)) throw InvalidName(fmt::format("host name {}: expected <dc>-<index>", base::quoted(host)));
+  return kPrefix + testbed + "." + host;
+}
+
 TestbedState load_state(const std::string& name) {
   check_testbed_name(name, "testbed");
-  const StrictToml file(state_path(name), kMaxStateBytes);
+  return read_state_file(state_path(name), name);
+}
+
+TestbedState read_state_file(const std::string& path, const std::string& name) {
+  check_testbed_name(name, "testbed");
+  const StrictToml file(path, kMaxStateBytes);
   const toml::table& root = file.root();
   file.only_keys(root, kStateKeys, "state");
   TestbedState state;

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "testbed_internal.hpp"
+#include "wanlab/base/interrupts.hpp"
 #include "wanlab/base/parse.hpp"
 #include "wanlab/emulator/probe.hpp"
 #include "wanlab/emulator/units.hpp"
@@ -100,10 +101,10 @@ void measure_into(VerifyRow& row, Measure measure) {
   try {
     measure();
   } catch (const std::exception& error) {
-    check_interrupted();
+    base::check_interrupted();
     row.problem = fmt::format("the measurement failed: {}", error.what());
   }
-  check_interrupted();
+  base::check_interrupted();
 }
 
 const char* kChanged = "its settings changed during the measurement ([[event]] or wanlab set); verify again";
@@ -291,7 +292,7 @@ VerifyResult verify_testbed(const TestbedState& state, const std::function<Scena
                                          "(verify measures testbeds made by wanlab up)",
                                          state.name, state.dev));
   configured_for(state, configured);  // the DCs match before anything is measured
-  InterruptGuard interrupts;
+  base::InterruptGuard interrupts;
   VerifyResult result;
   const int n = static_cast<int>(state.dcs.size());
   auto add = [&](VerifyRow row) {

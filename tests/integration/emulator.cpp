@@ -9,12 +9,14 @@
 
 #include "support/wanlab_cli.hpp"
 #include "wanlab/emulator/probe.hpp"
-#include "wanlab/emulator/sys.hpp"
+#include "wanlab/base/files.hpp"
+#include "wanlab/base/sys.hpp"
 #include "wanlab/emulator/testbed.hpp"
 
 using namespace wanlab;
 using namespace std::chrono_literals;
 namespace em = wanlab::emulator;
+namespace base = wanlab::base;
 
 namespace {
 
@@ -160,7 +162,7 @@ BOOST_AUTO_TEST_CASE(set_drops_overridden_changes_and_keeps_the_settings_of_all)
     }
   }
   // Left: the last round's five changes, each still the latest for something.
-  const std::string changes = em::read_file(em::run_dir("itest") + "/changes.toml");
+  const std::string changes = base::read_regular_file(em::run_dir("itest") + "/changes.toml");
   std::size_t entries = 0;
   for (std::size_t at = changes.find("[[change]]"); at != std::string::npos; at = changes.find("[[change]]", at + 1)) ++entries;
   BOOST_TEST(entries == 5u, changes);

@@ -8,12 +8,13 @@
 #include "support/wanlab_cli.hpp"
 #include "wanlab/emulator/netns.hpp"
 #include "wanlab/emulator/probe.hpp"
-#include "wanlab/emulator/process.hpp"
+#include "wanlab/base/process.hpp"
 #include "wanlab/emulator/rtnl.hpp"
 #include "wanlab/emulator/testbed.hpp"
 
 using namespace wanlab;
 namespace em = wanlab::emulator;
+namespace base = wanlab::base;
 
 namespace {
 
@@ -41,7 +42,7 @@ struct UserHosts {
     {
       em::NetnsScope in_a("wltest-att-a");
       em::Rtnl rtnl;
-      em::UniqueFd b = em::open_netns("wltest-att-b");
+      base::UniqueFd b = em::open_netns("wltest-att-b");
       rtnl.add_veth("veth-a", "veth-b", b.get());
       const int a_if = rtnl.link_index("veth-a");
       rtnl.add_address_v4(a_if, kAddrA, 16);
@@ -59,7 +60,7 @@ struct UserHosts {
     test::wanlab({"down", "itest-att"});
     test::wanlab({"down", "itest-att2"});
     for (const char* ns : {"wltest-att-a", "wltest-att-b"}) {
-      em::terminate_pids(em::netns_pids(ns));
+      base::terminate_pids(em::netns_pids(ns));
       em::delete_netns(ns);
     }
   }

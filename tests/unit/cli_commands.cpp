@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -15,6 +16,7 @@
 #include "options.hpp"
 #include "wanlab/emulator/scenario.hpp"
 #include "wanlab/harness/experiment.hpp"
+#include "wanlab/transport/perf.hpp"
 
 namespace cli = wanlab::cli;
 
@@ -65,6 +67,16 @@ std::string source(const std::string& path) {
   return std::string(dir ? dir : ".") + "/" + path;
 }
 
+// "--name" in `text`, not as the start of a longer name ("--verify" in "--verify-slack").
+bool names_option(const std::string& text, const std::string& name) {
+  const std::string word = "--" + name;
+  for (auto at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) {
+    const char next = at + word.size() < text.size() ? text[at + word.size()] : ' ';
+    if (!std::isalnum(static_cast<unsigned char>(next)) && next != '-') return true;
+  }
+  return false;
+}
+
 bool has_option(const cli::Command& command, std::string_view name) {
   for (const auto& option : command.options)
     if (option.name == name) return true;
@@ -96,7 +108,7 @@ BOOST_AUTO_TEST_CASE(every_subcommand_has_help_naming_every_option) {
       BOOST_TEST(help.err.empty(), help.err);
       const std::string usage = cli::usage_line(command);
       for (const auto& option : command.options) {
-        BOOST_TEST(help.out.find("  --" + option.name) != std::string::npos, option.name);
+        BOOST_TEST(names_option(help.out, option.name), option.name);
         BOOST_TEST(usage.find("[--" + option.name) != std::string::npos, option.name);
       }
     }
@@ -116,6 +128,20 @@ BOOST_AUTO_TEST_CASE(set_takes_every_link_key_and_train_every_experiment_option)
   BOOST_TEST(options.ordered().size() == 3u);
   BOOST_TEST(options.get("ge-r").value() == "1%");
   BOOST_TEST(options.get("ge-bad-loss").value() == "50%");
+}
+
+BOOST_AUTO_TEST_CASE(perf_takes_its_options_from_the_transport_table) {
+  const cli::Command& perf = *cli::find_command("perf");
+  const std::string usage = cli::usage_line(perf);
+  const std::string help = wanlab::transport::perf::usage();
+  for (const auto& option : wanlab::transport::perf::options()) {
+    BOOST_TEST(has_option(perf, option.name), option.name);
+    BOOST_TEST(names_option(help, option.name), option.name);
+    if (option.short_name) BOOST_TEST(help.find(std::string{'-', option.short_name} + ", --" + option.name) != std::string::npos, option.name);
+  }
+  const Outcome bad = run_wanlab({"perf", "client", "h", "-P", "x"});
+  BOOST_TEST(bad.status == 2);
+  BOOST_TEST(bad.err == "wanlab perf: -P: expected a whole number from 1 to 64, got \"x\"\n", bad.err);
 }
 
 BOOST_AUTO_TEST_CASE(train_takes_reorder_dcs_as_the_docs_show) {

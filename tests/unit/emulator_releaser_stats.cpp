@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "support/scratch.hpp"
 #include "wanlab/emulator/releaser.hpp"
 
 namespace em = wanlab::emulator;
@@ -16,22 +17,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A scratch directory, removed with the object.
-struct Scratch {
-  fs::path dir = fs::temp_directory_path() / ("wanlab-releaser-stats-" + std::to_string(::getpid()));
-  Scratch() { fs::create_directories(dir); }
-  ~Scratch() { fs::remove_all(dir); }
-  std::string file(const std::string& text) const {
-    const std::string path = (dir / "releaser.toml").string();
-    std::ofstream(path) << text;
-    return path;
-  }
-};
+using wanlab::test::Scratch;
 
 // The error reading `text` gives, "" if none.
 std::string error_reading(const Scratch& scratch, const std::string& text) {
   try {
-    em::read_releaser_stats(scratch.file(text));
+    em::read_releaser_stats(scratch.file("releaser.toml", text));
   } catch (const std::runtime_error& error) {
     return error.what();
   }
@@ -41,7 +32,7 @@ std::string error_reading(const Scratch& scratch, const std::string& text) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(stats_written_are_read_back) {
-  Scratch scratch;
+  Scratch scratch("releaser-stats");
   const std::string path = (scratch.dir / "releaser.toml").string();
   const em::ReleaserStats stats{123456789, 17, 9'000'000'000'000ull, 250'000, 3};
   em::write_releaser_stats(path, stats);
@@ -52,7 +43,7 @@ BOOST_AUTO_TEST_CASE(stats_written_are_read_back) {
 }
 
 BOOST_AUTO_TEST_CASE(a_corrupt_file_is_one_line_naming_the_key) {
-  Scratch scratch;
+  Scratch scratch("releaser-stats");
   const std::string good = em::format_releaser_stats({});
   const struct {
     std::string text;

@@ -8,6 +8,7 @@
 #include <concepts>
 #include <csignal>
 #include <iostream>
+#include <set>
 
 #include "wanlab/base/parse.hpp"
 #include "wanlab/transport/error.hpp"
@@ -82,118 +83,169 @@ class ArgReader {
   std::optional<std::string> inline_value_;
 };
 
-// Options both sides share; true if `reader` held one of them.
-// `lowest_port`: 0 lets a server listen on any free port.
-bool parse_channel_option(ArgReader& reader, ChannelOptions& channel, std::uint16_t& port,
-                          std::uint16_t lowest_port) {
-  if (reader.is({"-p", "--port"})) {
-    port = parse_number<std::uint16_t>(reader.name(), reader.value(), lowest_port, 65535);
-  } else if (reader.is({"--chunk-size"})) {
-    const auto size = parse_size(reader.name(), reader.value());
-    if (size < kMinChunkSize || size > kMaxChunkSize) {
-      usage_error(fmt::format("--chunk-size: {} is out of range ({}..{})", size, kMinChunkSize, kMaxChunkSize));
-    }
-    channel.chunk_size = static_cast<std::uint32_t>(size);
-  } else if (reader.is({"--cc"})) {
-    channel.socket.congestion_control = reader.value();
-    if (channel.socket.congestion_control.empty() || channel.socket.congestion_control.size() > 15) {
-      usage_error(fmt::format("--cc: {} is not a congestion control name (e.g. cubic, bbr)",
-                              base::quoted(channel.socket.congestion_control)));
-    }
-  } else if (reader.is({"--checksum"})) {
-    reader.no_value();
-    channel.checksum = true;
-  } else if (reader.is({"--send-buffer"})) {
-    channel.socket.send_buffer =
-        static_cast<int>(std::min<std::uint64_t>(parse_size(reader.name(), reader.value()), 1u << 30));
-  } else if (reader.is({"--receive-buffer"})) {
-    channel.socket.receive_buffer =
-        static_cast<int>(std::min<std::uint64_t>(parse_size(reader.name(), reader.value()), 1u << 30));
-  } else if (reader.is({"--notsent-lowat"})) {
-    channel.socket.not_sent_lowat =
-        static_cast<std::uint32_t>(std::min<std::uint64_t>(parse_size(reader.name(), reader.value()), 1u << 30));
-  } else {
-    return false;
+ChannelOptions& channel_of(Command& command) {
+  return command.mode == Command::Mode::server ? command.server.channel : command.client.channel;
+}
+
+std::uint64_t size_at_most_1g(const std::string& given, const std::string& value) {
+  return std::min<std::uint64_t>(parse_size(given, value), 1u << 30);
+}
+
+using Side = Option::Side;
+
+std::vector<Option> make_options() {
+  const double idle = std::chrono::duration<double>(ChannelOptions{}.idle_timeout).count();
+  return {
+      // server
+      {"port", 'p', "N", Side::server, fmt::format("port to listen on (default {}; 0: any free port, printed)", kDefaultPort),
+       [](Command& c, const std::string& given, const std::string& value) {
+         c.server.port = parse_number<std::uint16_t>(given, value, 0, 65535);
+       }},
+      {"bind", 'B', "ADDR", Side::server, "address to listen on (default: all)",
+       [](Command& c, const std::string&, const std::string& value) { c.server.bind = value; }},
+      {"one-off", '1', "", Side::server, "exit after one client",
+       [](Command& c, const std::string&, const std::string&) { c.server.one_off = true; }},
+      {"json", 'J', "", Side::server, "one JSON object per client",
+       [](Command& c, const std::string&, const std::string&) { c.server.json = true; }},
+      {"memory-budget", 0, "B", Side::server,
+       "receive memory of all clients (default: two 1G messages); a message: half of it, 1G at most",
+       [](Command& c, const std::string& given, const std::string& value) {
+         c.server.channel.memory_budget = parse_size(given, value);
+         if (c.server.channel.memory_budget < kMinMemoryBudget)
+           usage_error(fmt::format("--memory-budget: {} is below the least budget of {} bytes (1M)",
+                                   c.server.channel.memory_budget, kMinMemoryBudget));
+       }},
+      {"idle-timeout", 0, "SEC", Side::server,
+       fmt::format("drop a client that sends and reads nothing for SEC s, 0: never (default {})", idle),
+       [](Command& c, const std::string& given, const std::string& value) {
+         c.server.channel.idle_timeout = parse_milliseconds(given, value, 0, 86400);
+       }},
+      // client
+      {"port", 'p', "N", Side::client, fmt::format("server port (default {})", kDefaultPort),
+       [](Command& c, const std::string& given, const std::string& value) {
+         c.client.port = parse_number<std::uint16_t>(given, value, 1, 65535);
+       }},
+      {"parallel", 'P', "N", Side::client, fmt::format("TCP connections, 1..{} (default 1)", kMaxConnections),
+       [](Command& c, const std::string& given, const std::string& value) {
+         c.client.channel.connections = parse_number<unsigned>(given, value, 1, kMaxConnections);
+       }},
+      {"time", 't', "SEC", Side::client, "send for SEC seconds (default 10)",
+       [](Command& c, const std::string& given, const std::string& value) {
+         c.client.duration = parse_seconds(given, value, 0.001, 86400);
+       }},
+      {"bytes", 'n', "BYTES", Side::client, "send BYTES bytes instead (not with -t)",
+       [](Command& c, const std::string& given, const std::string& value) {
+         c.client.bytes = parse_size(given, value);
+         if (*c.client.bytes == 0) usage_error(given + ": must be at least 1 byte");
+       }},
+      {"message-size", 'l', "B", Side::client, "bytes per message (default 1M)",
+       [](Command& c, const std::string& given, const std::string& value) {
+         c.client.message_size = parse_size(given, value);
+         if (c.client.message_size == 0 || c.client.message_size > (1u << 30))
+           usage_error(fmt::format("{}: {} is out of range (1..1GiB)", given, c.client.message_size));
+       }},
+      {"window", 0, "BYTES", Side::client, "unacknowledged bytes at most (default 256M)",
+       [](Command& c, const std::string& given, const std::string& value) {
+         c.client.window = parse_size(given, value);
+         if (c.client.window == 0) usage_error(given + ": must be at least 1 byte");
+       }},
+      {"interval", 'i', "SEC", Side::client, "progress every SEC seconds, 0 for none (default 1)",
+       [](Command& c, const std::string& given, const std::string& value) {
+         c.client.interval = parse_seconds(given, value, 0, 3600);
+       }},
+      {"bind", 'B', "ADDR", Side::client, "local address to connect from",
+       [](Command& c, const std::string&, const std::string& value) { c.client.channel.local_address = value; }},
+      {"connect-timeout", 0, "SEC", Side::client, "give up connecting after SEC seconds (default 10)",
+       [](Command& c, const std::string& given, const std::string& value) {
+         c.client.channel.connect_timeout = parse_milliseconds(given, value, 0.001, 3600);
+       }},
+      {"json", 'J', "", Side::client, "print one JSON object at the end, nothing else",
+       [](Command& c, const std::string&, const std::string&) { c.client.json = true; }},
+      // both
+      {"chunk-size", 0, "BYTES", Side::both, fmt::format("chunk size of this side's sends (default {})", kDefaultChunkSize),
+       [](Command& c, const std::string& given, const std::string& value) {
+         const auto size = parse_size(given, value);
+         if (size < kMinChunkSize || size > kMaxChunkSize)
+           usage_error(fmt::format("{}: {} is out of range ({}..{})", given, size, kMinChunkSize, kMaxChunkSize));
+         channel_of(c).chunk_size = static_cast<std::uint32_t>(size);
+       }},
+      {"cc", 0, "NAME", Side::both, "congestion control: cubic, bbr, ... (default: system's)",
+       [](Command& c, const std::string& given, const std::string& value) {
+         if (value.empty() || value.size() > 15)
+           usage_error(fmt::format("{}: {} is not a congestion control name (e.g. cubic, bbr)", given, base::quoted(value)));
+         channel_of(c).socket.congestion_control = value;
+       }},
+      {"checksum", 0, "", Side::both, "CRC32C on every chunk this side sends",
+       [](Command& c, const std::string&, const std::string&) { channel_of(c).checksum = true; }},
+      {"send-buffer", 0, "B", Side::both, "SO_SNDBUF (default: kernel autotuning)",
+       [](Command& c, const std::string& given, const std::string& value) {
+         channel_of(c).socket.send_buffer = static_cast<int>(size_at_most_1g(given, value));
+       }},
+      {"receive-buffer", 0, "B", Side::both, "SO_RCVBUF (default: kernel autotuning)",
+       [](Command& c, const std::string& given, const std::string& value) {
+         channel_of(c).socket.receive_buffer = static_cast<int>(size_at_most_1g(given, value));
+       }},
+      {"notsent-lowat", 0, "B", Side::both, fmt::format("TCP_NOTSENT_LOWAT (default {})", SocketOptions{}.not_sent_lowat),
+       [](Command& c, const std::string& given, const std::string& value) {
+         channel_of(c).socket.not_sent_lowat = static_cast<std::uint32_t>(size_at_most_1g(given, value));
+       }},
+  };
+}
+
+// The option of `side` (or of both) that `given` names: "-p" or "--port".
+const Option* find_option(const std::string& given, Side side) {
+  for (const Option& option : options()) {
+    if (option.side != side && option.side != Side::both) continue;
+    if (given == "--" + option.name || (option.short_name && given == std::string{'-', option.short_name}))
+      return &option;
   }
-  return true;
+  return nullptr;
 }
 
-[[noreturn]] void unknown(const std::string& name, const char* mode) {
-  usage_error(fmt::format("unknown {} option {} (see 'wanlab perf --help')", mode, base::quoted(name)));
-}
-
-ServerOptions parse_server(std::span<const std::string> args) {
-  ServerOptions options;
+// Every option of the command's side through the table; a client's one word
+// is its host. Returns the names of the options given.
+std::set<std::string> parse_options(Command& command, std::span<const std::string> args) {
+  const bool server = command.mode == Command::Mode::server;
+  const char* mode = server ? "server" : "client";
+  std::set<std::string> given;
   ArgReader reader(args);
   while (reader.next()) {
-    if (parse_channel_option(reader, options.channel, options.port, 0)) continue;
-    if (reader.is({"--memory-budget"})) {
-      options.channel.memory_budget = parse_size(reader.name(), reader.value());
-      if (options.channel.memory_budget < kMinMemoryBudget) {
-        usage_error(fmt::format("--memory-budget: {} is below the least budget of {} bytes (1M)",
-                                options.channel.memory_budget, kMinMemoryBudget));
-      }
-    } else if (reader.is({"--idle-timeout"})) {
-      options.channel.idle_timeout = parse_milliseconds(reader.name(), reader.value(), 0, 86400);
-    } else if (reader.is({"-B", "--bind"})) {
-      options.bind = reader.value();
-    } else if (reader.is({"-1", "--one-off"})) {
-      reader.no_value();
-      options.one_off = true;
-    } else if (reader.is({"-J", "--json"})) {
-      reader.no_value();
-      options.json = true;
+    if (const Option* option = find_option(reader.name(), server ? Side::server : Side::client)) {
+      std::string value;
+      if (option->metavar.empty())
+        reader.no_value();
+      else
+        value = reader.value();
+      option->apply(command, reader.name(), value);
+      given.insert(option->name);
+    } else if (!server && !reader.name().starts_with("-")) {
+      if (!command.client.host.empty())
+        usage_error(fmt::format("unexpected argument {} (the host is {})", base::quoted(reader.name()),
+                                base::quoted(command.client.host)));
+      command.client.host = reader.name();
     } else {
-      unknown(reader.name(), "server");
+      usage_error(fmt::format("unknown {} option {} (see 'wanlab perf --help')", mode, base::quoted(reader.name())));
     }
   }
-  return options;
+  return given;
 }
 
-ClientOptions parse_client(std::span<const std::string> args) {
-  ClientOptions options;
-  options.channel.connections = 1;
-  bool have_time = false;
-  ArgReader reader(args);
-  while (reader.next()) {
-    if (parse_channel_option(reader, options.channel, options.port, 1)) continue;
-    if (reader.is({"-P", "--parallel"})) {
-      options.channel.connections = parse_number<unsigned>(reader.name(), reader.value(), 1, kMaxConnections);
-    } else if (reader.is({"-t", "--time"})) {
-      options.duration = parse_seconds(reader.name(), reader.value(), 0.001, 86400);
-      have_time = true;
-    } else if (reader.is({"-n", "--bytes"})) {
-      options.bytes = parse_size(reader.name(), reader.value());
-      if (*options.bytes == 0) usage_error("-n: must be at least 1 byte");
-    } else if (reader.is({"-l", "--message-size"})) {
-      options.message_size = parse_size(reader.name(), reader.value());
-      if (options.message_size == 0 || options.message_size > (1u << 30)) {
-        usage_error(fmt::format("{}: {} is out of range (1..1GiB)", reader.name(), options.message_size));
-      }
-    } else if (reader.is({"--window"})) {
-      options.window = parse_size(reader.name(), reader.value());
-      if (options.window == 0) usage_error("--window: must be at least 1 byte");
-    } else if (reader.is({"-i", "--interval"})) {
-      options.interval = parse_seconds(reader.name(), reader.value(), 0, 3600);
-    } else if (reader.is({"--connect-timeout"})) {
-      options.channel.connect_timeout = parse_milliseconds(reader.name(), reader.value(), 0.001, 3600);
-    } else if (reader.is({"-B", "--bind"})) {
-      options.channel.local_address = reader.value();
-    } else if (reader.is({"-J", "--json"})) {
-      reader.no_value();
-      options.json = true;
-    } else if (!reader.name().starts_with("-") && options.host.empty()) {
-      options.host = reader.name();
-    } else if (!reader.name().starts_with("-")) {
-      usage_error(fmt::format("unexpected argument {} (the host is {})", base::quoted(reader.name()),
-                              base::quoted(options.host)));
-    } else {
-      unknown(reader.name(), "client");
-    }
-  }
+void check_client(const ClientOptions& options, const std::set<std::string>& given) {
   if (options.host.empty()) usage_error("client: missing HOST (wanlab perf client HOST [options])");
-  if (have_time && options.bytes) usage_error("-t and -n are mutually exclusive");
-  return options;
+  if (given.count("time") && given.count("bytes")) usage_error("-t and -n are mutually exclusive");
+}
+
+// "  -p, --port N            port to ..." for --help.
+std::string usage_lines(Side side) {
+  std::string text;
+  for (const Option& option : options()) {
+    if (option.side != side) continue;
+    std::string shown = option.short_name ? fmt::format("-{}, --{}", option.short_name, option.name) : "    --" + option.name;
+    if (!option.metavar.empty()) shown += " " + option.metavar;
+    text += shown.size() < 24 ? fmt::format("  {:<24}{}\n", shown, option.help)
+                              : fmt::format("  {}\n  {:<24}{}\n", shown, "", option.help);
+  }
+  return text;
 }
 
 }  // namespace
@@ -225,47 +277,18 @@ std::uint64_t parse_size(const std::string& option, const std::string& text) {
   return value << shift;
 }
 
+const std::vector<Option>& options() {
+  static const std::vector<Option> table = make_options();
+  return table;
+}
+
 std::string usage() {
-  return fmt::format(R"(usage: wanlab perf server [options]
-       wanlab perf client HOST [options]
-
-Measures goodput over a multi-connection wanlab transport channel (like iperf3).
-
-server options:
-  -p, --port N            port to listen on (default {port}; 0: any free port, printed)
-  -B, --bind ADDR         address to listen on (default: all)
-  -1, --one-off           exit after one client
-  -J, --json              one JSON object per client
-      --memory-budget B   receive memory of all clients together (default: two 1G
-                          messages); a client's messages may be up to half of it, 1G at most
-      --idle-timeout SEC  drop a client that sends and reads nothing for SEC s,
-                          0: never (default {idle})
-
-client options:
-  -p, --port N            server port (default {port})
-  -P, --parallel N        TCP connections, 1..64 (default 1)
-  -t, --time SEC          send for SEC seconds (default 10)
-  -n, --bytes BYTES       send BYTES bytes instead (not with -t)
-  -l, --message-size B    bytes per message (default 1M)
-      --window BYTES      unacknowledged bytes at most (default 256M)
-  -i, --interval SEC      progress every SEC seconds, 0 for none (default 1)
-  -B, --bind ADDR         local address to connect from
-      --connect-timeout S give up connecting after S seconds (default 10)
-  -J, --json              print one JSON object at the end, nothing else
-
-both:
-      --chunk-size BYTES  chunk size of this side's sends (default {chunk})
-      --cc NAME           congestion control: cubic, bbr, ... (default: system's)
-      --checksum          CRC32C on every chunk this side sends
-      --send-buffer B     SO_SNDBUF (default: kernel autotuning)
-      --receive-buffer B  SO_RCVBUF (default: kernel autotuning)
-      --notsent-lowat B   TCP_NOTSENT_LOWAT (default {lowat})
-
-Sizes take K, M, G, T suffixes (binary: 64K = 65536).
-)",
-                     fmt::arg("port", kDefaultPort), fmt::arg("chunk", kDefaultChunkSize),
-                     fmt::arg("lowat", SocketOptions{}.not_sent_lowat),
-                     fmt::arg("idle", std::chrono::duration<double>(ChannelOptions{}.idle_timeout).count()));
+  return "usage: wanlab perf server [options]\n"
+         "       wanlab perf client HOST [options]\n\n"
+         "Measures goodput over a multi-connection wanlab transport channel (like iperf3).\n\n"
+         "server options:\n" +
+         usage_lines(Side::server) + "\nclient options:\n" + usage_lines(Side::client) + "\nboth:\n" +
+         usage_lines(Side::both) + "\nSizes take K, M, G, T suffixes (binary: 64K = 65536).\n";
 }
 
 Command parse_args(std::span<const std::string> args) {
@@ -279,10 +302,11 @@ Command parse_args(std::span<const std::string> args) {
   if (mode == "help") return command;
   if (mode == "server") {
     command.mode = Command::Mode::server;
-    command.server = parse_server(rest);
+    parse_options(command, rest);
   } else if (mode == "client") {
     command.mode = Command::Mode::client;
-    command.client = parse_client(rest);
+    command.client.channel.connections = 1;
+    check_client(command.client, parse_options(command, rest));
   } else {
     usage_error(fmt::format("unknown mode {}: expected 'server' or 'client'", base::quoted(mode)));
   }

@@ -8,21 +8,24 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <string>
 
+#include "wanlab/base/files.hpp"
 #include "wanlab/transport/error.hpp"
 #include "wanlab/transport/wire.hpp"
 
 namespace wanlab::transport::detail {
 namespace {
 
+// For a message: the file's first line, "" if it cannot be read.
 std::string read_first_line(const char* path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
+  try {
+    const std::string text = base::read_kernel_file(path);
+    return text.substr(0, text.find('\n'));
+  } catch (const base::FileError&) {
+    return "";
+  }
 }
 
 void set_int(int fd, int level, int name, int value, const char* what) {

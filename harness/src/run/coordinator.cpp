@@ -23,9 +23,9 @@
 #include "control_socket.hpp"
 #include "exit_status.hpp"
 #include "prefill_service.hpp"
-#include "interrupts.hpp"
 #include "notifier.hpp"
-#include "wanlab/emulator/process.hpp"
+#include "wanlab/base/interrupts.hpp"
+#include "wanlab/base/process.hpp"
 #include "wanlab/harness/gpu.hpp"
 #include "wanlab/harness/link_gate.hpp"
 #include "wanlab/harness/run.hpp"
@@ -110,7 +110,7 @@ class Coordinator {
     setup.choice = options_.runtime;
     setup.rootfs_dir = harness_dir_ + "/rootfs";
     setup.control_dir = control_dir_;
-    setup.exe = options_.exe.empty() ? em::self_exe() : options_.exe;
+    setup.exe = options_.exe.empty() ? base::self_exe() : options_.exe;
     setup.image = options_.image;
     setup.progress = options_.log;
     runtime_ = make_runtime(setup);
@@ -222,7 +222,7 @@ class Coordinator {
   asio::awaitable<void> watch_interrupts() {
     asio::steady_timer tick(io_);
     while (!stopping_) {
-      if (const int sig = interrupted_by()) {
+      if (const int sig = base::interrupted_by()) {
         fail(-1, fmt::format("interrupted by signal {} ({})", sig, ::strsignal(sig)));
         co_return;
       }
@@ -555,7 +555,7 @@ class Coordinator {
     if (prefill_)
       for (pid_t pid : prefill_->running()) running.push_back(pid);
     try {
-      em::terminate_pids(running, 2000);
+      base::terminate_pids(running, 2000);
     } catch (...) {
     }
     for (pid_t pid : running) ::waitpid(pid, nullptr, WNOHANG);
@@ -605,7 +605,7 @@ RunRecord run_plan(const Plan& plan, const emulator::Scenario& scenario, const e
                    const RunOptions& options) {
   // Before any worker starts: the events of an oversized run would not fit.
   check_plan_size(plan, plan.experiment.iterations);
-  InterruptGuard interrupts;
+  base::InterruptGuard interrupts;
   Coordinator coordinator(plan, scenario, testbed, options);
   RunRecord record = coordinator.run();
   // The same plan's transfers as the simulator moves them, for results.json.

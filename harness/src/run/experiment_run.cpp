@@ -9,7 +9,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "interrupts.hpp"
+#include "wanlab/base/interrupts.hpp"
+#include "wanlab/base/process.hpp"
 #include "wanlab/emulator/tcp_window.hpp"
 #include "wanlab/harness/prefill.hpp"
 #include "wanlab/harness/run.hpp"
@@ -37,10 +38,11 @@ RunRecord run_experiment(const Experiment& experiment, const em::Scenario& scena
   if (experiment.prefill.enabled && !experiment.prefill.requests_path.empty())
     load_requests(experiment, std::numeric_limits<std::int64_t>::max());
   const em::Scenario scaled_scenario = run_scenario(experiment, scenario);
-  run_detail::InterruptGuard interrupts;
+  base::InterruptGuard interrupts;
   em::UpOptions up;
   up.name = run_testbed_name(scenario);
   up.release = options.release;
+  up.exe = options.exe.empty() ? base::self_exe() : options.exe;
   up.progress = options.log;
   const em::TestbedState testbed = em::testbed_up(scaled_scenario, up);
   if (options.log)
@@ -60,7 +62,7 @@ RunRecord run_experiment(const Experiment& experiment, const em::Scenario& scena
   }
   em::testbed_down(testbed.name);
   if (options.log) options.log(fmt::format("testbed {} is down", testbed.name));
-  if (const int sig = run_detail::interrupted_by())
+  if (const int sig = base::interrupted_by())
     throw RunError(fmt::format("interrupted by signal {} ({})", sig, ::strsignal(sig)));
   return record;
 }

@@ -3,7 +3,6 @@
 #include "gpu_lease.hpp"
 
 #include <fmt/format.h>
-#include <time.h>
 
 #include <algorithm>
 #include <asio/redirect_error.hpp>
@@ -13,12 +12,6 @@
 #include <stdexcept>
 
 namespace wanlab::harness {
-
-std::int64_t monotonic_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 const EmulatedGpu::Interval& EmulatedGpu::reserve(std::int64_t start_ns, std::uint64_t duration_ns, std::string what) {
   Interval interval{start_ns, start_ns + static_cast<std::int64_t>(duration_ns), std::move(what)};

@@ -14,7 +14,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "wanlab/emulator/sys.hpp"
+#include "wanlab/base/sys.hpp"
 
 namespace wanlab::harness::run_detail {
 
@@ -47,7 +47,7 @@ GpuLease::Shared* map(const std::string& path, int fd) {
 }  // namespace
 
 GpuLease GpuLease::create(const std::string& path) {
-  emulator::UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+  base::UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (!fd) fail("creating it", path);
   if (::ftruncate(fd.get(), kFileBytes) < 0) fail("sizing it", path);
   Shared* shared = map(path, fd.get());
@@ -57,7 +57,7 @@ GpuLease GpuLease::create(const std::string& path) {
 }
 
 GpuLease GpuLease::open(const std::string& path) {
-  emulator::UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+  base::UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
   if (!fd) fail("opening it", path);
   struct stat st {};
   if (::fstat(fd.get(), &st) < 0) fail("reading its size", path);

@@ -23,7 +23,8 @@
 #include <stdexcept>
 
 #include "wanlab/emulator/netns.hpp"
-#include "wanlab/emulator/sys.hpp"
+#include "wanlab/base/process.hpp"
+#include "wanlab/base/sys.hpp"
 
 namespace wanlab::harness {
 namespace em = wanlab::emulator;
@@ -44,43 +45,31 @@ std::vector<char*> c_argv(const std::vector<std::string>& argv) {
 
 // Runs argv with stdout and stderr captured; kills it after `timeout`.
 Captured capture(const std::vector<std::string>& argv, std::chrono::seconds timeout) {
-  int fds[2];
-  em::check(::pipe2(fds, O_CLOEXEC), "creating a pipe");
-  em::UniqueFd read_end(fds[0]), write_end(fds[1]);
-  auto args = c_argv(argv);
-  const pid_t pid = ::fork();
-  if (pid < 0) em::throw_errno("starting " + argv[0]);
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    const int devnull = ::open("/dev/null", O_RDONLY);
-    ::dup2(devnull, STDIN_FILENO);
-    ::dup2(write_end.get(), STDOUT_FILENO);
-    ::dup2(write_end.get(), STDERR_FILENO);
-    ::execvp(args[0], args.data());
-    ::_exit(127);
-  }
-  write_end.reset();
+  base::Pipe output = base::make_pipe();
+  base::SpawnOptions options;
+  options.own_group = true;
+  options.stdin_fd = base::kDevNull;
+  options.stdout_fd = options.stderr_fd = output.write.get();
+  base::Child child = base::spawn(argv, options);
+  output.write.reset();
   Captured result;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
-      ::kill(-pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
+      ::kill(-child.pid(), SIGKILL);
+      child.wait();
       result.output += fmt::format("\n(killed after {} s)", timeout.count());
       return result;
     }
-    pollfd p{read_end.get(), POLLIN, 0};
+    pollfd p{output.read.get(), POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
     char buffer[4096];
-    const ssize_t n = ::read(read_end.get(), buffer, sizeof(buffer));
+    const ssize_t n = ::read(output.read.get(), buffer, sizeof(buffer));
     if (n <= 0) break;
     result.output.append(buffer, static_cast<std::size_t>(n));
   }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  result.status = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+  result.status = child.wait();
   return result;
 }
 
@@ -198,17 +187,10 @@ void copy_into(const fs::path& source, const fs::path& root, const fs::path& at)
 }
 
 pid_t spawn_in_own_group(const std::vector<std::string>& argv) {
-  auto args = c_argv(argv);
-  const pid_t pid = ::fork();
-  if (pid < 0) em::throw_errno("starting " + argv[0]);
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    const int devnull = ::open("/dev/null", O_RDONLY);
-    ::dup2(devnull, STDIN_FILENO);
-    ::execvp(args[0], args.data());
-    ::_exit(127);
-  }
-  return pid;
+  base::SpawnOptions options;
+  options.own_group = true;
+  options.stdin_fd = base::kDevNull;
+  return base::spawn(argv, options).release();
 }
 
 // ---- podman ---------------------------------------------------------------
@@ -377,7 +359,7 @@ class Sandbox final : public WorkerRuntime {
     child.argv_storage.push_back(kWorkerExe);
     child.argv_storage.insert(child.argv_storage.end(), spec.args.begin(), spec.args.end());
     child.argv = c_argv(child.argv_storage);
-    em::UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    base::UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
     child.stdin_fd = devnull.get();
 
     constexpr std::size_t kStackSize = 256 * 1024;
@@ -388,7 +370,7 @@ class Sandbox final : public WorkerRuntime {
       em::NetnsScope in_host(spec.netns);
       pid = ::clone(sandbox_main, stack.data() + stack.size(), CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | SIGCHLD, &child);
     }
-    if (pid < 0) em::throw_errno(fmt::format("worker {}: starting its sandbox (clone)", spec.worker));
+    if (pid < 0) base::throw_errno(fmt::format("worker {}: starting its sandbox (clone)", spec.worker));
     return pid;
   }
 

@@ -38,6 +38,9 @@ struct ReadRules {
 /// the limit (a file that grows while read is refused too). Throws FileError.
 std::string read_regular_file(const std::string& path, const ReadRules& rules = {});
 
+/// A small file of the kernel's (/proc, /sys), at most 1 MiB. Throws FileError.
+std::string read_kernel_file(const std::string& path);
+
 /// Replaces `path` with `contents`: writes a new file beside it, created with
 /// O_EXCL under a random name (so nothing planted there is written through),
 /// then renames it over `path`, which replaces a link rather than follow it.

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "wanlab/emulator/sys.hpp"
+#include "wanlab/base/sys.hpp"
 
 namespace wanlab::emulator {
 
@@ -21,7 +21,7 @@ void delete_netns(const std::string& name);  // absent is fine
 void name_current_netns(const std::string& name);
 bool netns_exists(const std::string& name);
 std::vector<std::string> list_netns(const std::string& prefix);
-UniqueFd open_netns(const std::string& name);
+base::UniqueFd open_netns(const std::string& name);
 // Processes whose network namespace is `name` (as `ip netns pids`).
 std::vector<pid_t> netns_pids(const std::string& name);
 
@@ -37,7 +37,7 @@ class NetnsScope {
 
  private:
   void enter(int netns_fd, const std::string& what);
-  UniqueFd previous_;
+  base::UniqueFd previous_;
 };
 
 }  // namespace wanlab::emulator

@@ -1,7 +1,6 @@
-// Running programs: always an argv, never a shell.
+// Running programs in a testbed's namespaces: always an argv, never a shell
+// (base/process.hpp starts them; this names the namespace).
 #pragma once
-
-#include <sys/types.h>
 
 #include <string>
 #include <vector>
@@ -15,11 +14,5 @@ namespace wanlab::emulator {
 // instead of ending us, so the caller can still clean up after it.
 int run_argv(const std::vector<std::string>& argv, const std::string& netns = "", bool quiet = false,
              bool forward_signals = false);
-
-// Sends SIGTERM, waits up to grace_ms for the processes to go, then SIGKILL.
-void terminate_pids(const std::vector<pid_t>& pids, int grace_ms = 1000);
-
-// Path of the running executable (for re-executing ourselves).
-std::string self_exe();
 
 }  // namespace wanlab::emulator

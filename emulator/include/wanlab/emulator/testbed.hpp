@@ -72,10 +72,15 @@ struct UpOptions {
   ReleaseChoice release = ReleaseChoice::automatic;
   std::string name;  // overrides the scenario's name
   std::function<void(const std::string&)> progress;  // step messages; may be empty
+  // The wanlab binary that is the testbed's daemon, started as
+  // "EXE daemon --testbed NAME --ready-fd N" (daemon.hpp); required. The CLI
+  // passes itself (base::self_exe()).
+  std::string exe;
 };
 
-// Builds the testbed and starts its daemon (releaser, timed events). On any
-// failure, or SIGINT/SIGTERM meanwhile, removes what it made and throws.
+// Builds the testbed and starts its daemon (releaser, timed events) from
+// options.exe. On any failure, or SIGINT/SIGTERM/SIGHUP meanwhile, removes
+// what it made and throws.
 TestbedState testbed_up(const Scenario& scenario, const UpOptions& options);
 
 struct AttachOptions {
@@ -83,6 +88,7 @@ struct AttachOptions {
   std::string name;                        // overrides the scenario's name
   std::optional<std::uint16_t> queue_num;  // default: 30000 + the interface's index
   std::function<void(const std::string&)> progress;
+  std::string exe;  // the daemon's binary, as UpOptions::exe; required
 };
 
 // Puts the data plane on an existing interface `dev` of the calling thread's
@@ -95,16 +101,22 @@ struct AttachOptions {
 TestbedState attach_up(const std::string& dev, const Scenario& scenario, const AttachOptions& options);
 
 // Removes everything of the testbed, from its state file or, after a crash,
-// from what carries its name. Safe to call on a half-built or absent testbed.
+// from what carries its name (without a state file, its daemon is found as a
+// process of the running binary). Safe to call on a half-built or absent testbed.
 void testbed_down(const std::string& name);
 
 // Testbeds that have a run directory or namespaces of ours.
 std::vector<std::string> testbeds_found();
+// The state file of testbed `name`, read strictly: a missing, unknown or
+// malformed field, or one that differs from what the name derives, is one
+// line "PATH:LINE:COLUMN: FIELD: what is wrong". Throws std::runtime_error.
 TestbedState load_state(const std::string& name);
+// The same for a state file at `path` (tests read copies elsewhere).
+TestbedState read_state_file(const std::string& path, const std::string& name);
 // `explicit_name` if given; else $WANLAB_TESTBED; else the only one up.
 std::string resolve_testbed(const std::optional<std::string>& explicit_name);
 
-bool daemon_alive(const TestbedState& state);
+bool daemon_alive(const TestbedState& state);  // daemon.cpp
 
 // A live change of link settings (`wanlab set`), in the words it was given.
 struct Change {

@@ -13,19 +13,16 @@
 #include <string>
 #include <vector>
 
+#include "wanlab/base/clock.hpp"
+
 namespace wanlab::harness {
 
 namespace run_detail {
 class GpuLease;
 }
 
-// CLOCK_MONOTONIC in nanoseconds: comparable across the processes of one machine.
-std::int64_t monotonic_ns();
-// A steady_clock time (the transport's) on the same scale: on Linux,
-// libstdc++'s and libc++'s steady_clock read CLOCK_MONOTONIC.
-inline std::int64_t monotonic_ns(std::chrono::steady_clock::time_point at) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count();
-}
+// The GPU's timeline and every record are on base's clock (CLOCK_MONOTONIC ns).
+using base::monotonic_ns;
 
 class EmulatedGpu {
  public:

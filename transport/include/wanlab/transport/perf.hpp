@@ -146,6 +146,21 @@ struct Command {
   ClientOptions client;
 };
 
+/// One option of `wanlab perf`: the one table the command line is parsed
+/// against and usage() (and `wanlab`'s usage line) is written from.
+struct Option {
+  enum class Side { server, client, both };
+  std::string name;     ///< "port": given as --port
+  char short_name = 0;  ///< 'p': given as -p; 0 for none
+  std::string metavar;  ///< "N"; empty for a flag
+  Side side = Side::both;
+  std::string help;  ///< one line, with the default
+  /// Sets the option in the command's side (server or client); `given` is
+  /// the option as written ("-p" or "--port"), for messages.
+  void (*apply)(Command& command, const std::string& given, const std::string& value) = nullptr;
+};
+const std::vector<Option>& options();
+
 /// Parses the arguments after "perf". Throws UsageError naming the option.
 Command parse_args(std::span<const std::string> args);
 std::string usage();

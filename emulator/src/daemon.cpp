@@ -1,0 +1,201 @@
+// The testbed's daemon: starting it (`up`, `attach`), recognising it (`down`,
+// `status`) and its body (`wanlab daemon`).
+#include "wanlab/emulator/daemon.hpp"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <asio/io_context.hpp>
+#include <asio/signal_set.hpp>
+#include <asio/steady_timer.hpp>
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <filesystem>
+#include <fmt/format.h>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <sstream>
+
+#include "testbed_internal.hpp"
+#include "wanlab/base/files.hpp"
+#include "wanlab/base/process.hpp"
+#include "wanlab/base/sys.hpp"
+#include "wanlab/emulator/netns.hpp"
+#include "wanlab/emulator/releaser.hpp"
+
+namespace fs = std::filesystem;
+
+namespace wanlab::emulator {
+namespace detail {
+namespace {
+
+std::vector<std::string> daemon_argv(const std::string& exe, const std::string& testbed, int ready_fd) {
+  return {exe, "daemon", "--testbed", testbed, "--ready-fd", std::to_string(ready_fd)};
+}
+
+// Everything until the other end closes.
+std::string read_all(int fd) {
+  std::string text;
+  char buf[512];
+  for (;;) {
+    const ssize_t len = ::read(fd, buf, sizeof(buf));
+    if (len < 0 && errno == EINTR) continue;
+    if (len <= 0) return text;
+    text.append(buf, static_cast<std::size_t>(len));
+  }
+}
+
+}  // namespace
+
+void start_daemon(TestbedState& state, const std::string& exe) {
+  if (exe.empty()) throw std::logic_error(state.name + ": no binary to start the daemon from (UpOptions::exe)");
+  base::Pipe ready = base::make_pipe(state.name + ": creating the daemon's ready pipe");
+  const std::string log = run_dir(state.name) + "/daemon.log";
+  base::UniqueFd log_fd(::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!log_fd) base::throw_errno(state.name + ": opening " + log);
+  base::SpawnOptions options;
+  options.new_session = true;
+  options.search_path = false;
+  options.stdin_fd = base::kDevNull;
+  options.stdout_fd = options.stderr_fd = log_fd.get();
+  options.keep_fds = {ready.write.get()};
+  base::Child daemon = base::spawn(daemon_argv(exe, state.name, ready.write.get()), options);
+  ready.write.reset();
+  // The daemon writes "ok" once its releaser listens, or an error line.
+  std::string answer = read_all(ready.read.get());
+  if (!answer.starts_with("ok")) {
+    if (answer.empty()) answer = "it exited without a word; see " + log;
+    throw std::runtime_error(state.name + ": daemon failed: " + answer);  // ~Child kills and reaps it
+  }
+  state.daemon_pid = daemon.release();
+  write_state(state);
+}
+
+// Exactly "EXE daemon --testbed NAME ..." as start_daemon runs it: a word-for-word
+// match, so testbed "a" never takes another testbed's daemon for its own.
+bool pid_is_our_daemon(pid_t pid, const std::string& testbed) {
+  if (pid <= 0) return false;
+  std::string cmdline;
+  try {
+    cmdline = base::read_regular_file(fmt::format("/proc/{}/cmdline", pid), base::ReadRules{1u << 16, true});
+  } catch (const std::exception&) {
+    return false;
+  }
+  std::vector<std::string> argv;
+  std::istringstream words(cmdline);
+  for (std::string word; std::getline(words, word, '\0');) argv.push_back(word);
+  return argv.size() >= 4 && argv[1] == "daemon" && argv[2] == "--testbed" && argv[3] == testbed;
+}
+
+std::vector<pid_t> daemons_of(const std::string& name) {
+  std::vector<pid_t> found;
+  const std::string exe = base::self_exe();
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    const std::string pid_text = entry.path().filename();
+    if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos || pid_text.size() > 9) continue;
+    const auto pid = static_cast<pid_t>(std::stol(pid_text));
+    if (pid == ::getpid() || !pid_is_our_daemon(pid, name)) continue;
+    std::error_code link_error;
+    const std::string target = fs::read_symlink(entry.path() / "exe", link_error);
+    // A binary rebuilt since `up` shows as "PATH (deleted)".
+    if (!link_error && (target == exe || target == exe + " (deleted)")) found.push_back(pid);
+  }
+  return found;
+}
+
+}  // namespace detail
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Answers `up`, once: "ok" or the error.
+void tell(int& fd, const std::string& text) {
+  if (fd < 0) return;
+  [[maybe_unused]] auto written = ::write(fd, text.data(), text.size());
+  ::close(fd);
+  fd = -1;
+}
+
+// steady_clock counts signed nanoseconds: a later time is "never", not the past.
+Clock::time_point at_mono(std::uint64_t ns) {
+  if (ns > static_cast<std::uint64_t>(INT64_MAX)) return Clock::time_point::max();
+  return Clock::time_point(std::chrono::nanoseconds(static_cast<std::int64_t>(ns)));
+}
+
+// The releaser is the emulated link: it must not wait behind the programs
+// whose packets it releases.
+void ask_for_real_time_priority() {
+  sched_param priority{};
+  priority.sched_priority = 10;
+  if (::sched_setscheduler(0, SCHED_FIFO, &priority) < 0)
+    fmt::print(stderr, "wanlab daemon: no real-time priority ({}); release times may suffer under load\n",
+               std::strerror(errno));
+}
+
+// One timer per [[event]]; each rewrites the pairs from the scenario as it is by then.
+std::vector<std::unique_ptr<asio::steady_timer>> schedule_events(asio::io_context& io, const TestbedState& state,
+                                                                 const Scenario& scenario) {
+  std::vector<std::unique_ptr<asio::steady_timer>> timers;
+  for (const auto& event : scenario.events) {
+    auto timer = std::make_unique<asio::steady_timer>(io, at_mono(event_due_mono_ns(state, event.at_ns)));
+    timer->async_wait([&state, at = event.at_ns](const asio::error_code& ec) {
+      if (ec) return;
+      refresh_data_plane(state);
+      fmt::print("event at +{} ms applied\n", at / 1'000'000);
+      std::fflush(stdout);
+    });
+    timers.push_back(std::move(timer));
+  }
+  return timers;
+}
+
+}  // namespace
+
+int run_daemon(const DaemonOptions& options) {
+  int ready_fd = options.ready_fd;
+  try {
+    const TestbedState state = load_state(options.testbed);
+    const Scenario scenario = load_scenario(state.scenario_path, ScheduleFiles::skip);
+    NetnsScope in_namespace(state.netns);
+
+    asio::io_context io;
+    std::optional<NfqueueReleaser> releaser;
+    if (state.release == ReleasePath::nfqueue) {
+      ask_for_real_time_priority();
+      releaser.emplace(io, state.queue_num);
+      releaser->start();
+    }
+    const auto event_timers = schedule_events(io, state, scenario);
+
+    asio::steady_timer stats_timer(io);
+    std::function<void()> publish_stats = [&] {
+      if (releaser) write_releaser_stats(releaser_stats_path(state.name), releaser->stats());
+      stats_timer.expires_after(std::chrono::seconds(1));
+      stats_timer.async_wait([&](const asio::error_code& ec) {
+        if (!ec) publish_stats();
+      });
+    };
+    publish_stats();
+
+    asio::signal_set stop(io, SIGTERM, SIGINT);
+    stop.async_wait([&](const asio::error_code&, int) { io.stop(); });
+
+    tell(ready_fd, "ok\n");
+    io.run();
+    return 0;
+  } catch (const std::exception& error) {
+    tell(ready_fd, error.what());
+    fmt::print(stderr, "wanlab daemon: {}\n", error.what());
+    return 1;
+  }
+}
+
+bool daemon_alive(const TestbedState& state) { return detail::pid_is_our_daemon(state.daemon_pid, state.name); }
+
+}  // namespace wanlab::emulator
