@@ -103,6 +103,7 @@ class PrefillProcess {
       assign_ = std::move(*assign);
     } else if (auto* task = std::get_if<ctl::PrefillTask>(&message)) {
       if (!lease_) throw PrefillFailure("a task before the assignment");
+      if (task->chunk == 0) work_done_.emplace(task->batch, 0);  // a batch's first chunk starts at its first layer
       asio::co_spawn(io_, guarded(run_task(*task)), asio::detached);
     } else if (auto* grant = std::get_if<ctl::KvGateGrant>(&message)) {
       grants_.insert({grant->batch, grant->piece});
@@ -153,18 +154,24 @@ class PrefillProcess {
     const std::int64_t target = task.end_layer * layer_ns;  // the batch's work done when this slot's is
     const bool last = task.kv_bytes > 0;
     const auto step_ns = static_cast<std::int64_t>(assign_->step_ns);
-    std::int64_t& done = work_done_.try_emplace(task.batch, task.first_layer * layer_ns).first->second;
+    // The batch's progress lives in work_done_ (from its first chunk's
+    // arrival until its last slot ends), looked up after every suspension: a
+    // slot that woke late may meet the next one running, or find it over.
+    const auto done = [&] {
+      const auto it = work_done_.find(task.batch);
+      return it == work_done_.end() ? target : std::min(target, it->second);
+    };
     const auto layer_at = [&](std::int64_t work) { return static_cast<int>(work / layer_ns); };
-    std::int64_t run_from = done, run_start = -1, run_end = -1;
+    std::int64_t run_from = 0, run_to = 0, run_start = -1, run_end = -1;
     const auto report_run = [&] {
-      if (run_start >= 0)
+      if (run_start >= 0 && run_to > run_from)
         control_->post(ctl::PrefillDone{task.batch, task.chunk, run_start, run_end, layer_at(run_from),
-                                        std::min(task.end_layer, layer_at(done + layer_ns - 1))});
+                                        std::min(task.end_layer, layer_at(run_to + layer_ns - 1))});
       run_start = -1;
     };
-    while (done < target) {
+    while (done() < target) {
       if (stop_) co_return;
-      const std::int64_t step = std::min(step_ns, target - done);
+      const std::int64_t step = std::min(step_ns, target - done());
       // Its own slot, or for the last one the batch's SLO, bounds when a step may end.
       const auto in_time = [&](std::int64_t at) {
         return at + step <= task.end_by_ns || (last && at + step <= task.give_up_ns);
@@ -174,13 +181,16 @@ class PrefillProcess {
       const std::int64_t at = run_start >= 0 ? run_end : monotonic_ns();
       if (!in_time(at)) break;
       if (const auto held = lease_->try_lease(at, static_cast<std::uint64_t>(step))) {
-        if (run_start < 0) {
+        const std::int64_t from = done();
+        work_done_[task.batch] = from + step;  // the GPU is ours for it: counted before any suspension
+        if (run_start < 0 || from != run_to) {
+          report_run();
           run_start = held->start_ns;
-          run_from = done;
+          run_from = from;
         }
+        run_to = from + step;
         run_end = held->end_ns;
         co_await sleep_until_ns(held->end_ns);
-        done += step;
         continue;
       }
       report_run();
@@ -190,7 +200,7 @@ class PrefillProcess {
     }
     report_run();
     if (!last) co_return;  // what is left carries over to the batch's next slot
-    const bool finished = done >= target;
+    const bool finished = done() >= target;
     work_done_.erase(task.batch);
     if (!finished) {
       control_->post(ctl::PrefillMissed{task.batch, task.chunk, monotonic_ns(), lease_->busy_until_ns()});
