@@ -426,4 +426,13 @@ std::string Table::markdown() const {
 
 std::string verdict(bool pass) { return pass ? "PASS" : "MISS"; }
 
+int main_of(const char* name, int (*run)(int, char**), int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& error) {
+    fmt::print(stderr, "{}: {}\n", name, error.what());
+    return 1;
+  }
+}
+
 }  // namespace wanlab::bench

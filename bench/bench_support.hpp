@@ -157,4 +157,8 @@ struct Table {
 
 std::string verdict(bool pass);  // "PASS" | "MISS"
 
+// A bench's main: run(argc, argv), or on an exception one line
+// "<name>: <what>" on stderr and exit 1.
+int main_of(const char* name, int (*run)(int, char**), int argc, char** argv);
+
 }  // namespace wanlab::bench

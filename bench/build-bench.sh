@@ -4,6 +4,8 @@
 #   bench_prepare SCRIPT REPO BUILD_DIR TARGET
 #     checks for root, configures, builds TARGET and, unless $WANLAB_BIN names
 #     one, the wanlab binary
+#   bench_down_leftover WANLAB NAME
+#     takes down testbed NAME if a benchmark killed outright (SIGKILL) left it
 
 bench_configure() {
   local repo=$1 build=$2
@@ -34,4 +36,11 @@ bench_prepare() {
   [[ -n "${WANLAB_BIN:-}" ]] || targets+=(wanlab)
   bench_configure "$repo" "$build"
   bench_build "$script" "$build" "${targets[@]}"
+}
+
+bench_down_leftover() {
+  local wanlab=$1 name=$2
+  if [[ -d /run/wanlab/$name ]] || ls /run/netns 2>/dev/null | grep -q "^wanlab-$name\."; then
+    "$wanlab" down "$name" >/dev/null 2>&1 || echo "warning: could not take $name down" >&2
+  fi
 }

@@ -22,11 +22,8 @@ build="${WANLAB_BENCH_BUILD:-$repo/build-bench}"
 . "$repo/bench/build-bench.sh"
 bench_prepare run-soak-bench.sh "$repo" "$build" wanlab_soak_bench
 mkdir -p "$repo/bench/results"
-# A soak killed outright (SIGKILL) leaves its testbed: take it down first.
 wanlab="${WANLAB_BIN:-$build/cli/wanlab}"
-if [[ -d /run/wanlab/soak ]] || ls /run/netns 2>/dev/null | grep -q '^wanlab-soak\.'; then
-  "$wanlab" down soak >/dev/null 2>&1 || echo "warning: could not take soak down" >&2
-fi
+bench_down_leftover "$wanlab" soak
 exec "$build/bench/wanlab_soak_bench" --wanlab "$wanlab" --scenario "$repo/scenarios/three-dc.toml" --name soak \
   --markdown "$repo/bench/results/soak.md" --csv "$repo/bench/results/soak.csv" \
   --command "bench/run-soak-bench.sh${*:+ $*}" "$@"

@@ -20,9 +20,7 @@ build="${WANLAB_BENCH_BUILD:-$repo/build-bench}"
 bench_prepare run-trace-bench.sh "$repo" "$build" wanlab_trace_bench
 mkdir -p "$repo/bench/results"
 wanlab="${WANLAB_BIN:-$build/cli/wanlab}"
-if [[ -d /run/wanlab/bench-trace ]] || ls /run/netns 2>/dev/null | grep -q '^wanlab-bench-trace\.'; then
-  "$wanlab" down bench-trace >/dev/null 2>&1 || echo "warning: could not take bench-trace down" >&2
-fi
+bench_down_leftover "$wanlab" bench-trace
 results="$repo/bench/results"
 nice -n -10 "$build/bench/wanlab_trace_bench" --wanlab "$wanlab" --markdown "$results/trace.md" \
   --csv-dir "$results" --command "bench/run-trace-bench.sh${*:+ $*}" "$@"

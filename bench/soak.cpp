@@ -1177,11 +1177,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& error) {
-    fmt::print(stderr, "wanlab_soak_bench: {}\n", error.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return wanlab::bench::main_of("wanlab_soak_bench", run, argc, argv); }

@@ -218,11 +218,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& error) {
-    fmt::print(stderr, "wanlab_trace_bench: {}\n", error.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return wanlab::bench::main_of("wanlab_trace_bench", run, argc, argv); }
