@@ -655,4 +655,26 @@ BOOST_AUTO_TEST_CASE(estimates_count_delay_wire_time_the_queue_and_what_was_meas
   BOOST_TEST(routes.slowdown(0) > 1.0);
 }
 
+// Placements add up each cache at the wire time known then; once the route
+// is measured slower, the queue starts again from what still waits.
+BOOST_AUTO_TEST_CASE(a_requeue_counts_what_waits_at_the_wire_time_learned_since) {
+  Experiment e = experiment("schedule = \"1f1b\"", 4, 1, 8, 100, 200);
+  enable_prefill(e);
+  auto scenario = three_dcs();
+  KvRoutes routes(make_plan(e, scenario), scenario, harness_test::steady_links(scenario));
+  BOOST_TEST_REQUIRE(routes.same_queue(0, 3));  // a->b both
+  BOOST_TEST(!routes.same_queue(0, 1));
+  const std::uint64_t bytes = 12'500'000;  // 200 ms at 0.5 Gbit/s
+  for (int i = 0; i < 4; ++i) routes.queue(0, 0, bytes);
+  BOOST_TEST(routes.estimate_ns(0, bytes, 0) == 10 * kMs + 5 * 200 * kMs);
+  routes.observe(0, bytes, 10 * kMs + 600 * kMs);  // three times the model
+  // At 300 ms one cache has arrived; three wait, one of them worker 3's,
+  // ready at 500 ms: the queue ends at 300 + 2 x 600, then 500 < 1500, + 600.
+  routes.requeue(0, 300 * kMs, {{0, 0, bytes}, {3, 500 * kMs, bytes}, {0, 100 * kMs, bytes}});
+  BOOST_TEST(routes.estimate_ns(0, bytes, 300 * kMs) == 10 * kMs + 600 * kMs + (2100 - 300) * kMs);
+  // Nothing waits: the route is free from now.
+  routes.requeue(3, 2000 * kMs, {});
+  BOOST_TEST(routes.estimate_ns(0, bytes, 2000 * kMs) == 610 * kMs);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

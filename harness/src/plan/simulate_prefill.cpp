@@ -373,6 +373,17 @@ void KvRoutes::queue(int worker, std::int64_t ready_ns, std::uint64_t bytes) {
   free_at = std::max(free_at, ready_ns) + wire_ns(worker, bytes);
 }
 
+void KvRoutes::requeue(int worker, std::int64_t now_ns, std::vector<Waiting> waiting) {
+  std::sort(waiting.begin(), waiting.end(), [](const Waiting& a, const Waiting& b) { return a.ready_ns < b.ready_ns; });
+  std::int64_t free_at = now_ns;
+  for (const Waiting& w : waiting) free_at = std::max(free_at, w.ready_ns) + wire_ns(w.worker, w.bytes);
+  free_at_[queue_key(route(worker), worker)] = free_at;
+}
+
+bool KvRoutes::same_queue(int worker, int other) const {
+  return queue_key(route(worker), worker) == queue_key(route(other), other);
+}
+
 void KvRoutes::observe(int worker, std::uint64_t bytes, std::int64_t took_ns) {
   const Route& r = route(worker);
   const std::int64_t modelled = r.wire_ns(bytes);

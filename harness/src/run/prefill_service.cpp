@@ -301,8 +301,7 @@ void PrefillService::handle_worker(int worker, ctl::Message& message) {
     kv_holding_.erase(held);
     grant_kv();
   } else if (auto* sent = std::get_if<ctl::KvSent>(&message)) {
-    const auto it = batches_.find(sent->batch);
-    if (it != batches_.end()) it->second.kv_start_ns = sent->start_ns;
+    kv_sent(*sent);
   } else {
     throw ctl::ControlError("unexpected " + ctl::type_name(message) + " message from a prefill worker");
   }
@@ -321,22 +320,61 @@ void PrefillService::chunk_done(int worker, const ctl::PrefillDone& done) {
                                       done.start_ns - origin_ns_, done.end_ns - origin_ns_});
 }
 
+// The sink's word and the worker's KvSent come over two connections in
+// either order; a cache is counted once both are in, so that its time is
+// measured from its first byte's turn (taken as 0 it told admission the
+// route was faster than the model, 4 caches of 20 on bt-latency).
 void PrefillService::kv_arrived(const ctl::KvArrived& arrived) {
   const auto it = batches_.find(arrived.batch);
   if (it == batches_.end()) throw ctl::ControlError(fmt::format("KV of unknown batch {} arrived", arrived.batch));
   BatchState& b = it->second;
-  const std::int64_t start = b.kv_start_ns >= 0 ? b.kv_start_ns : arrived.at_ns;
+  if (b.kv_start_ns < 0 && !processes_[arrived.worker].gone) {
+    b.arrived = arrived;
+    return;
+  }
+  kv_done(b, arrived);
+}
+
+void PrefillService::kv_sent(const ctl::KvSent& sent) {
+  const auto it = batches_.find(sent.batch);
+  if (it == batches_.end()) return;
+  BatchState& b = it->second;
+  b.kv_start_ns = sent.start_ns;
+  if (!b.arrived) return;
+  const ctl::KvArrived arrived = *b.arrived;
+  b.arrived.reset();
+  kv_done(b, arrived);
+}
+
+void PrefillService::kv_done(BatchState& b, const ctl::KvArrived& arrived) {
+  const bool timed = b.kv_start_ns >= 0;
+  const std::int64_t start = timed ? b.kv_start_ns : arrived.at_ns;
   record_.kv.push_back(KvTransfer{b.batch.id, arrived.worker, link_of(arrived.worker), arrived.bytes, start - origin_ns_,
                                   arrived.at_ns - origin_ns_});
   // Admission's next estimates on this route learn how long caches really take.
-  kv_routes_->observe(arrived.worker, arrived.bytes, arrived.at_ns - start);
-  if (b.over) return;  // failed meanwhile: its requests stay failed
-  b.over = true;
-  for (int id : b.batch.requests) {
-    RequestOutcome& o = outcome(id);
-    o.state = RequestState::served;
-    o.first_token_ns = arrived.at_ns - origin_ns_;
+  if (timed) kv_routes_->observe(arrived.worker, arrived.bytes, arrived.at_ns - start);
+  if (!b.over) {  // else failed meanwhile: its requests stay failed
+    b.over = true;
+    for (int id : b.batch.requests) {
+      RequestOutcome& o = outcome(id);
+      o.state = RequestState::served;
+      o.first_token_ns = arrived.at_ns - origin_ns_;
+    }
   }
+  requeue_kv(arrived.worker);
+}
+
+// The route's queue from what still waits for it: every placed batch whose
+// cache has not arrived, on a route shared with `worker`'s, from its
+// predicted prefill end.
+void PrefillService::requeue_kv(int worker) {
+  std::vector<KvRoutes::Waiting> waiting;
+  for (const auto& [id, b] : batches_) {
+    const Chunk& last = b.batch.chunks.back();
+    if (b.over || b.arrived || b.kv_start_ns >= 0 || !kv_routes_->same_queue(worker, last.worker)) continue;
+    waiting.push_back({last.worker, last.start_ns + static_cast<std::int64_t>(last.duration_ns), b.batch.kv_bytes});
+  }
+  kv_routes_->requeue(worker, monotonic_ns() - origin_ns_, std::move(waiting));
 }
 
 asio::awaitable<void> PrefillService::watch_exit(int index) {
@@ -364,6 +402,13 @@ void PrefillService::gone(int index, const std::string& why) {
   // A sink takes down the prefill of the workers that send to it.
   const auto affected = [&](int worker) { return worker == index || sink_process(worker) == index; };
   const std::string reason = fmt::format("{} {}", who(index), why);
+  // A cache that arrived has served its requests, whether or not its worker said when it began.
+  for (auto& [id, b] : batches_) {
+    if (!b.arrived || !affected(b.batch.chunks.front().worker)) continue;
+    const ctl::KvArrived arrived = *b.arrived;
+    b.arrived.reset();
+    kv_done(b, arrived);
+  }
   const int failed = fail_batches([&](const BatchState& b) { return affected(b.batch.chunks.front().worker); }, reason);
   std::erase_if(windows_, [&](const Window& w) { return affected(w.worker); });
   std::erase_if(kv_waiting_, [&](const KvWaiter& k) { return k.worker == index; });

@@ -95,6 +95,7 @@ class PrefillService {
     Batch batch;
     bool over = false;  // arrived or failed
     std::int64_t kv_start_ns = -1;  // CLOCK_MONOTONIC
+    std::optional<control::KvArrived> arrived;  // the sink's word, held until the worker's KvSent
   };
   struct KvWaiter {
     int worker = 0;
@@ -131,6 +132,9 @@ class PrefillService {
   void handle_worker(int worker, control::Message& message);
   void chunk_done(int worker, const control::PrefillDone& done);
   void kv_arrived(const control::KvArrived& arrived);
+  void kv_sent(const control::KvSent& sent);
+  void kv_done(BatchState& b, const control::KvArrived& arrived);
+  void requeue_kv(int worker);
   asio::awaitable<void> watch_exit(int index);
   asio::awaitable<void> connection_lost(int index, std::string what);
   void gone(int index, const std::string& why);

@@ -222,7 +222,11 @@ class PrefillProcess {
   }
 
   asio::awaitable<void> send_kv(int batch, std::uint64_t bytes) {
-    const std::uint64_t piece = assign_->gated && assign_->piece_bytes > 0 ? assign_->piece_bytes : bytes;
+    // Never more than this cache: a piece's size bounds the zeros kept to
+    // send, and the largest cache of a run (its longest prompt's) can be
+    // gigabytes, whose first touch once held a worker's KV back for 8-13 s.
+    const std::uint64_t piece =
+        assign_->gated && assign_->piece_bytes > 0 ? std::min<std::uint64_t>(assign_->piece_bytes, bytes) : bytes;
     const int pieces = static_cast<int>((bytes + piece - 1) / piece);
     if (zeros_.size() < piece) zeros_.assign(piece, std::byte{0});  // no send is in flight here
     // From its first byte's turn: admission's estimate counts the caches

@@ -174,6 +174,22 @@ class KvRoutes {
   std::int64_t estimate_ns(int worker, std::uint64_t bytes, std::int64_t now_ns) const;
   // A cache of `bytes` from `worker`, ready at `ready_ns`, takes its turn on the route.
   void queue(int worker, std::int64_t ready_ns, std::uint64_t bytes);
+  struct Waiting {
+    int worker = 0;
+    std::int64_t ready_ns = 0;
+    std::uint64_t bytes = 0;
+  };
+  // The real run, as a cache arrives: `worker`'s route queue starts again
+  // from `now_ns` with the caches still waiting for it (those of every worker
+  // that shares the route), at the wire times learned since their placement.
+  // What placements added up drifts: caches placed before a slowdown was
+  // learned counted at the model's rate, and a route that carries less than
+  // the caches placed on it grows a real queue the sum never shows
+  // (bt-latency 40 ms: caches waited 5 s on a DC's own link that admission
+  // took for empty, TTFT p99 7.3 s against a 3 s SLO).
+  void requeue(int worker, std::int64_t now_ns, std::vector<Waiting> waiting);
+  // Whether two workers' caches queue on one route (a DC's own link, or one WAN link).
+  bool same_queue(int worker, int other) const;
   // The real run: a cache of `bytes` took `took_ns` from the start of its
   // sending to its arrival. Later estimates and queue times on that route
   // stretch the wire time by how much slower than the model caches went
