@@ -7,6 +7,7 @@
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 #include <chrono>
+#include <cstdint>
 #include <set>
 
 namespace wanlab::harness::run_detail {
@@ -49,5 +50,12 @@ class Notifier {
   };
   std::set<asio::steady_timer*> waiters_;
 };
+
+// Returns at `at_ns` on CLOCK_MONOTONIC (steady_clock's on Linux).
+inline asio::awaitable<void> sleep_until_ns(std::int64_t at_ns) {
+  asio::steady_timer timer(co_await asio::this_coro::executor, Clock::time_point(std::chrono::nanoseconds(at_ns)));
+  std::error_code ignored;
+  co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+}
 
 }  // namespace wanlab::harness::run_detail

@@ -39,13 +39,6 @@ struct PrefillFailure : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-asio::awaitable<void> sleep_until_ns(std::int64_t at_ns) {
-  // steady_clock is CLOCK_MONOTONIC on Linux.
-  asio::steady_timer timer(co_await asio::this_coro::executor, Clock::time_point(std::chrono::nanoseconds(at_ns)));
-  std::error_code ignored;
-  co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
-}
-
 class PrefillProcess {
  public:
   PrefillProcess(std::string control_path, int id) : control_path_(std::move(control_path)), id_(id) {}

@@ -23,6 +23,7 @@
 #include "gpu_lease.hpp"
 #include "notifier.hpp"
 #include "process_life.hpp"
+#include "worker_layout.hpp"
 #include "wanlab/harness/gpu.hpp"
 #include "wanlab/harness/run.hpp"
 #include "wanlab/transport/budget.hpp"
@@ -38,11 +39,6 @@ using transport::Channel;
 constexpr auto kConnectPhase = std::chrono::seconds(60);
 // How often a gated send looks whether its bytes have left the sockets.
 constexpr auto kDrainPoll = std::chrono::milliseconds(1);
-
-// A failure the worker reports to the coordinator before exiting.
-struct WorkerFailure : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 struct InboxKey {
   int iteration, sender, microbatch, step;
@@ -134,6 +130,7 @@ class WorkerProcess {
       if (assign_) throw WorkerFailure("a second assignment");
       if (assign->plan.worker.id != id_) throw WorkerFailure(fmt::format("assigned the plan of worker {}", assign->plan.worker.id));
       assign_ = std::move(*assign);
+      layout_.emplace(*assign_, id_);
       share_gpu();
     } else if (std::holds_alternative<ctl::Connect>(message)) {
       connect_ = true;
@@ -170,7 +167,7 @@ class WorkerProcess {
     options.connect_timeout = std::chrono::seconds(20);
     options.handshake_timeout = std::chrono::seconds(20);
     // Peers send what the plan says and nothing larger; the identity message is 8 bytes.
-    options.max_message_size = largest_payload(true) + kDataHeaderBytes;
+    options.max_message_size = layout_->largest_payload(true) + kDataHeaderBytes;
     options.shared_memory_budget = memory_budget(options.max_message_size);
     // Channels idle for as long as the emulated GPU computes, and the peers are
     // this run's own workers: keepalive, not an idle timeout, finds one that vanished.
@@ -190,12 +187,6 @@ class WorkerProcess {
       budget_ = std::make_shared<transport::MemoryBudget>(room);
     }
     return budget_;
-  }
-
-  const ctl::PeerAddress& peer(int worker) const {
-    for (const auto& p : assign_->peers)
-      if (p.worker == worker) return p;
-    throw WorkerFailure(fmt::format("worker {} is not among my peers", worker));
   }
 
   // One acceptor per kind of channel (its options set the chunk size of
@@ -246,7 +237,7 @@ class WorkerProcess {
       auto channel = co_await acceptor.accept();
       auto first = co_await channel.receive();
       const auto worker = first ? decode_identity(first->bytes()) : std::nullopt;
-      if (!worker || *worker >= id_ || channels_.count(*worker) || peer(*worker).cross_dc != cross)
+      if (!worker || *worker >= id_ || channels_.count(*worker) || layout_->peer(*worker).cross_dc != cross)
         throw WorkerFailure(fmt::format("a channel from {} did not name an expected worker",
                                         channel.remote_endpoint().address().to_string()));
       add_channel(*worker, std::move(channel));
@@ -254,7 +245,7 @@ class WorkerProcess {
   }
 
   void add_channel(int worker, Channel channel) {
-    if (const auto rate = peer(worker).pacing_rate; rate > 0) {
+    if (const auto rate = layout_->peer(worker).pacing_rate; rate > 0) {
       try {
         channel.set_max_pacing_rate(rate);
       } catch (const std::exception& error) {
@@ -291,7 +282,7 @@ class WorkerProcess {
       if (header.sender != worker)
         throw WorkerFailure(fmt::format("worker {}'s channel carried a message of worker {}", worker, header.sender));
       const InboxKey key{header.iteration, header.sender, header.microbatch, header.step};
-      if (header.modelled_bytes > 0 && !same_host(worker))
+      if (header.modelled_bytes > 0 && !layout_->same_host(worker))
         throw WorkerFailure(fmt::format("worker {} is on another host but sent a message standing for {} bytes", worker,
                                         header.modelled_bytes));
       const auto payload_bytes = message->size() - kDataHeaderBytes + header.modelled_bytes;
@@ -360,52 +351,18 @@ class WorkerProcess {
     return *it->second;
   }
 
-  // The member `offset` places after this worker in its all-reduce ring;
-  // -1 when there is no ring.
-  int ring_member(int offset) const {
-    const auto& group = assign_->plan.worker.allreduce_group;
-    const auto me = std::find(group.begin(), group.end(), id_);
-    if (group.size() < 2 || me == group.end()) return -1;
-    const auto n = static_cast<int>(group.size());
-    return group[static_cast<std::size_t>((static_cast<int>(me - group.begin()) + offset % n + n) % n)];
-  }
-
-  // Ring all-reduce: 2(n-1) steps, each moving bytes / (2(n-1)).
-  std::uint64_t allreduce_piece(std::uint64_t bytes) const {
-    const auto n = assign_->plan.worker.allreduce_group.size();
-    const std::uint64_t steps = n > 1 ? 2 * (n - 1) : 1;
-    return (bytes + steps - 1) / steps;
-  }
-
-  // The largest payload this worker sends over a channel (`incoming`: receives):
-  // a microbatch to (from) a worker on another host, or an all-reduce piece to
-  // the next (from the previous) ring member. Messages to a worker on this
-  // host carry no payload (see transmit).
-  std::uint64_t largest_payload(bool incoming) const {
-    std::uint64_t largest = 0;
-    const OpKind point_to_point = incoming ? OpKind::recv : OpKind::send;
-    const int ring_peer = ring_member(incoming ? -1 : 1);
-    for (const Op& op : assign_->plan.ops) {
-      if (op.kind == point_to_point && !same_host(op.peer)) largest = std::max(largest, op.bytes);
-      if (op.kind == OpKind::allreduce && ring_peer >= 0 && !same_host(ring_peer)) largest = std::max(largest, allreduce_piece(op.bytes));
-    }
-    return largest;
-  }
-
   // Zeros that every data message's payload is borrowed from: sized once for
   // the largest message, since sends in flight keep pointing into it.
-  void size_payload_buffer() { zeros_.assign(largest_payload(false), std::byte{0}); }
+  void size_payload_buffer() { zeros_.assign(layout_->largest_payload(false), std::byte{0}); }
 
   std::span<const std::byte> payload(std::uint64_t bytes) const {
     if (bytes > zeros_.size()) throw WorkerFailure(fmt::format("a message of {} bytes, larger than planned", bytes));
     return {zeros_.data(), bytes};
   }
 
-  bool same_host(int worker) const { return peer(worker).ipv4 == assign_->ipv4; }
-
   // Returns the message's ticket once every byte is written to the sockets.
   asio::awaitable<transport::SendTicket> transmit(int to, DataHeader header, std::uint64_t bytes) {
-    if (same_host(to)) {
+    if (layout_->same_host(to)) {
       header.modelled_bytes = bytes;
       bytes = 0;
     }
@@ -463,17 +420,6 @@ class WorkerProcess {
     }
   }
 
-  static ctl::SendRecord send_record(int op_index, std::int64_t queued_ns, const transport::SendTicket& ticket) {
-    ctl::SendRecord record;
-    record.op_index = op_index;
-    record.queued_ns = queued_ns;
-    record.first_sent_ns = std::max(queued_ns, monotonic_ns(ticket.started_at().value()));
-    record.last_sent_ns = std::max(record.first_sent_ns, monotonic_ns(ticket.written_at().value()));
-    for (const auto& stream : ticket.streams())
-      record.streams.push_back(StreamAtStart{static_cast<int>(stream.index), stream.bytes, stream.cwnd, stream.srtt_us});
-    return record;
-  }
-
   // Waits for a message and takes it out of the inbox; returns its arrival time.
   asio::awaitable<std::int64_t> take(const InboxKey& key, std::uint64_t expected_bytes, const char* what) {
     co_await changed_.wait_for([&] { return inbox_.count(key) != 0; });
@@ -502,10 +448,10 @@ class WorkerProcess {
     if (group.size() > 1 && op.bytes > 0) {
       if (std::find(group.begin(), group.end(), id_) == group.end())
         throw WorkerFailure("allreduce: not in my own allreduce group");
-      const int next = ring_member(1);
-      const int previous = ring_member(-1);
+      const int next = layout_->ring_member(1);
+      const int previous = layout_->ring_member(-1);
       const int steps = 2 * (static_cast<int>(group.size()) - 1);
-      const std::uint64_t piece = allreduce_piece(op.bytes);
+      const std::uint64_t piece = layout_->allreduce_piece(op.bytes);
       for (int step = 0; step < steps; ++step) {
         co_await transmit(next, DataHeader{iteration, id_, -1, step, op_index}, piece);
         co_await take(InboxKey{iteration, previous, -1, step}, piece, "allreduce piece");
@@ -519,6 +465,7 @@ class WorkerProcess {
   std::shared_ptr<ControlSocket> control_;
   Notifier changed_;
   std::optional<ctl::Assign> assign_;
+  std::optional<WorkerLayout> layout_;  // of *assign_
   bool connect_ = false;
   bool stop_ = false;
   std::deque<int> starts_;
