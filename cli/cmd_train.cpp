@@ -35,6 +35,21 @@ void apply_overrides(hs::Experiment& experiment, const Options& options) {
   }
 }
 
+// The simulator takes a link's settings, not its schedule (SCENARIO.md#schedules):
+// its figures, and admission's in a real run, use a scheduled link's base settings.
+void note_unsimulated_schedules(const em::Scenario& scenario) {
+  std::string pairs;
+  const int dcs = static_cast<int>(scenario.dcs.size());
+  for (int src = 0; src < dcs; ++src)
+    for (int dst = 0; dst < dcs; ++dst)
+      if (src != dst && scenario.schedule(src, dst))
+        pairs += fmt::format("{}{}->{}", pairs.empty() ? "" : ", ", scenario.dcs[static_cast<std::size_t>(src)].name,
+                             scenario.dcs[static_cast<std::size_t>(dst)].name);
+  if (!pairs.empty())
+    fmt::print(stderr, "wanlab train: the simulator takes {} at their base settings; their schedules act on the emulated links only\n",
+               pairs);
+}
+
 void write_outputs(const hs::RunRecord& record, const std::string& scenario_text, const std::string& dir) {
   std::filesystem::create_directories(dir);
   hs::write_results_json(record, scenario_text, dir + "/results.json");
@@ -124,6 +139,7 @@ int cmd_train(const Options& options) {
              experiment.prefill.enabled ? fmt::format("on (KV caches to {})", experiment.prefill.decode_dc) : "off");
   std::fflush(stdout);
 
+  note_unsimulated_schedules(scenario);
   // --simulate: the planner's discrete-event simulation instead of the emulated WAN.
   const hs::RunRecord record =
       options.flag("simulate")

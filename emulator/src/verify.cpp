@@ -3,9 +3,12 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
 #include "testbed_internal.hpp"
+#include "wanlab/base/clock.hpp"
+#include "wanlab/emulator/datapath.hpp"
 #include "wanlab/base/interrupts.hpp"
 #include "wanlab/base/parse.hpp"
 #include "wanlab/emulator/probe.hpp"
@@ -109,15 +112,78 @@ void measure_into(VerifyRow& row, Measure measure) {
 
 const char* kChanged = "its settings changed during the measurement ([[event]] or wanlab set); verify again";
 
-VerifyRow verify_rtt(const TestbedState& state, const std::function<Scenario()>& configured, const VerifyOptions& options,
-                     int a, int b) {
+// Scheduled pairs (SCENARIO.md#schedules) as verify sees them: the settings
+// the data plane gives a pair for the whole of a measurement, laid over the
+// scenario's, or why they do not hold still that long. The scenario alone
+// would compare a scheduled pair with its base settings, which its schedule
+// replaces.
+class Schedules {
+ public:
+  struct View {
+    PairParams pair;
+    std::string step;      // "the schedule's step now": when it holds for the measurement
+    std::string unsteady;  // why it is not measured: it changes, or pauses the link
+  };
+
+  explicit Schedules(const TestbedState& state) {
+    try {
+      datapath_.emplace(Datapath::open_pinned(bpffs_dir(state.name)));
+    } catch (const std::exception& error) {
+      throw std::runtime_error(fmt::format("{}: reading its data plane's schedules: {}", state.name, error.what()));
+    }
+  }
+
+  // `pair` (src -> dst as configured) over the next `window_ns`.
+  View over(const PairParams& pair, int src, int dst, std::uint64_t window_ns) const {
+    View view{pair, "", ""};
+    if (datapath_->schedule(src, dst).empty()) return view;
+    const std::uint64_t now = static_cast<std::uint64_t>(base::monotonic_ns());
+    const Datapath::PairAt first = datapath_->pair_at(src, dst, now);
+    if (first.paused) {
+      view.unsteady = "its schedule pauses the link now";
+      return view;
+    }
+    for (std::uint64_t t = now + kStepCheckNs; t <= now + window_ns; t += kStepCheckNs) {
+      const Datapath::PairAt at = datapath_->pair_at(src, dst, t);
+      if (at.paused || at.config.rate_bps != first.config.rate_bps || at.config.delay_ns != first.config.delay_ns ||
+          at.config.loss_p32 != first.config.loss_p32) {
+        view.unsteady = fmt::format("its schedule changes {:.0f} ms into the measurement", ms(t - now));
+        return view;
+      }
+    }
+    view.pair.rate_bps = first.config.rate_bps;
+    view.pair.delay_ns = first.config.delay_ns;
+    if (pair.loss_model == LossModel::bernoulli) view.pair.loss = static_cast<double>(first.config.loss_p32) / 4294967296.0;
+    view.step = "the schedule's step now";
+    return view;
+  }
+
+ private:
+  // Schedules step at 1 ms at the finest (SCENARIO.md#schedules).
+  static constexpr std::uint64_t kStepCheckNs = 1'000'000;
+  std::optional<Datapath> datapath_;
+};
+
+std::uint64_t seconds_ns(double seconds) { return static_cast<std::uint64_t>(seconds * 1e9); }
+
+VerifyRow verify_rtt(const TestbedState& state, const std::function<Scenario()>& configured, const Schedules& schedules,
+                     const VerifyOptions& options, int a, int b) {
   const Scenario before = configured_for(state, configured);
   const PairParams there = before.pair(a, b), back = before.pair(b, a);
-  const RttPlan plan = plan_rtt(there, back);
+  // Long enough for every echo at the configured settings (a step only makes it longer or shorter by its delay).
+  const RttPlan configured_plan = plan_rtt(there, back);
+  const std::uint64_t window =
+      seconds_ns((configured_plan.probes * configured_plan.interval_ms + 4 * configured_plan.expected_ms) / 1e3 + 1);
+  const Schedules::View there_now = schedules.over(there, a, b, window), back_now = schedules.over(back, b, a, window);
+  const RttPlan plan = plan_rtt(there_now.pair, back_now.pair);
   VerifyRow row;
   row.pair = state.dcs[static_cast<std::size_t>(a)] + " <-> " + state.dcs[static_cast<std::size_t>(b)];
   row.check = VerifyRow::Check::rtt;
   row.configured = fmt::format("{:.2f} ms", plan.expected_ms);
+  if (const std::string& why = !there_now.unsteady.empty() ? there_now.unsteady : back_now.unsteady; !why.empty()) {
+    row.how = "not measured: " + why;
+    return row;
+  }
   if (!plan.measurable) {
     row.how = fmt::format("not measured: configured loss answers {:.1f}% of echoes", 100 * plan.answer_probability);
     return row;
@@ -133,22 +199,40 @@ VerifyRow verify_rtt(const TestbedState& state, const std::function<Scenario()>&
     }
     row.measured = plan.use_mean ? mean(rtts) : median(rtts);
     row.allowed = rtt_range(plan, options, rtts.size());
+    if (const std::string& step = !there_now.step.empty() ? there_now.step : back_now.step; !step.empty()) row.how += "; " + step;
   });
   const Scenario after = configured_for(state, configured);
   if (!same_settings(there, after.pair(a, b)) || !same_settings(back, after.pair(b, a))) row.problem = kChanged;
   return row;
 }
 
-VerifyRow verify_goodput(const TestbedState& state, const std::function<Scenario()>& configured, const VerifyOptions& options,
-                         int src, int dst) {
+VerifyRow verify_goodput(const TestbedState& state, const std::function<Scenario()>& configured, const Schedules& schedules,
+                         const VerifyOptions& options, int src, int dst) {
   const Scenario before = configured_for(state, configured);
-  const PairParams pair = before.pair(src, dst);
-  const GoodputPlan plan = plan_goodput(pair, before.host, plan_rtt(pair, before.pair(dst, src)).expected_ms);
+  const PairParams configured_pair = before.pair(src, dst);
+  // The measurement's length (its warm-up follows the RTT, which a step may change).
+  const auto window_for = [&](const PairParams& there, const PairParams& back) {
+    return seconds_ns(plan_goodput(there, before.host, plan_rtt(there, back).expected_ms).warmup_seconds +
+                      options.goodput_seconds + 1);
+  };
+  std::uint64_t window = window_for(configured_pair, before.pair(dst, src));
+  Schedules::View now = schedules.over(configured_pair, src, dst, window);
+  Schedules::View back = schedules.over(before.pair(dst, src), dst, src, window);
+  if (const std::uint64_t needed = window_for(now.pair, back.pair); needed > window) {
+    now = schedules.over(configured_pair, src, dst, needed);
+    back = schedules.over(before.pair(dst, src), dst, src, needed);
+  }
+  const PairParams& pair = now.pair;
+  const GoodputPlan plan = plan_goodput(pair, before.host, plan_rtt(pair, back.pair).expected_ms);
   VerifyRow row;
   row.pair = state.dcs[static_cast<std::size_t>(src)] + " -> " + state.dcs[static_cast<std::size_t>(dst)];
   row.check = VerifyRow::Check::goodput;
   row.configured = pair.rate_bps ? units::format_rate(pair.rate_bps) : "unlimited";
   if (pair.flow_rate_bps) row.configured += ", flow " + units::format_rate(pair.flow_rate_bps);
+  if (const std::string& why = !now.unsteady.empty() ? now.unsteady : back.unsteady; !why.empty()) {
+    row.how = "not measured: " + why;
+    return row;
+  }
   if (mean_loss(pair) > kMaxGoodputLoss || mean_loss(before.pair(dst, src)) > kMaxGoodputLoss) {
     row.how = "not measured: loss above 10% leaves TCP's goodput unrelated to the rate";
     return row;
@@ -162,8 +246,9 @@ VerifyRow verify_goodput(const TestbedState& state, const std::function<Scenario
     row.allowed = goodput_range(plan, options);
     row.how = fmt::format("{} stream{}, {:g} s", plan.streams, plan.streams == 1 ? "" : "s", options.goodput_seconds);
     if (!plan.lower_bound && std::isfinite(plan.ceiling_bps)) row.how += "; no lower bound: " + plan.why_no_lower_bound;
+    if (!now.step.empty()) row.how += "; " + now.step;
   });
-  if (!same_settings(pair, configured_for(state, configured).pair(src, dst))) row.problem = kChanged;
+  if (!same_settings(configured_pair, configured_for(state, configured).pair(src, dst))) row.problem = kChanged;
   return row;
 }
 
@@ -299,12 +384,13 @@ VerifyResult verify_testbed(const TestbedState& state, const std::function<Scena
     if (on_row) on_row(row);
     result.rows.push_back(std::move(row));
   };
+  const Schedules schedules(state);
   for (int a = 0; a < n; ++a)
-    for (int b = a + 1; b < n; ++b) add(verify_rtt(state, configured, options, a, b));
+    for (int b = a + 1; b < n; ++b) add(verify_rtt(state, configured, schedules, options, a, b));
   if (options.goodput)
     for (int src = 0; src < n; ++src)
       for (int dst = 0; dst < n; ++dst)
-        if (src != dst) add(verify_goodput(state, configured, options, src, dst));
+        if (src != dst) add(verify_goodput(state, configured, schedules, options, src, dst));
   return result;
 }
 

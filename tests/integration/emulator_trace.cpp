@@ -253,3 +253,30 @@ BOOST_AUTO_TEST_CASE(set_loads_a_schedule_live_and_stats_shows_its_rate) {
   }
   BOOST_TEST(test::leftovers(kName).empty(), test::leftovers(kName));
 }
+
+// `wanlab verify` compares a scheduled pair with its schedule's step now (not
+// its base settings), and does not measure one whose schedule changes during
+// the measurement.
+BOOST_AUTO_TEST_CASE(verify_checks_a_scheduled_pair_against_its_step_now) {
+  const TempFile csv("flip.csv", "time,delay\n0s,5ms\n100ms,20ms\n");
+  {
+    Testbed bed(R"(
+[defaults]
+delay = "5ms"
+rate = "50mbit"
+schedule = { steps = [{ time = "0s", delay = "25ms" }, { time = "1000s", delay = "5ms" }] }
+)");
+    const auto held = test::wanlab({"verify", "--testbed", kName});
+    BOOST_TEST(held.status == 0, held.output);
+    BOOST_TEST(held.output.find("50.02 ms") != std::string::npos, held.output);  // 2 x 25 ms and the probe at 50 Mbit/s
+    BOOST_TEST(held.output.find("the schedule's step now") != std::string::npos, held.output);
+    BOOST_TEST(held.output.find("every pair within its bounds") != std::string::npos, held.output);
+    const auto flip = test::wanlab({"set", "east", "west", "--testbed", kName, "--one-way", "--schedule",
+                                    csv.path.string(), "--period", "200ms"});
+    BOOST_TEST_REQUIRE(flip.status == 0, flip.output);
+    const auto flipping = test::wanlab({"verify", "--testbed", kName});
+    BOOST_TEST(flipping.status == 0, flipping.output);
+    BOOST_TEST(flipping.output.find("not measured: its schedule changes") != std::string::npos, flipping.output);
+  }
+  BOOST_TEST(test::leftovers(kName).empty(), test::leftovers(kName));
+}
