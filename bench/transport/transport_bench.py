@@ -41,6 +41,7 @@ IPERF_PORT = 5201
 BIG_BUFFER = 256 << 20  # the fair competitor's tcp_wmem / tcp_rmem max
 SEND_BUFFER_CAP = 4 << 20  # tcp_wmem max of every other run (the scenario's [host])
 MESSAGE_BYTES = 1 << 30
+MEASURE_S = 4  # goodput is counted over this long, after the warm-up
 
 
 def log(text):
@@ -61,6 +62,7 @@ class Condition:
     cc: str
     streams: list[int]
     message_streams: list[int] = field(default_factory=lambda: [16])
+    queue: str = "1bdp"  # as `wanlab set --queue` takes it
 
     @property
     def rtt_s(self):
@@ -158,7 +160,7 @@ name = "west"
 
     def set_link(self, c):
         args = ["set", "east", "west", "--testbed", self.name, "--rate", f"{c.rate_mbit}mbit",
-                "--delay", f"{c.delay_ms}ms", "--loss", c.loss, "--queue", "1bdp"]
+                "--delay", f"{c.delay_ms}ms", "--loss", c.loss, "--queue", c.queue]
         if c.cap_mbit:
             args += ["--flow-rate", f"{c.cap_mbit}mbit"]
         self.run(*args)
@@ -317,7 +319,7 @@ def run_pair(testbed, server_argv, server_port, client_argv, timeout):
 
 
 def run_perf(testbed, c, streams, omit):
-    seconds = omit + 4
+    seconds = omit + MEASURE_S
     argv = ["wanlab", "perf", "client", testbed.hosts["west-0"], "-P", str(streams), "-t", str(seconds),
             "--cc", c.cc, "--json"]
     argv[0] = testbed.wanlab
@@ -344,7 +346,7 @@ def run_perf(testbed, c, streams, omit):
 
 
 def run_iperf(testbed, streams, cc, omit, fair=False):
-    seconds = 4
+    seconds = MEASURE_S
     argv = ["iperf3", "-c", testbed.hosts["west-0"], "-p", str(IPERF_PORT), "-P", str(streams), "-t", str(seconds),
             "-O", str(omit), "-C", cc, "-J"]
     output, cpu = run_pair(testbed, ["iperf3", "-s", "-1", "-p", str(IPERF_PORT)], IPERF_PORT, argv,

@@ -350,7 +350,7 @@ class Coordinator {
   // activation spreads over the streams. (A chunk costs a wake-up and a
   // write: about 50 us on a loaded two-core machine.)
   static ctl::ChannelTuning intra_dc_tuning(int id) {
-    return {static_cast<std::uint16_t>(kIntraDcPort + id), transport::kDefaultChunkSize, 256u << 10};
+    return {static_cast<std::uint16_t>(kIntraDcPort + id), transport::kDefaultChunkSize, ctl::kBulkUnsentLowat};
   }
   static ctl::ChannelTuning cross_dc_tuning(int id) {
     return {static_cast<std::uint16_t>(kCrossDcPort + id), kCrossDcChunk, kCrossDcChunk};

@@ -11,6 +11,8 @@
 #include "prefill_service.hpp"
 #include "wanlab/harness/gpu.hpp"
 #include "wanlab/harness/simulate.hpp"
+#include "wanlab/harness/tcp_model.hpp"
+#include "wanlab/transport/options.hpp"
 
 namespace wanlab::harness::run_detail {
 namespace ctl = control;
@@ -18,9 +20,6 @@ namespace ctl = control;
 namespace {
 
 constexpr std::uint16_t kSinkPort = 49000;
-// KV channels: chunks and unsent backlog as small as training's cross-DC
-// ones, so that a gated piece's "written" comes when nearly all of it has left.
-constexpr std::uint32_t kKvChunk = 16u << 10;
 // A KV piece under temporal sharing: about this long on its link, so that a
 // training transfer that asks for the link shares it for at most that long.
 constexpr double kPieceSeconds = 0.002;
@@ -33,7 +32,8 @@ constexpr std::uint64_t kMinStepNs = 1'000'000;
 
 ctl::SinkAssign PrefillService::sink_assignment(int index) const {
   const Sink& sink = sink_at(index);
-  return {sink.host->ipv4, kSinkPort, kKvChunk, largest_kv_bytes(), sink.senders};
+  // The sink sends nothing: its chunk size is any (each channel's sender chooses its own).
+  return {sink.host->ipv4, kSinkPort, transport::kDefaultChunkSize, largest_kv_bytes(), sink.senders};
 }
 
 // Whether `worker`'s KV caches go over its DC's own link (to a sink on
@@ -57,8 +57,6 @@ ctl::PrefillAssign PrefillService::assignment(int worker) const {
   a.sink_port = kSinkPort;
   const bool cross = !link_of(worker).empty();
   a.streams = cross ? std::max(1, experiment_.streams) : 1;
-  a.chunk_size = kKvChunk;
-  a.not_sent_lowat = kKvChunk;
   // Temporal sharing protects training's gated sends: a link without any
   // needs no gate. On a DC's own link the caches of its workers go one
   // whole cache at a time, as admission's estimate (KvRoutes) and the
@@ -67,6 +65,13 @@ ctl::PrefillAssign PrefillService::assignment(int worker) const {
   // already counts, and placed half the prefill it could (bubbletea-3dc-local:
   // 41-52% utilization on those workers, 88-91% on the sinks' hosts).
   a.gated = (cross && experiment_.temporal_sharing && setup_.gate->carries(link_of(worker))) || on_dc_link(worker);
+  // Small chunks only where a piece's "written" hands a WAN link back to
+  // training; elsewhere bulk: with 16 KB chunks everywhere, caches on a
+  // DC's own link went at 0.35-0.45 of its rate (bt-latency, 2 cores busy),
+  // which admission learned as a slow route and placed less prefill there.
+  const bool gated_wan = cross && a.gated;
+  a.chunk_size = gated_wan ? kCrossDcChunkBytes : transport::kDefaultChunkSize;
+  a.not_sent_lowat = gated_wan ? kCrossDcChunkBytes : ctl::kBulkUnsentLowat;
   a.piece_bytes = cross ? piece_bytes(worker) : largest_kv_bytes();
   a.max_kv_bytes = largest_kv_bytes();
   a.step_ns = std::max(kMinStepNs, experiment_.prefill.guard_ns);

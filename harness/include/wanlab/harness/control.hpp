@@ -83,6 +83,14 @@ struct ChannelTuning {
   std::uint32_t not_sent_lowat = 0;
 };
 
+// Channels that move bulk (intra-DC, and KV caches on no gated WAN link):
+// the transport's default chunks and this much unsent in each socket, so
+// few wake-ups (a chunk costs a wake-up and a write: about 50 us on a loaded
+// two-core machine). Those on a gated WAN link take kCrossDcChunkBytes
+// (tcp_model.hpp) for both, so that a gated send's "all written" comes when
+// nearly all of its bytes have left.
+inline constexpr std::uint32_t kBulkUnsentLowat = 256u << 10;
+
 struct Assign {
   WorkerPlan plan;
   std::uint32_t ipv4 = 0;  // where this worker listens (host byte order)
