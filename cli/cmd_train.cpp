@@ -13,6 +13,7 @@
 #include "wanlab/harness/compare.hpp"
 #include "wanlab/harness/experiment.hpp"
 #include "wanlab/harness/prefill.hpp"
+#include "wanlab/harness/rank_trace.hpp"
 #include "wanlab/harness/run.hpp"
 #include "wanlab/harness/simulate.hpp"
 
@@ -40,6 +41,7 @@ void write_outputs(const hs::RunRecord& record, const em::Scenario& scenario, co
   std::filesystem::create_directories(dir);
   hs::write_results_json(record, scenario.source, dir + "/results.json");
   hs::write_workload_card(record, scenario, {command_line(), std::filesystem::current_path().string(), ""}, dir + "/card.yaml");
+  hs::write_rank_traces(record, dir + "/ranks");
   hs::write_trace_json(record, dir + "/trace.json");
   // The last iteration: the steady state, after the first one's warm-up.
   hs::write_timeline_svg(record, static_cast<int>(record.iteration_end_ns.size()) - 1, dir + "/timeline.svg");
@@ -137,7 +139,7 @@ int cmd_train(const Options& options) {
     fmt::print(stderr, "wanlab train: workers ran in wanlab's sandbox, not podman: {}\n", record.runtime_detail);
   if (const auto out = options.get("out")) {
     write_outputs(record, scenario, *out);
-    fmt::print("wrote {0}/results.json, {0}/trace.json, {0}/timeline.svg, {0}/card.yaml\n", *out);
+    fmt::print("wrote {0}/results.json, {0}/trace.json, {0}/timeline.svg, {0}/card.yaml, {0}/ranks/rank-N.json\n", *out);
   }
   return 0;
 }

@@ -57,7 +57,7 @@ OptionSpecs perf_options() {
 
 // `wanlab train`: every experiment override, then the run's own options.
 OptionSpecs train_options() {
-  OptionSpecs options{valued("out", "DIR", "write results.json, trace.json, timeline.svg and card.yaml there")};
+  OptionSpecs options{valued("out", "DIR", "write results.json, trace.json, timeline.svg, card.yaml and ranks/ (per-rank traces) there")};
   for (const harness::ExperimentOption& option : harness::experiment_options())
     options.push_back(valued(std::string(option.name), std::string(option.metavar), std::string(option.help)));
   for (OptionSpec option : {valued("runtime", "auto|podman|sandbox|external", "where workers run (default auto: podman, else the sandbox)"),

@@ -115,7 +115,7 @@ BOOST_AUTO_TEST_CASE(bad_sweep_files_are_one_line_at_their_line) {
            Case{"[axes]\nstreams = [1\n", ":3:"},
            Case{"labels = [\"a\"]\n[axes]\nstreams = [1]\n", ":2:10: labels: only with mode = \"zip\""},
            Case{"mode = \"zip\"\nlabels = [\"a\"]\n[axes]\nstreams = [1, 2]\n", ":3:10: labels: expected a list of 2 names, one per point, got 1 entries"},
-           Case{"[set]\nname = \"x\"\n[axes]\nstreams = [1]\n", ":3:1: set: name: the names are the base's"},
+           Case{"[set]\n\"a.\" = 1\n[axes]\nstreams = [1]\n", ":3:1: set: \"a.\" is not a key path"},
        }) {
     BOOST_TEST_CONTEXT(c.body) {
       const std::string path = files.sweep(c.body);

@@ -162,8 +162,6 @@ class SweepReader {
       if (!parse_key_path(key->str()))
         fail(key->source(), fmt::format(R"({}: {} is not a key path like "parallel.dp" or "testbed.link[0].delay")",
                                         name, base::quoted(key->str())));
-      if (key->str() == "testbed.name" || key->str() == "name")
-        fail(key->source(), fmt::format("{}: {}: the names are the base's", name, key->str()));
     }
     return entries;
   }
