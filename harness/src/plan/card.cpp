@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <sys/utsname.h>
 
+#include <cmath>
 #include <map>
 
 #include "build_info.hpp"
@@ -34,12 +35,24 @@ std::string quoted(std::string_view text) {
   return out + "\"";
 }
 
+// A float both YAML 1.2 and 1.1 readers (PyYAML) take as a number: whole
+// values without a fraction, an exponent only after a '.', .inf and .nan.
+std::string yaml_number(double value) {
+  if (std::isnan(value)) return ".nan";
+  if (std::isinf(value)) return value > 0 ? ".inf" : "-.inf";
+  if (value == std::floor(value) && std::abs(value) < 1e15) return fmt::format("{:.0f}", value);
+  std::string text = fmt::format("{}", value);
+  const auto exponent = text.find('e');
+  if (exponent != std::string::npos && text.find('.') == std::string::npos) text.insert(exponent, ".0");
+  return text;
+}
+
 // Block mappings, and sequences of flat mappings, two spaces a level.
 class Yaml {
  public:
   void comment(std::string_view text) { out_ += fmt::format("{}# {}\n", spaces(indent_), text); }
   void text(std::string_view key, std::string_view value) { line(key, quoted(value)); }
-  void number(std::string_view key, double value) { line(key, fmt::format("{}", value)); }
+  void number(std::string_view key, double value) { line(key, yaml_number(value)); }
   void integer(std::string_view key, long long value) { line(key, std::to_string(value)); }
   void boolean(std::string_view key, bool value) { line(key, value ? "true" : "false"); }
   void null(std::string_view key) { line(key, "null"); }
