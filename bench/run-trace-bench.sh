@@ -27,7 +27,7 @@ nice -n -10 "$build/bench/wanlab_trace_bench" --wanlab "$wanlab" --markdown "$re
 for csv in "$results"/trace-*.csv; do
   rate=$(basename "$csv" .csv)
   rate=${rate#trace-}
-  python3 "$repo/bench/svgplot.py" "$csv" --x time_s --y configured_mbit,measured_mbit \
+  "$wanlab" plot "$csv" --x time_s --y configured_mbit,measured_mbit \
     --title "Square wave at $rate: configured and measured, per 100 ms" \
     --xlabel "seconds" --ylabel "Mbit/s" --ymin 0 --out "${csv%.csv}.svg"
 done

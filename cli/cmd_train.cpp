@@ -9,9 +9,11 @@
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "wanlab/harness/card.hpp"
 #include "wanlab/harness/compare.hpp"
 #include "wanlab/harness/experiment.hpp"
 #include "wanlab/harness/prefill.hpp"
+#include "wanlab/harness/rank_trace.hpp"
 #include "wanlab/harness/run.hpp"
 #include "wanlab/harness/simulate.hpp"
 
@@ -50,9 +52,11 @@ void note_unsimulated_schedules(const em::Scenario& scenario) {
                pairs);
 }
 
-void write_outputs(const hs::RunRecord& record, const std::string& scenario_text, const std::string& dir) {
+void write_outputs(const hs::RunRecord& record, const em::Scenario& scenario, const std::string& dir) {
   std::filesystem::create_directories(dir);
-  hs::write_results_json(record, scenario_text, dir + "/results.json");
+  hs::write_results_json(record, scenario.source, dir + "/results.json");
+  hs::write_workload_card(record, scenario, {command_line(), std::filesystem::current_path().string(), ""}, dir + "/card.yaml");
+  hs::write_rank_traces(record, dir + "/ranks");
   hs::write_trace_json(record, dir + "/trace.json");
   // The last iteration: the steady state, after the first one's warm-up.
   hs::write_timeline_svg(record, static_cast<int>(record.iteration_end_ns.size()) - 1, dir + "/timeline.svg");
@@ -143,15 +147,15 @@ int cmd_train(const Options& options) {
   // --simulate: the planner's discrete-event simulation instead of the emulated WAN.
   const hs::RunRecord record =
       options.flag("simulate")
-          ? hs::simulate(hs::make_plan(experiment, scenario), scenario, hs::link_model_for(scenario, experiment.scale), experiment.iterations)
+          ? hs::simulate_experiment(experiment, scenario)
           : hs::run_experiment(experiment, scenario, run);
   print_summary(record);
   // Even with --quiet: the default runtime is podman, and a run that fell back says why.
   if (run.runtime == hs::RuntimeChoice::automatic && record.runtime == "sandbox")
     fmt::print(stderr, "wanlab train: workers ran in wanlab's sandbox, not podman: {}\n", record.runtime_detail);
   if (const auto out = options.get("out")) {
-    write_outputs(record, scenario.source, *out);
-    fmt::print("wrote {0}/results.json, {0}/trace.json, {0}/timeline.svg\n", *out);
+    write_outputs(record, scenario, *out);
+    fmt::print("wrote {0}/results.json, {0}/trace.json, {0}/timeline.svg, {0}/card.yaml, {0}/ranks/rank-N.json\n", *out);
   }
   return 0;
 }

@@ -5,6 +5,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cctype>
 #include <exception>
 
 #include "options.hpp"
@@ -56,7 +57,7 @@ OptionSpecs perf_options() {
 
 // `wanlab train`: every experiment override, then the run's own options.
 OptionSpecs train_options() {
-  OptionSpecs options{valued("out", "DIR", "write results.json, trace.json and timeline.svg there")};
+  OptionSpecs options{valued("out", "DIR", "write results.json, trace.json, timeline.svg, card.yaml and ranks/ (per-rank traces) there")};
   for (const harness::ExperimentOption& option : harness::experiment_options())
     options.push_back(valued(std::string(option.name), std::string(option.metavar), std::string(option.help)));
   for (OptionSpec option : {valued("runtime", "auto|podman|sandbox|external", "where workers run (default auto: podman, else the sandbox)"),
@@ -95,6 +96,16 @@ std::vector<Command> make_commands() {
        {kRelease, valued("seconds", "S", "goodput measured for S seconds per pair (0.1 to 3600, default 3)")}, cmd_demo},
       {"perf", "server|client [HOST]", "multi-stream TCP goodput (iperf3-like; wanlab perf --help)", perf_options(), nullptr, cmd_perf},
       {"train", "EXPERIMENT", "run training workers over an emulated WAN (or --simulate)", train_options(), cmd_train},
+      {"whatif", "SWEEP", "simulate every point of a sweep file: a table, and with --out points.csv and a plot per axis",
+       {valued("out", "DIR", "write points.csv, one SVG per swept axis and points/N/card.yaml there"), kQuiet}, cmd_whatif},
+      {"plot", "CSV", "a line plot (SVG) of columns of a CSV file",
+       {valued("x", "COLUMN", "the x column"), valued("y", "COLUMN[,COLUMN...]", "one line per column (or per series)"),
+        valued("series", "COLUMN", "one line per value of this column"), valued("title", "TEXT", "the plot's title"),
+        valued("xlabel", "TEXT", "the x axis's label (default: the column)"),
+        valued("ylabel", "TEXT", "the y axis's label (default: the columns)"),
+        flag("percent", "y values are fractions: show percentages"), valued("ymin", "N", "the y axis's lower end (default: min(0, data))"),
+        valued("out", "FILE", "the SVG to write")},
+       cmd_plot},
       {"compare", "RESULT...", "results.json of several runs side by side", {}, cmd_compare},
       {"worker", "", "internal: one emulated GPU of train", {kControl, kId, flag("probe", "check that the binary runs, then exit")},
        cmd_worker, nullptr, true},
@@ -105,7 +116,25 @@ std::vector<Command> make_commands() {
   };
 }
 
+// Set by run_command for command_line().
+std::string& current_command_line() {
+  static std::string line;
+  return line;
+}
+
+std::string shell_quoted(const std::string& arg) {
+  const bool plain = !arg.empty() && std::all_of(arg.begin(), arg.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("_-./=:,+@%").find(c) != std::string_view::npos;
+  });
+  if (plain) return arg;
+  std::string quoted = "'";
+  for (const char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
 }  // namespace
+
+std::string command_line() { return current_command_line(); }
 
 // `wanlab set`'s schedule options (docs/SCENARIO.md, Schedules); cmd_set reads
 // them apart from the link keys.
@@ -153,6 +182,8 @@ std::string help_text(const Command& command) {
 }
 
 int run_command(const Command& command, Args args) {
+  current_command_line() = "wanlab " + command.name;
+  for (const std::string& arg : args) current_command_line() += " " + shell_quoted(arg);
   try {
     if (command.run_args) return command.run_args(args);
     return command.run(Options(args, command.options));

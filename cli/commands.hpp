@@ -38,6 +38,11 @@ const Command* find_command(const std::string& name);
 // failure one line, exit 1.
 int run_command(const Command& command, Args args);
 
+// The command running now as typed after the binary, each argument quoted for
+// a POSIX shell where it needs it: "wanlab train 'my exp.toml' --simulate".
+// What a workload card records as the command that reproduces a run.
+std::string command_line();
+
 // "set DC DC [--testbed NAME] [--one-way] [--rate RATE] ...": every option.
 std::string usage_line(const Command& command);
 // The usage line, the summary and one line per option: what --help prints.
@@ -58,6 +63,8 @@ int cmd_status(const Options& options);
 int cmd_attach(const Options& options);
 int cmd_daemon(const Options& options);  // internal: releaser and timed events of one testbed
 int cmd_perf(Args args);
+int cmd_whatif(const Options& options);  // sweeps of the simulator
+int cmd_plot(const Options& options);    // line plots from CSV
 int cmd_demo(const Options& options);
 int cmd_train(const Options& options);
 int cmd_compare(const Options& options);

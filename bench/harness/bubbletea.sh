@@ -5,6 +5,7 @@
 #
 #   bench/harness/bubbletea.sh                   everything (real runs need root; about 20 minutes on 2 cores)
 #   ONLY=latency bench/harness/bubbletea.sh      one part: latency | threedc | load | saturate
+#   ONLY=plots OUT=DIR bench/harness/bubbletea.sh  redraw DIR's plots from its CSVs (`wanlab plot`)
 #   SIMULATE_ONLY=1 bench/harness/bubbletea.sh   the simulator only (seconds, no root)
 #
 # Environment: WANLAB (default build/cli/wanlab), OUT (default
@@ -30,15 +31,45 @@ OUT=${OUT:-$root/bench/harness/results/bubbletea-$(date +%Y%m%d-%H%M%S)}
 ITERATIONS=${ITERATIONS:-4}
 ONLY=${ONLY:-all}
 SIMULATE_ONLY=${SIMULATE_ONLY:-0}
-plot=$root/bench/svgplot.py
 
 [ -x "$WANLAB" ] || { echo "bubbletea.sh: $WANLAB is not built (set WANLAB=...)" >&2; exit 2; }
-if [ "$SIMULATE_ONLY" != 1 ] && [ "$(id -u)" != 0 ]; then
+if [ "$SIMULATE_ONLY" != 1 ] && [ "$ONLY" != plots ] && [ "$(id -u)" != 0 ]; then
   echo "bubbletea.sh: real runs need root (or SIMULATE_ONLY=1)" >&2
   exit 2
 fi
 mkdir -p "$OUT/files"
 echo "results in $OUT"
+
+# The plots, each from its CSV in $OUT (also ONLY=plots, for results already there).
+latency_plot() {
+  "$WANLAB" plot "$OUT/latency.csv" --x delay_ms --y training_only,with_bubbletea,training_only_sim,with_bubbletea_sim \
+    --percent --ymin 0 --title "GPU utilization vs WAN latency (2 DCs, 1F1B)" --xlabel "one-way delay between the DCs (ms)" \
+    --ylabel "mean GPU utilization" --out "$OUT/latency.svg"
+}
+
+ttft_plot() {
+  local name=$1
+  "$WANLAB" plot "$OUT/$name-ttft.csv" --x percentile --y ttft_s --ymin 0 --title "TTFT distribution ($name)" \
+    --xlabel "share of served requests (%)" --ylabel "time to first token (s)" --out "$OUT/$name-ttft.svg" || true
+}
+
+load_plots() {
+  "$WANLAB" plot "$OUT/load.csv" --x rate_per_s --y util_with_prefill,util_with_prefill_sim --percent --ymin 0 \
+    --title "GPU utilization vs request rate (Atlas + BubbleTea, 3 DCs)" --xlabel "requests per second" \
+    --ylabel "mean GPU utilization" --out "$OUT/load-utilization.svg"
+  "$WANLAB" plot "$OUT/load.csv" --x rate_per_s --y ttft_p50_s,ttft_p99_s,ttft_p50_s_sim,ttft_p99_s_sim --ymin 0 \
+    --title "TTFT vs request rate (Atlas + BubbleTea, 3 DCs)" --xlabel "requests per second" \
+    --ylabel "time to first token (s)" --out "$OUT/load-ttft.svg"
+}
+
+plots() {
+  [ -f "$OUT/latency.csv" ] && latency_plot
+  [ -f "$OUT/load.csv" ] && load_plots
+  for csv in "$OUT"/*-ttft.csv; do
+    [ -f "$csv" ] && ttft_plot "$(basename "$csv" -ttft.csv)"
+  done
+  return 0
+}
 
 # run NAME EXPERIMENT [OPTIONS...]: the simulated run, then the real one (unless SIMULATE_ONLY).
 run() {
@@ -169,9 +200,7 @@ for d in (0, 10, 20, 40, 80):
     off, bt = rows[f"latency-{d}-off"], rows[f"latency-{d}-bt"]
     print(f"{d},{off['training_util']},{bt['util_with_prefill']},{off['sim_training_util']},{bt['sim_util_with_prefill']}")
 EOF
-  python3 "$plot" "$OUT/latency.csv" --x delay_ms --y training_only,with_bubbletea,training_only_sim,with_bubbletea_sim \
-    --percent --ymin 0 --title "GPU utilization vs WAN latency (2 DCs, 1F1B)" --xlabel "one-way delay between the DCs (ms)" \
-    --ylabel "mean GPU utilization" --out "$OUT/latency.svg"
+  latency_plot
   markdown "$OUT/latency-runs.csv" | tee "$OUT/latency.md"
 }
 
@@ -197,8 +226,7 @@ print("percentile,ttft_s")
 for i, t in enumerate(ttfts):
     print(f"{100 * (i + 1) / len(ttfts):.2f},{t:.4f}")
 EOF
-    python3 "$plot" "$OUT/$name-ttft.csv" --x percentile --y ttft_s --ymin 0 --title "TTFT distribution ($name)" \
-      --xlabel "share of served requests (%)" --ylabel "time to first token (s)" --out "$OUT/$name-ttft.svg" || true
+    ttft_plot "$name"
   done
 }
 
@@ -221,12 +249,7 @@ for r in csv.DictReader(open(sys.argv[1])):
     print(",".join([rate, r["util_with_prefill"], r["sim_util_with_prefill"], r["ttft_p50_s"], r["ttft_p99_s"],
                     r["sim_ttft_p50_s"], r["sim_ttft_p99_s"], r["prefill_tokens_per_s"], r["sim_prefill_tokens_per_s"]]))
 EOF
-  python3 "$plot" "$OUT/load.csv" --x rate_per_s --y util_with_prefill,util_with_prefill_sim --percent --ymin 0 \
-    --title "GPU utilization vs request rate (Atlas + BubbleTea, 3 DCs)" --xlabel "requests per second" \
-    --ylabel "mean GPU utilization" --out "$OUT/load-utilization.svg"
-  python3 "$plot" "$OUT/load.csv" --x rate_per_s --y ttft_p50_s,ttft_p99_s,ttft_p50_s_sim,ttft_p99_s_sim --ymin 0 \
-    --title "TTFT vs request rate (Atlas + BubbleTea, 3 DCs)" --xlabel "requests per second" \
-    --ylabel "time to first token (s)" --out "$OUT/load-ttft.svg"
+  load_plots
   markdown "$OUT/load-runs.csv" | tee "$OUT/load.md"
 }
 
@@ -269,5 +292,6 @@ case "$ONLY" in
   threedc) threedc ;;
   load) load ;;
   saturate) saturate ;;
-  *) echo "bubbletea.sh: ONLY must be all, latency, threedc, load or saturate" >&2; exit 2 ;;
+  plots) plots ;;
+  *) echo "bubbletea.sh: ONLY must be all, latency, threedc, load, saturate or plots" >&2; exit 2 ;;
 esac

@@ -4,6 +4,7 @@
 #
 #   bench/harness/run-experiments.sh                 everything (about 15-20 minutes on 2 cores)
 #   ONLY=sweep bench/harness/run-experiments.sh      one part: sweep | threedc
+#   ONLY=plots OUT=DIR bench/harness/run-experiments.sh  redraw DIR/slowdown.svg from DIR/slowdown.csv
 #   SIMULATE_ONLY=1 bench/harness/run-experiments.sh the simulator only (seconds, no root)
 #
 # Environment: WANLAB (the binary, default build/cli/wanlab), OUT (where the
@@ -33,7 +34,7 @@ ONLY=${ONLY:-all}
 SIMULATE_ONLY=${SIMULATE_ONLY:-0}
 
 [ -x "$WANLAB" ] || { echo "run-experiments.sh: $WANLAB is not built (set WANLAB=...)" >&2; exit 2; }
-if [ "$SIMULATE_ONLY" != 1 ] && [ "$(id -u)" != 0 ]; then
+if [ "$SIMULATE_ONLY" != 1 ] && [ "$ONLY" != plots ] && [ "$(id -u)" != 0 ]; then
   echo "run-experiments.sh: real runs need root (or SIMULATE_ONLY=1)" >&2
   exit 2
 fi
@@ -90,11 +91,13 @@ for name in runs:
 EOF
 }
 
-# slowdown_table: the sweep, as slowdown against the no-WAN job per placement.
+# slowdown_table: the sweep, as slowdown against the no-WAN job per placement;
+# the ratios also into $OUT/slowdown.csv, which slowdown_plot draws.
 slowdown_table() {
   python3 - "$OUT" <<'EOF'
 import json, os, sys
 out = sys.argv[1]
+ratios = []
 def it(name):
     path = os.path.join(out, name, "results.json")
     return json.load(open(path))["mean_iteration_s"] if os.path.exists(path) else None
@@ -108,7 +111,18 @@ for delay in ["nowan", "0", "10", "20", "40", "80"]:
     label = "no WAN" if delay == "nowan" else f"{delay} ms"
     row = [cell(f"sweep-{p}-{delay}{sim}", f"sweep-{p}-nowan{sim}") for p in ("pp", "dp") for sim in ("", "-sim")]
     print(f"| {label} | " + " | ".join(row) + " |")
+    if delay != "nowan":
+        ratios.append([delay] + [c.split("(")[1].rstrip("x)") if "(" in c else "-" for c in row])
+with open(os.path.join(out, "slowdown.csv"), "w") as f:
+    f.write("delay_ms,pp_across_dc,pp_across_dc_sim,dp_across_dc,dp_across_dc_sim\n")
+    f.writelines(",".join(r) + "\n" for r in ratios)
 EOF
+}
+
+slowdown_plot() {
+  "$WANLAB" plot "$OUT/slowdown.csv" --x delay_ms --y pp_across_dc,pp_across_dc_sim,dp_across_dc,dp_across_dc_sim \
+    --ymin 0 --title "Slowdown against the same job with no WAN (2 DCs, pp 2 x dp 2, 1F1B)" \
+    --xlabel "one-way delay between the DCs (ms)" --ylabel "iteration time / no WAN" --out "$OUT/slowdown.svg"
 }
 
 sweep() {
@@ -167,6 +181,7 @@ EOF
     done
   done
   slowdown_table | tee "$OUT/sweep.md"
+  slowdown_plot
 }
 
 threedc() {
@@ -202,6 +217,7 @@ threedc() {
 case "$ONLY" in
   all) sweep; threedc ;;
   sweep) sweep ;;
+  plots) slowdown_plot ;;
   threedc) threedc ;;
-  *) echo "run-experiments.sh: ONLY must be all, sweep or threedc" >&2; exit 2 ;;
+  *) echo "run-experiments.sh: ONLY must be all, sweep, threedc or plots" >&2; exit 2 ;;
 esac

@@ -334,9 +334,14 @@ BOOST_AUTO_TEST_CASE(atlas_beats_the_dp_across_dc_single_stream_baseline) {
   const auto baseline = test::wanlab({"train", files.experiment.path(), "--schedule", "1f1b", "--placement", "dp-across-dc",
                                       "--streams", "1", "--out", (out.path / "baseline").string(), "--quiet"});
   BOOST_TEST_REQUIRE(baseline.status == 0, baseline.output);
-  for (const char* file : {"results.json", "trace.json", "timeline.svg"}) {
-    BOOST_TEST(fs::file_size(out.path / "atlas" / file) > 0u);
+  for (const char* file : {"results.json", "trace.json", "timeline.svg", "card.yaml", "ranks/rank-0.json"}) {
+    BOOST_TEST(fs::file_size(out.path / "atlas" / file) > 0u, file);
   }
+  // The card of a real run says so, and how to run it again.
+  std::ifstream card_file(out.path / "atlas" / "card.yaml");
+  const std::string card((std::istreambuf_iterator<char>(card_file)), std::istreambuf_iterator<char>());
+  BOOST_TEST(card.find("\n  kind: \"emulated\"\n") != std::string::npos, card);
+  BOOST_TEST(card.find("\n  command: \"wanlab train ") != std::string::npos, card);
   // The trace carries every cross-DC message's record on its WAN link span
   // (3 iterations x 2 replicas x 4 microbatches x 2 directions), streams
   // included; results.json the percentiles, measured beside simulated.

@@ -5,9 +5,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -226,4 +230,32 @@ BOOST_AUTO_TEST_CASE(set_checks_a_schedule_before_looking_for_the_testbed) {
   BOOST_TEST(result.status == 1);
   BOOST_TEST(result.err == "wanlab set: " + std::string(path) + ":2: rate: expected a rate like \"100mbit\", got \"fast\"\n",
              result.err);
+}
+
+BOOST_AUTO_TEST_CASE(whatif_runs_a_shipped_sweep_and_plot_names_its_options) {
+  const Outcome sweep = run_wanlab({"whatif", source("scenarios/sweeps/latency-2dc.toml"), "--quiet"});
+  BOOST_TEST(sweep.status == 0, sweep.err);
+  BOOST_TEST(sweep.out.starts_with("point  schedule  testbed.link[0].delay  iteration_s"), sweep.out);
+  BOOST_TEST(std::count(sweep.out.begin(), sweep.out.end(), '\n') == 19);  // the header and 18 points
+  const Outcome bad = run_wanlab({"whatif", source("scenarios/sweeps/latency-2dc.toml"), "extra.toml"});
+  BOOST_TEST(bad.status == 2);
+  BOOST_TEST(bad.err.starts_with("wanlab whatif: expected one sweep file\n"), bad.err);
+
+  const std::string csv = source("bench/harness/results/bubbletea-20261122/load.csv");
+  check_bad_value({"plot", csv, "--x", "rate_per_s", "--y", "ttft_p50_s", "--ymin", "low", "--out", "/dev/null"}, "--ymin",
+                  "a number");
+  const std::string svg = std::filesystem::temp_directory_path() / ("wanlab-plot-" + std::to_string(::getpid()) + ".svg");
+  const Outcome two = run_wanlab({"plot", csv, "--x", "rate_per_s", "--y", "ttft_p50_s,ttft_p99_s", "--out", svg});
+  BOOST_TEST(two.status == 0, two.err);
+  std::ifstream drawn(svg);
+  const std::string text((std::istreambuf_iterator<char>(drawn)), std::istreambuf_iterator<char>());
+  BOOST_TEST(text.find(">ttft_p50_s</text>") != std::string::npos);
+  BOOST_TEST(text.find(">ttft_p99_s</text>") != std::string::npos);
+  std::filesystem::remove(svg);
+  const Outcome no_x = run_wanlab({"plot", csv, "--y", "ttft_p50_s", "--out", "/dev/null"});
+  BOOST_TEST(no_x.status == 2);
+  BOOST_TEST(no_x.err.starts_with("wanlab plot: --x: required: the x column\n"), no_x.err);
+  const Outcome no_column = run_wanlab({"plot", csv, "--x", "rate", "--y", "ttft_p50_s", "--out", "/dev/null"});
+  BOOST_TEST(no_column.status == 1);
+  BOOST_TEST(no_column.err.starts_with("wanlab plot: " + csv + ": no column \"rate\""), no_column.err);
 }

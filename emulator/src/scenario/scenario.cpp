@@ -2,6 +2,7 @@
 #include "wanlab/emulator/input.hpp"
 #include "wanlab/emulator/toml_input.hpp"
 #include "wanlab/emulator/scenario.hpp"
+#include "wanlab/emulator/scenario_toml.hpp"
 #include "wanlab/emulator/names.hpp"
 #include "wanlab/base/parse.hpp"
 
@@ -103,10 +104,11 @@ class Parser {
  public:
   Parser(std::string path, ScheduleFiles files) : path_(std::move(path)), files_(files) {}
 
-  Scenario parse(std::string_view text) {
-    toml::table root = parse_toml(text);
+  Scenario parse(std::string_view text) { return parse(parse_toml(text), std::string(text)); }
+
+  Scenario parse(const toml::table& root, std::string source) {
     scenario_.path = path_;
-    scenario_.source = std::string(text);
+    scenario_.source = std::move(source);
     check_known_keys(root, kTopKeys, "the top level");
     read_name(root);
     read_seed(root);
@@ -123,9 +125,7 @@ class Parser {
   }
 
  private:
-  std::string where(const toml::source_region& region) const {
-    return fmt::format("{}:{}:{}", path_, region.begin.line, region.begin.column);
-  }
+  std::string where(const toml::source_region& region) const { return source_position(region, path_); }
 
   [[noreturn]] void fail(const toml::source_region& region, std::string_view message) const {
     throw ScenarioError(fmt::format("{}: {}", where(region), message));
@@ -764,6 +764,11 @@ std::shared_ptr<const Schedule> Scenario::schedule(int src, int dst) const {
 
 Scenario parse_scenario(std::string_view toml_text, const std::string& path, ScheduleFiles files) {
   return Parser(path, files).parse(toml_text);
+}
+
+Scenario parse_scenario_table(const toml::table& root, const std::string& path, std::string source,
+                              ScheduleFiles files) {
+  return Parser(path, files).parse(root, std::move(source));
 }
 
 Scenario load_scenario(const std::string& path, ScheduleFiles files) {

@@ -102,8 +102,9 @@ class Parser : FieldReader {
  public:
   explicit Parser(std::string path) : FieldReader(std::move(path)) {}
 
-  Experiment parse(std::string_view text) {
-    toml::table root = parse_toml(text);
+  Experiment parse(std::string_view text) { return parse(parse_toml(text)); }
+
+  Experiment parse(const toml::table& root) {
     check_known_keys(root, kTopKeys, "the top level");
     read_name(root);
     read_testbed(root);
@@ -360,6 +361,10 @@ std::string Experiment::where(const std::string& field) const {
 
 Experiment parse_experiment(std::string_view toml_text, const std::string& path) {
   return Parser(path).parse(toml_text);
+}
+
+Experiment detail::parse_experiment_table(const toml::table& root, const std::string& path) {
+  return Parser(path).parse(root);
 }
 
 Experiment load_experiment(const std::string& path) { return parse_experiment(emulator::read_input_file<ExperimentError>(path, "experiment"), path); }

@@ -1,6 +1,5 @@
 // results.json and trace.json.
 #include <fmt/format.h>
-#include <toml++/toml.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -11,13 +10,11 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "build_info.hpp"
 #include "json.hpp"
 #include "record_internal.hpp"
 #include "wanlab/harness/record.hpp"
 
-#ifndef WANLAB_VERSION
-#define WANLAB_VERSION "unknown"
-#endif
 
 namespace wanlab::harness {
 namespace detail {
@@ -262,15 +259,13 @@ Json transfers_json(const RunRecord& record) {
 }
 
 Json versions_json() {
+  const detail::BuildInfo& build = detail::build_info();
   Json versions = Json::object();
-  versions.set("wanlab", WANLAB_VERSION);
-  versions.set("tomlplusplus", fmt::format("{}.{}.{}", TOML_LIB_MAJOR, TOML_LIB_MINOR, TOML_LIB_PATCH));
-  versions.set("fmt", fmt::format("{}.{}.{}", FMT_VERSION / 10000, FMT_VERSION / 100 % 100, FMT_VERSION % 100));
-#if defined(__clang__)
-  versions.set("compiler", fmt::format("clang {}", __clang_version__));
-#elif defined(__GNUC__)
-  versions.set("compiler", fmt::format("gcc {}", __VERSION__));
-#endif
+  versions.set("wanlab", build.wanlab);
+  if (!build.git_commit.empty()) versions.set("git_commit", build.git_commit);
+  versions.set("tomlplusplus", build.tomlplusplus);
+  versions.set("fmt", build.fmt);
+  versions.set("compiler", build.compiler);
   return versions;
 }
 
@@ -502,7 +497,7 @@ void write_trace(const RunRecord& record, const std::function<void(std::string_v
   other.set("experiment", plan.experiment.name);
   other.set("runtime", record.runtime);
   other.set("schedule", to_string(plan.experiment.schedule));
-  other.set("wanlab", WANLAB_VERSION);
+  other.set("wanlab", detail::build_info().wanlab);
   write("{\"displayTimeUnit\": \"ms\",\n\"otherData\": " + other.dump_compact() + ",\n\"traceEvents\": [\n");
   TraceOut trace(write);
   trace.push(metadata("process_name", kWorkersPid, 0, named("workers (GPUs)")));

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "record_internal.hpp"
+#include "svg.hpp"
 #include "wanlab/harness/record.hpp"
 
 namespace wanlab::harness {
@@ -38,29 +39,10 @@ constexpr Colour kWanMessage{"#2f8f46", "message in flight across the WAN (thin 
 constexpr Colour kDcMessage{"#9fd59a", "message in flight inside a DC (thin line)"};
 constexpr Colour kPrefill{"#edc948", "prefill of inference requests (BubbleTea)"};
 
-std::string escape(std::string_view text) {
-  std::string escaped;
-  for (char c : text) {
-    switch (c) {
-      case '&': escaped += "&amp;"; break;
-      case '<': escaped += "&lt;"; break;
-      case '>': escaped += "&gt;"; break;
-      case '"': escaped += "&quot;"; break;
-      default: escaped += c;
-    }
-  }
-  return escaped;
-}
+using detail::xml_escape;
 
 // 1, 2 or 5 times a power of ten, giving about kTargetTicks ticks.
-double tick_step_ms(double span_ms) {
-  double raw = std::max(span_ms, 1e-6) / kTargetTicks;
-  double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double multiple : {1.0, 2.0, 5.0, 10.0}) {
-    if (multiple * magnitude >= raw) return multiple * magnitude;
-  }
-  return 10 * magnitude;
-}
+double tick_step_ms(double span_ms) { return detail::tick_step(std::max(span_ms, 1e-6), kTargetTicks, {1.0, 2.0, 5.0, 10.0}); }
 
 std::string format_ms(double ms) {
   return ms == std::floor(ms) ? fmt::format("{:.0f}", ms) : fmt::format("{:g}", ms);
@@ -165,7 +147,7 @@ class Chart {
         "<text x=\"{}\" y=\"26\" font-size=\"17\" font-weight=\"bold\">{}</text>\n"
         "<text x=\"{}\" y=\"48\" font-size=\"12.5\" fill=\"#333\">{}</text>\n"
         "<text x=\"{}\" y=\"{}\" font-size=\"11\" font-weight=\"bold\" fill=\"#555\" text-anchor=\"middle\">GPU busy</text>\n",
-        kLabelX, escape(headline), kLabelX, escape(details), kUtilizationX + 26, kTitleHeight - 10);
+        kLabelX, xml_escape(headline), kLabelX, xml_escape(details), kUtilizationX + 26, kTitleHeight - 10);
   }
 
   std::string grid(double top, double bottom) const {
@@ -191,8 +173,8 @@ class Chart {
     out += fmt::format(
         "<text x=\"{}\" y=\"{:.1f}\" font-size=\"14\" font-weight=\"bold\">DC {}</text>"
         "<text x=\"{}\" y=\"{:.1f}\" font-size=\"11\" fill=\"#555\">{} worker{} on {}</text>\n",
-        kLabelX, y + 16, escape(first.dc_name), kLabelX + 110, y + 16, group.size(), group.size() == 1 ? "" : "s",
-        escape(fmt::format("{}", fmt::join(hosts, ", "))));
+        kLabelX, y + 16, xml_escape(first.dc_name), kLabelX + 110, y + 16, group.size(), group.size() == 1 ? "" : "s",
+        xml_escape(fmt::format("{}", fmt::join(hosts, ", "))));
     y += kGroupHeaderHeight;
     for (int id : group) {
       draw_row(id, y, out);
@@ -207,7 +189,7 @@ class Chart {
     out += fmt::format("<text x=\"{}\" y=\"{:.1f}\" font-size=\"12\">stage {} · replica {}</text>"
                        "<text x=\"{}\" y=\"{:.1f}\" font-size=\"10.5\" fill=\"#666\">{}</text>\n",
                        kLabelX + 10, bar_y + 12, worker.stage, worker.replica, kLabelX + 140, bar_y + 12,
-                       escape(worker.host));
+                       xml_escape(worker.host));
     out += box(kChartX, bar_y, x_of(span_.end_ns) - kChartX, kBarHeight, kIdle.fill, "idle");
     for (const Event* event : events_of_[static_cast<std::size_t>(id)]) draw_event(*event, bar_y, out);
     std::int64_t prefill_ns = 0;
@@ -284,7 +266,7 @@ class Chart {
     std::string opacity_attribute = opacity < 1 ? fmt::format(" fill-opacity=\"{}\"", opacity) : "";
     return fmt::format("<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\"{}>"
                        "<title>{}</title></rect>\n",
-                       x, y, std::max(width, 0.5), height, fill, opacity_attribute, escape(tip));
+                       x, y, std::max(width, 0.5), height, fill, opacity_attribute, xml_escape(tip));
   }
 
   std::string axis(double y) const {
@@ -317,7 +299,7 @@ class Chart {
       out += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"18\" height=\"{}\" fill=\"{}\"/>"
                          "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"12\">{}</text>\n",
                          x, row_y + (thin ? 6 : 2), thin ? kStripHeight : 14.0, entry.fill, x + 26, row_y + 13,
-                         escape(entry.label));
+                         xml_escape(entry.label));
       ++index;
     }
     return out + "</g>\n";

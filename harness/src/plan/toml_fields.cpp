@@ -31,7 +31,7 @@ std::string resolve_beside(const std::string& file, const std::string& path) {
 FieldReader::FieldReader(std::string path) : path_(std::move(path)) { experiment_.path = path_; }
 
 std::string FieldReader::where(const toml::source_region& region) const {
-  return fmt::format("{}:{}:{}", path_, region.begin.line, region.begin.column);
+  return emulator::source_position(region, path_);
 }
 
 void FieldReader::fail(const toml::source_region& region, std::string_view message) const {

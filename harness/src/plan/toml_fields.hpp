@@ -26,6 +26,11 @@ struct IntRange {
 // where it is a default.
 [[noreturn]] void fail_field(const Experiment& experiment, const std::string& field, std::string_view message);
 
+// An experiment from a document already parsed (`wanlab whatif` sets swept
+// keys in it first): errors name each node's own file, so a value moved in
+// from a sweep file is named at its line there.
+Experiment parse_experiment_table(const toml::table& root, const std::string& path);
+
 // `path` as written in the file at `file`: absolute as it is, relative against
 // that file's directory ("../three-dc.toml" beside "x/e.toml" -> "three-dc.toml").
 std::string resolve_beside(const std::string& file, const std::string& path);

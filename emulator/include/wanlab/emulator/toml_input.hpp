@@ -24,6 +24,15 @@ inline std::string describe_value(const toml::node& node) {
   return "a date/time";
 }
 
+// "file:line:column" of a node: in its own file (a value moved in from
+// another document, as `wanlab whatif` does, keeps its position there), else
+// in `path`; a node made in memory has no position: `path` alone.
+inline std::string source_position(const toml::source_region& region, const std::string& path) {
+  const std::string& file = region.path ? *region.path : path;
+  if (region.begin.line == 0) return file;
+  return fmt::format("{}:{}:{}", file, region.begin.line, region.begin.column);
+}
+
 // A parser's message on one line, as every error here is: newlines become
 // spaces, other control characters (toml++ shows the bytes it stopped at as
 // they are) \xNN as base::quoted shows them.

@@ -135,6 +135,10 @@ struct SimulationStats {
 // deadlocks (a plan from make_plan never does).
 RunRecord simulate(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model, int iterations = 1,
                    SimulationStats* stats = nullptr);
+// The experiment planned (make_plan) and simulated for its iterations over
+// the link model its testbed implies: `wanlab train --simulate` and each
+// `wanlab whatif` point.
+RunRecord simulate_experiment(const Experiment& experiment, const emulator::Scenario& scenario);
 // The training alone, whatever [prefill] says: what the planner orders link
 // slots by, and what the real run predicts its first iteration's bubbles from.
 RunRecord simulate_training(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model,
