@@ -96,6 +96,8 @@ std::vector<Command> make_commands() {
       {"perf", "server|client [HOST]", "multi-stream TCP goodput (iperf3-like; wanlab perf --help)", perf_options(), nullptr, cmd_perf},
       {"train", "EXPERIMENT", "run training workers over an emulated WAN (or --simulate)", train_options(), cmd_train},
       {"compare", "RESULT...", "results.json of several runs side by side", {}, cmd_compare},
+      {"plan", "EXPERIMENT", "search tp, pp, dp, microbatches and DC order for the experiment's free GPUs, simulated",
+       {valued("top", "N", "show the N fastest plans (1 to 10000, default 10)"), kQuiet}, cmd_plan},
       {"worker", "", "internal: one emulated GPU of train", {kControl, kId, flag("probe", "check that the binary runs, then exit")},
        cmd_worker, nullptr, true},
       {"prefill-worker", "", "internal: BubbleTea prefill on one emulated GPU of train", {kControl, kId}, cmd_prefill_worker, nullptr, true},

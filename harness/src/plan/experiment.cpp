@@ -21,6 +21,7 @@
 
 #include "experiment_internal.hpp"
 #include "text.hpp"
+#include "egress_config.hpp"
 #include "fabric_config.hpp"
 #include "prefill_config.hpp"
 #include "toml_fields.hpp"
@@ -33,7 +34,7 @@ using namespace std::string_view_literals;
 constexpr std::array kTopKeys{"name"sv,       "testbed"sv, "schedule"sv, "placement"sv, "streams"sv,
                               "temporal_sharing"sv, "iterations"sv, "seed"sv, "scale"sv,
                               "reorder_dcs"sv, "pacing"sv, "model"sv, "parallel"sv, "compute"sv, "gpus"sv, "prefill"sv,
-                              "fabric"sv};
+                              "fabric"sv, "egress"sv};
 constexpr std::array kModelKeys{"layers"sv,          "hidden"sv,     "seq_len"sv,
                                 "bytes_per_value"sv, "microbatch"sv, "microbatches"sv};
 constexpr std::array kParallelKeys{"pp"sv, "dp"sv, "tp"sv};
@@ -117,6 +118,7 @@ class Parser : FieldReader {
     read_placement(root);
     detail::read_prefill(*this, root);
     detail::read_fabric(*this, root);
+    detail::read_egress(*this, root);
     apply_schedule_defaults(experiment_);
     check_cross_fields(experiment_);
     return std::move(experiment_);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "wanlab/emulator/scenario.hpp"
+#include "wanlab/harness/egress.hpp"
 #include "wanlab/harness/fabric.hpp"
 #include "wanlab/harness/prefill.hpp"
 
@@ -74,6 +75,7 @@ struct Experiment {
   // [fabric]: simulate a real DC network inside each DC (fabric.hpp); unset:
   // the emulated testbed's [intra_dc] pair, as the real run has it.
   std::optional<Fabric> fabric;
+  Egress egress;  // [egress]: USD per GB between DCs, for `wanlab plan`
   // Atlas placement: order the selected DCs so that consecutive pipeline hops
   // are short (false: Algorithm 1's order, most GPUs first).
   bool reorder_dcs = true;

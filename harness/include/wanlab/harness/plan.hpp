@@ -138,7 +138,8 @@ Plan make_plan(const Experiment& experiment, const emulator::Scenario& scenario)
 // stages with all their replicas, until every stage is placed. Beyond the
 // algorithm, with `order_by_latency` the selected DCs' blocks of stages are
 // then ordered so that the sum of round trips between consecutive blocks is
-// least (exhaustive for up to 8 DCs; ties keep Algorithm 1's order). `gpus`
+// least (exhaustive for up to 8 DCs, beyond that the shortest nearest-neighbour
+// chain from any first DC; ties keep Algorithm 1's order). `gpus`
 // empty: every testbed DC has pp x dp x tp GPUs. Returns the DC index per
 // stage; throws ExperimentError when the GPUs do not suffice.
 std::vector<int> select_dcs(const std::vector<std::pair<std::string, int>>& gpus, int pp, int dp, int tp,
