@@ -107,6 +107,8 @@ std::vector<Command> make_commands() {
         valued("out", "FILE", "the SVG to write")},
        cmd_plot},
       {"compare", "RESULT...", "results.json of several runs side by side", {}, cmd_compare},
+      {"plan", "EXPERIMENT", "search tp, pp, dp, microbatches and DC order for the experiment's free GPUs, simulated",
+       {valued("top", "N", "show the N fastest plans (1 to 10000, default 10)"), kQuiet}, cmd_plan},
       {"worker", "", "internal: one emulated GPU of train", {kControl, kId, flag("probe", "check that the binary runs, then exit")},
        cmd_worker, nullptr, true},
       {"prefill-worker", "", "internal: BubbleTea prefill on one emulated GPU of train", {kControl, kId}, cmd_prefill_worker, nullptr, true},

@@ -68,6 +68,7 @@ int cmd_plot(const Options& options);    // line plots from CSV
 int cmd_demo(const Options& options);
 int cmd_train(const Options& options);
 int cmd_compare(const Options& options);
+int cmd_plan(const Options& options);
 int cmd_worker(const Options& options);          // internal: one emulated GPU of `train`
 int cmd_prefill_worker(const Options& options);  // internal: BubbleTea prefill on one emulated GPU of `train`
 int cmd_decode_sink(const Options& options);     // internal: BubbleTea decode host of `train`

@@ -438,12 +438,12 @@ BOOST_AUTO_TEST_CASE(the_size_from_the_fields_counts_the_plans_ops) {
 
 BOOST_AUTO_TEST_CASE(make_plan_refuses_a_run_beyond_the_limit) {
   Experiment big = experiment("schedule = \"1f1b\"", 4, 1, 8);  // 160 steps per iteration
-  big.iterations = static_cast<int>(kMaxRunSteps / 160);
+  big.iterations = static_cast<int>(kMaxSimulatedSteps / 160);
   BOOST_TEST(error_of([&] { make_plan(big, three_dcs()); }) == "(no error)");
   big.iterations += 1;
   std::string message = error_of([&] { make_plan(big, three_dcs()); });
-  BOOST_TEST(message == "x.toml: the run is too big: iterations 12501 x 160 steps per iteration (parallel.pp 4, "
-                        "parallel.dp 1, model.microbatches 8) = 2000160 steps; at most 2000000 (a step is a forward, "
+  BOOST_TEST(message == "x.toml: the run is too big: iterations 125001 x 160 steps per iteration (parallel.pp 4, "
+                        "parallel.dp 1, model.microbatches 8) = 20000160 steps; at most 20000000 (a step is a forward, "
                         "backward, send, recv or all-reduce ring step)");
 }
 

@@ -359,8 +359,8 @@ BOOST_AUTO_TEST_CASE(memory_is_bounded_by_the_plan_not_the_iterations) {
 BOOST_AUTO_TEST_CASE(simulate_refuses_more_iterations_than_the_limit_allows) {
   auto scenario = three_dcs();
   Plan plan = make_plan(experiment("schedule = \"1f1b\"", 4, 1, 8), scenario);  // 160 steps per iteration
-  std::string message = error_of([&] { simulate(plan, scenario, LinkModel{}, 100000); });
-  BOOST_TEST(message.find("x.toml: the run is too big: iterations 100000 x 160 steps per iteration") == 0, message);
+  std::string message = error_of([&] { simulate(plan, scenario, LinkModel{}, 200000); });
+  BOOST_TEST(message.find("x.toml: the run is too big: iterations 200000 x 160 steps per iteration") == 0, message);
 }
 
 // 8 GB activations over a 1 bit/s link: ~2000 years, beyond int64 nanoseconds.

@@ -155,7 +155,7 @@ BOOST_AUTO_TEST_CASE(a_bad_value_gets_the_readers_error_at_the_sweep_files_line_
   const hs::Sweep sweep = hs::load_sweep(files.sweep("[axes]\n\"parallel.dp\" = [1, 0]\n"));
   BOOST_TEST(error_of([&] { hs::make_point(sweep, 0); }) == "(no error)");
   const std::string error = error_of([&] { hs::make_point(sweep, 1); });
-  BOOST_TEST(error.starts_with("point 2 of 2 (parallel.dp = 0): " + sweep.path + ":3:21: parallel.dp: expected an integer from 1 to 256, got 0"),
+  BOOST_TEST(error.starts_with("point 2 of 2 (parallel.dp = 0): " + sweep.path + ":3:21: parallel.dp: expected an integer from 1 to 100000, got 0"),
              error);
 
   // A misspelt key or table: the reader's unknown key, at the axis's line.

@@ -21,6 +21,8 @@
 
 #include "experiment_internal.hpp"
 #include "text.hpp"
+#include "egress_config.hpp"
+#include "fabric_config.hpp"
 #include "prefill_config.hpp"
 #include "toml_fields.hpp"
 
@@ -31,7 +33,8 @@ using namespace std::string_view_literals;
 
 constexpr std::array kTopKeys{"name"sv,       "testbed"sv, "schedule"sv, "placement"sv, "streams"sv,
                               "temporal_sharing"sv, "iterations"sv, "seed"sv, "scale"sv,
-                              "reorder_dcs"sv, "pacing"sv, "model"sv, "parallel"sv, "compute"sv, "gpus"sv, "prefill"sv};
+                              "reorder_dcs"sv, "pacing"sv, "model"sv, "parallel"sv, "compute"sv, "gpus"sv, "prefill"sv,
+                              "fabric"sv, "egress"sv};
 constexpr std::array kModelKeys{"layers"sv,          "hidden"sv,     "seq_len"sv,
                                 "bytes_per_value"sv, "microbatch"sv, "microbatches"sv};
 constexpr std::array kParallelKeys{"pp"sv, "dp"sv, "tp"sv};
@@ -39,7 +42,6 @@ constexpr std::array kComputeKeys{"peak_tflops"sv, "mfu"sv, "recompute"sv, "forw
                                   "backward_ms"sv};
 
 constexpr std::size_t kMaxName = 64;
-constexpr std::int64_t kMaxWorkers = 1024;
 constexpr int kDefaultAtlasStreams = 8;
 constexpr double kMaxGpuMemoryGb = 100000;
 
@@ -85,8 +87,8 @@ void check_stages_fit_layers(const Experiment& experiment) {
 
 void check_worker_count(const Experiment& experiment) {
   std::int64_t workers = static_cast<std::int64_t>(experiment.parallel.pp) * experiment.parallel.dp;
-  if (workers <= kMaxWorkers) return;
-  fail_field(experiment, "parallel", fmt::format("pp x dp = {} workers; at most {}", workers, kMaxWorkers));
+  if (workers <= kMaxSimulatedWorkers) return;
+  fail_field(experiment, "parallel", fmt::format("pp x dp = {} workers; at most {}", workers, kMaxSimulatedWorkers));
 }
 
 void check_placement_list(const Experiment& experiment) {
@@ -116,6 +118,8 @@ class Parser : FieldReader {
     read_gpus(root);
     read_placement(root);
     detail::read_prefill(*this, root);
+    detail::read_fabric(*this, root);
+    detail::read_egress(*this, root);
     apply_schedule_defaults(experiment_);
     check_cross_fields(experiment_);
     return std::move(experiment_);
@@ -204,8 +208,8 @@ class Parser : FieldReader {
     check_known_keys(*table, kParallelKeys, "[parallel]");
     remember("parallel", *table);
     Parallel& parallel = experiment_.parallel;
-    parallel.pp = to_int(read_int(*table, "pp", "parallel.pp", {1, 256}), parallel.pp);
-    parallel.dp = to_int(read_int(*table, "dp", "parallel.dp", {1, 256}), parallel.dp);
+    parallel.pp = to_int(read_int(*table, "pp", "parallel.pp", {1, kMaxPp}), parallel.pp);
+    parallel.dp = to_int(read_int(*table, "dp", "parallel.dp", {1, kMaxDp}), parallel.dp);
     parallel.tp = to_int(read_int(*table, "tp", "parallel.tp", {1, 1024}), parallel.tp);
   }
 

@@ -67,19 +67,46 @@ std::uint64_t chain_rtt(const std::vector<StageBlock>& blocks, const std::vector
   return total;
 }
 
+// Beyond kMaxDcsToPermute blocks: from each block in turn, always on to the
+// nearest block not yet visited; the shortest of those chains.
+std::vector<std::size_t> nearest_neighbour_chain(const std::vector<StageBlock>& blocks,
+                                                 const emulator::Scenario& scenario, std::size_t first) {
+  std::vector<std::size_t> chain{first};
+  std::vector<bool> visited(blocks.size(), false);
+  visited[first] = true;
+  while (chain.size() < blocks.size()) {
+    std::size_t next = blocks.size();
+    for (std::size_t candidate = 0; candidate < blocks.size(); ++candidate) {
+      if (visited[candidate]) continue;
+      if (next == blocks.size() || scenario.rtt_ns(blocks[chain.back()].dc, blocks[candidate].dc) <
+                                       scenario.rtt_ns(blocks[chain.back()].dc, blocks[next].dc)) {
+        next = candidate;
+      }
+    }
+    visited[next] = true;
+    chain.push_back(next);
+  }
+  return chain;
+}
+
 std::vector<StageBlock> order_blocks_by_latency(const std::vector<StageBlock>& blocks,
                                                 const emulator::Scenario& scenario) {
-  if (blocks.size() < 3 || blocks.size() > kMaxDcsToPermute) return blocks;
+  if (blocks.size() < 3) return blocks;
   std::vector<std::size_t> order(blocks.size());
   std::iota(order.begin(), order.end(), 0);
   std::vector<std::size_t> best = order;
   std::uint64_t best_cost = chain_rtt(blocks, order, scenario);
-  while (std::next_permutation(order.begin(), order.end())) {
-    std::uint64_t cost = chain_rtt(blocks, order, scenario);
+  auto keep_if_shorter = [&](const std::vector<std::size_t>& candidate) {
+    std::uint64_t cost = chain_rtt(blocks, candidate, scenario);
     if (cost < best_cost) {
       best_cost = cost;
-      best = order;
+      best = candidate;
     }
+  };
+  if (blocks.size() > kMaxDcsToPermute) {
+    for (std::size_t first = 0; first < blocks.size(); ++first) keep_if_shorter(nearest_neighbour_chain(blocks, scenario, first));
+  } else {
+    while (std::next_permutation(order.begin(), order.end())) keep_if_shorter(order);
   }
   std::vector<StageBlock> ordered;
   for (std::size_t index : best) ordered.push_back(blocks[index]);

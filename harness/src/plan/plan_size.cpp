@@ -10,7 +10,7 @@ namespace wanlab::harness {
 namespace {
 
 [[noreturn]] void fail_too_big(const Experiment& experiment, const PlanSize& size, int iterations,
-                               std::uint64_t steps) {
+                               std::uint64_t steps, std::uint64_t limit) {
   // Several fields make a run big: the message names them all, and is placed at
   // the command-line option when --iterations gave the count, else at the file.
   std::string where = experiment.where("iterations");
@@ -20,12 +20,18 @@ namespace {
       "model.microbatches {}) = {} steps; at most {} (a step is a forward, backward, send, recv or all-reduce "
       "ring step)",
       where, iterations, size.steps_per_iteration, experiment.parallel.pp, experiment.parallel.dp,
-      experiment.model.microbatches, steps, kMaxRunSteps));
+      experiment.model.microbatches, steps, limit));
 }
 
-void check_steps(const Experiment& experiment, const PlanSize& size, int iterations) {
+void check_steps(const Experiment& experiment, const PlanSize& size, int iterations, std::uint64_t limit) {
   std::uint64_t steps = size.steps_per_iteration * static_cast<std::uint64_t>(std::max(iterations, 0));
-  if (steps > kMaxRunSteps) fail_too_big(experiment, size, iterations, steps);
+  if (steps > limit) fail_too_big(experiment, size, iterations, steps, limit);
+}
+
+// An all-reduce's steps: its 2(R - 1) ring steps, or one pipelined transfer with a [fabric].
+std::uint64_t ring_steps(const Experiment& experiment, std::uint64_t members) {
+  if (members <= 1) return 0;
+  return experiment.fabric ? 1 : 2 * (members - 1);
 }
 
 }  // namespace
@@ -38,28 +44,44 @@ PlanSize plan_size(const Experiment& experiment) {
   std::uint64_t workers = pp * dp;
   PlanSize size;
   size.ops_per_iteration = pipeline_ops + (dp > 1 ? workers : 0);
-  size.steps_per_iteration = pipeline_ops + (dp > 1 ? workers * 2 * (dp - 1) : 0);
+  size.steps_per_iteration = pipeline_ops + workers * ring_steps(experiment, dp);
   return size;
 }
 
 PlanSize plan_size(const Plan& plan) {
   PlanSize size;
   for (const WorkerPlan& worker_plan : plan.workers) {
-    std::uint64_t ring_steps = 2 * (std::max<std::uint64_t>(worker_plan.worker.allreduce_group.size(), 1) - 1);
+    std::uint64_t ring = ring_steps(plan.experiment, worker_plan.worker.allreduce_group.size());
     for (const Op& op : worker_plan.ops) {
       ++size.ops_per_iteration;
-      size.steps_per_iteration += op.kind == OpKind::allreduce ? ring_steps : 1;
+      size.steps_per_iteration += op.kind == OpKind::allreduce ? ring : 1;
     }
   }
   return size;
 }
 
 void check_plan_size(const Experiment& experiment, int iterations) {
-  check_steps(experiment, plan_size(experiment), iterations);
+  check_steps(experiment, plan_size(experiment), iterations, kMaxSimulatedSteps);
 }
 
 void check_plan_size(const Plan& plan, int iterations) {
-  check_steps(plan.experiment, plan_size(plan), iterations);
+  check_steps(plan.experiment, plan_size(plan), iterations, kMaxSimulatedSteps);
+}
+
+void check_emulated_run(const Plan& plan, int iterations) {
+  const Experiment& experiment = plan.experiment;
+  if (experiment.fabric) {
+    throw ExperimentError(fmt::format("{}: fabric: the emulated testbed's network inside a DC is its [intra_dc] pair; "
+                                      "an experiment with [fabric] only simulates (wanlab train --simulate)",
+                                      experiment.where("fabric")));
+  }
+  if (std::ssize(plan.workers) > kMaxEmulatedWorkers) {
+    throw ExperimentError(fmt::format("{}: parallel: pp x dp = {} workers; the emulated testbed runs at most {} "
+                                      "(--simulate takes up to {})",
+                                      experiment.where("parallel"), plan.workers.size(), kMaxEmulatedWorkers,
+                                      kMaxSimulatedWorkers));
+  }
+  check_steps(experiment, plan_size(plan), iterations, kMaxRunSteps);
 }
 
 }  // namespace wanlab::harness

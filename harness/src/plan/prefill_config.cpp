@@ -73,17 +73,6 @@ class PrefillReader {
   }
 
  private:
-  // A string value through `parse` (which throws std::invalid_argument).
-  template <typename Parse>
-  auto parse_string(const toml::node& node, const std::string& field, std::string_view expected, Parse parse) const {
-    const std::string& text = reader_.expect_string(node, field, expected);
-    try {
-      return parse(text);
-    } catch (const std::invalid_argument& error) {
-      reader_.fail(node.source(), fmt::format("{}: {}", field, error.what()));
-    }
-  }
-
   void read_requests() {
     const toml::node* node = section_.get("requests");
     if (node == nullptr) return;
@@ -115,7 +104,7 @@ class PrefillReader {
   ArrivalProcess read_arrival_process(const toml::table& table) {
     ArrivalProcess process;
     const toml::node& rate = required(table, "rate", R"(rate = "4/s")");
-    process.rate_per_s = parse_string(rate, "prefill.arrivals.rate", R"(a rate like "4/s")", parse_rate_per_s);
+    process.rate_per_s = reader_.parse_string(rate, "prefill.arrivals.rate", R"(a rate like "4/s")", parse_rate_per_s);
     reader_.remember("prefill.arrivals.rate", rate);
     required(table, "prompt_median", "prompt_median = 1469");
     required(table, "prompt_p90", "prompt_p90 = 5194");
@@ -163,7 +152,7 @@ class PrefillReader {
   // The emulator's time strings ("3s", "5ms"), as scenario files write them.
   std::uint64_t read_time(const toml::node& node, const std::string& field, std::string_view expected,
                           std::uint64_t min_ns, std::uint64_t max_ns) {
-    std::uint64_t ns = parse_string(node, field, expected, emulator::units::parse_time);
+    std::uint64_t ns = reader_.parse_string(node, field, expected, emulator::units::parse_time);
     if (ns < min_ns || ns > max_ns) {
       reader_.fail(node.source(), fmt::format("{}: expected {} from {} to {}, got {}", field, expected,
                                               emulator::units::format_time(min_ns),

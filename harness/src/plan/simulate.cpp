@@ -4,7 +4,6 @@
 #include "wanlab/harness/simulate.hpp"
 
 #include "simulate_internal.hpp"
-#include "wanlab/emulator/tcp_window.hpp"
 
 #include <fmt/format.h>
 
@@ -13,9 +12,13 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <numeric>
+#include <set>
+#include <optional>
 #include <queue>
 #include <stdexcept>
 #include <tuple>
+#include <unordered_map>
 
 namespace wanlab::harness {
 namespace {
@@ -24,6 +27,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kDoneBits = 1e-3;  // rounding left over when a transfer's last bit is sent
 
 struct LinkState : detail::LinkRate {
+  bool tcp_rounds = true;            // false inside a [fabric] (RDMA): steady rate, no slow start
   std::vector<int> on_wire;          // transfer ids
   std::map<int, int> slotted;        // link_slot -> transfer id, issued and not yet on the wire
   int next_slot = 0;
@@ -46,6 +50,7 @@ struct Transfer {
   int collective = -1;  // stage whose all-reduce step this belongs to
   std::pair<int, int> channel;  // (sender, receiver): one transport channel, FIFO
   int record = -1;      // index into the record's transfers: a cross-DC message
+  double extra_delay_ns = 0;  // a pipelined ring's later steps, after its last bit arrives
 };
 
 struct Message {
@@ -90,6 +95,10 @@ struct Timed {
 
 std::int64_t to_ns(double ns) { return static_cast<std::int64_t>(std::llround(ns)); }
 
+std::uint64_t channel_key(std::pair<int, int> channel) {
+  return (static_cast<std::uint64_t>(channel.first) << 32) | static_cast<std::uint32_t>(channel.second);
+}
+
 // Max-min fair shares of `capacity` among transfers with individual caps.
 void share_fairly(double capacity, std::vector<Transfer*>& transfers) {
   std::sort(transfers.begin(), transfers.end(),
@@ -110,6 +119,7 @@ class Simulator {
       : plan_(plan), model_(model), dcs_(static_cast<int>(scenario.dcs.size())) {
     record_.plan = plan;
     record_.runtime = kSimulatorRuntime;
+    if (plan.experiment.fabric) fabric_ = detail::fabric_links(plan, scenario.dcs.size());
     make_links(scenario);
     for (std::size_t stage = 0; stage < static_cast<std::size_t>(plan.experiment.parallel.pp); ++stage) {
       collectives_.push_back(Collective{plan.workers[stage].worker.allreduce_group, 0, 0, 0, {}});
@@ -141,6 +151,20 @@ class Simulator {
         links_.push_back(link);
       }
     }
+    if (!fabric_) return;
+    // Inside DC d: links_[d x DCs + d] between its servers, links_[DCs^2 + d] inside one.
+    for (int dc = 0; dc < dcs_; ++dc) {
+      LinkState& fabric = links_[static_cast<std::size_t>(dc * dcs_ + dc)];
+      fabric = LinkState{};
+      static_cast<detail::LinkRate&>(fabric) = fabric_->fabric[static_cast<std::size_t>(dc)];
+      fabric.tcp_rounds = false;
+    }
+    for (int dc = 0; dc < dcs_; ++dc) {
+      LinkState nvlink;
+      static_cast<detail::LinkRate&>(nvlink) = fabric_->nvlink;
+      nvlink.tcp_rounds = false;
+      links_.push_back(nvlink);
+    }
   }
 
   const Worker& worker(int id) const { return plan_.workers[static_cast<std::size_t>(id)].worker; }
@@ -152,6 +176,9 @@ class Simulator {
     iteration_ = iteration;
     now_ = start;
     states_.assign(plan_.workers.size(), WorkerState{});
+    ready_.resize(plan_.workers.size());
+    std::iota(ready_.begin(), ready_.end(), 0);
+    done_workers_ = 0;
     messages_.clear();
     message_index_.clear();
     transfers_.clear();
@@ -178,15 +205,22 @@ class Simulator {
     return end;
   }
 
-  bool finished() const {
-    bool all_done = std::all_of(states_.begin(), states_.end(),
-                                [](const WorkerState& state) { return state.status == Status::done; });
-    return all_done && timed_.empty();
+  bool finished() const { return done_workers_ == states_.size() && timed_.empty(); }
+
+  void make_ready(int id) {
+    states_[static_cast<std::size_t>(id)].status = Status::ready;
+    ready_.push_back(id);
   }
 
-  // Runs every worker as far as it can go at now_.
+  // Runs every worker as far as it can go at now_, in id order. Only the
+  // workers made ready since the last pass can go: a worker's op never makes
+  // another ready at once (arrivals and compute ends are timed).
   void advance_workers() {
-    for (int id = 0; id < static_cast<int>(states_.size()); ++id) {
+    std::vector<int> batch;
+    batch.swap(ready_);
+    std::sort(batch.begin(), batch.end());
+    batch.erase(std::unique(batch.begin(), batch.end()), batch.end());
+    for (int id : batch) {
       while (states_[static_cast<std::size_t>(id)].status == Status::ready) start_op(id);
     }
   }
@@ -212,6 +246,7 @@ class Simulator {
     const std::vector<Op>& ops = plan_.workers[static_cast<std::size_t>(id)].ops;
     if (state.next_op == ops.size()) {
       state.status = Status::done;
+      ++done_workers_;
       return;
     }
     const Op& op = ops[state.next_op];
@@ -252,7 +287,10 @@ class Simulator {
   }
 
   int message_for(int sender, int receiver, int microbatch) {
-    auto [found, inserted] = message_index_.try_emplace(std::make_tuple(sender, receiver, microbatch),
+    // Worker ids < 2^17 (kMaxSimulatedWorkers) and microbatches < 2^12 ([model]): one 64-bit key.
+    const std::uint64_t key = (static_cast<std::uint64_t>(sender) << 32) | (static_cast<std::uint64_t>(receiver) << 12) |
+                              static_cast<std::uint64_t>(microbatch);
+    auto [found, inserted] = message_index_.try_emplace(key,
                                                         static_cast<int>(messages_.size()));
     if (inserted) messages_.emplace_back();
     return found->second;
@@ -264,9 +302,18 @@ class Simulator {
     stats_.peak_pending = std::max(stats_.peak_pending, timed_.size());
   }
 
-  int link_of(int from, int to) const { return worker(from).dc * dcs_ + worker(to).dc; }
+  int link_of(int from, int to) const {
+    const int src = worker(from).dc;
+    const int dst = worker(to).dc;
+    if (fabric_ && src == dst && same_server(from, to)) return dcs_ * dcs_ + src;
+    return src * dcs_ + dst;
+  }
+  bool same_server(int a, int b) const {
+    return fabric_->server[static_cast<std::size_t>(a)] == fabric_->server[static_cast<std::size_t>(b)];
+  }
 
-  void start_transfer(int from, int to, double bits, int slot, int message, int collective) {
+  // Returns the transfer's id.
+  int start_transfer(int from, int to, double bits, int slot, int message, int collective) {
     Transfer transfer;
     transfer.link = link_of(from, to);
     transfer.bits_left = bits;
@@ -282,17 +329,19 @@ class Simulator {
     transfer.channel = {from, to};
     if (message >= 0 && cross_dc) transfer.record = record_transfer(from, to);
     transfers_.push_back(transfer);
-    if (model_.free_communication || worker(from).host == worker(to).host) {
+    // The emulated testbed's loopback (a [fabric] has NVLink instead).
+    if (model_.free_communication || (!fabric_ && worker(from).host == worker(to).host)) {
       if (transfer.record >= 0) {  // no wire time, no delay
         mark_first_sent(id, 0);
         mark_last_sent(id, 0);
       }
       schedule({now_, 0, TimedKind::arrival, id});
-      return;
+      return id;
     }
-    std::deque<int>& queue = channels_[transfer.channel];
+    std::deque<int>& queue = channels_[channel_key(transfer.channel)];
     queue.push_back(id);
     if (queue.size() == 1) admit(id);
+    return id;
   }
 
   // A cross-DC message's TransferRecord, queued now; the rest is filled in
@@ -319,11 +368,12 @@ class Simulator {
     if (!transfer.on_wire_before) {
       transfer.on_wire_before = true;
       mark_first_sent(id, link.delay_ns);
-      ChannelTcp& tcp = channel_tcp_[transfer.channel];
+      ChannelTcp& tcp = channel_tcp_[channel_key(transfer.channel)];
       if (tcp.last_sent >= 0) after_idle(link.tcp, tcp.state, (now_ - tcp.last_sent) / 1e9);
     }
     begin_round(link, transfer);
     link.on_wire.push_back(id);
+    wired_links_.insert(static_cast<int>(&link - links_.data()));
   }
 
   // What the transfer sends in its next round (rounds: simulate.hpp). At the
@@ -332,8 +382,8 @@ class Simulator {
   void begin_round(const LinkState& link, Transfer& transfer) {
     transfer.round_bits = transfer.round_bits_left = transfer.bits_left;
     transfer.round_ends = now_;
-    if (!model_.tcp_dynamics) return;
-    const TcpChannelState& state = channel_tcp_[transfer.channel].state;
+    if (!model_.tcp_dynamics || !link.tcp_rounds) return;
+    const TcpChannelState& state = channel_tcp_[channel_key(transfer.channel)].state;
     const double full_round_bits = round_bytes(link.tcp, state, transfer.effective_streams, kInf) * 8;
     const bool at_ceiling = state.cwnd_bytes >= link.tcp.window_bytes;
     if (at_ceiling && transfer.bits_left > full_round_bits) {
@@ -390,8 +440,8 @@ class Simulator {
 
   // The round's bits have left: slow start counts them, the channel was busy until now.
   void end_round(const LinkState& link, Transfer& transfer) {
-    ChannelTcp& tcp = channel_tcp_[transfer.channel];
-    if (model_.tcp_dynamics) after_round(link.tcp, tcp.state, transfer.effective_streams, transfer.round_bits / 8);
+    ChannelTcp& tcp = channel_tcp_[channel_key(transfer.channel)];
+    if (model_.tcp_dynamics && link.tcp_rounds) after_round(link.tcp, tcp.state, transfer.effective_streams, transfer.round_bits / 8);
     tcp.last_sent = now_;
     transfer.round_bits_left = 0;
     if (transfer.bits_left <= kDoneBits) transfer.bits_left = 0;
@@ -414,20 +464,36 @@ class Simulator {
 
   // Ring all-reduce, one step at a time: every member sends a 1/R chunk of the
   // stage's gradients to its successor; 2(R-1) steps (reduce-scatter + all-gather).
+  // With a [fabric], pipelined as NCCL does: each member streams its 2(R-1)
+  // chunks to its successor as one transfer, and the last chunk lands
+  // 2(R-1) - 1 hop delays (the ring's longest) after that transfer's end.
   void start_ring_step(int stage) {
     Collective& collective = collectives_[static_cast<std::size_t>(stage)];
-    int members = static_cast<int>(collective.ring.size());
-    if (collective.step == 2 * (members - 1)) {
+    const int members = static_cast<int>(collective.ring.size());
+    const int steps = 2 * (members - 1);
+    const bool pipelined = fabric_.has_value();
+    if (collective.step == (pipelined ? std::min(steps, 1) : steps)) {
       finish_collective(collective);
       return;
     }
-    double chunk_bits = static_cast<double>(plan_.stage_param_bytes) * 8 / members;
+    const double chunk_bits = static_cast<double>(plan_.stage_param_bytes) * 8 / members;
+    const double extra_delay_ns = pipelined ? (steps - 1) * longest_hop_delay_ns(collective.ring) : 0;
     collective.pending = members;
     for (int i = 0; i < members; ++i) {
       int from = collective.ring[static_cast<std::size_t>(i)];
       int to = collective.ring[static_cast<std::size_t>((i + 1) % members)];
-      start_transfer(from, to, chunk_bits, -1, -1, stage);
+      const int id = start_transfer(from, to, chunk_bits * (pipelined ? steps : 1), -1, -1, stage);
+      transfers_[static_cast<std::size_t>(id)].extra_delay_ns = extra_delay_ns;
     }
+  }
+
+  double longest_hop_delay_ns(const std::vector<int>& ring) const {
+    double longest = 0;
+    for (std::size_t i = 0; i < ring.size(); ++i) {
+      const int link = link_of(ring[i], ring[(i + 1) % ring.size()]);
+      longest = std::max(longest, links_[static_cast<std::size_t>(link)].delay_ns);
+    }
+    return longest;
   }
 
   void finish_collective(const Collective& collective) {
@@ -435,7 +501,7 @@ class Simulator {
       WorkerState& state = states_[static_cast<std::size_t>(id)];
       add_event(id, current_op(id), collective.joined_at[static_cast<std::size_t>(id)], now_);
       ++state.next_op;
-      state.status = Status::ready;
+      make_ready(id);
     }
   }
 
@@ -444,8 +510,8 @@ class Simulator {
     double next = timed_.empty() ? kInf : timed_.top().time;
     int first_done = -1;
     bool on_wire = false;
-    for (const LinkState& link : links_) {
-      for (int id : link.on_wire) {
+    for (int link_index : wired_links_) {
+      for (int id : links_[static_cast<std::size_t>(link_index)].on_wire) {
         on_wire = true;
         const Transfer& transfer = transfers_[static_cast<std::size_t>(id)];
         double done = now_ + (transfer.round_bits_left <= 0 ? 0 : transfer.round_bits_left / transfer.rate_bps * 1e9);
@@ -458,8 +524,8 @@ class Simulator {
     if (!std::isfinite(next) && !on_wire) throw std::logic_error(describe_deadlock());
     if (next > kMaxSimulatedNs) fail_too_long();
     double elapsed = next - now_;
-    for (const LinkState& link : links_) {
-      for (int id : link.on_wire) {
+    for (int link_index : wired_links_) {
+      for (int id : links_[static_cast<std::size_t>(link_index)].on_wire) {
         Transfer& transfer = transfers_[static_cast<std::size_t>(id)];
         if (elapsed > 0) {
           const double sent = std::min(transfer.round_bits_left, transfer.rate_bps * elapsed / 1e9);
@@ -487,14 +553,19 @@ class Simulator {
         rebalance(link_index);
       } else {
         ++states_[static_cast<std::size_t>(timed.index)].next_op;
-        states_[static_cast<std::size_t>(timed.index)].status = Status::ready;
+        make_ready(timed.index);
       }
     }
   }
 
+  // Links without transfers on the wire have nothing to take off; a link's
+  // next slot can only have become free where a slotted transfer was sent
+  // (admit starts one at once), so only those are looked at afterwards.
   void take_sent_transfers_off_the_wire() {
     std::vector<int> sent;
-    for (int link_index = 0; link_index < static_cast<int>(links_.size()); ++link_index) {
+    std::vector<int> slot_freed;
+    const std::vector<int> wired(wired_links_.begin(), wired_links_.end());
+    for (int link_index : wired) {
       LinkState& link = links_[static_cast<std::size_t>(link_index)];
       std::size_t before = sent.size();
       std::vector<int> next_round;
@@ -513,18 +584,23 @@ class Simulator {
       });
       for (std::size_t i = before; i < sent.size(); ++i) {
         mark_last_sent(sent[i], link.delay_ns);
-        schedule({now_ + link.delay_ns, 0, TimedKind::arrival, sent[i]});
-        if (transfers_[static_cast<std::size_t>(sent[i])].slot >= 0) link.slot_on_wire = false;
+        schedule({now_ + link.delay_ns + transfers_[static_cast<std::size_t>(sent[i])].extra_delay_ns, 0,
+                  TimedKind::arrival, sent[i]});
+        if (transfers_[static_cast<std::size_t>(sent[i])].slot >= 0) {
+          link.slot_on_wire = false;
+          slot_freed.push_back(link_index);
+        }
       }
       for (int id : next_round) put_on_wire(link, id);
       if (rounds_ended > 0) rebalance(link_index);
+      if (link.on_wire.empty()) wired_links_.erase(link_index);
     }
     for (int id : sent) {
-      std::deque<int>& queue = channels_[transfers_[static_cast<std::size_t>(id)].channel];
+      std::deque<int>& queue = channels_[channel_key(transfers_[static_cast<std::size_t>(id)].channel)];
       queue.pop_front();
       if (!queue.empty()) admit(queue.front());
     }
-    for (int link_index = 0; link_index < static_cast<int>(links_.size()); ++link_index) start_next_slot(link_index);
+    for (int link_index : slot_freed) start_next_slot(link_index);
   }
 
   void arrive(int transfer_id) {
@@ -545,7 +621,7 @@ class Simulator {
     WorkerState& state = states_[static_cast<std::size_t>(id)];
     add_event(id, current_op(id), state.since, now_);
     ++state.next_op;
-    state.status = Status::ready;
+    make_ready(id);
   }
 
   // A transfer on the wire that never ends (its time overflows) or a run
@@ -580,15 +656,20 @@ class Simulator {
   const Plan& plan_;
   LinkModel model_;
   int dcs_;
+  std::optional<detail::FabricLinks> fabric_;  // the experiment's [fabric]
   RunRecord record_;
   std::vector<LinkState> links_;
   std::vector<Collective> collectives_;
   std::vector<WorkerState> states_;
+  std::vector<int> ready_;            // made ready since the last advance_workers (may repeat)
+  std::size_t done_workers_ = 0;
+  std::set<int> wired_links_;         // links with transfers on the wire, by index
   std::vector<Transfer> transfers_;
-  std::map<std::pair<int, int>, std::deque<int>> channels_;  // transfers not yet sent, in order
-  std::map<std::pair<int, int>, ChannelTcp> channel_tcp_;    // from iteration to iteration
+  // Keyed by channel_key(sender, receiver); looked up, never walked.
+  std::unordered_map<std::uint64_t, std::deque<int>> channels_;  // transfers not yet sent, in order
+  std::unordered_map<std::uint64_t, ChannelTcp> channel_tcp_;    // from iteration to iteration
   std::vector<Message> messages_;
-  std::map<std::tuple<int, int, int>, int> message_index_;
+  std::unordered_map<std::uint64_t, int> message_index_;  // (sender, receiver, microbatch) -> message
   std::priority_queue<Timed, std::vector<Timed>, std::greater<>> timed_;
   std::uint64_t sequence_ = 0;
   SimulationStats stats_;
@@ -597,59 +678,6 @@ class Simulator {
 };
 
 }  // namespace
-
-namespace detail {
-
-LinkRate link_rate(const Experiment& experiment, const emulator::Scenario& scenario, const LinkModel& model, int src,
-                   int dst) {
-  const emulator::PairParams pair = scenario.pair(src, dst);
-  const double rtt_s = static_cast<double>(scenario.rtt_ns(src, dst)) / 1e9;
-  LinkRate link;
-  // The harness paces its cross-DC streams only (coordinator's pacing_rate).
-  const int paced_streams = experiment.pacing && src != dst ? std::max(1, experiment.streams) : 0;
-  link.tcp = tcp_path_for(pair, rtt_s, model, experiment.scale, paced_streams);
-  link.capacity_bps = link.tcp.rate_bps;
-  link.delay_ns = static_cast<double>(pair.delay_ns);
-  link.stream_ceiling_bps = std::min(link.tcp.flow_rate_bps, link.tcp.max_pacing_bps);
-  if (model.stream_window_bytes > 0 && rtt_s > 0)
-    link.stream_ceiling_bps = std::min(link.stream_ceiling_bps, link.tcp.window_bytes * 8 / rtt_s);
-  return link;
-}
-
-double transfer_cap_bps(const LinkRate& link, double streams) { return link.stream_ceiling_bps * streams; }
-
-double alone_rate_bps(const LinkRate& link, double streams) {
-  return std::min(link.capacity_bps, transfer_cap_bps(link, streams));
-}
-
-}  // namespace detail
-
-TcpPath tcp_path_for(const emulator::PairParams& there, double rtt_s, const LinkModel& model, double scale,
-                     int paced_streams) {
-  TcpPath path;
-  if (there.rate_bps > 0) path.rate_bps = static_cast<double>(there.rate_bps) * model.payload_share * scale;
-  double flow = kInf;
-  if (there.flow_rate_bps > 0) flow = static_cast<double>(there.flow_rate_bps) * model.payload_share;
-  if (model.per_stream_ceiling_bps > 0) flow = std::min(flow, model.per_stream_ceiling_bps);
-  path.flow_rate_bps = flow * scale;
-  path.delay_s = static_cast<double>(there.delay_ns) / 1e9;
-  path.rtt_s = rtt_s;
-  if (model.stream_window_bytes > 0) path.window_bytes = model.stream_window_bytes * scale;
-  path.slow_start_after_idle = model.slow_start_after_idle;
-  path.paced = paced_streams > 0;
-  if (path.paced && std::isfinite(path.rate_bps)) path.max_pacing_bps = std::min(path.flow_rate_bps, path.rate_bps / paced_streams);
-  return path;
-}
-
-LinkModel link_model_for(const emulator::Scenario& scenario, double scale) {
-  LinkModel model;
-  // The scaled hosts' window, in full-size bytes: tcp_path_for scales it back.
-  model.stream_window_bytes = emulator::stream_window_bytes(scale_scenario(scenario, scale).host) / scale;
-  model.tcp_dynamics = true;
-  model.slow_start_after_idle = scenario.host.tcp_slow_start_after_idle.value_or(true);
-  model.payload_share = emulator::kPayloadShare;
-  return model;
-}
 
 RunRecord simulate(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model, int iterations,
                    SimulationStats* stats) {

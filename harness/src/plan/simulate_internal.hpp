@@ -3,6 +3,7 @@
 #pragma once
 
 #include <limits>
+#include <vector>
 
 #include "wanlab/harness/simulate.hpp"
 #include "wanlab/harness/tcp_model.hpp"
@@ -26,6 +27,21 @@ LinkRate link_rate(const Experiment& experiment, const emulator::Scenario& scena
 double transfer_cap_bps(const LinkRate& link, double streams);
 // What one transfer gets alone on the link: min(capacity, its cap).
 double alone_rate_bps(const LinkRate& link, double streams);
+
+// With the experiment's [fabric] (fabric.hpp): the links inside each DC.
+struct FabricLinks {
+  // Per worker, its server (numbered across DCs): each DC's workers in
+  // (stage, replica) order, as many whole workers of tp GPUs per server as fit.
+  std::vector<int> server;
+  // Per DC, the fabric between its servers: capacity = the plan's GPUs there
+  // x NIC rate / oversubscription; one transfer at most its worker's tp NICs;
+  // the fabric's latency. Rates x scale.
+  std::vector<LinkRate> fabric;
+  // Inside a server: unlimited together, one transfer at most tp x NVLink
+  // rate x scale, no delay.
+  LinkRate nvlink;
+};
+FabricLinks fabric_links(const Plan& plan, std::size_t dcs);
 
 // Fills record.prefill (the experiment's [prefill] is enabled) from the
 // simulated training in `record`; simulate.hpp says how.

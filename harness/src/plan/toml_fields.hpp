@@ -4,6 +4,7 @@
 // where it came from (Experiment::positions) for errors found later.
 #pragma once
 
+#include <fmt/format.h>
 #include <toml++/toml.h>
 
 #include <cstdint>
@@ -63,6 +64,17 @@ class FieldReader {
                                       double max, double min = 0);
   std::optional<bool> read_bool(const toml::table& table, std::string_view key, const std::string& field);
   static int to_int(std::optional<std::int64_t> value, int fallback);
+  // A string value through `parse` (which throws std::invalid_argument, e.g.
+  // emulator::units::parse_rate), its message prefixed with the field.
+  template <typename Parse>
+  auto parse_string(const toml::node& node, const std::string& field, std::string_view expected, Parse parse) const {
+    const std::string& text = expect_string(node, field, expected);
+    try {
+      return parse(text);
+    } catch (const std::invalid_argument& error) {
+      fail(node.source(), fmt::format("{}: {}", field, error.what()));
+    }
+  }
 
  protected:
   std::string path_;

@@ -604,7 +604,7 @@ class Coordinator {
 RunRecord run_plan(const Plan& plan, const emulator::Scenario& scenario, const emulator::TestbedState& testbed,
                    const RunOptions& options) {
   // Before any worker starts: the events of an oversized run would not fit.
-  check_plan_size(plan, plan.experiment.iterations);
+  check_emulated_run(plan, plan.experiment.iterations);
   base::InterruptGuard interrupts;
   Coordinator coordinator(plan, scenario, testbed, options);
   RunRecord record = coordinator.run();

@@ -34,6 +34,7 @@ std::string run_testbed_name(const em::Scenario& scenario) {
 
 RunRecord run_experiment(const Experiment& experiment, const em::Scenario& scenario, const RunOptions& options) {
   const Plan plan = make_plan(experiment, scenario);
+  check_emulated_run(plan, experiment.iterations);  // before a testbed exists; run_plan checks again
   // A malformed request trace is an error before a testbed exists (the run reads it again, to its horizon).
   if (experiment.prefill.enabled && !experiment.prefill.requests_path.empty())
     load_requests(experiment, std::numeric_limits<std::int64_t>::max());

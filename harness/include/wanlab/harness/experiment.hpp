@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "wanlab/emulator/scenario.hpp"
+#include "wanlab/harness/egress.hpp"
+#include "wanlab/harness/fabric.hpp"
 #include "wanlab/harness/prefill.hpp"
 
 namespace wanlab::harness {
@@ -70,6 +72,10 @@ struct Experiment {
   // [gpus] memory_gb: every GPU's memory (default: an 80 GB H100/A100).
   double gpu_memory_gb = 80;
   PrefillConfig prefill;  // [prefill]: BubbleTea (off unless enabled)
+  // [fabric]: simulate a real DC network inside each DC (fabric.hpp); unset:
+  // the emulated testbed's [intra_dc] pair, as the real run has it.
+  std::optional<Fabric> fabric;
+  Egress egress;  // [egress]: USD per GB between DCs, for `wanlab plan`
   // Atlas placement: order the selected DCs so that consecutive pipeline hops
   // are short (false: Algorithm 1's order, most GPUs first).
   bool reorder_dcs = true;

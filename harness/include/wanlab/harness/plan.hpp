@@ -89,7 +89,8 @@ struct Plan {
 // op, and the simulator handles at most one compute end or arrival per step,
 // so steps bound the memory and time of a run. Every stage runs 2m compute ops
 // and each of the pp - 1 hops carries 2m messages, a send and a recv each:
-// 2m(3pp - 2) ops per replica.
+// 2m(3pp - 2) ops per replica. With a [fabric], the simulator pipelines the
+// ring (simulate.hpp): an all-reduce is one step.
 struct PlanSize {
   std::uint64_t steps_per_iteration = 0;  // all workers together
   std::uint64_t ops_per_iteration = 0;    // what a runner records per iteration (<= steps)
@@ -97,18 +98,33 @@ struct PlanSize {
 PlanSize plan_size(const Experiment& experiment);
 PlanSize plan_size(const Plan& plan);  // counted: equals the above for a plan from make_plan
 
-// The most steps (steps_per_iteration x iterations) a run may take. At the
-// limit, `wanlab train --simulate --out` peaks below 700 MB (all steps in one
-// iteration: the timeline holds every box; 140 MB over many iterations).
+// Two sets of limits: what an experiment may ask of the simulator (100,000
+// GPUs and more over up to WANLAB_MAX_DCS DCs; the experiment parser, make_plan
+// and simulate check these), and what the emulated testbed on one box runs
+// (`wanlab train` without --simulate: the coordinator checks those).
+inline constexpr int kMaxPp = 1024;
+inline constexpr int kMaxDp = 100'000;
+inline constexpr std::int64_t kMaxSimulatedWorkers = 131'072;  // pp x dp
+// The most steps (steps_per_iteration x iterations) a simulation may take.
+inline constexpr std::uint64_t kMaxSimulatedSteps = 20'000'000;
+inline constexpr std::int64_t kMaxEmulatedWorkers = 1024;
+// The most steps a real run may take. At this limit, `wanlab train --simulate
+// --out` peaks below 700 MB (all steps in one iteration: the timeline holds
+// every box; 140 MB over many iterations).
 inline constexpr std::uint64_t kMaxRunSteps = 2'000'000;
 
-// Throws ExperimentError when the run's steps exceed kMaxRunSteps, naming the
-// fields that make it big and the limit. The Plan overload counts the plan's
-// own ops (the runners run those), the Experiment one the ops it will get.
+// Throws ExperimentError when the run's steps exceed kMaxSimulatedSteps,
+// naming the fields that make it big and the limit. The Plan overload counts
+// the plan's own ops (the simulator runs those), the Experiment one the ops it
+// will get.
 void check_plan_size(const Experiment& experiment, int iterations);
 void check_plan_size(const Plan& plan, int iterations);
+// The emulated testbed's limits, checked before a real run starts: at most
+// kMaxRunSteps steps and kMaxEmulatedWorkers workers, and no [fabric] (the
+// testbed's network inside a DC is its [intra_dc] pair). ExperimentError.
+void check_emulated_run(const Plan& plan, int iterations);
 
-// Refuses plans beyond kMaxRunSteps (check_plan_size) before building one.
+// Refuses plans beyond kMaxSimulatedSteps (check_plan_size) before building one.
 // Throws ExperimentError naming what is missing when the placement is infeasible,
 // or the field when a DC in [gpus], the placement list or [prefill] decode_dc is
 // not in the testbed.
@@ -122,7 +138,8 @@ Plan make_plan(const Experiment& experiment, const emulator::Scenario& scenario)
 // stages with all their replicas, until every stage is placed. Beyond the
 // algorithm, with `order_by_latency` the selected DCs' blocks of stages are
 // then ordered so that the sum of round trips between consecutive blocks is
-// least (exhaustive for up to 8 DCs; ties keep Algorithm 1's order). `gpus`
+// least (exhaustive for up to 8 DCs, beyond that the shortest nearest-neighbour
+// chain from any first DC; ties keep Algorithm 1's order). `gpus`
 // empty: every testbed DC has pp x dp x tp GPUs. Returns the DC index per
 // stage; throws ExperimentError when the GPUs do not suffice.
 std::vector<int> select_dcs(const std::vector<std::pair<std::string, int>>& gpus, int pp, int dp, int tp,

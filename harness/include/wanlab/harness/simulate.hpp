@@ -30,6 +30,17 @@
 // - allreduce: once every member has joined, 2(R-1) ring steps; in each step
 //   every member sends stage_param_bytes / R to its ring successor over the
 //   link model, and the step ends when all have arrived.
+// - With the experiment's [fabric] (fabric.hpp) the DC pairs stay as above
+//   between DCs, but inside a DC: workers packed onto servers of
+//   gpus_per_server GPUs (each DC's in (stage, replica) order); between two
+//   workers on one server, NVLink (tp x nvlink_rate per transfer, no shared
+//   cap, no delay); between servers, the DC's fabric (tp x nic_rate per
+//   transfer, all together at most the plan's GPUs there x nic_rate /
+//   oversubscription, the fabric's latency), at a steady rate without TCP
+//   rounds (RDMA); nothing is free. The ring all-reduce is pipelined: each
+//   member sends its 2(R-1) chunks to its successor as one transfer, and the
+//   collective ends 2(R-1) - 1 of the ring's longest hop delays after the last
+//   arrives. [prefill]'s KV caches keep the scenario's pairs.
 // - Iterations are separated by a barrier: iteration i + 1 starts when the
 //   last worker has finished iteration i. No jitter, loss or TCP slow start.
 //

@@ -1,0 +1,124 @@
+// The simulator at scale (issue 13): how long make_plan and one simulated
+// iteration take against the GPU count (1k, 10k, 100k over 16 DCs) and the
+// DC count (4, 16, 64 at 10k GPUs), with the growth from one row to the next.
+// Run by bench/run-scale-bench.sh; nothing here touches the network.
+//
+// Every job: GPT-3's shape (96 layers, hidden 12288, context 2048), 32
+// microbatches, tp 8, one pipeline stage per DC (pp = DCs, Atlas placement and
+// schedule, temporal sharing), dp = GPUs / (8 x pp), H100 compute at 40% MFU,
+// a [fabric] with its defaults. The WAN: every DC pair 30 ms one way at
+// 100 Gbit/s (a uniform mesh: the point is the simulator's cost, not a region
+// map), hosts with 256 MB TCP buffers.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "wanlab/harness/plan.hpp"
+#include "wanlab/harness/simulate.hpp"
+#include "wanlab/harness/record.hpp"
+
+namespace hs = wanlab::harness;
+
+namespace {
+
+struct Point {
+  int gpus;
+  int dcs;
+};
+
+std::string scenario_text(int dcs) {
+  std::string text = "name = \"bench\"\n[defaults]\nrate = \"100gbit\"\ndelay = \"30ms\"\nqueue = \"1bdp\"\n"
+                     "[host]\ntcp_wmem_max = \"256mb\"\ntcp_rmem_max = \"256mb\"\n";
+  for (int dc = 0; dc < dcs; ++dc) text += fmt::format("[[dc]]\nname = \"dc{}\"\n", dc);
+  return text;
+}
+
+std::string experiment_text(const Point& point) {
+  const int tp = 8;
+  const int pp = point.dcs;
+  const int dp = point.gpus / (tp * pp);
+  std::string text = fmt::format(
+      "name = \"scale\"\ntestbed = \"bench.toml\"\nschedule = \"atlas\"\niterations = 1\n"
+      "[model]\nlayers = 96\nhidden = 12288\nseq_len = 2048\nmicrobatches = 32\n"
+      "[parallel]\npp = {}\ndp = {}\ntp = {}\n[compute]\npeak_tflops = 989\nmfu = 0.4\n[fabric]\n[gpus]\n",
+      pp, dp, tp);
+  for (int dc = 0; dc < point.dcs; ++dc) text += fmt::format("dc{} = {}\n", dc, dp * tp);
+  return text;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+struct Row {
+  Point point;
+  int gpus_used = 0;
+  std::uint64_t ops = 0;
+  double plan_s = 0;
+  double simulate_s = 0;
+  double iteration_s = 0;
+  double utilization = 0;
+};
+
+Row measure(const Point& point) {
+  const auto scenario = wanlab::emulator::parse_scenario(scenario_text(point.dcs), "bench.toml");
+  const hs::Experiment experiment = hs::parse_experiment(experiment_text(point), "scale.toml");
+  Row row{point};
+  auto start = std::chrono::steady_clock::now();
+  const hs::Plan plan = hs::make_plan(experiment, scenario);
+  row.plan_s = seconds_since(start);
+  row.gpus_used = plan.gpus_used;
+  row.ops = hs::plan_size(plan).ops_per_iteration;
+  start = std::chrono::steady_clock::now();
+  const hs::RunRecord record = hs::simulate(plan, scenario, hs::link_model_for(scenario, experiment.scale), 1);
+  row.simulate_s = seconds_since(start);
+  const auto summary = hs::summarize_run(hs::summarize(record));
+  row.iteration_s = summary.mean_iteration_s;
+  row.utilization = summary.mean_gpu_utilization;
+  return row;
+}
+
+void print_table(const std::string& title, const std::vector<Point>& points) {
+  fmt::print("\n{}\n\n", title);
+  fmt::print("| GPUs | DCs | pp x dp x tp | ops per iteration | make_plan (s) | simulate 1 iteration (s) | growth (simulate) | "
+             "growth (GPUs) | simulated iteration (s) | GPU utilization |\n");
+  fmt::print("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|\n");
+  const Row* previous = nullptr;
+  std::vector<Row> rows;
+  rows.reserve(points.size());
+  for (const Point& point : points) {
+    rows.push_back(measure(point));
+    const Row& row = rows.back();
+    const int dp = row.point.gpus / (8 * row.point.dcs);
+    fmt::print("| {} | {} | {} x {} x 8 | {} | {:.2f} | {:.2f} | {} | {} | {:.3f} | {:.1f}% |\n", row.gpus_used,
+               row.point.dcs, row.point.dcs, dp, row.ops, row.plan_s, row.simulate_s,
+               previous ? fmt::format("{:.1f}x", row.simulate_s / previous->simulate_s) : "-",
+               previous ? fmt::format("{:.1f}x", static_cast<double>(row.gpus_used) / previous->gpus_used) : "-",
+               row.iteration_s, 100 * row.utilization);
+    std::fflush(stdout);
+    previous = &row;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::string(argv[1]) == "--quick";  // no 100k point
+  try {
+    if (argc == 4 && std::string(argv[1]) == "--point") {  // one point, e.g. under perf
+      print_table("One point", {{std::stoi(argv[2]), std::stoi(argv[3])}});
+      return 0;
+    }
+    std::vector<Point> by_gpus{{1024, 16}, {10000, 16}};
+    if (!quick) by_gpus.push_back({100000, 16});
+    print_table("Simulate time against GPU count (16 DCs, one stage per DC)", by_gpus);
+    print_table("Simulate time against DC count (10,000 GPUs, one stage per DC)", {{10000, 4}, {10000, 16}, {10000, 64}});
+  } catch (const std::exception& error) {
+    fmt::print(stderr, "wanlab_scale_bench: {}\n", error.what());
+    return 1;
+  }
+  return 0;
+}

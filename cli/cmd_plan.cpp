@@ -1,0 +1,32 @@
+// `wanlab plan`: the planner (harness/planner.hpp) over an experiment's free
+// GPUs and testbed, simulated only; no testbed is brought up.
+#include <fmt/core.h>
+
+#include <cstdio>
+
+#include "commands.hpp"
+#include "options.hpp"
+#include "wanlab/harness/experiment.hpp"
+#include "wanlab/harness/planner.hpp"
+
+namespace wanlab::cli {
+namespace hs = wanlab::harness;
+
+int cmd_plan(const Options& options) {
+  if (options.positionals().size() != 1) throw UsageError("expected one experiment file");
+  const std::size_t top = options.integer<std::size_t>("top", 1, 10000).value_or(10);
+  const hs::Experiment experiment = hs::load_experiment(options.positionals().front());
+  const emulator::Scenario scenario = hs::load_testbed(experiment);
+  hs::PlannerOptions planner;
+  if (!options.flag("quiet")) {
+    planner.progress = [](const std::string& line) {
+      fmt::print(stderr, "wanlab plan: {}\n", line);
+      std::fflush(stderr);
+    };
+  }
+  const hs::PlannerReport report = hs::search_plans(experiment, scenario, planner);
+  fmt::print("{}", hs::planner_table(report, top));
+  return 0;
+}
+
+}  // namespace wanlab::cli

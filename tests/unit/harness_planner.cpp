@@ -1,0 +1,108 @@
+// The planner (planner.hpp): a case whose best plan is known by hand, the
+// latency ordering beating Algorithm 1's order, [egress] prices and their errors.
+#include <boost/test/unit_test.hpp>
+
+#include <string>
+
+#include "harness_support.hpp"
+#include "wanlab/harness/planner.hpp"
+
+using namespace wanlab::harness;
+using harness_test::error_of;
+using harness_test::three_dcs;
+
+namespace {
+
+// 1F1B, 4 layers of hidden 1024, forward 1 ms and backward 2 ms at pp 1 x tp 1.
+std::string job(int pp, int dp, int microbatches, const std::string& rest) {
+  return "name = \"p\"\ntestbed = \"t3.toml\"\nschedule = \"1f1b\"\n[model]\nlayers = 4\nhidden = 1024\nseq_len = 1024\n"
+         "microbatches = " + std::to_string(microbatches) + "\n[parallel]\npp = " + std::to_string(pp) +
+         "\ndp = " + std::to_string(dp) + "\n[compute]\nforward_ms = 1\nbackward_ms = 2\n" + rest;
+}
+
+Experiment parsed(const std::string& toml) { return parse_experiment(toml, "p.toml"); }
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(planner)
+
+// Eight GPUs in one DC, a batch of 8 microbatches, compute 3 ms per microbatch
+// over pp x tp GPUs. Using all 8, a plan takes 3 (8 + (pp - 1) dp) / 8 ms plus
+// its all-reduce: pp 1 has no bubble, and only dp 1 has no all-reduce, so
+// tp 8, pp 1, dp 1, 8 microbatches is the one best plan, at 3 ms.
+BOOST_AUTO_TEST_CASE(the_best_plan_of_a_case_known_by_hand) {
+  Experiment experiment = parsed(job(1, 1, 8, "[gpus]\na = 8\n[fabric]\nlatency = \"0us\"\n"));
+  PlannerReport report = search_plans(experiment, three_dcs());
+  BOOST_REQUIRE(!report.ranked.empty());
+  const PlanOutcome& best = report.ranked.front();
+  BOOST_TEST(best.candidate.tp == 8);
+  BOOST_TEST(best.candidate.pp == 1);
+  BOOST_TEST(best.candidate.dp == 1);
+  BOOST_TEST(best.candidate.microbatches == 8);
+  BOOST_TEST(best.iteration_s == 3e-3, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(best.wan_gb == 0.0);
+  for (std::size_t i = 1; i < report.ranked.size(); ++i) {
+    BOOST_TEST(report.ranked[i].iteration_s > best.iteration_s, i);
+    // The batch stays: dp x microbatches = 8.
+    BOOST_TEST(report.ranked[i].candidate.dp * report.ranked[i].candidate.microbatches == 8);
+  }
+  // The experiment's own shape (tp 1, pp 1, dp 1) uses one GPU: 8 x 3 ms.
+  BOOST_REQUIRE(report.algorithm1.has_value());
+  BOOST_TEST(report.algorithm1->iteration_s == 24e-3, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(planner_table(report, 3).find("the best plan is 8.00x faster") != std::string::npos);
+}
+
+// Algorithm 1 chains b -> c -> a (60 + 40 ms one way); ordered by latency
+// b -> a -> c (10 + 40 ms). The planner shows the gain on the same shape.
+BOOST_AUTO_TEST_CASE(ordering_by_latency_beats_algorithm_1s_order) {
+  Experiment experiment = parsed(job(2, 2, 8, "[gpus]\nb = 6\nc = 4\na = 2\n"));
+  experiment.model.layers = 6;
+  experiment.parallel.pp = 6;
+  PlannerReport report = search_plans(experiment, three_dcs());
+  int compared = 0;
+  for (const PlanOutcome& ordered : report.ranked) {
+    if (!ordered.candidate.ordered) continue;
+    for (const PlanOutcome& plain : report.ranked) {
+      const PlanCandidate& a = plain.candidate;
+      const PlanCandidate& b = ordered.candidate;
+      if (a.ordered || a.tp != b.tp || a.pp != b.pp || a.dp != b.dp) continue;
+      BOOST_TEST(ordered.iteration_s < plain.iteration_s);
+      ++compared;
+    }
+  }
+  BOOST_TEST(compared >= 1);
+  const std::string table = planner_table(report, 5);
+  BOOST_TEST(table.find("ordered by latency") != std::string::npos, table);
+}
+
+BOOST_AUTO_TEST_CASE(egress_is_priced_per_pair) {
+  const std::string gpus = "[gpus]\na = 2\nb = 2\n";
+  Experiment experiment = parsed(job(2, 1, 4, gpus + "[egress]\nprice_per_gb = 0.05\n[egress.pairs]\n\"b-a\" = 0.5\n"));
+  BOOST_TEST(experiment.egress.price("a", "b") == 0.5);
+  BOOST_TEST(experiment.egress.price("c", "a") == 0.05);
+  PlannerReport report = search_plans(experiment, three_dcs());
+  bool crossed = false;
+  for (const PlanOutcome& outcome : report.ranked) {
+    BOOST_TEST(outcome.egress_usd == outcome.wan_gb * 0.5, boost::test_tools::tolerance(1e-9));
+    crossed = crossed || outcome.wan_gb > 0;
+  }
+  BOOST_TEST(crossed);
+}
+
+BOOST_AUTO_TEST_CASE(bad_egress_and_missing_gpus_are_one_line_errors) {
+  const std::string base = job(2, 1, 4, "[gpus]\na = 2\nb = 2\n");  // 17 lines
+  auto parse_error = [](const std::string& toml) { return error_of([&] { parsed(toml); }); };
+  BOOST_TEST(parse_error(base + "[egress]\nprice = 1\n").starts_with(R"(p.toml:19:1: unknown key "price" in [egress])"));
+  BOOST_TEST(parse_error(base + "[egress]\nprice_per_gb = -1\n") ==
+             "p.toml:19:16: egress.price_per_gb: expected a price in USD per GB from 0 to 1000, got -1");
+  BOOST_TEST(parse_error(base + "[egress.pairs]\n\"a_b\" = 1\n") ==
+             R"(p.toml:19:1: egress.pairs: expected a key "dc-dc" naming two DCs like "east-west", got "a_b")");
+  Experiment unknown_dc = parsed(base + "[egress.pairs]\na-x = 1\n");
+  BOOST_TEST(error_of([&] { plan_candidates(unknown_dc, three_dcs()); }) ==
+             R"(p.toml:19:7: egress.pairs.a-x: no DC "x" in testbed t3)");
+  Experiment no_gpus = parsed(job(2, 1, 4, ""));
+  BOOST_TEST(error_of([&] { plan_candidates(no_gpus, three_dcs()); }) ==
+             "p.toml: gpus: the planner searches the free GPUs per DC; give them in [gpus]");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
