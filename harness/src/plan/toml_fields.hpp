@@ -1,7 +1,9 @@
 // Reading the fields of an experiment file: what the experiment parser and the
 // [prefill] section's reader share, so that every field answers mistakes the
 // same way ("file:line:column: field: expected ..., got ...") and records
-// where it came from (Experiment::positions) for errors found later.
+// where it came from (Experiment::positions) for errors found later. The
+// skeleton (positions, parse errors, unknown keys with did-you-mean) is
+// base::TomlReader, which the scenario parser and the state files use too.
 #pragma once
 
 #include <toml++/toml.h>
@@ -12,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "wanlab/base/toml.hpp"
 #include "wanlab/harness/experiment.hpp"
 
 namespace wanlab::harness::detail {
@@ -30,26 +33,16 @@ struct IntRange {
 // that file's directory ("../three-dc.toml" beside "x/e.toml" -> "three-dc.toml").
 std::string resolve_beside(const std::string& file, const std::string& path);
 
-// Owns the Experiment being read from the file at `path`.
-class FieldReader {
+// Owns the Experiment being read from the file at `path`; errors are
+// ExperimentErrors.
+class FieldReader : public base::TomlReader {
  public:
   explicit FieldReader(std::string path);
 
   Experiment& experiment() { return experiment_; }
 
-  std::string where(const toml::source_region& region) const;
-  [[noreturn]] void fail(const toml::source_region& region, std::string_view message) const;
-  [[noreturn]] void fail_at_start(std::string_view message) const;
   void remember(const std::string& field, const toml::node& node);
 
-  toml::table parse_toml(std::string_view text) const;
-  static bool comes_before(const toml::key& a, const toml::key& b);
-  // Reports the first unknown key in file order.
-  void check_known_keys(const toml::table& table, std::span<const std::string_view> known,
-                        std::string_view table_label) const;
-
-  const toml::table* optional_table(const toml::table& parent, std::string_view key) const;
-  const std::string& expect_string(const toml::node& node, std::string_view field, std::string_view expected) const;
   std::optional<std::int64_t> read_int(const toml::table& table, std::string_view key, const std::string& field,
                                        IntRange range);
   // A number in (0, max], or in [min, max] when min > 0; integers are accepted
@@ -60,7 +53,8 @@ class FieldReader {
   static int to_int(std::optional<std::int64_t> value, int fallback);
 
  protected:
-  std::string path_;
+  [[noreturn]] void raise(const std::string& message) const override { throw ExperimentError(message); }
+
   Experiment experiment_;
 };
 
