@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <chrono>
 #include <thread>
-#include <toml++/toml.h>
 
 #include "commands.hpp"
 #include "json.hpp"
@@ -80,25 +79,29 @@ void print_table(const std::vector<PairRow>& rows, const std::optional<em::Relea
   }
 }
 
-toml::table to_json(const std::string& testbed, const std::vector<PairRow>& rows, const std::optional<em::ReleaserStats>& releaser) {
-  toml::array pairs;
+nlohmann::json to_json(const std::string& testbed, const std::vector<PairRow>& rows,
+                       const std::optional<em::ReleaserStats>& releaser) {
+  nlohmann::json pairs = nlohmann::json::array();
   for (const auto& row : rows) {
-    pairs.push_back(toml::table{{"from", row.from},
-                                {"to", row.to},
-                                {"packets", static_cast<std::int64_t>(row.total.packets)},
-                                {"bytes", static_cast<std::int64_t>(row.total.bytes)},
-                                {"rate_bps", row.rate_bps},
-                                {"rate_set_bps", static_cast<std::int64_t>(row.set.config.rate_bps)},
-                                {"rate_set_paused", row.set.paused},
-                                {"scheduled", row.set.scheduled},
-                                {"drops_queue", static_cast<std::int64_t>(row.total.drops[WANLAB_DROP_QUEUE])},
-                                {"drops_loss", static_cast<std::int64_t>(row.total.drops[WANLAB_DROP_LOSS])},
-                                {"qdelay_avg_ms", row.qdelay_avg_ms},
-                                {"qdelay_max_ms", static_cast<double>(row.total.qdelay_max_ns) / 1e6}});
+    pairs.push_back({{"from", row.from},
+                     {"to", row.to},
+                     {"packets", row.total.packets},
+                     {"bytes", row.total.bytes},
+                     {"rate_bps", row.rate_bps},
+                     {"rate_set_bps", row.set.config.rate_bps},
+                     {"rate_set_paused", row.set.paused},
+                     {"scheduled", row.set.scheduled},
+                     {"drops_queue", row.total.drops[WANLAB_DROP_QUEUE]},
+                     {"drops_loss", row.total.drops[WANLAB_DROP_LOSS]},
+                     {"qdelay_avg_ms", row.qdelay_avg_ms},
+                     {"qdelay_max_ms", static_cast<double>(row.total.qdelay_max_ns) / 1e6}});
   }
-  toml::table out{{"testbed", testbed}, {"pairs", pairs}};
+  nlohmann::json out{{"testbed", testbed}, {"pairs", pairs}};
   // The counters under the names of the file's one format.
-  if (releaser) out.insert("releaser", toml::parse(em::format_releaser_stats(*releaser)));
+  if (releaser) {
+    nlohmann::json& counters = out["releaser"] = nlohmann::json::object();
+    for (const auto& [key, value] : em::releaser_counters(*releaser)) counters[std::string(key)] = value;
+  }
   return out;
 }
 

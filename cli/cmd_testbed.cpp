@@ -203,10 +203,10 @@ int cmd_hosts(const Options& options) {
     print_hosts_table(state);
     return 0;
   }
-  toml::array hosts;
+  nlohmann::json hosts = nlohmann::json::array();
   for (const auto& host : state.hosts)
-    hosts.push_back(toml::table{{"name", host.name}, {"dc", host.dc}, {"netns", host.netns}, {"ipv4", em::ipv4_to_string(host.ipv4)},
-                                  {"ipv6", em::ipv6_to_string(host.ipv6)}});
+    hosts.push_back({{"name", host.name}, {"dc", host.dc}, {"netns", host.netns}, {"ipv4", em::ipv4_to_string(host.ipv4)},
+                     {"ipv6", em::ipv6_to_string(host.ipv6)}});
   print_json(hosts);
   return 0;
 }
@@ -295,15 +295,14 @@ int cmd_set(const Options& options) {
 }
 
 int cmd_status(const Options& options) {
-  toml::array list;
+  nlohmann::json list = nlohmann::json::array();
   for (const auto& name : em::testbeds_found()) {
     try {
       const auto state = em::load_state(name);
       const bool alive = em::daemon_alive(state);
       if (options.flag("json")) {
-        list.push_back(toml::table{{"name", name}, {"release", em::to_string(state.release)}, {"release_reason", state.release_reason},
-                                   {"attached_to", state.dev},
-                                   {"hosts", static_cast<std::int64_t>(state.hosts.size())}, {"daemon_alive", alive}});
+        list.push_back({{"name", name}, {"release", em::to_string(state.release)}, {"release_reason", state.release_reason},
+                        {"attached_to", state.dev}, {"hosts", state.hosts.size()}, {"daemon_alive", alive}});
         continue;
       }
       const std::string where = state.kind == em::TestbedKind::attached ? "attached to " + state.dev
@@ -312,7 +311,7 @@ int cmd_status(const Options& options) {
                  em::to_string(state.release), state.release_reason, alive ? "running" : "NOT RUNNING (wanlab down " + name + ")");
     } catch (const std::exception& error) {
       if (options.flag("json")) {
-        list.push_back(toml::table{{"name", name}, {"error", error.what()}});
+        list.push_back({{"name", name}, {"error", error.what()}});
         continue;
       }
       fmt::print("{}: left over or half-built ({}); remove it with wanlab down {}\n", name, error.what(), name);

@@ -1,15 +1,13 @@
-// JSON output for --json: built as a toml++ table and printed by its JSON
-// formatter, so strings are always escaped correctly.
+// JSON output for --json, through nlohmann: keys in sorted order (a std::map),
+// indented by two, strings always escaped correctly.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <iostream>
-#include <toml++/toml.h>
 
 namespace wanlab::cli {
 
-template <typename Node>
-void print_json(const Node& node) {
-  std::cout << toml::json_formatter{node} << "\n";
-}
+inline void print_json(const nlohmann::json& value) { std::cout << value.dump(2) << "\n"; }
 
 }  // namespace wanlab::cli

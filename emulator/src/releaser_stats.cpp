@@ -37,9 +37,15 @@ constexpr std::size_t kMaxBytes = 4096;
 
 std::string releaser_stats_path(const std::string& testbed) { return run_dir(testbed) + "/releaser.toml"; }
 
+std::vector<std::pair<std::string_view, std::uint64_t>> releaser_counters(const ReleaserStats& stats) {
+  std::vector<std::pair<std::string_view, std::uint64_t>> counters;
+  for (const Counter& counter : kCounters) counters.emplace_back(counter.key, stats.*counter.field);
+  return counters;
+}
+
 std::string format_releaser_stats(const ReleaserStats& stats) {
   std::string text;
-  for (const Counter& counter : kCounters) text += fmt::format("{} = {}\n", counter.key, stats.*counter.field);
+  for (const auto& [key, value] : releaser_counters(stats)) text += fmt::format("{} = {}\n", key, value);
   return text;
 }
 

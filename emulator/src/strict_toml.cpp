@@ -2,39 +2,21 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-
 #include "wanlab/base/files.hpp"
 #include "wanlab/base/parse.hpp"
-#include "wanlab/emulator/toml_input.hpp"
 
 namespace wanlab::emulator::detail {
 
-StrictToml::StrictToml(std::string path, std::size_t max_bytes) : path_(std::move(path)) {
+using base::describe_value;
+
+StrictToml::StrictToml(std::string path, std::size_t max_bytes) : TomlReader(std::move(path)) {
   std::string text;
   try {
-    text = base::read_regular_file(path_, base::ReadRules{max_bytes, false});
+    text = base::read_regular_file(this->path(), base::ReadRules{max_bytes, false});
   } catch (const base::FileError& error) {
     throw std::runtime_error(error.what());
   }
-  try {
-    root_ = toml::parse(text, std::string_view(path_));
-  } catch (const toml::parse_error& error) {
-    throw std::runtime_error(fmt::format("{}:{}:{}: {}", path_, error.source().begin.line, error.source().begin.column,
-                                         one_line(error.description())));
-  }
-}
-
-void StrictToml::fail(const toml::node& node, std::string_view field, std::string_view message) const {
-  const auto& at = node.source().begin;
-  throw std::runtime_error(fmt::format("{}:{}:{}: {}: {}", path_, at.line, at.column, field, message));
-}
-
-void StrictToml::only_keys(const toml::table& table, std::span<const std::string_view> known, std::string_view where) const {
-  for (const auto& [key, node] : table) {
-    if (std::find(known.begin(), known.end(), key.str()) == known.end())
-      fail(node, where, fmt::format("unknown key {}", base::quoted(key.str())));
-  }
+  root_ = parse_toml(text);
 }
 
 const toml::node& StrictToml::need(const toml::table& table, std::string_view key, std::string_view field) const {

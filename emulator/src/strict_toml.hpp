@@ -1,6 +1,8 @@
 // Reading the TOML files wanlab writes for itself (state.toml, changes.toml)
 // as strictly as the files people write: every key known, every value of its
-// type and range, and every error one line, "PATH:LINE:COLUMN: field: ...".
+// type and range, and every error one line, "PATH:LINE:COLUMN: field: ...",
+// through the reader skeleton of base/toml.hpp that the scenario and
+// experiment parsers use.
 // These files live under the run directory, where anything may have been
 // changed since we wrote them; a bad one must give a message, not a crash.
 #pragma once
@@ -11,22 +13,23 @@
 #include <string>
 #include <string_view>
 
-#include <toml++/toml.h>
+#include "wanlab/base/toml.hpp"
 
 namespace wanlab::emulator::detail {
 
-class StrictToml {
+class StrictToml : public base::TomlReader {
  public:
   /// Reads `path` (a regular file, not through a symbolic link, at most
   /// `max_bytes`) and parses it. Throws std::runtime_error.
   StrictToml(std::string path, std::size_t max_bytes);
 
   const toml::table& root() const { return root_; }
-  const std::string& path() const { return path_; }
 
-  [[noreturn]] void fail(const toml::node& node, std::string_view field, std::string_view message) const;
-  /// Fails on the first key of `table` that is not in `known`.
-  void only_keys(const toml::table& table, std::span<const std::string_view> known, std::string_view where) const;
+  /// Fails on the first key of `table` that is not in `known` ("unknown key
+  /// "x" in WHERE; did you mean ...").
+  void only_keys(const toml::table& table, std::span<const std::string_view> known, std::string_view where) const {
+    check_known_keys(table, known, where);
+  }
 
   const toml::node& need(const toml::table& table, std::string_view key, std::string_view field) const;
   std::string string(const toml::table& table, std::string_view key, std::string_view field) const;
@@ -40,7 +43,6 @@ class StrictToml {
   std::string string(const toml::node& node, std::string_view field) const;
 
  private:
-  std::string path_;
   toml::table root_;
 };
 

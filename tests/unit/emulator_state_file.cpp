@@ -150,7 +150,11 @@ BOOST_AUTO_TEST_CASE(a_malformed_field_is_named) {
       {"core_ifname", "\"eth0\"", "hosts[0].core_ifname", "expected \"wanlabh0\""},
   };
   for (const auto& c : host) check_error(scratch, kTop + with(kHosts.substr(1), c.key, c.value), c.field, c.says);
-  check_error(scratch, kTop + "colour = \"blue\"\n" + kHosts, "state", "unknown key \"colour\"");
+  // base::TomlReader's wording, as in scenario and experiment files, with a guess when one is close.
+  const std::string unknown = error_reading(scratch, kTop + "colour = \"blue\"\n" + kHosts);
+  BOOST_TEST(unknown.find(": unknown key \"colour\" in state") != std::string::npos, unknown);
+  const std::string close = error_reading(scratch, kTop + "nmae = \"x\"\n" + kHosts);
+  BOOST_TEST(close.find("unknown key \"nmae\" in state; did you mean \"name\"?") != std::string::npos, close);
 }
 
 BOOST_AUTO_TEST_CASE(a_file_that_is_not_toml_is_one_line) {

@@ -1,8 +1,9 @@
-// Shared by the harness unit tests: a strict JSON reader (to check that the
-// reports parse and hold what they claim) and small scenario/experiment builders.
+// Shared by the harness unit tests: reports read back through nlohmann (to check
+// that they parse and hold what they claim) and small scenario/experiment builders.
 #pragma once
 
 #include <boost/test/unit_test.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cctype>
 #include <cstdlib>
@@ -45,174 +46,29 @@ struct JsonValue {
   const JsonValue& operator[](std::size_t index) const { return items.at(index); }
 };
 
-// RFC 8259, strictly: no trailing commas, no comments, nothing after the value.
-class JsonReader {
- public:
-  explicit JsonReader(std::string_view text) : text_(text) {}
-
-  JsonValue document() {
-    JsonValue value = read_value();
-    skip_space();
-    if (position_ != text_.size()) fail("text after the value");
-    return value;
-  }
-
- private:
-  [[noreturn]] void fail(const std::string& what) const {
-    throw std::runtime_error("JSON at offset " + std::to_string(position_) + ": " + what);
-  }
-
-  void skip_space() {
-    while (position_ < text_.size() && std::string_view(" \t\r\n").find(text_[position_]) != std::string_view::npos) {
-      ++position_;
-    }
-  }
-
-  char peek() {
-    skip_space();
-    if (position_ >= text_.size()) fail("unexpected end");
-    return text_[position_];
-  }
-
-  void expect(char c) {
-    if (peek() != c) fail(std::string("expected '") + c + "'");
-    ++position_;
-  }
-
-  bool literal(std::string_view word) {
-    if (text_.substr(position_, word.size()) != word) return false;
-    position_ += word.size();
-    return true;
-  }
-
-  JsonValue read_value() {
-    char c = peek();
-    JsonValue value;
-    if (c == '{') return read_object();
-    if (c == '[') return read_array();
-    if (c == '"') {
-      value.type = JsonValue::Type::string;
-      value.text = read_string();
-    } else if (literal("true")) {
-      value.type = JsonValue::Type::boolean;
-      value.boolean = true;
-    } else if (literal("false")) {
-      value.type = JsonValue::Type::boolean;
-    } else if (literal("null")) {
-      value.type = JsonValue::Type::null;
-    } else {
-      value.type = JsonValue::Type::number;
-      value.number = read_number();
-    }
-    return value;
-  }
-
-  JsonValue read_object() {
-    JsonValue value;
-    value.type = JsonValue::Type::object;
-    expect('{');
-    if (peek() == '}') {
-      ++position_;
-      return value;
-    }
-    while (true) {
-      if (peek() != '"') fail("expected a member name");
-      std::string key = read_string();
-      expect(':');
-      value.members.emplace_back(std::move(key), read_value());
-      if (peek() == ',') {
-        ++position_;
-        continue;
-      }
-      expect('}');
-      return value;
-    }
-  }
-
-  JsonValue read_array() {
-    JsonValue value;
+// nlohmann's value as the tests read it (parsing is strict: RFC 8259, nothing after the value).
+inline JsonValue from_nlohmann(const nlohmann::ordered_json& json) {
+  JsonValue value;
+  if (json.is_boolean()) {
+    value.type = JsonValue::Type::boolean;
+    value.boolean = json.get<bool>();
+  } else if (json.is_number()) {
+    value.type = JsonValue::Type::number;
+    value.number = json.get<double>();
+  } else if (json.is_string()) {
+    value.type = JsonValue::Type::string;
+    value.text = json.get<std::string>();
+  } else if (json.is_array()) {
     value.type = JsonValue::Type::array;
-    expect('[');
-    if (peek() == ']') {
-      ++position_;
-      return value;
-    }
-    while (true) {
-      value.items.push_back(read_value());
-      if (peek() == ',') {
-        ++position_;
-        continue;
-      }
-      expect(']');
-      return value;
-    }
+    for (const auto& item : json) value.items.push_back(from_nlohmann(item));
+  } else if (json.is_object()) {
+    value.type = JsonValue::Type::object;
+    for (const auto& item : json.items()) value.members.emplace_back(item.key(), from_nlohmann(item.value()));
   }
+  return value;
+}
 
-  std::string read_string() {
-    ++position_;  // the opening quote
-    std::string text;
-    while (true) {
-      if (position_ >= text_.size()) fail("unterminated string");
-      char c = text_[position_++];
-      if (c == '"') return text;
-      if (static_cast<unsigned char>(c) < 0x20) fail("control character in a string");
-      if (c != '\\') {
-        text += c;
-        continue;
-      }
-      if (position_ >= text_.size()) fail("unterminated escape");
-      char escaped = text_[position_++];
-      switch (escaped) {
-        case '"': text += '"'; break;
-        case '\\': text += '\\'; break;
-        case '/': text += '/'; break;
-        case 'b': text += '\b'; break;
-        case 'f': text += '\f'; break;
-        case 'n': text += '\n'; break;
-        case 'r': text += '\r'; break;
-        case 't': text += '\t'; break;
-        case 'u': {
-          if (position_ + 4 > text_.size()) fail("short \\u escape");
-          for (int i = 0; i < 4; ++i) {
-            if (!std::isxdigit(static_cast<unsigned char>(text_[position_ + static_cast<std::size_t>(i)]))) fail("bad \\u escape");
-          }
-          text += '?';  // the tests never look at escaped code points
-          position_ += 4;
-          break;
-        }
-        default: fail("bad escape");
-      }
-    }
-  }
-
-  double read_number() {
-    std::size_t start = position_;
-    if (position_ < text_.size() && text_[position_] == '-') ++position_;
-    auto digits = [&] {
-      std::size_t first = position_;
-      while (position_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[position_]))) ++position_;
-      return position_ - first;
-    };
-    std::size_t integer_start = position_;
-    if (digits() == 0) fail("expected a value");
-    if (text_[integer_start] == '0' && position_ - integer_start > 1) fail("leading zero");
-    if (position_ < text_.size() && text_[position_] == '.') {
-      ++position_;
-      if (digits() == 0) fail("digits expected after '.'");
-    }
-    if (position_ < text_.size() && (text_[position_] == 'e' || text_[position_] == 'E')) {
-      ++position_;
-      if (position_ < text_.size() && (text_[position_] == '+' || text_[position_] == '-')) ++position_;
-      if (digits() == 0) fail("digits expected in the exponent");
-    }
-    return std::strtod(std::string(text_.substr(start, position_ - start)).c_str(), nullptr);
-  }
-
-  std::string_view text_;
-  std::size_t position_ = 0;
-};
-
-inline JsonValue parse_json(std::string_view text) { return JsonReader(text).document(); }
+inline JsonValue parse_json(std::string_view text) { return from_nlohmann(nlohmann::ordered_json::parse(text)); }
 
 // Three DCs with cited-like delays: a-b 10 ms, a-c 40 ms, b-c 60 ms one way,
 // 1 Gbit/s between DCs, 10 Gbit/s and 50 us inside, two hosts each.

@@ -1,7 +1,9 @@
-// Text and JSON output of `wanlab perf`.
+// Text and JSON output of `wanlab perf` (JSON through nlohmann).
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cstdint>
 
 #include "wanlab/transport/perf.hpp"
 
@@ -21,23 +23,17 @@ std::string rate_text(double bps) {
   return fmt::format("{:.1f} Kbits/sec", bps / 1e3);
 }
 
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
+using Json = nlohmann::ordered_json;
 
-// JSON has no NaN or infinity.
-double finite(double value) { return std::isfinite(value) ? value : 0.0; }
+// JSON has no NaN or infinity; `digits` after the point, as the report has
+// always printed them.
+double finite(double value, int digits) {
+  if (!std::isfinite(value)) return 0.0;
+  const double scale = std::pow(10.0, digits);
+  return std::round(value * scale) / scale;
+}
+// Rates in whole bits per second.
+std::int64_t whole(double value) { return std::isfinite(value) ? std::llround(value) : 0; }
 
 }  // namespace
 
@@ -79,31 +75,50 @@ std::string to_text(const Report& r) {
 }
 
 std::string to_json(const Report& r) {
-  std::string per_stream;
+  Json per_stream = Json::array();
   for (const auto& s : r.per_stream) {
-    per_stream += fmt::format(
-        R"({}{{"index":{},"bytes":{},"share":{:.6f},"chunks":{},"retransmits":{},"stalls":{},"stalled_seconds":{:.6f},)"
-        R"("rtt_ms":{:.3f},"cwnd":{},"delivery_rate_bps":{}}})",
-        per_stream.empty() ? "" : ",", s.index, s.bytes, finite(s.share), s.chunks, s.retransmits, s.stalls,
-        finite(s.stalled_seconds), finite(s.rtt_ms), s.cwnd, s.delivery_rate_bps);
+    per_stream.push_back({{"index", s.index},
+                          {"bytes", s.bytes},
+                          {"share", finite(s.share, 6)},
+                          {"chunks", s.chunks},
+                          {"retransmits", s.retransmits},
+                          {"stalls", s.stalls},
+                          {"stalled_seconds", finite(s.stalled_seconds, 6)},
+                          {"rtt_ms", finite(s.rtt_ms, 3)},
+                          {"cwnd", s.cwnd},
+                          {"delivery_rate_bps", s.delivery_rate_bps}});
   }
-  std::string intervals;
+  Json intervals = Json::array();
   for (const auto& i : r.intervals) {
-    intervals += fmt::format(R"({}{{"start":{:.6f},"end":{:.6f},"bytes":{},"goodput_bps":{:.0f},"retransmits":{}}})",
-                             intervals.empty() ? "" : ",", finite(i.start), finite(i.end), i.bytes,
-                             finite(i.goodput_bps()), i.retransmits);
+    intervals.push_back({{"start", finite(i.start, 6)},
+                         {"end", finite(i.end, 6)},
+                         {"bytes", i.bytes},
+                         {"goodput_bps", whole(i.goodput_bps())},
+                         {"retransmits", i.retransmits}});
   }
   const double server_rate = r.server_seconds > 0 ? 8.0 * static_cast<double>(r.server_bytes) / r.server_seconds : 0;
-  return fmt::format(
-      R"({{"host":{},"port":{},"streams":{},"bytes":{},"seconds":{:.6f},"goodput_bps":{:.0f},"retransmits":{},)"
-      R"("messages":{},"message_size":{},"chunk_size":{},"congestion_control":{},)"
-      R"("message_completion_ms":{{"p50":{:.3f},"p99":{:.3f},"max":{:.3f}}},)"
-      R"("server":{{"bytes":{},"messages":{},"seconds":{:.6f},"goodput_bps":{:.0f}}},)"
-      R"("per_stream":[{}],"intervals":[{}]}})",
-      json_string(r.host), r.port, r.streams, r.bytes, finite(r.seconds), finite(r.goodput_bps), r.retransmits,
-      r.messages, r.message_size, r.chunk_size, json_string(r.congestion_control), finite(r.completion_p50_ms),
-      finite(r.completion_p99_ms), finite(r.completion_max_ms), r.server_bytes, r.server_messages,
-      finite(r.server_seconds), finite(server_rate), per_stream, intervals);
+  const Json json = {
+      {"host", r.host},
+      {"port", r.port},
+      {"streams", r.streams},
+      {"bytes", r.bytes},
+      {"seconds", finite(r.seconds, 6)},
+      {"goodput_bps", whole(r.goodput_bps)},
+      {"retransmits", r.retransmits},
+      {"messages", r.messages},
+      {"message_size", r.message_size},
+      {"chunk_size", r.chunk_size},
+      {"congestion_control", r.congestion_control},
+      {"message_completion_ms",
+       {{"p50", finite(r.completion_p50_ms, 3)}, {"p99", finite(r.completion_p99_ms, 3)}, {"max", finite(r.completion_max_ms, 3)}}},
+      {"server",
+       {{"bytes", r.server_bytes},
+        {"messages", r.server_messages},
+        {"seconds", finite(r.server_seconds, 6)},
+        {"goodput_bps", whole(server_rate)}}},
+      {"per_stream", std::move(per_stream)},
+      {"intervals", std::move(intervals)}};
+  return json.dump();
 }
 
 }  // namespace wanlab::transport::perf

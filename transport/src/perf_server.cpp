@@ -1,8 +1,10 @@
 // The server side of `wanlab perf`.
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <asio/co_spawn.hpp>
 #include <algorithm>
+#include <cmath>
 #include <asio/detached.hpp>
 #include <ostream>
 
@@ -24,13 +26,17 @@ struct SessionResult {
   std::vector<std::uint64_t> per_stream_bytes;
 };
 
+// The remote's address goes through the JSON writer, which escapes it.
 std::string json_line(const SessionResult& r) {
-  std::string per_stream;
-  for (const auto bytes : r.per_stream_bytes) per_stream += fmt::format("{}{}", per_stream.empty() ? "" : ",", bytes);
   const double goodput = r.summary.seconds > 0 ? 8.0 * static_cast<double>(r.summary.bytes) / r.summary.seconds : 0;
-  return fmt::format(R"({{"remote":"{}","streams":{},"bytes":{},"messages":{},"seconds":{:.6f},"goodput_bps":{:.0f},)"
-                     R"("per_stream_bytes":[{}]}})",
-                     r.remote, r.streams, r.summary.bytes, r.summary.messages, r.summary.seconds, goodput, per_stream);
+  const nlohmann::ordered_json json = {{"remote", r.remote},
+                                       {"streams", r.streams},
+                                       {"bytes", r.summary.bytes},
+                                       {"messages", r.summary.messages},
+                                       {"seconds", std::round(r.summary.seconds * 1e6) / 1e6},
+                                       {"goodput_bps", std::llround(goodput)},
+                                       {"per_stream_bytes", r.per_stream_bytes}};
+  return json.dump();
 }
 
 std::string text_line(const SessionResult& r) {

@@ -137,24 +137,6 @@ void assign_if_set(T& field, const std::optional<T>& over) {
   if (over) field = *over;
 }
 
-// Optimal string alignment distance: edits plus adjacent transpositions, so
-// "dealy" is one step from "delay".
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
-  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-      }
-    }
-  }
-  return d[a.size()][b.size()];
-}
-
 }  // namespace
 
 std::span<const LinkKey> link_keys() { return kLinkKeys; }
@@ -169,20 +151,6 @@ std::string link_option_name(std::string_view key) {
   std::string option = "--" + std::string(key);
   std::replace(option.begin(), option.end(), '_', '-');
   return option;
-}
-
-std::string closest_name(std::string_view name, std::span<const std::string_view> known) {
-  std::size_t allowed = name.size() <= 3 ? 1 : 2;
-  std::string_view best;
-  std::size_t best_distance = allowed + 1;
-  for (std::string_view candidate : known) {
-    std::size_t distance = edit_distance(name, candidate);
-    if (distance < best_distance) {
-      best = candidate;
-      best_distance = distance;
-    }
-  }
-  return std::string(best);
 }
 
 QueueLimit parse_queue(std::string_view text) {

@@ -1,6 +1,6 @@
 // Scenario files: TOML -> Scenario, with every error pointing at file:line:column.
 #include "wanlab/emulator/input.hpp"
-#include "wanlab/emulator/toml_input.hpp"
+#include "scenario_reader.hpp"
 #include "wanlab/emulator/scenario.hpp"
 #include "wanlab/emulator/scenario_toml.hpp"
 #include "wanlab/emulator/names.hpp"
@@ -26,6 +26,7 @@ namespace wanlab::emulator {
 namespace {
 
 using namespace std::string_view_literals;
+using base::describe_value;
 
 constexpr std::array kTopKeys{"name"sv, "seed"sv,    "network"sv, "defaults"sv, "intra_dc"sv,
                               "host"sv, "dc"sv,      "link"sv,    "event"sv};
@@ -34,64 +35,8 @@ constexpr std::array kHostKeys{"tcp_congestion"sv, "tcp_wmem_max"sv, "tcp_rmem_m
 constexpr std::array kDcKeys{"name"sv, "hosts"sv};
 constexpr std::array kLinkTableKeys{"between"sv, "from"sv, "to"sv, "schedule"sv};
 constexpr std::array kDefaultsKeys{"schedule"sv};
-constexpr std::array kScheduleKeys{"file"sv, "mahimahi"sv, "steps"sv, "period"sv, "resolution"sv};
-constexpr std::array kStepKeys{"time"sv, "rate"sv, "delay"sv, "loss"sv, "share"sv};
-constexpr std::uint64_t kDefaultResolutionNs = 1'000'000;
 
 constexpr std::int64_t kMaxHosts = 254;
-
-// "10.77.0.0/16"; throws std::invalid_argument.
-Ipv4Prefix parse_ipv4_prefix(std::string_view text) {
-  auto fail = [&](std::string_view why) -> Ipv4Prefix {
-    throw std::invalid_argument(
-        fmt::format(R"(expected an IPv4 prefix like "10.77.0.0/16", got {} ({}))", base::quoted(text), why));
-  };
-  Ipv4Prefix prefix;
-  const char* cursor = text.data();
-  const char* end = text.data() + text.size();
-  for (int octet = 0; octet < 4; ++octet) {
-    unsigned value = 0;
-    auto [stop, error] = std::from_chars(cursor, end, value);
-    if (error != std::errc{} || value > 255) return fail("bad address");
-    prefix.addr = (prefix.addr << 8) | value;
-    char separator = octet < 3 ? '.' : '/';
-    if (stop == end || *stop != separator) return fail(octet < 3 ? "bad address" : "missing /length");
-    cursor = stop + 1;
-  }
-  auto [stop, error] = std::from_chars(cursor, end, prefix.len);
-  if (error != std::errc{} || stop != end || prefix.len < 0 || prefix.len > 32) {
-    return fail("bad prefix length");
-  }
-  std::uint32_t host_mask = prefix.len == 0 ? 0xffffffffu : (0xffffffffu >> prefix.len);
-  if ((prefix.addr & host_mask) != 0) return fail("host bits are set");
-  return prefix;
-}
-
-// Ranges the kernel never routes between hosts as it does a unicast pool:
-// a testbed there would come up and emulate nothing.
-struct SpecialRange {
-  std::uint32_t addr;
-  int len;
-  std::string_view what;
-};
-constexpr std::array kUnusableRanges{
-    SpecialRange{0x00000000, 8, "0.0.0.0/8 (\"this network\")"},
-    SpecialRange{0x7f000000, 8, "127.0.0.0/8 (loopback: packets never leave a host)"},
-    SpecialRange{0xa9fe0000, 16, "169.254.0.0/16 (link-local; wanlab's core routers use 169.254.0.1)"},
-    SpecialRange{0xe0000000, 3, "224.0.0.0/3 (multicast, reserved and broadcast)"},
-};
-
-bool overlaps(const Ipv4Prefix& pool, const SpecialRange& range) {
-  const int len = std::min(pool.len, range.len);  // the shorter prefix decides
-  const std::uint32_t mask = len == 0 ? 0 : ~0u << (32 - len);
-  return (pool.addr & mask) == (range.addr & mask);
-}
-
-int bits_for(std::size_t count) {
-  int bits = 0;
-  while ((std::size_t{1} << bits) < count) ++bits;
-  return bits;
-}
 
 std::string join(const std::vector<Dc>& dcs) {
   std::string names;
@@ -100,14 +45,14 @@ std::string join(const std::vector<Dc>& dcs) {
 }
 
 // Walks one document; every error goes through fail() with a position.
-class Parser {
+class Parser : detail::ScenarioReader {
  public:
-  Parser(std::string path, ScheduleFiles files) : path_(std::move(path)), files_(files) {}
+  Parser(std::string path, ScheduleFiles files) : ScenarioReader(std::move(path)), files_(files) {}
 
   Scenario parse(std::string_view text) { return parse(parse_toml(text), std::string(text)); }
 
   Scenario parse(const toml::table& root, std::string source) {
-    scenario_.path = path_;
+    scenario_.path = path();
     scenario_.source = std::move(source);
     check_known_keys(root, kTopKeys, "the top level");
     read_name(root);
@@ -125,100 +70,6 @@ class Parser {
   }
 
  private:
-  std::string where(const toml::source_region& region) const { return source_position(region, path_); }
-
-  [[noreturn]] void fail(const toml::source_region& region, std::string_view message) const {
-    throw ScenarioError(fmt::format("{}: {}", where(region), message));
-  }
-
-  [[noreturn]] void fail_at_start(std::string_view message) const {
-    throw ScenarioError(fmt::format("{}:1:1: {}", path_, message));
-  }
-
-  toml::table parse_toml(std::string_view text) const {
-    try {
-      return toml::parse(text, std::string_view(path_));
-    } catch (const toml::parse_error& error) {
-      fail(error.source(), one_line(error.description()));
-    }
-  }
-
-  // Reports the first unknown key in file order.
-  template <std::size_t N>
-  void check_known_keys(const toml::table& table, const std::array<std::string_view, N>& known,
-                        std::string_view table_label,
-                        std::span<const std::string_view> more_known = {}) const {
-    const toml::key* first_unknown = nullptr;
-    for (auto&& [key, node] : table) {
-      std::string_view name = key.str();
-      bool is_known = std::find(known.begin(), known.end(), name) != known.end() ||
-                      std::find(more_known.begin(), more_known.end(), name) != more_known.end();
-      if (!is_known && (first_unknown == nullptr || comes_before(key, *first_unknown))) {
-        first_unknown = &key;
-      }
-    }
-    if (first_unknown == nullptr) return;
-    std::vector<std::string_view> candidates(known.begin(), known.end());
-    candidates.insert(candidates.end(), more_known.begin(), more_known.end());
-    std::string closest = closest_name(first_unknown->str(), candidates);
-    std::string hint = closest.empty() ? "" : fmt::format("; did you mean \"{}\"?", closest);
-    fail(first_unknown->source(),
-         fmt::format("unknown key {} in {}{}", base::quoted(first_unknown->str()), table_label, hint));
-  }
-
-  static bool comes_before(const toml::key& a, const toml::key& b) {
-    const auto& pa = a.source().begin;
-    const auto& pb = b.source().begin;
-    return pa.line != pb.line ? pa.line < pb.line : pa.column < pb.column;
-  }
-
-  const std::string& expect_string(const toml::node& node, std::string_view field,
-                                   std::string_view expected) const {
-    const auto* text = node.as_string();
-    if (text == nullptr) {
-      fail(node.source(), fmt::format("{}: expected {}, got {}", field, expected, describe_value(node)));
-    }
-    return text->get();
-  }
-
-  // Runs `parse` on a string value, turning its std::invalid_argument into a
-  // positioned error.
-  template <typename Parse>
-  auto parse_string(const toml::node& node, std::string_view field, std::string_view expected,
-                    Parse parse) const {
-    const std::string& text = expect_string(node, field, expected);
-    try {
-      return parse(text);
-    } catch (const std::invalid_argument& error) {
-      fail(node.source(), fmt::format("{}: {}", field, error.what()));
-    }
-  }
-
-  const toml::table* optional_table(const toml::table& parent, std::string_view key) const {
-    const toml::node* node = parent.get(key);
-    if (node == nullptr) return nullptr;
-    if (!node->is_table()) {
-      fail(node->source(), fmt::format("{}: expected a table ([{}]), got {}", key, key,
-                                       describe_value(*node)));
-    }
-    return node->as_table();
-  }
-
-  // [[key]] entries; a plain [key] table or any other value is an error.
-  std::vector<const toml::table*> array_of_tables(const toml::table& parent,
-                                                  std::string_view key) const {
-    std::vector<const toml::table*> tables;
-    const toml::node* node = parent.get(key);
-    if (node == nullptr) return tables;
-    const toml::array* array = node->as_array();
-    if (array == nullptr || !array->is_array_of_tables()) {
-      fail(node->source(), fmt::format("{}: expected an array of tables ([[{}]]), got {}", key,
-                                       key, describe_value(*node)));
-    }
-    for (const toml::node& element : *array) tables.push_back(element.as_table());
-    return tables;
-  }
-
   void read_name(const toml::table& root) {
     const toml::node* node = root.get("name");
     if (node == nullptr) fail_at_start(R"(missing required key "name" (e.g. name = "three-dc"))");
@@ -247,15 +98,14 @@ class Parser {
     const toml::node* pool = network->get("pool");
     if (pool == nullptr) return;
     scenario_.pool = parse_string(*pool, "network.pool", R"(an IPv4 prefix like "10.77.0.0/16")",
-                                  parse_ipv4_prefix);
-    for (const SpecialRange& range : kUnusableRanges) {
-      if (overlaps(scenario_.pool, range)) {
-        fail(pool->source(), fmt::format(R"(network.pool: {} overlaps {}; no emulation would apply, )"
-                                         R"(use a private range like "10.77.0.0/16")",
-                                         expect_string(*pool, "network.pool", ""), range.what));
-      }
+                                  detail::parse_ipv4_prefix);
+    const std::string_view unusable = detail::unusable_range(scenario_.pool);
+    if (!unusable.empty()) {
+      fail(pool->source(), fmt::format(R"(network.pool: {} overlaps {}; no emulation would apply, )"
+                                       R"(use a private range like "10.77.0.0/16")",
+                                       expect_string(*pool, "network.pool", ""), unusable));
     }
-    int longest = 24 - bits_for(scenario_.dcs.size());
+    const int longest = detail::longest_pool_prefix(scenario_.dcs.size());
     if (scenario_.pool.len > longest) {
       fail(pool->source(),
            fmt::format("network.pool: /{} is too small for {} DCs (each DC takes a /24); use a "
@@ -349,148 +199,10 @@ class Parser {
     scenario_.defaults_schedule = read_schedule(*table, "defaults");
   }
 
-  // ---- schedules (schedule.hpp) ----
+  // ---- schedules: scenario_schedule.cpp ----
 
   std::shared_ptr<const Schedule> read_schedule(const toml::table& parent, std::string_view owner) const {
-    const toml::node* node = parent.get("schedule");
-    if (node == nullptr) return nullptr;
-    const std::string field = fmt::format("{}.schedule", owner);
-    const toml::table* table = node->as_table();
-    if (table == nullptr)
-      fail(node->source(), fmt::format(R"({}: expected a table like {{ file = "trace.csv" }}, got {})", field,
-                                       describe_value(*node)));
-    check_known_keys(*table, kScheduleKeys, field);
-    check_one_schedule_source(*table, field);
-    std::optional<Schedule> schedule;
-    if (table->contains("steps")) {
-      check_not_there(*table, "resolution", field, "only for a mahimahi trace");
-      schedule = read_inline_steps(*table->get("steps"), field, read_period(*table, field));
-    } else if (table->contains("file")) {
-      check_not_there(*table, "resolution", field, "only for a mahimahi trace");
-      schedule = read_csv_file(*table->get("file"), field, read_period(*table, field));
-    } else {
-      check_not_there(*table, "period", field, "a Mahimahi trace repeats after its last time");
-      schedule = read_mahimahi_file(*table, field);
-    }
-    if (!schedule) return nullptr;
-    if (schedule->where.empty() || schedule->where == path_) schedule->where = where(table->source());
-    return std::make_shared<const Schedule>(std::move(*schedule));
-  }
-
-  void check_one_schedule_source(const toml::table& table, std::string_view field) const {
-    const toml::node* found = nullptr;
-    for (std::string_view key : {"file"sv, "mahimahi"sv, "steps"sv}) {
-      const toml::node* node = table.get(key);
-      if (node == nullptr) continue;
-      if (found != nullptr) fail(node->source(), fmt::format("{}: give one of file, mahimahi and steps", field));
-      found = node;
-    }
-    if (found == nullptr) fail(table.source(), fmt::format(R"({}: needs file = "trace.csv", mahimahi = "trace.up" )"
-                                                           R"(or steps = [...])", field));
-  }
-
-  void check_not_there(const toml::table& table, std::string_view key, std::string_view field,
-                       std::string_view why) const {
-    if (const toml::node* node = table.get(key)) fail(node->source(), fmt::format("{}.{}: {}", field, key, why));
-  }
-
-  std::uint64_t read_time_key(const toml::table& table, std::string_view key, std::string_view field,
-                              std::uint64_t otherwise) const {
-    const toml::node* node = table.get(key);
-    if (node == nullptr) return otherwise;
-    const std::string name = fmt::format("{}.{}", field, key);
-    const std::uint64_t ns = parse_string(*node, name, R"(a time like "1s")", units::parse_time);
-    if (ns == 0) fail(node->source(), fmt::format("{}: must be greater than 0", name));
-    return ns;
-  }
-
-  std::uint64_t read_period(const toml::table& table, std::string_view field) const {
-    return read_time_key(table, "period", field, 0);
-  }
-
-  // The trace's path as the scenario names it: relative to the scenario's directory.
-  std::string trace_path(const toml::node& node, std::string_view field) const {
-    const std::string& name = expect_string(node, field, R"(a file name like "trace.csv")");
-    if (name.empty()) fail(node.source(), fmt::format("{}: empty file name", field));
-    if (name.front() == '/') return name;
-    return (std::filesystem::path(path_).parent_path() / name).string();
-  }
-
-  std::string read_trace(const toml::node& node, const std::string& path, std::string_view field) const {
-    try {
-      return read_trace_file(path);
-    } catch (const ScenarioError& error) {
-      fail(node.source(), fmt::format("{}: {}", field, error.what()));
-    }
-  }
-
-  std::optional<Schedule> read_csv_file(const toml::node& node, const std::string& field, std::uint64_t period) const {
-    const std::string path = trace_path(node, field + ".file");
-    if (files_ == ScheduleFiles::skip) return std::nullopt;
-    return parse_schedule_csv(read_trace(node, path, field + ".file"), path, period);
-  }
-
-  std::optional<Schedule> read_mahimahi_file(const toml::table& table, const std::string& field) const {
-    const toml::node& node = *table.get("mahimahi");
-    const std::string path = trace_path(node, field + ".mahimahi");
-    const std::uint64_t resolution = read_time_key(table, "resolution", field, kDefaultResolutionNs);
-    if (files_ == ScheduleFiles::skip) return std::nullopt;
-    return parse_mahimahi_trace(read_trace(node, path, field + ".mahimahi"), path, resolution);
-  }
-
-  // steps = [{ time = "0s", rate = "100mbit" }, ...]: every step gives the
-  // columns the first one gives.
-  Schedule read_inline_steps(const toml::node& node, const std::string& field, std::uint64_t period) const {
-    const toml::array* array = node.as_array();
-    if (array == nullptr || array->empty())
-      fail(node.source(), fmt::format(R"({}.steps: expected steps like [{{ time = "0s", rate = "100mbit" }}], got {})",
-                                      field, describe_value(node)));
-    Schedule schedule;
-    schedule.period_ns = period;
-    for (std::size_t i = 0; i < array->size(); ++i) {
-      const std::string name = fmt::format("{}.steps[{}]", field, i);
-      const toml::table* step = (*array)[i].as_table();
-      if (step == nullptr)
-        fail((*array)[i].source(), fmt::format(R"({}: expected a table like {{ time = "0s", rate = "100mbit" }}, got {})",
-                                               name, describe_value((*array)[i])));
-      schedule.steps.push_back(read_inline_step(*step, name, i == 0 ? nullptr : &schedule.columns, schedule.columns));
-    }
-    try {
-      finish_schedule(schedule);
-    } catch (const ScheduleStepError& error) {
-      fail((*array)[error.step()].source(), fmt::format("{}.steps[{}]: {}", field, error.step(), error.what()));
-    } catch (const std::invalid_argument& error) {
-      fail(node.source(), fmt::format("{}.steps: {}", field, error.what()));
-    }
-    return schedule;
-  }
-
-  // `expected`: the first step's columns, which this one must give too; null
-  // for the first, whose columns go to `columns`.
-  ScheduleStep read_inline_step(const toml::table& table, const std::string& name, const unsigned* expected,
-                                unsigned& columns) const {
-    check_known_keys(table, kStepKeys, name);
-    if (!table.contains("time")) fail(table.source(), fmt::format(R"({}: missing time (e.g. time = "0s"))", name));
-    ScheduleStep step;
-    unsigned given = 0;
-    for (std::string_view key : kStepKeys) {
-      const toml::node* value = table.get(key);
-      if (value == nullptr) continue;
-      const unsigned column = schedule_column(key);
-      given |= column;
-      parse_string(*value, fmt::format("{}.{}", name, key), "a value with a unit", [&](const std::string& text) {
-        set_schedule_cell(step, column, text);
-        return 0;
-      });
-    }
-    if (expected == nullptr) {
-      if (given == 0) fail(table.source(), fmt::format("{}: sets nothing besides time (rate, delay, loss, share)", name));
-      columns = given;
-    } else if (given != *expected) {
-      fail(table.source(), fmt::format("{}: gives other columns than the first step; every step gives the same",
-                                       name));
-    }
-    return step;
+    return detail::read_schedule_table(*this, parent, owner, files_);
   }
 
   // Without a rate column, a share is of the link's own rate; an unlimited
@@ -689,9 +401,7 @@ class Parser {
     if (scenario_.dc_index(name) >= 0) return name;
     std::vector<std::string_view> known;
     for (const Dc& dc : scenario_.dcs) known.push_back(dc.name);
-    std::string closest = closest_name(name, known);
-    std::string hint = closest.empty() ? fmt::format("; DCs are {}", join(scenario_.dcs))
-                                       : fmt::format("; did you mean \"{}\"?", closest);
+    const std::string hint = base::did_you_mean(name, known, fmt::format("; DCs are {}", join(scenario_.dcs)));
     fail(node.source(), fmt::format("{}: unknown DC {}{}", field, base::quoted(name), hint));
   }
 
@@ -713,7 +423,6 @@ class Parser {
     });
   }
 
-  std::string path_;
   ScheduleFiles files_;
   Scenario scenario_;
   std::vector<toml::source_region> dc_where_;

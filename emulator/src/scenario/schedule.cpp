@@ -125,10 +125,8 @@ unsigned schedule_column(std::string_view name) {
     if (column.name == name) return column.bit;
   std::vector<std::string_view> names;
   for (const Column& column : kColumns) names.push_back(column.name);
-  const std::string closest = closest_name(name, names);
   throw std::invalid_argument(fmt::format("unknown column {}{} (columns: time, rate, delay, loss, share)",
-                                          base::quoted(name),
-                                          closest.empty() ? "" : fmt::format("; did you mean \"{}\"?", closest)));
+                                          base::quoted(name), base::did_you_mean(name, names)));
 }
 
 void set_schedule_cell(ScheduleStep& step, unsigned column, std::string_view text) {

@@ -11,6 +11,7 @@ struct BuildInfo {
   std::string compiler;      // "gcc 12.2.0"
   std::string tomlplusplus;  // "3.3.0"
   std::string fmt;           // "9.1.0"
+  std::string nlohmann_json; // "3.11.2"
 };
 const BuildInfo& build_info();
 

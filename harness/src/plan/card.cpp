@@ -210,6 +210,7 @@ void write_software(Yaml& y, const RunRecord& record) {
   y.text("kernel", kernel());
   y.text("tomlplusplus", build.tomlplusplus);
   y.text("fmt", build.fmt);
+  y.text("nlohmann_json", build.nlohmann_json);
   y.text("container_runtime", record.runtime_detail.empty() ? record.runtime : record.runtime + " " + record.runtime_detail);
   y.close();
 }

@@ -8,7 +8,7 @@
 
 #include "wanlab/base/parse.hpp"
 #include "wanlab/emulator/names.hpp"
-#include "wanlab/emulator/toml_input.hpp"
+#include "wanlab/base/toml.hpp"
 
 namespace wanlab::harness::detail {
 namespace {
@@ -35,7 +35,7 @@ double read_price(FieldReader& reader, const toml::node& node, const std::string
   if (const auto* integer = node.as_integer()) price = static_cast<double>(integer->get());
   if (!price || !(*price >= 0) || *price > kMaxPricePerGb) {
     reader.fail(node.source(), fmt::format("{}: expected a price in USD per GB from 0 to {:g}, got {}", field,
-                                           kMaxPricePerGb, emulator::describe_value(node)));
+                                           kMaxPricePerGb, base::describe_value(node)));
   }
   reader.remember(field, node);
   return *price;

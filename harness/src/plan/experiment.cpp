@@ -3,7 +3,7 @@
 #include "wanlab/base/parse.hpp"
 #include "wanlab/emulator/input.hpp"
 #include "wanlab/emulator/names.hpp"
-#include "wanlab/emulator/toml_input.hpp"
+#include "wanlab/base/toml.hpp"
 #include "wanlab/harness/experiment.hpp"
 #include "wanlab/harness/plan.hpp"
 
@@ -57,7 +57,7 @@ using detail::apply_schedule_defaults;
 using detail::check_cross_fields;
 using detail::placement_named;
 using detail::schedule_named;
-using emulator::describe_value;
+using base::describe_value;
 
 bool valid_experiment_name(std::string_view name) {
   auto allowed = [](char c) {
@@ -149,7 +149,7 @@ class Parser : FieldReader {
         expect_string(*node, "testbed", R"(a scenario path like "../three-dc.toml")");
     if (testbed.empty()) fail(node->source(), "testbed: must not be empty");
     remember("testbed", *node);
-    experiment_.testbed_path = detail::resolve_beside(path_, testbed);
+    experiment_.testbed_path = detail::resolve_beside(path(), testbed);
   }
 
   void read_schedule(const toml::table& root) {

@@ -5,7 +5,7 @@
 #include <array>
 #include <string_view>
 
-#include "wanlab/emulator/toml_input.hpp"
+#include "wanlab/base/toml.hpp"
 #include "wanlab/emulator/units.hpp"
 
 namespace wanlab::harness::detail {
@@ -54,7 +54,7 @@ class FabricReader {
     const std::uint64_t ns = reader_.parse_string(*node, "fabric.latency", R"(a time like "5us")", emulator::units::parse_time);
     if (ns > kMaxLatencyNs) {
       reader_.fail(node->source(), fmt::format("fabric.latency: expected a time from 0s to 1s, got {}",
-                                               emulator::describe_value(*node)));
+                                               base::describe_value(*node)));
     }
     reader_.remember("fabric.latency", *node);
     return ns;

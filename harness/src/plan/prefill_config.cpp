@@ -9,14 +9,14 @@
 #include <limits>
 
 #include "wanlab/base/parse.hpp"
-#include "wanlab/emulator/toml_input.hpp"
+#include "wanlab/base/toml.hpp"
 #include "wanlab/emulator/units.hpp"
 
 namespace wanlab::harness::detail {
 namespace {
 
 using namespace std::string_view_literals;
-using emulator::describe_value;
+using base::describe_value;
 
 constexpr std::array kPrefillKeys{"enabled"sv,  "requests"sv,         "arrivals"sv, "decode_dc"sv, "ttft_slo"sv,
                                   "guard"sv,    "max_batch_tokens"sv, "model"sv,    "time"sv};

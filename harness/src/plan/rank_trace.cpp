@@ -2,11 +2,11 @@
 #include "wanlab/harness/rank_trace.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <vector>
 
-#include "json.hpp"
 #include "record_internal.hpp"
 
 namespace wanlab::harness {
@@ -17,7 +17,8 @@ constexpr int kCpuPid = 1;      // its host side: the iterations
 constexpr int kComputeStream = 7;
 constexpr int kNcclStream = 13;
 
-using detail::json_quote;
+// `text` as a JSON string, quotes and escapes included.
+std::string json_quote(const std::string& text) { return nlohmann::json(text).dump(); }
 
 double us(std::int64_t ns) { return static_cast<double>(ns) / 1e3; }
 

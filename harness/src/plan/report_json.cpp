@@ -1,5 +1,6 @@
-// results.json and trace.json.
+// trace.json (Chrome trace events), and the file writers the reports share.
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -11,7 +12,6 @@
 #include <tuple>
 
 #include "build_info.hpp"
-#include "json.hpp"
 #include "record_internal.hpp"
 #include "wanlab/harness/record.hpp"
 
@@ -60,213 +60,10 @@ void write_text_file(const std::string& path, const std::string& contents) {
 
 namespace {
 
-using detail::Json;
+using Json = nlohmann::ordered_json;
 
 std::string worker_track_name(const Worker& worker) {
   return fmt::format("stage {} replica {} ({})", worker.stage, worker.replica, worker.dc_name);
-}
-
-Json prefill_configuration_json(const PrefillConfig& prefill) {
-  Json json = Json::object();
-  json.set("enabled", prefill.enabled);
-  if (!prefill.enabled) return json;
-  if (!prefill.requests_path.empty()) json.set("requests", prefill.requests_path);
-  if (prefill.arrivals) {
-    Json& arrivals = json.set("arrivals", Json::object());
-    arrivals.set("rate_per_s", prefill.arrivals->rate_per_s);
-    arrivals.set("prompt_median", prefill.arrivals->prompt_median);
-    arrivals.set("prompt_p90", prefill.arrivals->prompt_p90);
-    arrivals.set("seed", prefill.arrivals->seed);
-  }
-  json.set("decode_dc", prefill.decode_dc);
-  json.set("ttft_slo_s", static_cast<double>(prefill.ttft_slo_ns) / 1e9);
-  json.set("max_batch_tokens", prefill.max_batch_tokens);
-  json.set("guard_ms", static_cast<double>(prefill.guard_ns) / 1e6);
-  Json& model = json.set("model", Json::object());
-  model.set("layers", prefill.model.layers);
-  model.set("hidden", prefill.model.hidden);
-  model.set("kv_heads", prefill.model.kv_heads);
-  model.set("head_dim", prefill.model.head_dim);
-  model.set("bytes_per_value", prefill.model.bytes_per_value);
-  if (prefill.model.parameters > 0) model.set("parameters", prefill.model.parameters);
-  if (!prefill.time_tokens.empty()) {
-    Json& time = json.set("time", Json::object());
-    Json& tokens = time.set("tokens", Json::array());
-    for (double t : prefill.time_tokens) tokens.push(t);
-    Json& ms = time.set("ms", Json::array());
-    for (double t : prefill.time_ms) ms.push(t);
-  }
-  return json;
-}
-
-// What BubbleTea did in the run: the summary (summarize_prefill) and what
-// happened to every request.
-Json prefill_json(const RunRecord& record) {
-  const PrefillRecord& prefill = *record.prefill;
-  const PrefillSummary summary = summarize_prefill(record);
-  Json json = Json::object();
-  json.set("mean_gpu_utilization", summary.mean_gpu_utilization);
-  json.set("mean_training_utilization", summary.mean_training_utilization);
-  Json& utilization = json.set("gpu_utilization", Json::array());
-  for (double value : summary.gpu_utilization) utilization.push(value);
-  json.set("prefill_tokens_per_s", summary.prefill_tokens_per_s);
-  Json& requests = json.set("requests", Json::object());
-  requests.set("arrived", summary.requests);
-  requests.set("served", summary.served);
-  requests.set("rejected", summary.rejected);
-  requests.set("failed", summary.failed);
-  requests.set("unfinished", summary.unfinished);
-  Json& ttft = json.set("ttft_s", Json::object());
-  ttft.set("p50", summary.ttft_p50_s);
-  ttft.set("p90", summary.ttft_p90_s);
-  ttft.set("p99", summary.ttft_p99_s);
-  Json& kv = json.set("kv_bytes", Json::object());
-  for (const auto& [link, bytes] : summary.kv_bytes) kv.set(link, bytes);
-  Json& prediction = json.set("bubble_prediction_error_s", Json::object());
-  prediction.set("start_p50", summary.prediction_start_error_p50_s);
-  prediction.set("start_p90", summary.prediction_start_error_p90_s);
-  prediction.set("length_p50", summary.prediction_length_error_p50_s);
-  prediction.set("length_p90", summary.prediction_length_error_p90_s);
-  json.set("training_delay_s", summary.training_delay_s);
-  Json& notes = json.set("notes", Json::array());
-  for (const std::string& note : prefill.notes) notes.push(note);
-  // One row per request: [id, arrival_s, prompt_tokens, state, ttft_s or null, reason].
-  Json& rows = json.set("request_outcomes", Json::array());
-  for (const RequestOutcome& outcome : prefill.requests) {
-    Json& row = rows.push(Json::array());
-    row.push(outcome.id);
-    row.push(static_cast<double>(outcome.arrival_ns) / 1e9);
-    row.push(outcome.prompt_tokens);
-    row.push(to_string(outcome.state));
-    if (outcome.state == RequestState::served) {
-      row.push(static_cast<double>(outcome.first_token_ns - outcome.arrival_ns) / 1e9);
-    } else {
-      row.push(Json());
-    }
-    row.push(outcome.reason);
-  }
-  return json;
-}
-
-Json configuration_json(const Experiment& experiment) {
-  Json config = Json::object();
-  config.set("name", experiment.name);
-  config.set("path", experiment.path);
-  config.set("testbed", experiment.testbed_path);
-  config.set("schedule", to_string(experiment.schedule));
-  if (experiment.placement == Placement::explicit_list) {
-    Json& dcs = config.set("placement", Json::array());
-    for (const std::string& dc : experiment.placement_dcs) dcs.push(dc);
-  } else {
-    config.set("placement", to_string(experiment.placement));
-  }
-  config.set("reorder_dcs", experiment.reorder_dcs);
-  config.set("streams", experiment.streams);
-  config.set("temporal_sharing", experiment.temporal_sharing);
-  config.set("pacing", experiment.pacing);
-  config.set("iterations", experiment.iterations);
-  config.set("seed", experiment.seed);
-  config.set("scale", experiment.scale);
-  Json& model = config.set("model", Json::object());
-  model.set("layers", experiment.model.layers);
-  model.set("hidden", experiment.model.hidden);
-  model.set("seq_len", experiment.model.seq_len);
-  model.set("bytes_per_value", experiment.model.bytes_per_value);
-  model.set("microbatch", experiment.model.microbatch);
-  model.set("microbatches", experiment.model.microbatches);
-  Json& parallel = config.set("parallel", Json::object());
-  parallel.set("pp", experiment.parallel.pp);
-  parallel.set("dp", experiment.parallel.dp);
-  parallel.set("tp", experiment.parallel.tp);
-  Json& compute = config.set("compute", Json::object());
-  if (experiment.compute.peak_tflops) compute.set("peak_tflops", *experiment.compute.peak_tflops);
-  if (experiment.compute.mfu) compute.set("mfu", *experiment.compute.mfu);
-  compute.set("recompute", experiment.compute.recompute);
-  if (experiment.compute.forward_ms) compute.set("forward_ms", *experiment.compute.forward_ms);
-  if (experiment.compute.backward_ms) compute.set("backward_ms", *experiment.compute.backward_ms);
-  Json& gpus = config.set("gpus", Json::object());
-  for (const auto& [dc, count] : experiment.gpus) gpus.set(dc, count);
-  config.set("gpu_memory_gb", experiment.gpu_memory_gb);
-  config.set("prefill", prefill_configuration_json(experiment.prefill));
-  return config;
-}
-
-Json plan_json(const Plan& plan) {
-  Json json = Json::object();
-  json.set("parameters", plan.parameters);
-  json.set("activation_bytes", plan.activation_bytes);
-  json.set("stage_param_bytes", plan.stage_param_bytes);
-  json.set("allreduce_bytes_per_worker", plan.allreduce_bytes);
-  json.set("forward_ms", static_cast<double>(plan.forward_ns) / 1e6);
-  json.set("backward_ms", static_cast<double>(plan.backward_ns) / 1e6);
-  json.set("gpus_used", plan.gpus_used);
-  Json& stage_dc = json.set("stage_dc", Json::array());
-  for (int dc : plan.stage_dc) stage_dc.push(plan.dc_names.at(static_cast<std::size_t>(dc)));
-  Json& workers = json.set("workers", Json::array());
-  for (const WorkerPlan& worker_plan : plan.workers) {
-    const Worker& worker = worker_plan.worker;
-    Json& entry = workers.push(Json::object());
-    entry.set("id", worker.id);
-    entry.set("stage", worker.stage);
-    entry.set("replica", worker.replica);
-    entry.set("dc", worker.dc_name);
-    entry.set("host", worker.host);
-    entry.set("ops", static_cast<std::uint64_t>(worker_plan.ops.size()));
-  }
-  return json;
-}
-
-Json iteration_json(const IterationSummary& summary) {
-  Json json = Json::object();
-  json.set("index", summary.index);
-  json.set("time_s", summary.time_s);
-  json.set("tokens_per_s", summary.tokens_per_s);
-  json.set("mean_gpu_utilization", summary.mean_gpu_utilization);
-  json.set("bubble_fraction", summary.bubble_fraction);
-  json.set("network_blocked_s", summary.network_blocked_s);
-  Json& utilization = json.set("gpu_utilization", Json::array());
-  for (double value : summary.gpu_utilization) utilization.push(value);
-  Json& wan = json.set("wan_bytes", Json::object());
-  for (const auto& [link, bytes] : summary.wan_bytes) wan.set(link, bytes);
-  return json;
-}
-
-Json percentiles_json(const TransferPercentiles& p) {
-  Json json = Json::object();
-  json.set("p50", p.p50_s);
-  json.set("p90", p.p90_s);
-  json.set("p99", p.p99_s);
-  return json;
-}
-
-Json transfer_times_json(const TransferTimes& times) {
-  Json json = Json::object();
-  json.set("messages", static_cast<std::uint64_t>(times.transfer.messages));
-  json.set("transfer_s", percentiles_json(times.transfer));
-  json.set("wait_s", percentiles_json(times.wait));
-  return json;
-}
-
-// Per WAN link: measured (a real run) and simulated transfer times.
-Json transfers_json(const RunRecord& record) {
-  Json json = Json::object();
-  for (const LinkTransfers& link : summarize_transfers(record)) {
-    Json& entry = json.set(link.link, Json::object());
-    if (link.measured) entry.set("measured", transfer_times_json(*link.measured));
-    if (link.simulated) entry.set("simulated", transfer_times_json(*link.simulated));
-  }
-  return json;
-}
-
-Json versions_json() {
-  const detail::BuildInfo& build = detail::build_info();
-  Json versions = Json::object();
-  versions.set("wanlab", build.wanlab);
-  if (!build.git_commit.empty()) versions.set("git_commit", build.git_commit);
-  versions.set("tomlplusplus", build.tomlplusplus);
-  versions.set("fmt", build.fmt);
-  versions.set("compiler", build.compiler);
-  return versions;
 }
 
 // --- trace.json ---
@@ -278,78 +75,58 @@ double to_us(std::int64_t ns) { return static_cast<double>(ns) / 1e3; }
 
 Json metadata(std::string_view name, int pid, int tid, Json args) {
   Json event = Json::object();
-  event.set("name", name);
-  event.set("ph", "M");
-  event.set("pid", pid);
-  event.set("tid", tid);
-  event.set("args", std::move(args));
+  event["name"] = name;
+  event["ph"] = "M";
+  event["pid"] = pid;
+  event["tid"] = tid;
+  event["args"] = std::move(args);
   return event;
 }
 
 Json named(std::string_view name) {
   Json args = Json::object();
-  args.set("name", name);
+  args["name"] = name;
   return args;
 }
 
 Json sort_index(int index) {
   Json args = Json::object();
-  args.set("sort_index", index);
+  args["sort_index"] = index;
   return args;
 }
 
 // A transfer's times (on the trace's clock, like ts) and streams, as args of its span.
 void add_transfer_args(const TransferRecord& t, Json& args) {
-  args.set("queued_us", to_us(t.queued_ns));
-  args.set("first_sent_us", to_us(t.first_sent_ns));
-  args.set("last_sent_us", to_us(t.last_sent_ns));
-  args.set("first_received_us", to_us(t.first_received_ns));
-  args.set("last_received_us", to_us(t.last_received_ns));
+  args["queued_us"] = to_us(t.queued_ns);
+  args["first_sent_us"] = to_us(t.first_sent_ns);
+  args["last_sent_us"] = to_us(t.last_sent_ns);
+  args["first_received_us"] = to_us(t.first_received_ns);
+  args["last_received_us"] = to_us(t.last_received_ns);
   if (t.streams.empty()) return;
-  Json& streams = args.set("streams", Json::array());
-  for (const StreamAtStart& stream : t.streams) {
-    Json& entry = streams.push(Json::object());
-    entry.set("stream", stream.stream);
-    entry.set("bytes", stream.bytes);
-    entry.set("cwnd", static_cast<std::uint64_t>(stream.cwnd));
-    entry.set("srtt_us", static_cast<std::uint64_t>(stream.srtt_us));
-  }
+  Json& streams = args["streams"] = Json::array();
+  for (const StreamAtStart& stream : t.streams)
+    streams.push_back({{"stream", stream.stream}, {"bytes", stream.bytes}, {"cwnd", stream.cwnd}, {"srtt_us", stream.srtt_us}});
+}
+
+Json span_json(std::string_view name, std::string_view category, int pid, int tid, std::int64_t start_ns,
+               std::int64_t end_ns, Json args) {
+  return {{"name", name}, {"cat", category},          {"ph", "X"},
+          {"pid", pid},   {"tid", tid},               {"ts", to_us(start_ns)},
+          {"dur", to_us(end_ns - start_ns)}, {"args", std::move(args)}};
 }
 
 // An event's span; a send's carries its transfer's times and streams when known.
 Json complete(std::string_view name, std::string_view category, int pid, int tid, const Event& event,
               const TransferRecord* transfer = nullptr) {
-  Json json = Json::object();
-  json.set("name", name);
-  json.set("cat", category);
-  json.set("ph", "X");
-  json.set("pid", pid);
-  json.set("tid", tid);
-  json.set("ts", to_us(event.start_ns));
-  json.set("dur", to_us(event.end_ns - event.start_ns));
-  Json& args = json.set("args", Json::object());
-  args.set("iteration", event.iteration);
-  args.set("op", event.op_index);
-  if (event.microbatch >= 0) args.set("microbatch", event.microbatch);
-  if (event.peer >= 0) args.set("peer", event.peer);
-  if (event.bytes > 0) args.set("bytes", event.bytes);
-  args.set("cross_dc", event.cross_dc);
+  Json args = Json::object();
+  args["iteration"] = event.iteration;
+  args["op"] = event.op_index;
+  if (event.microbatch >= 0) args["microbatch"] = event.microbatch;
+  if (event.peer >= 0) args["peer"] = event.peer;
+  if (event.bytes > 0) args["bytes"] = event.bytes;
+  args["cross_dc"] = event.cross_dc;
   if (transfer != nullptr) add_transfer_args(*transfer, args);
-  return json;
-}
-
-Json span_json(std::string_view name, std::string_view category, int pid, int tid, std::int64_t start_ns,
-               std::int64_t end_ns, Json args) {
-  Json json = Json::object();
-  json.set("name", name);
-  json.set("cat", category);
-  json.set("ph", "X");
-  json.set("pid", pid);
-  json.set("tid", tid);
-  json.set("ts", to_us(start_ns));
-  json.set("dur", to_us(end_ns - start_ns));
-  json.set("args", std::move(args));
-  return json;
+  return span_json(name, category, pid, tid, event.start_ns, event.end_ns, std::move(args));
 }
 
 // Transfers by (worker, iteration, op) of their send.
@@ -390,7 +167,7 @@ class TraceOut {
   explicit TraceOut(const std::function<void(std::string_view)>& write) : write_(write) {}
   void push(const Json& event) {
     if (events_++ > 0) write_(",\n");
-    write_(event.dump_compact());
+    write_(event.dump());
   }
 
  private:
@@ -428,33 +205,6 @@ class LinkTracks {
 
 }  // namespace
 
-std::string results_json(const RunRecord& record, const std::string& scenario_text) {
-  const Experiment& experiment = record.plan.experiment;
-  std::vector<IterationSummary> iterations = summarize(record);
-  RunSummary run = summarize_run(iterations);
-  Json root = Json::object();
-  root.set("experiment", experiment.name);
-  root.set("runtime", record.runtime);
-  if (!record.runtime_detail.empty()) root.set("runtime_detail", record.runtime_detail);
-  root.set("mean_iteration_s", run.mean_iteration_s);
-  root.set("mean_gpu_utilization", run.mean_gpu_utilization);
-  root.set("mean_bubble_fraction", run.mean_bubble_fraction);
-  root.set("mean_tokens_per_s", run.mean_tokens_per_s);
-  root.set("means_skip_first_iterations", run.skipped_iterations);
-  if (record.prefill) root.set("prefill", prefill_json(record));
-  Json& list = root.set("iterations", Json::array());
-  for (const IterationSummary& summary : iterations) list.push(iteration_json(summary));
-  root.set("transfers", transfers_json(record));
-  root.set("configuration", configuration_json(experiment));
-  root.set("plan", plan_json(record.plan));
-  root.set("seed", experiment.seed);
-  root.set("versions", versions_json());
-  Json& scenario = root.set("scenario", Json::object());
-  scenario.set("path", experiment.testbed_path);
-  scenario.set("text", scenario_text);
-  return root.dump();
-}
-
 namespace {
 
 // BubbleTea: prefill chunks on their GPU's track, KV caches on tracks named
@@ -470,10 +220,10 @@ void write_prefill(const RunRecord& record, TraceOut& trace) {
   for (const PrefillSpan& span : record.prefill->spans) {
     if (span.worker < 0 || static_cast<std::size_t>(span.worker) >= plan.workers.size()) continue;
     Json args = Json::object();
-    args.set("batch", span.batch);
-    args.set("chunk", span.chunk);
-    args.set("tokens", span.tokens);
-    args.set("layers", fmt::format("{}-{}", span.first_layer, span.end_layer - 1));
+    args["batch"] = span.batch;
+    args["chunk"] = span.chunk;
+    args["tokens"] = span.tokens;
+    args["layers"] = fmt::format("{}-{}", span.first_layer, span.end_layer - 1);
     trace.push(span_json(fmt::format("prefill b{}", span.batch), "prefill", kWorkersPid, span.worker + 1,
                          span.start_ns, span.end_ns, std::move(args)));
   }
@@ -482,9 +232,9 @@ void write_prefill(const RunRecord& record, TraceOut& trace) {
     const std::string& dc = plan.workers[static_cast<std::size_t>(kv.worker)].worker.dc_name;
     const std::string link = kv.link.empty() ? fmt::format("{0}->{0} KV (inside the DC)", dc) : kv.link + " KV";
     Json args = Json::object();
-    args.set("batch", kv.batch);
-    args.set("worker", kv.worker);
-    args.set("bytes", kv.bytes);
+    args["batch"] = kv.batch;
+    args["worker"] = kv.worker;
+    args["bytes"] = kv.bytes;
     trace.push(span_json(fmt::format("KV b{}", kv.batch), "kv", kLinksPid,
                          links.lane(link, kv.start_ns, kv.end_ns, trace), kv.start_ns, kv.end_ns, std::move(args)));
   }
@@ -494,11 +244,11 @@ void write_prefill(const RunRecord& record, TraceOut& trace) {
 void write_trace(const RunRecord& record, const std::function<void(std::string_view)>& write) {
   const Plan& plan = record.plan;
   Json other = Json::object();
-  other.set("experiment", plan.experiment.name);
-  other.set("runtime", record.runtime);
-  other.set("schedule", to_string(plan.experiment.schedule));
-  other.set("wanlab", detail::build_info().wanlab);
-  write("{\"displayTimeUnit\": \"ms\",\n\"otherData\": " + other.dump_compact() + ",\n\"traceEvents\": [\n");
+  other["experiment"] = plan.experiment.name;
+  other["runtime"] = record.runtime;
+  other["schedule"] = to_string(plan.experiment.schedule);
+  other["wanlab"] = detail::build_info().wanlab;
+  write("{\"displayTimeUnit\": \"ms\",\n\"otherData\": " + other.dump() + ",\n\"traceEvents\": [\n");
   TraceOut trace(write);
   trace.push(metadata("process_name", kWorkersPid, 0, named("workers (GPUs)")));
   trace.push(metadata("process_sort_index", kWorkersPid, 0, sort_index(0)));
@@ -562,10 +312,6 @@ std::string trace_json(const RunRecord& record) {
   std::string text;
   write_trace(record, [&](std::string_view piece) { text += piece; });
   return text;
-}
-
-void write_results_json(const RunRecord& record, const std::string& scenario_text, const std::string& path) {
-  detail::write_text_file(path, results_json(record, scenario_text));
 }
 
 void write_trace_json(const RunRecord& record, const std::string& path) {

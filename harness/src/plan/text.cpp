@@ -5,12 +5,6 @@
 #include <algorithm>
 
 namespace wanlab::harness::detail {
-std::string suggestion(std::string_view name, std::span<const std::string_view> known,
-                       std::string_view otherwise) {
-  std::string closest = closest_name(name, known);
-  return closest.empty() ? std::string(otherwise) : fmt::format("; did you mean \"{}\"?", closest);
-}
-
 std::string join(const std::vector<std::string>& items, std::string_view separator) {
   std::string joined;
   for (const std::string& item : items) {

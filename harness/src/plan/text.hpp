@@ -1,7 +1,7 @@
 // Small text helpers shared by the experiment parser and the planner.
 #pragma once
 
-#include "wanlab/emulator/input.hpp"
+#include "wanlab/base/suggest.hpp"
 
 #include <span>
 #include <string>
@@ -10,14 +10,12 @@
 
 namespace wanlab::harness::detail {
 
-// The known name closest to `name` if it is a likely typo (edit distance at
-// most 1 for names up to 3 characters, else 2), else empty. The scenario
-// parser suggests names the same way.
-using wanlab::emulator::closest_name;
-
-// "; did you mean \"west\"?" or `otherwise` when nothing is close.
-std::string suggestion(std::string_view name, std::span<const std::string_view> known,
-                       std::string_view otherwise = "");
+// Names suggested for typos the way the scenario parser does (base/suggest.hpp).
+using base::closest_name;
+inline std::string suggestion(std::string_view name, std::span<const std::string_view> known,
+                              std::string_view otherwise = "") {
+  return base::did_you_mean(name, known, otherwise);
+}
 
 std::string join(const std::vector<std::string>& items, std::string_view separator = ", ");
 

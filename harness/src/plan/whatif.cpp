@@ -16,7 +16,7 @@
 #include "wanlab/base/parse.hpp"
 #include "wanlab/emulator/input.hpp"
 #include "wanlab/emulator/scenario_toml.hpp"
-#include "wanlab/emulator/toml_input.hpp"
+#include "wanlab/base/toml.hpp"
 
 namespace wanlab::harness {
 namespace {
@@ -66,7 +66,7 @@ std::optional<std::vector<Segment>> parse_key_path(std::string_view path) {
 }
 
 std::string position(const toml::source_region& region, const std::string& path) {
-  return emulator::source_position(region, path);
+  return base::source_position(region, path);
 }
 
 // How a value is shown in points.csv, the table and the plots.
@@ -77,7 +77,7 @@ std::string value_label(const toml::node& node) {
     out << toml::toml_formatter(node, toml::format_flags::none);
     return out.str();
   }
-  return emulator::describe_value(node);
+  return base::describe_value(node);
 }
 
 class SweepReader {
@@ -105,7 +105,7 @@ class SweepReader {
     try {
       return toml::parse(sweep_.text, std::string_view(sweep_.path));
     } catch (const toml::parse_error& error) {
-      fail(error.source(), emulator::one_line(error.description()));
+      fail(error.source(), base::one_line(error.description()));
     }
   }
 
@@ -124,7 +124,7 @@ class SweepReader {
     const auto* text = node->as_string();
     if (text == nullptr || text->get().empty())
       fail(node->source(), fmt::format("experiment: expected a path like \"../experiments/atlas-3dc.toml\", got {}",
-                                       emulator::describe_value(*node)));
+                                       base::describe_value(*node)));
     sweep_.experiment_path = detail::resolve_beside(sweep_.path, text->get());
     std::error_code error;
     if (!std::filesystem::is_regular_file(sweep_.experiment_path, error))
@@ -140,7 +140,7 @@ class SweepReader {
       sweep_.mode = SweepMode::zip;
       return;
     }
-    fail(node->source(), fmt::format(R"(mode: expected "grid" or "zip", got {})", emulator::describe_value(*node)));
+    fail(node->source(), fmt::format(R"(mode: expected "grid" or "zip", got {})", base::describe_value(*node)));
   }
 
   const toml::table* table_at(const toml::table& root, std::string_view name) const {
@@ -180,7 +180,7 @@ class SweepReader {
       const toml::array* values = node->as_array();
       if (values == nullptr || values->empty())
         fail(node->source(), fmt::format("axes: {}: expected a list of one or more values, got {}", key->str(),
-                                         values ? "an empty list" : emulator::describe_value(*node)));
+                                         values ? "an empty list" : base::describe_value(*node)));
       SweepAxis axis{std::string(key->str()), {}, position(key->source(), sweep_.path)};
       for (const toml::node& value : *values) axis.labels.push_back(value_label(value));
       sweep_.axes.push_back(std::move(axis));
@@ -207,9 +207,9 @@ class SweepReader {
     const toml::array* labels = node->as_array();
     if (labels == nullptr || labels->size() != sweep_.size())
       fail(node->source(), fmt::format("labels: expected a list of {} names, one per point, got {}", sweep_.size(),
-                                       labels ? fmt::format("{} entries", labels->size()) : emulator::describe_value(*node)));
+                                       labels ? fmt::format("{} entries", labels->size()) : base::describe_value(*node)));
     for (const toml::node& label : *labels) {
-      if (!label.is_string()) fail(label.source(), fmt::format("labels: expected a name, got {}", emulator::describe_value(label)));
+      if (!label.is_string()) fail(label.source(), fmt::format("labels: expected a name, got {}", base::describe_value(label)));
       sweep_.labels.push_back(label.as_string()->get());
     }
   }
@@ -250,7 +250,7 @@ void set_at(toml::table& root, const std::vector<Segment>& path, toml::node&& va
       child = array->get(*segment.index);
     }
     table = child->as_table();
-    if (table == nullptr) fail(fmt::format("{} in the {} is {}, not a table", segment.key, document, emulator::describe_value(*child)));
+    if (table == nullptr) fail(fmt::format("{} in the {} is {}, not a table", segment.key, document, base::describe_value(*child)));
   }
 }
 
@@ -300,7 +300,7 @@ class PointBuilder {
       return toml::parse(text, std::string_view(sweep_.experiment_path));
     } catch (const toml::parse_error& error) {
       throw ExperimentError(fmt::format("{}: {}", position(error.source(), sweep_.experiment_path),
-                                        emulator::one_line(error.description())));
+                                        base::one_line(error.description())));
     }
   }
 

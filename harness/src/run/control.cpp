@@ -2,13 +2,15 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
 #include <type_traits>
 
+#include "control_wire.hpp"
 #include "wanlab/transport/options.hpp"
 
 namespace wanlab::harness::control {
 namespace {
+
+using namespace wire;
 
 // Type bytes, in the order of the Message variant (index + 1).
 constexpr const char* kTypeNames[] = {"hello",           "assign",        "listening",      "connect",
@@ -19,93 +21,7 @@ constexpr const char* kTypeNames[] = {"hello",           "assign",        "liste
                                       "kv_gate_grant",   "kv_gate_release", "kv_sent",      "kv_arrived"};
 static_assert(std::size(kTypeNames) == std::variant_size_v<Message>);
 
-constexpr std::uint32_t kMaxString = 4096;
 constexpr int kMaxOpKind = static_cast<int>(OpKind::allreduce);
-
-class Writer {
- public:
-  void u8(std::uint8_t v) { bytes_.push_back(static_cast<std::byte>(v)); }
-  void u16(std::uint16_t v) { little_endian(v, 2); }
-  void u32(std::uint32_t v) { little_endian(v, 4); }
-  void u64(std::uint64_t v) { little_endian(v, 8); }
-  void i32(int v) { u32(static_cast<std::uint32_t>(v)); }
-  void i64(std::int64_t v) { u64(static_cast<std::uint64_t>(v)); }
-  void boolean(bool v) { u8(v ? 1 : 0); }
-  void count(std::size_t n) { u32(static_cast<std::uint32_t>(n)); }
-  void string(const std::string& s) {
-    count(s.size());
-    for (char c : s) u8(static_cast<std::uint8_t>(c));
-  }
-  std::vector<std::byte> take() { return std::move(bytes_); }
-
- private:
-  void little_endian(std::uint64_t v, int size) {
-    for (int i = 0; i < size; ++i) bytes_.push_back(static_cast<std::byte>(v >> (8 * i)));
-  }
-  std::vector<std::byte> bytes_;
-};
-
-class Reader {
- public:
-  Reader(std::span<const std::byte> bytes, const char* type) : bytes_(bytes), type_(type) {}
-
-  std::uint8_t u8(const char* field) { return static_cast<std::uint8_t>(little_endian(1, field)); }
-  std::uint16_t u16(const char* field) { return static_cast<std::uint16_t>(little_endian(2, field)); }
-  std::uint32_t u32(const char* field) { return static_cast<std::uint32_t>(little_endian(4, field)); }
-  std::uint64_t u64(const char* field) { return little_endian(8, field); }
-  std::int64_t i64(const char* field) { return static_cast<std::int64_t>(u64(field)); }
-  int i32(const char* field) { return static_cast<int>(static_cast<std::int32_t>(u32(field))); }
-  // Ids, indexes and counts of things: 0..INT32_MAX.
-  int index(const char* field) {
-    const int v = i32(field);
-    if (v < 0) fail(fmt::format("{} is {}, expected >= 0", field, v));
-    return v;
-  }
-  int index_or_none(const char* field) {
-    const int v = i32(field);
-    if (v < -1) fail(fmt::format("{} is {}, expected >= -1", field, v));
-    return v;
-  }
-  bool boolean(const char* field) {
-    const auto v = u8(field);
-    if (v > 1) fail(fmt::format("{} is {}, expected 0 or 1", field, v));
-    return v == 1;
-  }
-  // A list length, checked against the bytes left at `min_item_bytes` each.
-  std::size_t count(const char* field, std::size_t min_item_bytes) {
-    const std::uint32_t n = u32(field);
-    if (min_item_bytes && n > left() / min_item_bytes)
-      fail(fmt::format("{} says {} items, but only {} bytes follow", field, n, left()));
-    return n;
-  }
-  std::string string(const char* field) {
-    const std::size_t n = count(field, 1);
-    if (n > kMaxString) fail(fmt::format("{} is {} bytes long, at most {} allowed", field, n, kMaxString));
-    std::string s(n, '\0');
-    std::memcpy(s.data(), bytes_.data() + at_, n);
-    at_ += n;
-    return s;
-  }
-  void finish() {
-    if (left()) fail(fmt::format("{} bytes left over", left()));
-  }
-  [[noreturn]] void fail(const std::string& what) const {
-    throw ControlError(fmt::format("malformed {} frame at byte {}: {}", type_, at_ + 1, what));
-  }
-
- private:
-  std::size_t left() const { return bytes_.size() - at_; }
-  std::uint64_t little_endian(int size, const char* field) {
-    if (left() < static_cast<std::size_t>(size)) fail(fmt::format("truncated in {}", field));
-    std::uint64_t v = 0;
-    for (int i = 0; i < size; ++i) v |= std::to_integer<std::uint64_t>(bytes_[at_ + i]) << (8 * i);
-    at_ += size;
-    return v;
-  }
-  std::span<const std::byte> bytes_;
-  const char* type_;
-  std::size_t at_ = 0;
-};
 
 // Fixed sizes, for bounding list counts before allocating.
 constexpr std::size_t kOpBytes = 1 + 4 + 4 + 8 + 8 + 1 + 4;
@@ -277,79 +193,6 @@ void write_fields(Writer& out, const Report& m) {
 }
 void write_fields(Writer& out, const Failed& m) { out.string(m.reason.substr(0, kMaxString)); }
 
-void write_fields(Writer& out, const PrefillHello& m) {
-  out.i32(m.worker);
-  out.i32(m.pid);
-}
-void write_fields(Writer& out, const SinkHello& m) {
-  out.i32(m.sink);
-  out.i32(m.pid);
-}
-void write_fields(Writer& out, const SinkAssign& m) {
-  out.u32(m.ipv4);
-  out.u16(m.port);
-  out.u32(m.chunk_size);
-  out.u64(m.max_message_bytes);
-  out.i32(m.senders);
-}
-void write_fields(Writer& out, const PrefillAssign& m) {
-  out.i32(m.worker);
-  out.string(m.gpu_lease);
-  out.u32(m.sink_ipv4);
-  out.u16(m.sink_port);
-  out.i32(m.streams);
-  out.u32(m.chunk_size);
-  out.u32(m.not_sent_lowat);
-  out.boolean(m.gated);
-  out.u64(m.piece_bytes);
-  out.u64(m.max_kv_bytes);
-  out.u64(m.step_ns);
-}
-void write_fields(Writer& out, const PrefillTask& m) {
-  out.i32(m.batch);
-  out.i32(m.chunk);
-  out.i64(m.start_ns);
-  out.i64(m.end_by_ns);
-  out.i64(m.give_up_ns);
-  out.u64(m.duration_ns);
-  out.i32(m.first_layer);
-  out.i32(m.end_layer);
-  out.i32(m.tokens);
-  out.u64(m.kv_bytes);
-}
-void write_fields(Writer& out, const PrefillDone& m) {
-  out.i32(m.batch);
-  out.i32(m.chunk);
-  out.i64(m.start_ns);
-  out.i64(m.end_ns);
-  out.i32(m.first_layer);
-  out.i32(m.end_layer);
-}
-void write_fields(Writer& out, const PrefillMissed& m) {
-  out.i32(m.batch);
-  out.i32(m.chunk);
-  out.i64(m.at_ns);
-  out.i64(m.busy_until_ns);
-}
-template <typename KvGateMessage>
-void write_kv_gate(Writer& out, const KvGateMessage& m) {
-  out.i32(m.batch);
-  out.i32(m.piece);
-}
-void write_fields(Writer& out, const KvGateRequest& m) { write_kv_gate(out, m); }
-void write_fields(Writer& out, const KvGateGrant& m) { write_kv_gate(out, m); }
-void write_fields(Writer& out, const KvGateRelease& m) { write_kv_gate(out, m); }
-void write_fields(Writer& out, const KvSent& m) {
-  out.i32(m.batch);
-  out.i64(m.start_ns);
-  out.i64(m.written_ns);
-}
-void write_fields(Writer& out, const KvArrived& m) {
-  out.i32(m.batch);
-  out.i32(m.worker);
-  out.u64(m.bytes);
-  out.i64(m.at_ns);
-}
 
 Message read_hello(Reader& in) {
   Hello m;
@@ -425,113 +268,6 @@ Message read_report(Reader& in) {
   return m;
 }
 
-Message read_sink_hello(Reader& in) {
-  SinkHello m;
-  m.sink = in.index("sink");
-  m.pid = in.index("pid");
-  return m;
-}
-
-Message read_prefill_hello(Reader& in) {
-  PrefillHello m;
-  m.worker = in.index("worker");
-  m.pid = in.index("pid");
-  return m;
-}
-
-Message read_sink_assign(Reader& in) {
-  SinkAssign m;
-  m.ipv4 = in.u32("ipv4");
-  m.port = in.u16("port");
-  m.chunk_size = in.u32("chunk_size");
-  m.max_message_bytes = in.u64("max_message_bytes");
-  m.senders = in.index("senders");
-  return m;
-}
-
-Message read_prefill_assign(Reader& in) {
-  PrefillAssign m;
-  m.worker = in.index("worker");
-  m.gpu_lease = in.string("gpu_lease");
-  m.sink_ipv4 = in.u32("sink_ipv4");
-  m.sink_port = in.u16("sink_port");
-  m.streams = in.index("streams");
-  m.chunk_size = in.u32("chunk_size");
-  m.not_sent_lowat = in.u32("not_sent_lowat");
-  m.gated = in.boolean("gated");
-  m.piece_bytes = in.u64("piece_bytes");
-  m.max_kv_bytes = in.u64("max_kv_bytes");
-  m.step_ns = in.u64("step_ns");
-  if (m.step_ns == 0) in.fail("step_ns is 0");
-  return m;
-}
-
-Message read_prefill_task(Reader& in) {
-  PrefillTask m;
-  m.batch = in.index("batch");
-  m.chunk = in.index("chunk");
-  m.start_ns = in.i64("start_ns");
-  m.end_by_ns = in.i64("end_by_ns");
-  m.give_up_ns = in.i64("give_up_ns");
-  m.duration_ns = in.u64("duration_ns");
-  m.first_layer = in.index("first_layer");
-  m.end_layer = in.index("end_layer");
-  m.tokens = in.index("tokens");
-  m.kv_bytes = in.u64("kv_bytes");
-  if (m.end_layer < m.first_layer) in.fail(fmt::format("layers [{}, {}) are backwards", m.first_layer, m.end_layer));
-  if (m.end_layer == m.first_layer) in.fail(fmt::format("empty layer range [{}, {})", m.first_layer, m.end_layer));
-  if (m.end_by_ns < m.start_ns + static_cast<std::int64_t>(m.duration_ns))
-    in.fail(fmt::format("the slot's end ({}) before its start ({}) + duration ({})", m.end_by_ns, m.start_ns, m.duration_ns));
-  return m;
-}
-
-Message read_prefill_done(Reader& in) {
-  PrefillDone m;
-  m.batch = in.index("batch");
-  m.chunk = in.index("chunk");
-  m.start_ns = in.i64("start_ns");
-  m.end_ns = in.i64("end_ns");
-  if (m.end_ns < m.start_ns) in.fail(fmt::format("chunk ends ({}) before it starts ({})", m.end_ns, m.start_ns));
-  m.first_layer = in.index("first_layer");
-  m.end_layer = in.index("end_layer");
-  if (m.end_layer <= m.first_layer) in.fail(fmt::format("empty layer range [{}, {})", m.first_layer, m.end_layer));
-  return m;
-}
-
-Message read_prefill_missed(Reader& in) {
-  PrefillMissed m;
-  m.batch = in.index("batch");
-  m.chunk = in.index("chunk");
-  m.at_ns = in.i64("at_ns");
-  m.busy_until_ns = in.i64("busy_until_ns");
-  return m;
-}
-
-template <typename KvGateMessage>
-Message read_kv_gate(Reader& in) {
-  KvGateMessage m;
-  m.batch = in.index("batch");
-  m.piece = in.index("piece");
-  return m;
-}
-
-Message read_kv_sent(Reader& in) {
-  KvSent m;
-  m.batch = in.index("batch");
-  m.start_ns = in.i64("start_ns");
-  m.written_ns = in.i64("written_ns");
-  if (m.written_ns < m.start_ns) in.fail(fmt::format("written ({}) before it started ({})", m.written_ns, m.start_ns));
-  return m;
-}
-
-Message read_kv_arrived(Reader& in) {
-  KvArrived m;
-  m.batch = in.index("batch");
-  m.worker = in.index("worker");
-  m.bytes = in.u64("bytes");
-  m.at_ns = in.i64("at_ns");
-  return m;
-}
 
 Message read_fields(std::size_t index, Reader& in) {
   switch (index) {

@@ -21,7 +21,9 @@
 #include <thread>
 
 #include "control_socket.hpp"
+#include "assignment.hpp"
 #include "exit_status.hpp"
+#include "iteration_reports.hpp"
 #include "prefill_service.hpp"
 #include "notifier.hpp"
 #include "wanlab/base/interrupts.hpp"
@@ -40,31 +42,8 @@ namespace ctl = control;
 namespace em = wanlab::emulator;
 namespace fs = std::filesystem;
 
-constexpr std::uint16_t kIntraDcPort = 47000;  // + worker id
-constexpr std::uint16_t kCrossDcPort = 48000;  // + worker id
-constexpr std::uint32_t kCrossDcChunk = kCrossDcChunkBytes;  // tcp_model.hpp: the simulator models the striping
 constexpr auto kFailureGrace = std::chrono::milliseconds(700);
 constexpr auto kExitWait = std::chrono::seconds(15);
-
-// Worker ids it exchanges data with: its send/recv peers and its ring neighbours.
-std::set<int> peers_of(const WorkerPlan& worker) {
-  std::set<int> peers;
-  bool reduces = false;
-  for (const Op& op : worker.ops) {
-    if ((op.kind == OpKind::send || op.kind == OpKind::recv) && op.peer >= 0) peers.insert(op.peer);
-    if (op.kind == OpKind::allreduce && op.bytes > 0) reduces = true;
-  }
-  const auto& group = worker.worker.allreduce_group;
-  const auto me = std::find(group.begin(), group.end(), worker.worker.id);
-  if (reduces && group.size() > 1 && me != group.end()) {
-    const auto n = group.size();
-    const auto position = static_cast<std::size_t>(me - group.begin());
-    peers.insert(group[(position + 1) % n]);
-    peers.insert(group[(position + n - 1) % n]);
-  }
-  peers.erase(worker.worker.id);
-  return peers;
-}
 
 struct WorkerState {
   const WorkerPlan* plan = nullptr;
@@ -343,46 +322,10 @@ class Coordinator {
     for (const auto& g : grants) workers_[g.worker].control->post(ctl::GateGrant{current_iteration_, g.op_index});
   }
 
-  // Intra-DC channels carry the large all-reduce pieces: large chunks, few
-  // wake-ups. Cross-DC channels take small chunks and a small unsent
-  // backlog, so that a gated send's "all written" comes when nearly all of
-  // its bytes have left (the gate then hands the link on), and so that an
-  // activation spreads over the streams. (A chunk costs a wake-up and a
-  // write: about 50 us on a loaded two-core machine.)
-  static ctl::ChannelTuning intra_dc_tuning(int id) {
-    return {static_cast<std::uint16_t>(kIntraDcPort + id), transport::kDefaultChunkSize, ctl::kBulkUnsentLowat};
-  }
-  static ctl::ChannelTuning cross_dc_tuning(int id) {
-    return {static_cast<std::uint16_t>(kCrossDcPort + id), kCrossDcChunk, kCrossDcChunk};
-  }
-
-  // Bytes/s per connection of `from`'s sends to `to`: the directed pair's
-  // rate x scale over the streams (and at most the pair's flow rate); 0 where
-  // the pair is unlimited or the experiment turns pacing off.
-  std::uint64_t pacing_rate(const WorkerState& from, const WorkerState& to) const {
-    if (!plan_.experiment.pacing) return 0;
-    const em::PairParams pair = scenario_.pair(from.plan->worker.dc, to.plan->worker.dc);
-    if (pair.rate_bps == 0) return 0;
-    double per_stream = static_cast<double>(pair.rate_bps) * plan_.experiment.scale / std::max(1, plan_.experiment.streams);
-    if (pair.flow_rate_bps > 0) per_stream = std::min(per_stream, static_cast<double>(pair.flow_rate_bps) * plan_.experiment.scale);
-    return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(per_stream / 8));
-  }
-
   ctl::Assign assignment(int id) const {
-    const WorkerState& w = workers_[id];
-    ctl::Assign assign;
-    assign.plan = *w.plan;
-    assign.ipv4 = w.host->ipv4;
-    assign.intra_dc = intra_dc_tuning(id);
-    assign.cross_dc = cross_dc_tuning(id);
-    for (int peer : peers_of(*w.plan)) {
-      const WorkerState& p = workers_.at(peer);
-      const bool cross = p.plan->worker.dc != w.plan->worker.dc;
-      const auto port = cross ? cross_dc_tuning(peer).port : intra_dc_tuning(peer).port;
-      assign.peers.push_back(ctl::PeerAddress{peer, p.host->ipv4, port, cross, cross ? pacing_rate(w, p) : 0});
-    }
-    assign.cross_dc_streams = std::max(1, plan_.experiment.streams);
-    assign.iterations = plan_.experiment.iterations;
+    std::vector<const em::Host*> hosts;
+    for (const WorkerState& w : workers_) hosts.push_back(w.host);
+    ctl::Assign assign = make_assignment(plan_, scenario_, hosts, id);
     if (prefill_) assign.gpu_lease = prefill_->lease_path(id);
     return assign;
   }
@@ -424,7 +367,7 @@ class Coordinator {
       progress.iteration = i;
       progress.iterations = iterations;
       progress.iteration_s = seconds;
-      progress.utilization_so_far = utilization_so_far();
+      progress.utilization_so_far = utilization_so_far(record_, workers_.size());
       if (prefill_) prefill_->fill(progress, record_);
       options_.progress(progress);
     }
@@ -440,90 +383,16 @@ class Coordinator {
   void accept_report(int id, ctl::Report report) {
     if (report.iteration != current_iteration_ || workers_[id].reported >= report.iteration)
       throw ctl::ControlError(fmt::format("report of iteration {} while iteration {} runs", report.iteration, current_iteration_));
-    const auto& ops = workers_[id].plan->ops;
-    if (report.events.size() != ops.size())
-      throw ctl::ControlError(fmt::format("{} events for {} planned ops", report.events.size(), ops.size()));
-    std::vector<bool> seen(ops.size());
-    for (const Event& e : report.events) {
-      if (e.worker != id || e.iteration != report.iteration || e.op_index >= static_cast<int>(ops.size()) ||
-          seen[e.op_index] || e.kind != ops[e.op_index].kind)
-        throw ctl::ControlError(fmt::format("event for op {} does not match the plan", e.op_index));
-      seen[e.op_index] = true;
-    }
-    check_send_records(id, report.sends);
-    for (const auto& a : report.arrivals) arrivals_[{a.sender, a.sender_op}] = a;
-    for (auto& send : report.sends) pending_sends_.emplace_back(id, std::move(send));
-    pending_events_.insert(pending_events_.end(), report.events.begin(), report.events.end());
-    workers_[id].reported = report.iteration;
-    if (prefill_) prefill_->add_training_delay(id, report.delayed_ns);
+    const int iteration = report.iteration;
+    const std::int64_t delayed_ns = report.delayed_ns;
+    reports_.accept(id, *workers_[id].plan, std::move(report));
+    workers_[id].reported = iteration;
+    if (prefill_) prefill_->add_training_delay(id, delayed_ns);
   }
 
-  // One record per cross-DC send op of the plan, each once.
-  void check_send_records(int id, const std::vector<ctl::SendRecord>& sends) const {
-    const auto& ops = workers_[id].plan->ops;
-    const auto planned = std::count_if(ops.begin(), ops.end(), [](const Op& op) { return op.kind == OpKind::send && op.cross_dc; });
-    std::set<int> seen;
-    for (const auto& send : sends) {
-      const bool cross_dc_send = send.op_index < static_cast<int>(ops.size()) && ops[send.op_index].kind == OpKind::send &&
-                                 ops[send.op_index].cross_dc;
-      if (!cross_dc_send || !seen.insert(send.op_index).second)
-        throw ctl::ControlError(fmt::format("send record for op {} does not match the plan's cross-DC sends", send.op_index));
-    }
-    if (static_cast<std::ptrdiff_t>(sends.size()) != planned)
-      throw ctl::ControlError(fmt::format("{} send records for {} planned cross-DC sends", sends.size(), planned));
-  }
-
-  // A cross-DC message from both ends, on the run's clock; none if its receiver did not report it.
-  std::optional<TransferRecord> transfer_of(int iteration, int worker, const ctl::SendRecord& send) const {
-    const auto arrival = arrivals_.find({worker, send.op_index});
-    if (arrival == arrivals_.end()) return std::nullopt;
-    const Op& op = workers_[worker].plan->ops[send.op_index];
-    TransferRecord t;
-    t.worker = worker;
-    t.iteration = iteration;
-    t.op_index = send.op_index;
-    t.peer = op.peer;
-    t.microbatch = op.microbatch;
-    t.bytes = op.bytes;
-    t.queued_ns = send.queued_ns - origin_ns_;
-    t.first_sent_ns = send.first_sent_ns - origin_ns_;
-    t.last_sent_ns = send.last_sent_ns - origin_ns_;
-    t.first_received_ns = arrival->second.first_byte_ns - origin_ns_;
-    t.last_received_ns = arrival->second.arrival_ns - origin_ns_;
-    t.streams = send.streams;
-    return t;
-  }
-
-  // Times from the run's origin; a send ends when its message had arrived.
   void finish_iteration(int i, std::int64_t start) {
-    for (const auto& [worker, send] : pending_sends_)
-      if (auto transfer = transfer_of(i, worker, send)) record_.transfers.push_back(std::move(*transfer));
-    pending_sends_.clear();
-    std::int64_t end = start;
-    for (Event& e : pending_events_) {
-      if (e.kind == OpKind::send) {
-        const auto arrival = arrivals_.find({e.worker, e.op_index});
-        if (arrival != arrivals_.end()) e.end_ns = std::max(e.end_ns, arrival->second.arrival_ns);
-      }
-      end = std::max(end, e.end_ns);
-      e.start_ns -= origin_ns_;
-      e.end_ns -= origin_ns_;
-      record_.events.push_back(e);
-    }
-    pending_events_.clear();
-    arrivals_.clear();
-    record_.iteration_start_ns.push_back(start - origin_ns_);
-    record_.iteration_end_ns.push_back(end - origin_ns_);
+    reports_.finish(plan_, i, start, origin_ns_, record_);
     if (prefill_) prefill_->finish_iteration(i, record_);
-  }
-
-  double utilization_so_far() const {
-    double busy = 0, wall = 0;
-    for (std::size_t i = 0; i < record_.iteration_start_ns.size(); ++i)
-      wall += static_cast<double>(record_.iteration_end_ns[i] - record_.iteration_start_ns[i]);
-    for (const Event& e : record_.events)
-      if (e.kind == OpKind::forward || e.kind == OpKind::backward) busy += static_cast<double>(e.end_ns - e.start_ns);
-    return wall > 0 ? busy / (wall * static_cast<double>(workers_.size())) : 0;
   }
 
   // ---- the end --------------------------------------------------------------
@@ -588,9 +457,7 @@ class Coordinator {
   int current_iteration_ = -1;
   std::optional<std::chrono::seconds> iteration_timeout_;
   std::int64_t origin_ns_ = 0;
-  std::vector<Event> pending_events_;
-  std::vector<std::pair<int, ctl::SendRecord>> pending_sends_;  // (sender, its record) of this iteration
-  std::map<std::pair<int, int>, ctl::Arrival> arrivals_;  // (sender, op) -> its arrival
+  IterationReports reports_;
   RunRecord record_;
   std::exception_ptr main_error_;
   std::optional<PrefillService> prefill_;  // with [prefill] enabled

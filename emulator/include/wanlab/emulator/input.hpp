@@ -9,11 +9,11 @@
 #include <fmt/format.h>
 
 #include "wanlab/base/files.hpp"
+#include "wanlab/base/suggest.hpp"
 
 namespace wanlab::emulator {
 
-// The known name closest to `name` if it is a likely typo, else empty.
-std::string closest_name(std::string_view name, std::span<const std::string_view> known);
+using base::closest_name;
 
 // Hand-written input files are small; anything larger is a mistake (or
 // /dev/zero) and is refused before it is read.

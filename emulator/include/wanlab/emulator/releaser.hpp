@@ -11,6 +11,8 @@
 #include <optional>
 #include <queue>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 struct mnl_socket;
@@ -35,6 +37,8 @@ struct ReleaserStats {
 // line, "PATH:LINE:COLUMN: key: ...".
 std::string releaser_stats_path(const std::string& testbed);
 std::string format_releaser_stats(const ReleaserStats& stats);
+// The counters by the names releaser.toml gives them, in its order (`wanlab stats --json` too).
+std::vector<std::pair<std::string_view, std::uint64_t>> releaser_counters(const ReleaserStats& stats);
 void write_releaser_stats(const std::string& path, const ReleaserStats& stats);  // replaced whole, never through a link
 ReleaserStats read_releaser_stats(const std::string& path);
 // Absent (before the daemon's first second, or on the fq path): nullopt.

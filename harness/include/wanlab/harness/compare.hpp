@@ -1,10 +1,13 @@
-// `wanlab compare`: results.json files side by side.
+// `wanlab compare`: any number of results.json files side by side, a column
+// per run. Needs no kernel: it lives in wanlab_harness_plan.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "wanlab/harness/results.hpp"
 
 namespace wanlab::harness {
 
@@ -22,7 +25,7 @@ struct PrefillColumns {
 
 // What a comparison shows of one results.json.
 struct ResultRow {
-  std::string label;       // as given on the command line
+  std::string label;       // as given on the command line (the column's head)
   std::string experiment;
   std::string runtime;
   std::string schedule;
@@ -38,16 +41,17 @@ struct ResultRow {
   std::optional<PrefillColumns> prefill;  // runs with [prefill] enabled
 };
 
-// Reads DIR/results.json, or the file itself if `path` is a file. Throws
-// std::runtime_error "PATH: what is wrong" (missing file, bad JSON with its
-// line and column, a missing or mistyped field).
+ResultRow result_row(const Results& results, const std::string& label);
+// Reads DIR/results.json, or the file itself if `path` is a file (read_results).
+// Throws ResultsError "FILE: what is wrong" (missing file, bad JSON with its
+// line and column, a missing or mistyped field named with where it sits).
 ResultRow read_result(const std::string& path);
 ResultRow parse_result(std::string_view json_text, const std::string& label);
 
-// The table: one row per result; SPEEDUP is the first row's iteration time
-// over the row's. When any result ran prefill, a second table shows the
-// training and prefill columns side by side (UTIL without and with prefill,
-// prefill tokens/s, TTFT, requests).
+// The table: a column per result, a line per figure; speedup is the first
+// result's iteration time over each one's. When any result ran prefill, the
+// prefill figures follow (utilization without and with prefill, prefill
+// tokens/s, TTFT, requests, training delay), "-" for a result without.
 std::string compare_table(const std::vector<ResultRow>& rows);
 
 }  // namespace wanlab::harness

@@ -260,6 +260,7 @@ struct PrefillSummary {
   double prediction_start_error_p50_s = 0, prediction_start_error_p90_s = 0;  // |error|, every iteration
   double prediction_length_error_p50_s = 0, prediction_length_error_p90_s = 0;
   double training_delay_s = 0;          // training compute started late because prefill held the GPU
+  bool operator==(const PrefillSummary&) const = default;
 };
 PrefillSummary summarize_prefill(const RunRecord& record);
 

@@ -73,6 +73,7 @@ struct IterationSummary {
   // cross-DC sends, and each worker's all-reduce bytes on the link to its ring
   // successor. Sorted by link name.
   std::vector<std::pair<std::string, std::uint64_t>> wan_bytes;
+  bool operator==(const IterationSummary&) const = default;
 };
 
 // BubbleTea's side of a run (both runners fill it when [prefill] is enabled).
@@ -151,6 +152,7 @@ struct RunSummary {
   double mean_bubble_fraction = 0;
   double mean_tokens_per_s = 0;
   int skipped_iterations = 0;
+  bool operator==(const RunSummary&) const = default;
 };
 RunSummary summarize_run(const std::vector<IterationSummary>& iterations);
 
@@ -158,10 +160,12 @@ RunSummary summarize_run(const std::vector<IterationSummary>& iterations);
 struct TransferPercentiles {
   std::size_t messages = 0;
   double p50_s = 0, p90_s = 0, p99_s = 0;  // 0 without messages
+  bool operator==(const TransferPercentiles&) const = default;
 };
 struct TransferTimes {
   TransferPercentiles transfer;  // first byte sent -> last byte received
   TransferPercentiles wait;      // queued -> first byte sent
+  bool operator==(const TransferTimes&) const = default;
 };
 // Per directed WAN link, over the iterations the run's means use
 // (summarize_run): a real run's measured transfers, and the simulator's
@@ -170,6 +174,7 @@ struct LinkTransfers {
   std::string link;
   std::optional<TransferTimes> measured;
   std::optional<TransferTimes> simulated;
+  bool operator==(const LinkTransfers&) const = default;
 };
 std::vector<LinkTransfers> summarize_transfers(const RunRecord& record);
 

@@ -1,0 +1,84 @@
+#include "assignment.hpp"
+
+#include <algorithm>
+
+#include "wanlab/harness/tcp_model.hpp"
+#include "wanlab/transport/options.hpp"
+
+namespace wanlab::harness::run_detail {
+namespace {
+
+namespace ctl = control;
+namespace em = wanlab::emulator;
+
+constexpr std::uint16_t kIntraDcPort = 47000;  // + worker id
+constexpr std::uint16_t kCrossDcPort = 48000;  // + worker id
+constexpr std::uint32_t kCrossDcChunk = kCrossDcChunkBytes;  // tcp_model.hpp: the simulator models the striping
+
+// Intra-DC channels carry the large all-reduce pieces: large chunks, few
+// wake-ups. Cross-DC channels take small chunks and a small unsent
+// backlog, so that a gated send's "all written" comes when nearly all of
+// its bytes have left (the gate then hands the link on), and so that an
+// activation spreads over the streams. (A chunk costs a wake-up and a
+// write: about 50 us on a loaded two-core machine.)
+ctl::ChannelTuning intra_dc_tuning(int id) {
+  return {static_cast<std::uint16_t>(kIntraDcPort + id), transport::kDefaultChunkSize, ctl::kBulkUnsentLowat};
+}
+ctl::ChannelTuning cross_dc_tuning(int id) {
+  return {static_cast<std::uint16_t>(kCrossDcPort + id), kCrossDcChunk, kCrossDcChunk};
+}
+
+// Bytes/s per connection of `from`'s sends to `to`: the directed pair's
+// rate x scale over the streams (and at most the pair's flow rate); 0 where
+// the pair is unlimited or the experiment turns pacing off.
+std::uint64_t pacing_rate(const Experiment& experiment, const em::Scenario& scenario, const Worker& from, const Worker& to) {
+  if (!experiment.pacing) return 0;
+  const em::PairParams pair = scenario.pair(from.dc, to.dc);
+  if (pair.rate_bps == 0) return 0;
+  double per_stream = static_cast<double>(pair.rate_bps) * experiment.scale / std::max(1, experiment.streams);
+  if (pair.flow_rate_bps > 0) per_stream = std::min(per_stream, static_cast<double>(pair.flow_rate_bps) * experiment.scale);
+  return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(per_stream / 8));
+}
+
+}  // namespace
+
+std::set<int> peers_of(const WorkerPlan& worker) {
+  std::set<int> peers;
+  bool reduces = false;
+  for (const Op& op : worker.ops) {
+    if ((op.kind == OpKind::send || op.kind == OpKind::recv) && op.peer >= 0) peers.insert(op.peer);
+    if (op.kind == OpKind::allreduce && op.bytes > 0) reduces = true;
+  }
+  const auto& group = worker.worker.allreduce_group;
+  const auto me = std::find(group.begin(), group.end(), worker.worker.id);
+  if (reduces && group.size() > 1 && me != group.end()) {
+    const auto n = group.size();
+    const auto position = static_cast<std::size_t>(me - group.begin());
+    peers.insert(group[(position + 1) % n]);
+    peers.insert(group[(position + n - 1) % n]);
+  }
+  peers.erase(worker.worker.id);
+  return peers;
+}
+
+ctl::Assign make_assignment(const Plan& plan, const em::Scenario& scenario, const std::vector<const em::Host*>& hosts,
+                            int id) {
+  const WorkerPlan& self = plan.workers.at(static_cast<std::size_t>(id));
+  ctl::Assign assign;
+  assign.plan = self;
+  assign.ipv4 = hosts.at(static_cast<std::size_t>(id))->ipv4;
+  assign.intra_dc = intra_dc_tuning(id);
+  assign.cross_dc = cross_dc_tuning(id);
+  for (int peer : peers_of(self)) {
+    const Worker& other = plan.workers.at(static_cast<std::size_t>(peer)).worker;
+    const bool cross = other.dc != self.worker.dc;
+    const auto port = cross ? cross_dc_tuning(peer).port : intra_dc_tuning(peer).port;
+    assign.peers.push_back(ctl::PeerAddress{peer, hosts.at(static_cast<std::size_t>(peer))->ipv4, port, cross,
+                                            cross ? pacing_rate(plan.experiment, scenario, self.worker, other) : 0});
+  }
+  assign.cross_dc_streams = std::max(1, plan.experiment.streams);
+  assign.iterations = plan.experiment.iterations;
+  return assign;
+}
+
+}  // namespace wanlab::harness::run_detail

@@ -1,0 +1,105 @@
+// base::TomlReader, the skeleton every TOML reader shares: positions
+// (file:line:column) of syntax errors, unknown keys and bad values; the known
+// key an unknown one is closest to; a reader's own error type.
+#include <boost/test/unit_test.hpp>
+
+#include <array>
+#include <string>
+#include <string_view>
+
+#include "wanlab/base/suggest.hpp"
+#include "wanlab/base/toml.hpp"
+
+using wanlab::base::TomlReader;
+using namespace std::string_view_literals;
+
+namespace {
+
+class MyError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A reader that throws its own error, as the scenario and experiment parsers do.
+class Reader : public TomlReader {
+ public:
+  using TomlReader::TomlReader;
+
+ protected:
+  [[noreturn]] void raise(const std::string& message) const override { throw MyError(message); }
+};
+
+constexpr std::array kKeys{"delay"sv, "rate"sv, "loss"sv};
+
+template <typename Call>
+std::string error_of(Call call) {
+  try {
+    call();
+  } catch (const MyError& error) {
+    return error.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(an_unknown_key_near_a_known_one_says_did_you_mean) {
+  const Reader reader("t.toml");
+  const toml::table root = reader.parse_toml("rate = \"1gbit\"\n\n  dealy = \"5ms\"\n");
+  BOOST_TEST(error_of([&] { reader.check_known_keys(root, kKeys, "[defaults]"); }) ==
+             R"(t.toml:3:3: unknown key "dealy" in [defaults]; did you mean "delay"?)");
+  // Nothing close: no guess.
+  const toml::table far = reader.parse_toml("mtu = 9000\n");
+  BOOST_TEST(error_of([&] { reader.check_known_keys(far, kKeys, "[defaults]"); }) ==
+             R"(t.toml:1:1: unknown key "mtu" in [defaults])");
+  // The second list counts as known, and is suggested from too.
+  constexpr std::array kMore{"flow_rate"sv};
+  const toml::table more = reader.parse_toml("flow-rate = 1\n");
+  BOOST_TEST(error_of([&] { reader.check_known_keys(more, kKeys, "[x]", kMore); }) ==
+             R"(t.toml:1:1: unknown key "flow-rate" in [x]; did you mean "flow_rate"?)");
+  BOOST_TEST(error_of([&] { reader.check_known_keys(root, kKeys, "[x]", std::array{"dealy"sv}); }) == "(no error)");
+}
+
+BOOST_AUTO_TEST_CASE(the_first_unknown_key_in_the_file_is_named) {
+  const Reader reader("t.toml");
+  // toml++ keeps keys sorted; the error must still be the first one written.
+  const toml::table root = reader.parse_toml("zz = 1\naa = 2\n");
+  BOOST_TEST(error_of([&] { reader.check_known_keys(root, kKeys, "the top level"); }) ==
+             R"(t.toml:1:1: unknown key "zz" in the top level)");
+}
+
+BOOST_AUTO_TEST_CASE(positions_are_line_and_column_of_the_value) {
+  const Reader reader("dir/e.toml");
+  const toml::table root = reader.parse_toml("[model]\nlayers = 4\nname =   42\nlist = 5\n");
+  const toml::table* model = reader.optional_table(root, "model");
+  BOOST_REQUIRE(model != nullptr);
+  BOOST_TEST(error_of([&] { reader.expect_string(*model->get("name"), "model.name", "a name"); }) ==
+             "dir/e.toml:3:10: model.name: expected a name, got 42");
+  BOOST_TEST(error_of([&] { reader.fail(*model->get("layers"), "model.layers", "too many"); }) ==
+             "dir/e.toml:2:10: model.layers: too many");
+  BOOST_TEST(error_of([&] { reader.array_of_tables(*model, "list"); }) ==
+             "dir/e.toml:4:8: list: expected an array of tables ([[list]]), got 5");
+  BOOST_TEST(error_of([&] { reader.optional_table(*model, "layers"); }) ==
+             "dir/e.toml:2:10: layers: expected a table ([layers]), got 4");
+  BOOST_TEST(error_of([&] { reader.fail_at_start("missing required key \"name\""); }) ==
+             "dir/e.toml:1:1: missing required key \"name\"");
+}
+
+BOOST_AUTO_TEST_CASE(syntax_errors_are_positioned_and_one_line) {
+  const Reader reader("t.toml");
+  const std::string message = error_of([&] { reader.parse_toml("a = 1\nb = = 2\n"); });
+  BOOST_TEST(message.rfind("t.toml:2:", 0) == 0, message);
+  BOOST_TEST(message.find('\n') == std::string::npos, message);
+  // The default reader throws std::runtime_error.
+  const TomlReader plain("p.toml");
+  BOOST_CHECK_THROW(plain.parse_toml("x = \n"), std::runtime_error);
+}
+
+BOOST_AUTO_TEST_CASE(suggestions_follow_edit_distance) {
+  BOOST_TEST(wanlab::base::edit_distance("dealy", "delay") == 1u);  // a transposition is one step
+  BOOST_TEST(wanlab::base::edit_distance("", "abc") == 3u);
+  BOOST_TEST(wanlab::base::closest_name("ppp", std::array{"pp"sv, "dp"sv}) == "pp");
+  BOOST_TEST(wanlab::base::closest_name("xyz", std::array{"pp"sv, "dp"sv}).empty());
+  BOOST_TEST(wanlab::base::did_you_mean("wset", std::array{"west"sv, "east"sv}) == "; did you mean \"west\"?");
+  BOOST_TEST(wanlab::base::did_you_mean("north", std::array{"west"sv}, "; DCs are west") == "; DCs are west");
+}

@@ -1,0 +1,132 @@
+// Results, results.json's type: written and read back equal (a simulated run,
+// and one with every optional part: prefill, measured and simulated
+// transfers, a request without TTFT), the document's top-level fields in their
+// order, and a malformed file named with the field.
+#include <boost/test/unit_test.hpp>
+
+#include <string>
+#include <vector>
+
+#include "harness_support.hpp"
+#include "wanlab/harness/results.hpp"
+
+using namespace wanlab::harness;
+
+namespace {
+
+// Every optional part present, and values that are awkward to print.
+Results full_results() {
+  Results r;
+  r.experiment = "bubbletea \"3dc\"";
+  r.runtime = "sandbox";
+  r.runtime_detail = "podman: crun refused\tto start";
+  r.run = RunSummary{1.0 / 3, 0.7125, 0.2875, 123456.789, 1};
+  r.iterations.push_back(IterationSummary{0, 2.5, 1e-7, {0.1, 0.2}, 0.15, 0.85, 0.01, {{"a->b", 1}, {"b->a", 1ull << 40}}});
+  r.iterations.push_back(IterationSummary{1, 1.25, 3e9, {0.3}, 0.3, 0.7, 0, {}});
+  TransferTimes times{TransferPercentiles{12, 0.001, 0.002, 0.5}, TransferPercentiles{12, 0, 1e-6, 2e-6}};
+  r.transfers.push_back(LinkTransfers{"a->b", times, times});
+  r.transfers.push_back(LinkTransfers{"b->a", std::nullopt, times});
+  PrefillResults prefill;
+  prefill.summary.gpu_utilization = {0.9, 0.95};
+  prefill.summary.mean_gpu_utilization = 0.925;
+  prefill.summary.mean_training_utilization = 0.7;
+  prefill.summary.prefill_tokens_per_s = 4321.5;
+  prefill.summary.requests = 3;
+  prefill.summary.served = 1;
+  prefill.summary.rejected = 1;
+  prefill.summary.failed = 1;
+  prefill.summary.ttft_p50_s = 0.8;
+  prefill.summary.ttft_p90_s = 1.2;
+  prefill.summary.ttft_p99_s = 2.5;
+  prefill.summary.kv_bytes = {{"a->c", 123456}};
+  prefill.summary.prediction_start_error_p50_s = 0.001;
+  prefill.summary.training_delay_s = 0.002;
+  prefill.notes = {"prefill worker 3 died: killed by signal 9"};
+  prefill.requests = {RequestRow{0, 0.5, 1500, "served", 0.75, ""},
+                      RequestRow{1, 0.5, 9000, "rejected", std::nullopt, "TTFT SLO of 3 s cannot be met"}};
+  r.prefill = prefill;
+  r.configuration = {{"schedule", "atlas"}, {"placement", "atlas"}, {"streams", 4}, {"temporal_sharing", false},
+                     {"scale", 0.25}};
+  r.plan = {{"workers", nlohmann::ordered_json::array()}};
+  r.seed = 18446744073709551615ull;
+  r.versions = {{"wanlab", "0.1"}, {"compiler", "gcc 12"}};
+  r.scenario_path = "scenarios/three-dc.toml";
+  r.scenario_text = "name = \"x\"\n\x01";
+  return r;
+}
+
+std::vector<std::string> keys_of(const std::string& text) {
+  std::vector<std::string> keys;
+  const auto document = nlohmann::ordered_json::parse(text);
+  for (const auto& item : document.items()) keys.push_back(item.key());
+  return keys;
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    results_from_json(text, "out/results.json");
+  } catch (const ResultsError& error) {
+    return error.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_simulated_run_round_trips) {
+  const harness_test::SimulatedRun run = harness_test::pp_across_dc_run();
+  const Results made = make_results(run.record, harness_test::kThreeDcScenario);
+  const std::string text = results_text(made);
+  BOOST_TEST(text == results_json(run.record, harness_test::kThreeDcScenario));
+  const Results read = results_from_json(text, "results.json");
+  BOOST_TEST((read == made));
+  BOOST_TEST(read.iterations.size() == 2u);
+  BOOST_TEST(results_text(read) == text);
+}
+
+BOOST_AUTO_TEST_CASE(every_optional_part_round_trips) {
+  const Results made = full_results();
+  const Results read = results_from_json(results_text(made), "results.json");
+  BOOST_TEST((read == made));
+  BOOST_REQUIRE(read.prefill.has_value());
+  BOOST_TEST(!read.prefill->requests.at(1).ttft_s.has_value());
+  BOOST_TEST(read.seed == 18446744073709551615ull);
+  BOOST_TEST(read.run.mean_iteration_s == 1.0 / 3);  // exactly: shortest form that reads back the same
+}
+
+BOOST_AUTO_TEST_CASE(top_level_fields_keep_their_names_and_order) {
+  const std::vector<std::string> expected{"experiment",
+                                          "runtime",
+                                          "runtime_detail",
+                                          "mean_iteration_s",
+                                          "mean_gpu_utilization",
+                                          "mean_bubble_fraction",
+                                          "mean_tokens_per_s",
+                                          "means_skip_first_iterations",
+                                          "prefill",
+                                          "iterations",
+                                          "transfers",
+                                          "configuration",
+                                          "plan",
+                                          "seed",
+                                          "versions",
+                                          "scenario"};
+  BOOST_TEST(keys_of(results_text(full_results())) == expected, boost::test_tools::per_element());
+  const auto document = nlohmann::ordered_json::parse(results_text(full_results()));
+  BOOST_TEST(document.at("prefill").at("request_outcomes").at(1).dump() == R"([1,0.5,9000,"rejected",null,"TTFT SLO of 3 s cannot be met"])");
+}
+
+BOOST_AUTO_TEST_CASE(a_malformed_file_names_the_file_and_field) {
+  const std::string good = results_text(full_results());
+  std::string text = good;
+  text.replace(text.find("\"served\": 1"), 11, "\"served\": true");
+  BOOST_TEST(error_of(text) == "out/results.json.prefill.requests: \"served\" is not a whole number");
+  text = good;
+  text.replace(text.find("\"rejected\",\n"), 11, "7,");
+  BOOST_TEST(error_of(text) == "out/results.json.prefill.request_outcomes[1]: \"state\" is not a string");
+  text = good;
+  text.replace(text.find("\"p90\": 0.002"), 12, "\"p90\": \"x\"");
+  BOOST_TEST(error_of(text) == "out/results.json.transfers.a->b.measured.transfer_s: \"p90\" is not a number");
+  BOOST_TEST(error_of("{\"experiment\": \"x\",").find("out/results.json: line 1, column ") == 0);
+  BOOST_TEST(error_of("").find("out/results.json: line 1, column 1: ") == 0, error_of(""));
+}
