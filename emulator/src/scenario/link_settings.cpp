@@ -137,6 +137,23 @@ void assign_if_set(T& field, const std::optional<T>& over) {
   if (over) field = *over;
 }
 
+// Calls visit(to.field, from.field) for every link key's field: the one list
+// of them that overlay and apply share.
+template <typename To, typename Visit>
+void each_link_field(To& to, const LinkParams& from, Visit visit) {
+  visit(to.rate_bps, from.rate_bps);
+  visit(to.flow_rate_bps, from.flow_rate_bps);
+  visit(to.delay_ns, from.delay_ns);
+  visit(to.jitter_ns, from.jitter_ns);
+  visit(to.queue, from.queue);
+  visit(to.loss, from.loss);
+  visit(to.loss_model, from.loss_model);
+  visit(to.ge_r, from.ge_r);
+  visit(to.ge_bad_loss, from.ge_bad_loss);
+  visit(to.ge_good_loss, from.ge_good_loss);
+  visit(to.reorder, from.reorder);
+}
+
 }  // namespace
 
 std::span<const LinkKey> link_keys() { return kLinkKeys; }
@@ -182,31 +199,11 @@ std::string format_queue(const QueueLimit& queue) {
 }
 
 void LinkParams::overlay(const LinkParams& over) {
-  replace_if_set(rate_bps, over.rate_bps);
-  replace_if_set(flow_rate_bps, over.flow_rate_bps);
-  replace_if_set(delay_ns, over.delay_ns);
-  replace_if_set(jitter_ns, over.jitter_ns);
-  replace_if_set(queue, over.queue);
-  replace_if_set(loss, over.loss);
-  replace_if_set(loss_model, over.loss_model);
-  replace_if_set(ge_r, over.ge_r);
-  replace_if_set(ge_bad_loss, over.ge_bad_loss);
-  replace_if_set(ge_good_loss, over.ge_good_loss);
-  replace_if_set(reorder, over.reorder);
+  each_link_field(*this, over, [](auto& field, const auto& value) { replace_if_set(field, value); });
 }
 
 void PairParams::apply(const LinkParams& change) {
-  assign_if_set(rate_bps, change.rate_bps);
-  assign_if_set(flow_rate_bps, change.flow_rate_bps);
-  assign_if_set(delay_ns, change.delay_ns);
-  assign_if_set(jitter_ns, change.jitter_ns);
-  assign_if_set(queue, change.queue);
-  assign_if_set(loss, change.loss);
-  assign_if_set(loss_model, change.loss_model);
-  assign_if_set(ge_r, change.ge_r);
-  assign_if_set(ge_bad_loss, change.ge_bad_loss);
-  assign_if_set(ge_good_loss, change.ge_good_loss);
-  assign_if_set(reorder, change.reorder);
+  each_link_field(*this, change, [](auto& field, const auto& value) { assign_if_set(field, value); });
 }
 
 bool LinkSpec::matches(std::string_view src, std::string_view dst) const {
