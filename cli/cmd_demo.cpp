@@ -38,26 +38,31 @@ void measure(const em::Scenario& scenario, const em::TestbedState& state, double
       const auto& a = first_host(state, src);
       const auto& b = first_host(state, dst);
       const em::Endpoint from{a.netns, a.ipv4}, to{b.netns, b.ipv4};
-      const double rtt_conf = static_cast<double>(scenario.pair(src, dst).delay_ns + scenario.pair(dst, src).delay_ns) / 1e6;
+      const double rtt_conf =
+          static_cast<double>(scenario.pair(src, dst).delay_ns + scenario.pair(dst, src).delay_ns) / 1e6;
       // Network RTT as a kernel-answered ping sees it: kernel receive
       // timestamps, without the echo program's own wake-up.
       const double rtt_meas = em::median(em::measure_rtt_ms(from, to, 20, 10));
-      const double rate_conf = scenario.pair(src, dst).rate_bps ? static_cast<double>(scenario.pair(src, dst).rate_bps) : INFINITY;
+      const double rate_conf =
+          scenario.pair(src, dst).rate_bps ? static_cast<double>(scenario.pair(src, dst).rate_bps) : INFINITY;
       const double limit = em::stream_window_limit_bps(scenario.host, rtt_meas / 1e3);
       em::GoodputOptions goodput_options;
       goodput_options.seconds = seconds;
       goodput_options.warmup_seconds = std::max(1.0, rtt_meas / 1e3 * 15);
       const double goodput = em::measure_goodput_bps(from, to, goodput_options);
       const double expected = std::min(rate_conf, limit);
-      fmt::print("{:<18} {:>10.2f} {:>10.2f} {:>+8.3f} | {:>10} {:>10} {:>10.1f} {:>6.0f}%\n", a.dc + " -> " + b.dc, rtt_conf,
-                 rtt_meas, rtt_meas - rtt_conf, mbit(rate_conf), mbit(limit), goodput / 1e6, 100 * goodput / expected);
+      fmt::print("{:<18} {:>10.2f} {:>10.2f} {:>+8.3f} | {:>10} {:>10} {:>10.1f} {:>6.0f}%\n", a.dc + " -> " + b.dc,
+                 rtt_conf, rtt_meas, rtt_meas - rtt_conf, mbit(rate_conf), mbit(limit), goodput / 1e6,
+                 100 * goodput / expected);
       std::fflush(stdout);
     }
   }
-  fmt::print("\nRTT CONF = one-way delay there + back; RTT MEAS = median of 20 UDP echoes, from kernel timestamps.\nGOODPUT = one TCP stream ({}), counted at the receiver.\n"
-             "WND LIMIT = what one stream can carry at this RTT with its socket buffers (window / RTT);\n"
-             "OF MIN = goodput as a share of min(RATE CONF, WND LIMIT). Several streams (wanlab perf -P N) fill the rest.\n",
-             scenario.host.tcp_congestion.value_or("the kernel's default congestion control"));
+  fmt::print(
+      "\nRTT CONF = one-way delay there + back; RTT MEAS = median of 20 UDP echoes, from kernel timestamps.\nGOODPUT = "
+      "one TCP stream ({}), counted at the receiver.\n"
+      "WND LIMIT = what one stream can carry at this RTT with its socket buffers (window / RTT);\n"
+      "OF MIN = goodput as a share of min(RATE CONF, WND LIMIT). Several streams (wanlab perf -P N) fill the rest.\n",
+      scenario.host.tcp_congestion.value_or("the kernel's default congestion control"));
 }
 
 }  // namespace

@@ -20,15 +20,16 @@ namespace {
 struct PairRow {
   std::string from, to;
   wanlab_pair_stats total{};
-  double rate_bps = 0;        // over the last interval
-  double qdelay_avg_ms = 0;   // over the last interval
-  em::Datapath::PairAt set;   // what the data plane is set to now (its schedule's step)
+  double rate_bps = 0;       // over the last interval
+  double qdelay_avg_ms = 0;  // over the last interval
+  em::Datapath::PairAt set;  // what the data plane is set to now (its schedule's step)
 };
 
 // CLOCK_MONOTONIC, the data plane's clock (steady_clock is it on Linux).
 std::uint64_t monotonic_now_ns() {
   return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
 }
 
 // "paused" for a scheduled pause, "-" for an unlimited link.
@@ -53,7 +54,9 @@ std::vector<PairRow> sample(const em::Datapath& datapath, const std::vector<std:
       const std::uint64_t packets = now.packets - before.packets;
       row.rate_bps = interval_s > 0 ? static_cast<double>(now.bytes - before.bytes) * 8 / interval_s : 0;
       row.set = datapath.pair_at(src, dst, monotonic_now_ns());
-      row.qdelay_avg_ms = packets ? static_cast<double>(now.qdelay_sum_ns - before.qdelay_sum_ns) / static_cast<double>(packets) / 1e6 : 0;
+      row.qdelay_avg_ms =
+          packets ? static_cast<double>(now.qdelay_sum_ns - before.qdelay_sum_ns) / static_cast<double>(packets) / 1e6
+                  : 0;
       before = now;
       rows.push_back(std::move(row));
     }
@@ -67,14 +70,15 @@ void print_table(const std::vector<PairRow>& rows, const std::optional<em::Relea
   for (const auto& row : rows) {
     fmt::print("{:<24} {:>12} {:>14} {:>12} {:>12} {:>11} {:>11} {:>10.3f}ms {:>10.3f}ms\n", row.from + " -> " + row.to,
                row.total.packets, row.total.bytes, em::units::format_rate(static_cast<std::uint64_t>(row.rate_bps)),
-               rate_set_text(row.set) + (row.set.scheduled ? "*" : ""),
-               row.total.drops[WANLAB_DROP_QUEUE], row.total.drops[WANLAB_DROP_LOSS], row.qdelay_avg_ms,
+               rate_set_text(row.set) + (row.set.scheduled ? "*" : ""), row.total.drops[WANLAB_DROP_QUEUE],
+               row.total.drops[WANLAB_DROP_LOSS], row.qdelay_avg_ms,
                static_cast<double>(row.total.qdelay_max_ns) / 1e6);
   }
   if (releaser) {
     const double packets = static_cast<double>(releaser->packets);
-    fmt::print("releaser: {} verdicts, {} held now, lateness mean {:.1f} us, max {:.1f} us, {} over 100 us\n", releaser->packets,
-               releaser->held, packets ? static_cast<double>(releaser->late_sum_ns) / packets / 1e3 : 0.0,
+    fmt::print("releaser: {} verdicts, {} held now, lateness mean {:.1f} us, max {:.1f} us, {} over 100 us\n",
+               releaser->packets, releaser->held,
+               packets ? static_cast<double>(releaser->late_sum_ns) / packets / 1e3 : 0.0,
                static_cast<double>(releaser->late_max_ns) / 1e3, releaser->late_over_100us);
   }
 }
@@ -122,7 +126,8 @@ int cmd_stats(const Options& options) {
     } else {
       print_table(rows, releaser);
       if (std::any_of(rows.begin(), rows.end(), [](const PairRow& row) { return row.set.scheduled; }))
-        fmt::print("* from the pair's schedule, at this moment; RATE NOW: what the data plane passed in the interval\n");
+        fmt::print(
+            "* from the pair's schedule, at this moment; RATE NOW: what the data plane passed in the interval\n");
       if (options.flag("watch")) fmt::print("\n");
     }
     std::fflush(stdout);

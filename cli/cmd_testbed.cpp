@@ -51,8 +51,8 @@ em::TestbedState bring_up(const std::string& scenario_path, const Options& optio
 bool verify_and_print(const em::TestbedState& state, const std::function<em::Scenario()>& configured,
                       const em::VerifyOptions& options, const char* command) {
   fmt::print("verify {}: {} DCs, release path {}; tolerance {}, RTT slack {}{}\n", state.name, state.dcs.size(),
-             em::to_string(state.release), em::units::format_percent(options.tolerance), em::units::format_time(options.slack_ns),
-             options.goodput ? ", goodput too" : "");
+             em::to_string(state.release), em::units::format_percent(options.tolerance),
+             em::units::format_time(options.slack_ns), options.goodput ? ", goodput too" : "");
   fmt::print("{}\n", em::verify_table_header());
   std::fflush(stdout);
   const auto result = em::verify_testbed(state, configured, options, [](const em::VerifyRow& row) {
@@ -64,11 +64,13 @@ bool verify_and_print(const em::TestbedState& state, const std::function<em::Sce
     std::fflush(stdout);
     return true;
   }
-  const auto failed = std::count_if(result.rows.begin(), result.rows.end(), [](const auto& row) { return !row.passed(); });
+  const auto failed =
+      std::count_if(result.rows.begin(), result.rows.end(), [](const auto& row) { return !row.passed(); });
   fmt::print("verify {}: {} of {} checks FAILED\n", state.name, failed, result.rows.size());
   std::fflush(stdout);
   for (const auto& row : result.rows)
-    if (!row.passed()) fmt::print(stderr, "wanlab {}: verify failed: {}\n", command, em::describe_failure(row, options));
+    if (!row.passed())
+      fmt::print(stderr, "wanlab {}: verify failed: {}\n", command, em::describe_failure(row, options));
   return false;
 }
 
@@ -86,7 +88,8 @@ int cmd_up(const Options& options) {
   fmt::print("testbed {} is up: {} DCs, {} hosts, release path {} ({})\n", state.name, state.dcs.size(),
              state.hosts.size(), em::to_string(state.release), state.release_reason);
   print_hosts_table(state);
-  fmt::print("next: wanlab exec {} -- CMD   |   wanlab stats   |   wanlab down {}\n", state.hosts.front().name, state.name);
+  fmt::print("next: wanlab exec {} -- CMD   |   wanlab stats   |   wanlab down {}\n", state.hosts.front().name,
+             state.name);
   return 0;
 }
 
@@ -110,17 +113,21 @@ int cmd_attach(const Options& options) {
   } else if (auto name = options.get("netns")) {
     // A name under /run/netns, as `ip netns` takes it: one path component.
     if (name->empty() || *name == "." || *name == ".." || name->find('/') != std::string::npos)
-      throw UsageError("--netns: expected a network namespace name (as in `ip netns list`), got " + base::quoted(*name));
+      throw UsageError("--netns: expected a network namespace name (as in `ip netns list`), got " +
+                       base::quoted(*name));
     base::UniqueFd netns = em::open_netns(*name);
     base::check(::setns(netns.get(), CLONE_NEWNET), "--netns " + *name + ": entering it");
   }
-  if (!options.flag("quiet")) attach.progress = [](const std::string& step) { fmt::print("wanlab attach: {}\n", step); };
+  if (!options.flag("quiet"))
+    attach.progress = [](const std::string& step) { fmt::print("wanlab attach: {}\n", step); };
   const auto state = em::attach_up(options.positionals()[0], scenario, attach);
-  fmt::print("testbed {} is attached to {}: {} DCs by address (pool {}/{}), release path {} ({})\n", state.name, state.dev,
-             state.dcs.size(), em::ipv4_to_string(scenario.pool.addr), scenario.pool.len, em::to_string(state.release),
-             state.release_reason);
+  fmt::print("testbed {} is attached to {}: {} DCs by address (pool {}/{}), release path {} ({})\n", state.name,
+             state.dev, state.dcs.size(), em::ipv4_to_string(scenario.pool.addr), scenario.pool.len,
+             em::to_string(state.release), state.release_reason);
   if (state.release == em::ReleasePath::nfqueue)
-    fmt::print("without sch_fq, packets are shaped as they ARRIVE on {}; attach on both ends to shape both directions\n", state.dev);
+    fmt::print(
+        "without sch_fq, packets are shaped as they ARRIVE on {}; attach on both ends to shape both directions\n",
+        state.dev);
   fmt::print("remove with: wanlab down {}\n", state.name);
   return 0;
 }
@@ -163,7 +170,8 @@ int cmd_run(const Options& options) {
   try {
     // A testbed that does not do what the scenario says fails the run before
     // the command starts.
-    if (verify && !verify_and_print(state, [&state] { return em::current_scenario(state); }, *verify, "run")) {
+    if (verify && !verify_and_print(
+                      state, [&state] { return em::current_scenario(state); }, *verify, "run")) {
       em::testbed_down(state.name);
       return 1;
     }
@@ -189,12 +197,18 @@ int cmd_verify(const Options& options) {
     const char* env = std::getenv("WANLAB_TESTBED");
     if (!name && !(env && *env)) name = file.name;
     const auto state = em::load_state(em::resolve_testbed(name));
-    return verify_and_print(state, [&] { return em::scenario_now(state, file, false); }, verify, "verify") ? 0 : 1;
+    return verify_and_print(
+               state, [&] { return em::scenario_now(state, file, false); }, verify, "verify")
+               ? 0
+               : 1;
   }
   if (!target.empty() && options.get("testbed")) throw UsageError("give a testbed name or --testbed, not both");
   const auto name = target.empty() ? testbed_option(options) : checked_testbed_name(target, "testbed");
   const auto state = em::load_state(em::resolve_testbed(name));
-  return verify_and_print(state, [&state] { return em::current_scenario(state); }, verify, "verify") ? 0 : 1;
+  return verify_and_print(
+             state, [&state] { return em::current_scenario(state); }, verify, "verify")
+             ? 0
+             : 1;
 }
 
 int cmd_hosts(const Options& options) {
@@ -205,7 +219,10 @@ int cmd_hosts(const Options& options) {
   }
   nlohmann::json hosts = nlohmann::json::array();
   for (const auto& host : state.hosts)
-    hosts.push_back({{"name", host.name}, {"dc", host.dc}, {"netns", host.netns}, {"ipv4", em::ipv4_to_string(host.ipv4)},
+    hosts.push_back({{"name", host.name},
+                     {"dc", host.dc},
+                     {"netns", host.netns},
+                     {"ipv4", em::ipv4_to_string(host.ipv4)},
                      {"ipv6", em::ipv6_to_string(host.ipv6)}});
   print_json(hosts);
   return 0;
@@ -301,14 +318,19 @@ int cmd_status(const Options& options) {
       const auto state = em::load_state(name);
       const bool alive = em::daemon_alive(state);
       if (options.flag("json")) {
-        list.push_back({{"name", name}, {"release", em::to_string(state.release)}, {"release_reason", state.release_reason},
-                        {"attached_to", state.dev}, {"hosts", state.hosts.size()}, {"daemon_alive", alive}});
+        list.push_back({{"name", name},
+                        {"release", em::to_string(state.release)},
+                        {"release_reason", state.release_reason},
+                        {"attached_to", state.dev},
+                        {"hosts", state.hosts.size()},
+                        {"daemon_alive", alive}});
         continue;
       }
       const std::string where = state.kind == em::TestbedKind::attached ? "attached to " + state.dev
-                                                                         : std::to_string(state.hosts.size()) + " hosts";
+                                                                        : std::to_string(state.hosts.size()) + " hosts";
       fmt::print("{}: {} DCs, {}, release path {} ({}); daemon {}\n", name, state.dcs.size(), where,
-                 em::to_string(state.release), state.release_reason, alive ? "running" : "NOT RUNNING (wanlab down " + name + ")");
+                 em::to_string(state.release), state.release_reason,
+                 alive ? "running" : "NOT RUNNING (wanlab down " + name + ")");
     } catch (const std::exception& error) {
       if (options.flag("json")) {
         list.push_back({{"name", name}, {"error", error.what()}});

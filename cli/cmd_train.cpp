@@ -48,14 +48,17 @@ void note_unsimulated_schedules(const em::Scenario& scenario) {
         pairs += fmt::format("{}{}->{}", pairs.empty() ? "" : ", ", scenario.dcs[static_cast<std::size_t>(src)].name,
                              scenario.dcs[static_cast<std::size_t>(dst)].name);
   if (!pairs.empty())
-    fmt::print(stderr, "wanlab train: the simulator takes {} at their base settings; their schedules act on the emulated links only\n",
-               pairs);
+    fmt::print(
+        stderr,
+        "wanlab train: the simulator takes {} at their base settings; their schedules act on the emulated links only\n",
+        pairs);
 }
 
 void write_outputs(const hs::RunRecord& record, const em::Scenario& scenario, const std::string& dir) {
   std::filesystem::create_directories(dir);
   hs::write_results_json(record, scenario.source, dir + "/results.json");
-  hs::write_workload_card(record, scenario, {command_line(), std::filesystem::current_path().string(), ""}, dir + "/card.yaml");
+  hs::write_workload_card(record, scenario, {command_line(), std::filesystem::current_path().string(), ""},
+                          dir + "/card.yaml");
   hs::write_rank_traces(record, dir + "/ranks");
   hs::write_trace_json(record, dir + "/trace.json");
   // The last iteration: the steady state, after the first one's warm-up.
@@ -64,17 +67,20 @@ void write_outputs(const hs::RunRecord& record, const em::Scenario& scenario, co
 
 void print_prefill_summary(const hs::RunRecord& record) {
   const hs::PrefillSummary p = hs::summarize_prefill(record);
-  fmt::print("prefill (BubbleTea): GPU utilization {:.1f}% with prefill ({:.1f}% training only), {:.0f} prompt tokens/s\n",
-             100 * p.mean_gpu_utilization, 100 * p.mean_training_utilization, p.prefill_tokens_per_s);
-  fmt::print("  requests: {} arrived, {} served, {} rejected, {} failed, {} unfinished; TTFT p50 {:.2f} s, p90 {:.2f} s, "
-             "p99 {:.2f} s\n",
-             p.requests, p.served, p.rejected, p.failed, p.unfinished, p.ttft_p50_s, p.ttft_p90_s, p.ttft_p99_s);
+  fmt::print(
+      "prefill (BubbleTea): GPU utilization {:.1f}% with prefill ({:.1f}% training only), {:.0f} prompt tokens/s\n",
+      100 * p.mean_gpu_utilization, 100 * p.mean_training_utilization, p.prefill_tokens_per_s);
+  fmt::print(
+      "  requests: {} arrived, {} served, {} rejected, {} failed, {} unfinished; TTFT p50 {:.2f} s, p90 {:.2f} s, "
+      "p99 {:.2f} s\n",
+      p.requests, p.served, p.rejected, p.failed, p.unfinished, p.ttft_p50_s, p.ttft_p90_s, p.ttft_p99_s);
   for (const auto& [link, bytes] : p.kv_bytes)
     fmt::print("  KV  {:<22} {:>10.1f} MB in all\n", link, static_cast<double>(bytes) / 1e6);
-  fmt::print("  bubble prediction error: start p50 {:.1f} ms, p90 {:.1f} ms; length p50 {:.1f} ms, p90 {:.1f} ms; "
-             "training held up by prefill {:.3f} s\n",
-             1e3 * p.prediction_start_error_p50_s, 1e3 * p.prediction_start_error_p90_s,
-             1e3 * p.prediction_length_error_p50_s, 1e3 * p.prediction_length_error_p90_s, p.training_delay_s);
+  fmt::print(
+      "  bubble prediction error: start p50 {:.1f} ms, p90 {:.1f} ms; length p50 {:.1f} ms, p90 {:.1f} ms; "
+      "training held up by prefill {:.3f} s\n",
+      1e3 * p.prediction_start_error_p50_s, 1e3 * p.prediction_start_error_p90_s, 1e3 * p.prediction_length_error_p50_s,
+      1e3 * p.prediction_length_error_p90_s, p.training_delay_s);
   for (const auto& note : record.prefill->notes) fmt::print("  note: {}\n", note);
 }
 
@@ -87,7 +93,8 @@ void print_transfers(const hs::RunRecord& record) {
   for (const auto& link : hs::summarize_transfers(record)) {
     std::string line = fmt::format("  transfers {:<16} p50/p90/p99", link.link);
     if (link.measured)
-      line += fmt::format(" measured {} ({} messages)", percentiles_text(link.measured->transfer), link.measured->transfer.messages);
+      line += fmt::format(" measured {} ({} messages)", percentiles_text(link.measured->transfer),
+                          link.measured->transfer.messages);
     if (link.simulated)
       line += fmt::format("{} simulated {}", link.measured ? "," : "", percentiles_text(link.simulated->transfer));
     fmt::print("{}\n", line);
@@ -124,44 +131,49 @@ int cmd_train(const Options& options) {
   }
   run.image = options.get("image").value_or("");
   run.release = release_option(options);
-  if (const auto timeout = options.integer<int>("timeout", 1, 86400)) run.iteration_timeout = std::chrono::seconds(*timeout);
+  if (const auto timeout = options.integer<int>("timeout", 1, 86400))
+    run.iteration_timeout = std::chrono::seconds(*timeout);
   const bool quiet = options.flag("quiet");
-  if (!quiet) run.log = [](const std::string& line) { fmt::print("wanlab train: {}\n", line); std::fflush(stdout); };
+  if (!quiet)
+    run.log = [](const std::string& line) {
+      fmt::print("wanlab train: {}\n", line);
+      std::fflush(stdout);
+    };
   run.progress = [](const hs::Progress& p) {
     std::string prefill;
     if (p.utilization_with_prefill_so_far)
       prefill = fmt::format(", with prefill {:.1f}%; requests served {}, waiting {}, rejected {}, TTFT p50 {}",
                             100 * *p.utilization_with_prefill_so_far, p.requests_served, p.requests_waiting,
                             p.requests_rejected, p.ttft_p50_s ? fmt::format("{:.3f} s", *p.ttft_p50_s) : "-");
-    fmt::print("iteration {}/{}: {:.3f} s, GPU utilization so far {:.1f}%{}\n", p.iteration + 1, p.iterations, p.iteration_s,
-               100 * p.utilization_so_far, prefill);
+    fmt::print("iteration {}/{}: {:.3f} s, GPU utilization so far {:.1f}%{}\n", p.iteration + 1, p.iterations,
+               p.iteration_s, 100 * p.utilization_so_far, prefill);
     std::fflush(stdout);
   };
   fmt::print("{}: {} schedule, {} placement, {} stream(s), temporal sharing {}, {} iterations, scale {}, prefill {}\n",
-             experiment.name, hs::to_string(experiment.schedule), hs::to_string(experiment.placement), experiment.streams,
-             experiment.temporal_sharing ? "on" : "off", experiment.iterations, experiment.scale,
+             experiment.name, hs::to_string(experiment.schedule), hs::to_string(experiment.placement),
+             experiment.streams, experiment.temporal_sharing ? "on" : "off", experiment.iterations, experiment.scale,
              experiment.prefill.enabled ? fmt::format("on (KV caches to {})", experiment.prefill.decode_dc) : "off");
   std::fflush(stdout);
 
   note_unsimulated_schedules(scenario);
   // --simulate: the planner's discrete-event simulation instead of the emulated WAN.
-  const hs::RunRecord record =
-      options.flag("simulate")
-          ? hs::simulate_experiment(experiment, scenario)
-          : hs::run_experiment(experiment, scenario, run);
+  const hs::RunRecord record = options.flag("simulate") ? hs::simulate_experiment(experiment, scenario)
+                                                        : hs::run_experiment(experiment, scenario, run);
   print_summary(record);
   // Even with --quiet: the default runtime is podman, and a run that fell back says why.
   if (run.runtime == hs::RuntimeChoice::automatic && record.runtime == "sandbox")
     fmt::print(stderr, "wanlab train: workers ran in wanlab's sandbox, not podman: {}\n", record.runtime_detail);
   if (const auto out = options.get("out")) {
     write_outputs(record, scenario, *out);
-    fmt::print("wrote {0}/results.json, {0}/trace.json, {0}/timeline.svg, {0}/card.yaml, {0}/ranks/rank-N.json\n", *out);
+    fmt::print("wrote {0}/results.json, {0}/trace.json, {0}/timeline.svg, {0}/card.yaml, {0}/ranks/rank-N.json\n",
+               *out);
   }
   return 0;
 }
 
 int cmd_compare(const Options& options) {
-  if (options.positionals().empty()) throw UsageError("expected one or more result directories (or results.json files)");
+  if (options.positionals().empty())
+    throw UsageError("expected one or more result directories (or results.json files)");
   std::vector<hs::ResultRow> rows;
   for (const auto& path : options.positionals()) rows.push_back(hs::read_result(path));
   fmt::print("{}", hs::compare_table(rows));

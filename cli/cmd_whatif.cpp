@@ -57,8 +57,8 @@ int cmd_whatif(const Options& options) {
   const hs::Sweep sweep = hs::load_sweep(options.positionals().front());
   const bool quiet = options.flag("quiet");
   if (!quiet)
-    fmt::print("{}: {} points ({}) of {}\n", sweep.path, sweep.size(), sweep.mode == hs::SweepMode::grid ? "grid" : "zip",
-               sweep.experiment_path);
+    fmt::print("{}: {} points ({}) of {}\n", sweep.path, sweep.size(),
+               sweep.mode == hs::SweepMode::grid ? "grid" : "zip", sweep.experiment_path);
   const hs::Invocation invocation{command_line(), std::filesystem::current_path().string(), ""};
   const auto out = options.get("out");
   double printed_at_s = 0;

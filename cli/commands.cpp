@@ -25,7 +25,8 @@ OptionSpec valued(std::string name, std::string metavar, std::string help) {
 }
 
 const OptionSpec kTestbed = valued("testbed", "NAME", "the testbed (default: $WANLAB_TESTBED, else the only one up)");
-const OptionSpec kRelease = valued("release", "auto|fq|nfqueue", "the release path (default auto: fq where the kernel has sch_fq)");
+const OptionSpec kRelease =
+    valued("release", "auto|fq|nfqueue", "the release path (default auto: fq where the kernel has sch_fq)");
 const OptionSpec kName = valued("name", "NAME", "the testbed's name (default: the scenario's)");
 const OptionSpec kQuiet = flag("quiet", "no progress lines");
 const OptionSpec kJson = flag("json", "one JSON document instead of a table");
@@ -48,22 +49,26 @@ OptionSpecs set_options() {
 OptionSpecs perf_options() {
   OptionSpecs options;
   for (const transport::perf::Option& option : transport::perf::options()) {
-    const bool listed = std::any_of(options.begin(), options.end(), [&](const OptionSpec& o) { return o.name == option.name; });
+    const bool listed =
+        std::any_of(options.begin(), options.end(), [&](const OptionSpec& o) { return o.name == option.name; });
     if (listed) continue;
-    options.push_back(option.metavar.empty() ? flag(option.name, option.help) : valued(option.name, option.metavar, option.help));
+    options.push_back(option.metavar.empty() ? flag(option.name, option.help)
+                                             : valued(option.name, option.metavar, option.help));
   }
   return options;
 }
 
 // `wanlab train`: every experiment override, then the run's own options.
 OptionSpecs train_options() {
-  OptionSpecs options{valued("out", "DIR", "write results.json, trace.json, timeline.svg, card.yaml and ranks/ (per-rank traces) there")};
+  OptionSpecs options{valued(
+      "out", "DIR", "write results.json, trace.json, timeline.svg, card.yaml and ranks/ (per-rank traces) there")};
   for (const harness::ExperimentOption& option : harness::experiment_options())
     options.push_back(valued(std::string(option.name), std::string(option.metavar), std::string(option.help)));
-  for (OptionSpec option : {valued("runtime", "auto|podman|sandbox|external", "where workers run (default auto: podman, else the sandbox)"),
-                            valued("image", "IMG", "the worker image (default: the one built for this binary)"), kRelease,
-                            valued("timeout", "SECONDS", "fail an iteration that takes longer (1 to 86400)"), kQuiet,
-                            flag("simulate", "the planner's simulation instead of the emulated WAN")})
+  for (OptionSpec option :
+       {valued("runtime", "auto|podman|sandbox|external", "where workers run (default auto: podman, else the sandbox)"),
+        valued("image", "IMG", "the worker image (default: the one built for this binary)"), kRelease,
+        valued("timeout", "SECONDS", "fail an iteration that takes longer (1 to 86400)"), kQuiet,
+        flag("simulate", "the planner's simulation instead of the emulated WAN")})
     options.push_back(std::move(option));
   return options;
 }
@@ -74,47 +79,91 @@ std::vector<Command> make_commands() {
   return {
       {"up", "SCENARIO", "build the emulated WAN", {kRelease, kName, kQuiet}, cmd_up},
       {"down", "[NAME...]", "remove a testbed, also after a crash", {flag("all", "every testbed found")}, cmd_down},
-      {"run", "SCENARIO -- CMD...", "up, (verify,) run CMD, down; exits with CMD's code (1 if verify fails)",
-       {kRelease, kName, kQuiet, {"verify", Takes::optional_value, "rtt|rate", "measure every DC pair after up (rate: goodput too)"},
+      {"run",
+       "SCENARIO -- CMD...",
+       "up, (verify,) run CMD, down; exits with CMD's code (1 if verify fails)",
+       {kRelease,
+        kName,
+        kQuiet,
+        {"verify", Takes::optional_value, "rtt|rate", "measure every DC pair after up (rate: goodput too)"},
         valued("verify-tolerance", "P%", "with --verify: how far off a pair may be (default 10%)"),
         valued("verify-slack", "TIME", "with --verify: RTT slack (default 2ms)")},
        cmd_run},
-      {"verify", "[SCENARIO | TESTBED]", "measure every DC pair's RTT (and goodput) against the configuration",
-       {kTestbed, flag("rate", "measure goodput too"), tolerance_help, slack_help}, cmd_verify},
+      {"verify",
+       "[SCENARIO | TESTBED]",
+       "measure every DC pair's RTT (and goodput) against the configuration",
+       {kTestbed, flag("rate", "measure goodput too"), tolerance_help, slack_help},
+       cmd_verify},
       {"hosts", "", "the emulated hosts", {kTestbed, kJson}, cmd_hosts},
       {"exec", "HOST -- CMD...", "run CMD on an emulated host", {kTestbed}, cmd_exec},
-      {"set", "DC DC", "change a link live (both directions unless --one-way); every link key is an option", set_options(), cmd_set},
-      {"stats", "", "per DC pair counters and rates",
-       {kTestbed, kJson, flag("watch", "repeat every interval"), valued("interval", "SECONDS", "sampling interval (0.01 to 86400, default 1)")},
+      {"set", "DC DC", "change a link live (both directions unless --one-way); every link key is an option",
+       set_options(), cmd_set},
+      {"stats",
+       "",
+       "per DC pair counters and rates",
+       {kTestbed, kJson, flag("watch", "repeat every interval"),
+        valued("interval", "SECONDS", "sampling interval (0.01 to 86400, default 1)")},
        cmd_stats},
       {"status", "", "testbeds up, their release path, daemon alive", {kJson}, cmd_status},
-      {"attach", "DEV SCENARIO", "the data plane on an existing interface",
+      {"attach",
+       "DEV SCENARIO",
+       "the data plane on an existing interface",
        {kRelease, kName, kQuiet, valued("queue-num", "N", "the NFQUEUE number (0 to 65535)"),
-        valued("netns", "NAME", "the interface's named network namespace"), valued("pid", "PID", "the interface is in this process's network namespace")},
+        valued("netns", "NAME", "the interface's named network namespace"),
+        valued("pid", "PID", "the interface is in this process's network namespace")},
        cmd_attach},
-      {"demo", "[SCENARIO]", "bring up a WAN, measure RTT and goodput per DC pair, take it down",
-       {kRelease, valued("seconds", "S", "goodput measured for S seconds per pair (0.1 to 3600, default 3)")}, cmd_demo},
-      {"perf", "server|client [HOST]", "multi-stream TCP goodput (iperf3-like; wanlab perf --help)", perf_options(), nullptr, cmd_perf},
+      {"demo",
+       "[SCENARIO]",
+       "bring up a WAN, measure RTT and goodput per DC pair, take it down",
+       {kRelease, valued("seconds", "S", "goodput measured for S seconds per pair (0.1 to 3600, default 3)")},
+       cmd_demo},
+      {"perf", "server|client [HOST]", "multi-stream TCP goodput (iperf3-like; wanlab perf --help)", perf_options(),
+       nullptr, cmd_perf},
       {"train", "EXPERIMENT", "run training workers over an emulated WAN (or --simulate)", train_options(), cmd_train},
-      {"whatif", "SWEEP", "simulate every point of a sweep file: a table, and with --out points.csv and a plot per axis",
-       {valued("out", "DIR", "write points.csv, one SVG per swept axis and points/N/card.yaml there"), kQuiet}, cmd_whatif},
-      {"plot", "CSV", "a line plot (SVG) of columns of a CSV file",
+      {"whatif",
+       "SWEEP",
+       "simulate every point of a sweep file: a table, and with --out points.csv and a plot per axis",
+       {valued("out", "DIR", "write points.csv, one SVG per swept axis and points/N/card.yaml there"), kQuiet},
+       cmd_whatif},
+      {"plot",
+       "CSV",
+       "a line plot (SVG) of columns of a CSV file",
        {valued("x", "COLUMN", "the x column"), valued("y", "COLUMN[,COLUMN...]", "one line per column (or per series)"),
         valued("series", "COLUMN", "one line per value of this column"), valued("title", "TEXT", "the plot's title"),
         valued("xlabel", "TEXT", "the x axis's label (default: the column)"),
         valued("ylabel", "TEXT", "the y axis's label (default: the columns)"),
-        flag("percent", "y values are fractions: show percentages"), valued("ymin", "N", "the y axis's lower end (default: min(0, data))"),
+        flag("percent", "y values are fractions: show percentages"),
+        valued("ymin", "N", "the y axis's lower end (default: min(0, data))"),
         valued("out", "FILE", "the SVG to write")},
        cmd_plot},
       {"compare", "RESULT...", "results.json of several runs side by side", {}, cmd_compare},
-      {"plan", "EXPERIMENT", "search tp, pp, dp, microbatches and DC order for the experiment's free GPUs, simulated",
-       {valued("top", "N", "show the N fastest plans (1 to 10000, default 10)"), kQuiet}, cmd_plan},
-      {"worker", "", "internal: one emulated GPU of train", {kControl, kId, flag("probe", "check that the binary runs, then exit")},
-       cmd_worker, nullptr, true},
-      {"prefill-worker", "", "internal: BubbleTea prefill on one emulated GPU of train", {kControl, kId}, cmd_prefill_worker, nullptr, true},
+      {"plan",
+       "EXPERIMENT",
+       "search tp, pp, dp, microbatches and DC order for the experiment's free GPUs, simulated",
+       {valued("top", "N", "show the N fastest plans (1 to 10000, default 10)"), kQuiet},
+       cmd_plan},
+      {"worker",
+       "",
+       "internal: one emulated GPU of train",
+       {kControl, kId, flag("probe", "check that the binary runs, then exit")},
+       cmd_worker,
+       nullptr,
+       true},
+      {"prefill-worker",
+       "",
+       "internal: BubbleTea prefill on one emulated GPU of train",
+       {kControl, kId},
+       cmd_prefill_worker,
+       nullptr,
+       true},
       {"decode-sink", "", "internal: BubbleTea decode host of train", {kControl, kId}, cmd_decode_sink, nullptr, true},
-      {"daemon", "", "internal: releaser and timed events of one testbed",
-       {kTestbed, valued("ready-fd", "FD", "tell up \"ok\" or the error on this descriptor")}, cmd_daemon, nullptr, true},
+      {"daemon",
+       "",
+       "internal: releaser and timed events of one testbed",
+       {kTestbed, valued("ready-fd", "FD", "tell up \"ok\" or the error on this descriptor")},
+       cmd_daemon,
+       nullptr,
+       true},
   };
 }
 
@@ -126,7 +175,8 @@ std::string& current_command_line() {
 
 std::string shell_quoted(const std::string& arg) {
   const bool plain = !arg.empty() && std::all_of(arg.begin(), arg.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("_-./=:,+@%").find(c) != std::string_view::npos;
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("_-./=:,+@%").find(c) != std::string_view::npos;
   });
   if (plain) return arg;
   std::string quoted = "'";
@@ -155,7 +205,8 @@ const std::vector<Command>& commands() {
 
 const Command* find_command(const std::string& name) {
   const auto& table = commands();
-  const auto found = std::find_if(table.begin(), table.end(), [&](const Command& command) { return command.name == name; });
+  const auto found =
+      std::find_if(table.begin(), table.end(), [&](const Command& command) { return command.name == name; });
   return found == table.end() ? nullptr : &*found;
 }
 
@@ -163,7 +214,8 @@ const Command* find_command(const std::string& name) {
 std::string usage_line(const Command& command) {
   const auto rest = command.operands.find("-- ");
   std::string line = command.name;
-  if (!command.operands.empty() && rest != 0) line += " " + command.operands.substr(0, rest == std::string::npos ? rest : rest - 1);
+  if (!command.operands.empty() && rest != 0)
+    line += " " + command.operands.substr(0, rest == std::string::npos ? rest : rest - 1);
   for (const auto& option : command.options) line += " " + usage_of(option);
   if (rest != std::string::npos) line += " " + command.operands.substr(rest);
   return line;

@@ -26,7 +26,8 @@ int main(int argc, char** argv) {
     print_usage();
     return argc < 2 ? 2 : 0;
   }
-  if (const cli::Command* command = cli::find_command(argv[1])) return cli::run_command(*command, std::vector<std::string>(argv + 2, argv + argc));
+  if (const cli::Command* command = cli::find_command(argv[1]))
+    return cli::run_command(*command, std::vector<std::string>(argv + 2, argv + argc));
   fmt::print(stderr, "wanlab: unknown command \"{}\"\n", argv[1]);
   print_usage();
   return 2;

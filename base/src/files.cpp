@@ -50,12 +50,13 @@ std::string read_regular_file(const std::string& path, const ReadRules& rules) {
     if (errno == ELOOP && !rules.follow_symlinks) throw FileError(path, "is a symbolic link; refusing to follow it");
     fail(path, "cannot open");
   }
-  struct stat st{};
+  struct stat st {};
   if (::fstat(file.get(), &st) < 0) fail(path, "cannot stat");
   if (!S_ISREG(st.st_mode)) throw FileError(path, fmt::format("not a regular file ({})", file_kind(st.st_mode)));
   if (static_cast<std::uint64_t>(st.st_size) > rules.max_bytes)
-    throw FileError(path, fmt::format("{} is over the limit of {}", format_bytes(static_cast<std::uint64_t>(st.st_size)),
-                                      format_bytes(rules.max_bytes)));
+    throw FileError(path,
+                    fmt::format("{} is over the limit of {}", format_bytes(static_cast<std::uint64_t>(st.st_size)),
+                                format_bytes(rules.max_bytes)));
   std::string contents;
   contents.resize(static_cast<std::size_t>(st.st_size) + 1);
   std::size_t filled = 0;

@@ -27,7 +27,7 @@ void note(int sig) {
 InterruptGuard::InterruptGuard() {
   if (depth++ > 0) return;
   caught = 0;
-  struct sigaction action{};
+  struct sigaction action {};
   action.sa_handler = note;
   sigemptyset(&action.sa_mask);
   for (std::size_t i = 0; i < std::size(kSignals); ++i) ::sigaction(kSignals[i], &action, &previous[i]);

@@ -61,8 +61,7 @@ void throw_range(std::string_view text, long double min, long double max, bool w
 
 double parse_decimal(std::string_view text, double min, double max) {
   double value = 0;
-  bool ok = !text.empty() && text.find_first_not_of("0123456789.eE+-") == std::string_view::npos &&
-            text.front() != '+';
+  bool ok = !text.empty() && text.find_first_not_of("0123456789.eE+-") == std::string_view::npos && text.front() != '+';
   if (ok) {
     const auto [end, error] =
         std::from_chars(text.data(), text.data() + text.size(), value, std::chars_format::general);

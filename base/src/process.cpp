@@ -120,7 +120,7 @@ int Child::wait(bool forward_signals) {
   struct sigaction previous[std::size(kForwarded)]{};
   if (forward_signals) {
     forward_to = pid_;
-    struct sigaction action{};
+    struct sigaction action {};
     action.sa_handler = forward_signal;
     for (std::size_t i = 0; i < std::size(kForwarded); ++i) ::sigaction(kForwarded[i], &action, &previous[i]);
   }

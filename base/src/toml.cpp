@@ -58,7 +58,9 @@ void TomlReader::fail(const toml::node& node, std::string_view field, std::strin
   throw_error(fmt::format("{}: {}: {}", where(node.source()), field, message));
 }
 
-void TomlReader::fail_at_start(std::string_view message) const { throw_error(fmt::format("{}:1:1: {}", path_, message)); }
+void TomlReader::fail_at_start(std::string_view message) const {
+  throw_error(fmt::format("{}:1:1: {}", path_, message));
+}
 
 toml::table TomlReader::parse_toml(std::string_view text) const {
   try {
@@ -94,7 +96,8 @@ void TomlReader::check_known_keys(const toml::table& table, std::span<const std:
 const toml::table* TomlReader::optional_table(const toml::table& parent, std::string_view key) const {
   const toml::node* node = parent.get(key);
   if (node == nullptr) return nullptr;
-  if (!node->is_table()) fail(node->source(), fmt::format("{}: expected a table ([{}]), got {}", key, key, describe_value(*node)));
+  if (!node->is_table())
+    fail(node->source(), fmt::format("{}: expected a table ([{}]), got {}", key, key, describe_value(*node)));
   return node->as_table();
 }
 
@@ -114,7 +117,8 @@ std::vector<const toml::table*> TomlReader::array_of_tables(const toml::table& p
 const std::string& TomlReader::expect_string(const toml::node& node, std::string_view field,
                                              std::string_view expected) const {
   const auto* text = node.as_string();
-  if (text == nullptr) fail(node.source(), fmt::format("{}: expected {}, got {}", field, expected, describe_value(node)));
+  if (text == nullptr)
+    fail(node.source(), fmt::format("{}: expected {}, got {}", field, expected, describe_value(node)));
   return text->get();
 }
 

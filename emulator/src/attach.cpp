@@ -64,7 +64,8 @@ bool add_clsact_if_missing(Rtnl& rtnl, int ifindex) {
 // never reach other processes; the namespace reference and the bpffs mount
 // that later `wanlab` commands need would vanish with us.
 void refuse_private_mount_namespace() {
-  struct stat ours{}, parent{};
+  struct stat ours {
+  }, parent{};
   const std::string parent_ns = "/proc/" + std::to_string(::getppid()) + "/ns/mnt";
   if (::stat("/proc/self/ns/mnt", &ours) < 0 || ::stat(parent_ns.c_str(), &parent) < 0) return;
   if (ours.st_ino != parent.st_ino)
@@ -81,11 +82,12 @@ void refuse_private_mount_namespace() {
 void refuse_configured_root_qdisc(Rtnl& rtnl, int ifindex, const std::string& dev) {
   const auto root = rtnl.configured_root_qdisc(ifindex);
   if (!root) return;
-  throw std::runtime_error(fmt::format(
-      "{} has a root qdisc already ({} {:x}:, as a Mininet TCLink's bw or delay adds) and the fq path needs its own root fq: "
-      "attach with --release nfqueue, which shapes what arrives and leaves that qdisc alone, or remove it "
-      "(tc qdisc del dev {} root; in Mininet a plain Link) and give its rate and delay to the scenario",
-      dev, root->kind, root->handle >> 16, dev));
+  throw std::runtime_error(
+      fmt::format("{} has a root qdisc already ({} {:x}:, as a Mininet TCLink's bw or delay adds) and the fq path "
+                  "needs its own root fq: "
+                  "attach with --release nfqueue, which shapes what arrives and leaves that qdisc alone, or remove it "
+                  "(tc qdisc del dev {} root; in Mininet a plain Link) and give its rate and delay to the scenario",
+                  dev, root->kind, root->handle >> 16, dev));
 }
 
 }  // namespace
@@ -169,10 +171,12 @@ void detail::detach_interface(const TestbedState& state) {
   }
   if (state.release == ReleasePath::nfqueue) {
     // Exit status 1 means the rule is not there (already gone): nothing to do.
-    for (bool ipv6 : nfqueue_rule_families(state)) attempt([&] { run_argv(nfqueue_rule(state, "-D", ipv6), "", true); });
+    for (bool ipv6 : nfqueue_rule_families(state))
+      attempt([&] { run_argv(nfqueue_rule(state, "-D", ipv6), "", true); });
   }
   if (!failures.empty())
-    throw std::runtime_error(fmt::format("{}: detaching from {}: {}", state.name, state.dev, fmt::join(failures, "; ")));
+    throw std::runtime_error(
+        fmt::format("{}: detaching from {}: {}", state.name, state.dev, fmt::join(failures, "; ")));
 }
 
 }  // namespace wanlab::emulator

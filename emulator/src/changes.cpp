@@ -158,7 +158,8 @@ namespace {
 int dc_of_change(const TestbedState& state, const std::string& dc) {
   const auto found = std::find(state.dcs.begin(), state.dcs.end(), dc);
   if (found == state.dcs.end())
-    throw std::runtime_error(fmt::format("{}: no DC {} (DCs: {})", state.name, base::quoted(dc), fmt::join(state.dcs, ", ")));
+    throw std::runtime_error(
+        fmt::format("{}: no DC {} (DCs: {})", state.name, base::quoted(dc), fmt::join(state.dcs, ", ")));
   return static_cast<int>(found - state.dcs.begin());
 }
 
@@ -198,7 +199,8 @@ void write_pairs(Datapath& datapath, const Scenario& scenario) {
     for (int dst = 0; dst < n; ++dst) {
       const PairParams forward = scenario.pair(src, dst);
       const std::uint64_t rtt = forward.delay_ns + scenario.pair(dst, src).delay_ns;
-      wanlab_pair_config config = make_pair_config(forward, rtt, scenario.seed, static_cast<std::uint32_t>(src * n + dst));
+      wanlab_pair_config config =
+          make_pair_config(forward, rtt, scenario.seed, static_cast<std::uint32_t>(src * n + dst));
       // Keep the running generation so a live change does not reset the pair's state.
       const wanlab_pair_config running = datapath.pair(src, dst);
       if (running.generation != 0) {
@@ -231,10 +233,10 @@ void set_schedule_live(const TestbedState& state, const Change& selection, const
   for (const auto& [src, dst] : pairs) {
     if (schedule && (schedule->columns & WANLAB_SCHED_SHARE) && !(schedule->columns & WANLAB_SCHED_RATE) &&
         scenario.pair(src, dst).rate_bps == 0)
-      throw std::runtime_error(fmt::format("{}: a share column needs a rate for {} -> {}: set the link's rate or give "
-                                           "the schedule a rate column",
-                                           schedule->where, state.dcs[static_cast<std::size_t>(src)],
-                                           state.dcs[static_cast<std::size_t>(dst)]));
+      throw std::runtime_error(fmt::format(
+          "{}: a share column needs a rate for {} -> {}: set the link's rate or give "
+          "the schedule a rate column",
+          schedule->where, state.dcs[static_cast<std::size_t>(src)], state.dcs[static_cast<std::size_t>(dst)]));
   }
   const std::uint64_t start = base::monotonic_ns();
   for (const auto& [src, dst] : pairs) {

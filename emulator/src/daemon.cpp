@@ -97,7 +97,8 @@ std::vector<pid_t> daemons_of(const std::string& name) {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator("/proc", ec)) {
     const std::string pid_text = entry.path().filename();
-    if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos || pid_text.size() > 9) continue;
+    if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos || pid_text.size() > 9)
+      continue;
     const auto pid = static_cast<pid_t>(std::stol(pid_text));
     if (pid == ::getpid() || !pid_is_our_daemon(pid, name)) continue;
     std::error_code link_error;

@@ -24,13 +24,13 @@ void prepare_netns_dir() {
   if (::mount("", kNetnsDir, "none", MS_SHARED | MS_REC, nullptr) == 0) return;
   if (errno != EINVAL) base::throw_errno(std::string("making ") + kNetnsDir + " shared");
   base::check(::mount(kNetnsDir, kNetnsDir, "none", MS_BIND | MS_REC, nullptr),
-        std::string("bind-mounting ") + kNetnsDir);
+              std::string("bind-mounting ") + kNetnsDir);
   base::check(::mount("", kNetnsDir, "none", MS_SHARED | MS_REC, nullptr),
-        std::string("making ") + kNetnsDir + " shared");
+              std::string("making ") + kNetnsDir + " shared");
 }
 
 ino_t netns_inode(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   if (::stat(path.c_str(), &st) < 0) return 0;
   return st.st_ino;
 }

@@ -123,7 +123,8 @@ ssize_t receive_stamped(int fd, void* buf, std::size_t size, sockaddr_in* peer, 
   if (n < 0) return n;
   received = realtime_now();
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) std::memcpy(&received, CMSG_DATA(c), sizeof(received));
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS)
+      std::memcpy(&received, CMSG_DATA(c), sizeof(received));
   return n;
 }
 
@@ -173,7 +174,10 @@ class UdpEcho {
       }
     } catch (...) {
       failure_ = std::current_exception();
-      try { port_promise_.set_value(0); } catch (...) {}
+      try {
+        port_promise_.set_value(0);
+      } catch (...) {
+      }
     }
   }
 
@@ -203,7 +207,8 @@ void run_in_netns(const std::string& netns, Body body) {
 }  // namespace
 
 std::vector<PacedEcho> measure_echoes_paced(const Endpoint& from, const Endpoint& to, int count, double interval_ms) {
-  if (count < 0 || !(interval_ms >= 0)) throw std::invalid_argument("measure_echoes_paced: count and interval_ms must be >= 0");
+  if (count < 0 || !(interval_ms >= 0))
+    throw std::invalid_argument("measure_echoes_paced: count and interval_ms must be >= 0");
   UdpEcho echo(to);
   std::vector<PacedEcho> echoes;
   if (echo.port() != 0) {
@@ -214,14 +219,16 @@ std::vector<PacedEcho> measure_echoes_paced(const Endpoint& from, const Endpoint
       std::vector<timespec> sent(static_cast<std::size_t>(count));
       std::vector<std::uint64_t> sent_mono(static_cast<std::size_t>(count));
       std::vector<std::optional<PacedEcho>> answers(static_cast<std::size_t>(count));
-      const auto interval = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(interval_ms));
+      const auto interval =
+          std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(interval_ms));
       const auto start = Clock::now();
       const auto deadline = start + interval * count + std::chrono::seconds(2);
       int next = 0, answered = 0;
       while (answered < count && Clock::now() < deadline) {
         const auto next_send = start + interval * next;
         const auto wake = next < count ? std::min(next_send, deadline) : deadline;
-        const long wait_ns = std::max<long>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(wake - Clock::now()).count());
+        const long wait_ns =
+            std::max<long>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(wake - Clock::now()).count());
         const timespec timeout{static_cast<time_t>(wait_ns / 1'000'000'000), wait_ns % 1'000'000'000};
         pollfd pfd{fd.get(), POLLIN, 0};
         if (::ppoll(&pfd, 1, &timeout, nullptr) > 0) {
@@ -234,7 +241,8 @@ std::vector<PacedEcho> measure_echoes_paced(const Endpoint& from, const Endpoint
             const timespec& sent_at = sent[static_cast<std::size_t>(probe.seq)];
             answer = PacedEcho{static_cast<double>(ns_between(sent_at, received)) / 1e6,
                                static_cast<double>(ns_between(sent_at, realtime_now())) / 1e6,
-                               static_cast<double>(probe.echo_hold_ns) / 1e6, sent_mono[static_cast<std::size_t>(probe.seq)]};
+                               static_cast<double>(probe.echo_hold_ns) / 1e6,
+                               sent_mono[static_cast<std::size_t>(probe.seq)]};
             ++answered;
           }
         }
@@ -244,8 +252,9 @@ std::vector<PacedEcho> measure_echoes_paced(const Endpoint& from, const Endpoint
           probe.magic = kStampedMagic;
           sent[static_cast<std::size_t>(next)] = realtime_now();
           sent_mono[static_cast<std::size_t>(next)] = static_cast<std::uint64_t>(base::monotonic_ns(Clock::now()));
-          base::check(static_cast<int>(::sendto(fd.get(), &probe, sizeof(probe), 0, reinterpret_cast<const sockaddr*>(&dst), sizeof(dst))),
-                from.netns + ": sending echo");
+          base::check(static_cast<int>(::sendto(fd.get(), &probe, sizeof(probe), 0,
+                                                reinterpret_cast<const sockaddr*>(&dst), sizeof(dst))),
+                      from.netns + ": sending echo");
           ++next;
         }
       }
@@ -257,7 +266,8 @@ std::vector<PacedEcho> measure_echoes_paced(const Endpoint& from, const Endpoint
   return echoes;
 }
 
-std::vector<double> measure_rtt_ms(const Endpoint& from, const Endpoint& to, int count, double interval_ms, RttTiming timing) {
+std::vector<double> measure_rtt_ms(const Endpoint& from, const Endpoint& to, int count, double interval_ms,
+                                   RttTiming timing) {
   std::vector<double> rtts;
   for (const auto& echo : measure_echoes_paced(from, to, count, interval_ms))
     rtts.push_back(timing == RttTiming::network ? echo.network_rtt_ms() : echo.app_rtt_ms);
@@ -281,10 +291,12 @@ GoodputReport measure_goodput(const Endpoint& from, const Endpoint& to, const Go
   std::exception_ptr sink_failure;
   std::vector<double> bin_max_gap(bins, 0);
   const auto start = Clock::now();
-  const auto count_from = options.count_from_mono_ns
-                              ? Clock::time_point(std::chrono::nanoseconds(*options.count_from_mono_ns))
-                              : start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.warmup_seconds));
-  const auto count_until = count_from + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.seconds));
+  const auto count_from =
+      options.count_from_mono_ns
+          ? Clock::time_point(std::chrono::nanoseconds(*options.count_from_mono_ns))
+          : start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.warmup_seconds));
+  const auto count_until =
+      count_from + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.seconds));
 
   std::thread sink([&] {
     try {
@@ -316,7 +328,8 @@ GoodputReport measure_goodput(const Endpoint& from, const Endpoint& to, const Go
             // The gap counts in every interval it overlaps.
             const double gap = std::chrono::duration<double>(now - last_byte).count();
             const double gap_from = std::chrono::duration<double>(last_byte - count_from).count();
-            for (auto b = std::min(bin, static_cast<std::size_t>(std::max(0.0, gap_from) / interval_seconds)); b <= bin; ++b)
+            for (auto b = std::min(bin, static_cast<std::size_t>(std::max(0.0, gap_from) / interval_seconds)); b <= bin;
+                 ++b)
               bin_max_gap[b] = std::max(bin_max_gap[b], gap);
             last_byte = now;
           }
@@ -324,7 +337,10 @@ GoodputReport measure_goodput(const Endpoint& from, const Endpoint& to, const Go
       }
     } catch (...) {
       sink_failure = std::current_exception();
-      try { port_promise.set_value(0); } catch (...) {}
+      try {
+        port_promise.set_value(0);
+      } catch (...) {
+      }
     }
     stop_sending = true;
   });
@@ -341,8 +357,8 @@ GoodputReport measure_goodput(const Endpoint& from, const Endpoint& to, const Go
           if (!fd) base::throw_errno(from.netns + ": socket");
           if (options.congestion)
             base::check(::setsockopt(fd.get(), IPPROTO_TCP, TCP_CONGESTION, options.congestion->c_str(),
-                               static_cast<socklen_t>(options.congestion->size())),
-                  from.netns + ": TCP_CONGESTION " + *options.congestion);
+                                     static_cast<socklen_t>(options.congestion->size())),
+                        from.netns + ": TCP_CONGESTION " + *options.congestion);
           sockaddr_in dst = make_addr(to.ipv4, port);
           base::check(::connect(fd.get(), reinterpret_cast<sockaddr*>(&dst), sizeof(dst)), from.netns + ": connect");
           conns.push_back(std::move(fd));

@@ -58,11 +58,13 @@ std::pair<ReleasePath, std::string> choose_release(ReleaseChoice choice, Rtnl& c
     case ReleaseChoice::nfqueue:
       if (nfqueue_missing) throw std::runtime_error("--release nfqueue: " + *nfqueue_missing);
       return {ReleasePath::nfqueue, "asked for with --release nfqueue"};
-    case ReleaseChoice::automatic:
-      break;
+    case ReleaseChoice::automatic: break;
   }
-  if (!fq_missing) return {ReleasePath::fq, "auto: the kernel has sch_fq, which enforces departure times in the kernel"};
-  if (!nfqueue_missing) return {ReleasePath::nfqueue, "auto: " + *fq_missing + ", so a userspace NFQUEUE releaser enforces departure times"};
+  if (!fq_missing)
+    return {ReleasePath::fq, "auto: the kernel has sch_fq, which enforces departure times in the kernel"};
+  if (!nfqueue_missing)
+    return {ReleasePath::nfqueue,
+            "auto: " + *fq_missing + ", so a userspace NFQUEUE releaser enforces departure times"};
   throw std::runtime_error("no release path: " + *fq_missing + "; " + *nfqueue_missing);
 }
 
@@ -74,9 +76,9 @@ std::vector<std::string> nfqueue_rule(const TestbedState& state, const std::stri
   } else {
     argv.insert(argv.end(), {action, "FORWARD"});
   }
-  argv.insert(argv.end(), {"-m", "mark", "--mark", fmt::format("{:#x}/{:#x}", WANLAB_MARK_HOLD, WANLAB_MARK_HOLD), "-m",
-                           "comment", "--comment", "wanlab-" + state.name, "-j", "NFQUEUE", "--queue-num",
-                           std::to_string(state.queue_num)});
+  argv.insert(argv.end(),
+              {"-m", "mark", "--mark", fmt::format("{:#x}/{:#x}", WANLAB_MARK_HOLD, WANLAB_MARK_HOLD), "-m", "comment",
+               "--comment", "wanlab-" + state.name, "-j", "NFQUEUE", "--queue-num", std::to_string(state.queue_num)});
   return argv;
 }
 
@@ -91,7 +93,8 @@ void install_nfqueue_rule(const TestbedState& state) {
     const auto argv = nfqueue_rule(state, "-A", ipv6);
     const int status = run_argv(argv, state.netns, true);
     if (status != 0)
-      throw std::runtime_error(fmt::format("{}: installing the NFQUEUE rule: {} exited with {}", state.netns, argv[0], status));
+      throw std::runtime_error(
+          fmt::format("{}: installing the NFQUEUE rule: {} exited with {}", state.netns, argv[0], status));
   }
 }
 

@@ -114,7 +114,8 @@ Rtnl::~Rtnl() { mnl_socket_close(socket_); }
 
 void Rtnl::transact(NetlinkMessage& message, const std::string& what) { transact(message, what, nullptr, nullptr); }
 
-void Rtnl::transact(NetlinkMessage& message, const std::string& what, int (*callback)(const nlmsghdr*, void*), void* data) {
+void Rtnl::transact(NetlinkMessage& message, const std::string& what, int (*callback)(const nlmsghdr*, void*),
+                    void* data) {
   nlmsghdr* nlh = message.header();
   nlh->nlmsg_seq = next_seq_++;
   if (mnl_socket_sendto(socket_, nlh, nlh->nlmsg_len) < 0) base::throw_errno(what);
@@ -275,7 +276,8 @@ std::optional<RootQdisc> Rtnl::configured_root_qdisc(int ifindex) {
     const char* tail = static_cast<const char*>(mnl_nlmsg_get_payload_tail(nlh));
     for (auto* attr = static_cast<const nlattr*>(mnl_nlmsg_get_payload_offset(nlh, sizeof(tcmsg)));
          mnl_attr_ok(attr, static_cast<int>(tail - reinterpret_cast<const char*>(attr))); attr = mnl_attr_next(attr)) {
-      if (mnl_attr_get_type(attr) == TCA_KIND && mnl_attr_validate(attr, MNL_TYPE_NUL_STRING) >= 0) root.kind = mnl_attr_get_str(attr);
+      if (mnl_attr_get_type(attr) == TCA_KIND && mnl_attr_validate(attr, MNL_TYPE_NUL_STRING) >= 0)
+        root.kind = mnl_attr_get_str(attr);
     }
     search->found = root;
     return MNL_CB_OK;

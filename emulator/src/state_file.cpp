@@ -28,10 +28,23 @@ using namespace std::string_view_literals;
 // 128 DCs x 254 hosts at about 250 bytes a host, with room to spare.
 constexpr std::size_t kMaxStateBytes = 32u << 20;
 
-constexpr std::array kStateKeys{"name"sv,    "scenario"sv,   "release"sv, "release_reason"sv, "daemon_pid"sv,
-                                "created_unix"sv, "created_mono_ns"sv, "kind"sv, "netns"sv, "queue_num"sv,
-                                "dev"sv,     "created_clsact"sv, "created_fq"sv, "dcs"sv, "hosts"sv};
-constexpr std::array kHostKeys{"name"sv, "dc"sv, "dc_index"sv, "index"sv, "netns"sv, "ipv4"sv, "ipv6"sv, "core_ifname"sv};
+constexpr std::array kStateKeys{"name"sv,
+                                "scenario"sv,
+                                "release"sv,
+                                "release_reason"sv,
+                                "daemon_pid"sv,
+                                "created_unix"sv,
+                                "created_mono_ns"sv,
+                                "kind"sv,
+                                "netns"sv,
+                                "queue_num"sv,
+                                "dev"sv,
+                                "created_clsact"sv,
+                                "created_fq"sv,
+                                "dcs"sv,
+                                "hosts"sv};
+constexpr std::array kHostKeys{"name"sv,  "dc"sv,   "dc_index"sv, "index"sv,
+                               "netns"sv, "ipv4"sv, "ipv6"sv,     "core_ifname"sv};
 
 std::optional<std::uint32_t> parse_ipv4(const std::string& text) {
   in_addr addr{};
@@ -117,12 +130,11 @@ void read_attachment(const StrictToml& file, TestbedState& state) {
 void make_directory(const std::string& path, mode_t mode, bool may_exist) {
   if (::mkdir(path.c_str(), mode) == 0) return;
   const int err = errno;
-  struct stat st{};
+  struct stat st {};
   if (err != EEXIST || !may_exist) base::throw_errno("creating " + path, err);
   if (::lstat(path.c_str(), &st) < 0) base::throw_errno("checking " + path);
   if (!S_ISDIR(st.st_mode)) throw std::runtime_error(path + ": exists and is not a directory; remove it");
 }
-
 
 }  // namespace
 
@@ -142,7 +154,7 @@ void mount_bpffs(const std::string& testbed) {
   const std::string dir = bpffs_dir(testbed);
   make_directory(dir, 0700, false);
   base::check(::mount("bpf", dir.c_str(), "bpf", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700"),
-        testbed + ": mounting bpffs at " + dir);
+              testbed + ": mounting bpffs at " + dir);
 }
 
 void write_state(const TestbedState& state) {
@@ -203,7 +215,8 @@ std::string run_dir(const std::string& testbed) {
 std::string bpffs_dir(const std::string& testbed) { return run_dir(testbed) + "/bpf"; }
 // '.' cannot appear in a testbed name, so one testbed's names never prefix another's.
 std::array<std::uint8_t, 16> dc_prefix_v6(int dc) {
-  return {0xfd, 0x77, 0, 0, 0, 0, static_cast<std::uint8_t>(dc >> 8), static_cast<std::uint8_t>(dc), 0, 0, 0, 0, 0, 0, 0, 0};
+  return {0xfd, 0x77, 0, 0, 0, 0, static_cast<std::uint8_t>(dc >> 8), static_cast<std::uint8_t>(dc), 0, 0,
+          0,    0,    0, 0, 0, 0};
 }
 
 std::string core_netns(const std::string& testbed) {
@@ -213,7 +226,8 @@ std::string core_netns(const std::string& testbed) {
 
 std::string host_netns(const std::string& testbed, const std::string& host) {
   check_testbed_name(testbed, "testbed");
-  if (!is_valid_host_name(host)) throw InvalidName(fmt::format("host name {}: expected <dc>-<index>", base::quoted(host)));
+  if (!is_valid_host_name(host))
+    throw InvalidName(fmt::format("host name {}: expected <dc>-<index>", base::quoted(host)));
   return kPrefix + testbed + "." + host;
 }
 
@@ -233,14 +247,16 @@ TestbedState read_state_file(const std::string& path, const std::string& name) {
   state.scenario_path = run_dir(name) + "/scenario.toml";
   expect_equal(file, root, "scenario", "scenario", state.scenario_path);
   state.kind = one_of(file, root, "kind", "kind", {"namespaces", "attached"}) == "attached" ? TestbedKind::attached
-                                                                                             : TestbedKind::namespaces;
+                                                                                            : TestbedKind::namespaces;
   state.netns = state.kind == TestbedKind::attached ? kPrefix + name + kAttachedSuffix : core_netns(name);
   expect_equal(file, root, "netns", "netns", state.netns);
-  state.release = one_of(file, root, "release", "release", {"fq", "nfqueue"}) == "fq" ? ReleasePath::fq : ReleasePath::nfqueue;
+  state.release =
+      one_of(file, root, "release", "release", {"fq", "nfqueue"}) == "fq" ? ReleasePath::fq : ReleasePath::nfqueue;
   state.release_reason = file.string(root, "release_reason", "release_reason");
   state.daemon_pid = static_cast<pid_t>(file.integer(root, "daemon_pid", "daemon_pid", 0, 0x3fffffff));
   state.created_unix = file.integer(root, "created_unix", "created_unix", 0, INT64_MAX);
-  state.created_mono_ns = static_cast<std::uint64_t>(file.integer(root, "created_mono_ns", "created_mono_ns", 0, INT64_MAX));
+  state.created_mono_ns =
+      static_cast<std::uint64_t>(file.integer(root, "created_mono_ns", "created_mono_ns", 0, INT64_MAX));
   state.queue_num = static_cast<std::uint16_t>(file.integer(root, "queue_num", "queue_num", 0, 65535));
   read_attachment(file, state);
   state.dcs = read_dcs(file);

@@ -39,7 +39,8 @@ class StrictToml : public base::TomlReader {
   const toml::array& array(const toml::table& table, std::string_view key, std::string_view field) const;
   const toml::table& table(const toml::node& node, std::string_view field) const;
   /// One table of an array of tables, holding only `known` keys.
-  const toml::table& entry(const toml::node& node, std::string_view field, std::span<const std::string_view> known) const;
+  const toml::table& entry(const toml::node& node, std::string_view field,
+                           std::span<const std::string_view> known) const;
   std::string string(const toml::node& node, std::string_view field) const;
 
  private:

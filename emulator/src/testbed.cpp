@@ -115,9 +115,10 @@ void testbed_down(const std::string& name) {
   if (state && state->kind == TestbedKind::attached) attempt([&] { detach_interface(*state); });
   // Without a readable state an attached interface cannot be named: say so.
   if (!state && !state_error.empty() && netns_exists(kPrefix + name + kAttachedSuffix))
-    failures.push_back(fmt::format("{}: the state file is broken ({}), so the interface it was attached to keeps our "
-                                   "filter; remove it with `tc filter del dev DEV ingress pref {}` in that namespace",
-                                   name, state_error, kFilterPriority));
+    failures.push_back(
+        fmt::format("{}: the state file is broken ({}), so the interface it was attached to keeps our "
+                    "filter; remove it with `tc filter del dev DEV ingress pref {}` in that namespace",
+                    name, state_error, kFilterPriority));
   for (const auto& ns : testbed_namespaces(name)) {
     // An attached testbed's namespace is the user's: we only hold a reference.
     if (!ns.ends_with(kAttachedSuffix)) attempt([&] { base::terminate_pids(netns_pids(ns)); });
@@ -158,12 +159,14 @@ std::vector<std::string> testbeds_found() {
 std::string resolve_testbed(const std::optional<std::string>& explicit_name) {
   if (explicit_name) {
     check_testbed_name(*explicit_name, "--testbed");
-    if (!fs::exists(state_path(*explicit_name))) throw std::runtime_error("no testbed \"" + *explicit_name + "\" is up");
+    if (!fs::exists(state_path(*explicit_name)))
+      throw std::runtime_error("no testbed \"" + *explicit_name + "\" is up");
     return *explicit_name;
   }
   if (const char* env = std::getenv("WANLAB_TESTBED"); env && *env) {
     check_testbed_name(env, "$WANLAB_TESTBED");
-    if (!fs::exists(state_path(env))) throw std::runtime_error(fmt::format("no testbed \"{}\" is up ($WANLAB_TESTBED)", env));
+    if (!fs::exists(state_path(env)))
+      throw std::runtime_error(fmt::format("no testbed \"{}\" is up ($WANLAB_TESTBED)", env));
     return env;
   }
   const auto found = testbeds_found();

@@ -77,7 +77,8 @@ std::string format_measured(const VerifyRow& row) {
 const Host& first_host(const TestbedState& state, int dc) {
   for (const auto& host : state.hosts)
     if (host.dc_index == dc) return host;
-  throw std::runtime_error(fmt::format("{}: DC {} has no hosts", state.name, state.dcs.at(static_cast<std::size_t>(dc))));
+  throw std::runtime_error(
+      fmt::format("{}: DC {} has no hosts", state.name, state.dcs.at(static_cast<std::size_t>(dc))));
 }
 
 Endpoint endpoint(const Host& host) { return {host.netns, host.ipv4}; }
@@ -91,8 +92,8 @@ Scenario configured_for(const TestbedState& state, const std::function<Scenario(
     std::string ours, theirs;
     for (const auto& dc : names) ours += (ours.empty() ? "" : ", ") + dc;
     for (const auto& dc : state.dcs) theirs += (theirs.empty() ? "" : ", ") + dc;
-    throw std::runtime_error(fmt::format("{}: its DCs ({}) are not those of testbed {} ({})", scenario.path, ours,
-                                         state.name, theirs));
+    throw std::runtime_error(
+        fmt::format("{}: its DCs ({}) are not those of testbed {} ({})", scenario.path, ours, state.name, theirs));
   }
   return scenario;
 }
@@ -153,7 +154,8 @@ class Schedules {
     }
     view.pair.rate_bps = first.config.rate_bps;
     view.pair.delay_ns = first.config.delay_ns;
-    if (pair.loss_model == LossModel::bernoulli) view.pair.loss = static_cast<double>(first.config.loss_p32) / 4294967296.0;
+    if (pair.loss_model == LossModel::bernoulli)
+      view.pair.loss = static_cast<double>(first.config.loss_p32) / 4294967296.0;
     view.step = "the schedule's step now";
     return view;
   }
@@ -199,15 +201,16 @@ VerifyRow verify_rtt(const TestbedState& state, const std::function<Scenario()>&
     }
     row.measured = plan.use_mean ? mean(rtts) : median(rtts);
     row.allowed = rtt_range(plan, options, rtts.size());
-    if (const std::string& step = !there_now.step.empty() ? there_now.step : back_now.step; !step.empty()) row.how += "; " + step;
+    if (const std::string& step = !there_now.step.empty() ? there_now.step : back_now.step; !step.empty())
+      row.how += "; " + step;
   });
   const Scenario after = configured_for(state, configured);
   if (!same_settings(there, after.pair(a, b)) || !same_settings(back, after.pair(b, a))) row.problem = kChanged;
   return row;
 }
 
-VerifyRow verify_goodput(const TestbedState& state, const std::function<Scenario()>& configured, const Schedules& schedules,
-                         const VerifyOptions& options, int src, int dst) {
+VerifyRow verify_goodput(const TestbedState& state, const std::function<Scenario()>& configured,
+                         const Schedules& schedules, const VerifyOptions& options, int src, int dst) {
   const Scenario before = configured_for(state, configured);
   const PairParams configured_pair = before.pair(src, dst);
   // The measurement's length (its warm-up follows the RTT, which a step may change).
@@ -281,8 +284,8 @@ double mean_loss(const PairParams& pair) {
 
 RttPlan plan_rtt(const PairParams& there, const PairParams& back) {
   RttPlan plan;
-  plan.expected_ms = mean_latency_ms(there) + mean_latency_ms(back) + probe_serialization_ms(there) +
-                     probe_serialization_ms(back);
+  plan.expected_ms =
+      mean_latency_ms(there) + mean_latency_ms(back) + probe_serialization_ms(there) + probe_serialization_ms(back);
   const double jitter_there = ms(there.jitter_ns), jitter_back = ms(back.jitter_ns);
   // A uniform in [-j, j] has variance j^2 / 3 (less where it is clamped at 0).
   plan.spread_ms = std::sqrt((jitter_there * jitter_there + jitter_back * jitter_back) / 3);
@@ -292,7 +295,8 @@ RttPlan plan_rtt(const PairParams& there, const PairParams& back) {
   plan.answer_probability = (1 - mean_loss(there)) * (1 - mean_loss(back));
   plan.measurable = plan.answer_probability >= kMinAnswerShare;
   const int wanted = plan.use_mean ? kMeanProbes : kMedianProbes;
-  plan.probes = plan.measurable ? std::min(kMaxProbes, static_cast<int>(std::ceil(wanted / plan.answer_probability))) : 0;
+  plan.probes =
+      plan.measurable ? std::min(kMaxProbes, static_cast<int>(std::ceil(wanted / plan.answer_probability))) : 0;
   return plan;
 }
 
@@ -320,7 +324,8 @@ GoodputPlan plan_goodput(const PairParams& pair, const HostSettings& host, doubl
   // Streams enough to fill the link; with only a per-flow cap, two or more
   // (whether each stream is capped shows only with several).
   const double target = std::isinf(rate) ? 2 * flow : rate;
-  plan.streams = std::isinf(per_stream) ? 1 : std::clamp(static_cast<int>(std::ceil(1.25 * target / per_stream)), 1, kMaxStreams);
+  plan.streams =
+      std::isinf(per_stream) ? 1 : std::clamp(static_cast<int>(std::ceil(1.25 * target / per_stream)), 1, kMaxStreams);
   const double shaped = std::min(rate, plan.streams * flow);
   plan.ceiling_bps = shaped * kPayloadShare;
   const std::uint64_t rtt_ns = static_cast<std::uint64_t>(rtt_ms * 1e6);
@@ -347,8 +352,8 @@ Range goodput_range(const GoodputPlan& plan, const VerifyOptions& options) {
 }
 
 std::string verify_table_header() {
-  return fmt::format("{:<16} {:<7} {:>12} {:>13} {:>21}  {:<6} {}", "PAIR", "CHECK", "CONFIGURED", "MEASURED", "ALLOWED",
-                     "RESULT", "HOW");
+  return fmt::format("{:<16} {:<7} {:>12} {:>13} {:>21}  {:<6} {}", "PAIR", "CHECK", "CONFIGURED", "MEASURED",
+                     "ALLOWED", "RESULT", "HOW");
 }
 
 std::string format_verify_row(const VerifyRow& row) {
@@ -362,8 +367,8 @@ std::string describe_failure(const VerifyRow& row, const VerifyOptions& options)
   if (!row.problem.empty()) return fmt::format("{} {}: {}", row.pair, name(row.check), row.problem);
   std::string why = fmt::format("tolerance {}", units::format_percent(options.tolerance));
   if (row.check == VerifyRow::Check::rtt) why += " + slack " + units::format_time(options.slack_ns);
-  return fmt::format("{} {}: measured {}, configured {}; allowed {} ({})", row.pair, name(row.check), format_measured(row),
-                     row.configured, format_range(row.check, row.allowed), why);
+  return fmt::format("{} {}: measured {}, configured {}; allowed {} ({})", row.pair, name(row.check),
+                     format_measured(row), row.configured, format_range(row.check, row.allowed), why);
 }
 
 bool VerifyResult::passed() const {
@@ -373,9 +378,10 @@ bool VerifyResult::passed() const {
 VerifyResult verify_testbed(const TestbedState& state, const std::function<Scenario()>& configured,
                             const VerifyOptions& options, const std::function<void(const VerifyRow&)>& on_row) {
   if (state.kind == TestbedKind::attached)
-    throw std::runtime_error(fmt::format("testbed {} is attached to {}: it has no hosts of its own to measure between "
-                                         "(verify measures testbeds made by wanlab up)",
-                                         state.name, state.dev));
+    throw std::runtime_error(
+        fmt::format("testbed {} is attached to {}: it has no hosts of its own to measure between "
+                    "(verify measures testbeds made by wanlab up)",
+                    state.name, state.dev));
   configured_for(state, configured);  // the DCs match before anything is measured
   base::InterruptGuard interrupts;
   VerifyResult result;

@@ -2,7 +2,8 @@
 // experiment, through parse_experiment (what load_experiment, and so
 // `wanlab train`, uses). Parsed, or an ExperimentError of one line; nothing
 // else (base/fuzz/parser_fuzz.hpp).
-//   build-fuzz/harness/experiment_fuzzer NEW_DIR tests/data/experiment-corpus scenarios/experiments -dict=tests/data/experiment.dict
+//   build-fuzz/harness/experiment_fuzzer NEW_DIR tests/data/experiment-corpus scenarios/experiments
+//   -dict=tests/data/experiment.dict
 #include "parser_fuzz.hpp"
 #include "wanlab/harness/experiment.hpp"
 

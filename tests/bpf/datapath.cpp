@@ -29,8 +29,7 @@ constexpr std::uint64_t kMs = 1'000'000;
 std::uint64_t monotonic_ns() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000 +
-         static_cast<std::uint64_t>(ts.tv_nsec);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
 // A private bpffs on a fresh temporary directory, gone with everything
@@ -75,16 +74,13 @@ std::string error_of(F&& f) {
   return {};
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // 10.0.0.1 -> 10.1.0.1 over UDP, 100 bytes.
 std::vector<std::uint8_t> packet_0_to_1() {
-  std::vector<std::uint8_t> out{0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x08, 0x00,
-                                0x45, 0, 0, 86, 0, 1, 0x40, 0, 64, 17, 0, 0,
-                                10, 0, 0, 1, 10, 1, 0, 1,
-                                0x0f, 0xa0, 0x13, 0x88, 0, 66, 0, 0};
+  std::vector<std::uint8_t> out{0x02, 0, 0,  0,  0, 2, 0x02, 0,    0,    0,    0, 1,  0x08, 0x00,
+                                0x45, 0, 0,  86, 0, 1, 0x40, 0,    64,   17,   0, 0,  10,   0,
+                                0,    1, 10, 1,  0, 1, 0x0f, 0xa0, 0x13, 0x88, 0, 66, 0,    0};
   out.resize(100, 0xab);
   return out;
 }
@@ -148,10 +144,8 @@ BOOST_AUTO_TEST_CASE(load_sizes_pair_maps_and_starts_disabled) {
 BOOST_AUTO_TEST_CASE(load_rejects_bad_arguments_with_a_message) {
   BOOST_TEST(contains(error_of<std::invalid_argument>([] { Datapath::load(0, WANLAB_RELEASE_FQ); }),
                       "0 DCs, expected 1..128"));
-  BOOST_TEST(contains(error_of<std::invalid_argument>([] { Datapath::load(129, WANLAB_RELEASE_FQ); }),
-                      "129 DCs"));
-  BOOST_TEST(contains(error_of<std::invalid_argument>(
-                          [] { Datapath::load(2, static_cast<wanlab_release_mode>(7)); }),
+  BOOST_TEST(contains(error_of<std::invalid_argument>([] { Datapath::load(129, WANLAB_RELEASE_FQ); }), "129 DCs"));
+  BOOST_TEST(contains(error_of<std::invalid_argument>([] { Datapath::load(2, static_cast<wanlab_release_mode>(7)); }),
                       "release mode 7"));
 }
 
@@ -217,16 +211,15 @@ BOOST_AUTO_TEST_CASE(index_and_config_errors_name_the_pair) {
 
 BOOST_AUTO_TEST_CASE(prefix_errors_name_the_prefix) {
   Datapath datapath = Datapath::load(2, WANLAB_RELEASE_FQ);
-  BOOST_TEST(error_of<std::invalid_argument>(
-                 [&] { datapath.set_dc_prefix_v4(0x0a010000, 33, 0); }) ==
+  BOOST_TEST(error_of<std::invalid_argument>([&] { datapath.set_dc_prefix_v4(0x0a010000, 33, 0); }) ==
              "DC prefix 10.1.0.0/33: prefix length out of range 0..32");
   BOOST_TEST(error_of<std::out_of_range>([&] { datapath.set_dc_prefix_v4(0x0a010000, 16, 2); }) ==
              "DC prefix 10.1.0.0/16: DC 2 out of range 0..1");
   std::array<std::uint8_t, 16> v6{0x20, 0x01, 0x0d, 0xb8};
   BOOST_TEST(error_of<std::invalid_argument>([&] { datapath.set_dc_prefix_v6(v6, 129, 0); }) ==
              "DC prefix 2001:db8::/129: prefix length out of range 0..128");
-  BOOST_TEST(contains(error_of<std::out_of_range>([&] { datapath.set_dc_prefix_v6(v6, 32, -1); }),
-                      "DC -1 out of range"));
+  BOOST_TEST(
+      contains(error_of<std::out_of_range>([&] { datapath.set_dc_prefix_v6(v6, 32, -1); }), "DC -1 out of range"));
 }
 
 BOOST_AUTO_TEST_CASE(pair_config_round_trips) {
@@ -280,8 +273,7 @@ BOOST_AUTO_TEST_CASE(pinned_maps_reopen_in_another_handle) {
   Datapath loaded = two_dcs();
   loaded.pin(bpffs.dir());
   for (const char* name :
-       {"dc_of_v4", "dc_of_v6", "pair_config", "pair_state", "pair_stats", "flow_state",
-        "wanlab_tc"}) {
+       {"dc_of_v4", "dc_of_v6", "pair_config", "pair_state", "pair_stats", "flow_state", "wanlab_tc"}) {
     BOOST_TEST_INFO(name);
     BOOST_TEST(bpffs.exists(name));
   }
@@ -346,12 +338,10 @@ BOOST_AUTO_TEST_CASE(open_pinned_rejects_maps_of_another_layout) {
   BOOST_REQUIRE(bpf_obj_pin(wrong, bpffs.path("pair_config").c_str()) == 0);
   ::close(wrong);
   BOOST_TEST(error_of<std::runtime_error>([&] { Datapath::open_pinned(bpffs.dir()); }) ==
-             bpffs.path("pair_config") +
-                 ": value size 72, expected 80 (pinned by a different wanlab build?)");
+             bpffs.path("pair_config") + ": value size 72, expected 80 (pinned by a different wanlab build?)");
 }
 
 BOOST_AUTO_TEST_CASE(open_pinned_on_a_missing_directory_names_it) {
-  std::string error =
-      error_of<std::runtime_error>([] { Datapath::open_pinned("/nonexistent/wanlab"); });
+  std::string error = error_of<std::runtime_error>([] { Datapath::open_pinned("/nonexistent/wanlab"); });
   BOOST_TEST(error == "opening pinned map /nonexistent/wanlab/dc_of_v4: No such file or directory");
 }

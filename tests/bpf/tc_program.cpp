@@ -37,8 +37,7 @@ constexpr int kDcs = 3;
 std::uint64_t monotonic_ns() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000 +
-         static_cast<std::uint64_t>(ts.tv_nsec);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
 // ---- packets -------------------------------------------------------------
@@ -81,7 +80,7 @@ Bytes l4_header(const Spec& spec) {
     out.push_back(static_cast<std::uint8_t>(((20 + spec.tcp_option_bytes) / 4) << 4));
     out.push_back(0x10);  // ACK
     put16(out, 65535);
-    out.insert(out.end(), 4, 0);                     // checksum, urgent
+    out.insert(out.end(), 4, 0);                      // checksum, urgent
     out.insert(out.end(), spec.tcp_option_bytes, 1);  // NOPs
   } else if (spec.proto == IPPROTO_UDP) {
     put16(out, spec.sport);
@@ -109,8 +108,7 @@ Bytes frame(const Spec& spec) {
   if (v6) {
     out.insert(out.end(), {0x60, 0, 0, 0});
     put16(out, static_cast<std::uint16_t>(l4.size()));
-    out.push_back(static_cast<std::uint8_t>(spec.proto == IPPROTO_ICMP ? IPPROTO_ICMPV6
-                                                                       : spec.proto));
+    out.push_back(static_cast<std::uint8_t>(spec.proto == IPPROTO_ICMP ? IPPROTO_ICMPV6 : spec.proto));
     out.push_back(64);
   } else {
     out.push_back(static_cast<std::uint8_t>(0x40 | (l3_len / 4)));
@@ -194,13 +192,12 @@ std::array<std::uint8_t, 16> v6(const std::string& text) {
 struct ThreeDcs {
   Datapath datapath;
 
-  explicit ThreeDcs(wanlab_release_mode mode = WANLAB_RELEASE_FQ)
-      : datapath(Datapath::load(kDcs, mode)) {
+  explicit ThreeDcs(wanlab_release_mode mode = WANLAB_RELEASE_FQ) : datapath(Datapath::load(kDcs, mode)) {
     for (int dc = 0; dc < kDcs; ++dc) {
       datapath.set_dc_prefix_v4(0x0a000000u | static_cast<std::uint32_t>(dc) << 16, 16, dc);
       datapath.set_dc_prefix_v6(v6("2001:db8:" + std::to_string(dc) + "::"), 48, dc);
     }
-    datapath.set_dc_prefix_v4(0x0a010500u, 24, 2);     // 10.1.5.0/24 in DC 2
+    datapath.set_dc_prefix_v4(0x0a010500u, 24, 2);            // 10.1.5.0/24 in DC 2
     datapath.set_dc_prefix_v6(v6("2001:db8:1:ff::"), 64, 0);  // in DC 0
   }
 
@@ -223,16 +220,13 @@ Spec udp(const std::string& src, const std::string& dst, std::size_t frame_len =
   return spec;
 }
 
-Spec tcp(const std::string& src, const std::string& dst, std::uint16_t sport = 4000,
-         std::size_t frame_len = 100) {
+Spec tcp(const std::string& src, const std::string& dst, std::uint16_t sport = 4000, std::size_t frame_len = 100) {
   Spec spec{src, dst, IPPROTO_TCP, sport};
   spec.frame_len = frame_len;
   return spec;
 }
 
-bool within(std::uint64_t value, std::uint64_t low, std::uint64_t high) {
-  return value >= low && value <= high;
-}
+bool within(std::uint64_t value, std::uint64_t low, std::uint64_t high) { return value >= low && value <= high; }
 
 }  // namespace
 
@@ -266,14 +260,12 @@ BOOST_AUTO_TEST_CASE(packets_are_classified_by_longest_prefix_or_left_untouched)
   const ClassifyCase cases[] = {
       {"IPv4 UDP, DC 0 to DC 1", spec(udp("10.0.0.5", "10.1.0.7")), std::pair{0, 1}},
       {"IPv4 TCP, DC 1 to DC 0", spec(tcp("10.1.200.1", "10.0.3.3")), std::pair{1, 0}},
-      {"IPv4 /24 inside DC 1's /16 belongs to DC 2", spec(udp("10.1.5.9", "10.0.0.1")),
-       std::pair{2, 0}},
+      {"IPv4 /24 inside DC 1's /16 belongs to DC 2", spec(udp("10.1.5.9", "10.0.0.1")), std::pair{2, 0}},
       {"IPv4 ICMP is classified by address", spec(icmp), std::pair{2, 1}},
       {"IPv4 within one DC", spec(udp("10.0.0.1", "10.0.0.2")), std::pair{0, 0}},
       {"IPv6 TCP, DC 0 to DC 1", spec(tcp("2001:db8::1", "2001:db8:1::1")), std::pair{0, 1}},
       {"IPv6 UDP, DC 2 to DC 0", spec(udp("2001:db8:2::5", "2001:db8::9")), std::pair{2, 0}},
-      {"IPv6 /64 inside DC 1's /48 belongs to DC 0",
-       spec(udp("2001:db8:1:ff::1", "2001:db8:2::1")), std::pair{0, 2}},
+      {"IPv6 /64 inside DC 1's /48 belongs to DC 0", spec(udp("2001:db8:1:ff::1", "2001:db8:2::1")), std::pair{0, 2}},
       {"IPv4 source in no DC", spec(udp("192.168.1.1", "10.0.0.1")), std::nullopt},
       {"IPv4 destination in no DC", spec(udp("10.0.0.1", "8.8.8.8")), std::nullopt},
       {"IPv6 outside every prefix", spec(udp("2001:db9::1", "2001:db8::1")), std::nullopt},
@@ -333,8 +325,7 @@ BOOST_AUTO_TEST_CASE(backlogged_train_departs_one_serialization_time_apart) {
   std::vector<Outcome> train;
   for (int i = 0; i < 20; ++i) train.push_back(run(dcs.datapath, packet));
 
-  BOOST_TEST(within(train[0].tstamp, train[0].before + tx + 25 * kMs,
-                    train[0].after + tx + 25 * kMs));
+  BOOST_TEST(within(train[0].tstamp, train[0].before + tx + 25 * kMs, train[0].after + tx + 25 * kMs));
   for (std::size_t i = 1; i < train.size(); ++i) {
     BOOST_TEST_INFO("packet " << i);
     BOOST_TEST(train[i].tstamp - train[i - 1].tstamp == tx);
@@ -414,8 +405,7 @@ BOOST_AUTO_TEST_CASE(queue_overflow_drops_are_counted) {
   BOOST_TEST(stats.drops[WANLAB_DROP_LOSS] == 0u);
   // Drops took no link time: the link holds exactly the 7 that passed.
   wanlab_pair_state state = dcs.datapath.state(1, 0);
-  BOOST_TEST(within(state.next_free_ns - 7 * 800 * kMs, monotonic_ns() - 1'000 * kMs,
-                    monotonic_ns()));
+  BOOST_TEST(within(state.next_free_ns - 7 * 800 * kMs, monotonic_ns() - 1'000 * kMs, monotonic_ns()));
 }
 
 // ---- loss ---------------------------------------------------------------
@@ -472,10 +462,8 @@ BOOST_AUTO_TEST_CASE(gilbert_elliott_model_is_selected_by_the_config) {
   config.loss_model = WANLAB_LOSS_GILBERT_ELLIOTT;
   dcs.datapath.set_pair(1, 0, config);
   for (int i = 0; i < 100; ++i) {
-    BOOST_TEST_REQUIRE(run(dcs.datapath, frame(udp("10.0.0.1", "10.1.0.1"))).verdict ==
-                       TC_ACT_SHOT);
-    BOOST_TEST_REQUIRE(run(dcs.datapath, frame(udp("10.1.0.1", "10.0.0.1"))).verdict ==
-                       TC_ACT_OK);
+    BOOST_TEST_REQUIRE(run(dcs.datapath, frame(udp("10.0.0.1", "10.1.0.1"))).verdict == TC_ACT_SHOT);
+    BOOST_TEST_REQUIRE(run(dcs.datapath, frame(udp("10.1.0.1", "10.0.0.1"))).verdict == TC_ACT_OK);
   }
   BOOST_TEST(dcs.datapath.state(1, 0).ge_bad == 1u);
   BOOST_TEST(dcs.stats(0, 1).drops[WANLAB_DROP_LOSS] == 100u);
@@ -499,16 +487,13 @@ BOOST_AUTO_TEST_CASE(flow_cap_spaces_each_flow_at_the_flow_rate) {
   for (auto* flow : {&flow_a, &flow_b}) {
     const auto& first = flow->front();
     // The flow cap, not the link (0.8 ms for all 20), decides.
-    BOOST_TEST(within(first.tstamp, first.before + flow_tx + 5 * kMs,
-                      first.after + flow_tx + 5 * kMs));
-    for (std::size_t i = 1; i < flow->size(); ++i)
-      BOOST_TEST((*flow)[i].tstamp - (*flow)[i - 1].tstamp == flow_tx);
+    BOOST_TEST(within(first.tstamp, first.before + flow_tx + 5 * kMs, first.after + flow_tx + 5 * kMs));
+    for (std::size_t i = 1; i < flow->size(); ++i) BOOST_TEST((*flow)[i].tstamp - (*flow)[i - 1].tstamp == flow_tx);
   }
 
   // Same ports over UDP is another flow; ICMP has no flow and no cap.
   Outcome udp_out = run(dcs.datapath, frame(udp("10.0.0.1", "10.1.0.1", 1000)));
-  BOOST_TEST(within(udp_out.tstamp, udp_out.before + flow_tx + 5 * kMs,
-                    udp_out.after + flow_tx + 5 * kMs));
+  BOOST_TEST(within(udp_out.tstamp, udp_out.before + flow_tx + 5 * kMs, udp_out.after + flow_tx + 5 * kMs));
   Spec icmp{"10.0.0.1", "10.1.0.1", IPPROTO_ICMP};
   icmp.frame_len = 1000;
   Outcome icmp_out = run(dcs.datapath, frame(icmp));
@@ -534,10 +519,8 @@ BOOST_AUTO_TEST_CASE(gso_packets_are_charged_every_segment_header) {
   };
   const GsoCase cases[] = {
       {"IPv4 TCP", tcp("10.0.0.1", "10.1.0.1", 1, 54 + 3 * 1000), 3, 54},
-      {"IPv4 TCP with timestamps", with(tcp("10.0.0.1", "10.1.0.1", 1, 66 + 2 * 1448), 12, 0),
-       2, 66},
-      {"IPv4 with options, UDP", with(udp("10.0.0.1", "10.1.0.1", 46 + 4 * 700), 0, 4), 4,
-       46},
+      {"IPv4 TCP with timestamps", with(tcp("10.0.0.1", "10.1.0.1", 1, 66 + 2 * 1448), 12, 0), 2, 66},
+      {"IPv4 with options, UDP", with(udp("10.0.0.1", "10.1.0.1", 46 + 4 * 700), 0, 4), 4, 46},
       {"IPv6 TCP", tcp("2001:db8::1", "2001:db8:1::1", 1, 74 + 2 * 1400), 2, 74},
       {"IPv6 UDP", udp("2001:db8::1", "2001:db8:1::1", 62 + 3 * 1000), 3, 62},
   };
@@ -547,8 +530,7 @@ BOOST_AUTO_TEST_CASE(gso_packets_are_charged_every_segment_header) {
       dcs.datapath.set_pair(0, 1, link(1 * kMbit));
       Bytes packet = frame(c.spec);
       std::uint64_t wire = packet.size() + (c.segments - 1) * c.header_len;
-      std::uint32_t gso_size = static_cast<std::uint32_t>(packet.size() - c.header_len) /
-                               c.segments;
+      std::uint32_t gso_size = static_cast<std::uint32_t>(packet.size() - c.header_len) / c.segments;
       // A plain packet first keeps the link busy: the GSO packet's departure
       // then follows it by exactly its own serialization time.
       Outcome plain = run(dcs.datapath, frame(udp("10.0.0.1", "10.1.0.1", 1000)));
@@ -587,8 +569,8 @@ BOOST_AUTO_TEST_CASE(nfqueue_mode_holds_nothing_that_is_due_now) {
   BOOST_TEST(run(dcs.datapath, frame(udp("10.1.0.1", "10.0.0.1")), in).mark == in.mark);
   Outcome held = run(dcs.datapath, frame(udp("10.0.0.1", "10.2.0.1", 1000)), in);
   BOOST_TEST((held.mark & WANLAB_MARK_HOLD) != 0u);
-  BOOST_TEST(within(wanlab_edt_mark_depart_ns(held.mark, held.after),
-                    (held.before + 8 * kMs) / 1000 * 1000, held.after + 8 * kMs));
+  BOOST_TEST(within(wanlab_edt_mark_depart_ns(held.mark, held.after), (held.before + 8 * kMs) / 1000 * 1000,
+                    held.after + 8 * kMs));
   BOOST_TEST(dcs.stats(0, 1).packets == 1u);  // counted though not held
 }
 
@@ -635,8 +617,7 @@ BOOST_AUTO_TEST_CASE(two_cpus_at_once_lose_no_link_time) {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
   BOOST_REQUIRE(sched_getaffinity(0, sizeof(allowed), &allowed) == 0);
-  BOOST_REQUIRE_MESSAGE(CPU_ISSET(0, &allowed) && CPU_ISSET(1, &allowed),
-                        "this test needs CPUs 0 and 1");
+  BOOST_REQUIRE_MESSAGE(CPU_ISSET(0, &allowed) && CPU_ISSET(1, &allowed), "this test needs CPUs 0 and 1");
 
   ThreeDcs dcs;
   // 100 bytes at 100 bit/s: 8 s per packet, so the link stays backlogged
@@ -654,8 +635,7 @@ BOOST_AUTO_TEST_CASE(two_cpus_at_once_lose_no_link_time) {
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(cpu, &one);
-    if (pthread_setaffinity_np(pthread_self(), sizeof(one), &one) != 0 || sched_getcpu() != cpu)
-      ++failures;
+    if (pthread_setaffinity_np(pthread_self(), sizeof(one), &one) != 0 || sched_getcpu() != cpu) ++failures;
     ++ready;
     while (ready < 2) {
     }
@@ -665,8 +645,7 @@ BOOST_AUTO_TEST_CASE(two_cpus_at_once_lose_no_link_time) {
       opts.data_in = packet.data();
       opts.data_size_in = static_cast<__u32>(packet.size());
       opts.repeat = kBatch;
-      if (bpf_prog_test_run_opts(dcs.datapath.program_fd(), &opts) != 0 || opts.retval != 0)
-        ++failures;
+      if (bpf_prog_test_run_opts(dcs.datapath.program_fd(), &opts) != 0 || opts.retval != 0) ++failures;
     }
   };
   std::thread cpu0(sender, 0), cpu1(sender, 1);

@@ -41,8 +41,7 @@ hosts = 1
 
 // Brings a testbed up through the CLI and always takes it down.
 struct Testbed {
-  explicit Testbed(const std::string& text, const std::vector<std::string>& extra = {})
-      : file("itest", text) {
+  explicit Testbed(const std::string& text, const std::vector<std::string>& extra = {}) : file("itest", text) {
     std::vector<std::string> args{"up", file.path(), "--quiet", "--release", test::release_choice()};
     args.insert(args.end(), extra.begin(), extra.end());
     const auto up = test::wanlab(args);
@@ -103,13 +102,15 @@ BOOST_AUTO_TEST_CASE(set_changes_rtt_live_and_stats_show_drops) {
   BOOST_TEST(rtt <= test::rtt_upper_ms(80.0));
 
   // Loss: 20% each way loses about 36% of echoes.
-  BOOST_TEST_REQUIRE(test::wanlab({"set", "east", "west", "--loss", "20%", "--delay", "1ms", "--testbed", "itest"}).status == 0);
+  BOOST_TEST_REQUIRE(
+      test::wanlab({"set", "east", "west", "--loss", "20%", "--delay", "1ms", "--testbed", "itest"}).status == 0);
   const auto survived = em::measure_rtt_ms(bed.endpoint("east-0"), bed.endpoint("west-0"), 200, 1);
   BOOST_TEST(survived.size() > 90u);
   BOOST_TEST(survived.size() < 170u);
 
   // Overflow: a 2 ms queue at 100 Mbit/s cannot hold TCP's bursts.
-  BOOST_TEST_REQUIRE(test::wanlab({"set", "east", "west", "--loss", "0%", "--queue", "2ms", "--testbed", "itest"}).status == 0);
+  BOOST_TEST_REQUIRE(
+      test::wanlab({"set", "east", "west", "--loss", "0%", "--queue", "2ms", "--testbed", "itest"}).status == 0);
   em::GoodputOptions options;
   options.seconds = 1;
   options.warmup_seconds = 0;
@@ -126,12 +127,14 @@ BOOST_AUTO_TEST_CASE(set_changes_rtt_live_and_stats_show_drops) {
   // Gilbert-Elliott through `set` (every link key is an option): P(good -> bad)
   // 100% and --ge-r 0% keep the pair in the bad state, which loses everything;
   // with the built-in ge_r of 100% every other packet would come through.
-  const auto ge = test::wanlab({"set", "east", "west", "--queue", "1bdp", "--loss-model", "gilbert-elliott", "--loss", "100%",
-                                "--ge-r", "0%", "--ge-bad-loss", "100%", "--ge-good-loss", "0%", "--testbed", "itest"});
+  const auto ge =
+      test::wanlab({"set", "east", "west", "--queue", "1bdp", "--loss-model", "gilbert-elliott", "--loss", "100%",
+                    "--ge-r", "0%", "--ge-bad-loss", "100%", "--ge-good-loss", "0%", "--testbed", "itest"});
   BOOST_TEST_REQUIRE(ge.status == 0, ge.output);
   BOOST_TEST(em::measure_rtt_ms(bed.endpoint("east-0"), bed.endpoint("west-0"), 20, 1).empty());
   BOOST_TEST_REQUIRE(test::wanlab({"set", "east", "west", "--ge-r", "100%", "--loss-model", "bernoulli", "--loss", "0%",
-                                   "--testbed", "itest"}).status == 0);
+                                   "--testbed", "itest"})
+                         .status == 0);
   BOOST_TEST(em::measure_rtt_ms(bed.endpoint("east-0"), bed.endpoint("west-0"), 20, 1).size() == 20u);
 }
 
@@ -143,11 +146,12 @@ BOOST_AUTO_TEST_CASE(set_drops_overridden_changes_and_keeps_the_settings_of_all)
   em::Scenario every = em::load_scenario(bed.file.path());
   for (int round = 0; round < 30; ++round) {
     const std::string n = std::to_string(round % 7 + 1);
-    const std::vector<std::vector<std::string>> sets = {{"east", "west", "--rate", n + "0mbit", "--delay", n + "ms"},
-                                                        {"west", "east", "--delay", n + "3ms", "--one-way"},
-                                                        {"east", "west", "--loss", n + "%"},
-                                                        {"east", "west", "--rate", n + "5mbit", "--jitter", n + "00us", "--one-way"},
-                                                        {"east", "west", "--queue", n + "0ms"}};
+    const std::vector<std::vector<std::string>> sets = {
+        {"east", "west", "--rate", n + "0mbit", "--delay", n + "ms"},
+        {"west", "east", "--delay", n + "3ms", "--one-way"},
+        {"east", "west", "--loss", n + "%"},
+        {"east", "west", "--rate", n + "5mbit", "--jitter", n + "00us", "--one-way"},
+        {"east", "west", "--queue", n + "0ms"}};
     for (const auto& change : sets) {
       std::vector<std::string> args = {"set", "--testbed", "itest"};
       args.insert(args.end(), change.begin(), change.end());
@@ -157,14 +161,16 @@ BOOST_AUTO_TEST_CASE(set_drops_overridden_changes_and_keeps_the_settings_of_all)
       spec.from = change[0];
       spec.to = change[1];
       spec.symmetric = change.back() != "--one-way";
-      for (std::size_t i = 2; i + 1 < change.size(); i += 2) spec.params = em::parse_link_option(spec.params, change[i].substr(2), change[i + 1]);
+      for (std::size_t i = 2; i + 1 < change.size(); i += 2)
+        spec.params = em::parse_link_option(spec.params, change[i].substr(2), change[i + 1]);
       every.links.push_back(spec);
     }
   }
   // Left: the last round's five changes, each still the latest for something.
   const std::string changes = base::read_regular_file(em::run_dir("itest") + "/changes.toml");
   std::size_t entries = 0;
-  for (std::size_t at = changes.find("[[change]]"); at != std::string::npos; at = changes.find("[[change]]", at + 1)) ++entries;
+  for (std::size_t at = changes.find("[[change]]"); at != std::string::npos; at = changes.find("[[change]]", at + 1))
+    ++entries;
   BOOST_TEST(entries == 5u, changes);
   const em::Scenario now = em::current_scenario(bed.state);
   for (const auto& [src, dst] : {std::pair{0, 1}, std::pair{1, 0}}) {
@@ -195,12 +201,14 @@ delay = "5ms"
   BOOST_TEST(after >= 10.0);
   BOOST_TEST(after <= test::rtt_upper_ms(10.0));
 
-  const auto cc = test::wanlab({"exec", "west-0", "--testbed", "itest", "--", "cat", "/proc/sys/net/ipv4/tcp_congestion_control"});
+  const auto cc =
+      test::wanlab({"exec", "west-0", "--testbed", "itest", "--", "cat", "/proc/sys/net/ipv4/tcp_congestion_control"});
   BOOST_TEST(cc.status == 0);
   BOOST_TEST(cc.output == "cubic\n");
   const auto wmem = test::wanlab({"exec", "west-0", "--testbed", "itest", "--", "cat", "/proc/sys/net/ipv4/tcp_wmem"});
   BOOST_TEST(wmem.output.find("8388608") != std::string::npos, wmem.output);
-  const auto idle = test::wanlab({"exec", "west-0", "--testbed", "itest", "--", "cat", "/proc/sys/net/ipv4/tcp_slow_start_after_idle"});
+  const auto idle = test::wanlab(
+      {"exec", "west-0", "--testbed", "itest", "--", "cat", "/proc/sys/net/ipv4/tcp_slow_start_after_idle"});
   BOOST_TEST(idle.output == "0\n", idle.output);
 }
 
@@ -219,9 +227,11 @@ BOOST_AUTO_TEST_CASE(hosts_json_lists_every_host) {
 BOOST_AUTO_TEST_CASE(run_returns_the_command_exit_code_and_cleans_up) {
   test::ScenarioFile file("itest", kTwoDc);
   const int programs_before = test::wanlab_programs_loaded();
-  const auto ok = test::wanlab({"run", file.path(), "--quiet", "--release", test::release_choice(), "--", test::wanlab_bin(), "exec", "east-0", "--", "true"});
+  const auto ok = test::wanlab({"run", file.path(), "--quiet", "--release", test::release_choice(), "--",
+                                test::wanlab_bin(), "exec", "east-0", "--", "true"});
   BOOST_TEST(ok.status == 0, ok.output);
-  const auto seven = test::wanlab({"run", file.path(), "--quiet", "--release", test::release_choice(), "--", "sh", "-c", "exit 7"});
+  const auto seven =
+      test::wanlab({"run", file.path(), "--quiet", "--release", test::release_choice(), "--", "sh", "-c", "exit 7"});
   BOOST_TEST(seven.status == 7, seven.output);
   BOOST_TEST(test::leftovers("itest").empty(), test::leftovers("itest"));
   BOOST_TEST(test::eventually([&] { return test::wanlab_programs_loaded() <= programs_before; }));
@@ -273,7 +283,8 @@ BOOST_AUTO_TEST_CASE(killed_up_is_cleaned_by_down_and_interrupted_up_cleans_itse
 }
 
 BOOST_AUTO_TEST_CASE(bad_scenario_is_refused_with_its_position_and_creates_nothing) {
-  test::ScenarioFile file("itest", std::string(kTwoDc) + "\n[[link]]\nbetween = [\"east\", \"mars\"]\ndelay = \"5ms\"\n");
+  test::ScenarioFile file("itest",
+                          std::string(kTwoDc) + "\n[[link]]\nbetween = [\"east\", \"mars\"]\ndelay = \"5ms\"\n");
   const auto up = test::wanlab({"up", file.path()});
   BOOST_TEST(up.status == 1);
   BOOST_TEST(up.output.find(file.path() + ":") != std::string::npos, up.output);
@@ -314,7 +325,8 @@ BOOST_AUTO_TEST_CASE(fq_release_path_holds_the_rtt_with_sch_fq_and_is_refused_lo
 // Hosts are dual-stack; the program classifies IPv6 by the DCs' /64s.
 BOOST_AUTO_TEST_CASE(ipv6_is_emulated_like_ipv4) {
   Testbed bed(kTwoDc);
-  const auto ping = test::wanlab({"exec", "east-0", "--testbed", "itest", "--", "ping", "-6", "-U", "-n", "-q", "-c", "10", "-i", "0.05", "fd77:0:0:1::1"});
+  const auto ping = test::wanlab({"exec", "east-0", "--testbed", "itest", "--", "ping", "-6", "-U", "-n", "-q", "-c",
+                                  "10", "-i", "0.05", "fd77:0:0:1::1"});
   BOOST_TEST_REQUIRE(ping.status == 0, ping.output);
   const auto at = ping.output.find("rtt min/avg/max/mdev = ");
   BOOST_TEST_REQUIRE(at != std::string::npos, ping.output);

@@ -75,9 +75,10 @@ std::string in_ns(const std::string& ns, std::vector<std::string> command) {
 
 BOOST_AUTO_TEST_CASE(attach_shapes_existing_interfaces_and_down_removes_only_its_own) {
   UserHosts hosts;
-  BOOST_TEST_REQUIRE(test::run({"ip", "netns", "exec", "wltest-att-b", "iptables-legacy", "-t", "mangle", "-A", "PREROUTING",
-                                "-p", "udp", "--dport", "9", "-m", "comment", "--comment", "users-rule", "-j", "ACCEPT"})
-                         .status == 0);
+  BOOST_TEST_REQUIRE(
+      test::run({"ip", "netns", "exec", "wltest-att-b", "iptables-legacy", "-t", "mangle", "-A", "PREROUTING", "-p",
+                 "udp", "--dport", "9", "-m", "comment", "--comment", "users-rule", "-j", "ACCEPT"})
+          .status == 0);
   test::ScenarioFile file("itest-att", kScenario);
   const em::Endpoint a{"wltest-att-a", kAddrA}, b{"wltest-att-b", kAddrB};
   // The client's own clock: on the nfqueue path these interfaces hold what
@@ -87,10 +88,11 @@ BOOST_AUTO_TEST_CASE(attach_shapes_existing_interfaces_and_down_removes_only_its
 
   // Each end shapes one direction, so attach on both: with sch_fq (fq path)
   // what leaves the interface, without it (nfqueue path) what arrives on it.
-  const auto on_b = test::wanlab({"attach", "veth-b", file.path(), "--netns", "wltest-att-b", "--quiet", "--release", test::release_choice()});
+  const auto on_b = test::wanlab(
+      {"attach", "veth-b", file.path(), "--netns", "wltest-att-b", "--quiet", "--release", test::release_choice()});
   BOOST_TEST_REQUIRE(on_b.status == 0, on_b.output);
-  const auto on_a = test::wanlab({"attach", "veth-a", file.path(), "--netns", "wltest-att-a", "--name", "itest-att2", "--quiet",
-                                  "--release", test::release_choice()});
+  const auto on_a = test::wanlab({"attach", "veth-a", file.path(), "--netns", "wltest-att-a", "--name", "itest-att2",
+                                  "--quiet", "--release", test::release_choice()});
   BOOST_TEST_REQUIRE(on_a.status == 0, on_a.output);
   const double rtt = em::median(em::measure_rtt_ms(a, b, 20, 10, em::RttTiming::application));
   BOOST_TEST(rtt >= 40.0);
@@ -105,7 +107,8 @@ BOOST_AUTO_TEST_CASE(attach_shapes_existing_interfaces_and_down_removes_only_its
   const auto stats = test::wanlab({"stats", "--testbed", "itest-att2", "--json", "--interval", "0.1"});
   BOOST_TEST_REQUIRE(stats.status == 0, stats.output);
   const auto packets = [&](const std::string& from, const std::string& to) {
-    return test::json_number(test::json_object_with(stats.output, "\"from\": \"" + from + "\"", "\"to\": \"" + to + "\""), "packets");
+    return test::json_number(
+        test::json_object_with(stats.output, "\"from\": \"" + from + "\"", "\"to\": \"" + to + "\""), "packets");
   };
   BOOST_TEST(packets(shaped_from, shaped_to) >= 20, stats.output);
   BOOST_TEST(packets(shaped_to, shaped_from) <= 0, stats.output);
@@ -133,7 +136,8 @@ BOOST_AUTO_TEST_CASE(attach_refuses_bad_interfaces_and_leaves_nothing) {
   const auto wildcard = test::wanlab({"attach", "veth+", file.path(), "--netns", "wltest-att-b"});
   BOOST_TEST(wildcard.status == 1);
   BOOST_TEST(wildcard.output.find("expected 1-15 of") != std::string::npos, wildcard.output);
-  const auto private_mounts = test::run({"ip", "netns", "exec", "wltest-att-b", test::wanlab_bin(), "attach", "veth-b", file.path()});
+  const auto private_mounts =
+      test::run({"ip", "netns", "exec", "wltest-att-b", test::wanlab_bin(), "attach", "veth-b", file.path()});
   BOOST_TEST(private_mounts.status == 1);
   BOOST_TEST(private_mounts.output.find("--netns") != std::string::npos, private_mounts.output);
   BOOST_TEST(test::leftovers("itest-att").empty(), test::leftovers("itest-att"));
@@ -146,7 +150,8 @@ BOOST_AUTO_TEST_CASE(attach_refuses_bad_interfaces_and_leaves_nothing) {
 BOOST_AUTO_TEST_CASE(attach_over_a_configured_root_qdisc_refuses_on_fq_and_composes_on_nfqueue) {
   UserHosts hosts;
   test::ScenarioFile file("itest-att", kScenario);
-  const auto htb = test::run({"ip", "netns", "exec", "wltest-att-a", "tc", "qdisc", "add", "dev", "veth-a", "root", "handle", "5:", "htb", "default", "1"});
+  const auto htb = test::run({"ip", "netns", "exec", "wltest-att-a", "tc", "qdisc", "add", "dev", "veth-a", "root",
+                              "handle", "5:", "htb", "default", "1"});
   BOOST_TEST_REQUIRE(htb.status == 0, htb.output);
   {
     em::NetnsScope in_a("wltest-att-a");
@@ -159,7 +164,8 @@ BOOST_AUTO_TEST_CASE(attach_over_a_configured_root_qdisc_refuses_on_fq_and_compo
   }
   const std::string choice = test::release_choice();
   const bool fq = choice == "fq" || (choice == "auto" && test::kernel_has_sch_fq());
-  const auto attached = test::wanlab({"attach", "veth-a", file.path(), "--netns", "wltest-att-a", "--quiet", "--release", choice});
+  const auto attached =
+      test::wanlab({"attach", "veth-a", file.path(), "--netns", "wltest-att-a", "--quiet", "--release", choice});
   if (fq) {
     BOOST_TEST(attached.status == 1, attached.output);
     BOOST_TEST(attached.output.find("veth-a has a root qdisc already (htb 5:") != std::string::npos, attached.output);

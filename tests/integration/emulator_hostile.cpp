@@ -29,7 +29,8 @@ struct PrivateMounts {
   PrivateMounts() {
     // One thread here (fixtures run first), as unshare(CLONE_NEWNS) requires.
     if (::unshare(CLONE_NEWNS) != 0) throw std::runtime_error("unshare(CLONE_NEWNS) failed");
-    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) throw std::runtime_error("making / private failed");
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+      throw std::runtime_error("making / private failed");
     // The binary may live under /tmp (a checkout there): keep a copy in the new /run.
     const std::string binary = test::wanlab_bin();
     mount_tmpfs("/run");
@@ -70,9 +71,8 @@ bool one_line_with(const test::CliResult& result, const std::string& part) {
   while (!out.empty() && out.back() == '\n') out.pop_back();
   const auto newline = out.find('\n');
   const std::string first = out.substr(0, newline);
-  const bool rest_is_usage =
-      newline == std::string::npos ||
-      (out.compare(newline + 1, 13, "usage: wanlab") == 0 && out.find('\n', newline + 1) == std::string::npos);
+  const bool rest_is_usage = newline == std::string::npos || (out.compare(newline + 1, 13, "usage: wanlab") == 0 &&
+                                                              out.find('\n', newline + 1) == std::string::npos);
   return rest_is_usage && first.find(part) != std::string::npos;
 }
 
@@ -206,7 +206,8 @@ BOOST_AUTO_TEST_CASE(a_broken_changes_file_is_a_message_before_anything_changes)
 // Links planted where the daemon and `set` write; the targets stay untouched.
 BOOST_AUTO_TEST_CASE(root_writes_never_follow_planted_links) {
   Testbed bed("links");
-  for (const char* victim : {"/tmp/victim-stats-tmp", "/tmp/victim-stats", "/tmp/victim-changes-tmp", "/tmp/victim-changes"})
+  for (const char* victim :
+       {"/tmp/victim-stats-tmp", "/tmp/victim-stats", "/tmp/victim-changes-tmp", "/tmp/victim-changes"})
     write_text(victim, "keep\n");
   fs::create_symlink("/tmp/victim-stats-tmp", bed.dir() + "/releaser.toml.tmp");
   fs::remove(bed.dir() + "/releaser.toml");
@@ -220,7 +221,8 @@ BOOST_AUTO_TEST_CASE(root_writes_never_follow_planted_links) {
   const auto set = test::wanlab({"set", "east", "west", "--rate", "50mbit", "--testbed", "links"});
   BOOST_TEST(set.status == 0, set.output);
   std::this_thread::sleep_for(2500ms);  // the daemon publishes its statistics every second
-  for (const char* victim : {"/tmp/victim-stats-tmp", "/tmp/victim-stats", "/tmp/victim-changes-tmp", "/tmp/victim-changes"})
+  for (const char* victim :
+       {"/tmp/victim-stats-tmp", "/tmp/victim-stats", "/tmp/victim-changes-tmp", "/tmp/victim-changes"})
     BOOST_TEST(read_text(victim) == "keep\n", victim);
   BOOST_TEST(!fs::is_symlink(bed.dir() + "/changes.toml"));
   if (test::wanlab({"status"}).output.find("release path nfqueue") != std::string::npos) {
@@ -231,19 +233,23 @@ BOOST_AUTO_TEST_CASE(root_writes_never_follow_planted_links) {
 }
 
 BOOST_AUTO_TEST_CASE(event_times_never_wrap_to_the_past) {
-  const std::string wrapping = std::string(kScenario) + "[[event]]\nat = \"18446744073s\"\nbetween = [\"east\", \"west\"]\nrate = \"1mbit\"\n";
+  const std::string wrapping =
+      std::string(kScenario) + "[[event]]\nat = \"18446744073s\"\nbetween = [\"east\", \"west\"]\nrate = \"1mbit\"\n";
   test::ScenarioFile file("wrap", wrapping);
   const auto up = test::wanlab({"up", file.path(), "--quiet"});
   BOOST_TEST(up.status == 1);
-  BOOST_TEST(one_line_with(up, file.path() + ":10:6: event.at: expected a time like \"35ms\", got \"18446744073s\" (too large"),
+  BOOST_TEST(one_line_with(
+                 up, file.path() + ":10:6: event.at: expected a time like \"35ms\", got \"18446744073s\" (too large"),
              up.output);
   BOOST_TEST(entries("/run/wanlab") <= 1u);  // nothing of "hostile"
   BOOST_TEST(!fs::exists("/run/wanlab/hostile"));
 
   // The largest time is accepted and is simply never due.
-  Testbed far("far", std::string(kScenario) + "[[event]]\nat = \"9223372036s\"\nbetween = [\"east\", \"west\"]\nrate = \"1mbit\"\n");
+  Testbed far("far", std::string(kScenario) +
+                         "[[event]]\nat = \"9223372036s\"\nbetween = [\"east\", \"west\"]\nrate = \"1mbit\"\n");
   std::this_thread::sleep_for(1500ms);
-  BOOST_TEST(read_text(far.dir() + "/daemon.log").find("applied") == std::string::npos, read_text(far.dir() + "/daemon.log"));
+  BOOST_TEST(read_text(far.dir() + "/daemon.log").find("applied") == std::string::npos,
+             read_text(far.dir() + "/daemon.log"));
 }
 
 BOOST_AUTO_TEST_CASE(input_files_must_be_small_regular_files) {
@@ -258,7 +264,8 @@ BOOST_AUTO_TEST_CASE(input_files_must_be_small_regular_files) {
       {{"up", "/tmp/fifo.toml"}, "/tmp/fifo.toml: cannot read scenario: not a regular file (a FIFO)"},
       {{"up", "/tmp/huge.toml"}, "/tmp/huge.toml: cannot read scenario: 17.0 MiB is over the limit of 16.0 MiB"},
       {{"train", "/dev/zero"}, "/dev/zero: cannot read experiment: not a regular file (a character device)"},
-      {{"train", "/tmp/fifo.toml", "--simulate"}, "/tmp/fifo.toml: cannot read experiment: not a regular file (a FIFO)"},
+      {{"train", "/tmp/fifo.toml", "--simulate"},
+       "/tmp/fifo.toml: cannot read experiment: not a regular file (a FIFO)"},
       {{"compare", "/dev/zero"}, "/dev/zero: cannot read results: not a regular file (a character device)"},
   };
   for (const auto& c : cases) {
@@ -284,10 +291,12 @@ BOOST_AUTO_TEST_CASE(numbers_on_the_command_line_are_checked_before_anything_run
       {{"stats", "--interval", "1abc"}, "--interval: expected a number"},
       {{"stats", "--interval", "inf", "--watch"}, "--interval: expected a number"},
       {{"stats", "--interval", "0"}, "--interval: expected a number"},
-      {{"attach", "veth0", file.path(), "--queue-num", "x"}, "--queue-num: expected a whole number from 0 to 65535, got \"x\""},
+      {{"attach", "veth0", file.path(), "--queue-num", "x"},
+       "--queue-num: expected a whole number from 0 to 65535, got \"x\""},
       {{"attach", "veth0", file.path(), "--queue-num", "70000"}, "--queue-num: expected a whole number"},
       {{"attach", "veth0", file.path(), "--pid", "1x"}, "--pid: expected a whole number"},
-      {{"attach", "veth0", file.path(), "--netns", "../../proc/1/ns/net"}, "--netns: expected a network namespace name"},
+      {{"attach", "veth0", file.path(), "--netns", "../../proc/1/ns/net"},
+       "--netns: expected a network namespace name"},
       {{"demo", file.path(), "--seconds", "x"}, "--seconds: expected a number from 0.1 to 3600, got \"x\""},
       {{"up", file.path(), "--release", "fast"}, "--release: expected auto, fq or nfqueue, got \"fast\""},
       {{"down", "-x"}, "unknown option \"-x\""},

@@ -39,14 +39,16 @@ std::string mininet_leftovers() {
   std::string found;
   for (const auto& link : std::filesystem::directory_iterator("/sys/class/net")) {
     const std::string name = link.path().filename().string();
-    if (name.starts_with("wlbr1") || name.starts_with("east1-") || name.starts_with("west1-") || name.starts_with("north1-"))
+    if (name.starts_with("wlbr1") || name.starts_with("east1-") || name.starts_with("west1-") ||
+        name.starts_with("north1-"))
       found += " interface:" + name;
   }
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     std::ifstream file(entry.path() / "cmdline");
     std::string cmdline((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
     for (const char* node : {"mininet:east1", "mininet:west1", "mininet:north1", "mininet:wlbr1"})
-      if (cmdline.find(node) != std::string::npos) found += " process:" + entry.path().filename().string() + "(" + node + ")";
+      if (cmdline.find(node) != std::string::npos)
+        found += " process:" + entry.path().filename().string() + "(" + node + ")";
   }
   for (const char* table : {"filter", "mangle"}) {
     const std::string rules = test::run({"iptables-legacy", "-t", table, "-S"}).output;
@@ -57,15 +59,24 @@ std::string mininet_leftovers() {
 
 void require_mininet() {
   const auto mininet = test::run({"/usr/bin/python3", "-c", "import mininet.net, mininet.nodelib"});
-  BOOST_TEST_REQUIRE(mininet.status == 0, "Debian's mininet is not importable from /usr/bin/python3 "
-                                          "(scripts/setup.sh build installs mininet and bridge-utils): " + mininet.output);
+  BOOST_TEST_REQUIRE(mininet.status == 0,
+                     "Debian's mininet is not importable from /usr/bin/python3 "
+                     "(scripts/setup.sh build installs mininet and bridge-utils): " +
+                         mininet.output);
   BOOST_TEST_REQUIRE(test::run({"brctl", "show"}).status == 0, "brctl does not run (apt-get install bridge-utils)");
   BOOST_TEST_REQUIRE(mininet_leftovers().empty(), "the example's network is up already:" + mininet_leftovers());
 }
 
 std::vector<std::string> example_argv() {
-  return {"/usr/bin/python3", test::source_dir() + "/examples/mininet/wan_mininet.py", "--wanlab", test::wanlab_bin(),
-          "--release", test::release_choice(), "--prefix", "itmn", "--json"};
+  return {"/usr/bin/python3",
+          test::source_dir() + "/examples/mininet/wan_mininet.py",
+          "--wanlab",
+          test::wanlab_bin(),
+          "--release",
+          test::release_choice(),
+          "--prefix",
+          "itmn",
+          "--json"};
 }
 
 void check_nothing_left() {
@@ -101,11 +112,13 @@ BOOST_AUTO_TEST_CASE(mininet_example_gets_the_wan_handles_a_tclink_and_leaves_no
   BOOST_TEST_REQUIRE(!tclink.empty(), example.output);
   BOOST_TEST(json_string(tclink, "fq_attach") == (fq ? "refused" : "composed"), tclink);
   if (fq) {
-    BOOST_TEST(example.output.find("north1-eth0 has a root qdisc already (htb 5:") != std::string::npos, example.output);
+    BOOST_TEST(example.output.find("north1-eth0 has a root qdisc already (htb 5:") != std::string::npos,
+               example.output);
     BOOST_TEST(example.output.find("attach with --release nfqueue") != std::string::npos, example.output);
   }
   BOOST_TEST(json_string(tclink, "release") == "nfqueue", tclink);
-  for (const char* when : {"root_before", "root_during", "root_after"}) BOOST_TEST(json_string(tclink, when) == "htb5:", tclink);
+  for (const char* when : {"root_before", "root_during", "root_after"})
+    BOOST_TEST(json_string(tclink, when) == "htb5:", tclink);
   BOOST_TEST(test::json_number(tclink, "configured_ms") == 20.0, tclink);
   const double tclink_rtt = test::json_number(tclink, "rtt_ms");
   BOOST_TEST(tclink_rtt >= 20.0, tclink);
@@ -115,8 +128,8 @@ BOOST_AUTO_TEST_CASE(mininet_example_gets_the_wan_handles_a_tclink_and_leaves_no
   // the fq path's plain links 42.6-44.4 ms stay within the common bound).
   const double tclink_upper = test::rtt_upper_ms(20.0) + (test::under_tcg() ? 4.0 : 0.0);
   BOOST_TEST(tclink_rtt <= tclink_upper, tclink);
-  BOOST_TEST_MESSAGE("release path " << (fq ? "fq" : "nfqueue") << ": plain links " << plain_rtt << " ms (configured 40), TCLink "
-                                     << tclink_rtt << " ms (configured 20)");
+  BOOST_TEST_MESSAGE("release path " << (fq ? "fq" : "nfqueue") << ": plain links " << plain_rtt
+                                     << " ms (configured 40), TCLink " << tclink_rtt << " ms (configured 20)");
 
   check_nothing_left();
 }
@@ -129,7 +142,9 @@ BOOST_AUTO_TEST_CASE(mininet_example_cleans_up_when_terminated) {
   const pid_t pid = test::spawn(example_argv(), &output_fd);
   // Both plain-link testbeds up: the example is attaching the second or pinging.
   const bool attached = test::eventually(
-      [] { return std::filesystem::exists("/run/wanlab/itmn-east") && std::filesystem::exists("/run/wanlab/itmn-west"); },
+      [] {
+        return std::filesystem::exists("/run/wanlab/itmn-east") && std::filesystem::exists("/run/wanlab/itmn-west");
+      },
       std::chrono::seconds(60));
   ::kill(pid, SIGTERM);
   const std::string output = test::read_all(output_fd);

@@ -134,7 +134,8 @@ void check_goodput_follows_the_square_wave() {
     const bool high = (w * 100 * kMs / kHalfPeriodNs) % 2 == 0;
     const double ratio = report.interval_bps[w] / ((high ? kHighBps : kLowBps) * em::kPayloadShare);
     BOOST_TEST_MESSAGE("window " << w << (high ? " high " : " low  ") << report.interval_bps[w] / 1e6 << " Mbit/s, "
-                                 << 100 * (ratio - 1) << "% off, longest gap " << 1e3 * report.interval_max_gap_s[w] << " ms");
+                                 << 100 * (ratio - 1) << "% off, longest gap " << 1e3 * report.interval_max_gap_s[w]
+                                 << " ms");
     errors.push_back(std::abs(ratio - 1));
     by_phase[high].push_back(ratio);
   }
@@ -146,7 +147,8 @@ void check_goodput_follows_the_square_wave() {
   // 5%, the median within 2% (one 1514-byte packet more or less is 1.5% of a
   // window at 8 Mbit/s), and each phase's mean within 5%.
   const auto within = std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 0.05; });
-  BOOST_TEST(within * 4 >= static_cast<long>(errors.size()) * 3, within << " of " << errors.size() << " windows within 5%");
+  BOOST_TEST(within * 4 >= static_cast<long>(errors.size()) * 3,
+             within << " of " << errors.size() << " windows within 5%");
   BOOST_TEST(em::median(errors) <= 0.02);
   for (const auto& [high, ratios] : by_phase) {
     BOOST_TEST_INFO((high ? "high" : "low") << " phase");
@@ -236,8 +238,8 @@ BOOST_AUTO_TEST_CASE(set_loads_a_schedule_live_and_stats_shows_its_rate) {
                                "rate_set_bps");
     };
     BOOST_TEST(rate_set() == 50e6);
-    const auto set = test::wanlab({"set", "east", "west", "--testbed", kName, "--one-way", "--schedule",
-                                   csv.path.string()});
+    const auto set =
+        test::wanlab({"set", "east", "west", "--testbed", kName, "--one-way", "--schedule", csv.path.string()});
     BOOST_TEST_REQUIRE(set.status == 0, set.output);
     BOOST_TEST(set.output.find("schedule of 2 steps from now") != std::string::npos, set.output);
     BOOST_TEST(rate_set() == 30e6);
@@ -271,8 +273,8 @@ schedule = { steps = [{ time = "0s", delay = "25ms" }, { time = "1000s", delay =
     BOOST_TEST(held.output.find("50.02 ms") != std::string::npos, held.output);  // 2 x 25 ms and the probe at 50 Mbit/s
     BOOST_TEST(held.output.find("the schedule's step now") != std::string::npos, held.output);
     BOOST_TEST(held.output.find("every pair within its bounds") != std::string::npos, held.output);
-    const auto flip = test::wanlab({"set", "east", "west", "--testbed", kName, "--one-way", "--schedule",
-                                    csv.path.string(), "--period", "200ms"});
+    const auto flip = test::wanlab(
+        {"set", "east", "west", "--testbed", kName, "--one-way", "--schedule", csv.path.string(), "--period", "200ms"});
     BOOST_TEST_REQUIRE(flip.status == 0, flip.output);
     const auto flipping = test::wanlab({"verify", "--testbed", kName});
     BOOST_TEST(flipping.status == 0, flipping.output);

@@ -20,13 +20,16 @@ std::string ci_scenario() { return test::source_dir() + "/scenarios/ci.toml"; }
 // Brings scenarios/ci.toml up as `vtest` and always takes it down.
 struct Testbed {
   Testbed() {
-    const auto up = test::wanlab({"up", ci_scenario(), "--name", kName, "--quiet", "--release", test::release_choice()});
+    const auto up =
+        test::wanlab({"up", ci_scenario(), "--name", kName, "--quiet", "--release", test::release_choice()});
     BOOST_TEST_REQUIRE(up.status == 0, up.output);
   }
   ~Testbed() { test::wanlab({"down", kName}); }
 };
 
-bool has(const test::CliResult& result, const std::string& text) { return result.output.find(text) != std::string::npos; }
+bool has(const test::CliResult& result, const std::string& text) {
+  return result.output.find(text) != std::string::npos;
+}
 
 // The number after `prefix` in the output (-1 if absent).
 double number_after(const test::CliResult& result, const std::string& prefix) {
@@ -89,16 +92,17 @@ BOOST_AUTO_TEST_CASE(verify_passes_on_a_correct_testbed_and_fails_when_the_data_
 }
 
 BOOST_AUTO_TEST_CASE(run_verify_runs_the_command_only_after_verify_passed_and_leaves_nothing_when_it_fails) {
-  const auto ok = test::wanlab({"run", ci_scenario(), "--name", kName, "--quiet", "--release", test::release_choice(), "--verify", "--", "echo",
-                                "the-command-ran"});
+  const auto ok = test::wanlab({"run", ci_scenario(), "--name", kName, "--quiet", "--release", test::release_choice(),
+                                "--verify", "--", "echo", "the-command-ran"});
   BOOST_TEST(ok.status == 0, ok.output);
   BOOST_TEST(has(ok, "every pair within its bounds"), ok.output);
   BOOST_TEST(has(ok, "the-command-ran"), ok.output);
   BOOST_TEST(test::leftovers(kName).empty(), test::leftovers(kName));
 
   // No tolerance and no slack: the path's own fraction of a millisecond fails it.
-  const auto strict = test::wanlab({"run", ci_scenario(), "--name", kName, "--quiet", "--release", test::release_choice(), "--verify=rtt", "--verify-tolerance",
-                                    "0%", "--verify-slack", "0s", "--", "echo", "the-command-ran"});
+  const auto strict = test::wanlab({"run", ci_scenario(), "--name", kName, "--quiet", "--release",
+                                    test::release_choice(), "--verify=rtt", "--verify-tolerance", "0%",
+                                    "--verify-slack", "0s", "--", "echo", "the-command-ran"});
   BOOST_TEST(strict.status == 1, strict.output);
   BOOST_TEST(has(strict, "wanlab run: verify failed: east <-> west rtt: measured "), strict.output);
   BOOST_TEST(!has(strict, "the-command-ran"), strict.output);
@@ -113,9 +117,12 @@ BOOST_AUTO_TEST_CASE(bad_verify_options_exit_2_naming_the_option_before_anything
   const std::string file = ci_scenario();
   const std::vector<Case> cases{
       {{"run", file, "--name", kName, "--verify=fast", "--", "true"}, "--verify: expected rtt or rate, got \"fast\""},
-      {{"run", file, "--name", kName, "--verify", "--verify-tolerance", "10", "--", "true"}, "--verify-tolerance: expected a percentage"},
-      {{"run", file, "--name", kName, "--verify", "--verify-tolerance", "100%", "--", "true"}, "--verify-tolerance: expected a tolerance below 100%"},
-      {{"run", file, "--name", kName, "--verify", "--verify-slack", "1abc", "--", "true"}, "--verify-slack: expected a time"},
+      {{"run", file, "--name", kName, "--verify", "--verify-tolerance", "10", "--", "true"},
+       "--verify-tolerance: expected a percentage"},
+      {{"run", file, "--name", kName, "--verify", "--verify-tolerance", "100%", "--", "true"},
+       "--verify-tolerance: expected a tolerance below 100%"},
+      {{"run", file, "--name", kName, "--verify", "--verify-slack", "1abc", "--", "true"},
+       "--verify-slack: expected a time"},
       {{"run", file, "--name", kName, "--verify-tolerance", "5%", "--", "true"}, "--verify-tolerance needs --verify"},
       {{"verify", kName, "--tolerance", "x"}, "--tolerance: expected a percentage"},
       {{"verify", kName, "--slack", "20s"}, "--slack: expected at most 10s, got \"20s\""},

@@ -38,9 +38,11 @@ const std::string kScenario = test::two_dc_scenario("hbt");
 // The tests run it at scale 1 (see run()).
 std::string experiment_text(const std::string& scenario_path, int iterations) {
   return R"(name = "bubbletea-itest"
-testbed = ")" + scenario_path + R"("
+testbed = ")" +
+         scenario_path + R"("
 schedule = "atlas"
-iterations = )" + std::to_string(iterations) + R"(
+iterations = )" +
+         std::to_string(iterations) + R"(
 [model]
 layers = 4
 hidden = 512
@@ -79,7 +81,8 @@ ms = [3, 8, 14, 27]
 }
 
 struct Files {
-  explicit Files(int iterations) : scenario("hbt", kScenario), experiment("bubbletea-itest", experiment_text(scenario.path(), iterations)) {}
+  explicit Files(int iterations)
+      : scenario("hbt", kScenario), experiment("bubbletea-itest", experiment_text(scenario.path(), iterations)) {}
   test::ScenarioFile scenario;
   test::ScenarioFile experiment;
 };
@@ -109,7 +112,8 @@ int holding_prefill_worker(const std::string& name) {
     for (int worker = 0; worker < 4; ++worker) {
       try {
         const auto lease = hs::run_detail::GpuLease::open(control + "gpu-" + std::to_string(worker) + ".lease");
-        if (lease.last_owner() == hs::run_detail::GpuOwner::prefill && lease.busy_until_ns() > hs::monotonic_ns() + 1'000'000)
+        if (lease.last_owner() == hs::run_detail::GpuOwner::prefill &&
+            lease.busy_until_ns() > hs::monotonic_ns() + 1'000'000)
           return worker;
       } catch (const std::exception&) {
       }
@@ -207,10 +211,12 @@ BOOST_AUTO_TEST_CASE(prefill_fills_bubbles_without_slowing_training) {
   Files files(4);  // the means skip the first iteration: 3 measured
   const Run training = measure(run(files, false, options()));
   const Run bubbletea = measure(run(files, true, options([](const hs::Progress& p) {
-    std::cout << "  progress: iteration " << p.iteration + 1 << ", utilization " << p.utilization_so_far << ", with prefill "
-              << p.utilization_with_prefill_so_far.value_or(-1) << ", served " << p.requests_served << ", waiting "
-              << p.requests_waiting << ", rejected " << p.requests_rejected << "\n";
-  })));
+                                      std::cout << "  progress: iteration " << p.iteration + 1 << ", utilization "
+                                                << p.utilization_so_far << ", with prefill "
+                                                << p.utilization_with_prefill_so_far.value_or(-1) << ", served "
+                                                << p.requests_served << ", waiting " << p.requests_waiting
+                                                << ", rejected " << p.requests_rejected << "\n";
+                                    })));
   BOOST_TEST(test::eventually([&] { return leftovers(testbed_name()).empty(); }), leftovers(testbed_name()));
   BOOST_TEST_REQUIRE(bubbletea.record.prefill.has_value());
   const hs::PrefillRecord& prefill = *bubbletea.record.prefill;
@@ -247,13 +253,14 @@ BOOST_AUTO_TEST_CASE(prefill_fills_bubbles_without_slowing_training) {
   }
   std::int64_t delay = 0;
   for (const auto d : prefill.training_delay_ns) delay += d;
-  std::cout << "  training alone: " << training.mean_iteration_s << " s per iteration, utilization " << training.training_utilization
-            << "\n  with BubbleTea: " << bubbletea.mean_iteration_s << " s per iteration, utilization "
-            << bubbletea.training_utilization << " training, " << bubbletea.utilization_with_prefill << " with prefill\n"
-            << "  requests " << prefill.requests.size() << ": served " << served << ", rejected " << rejected << ", failed "
-            << failed << ", unfinished " << unfinished << "; TTFT p50 " << percentile_50(ttft) / 1e6 << " ms; "
-            << prefill.spans.size() << " prefill spans, " << prefill.kv.size() << " KV transfers, " << kv_bytes
-            << " KV bytes; training delayed " << delay / 1e6 << " ms in all\n";
+  std::cout << "  training alone: " << training.mean_iteration_s << " s per iteration, utilization "
+            << training.training_utilization << "\n  with BubbleTea: " << bubbletea.mean_iteration_s
+            << " s per iteration, utilization " << bubbletea.training_utilization << " training, "
+            << bubbletea.utilization_with_prefill << " with prefill\n"
+            << "  requests " << prefill.requests.size() << ": served " << served << ", rejected " << rejected
+            << ", failed " << failed << ", unfinished " << unfinished << "; TTFT p50 " << percentile_50(ttft) / 1e6
+            << " ms; " << prefill.spans.size() << " prefill spans, " << prefill.kv.size() << " KV transfers, "
+            << kv_bytes << " KV bytes; training delayed " << delay / 1e6 << " ms in all\n";
   for (const auto& note : prefill.notes) std::cout << "  note: " << note << "\n";
   BOOST_TEST(served > 0);
   BOOST_TEST(prefill.requests.size() > 10u);
@@ -267,7 +274,8 @@ BOOST_AUTO_TEST_CASE(prefill_fills_bubbles_without_slowing_training) {
   // Prefill only takes a GPU that is free: training waits only when a bubble
   // ended earlier than predicted. Measured here: 7 to 53 ms over 3 or 4 iterations
   // of 4 workers, under 1% of their time; a loaded machine's timers wander more.
-  const double worker_iterations = static_cast<double>(bubbletea.record.plan.workers.size() * bubbletea.record.iteration_end_ns.size());
+  const double worker_iterations =
+      static_cast<double>(bubbletea.record.plan.workers.size() * bubbletea.record.iteration_end_ns.size());
   BOOST_TEST(static_cast<double>(delay) / 1e9 / worker_iterations < 0.02 * bubbletea.mean_iteration_s);
   BOOST_TEST(!prefill.prediction.empty());
 }
@@ -332,11 +340,13 @@ BOOST_AUTO_TEST_CASE(a_killed_prefill_worker_fails_its_requests_only) {
     if (r.state == hs::RequestState::failed && r.reason.find(who) != std::string::npos) ++failed_by_kill;
     if (r.state == hs::RequestState::served && r.arrival_ns > late) ++served_late;
   }
-  std::cout << "  " << failed_by_kill << " requests failed with " << who << ", " << served_late << " served after iteration 5\n";
+  std::cout << "  " << failed_by_kill << " requests failed with " << who << ", " << served_late
+            << " served after iteration 5\n";
   BOOST_TEST(failed_by_kill > 0);
   BOOST_TEST(served_late > 0);
   for (const auto& s : prefill.spans)
-    if (s.worker == worker) BOOST_TEST(s.start_ns < late, "worker " << worker << "'s GPU was used after its prefill worker died");
+    if (s.worker == worker)
+      BOOST_TEST(s.start_ns < late, "worker " << worker << "'s GPU was used after its prefill worker died");
 }
 
 BOOST_AUTO_TEST_CASE(a_killed_training_worker_still_ends_the_run_and_its_prefill_processes) {

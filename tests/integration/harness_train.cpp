@@ -43,9 +43,11 @@ const std::string kFarScenario = test::two_dc_scenario("hfar");
 // 2 stages x 2 replicas, small and quick; scale 0.1 keeps the bytes few.
 std::string experiment_text(const std::string& scenario_path, int iterations) {
   return R"(name = "harness-itest"
-testbed = ")" + scenario_path + R"("
+testbed = ")" +
+         scenario_path + R"("
 schedule = "atlas"
-iterations = )" + std::to_string(iterations) + R"(
+iterations = )" +
+         std::to_string(iterations) + R"(
 scale = 0.1
 [model]
 layers = 4
@@ -72,7 +74,9 @@ struct Files {
 };
 
 struct TempDir {
-  TempDir() : path(fs::temp_directory_path() / ("wanlab-test-harness-" + std::to_string(::getpid()))) { fs::create_directories(path); }
+  TempDir() : path(fs::temp_directory_path() / ("wanlab-test-harness-" + std::to_string(::getpid()))) {
+    fs::create_directories(path);
+  }
   ~TempDir() { fs::remove_all(path); }
   fs::path path;
 };
@@ -97,7 +101,8 @@ std::map<pid_t, int> worker_processes(const std::string& name) {
 // Everything a run could leave behind.
 std::string run_leftovers(const std::string& name) {
   std::string found = test::leftovers(name);
-  for (const auto& [pid, id] : worker_processes(name)) found += " worker:" + std::to_string(id) + "(pid " + std::to_string(pid) + ")";
+  for (const auto& [pid, id] : worker_processes(name))
+    found += " worker:" + std::to_string(id) + "(pid " + std::to_string(pid) + ")";
   return found + test::container_leftovers(name);
 }
 
@@ -121,7 +126,8 @@ class TrainProcess {
   bool read_until(const std::string& text, std::chrono::seconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (output_.find(text) == std::string::npos) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) return false;
       pollfd p{fd_, POLLIN, 0};
       if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
@@ -312,11 +318,13 @@ BOOST_AUTO_TEST_CASE(a_two_dc_run_records_every_planned_event) {
 
   // Temporal sharing: on each directed WAN link, gated sends start in slot order.
   for (int iteration = 0; iteration < 3; ++iteration) {
-    std::map<std::pair<int, int>, std::vector<std::pair<int, std::int64_t>>> by_link;  // (from dc, to dc) -> (slot, start)
+    std::map<std::pair<int, int>, std::vector<std::pair<int, std::int64_t>>>
+        by_link;  // (from dc, to dc) -> (slot, start)
     for (const auto& [key, e] : seen) {
       const auto& op = plan.workers[e->worker].ops[e->op_index];
       if (std::get<0>(key) != iteration || op.kind != hs::OpKind::send || op.link_slot < 0) continue;
-      by_link[{plan.workers[e->worker].worker.dc, plan.workers[op.peer].worker.dc}].emplace_back(op.link_slot, e->start_ns);
+      by_link[{plan.workers[e->worker].worker.dc, plan.workers[op.peer].worker.dc}].emplace_back(op.link_slot,
+                                                                                                 e->start_ns);
     }
     BOOST_TEST(!by_link.empty());
     for (auto& [link, sends] : by_link) {
@@ -329,10 +337,12 @@ BOOST_AUTO_TEST_CASE(a_two_dc_run_records_every_planned_event) {
 BOOST_AUTO_TEST_CASE(atlas_beats_the_dp_across_dc_single_stream_baseline) {
   Files files;
   TempDir out;
-  const auto atlas = test::wanlab({"train", files.experiment.path(), "--out", (out.path / "atlas").string(), "--quiet"});
+  const auto atlas =
+      test::wanlab({"train", files.experiment.path(), "--out", (out.path / "atlas").string(), "--quiet"});
   BOOST_TEST_REQUIRE(atlas.status == 0, atlas.output);
-  const auto baseline = test::wanlab({"train", files.experiment.path(), "--schedule", "1f1b", "--placement", "dp-across-dc",
-                                      "--streams", "1", "--out", (out.path / "baseline").string(), "--quiet"});
+  const auto baseline =
+      test::wanlab({"train", files.experiment.path(), "--schedule", "1f1b", "--placement", "dp-across-dc", "--streams",
+                    "1", "--out", (out.path / "baseline").string(), "--quiet"});
   BOOST_TEST_REQUIRE(baseline.status == 0, baseline.output);
   for (const char* file : {"results.json", "trace.json", "timeline.svg", "card.yaml", "ranks/rank-0.json"}) {
     BOOST_TEST(fs::file_size(out.path / "atlas" / file) > 0u, file);
@@ -350,7 +360,8 @@ BOOST_AUTO_TEST_CASE(atlas_beats_the_dp_across_dc_single_stream_baseline) {
   int records = 0;
   std::istringstream lines(trace);
   for (std::string line; std::getline(lines, line);) {
-    if (line.find("\"cat\":\"wan\"") == std::string::npos || line.find("\"first_sent_us\"") == std::string::npos) continue;
+    if (line.find("\"cat\":\"wan\"") == std::string::npos || line.find("\"first_sent_us\"") == std::string::npos)
+      continue;
     ++records;
     BOOST_TEST(line.find("\"streams\":[{\"stream\":") != std::string::npos, line);
     BOOST_TEST(line.find("\"srtt_us\":") != std::string::npos, line);
@@ -384,16 +395,18 @@ BOOST_AUTO_TEST_CASE(atlas_beats_the_dp_across_dc_single_stream_baseline) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> runs{
       {"atlas", {}}, {"baseline", {"--schedule", "1f1b", "--placement", "dp-across-dc", "--streams", "1"}}};
   for (const auto& [run, flags] : runs) {
-    std::vector<std::string> argv{"train", files.experiment.path(), "--simulate", "--quiet", "--out",
-                                  (out.path / (run + "-sim")).string()};
+    std::vector<std::string> argv{
+        "train", files.experiment.path(), "--simulate", "--quiet", "--out", (out.path / (run + "-sim")).string()};
     argv.insert(argv.end(), flags.begin(), flags.end());
     const auto simulated = test::wanlab(argv);
     BOOST_TEST_REQUIRE(simulated.status == 0, simulated.output);
     const double measured_s = hs::read_result((out.path / run).string()).iteration_s;
     const double simulated_s = hs::read_result((out.path / (run + "-sim")).string()).iteration_s;
     std::cout << "  " << run << ": " << measured_s << " s measured, " << simulated_s << " s simulated\n";
-    BOOST_TEST(measured_s / simulated_s >= 0.75, run << ": " << measured_s << " s measured, " << simulated_s << " s simulated");
-    BOOST_TEST(measured_s / simulated_s <= 1.25, run << ": " << measured_s << " s measured, " << simulated_s << " s simulated");
+    BOOST_TEST(measured_s / simulated_s >= 0.75,
+               run << ": " << measured_s << " s measured, " << simulated_s << " s simulated");
+    BOOST_TEST(measured_s / simulated_s <= 1.25,
+               run << ": " << measured_s << " s measured, " << simulated_s << " s simulated");
   }
 }
 
@@ -403,8 +416,9 @@ void kill_a_worker_mid_run(const std::string& runtime) {
   TrainProcess train({"train", files.experiment.path(), "--runtime", runtime});
   if (!train.read_until("iteration 2/200", 120s)) {
     const int status = train.wait(60s);
-    BOOST_FAIL("the run did not reach iteration 2 (status " << status << "): " << line_with(train.output(), "does not work here")
-                                                                        << "\n" << train.output());
+    BOOST_FAIL("the run did not reach iteration 2 (status "
+               << status << "): " << line_with(train.output(), "does not work here") << "\n"
+               << train.output());
   }
   const std::string name = train.testbed_name();
   BOOST_TEST_REQUIRE(!name.empty(), train.output());
@@ -421,8 +435,10 @@ void kill_a_worker_mid_run(const std::string& runtime) {
     host_namespaces.insert("net:[" + std::to_string(st.st_ino) + "]");
   }
   for (const auto& [pid, id] : workers) {
-    for (const char* kind : {"mnt", "pid", "uts"}) BOOST_TEST(namespace_of(pid, kind) != namespace_of(::getpid(), kind));
-    BOOST_TEST(host_namespaces.count(namespace_of(pid, "net")) == 1u, "worker " << id << " is in none of the hosts' namespaces");
+    for (const char* kind : {"mnt", "pid", "uts"})
+      BOOST_TEST(namespace_of(pid, kind) != namespace_of(::getpid(), kind));
+    BOOST_TEST(host_namespaces.count(namespace_of(pid, "net")) == 1u,
+               "worker " << id << " is in none of the hosts' namespaces");
   }
   if (runtime == "podman") {
     const std::string containers = test::container_leftovers(name);
@@ -446,7 +462,9 @@ void kill_a_worker_mid_run(const std::string& runtime) {
   BOOST_TEST(test::eventually([&] { return run_leftovers(name).empty(); }), run_leftovers(name));
 }
 
-BOOST_AUTO_TEST_CASE(killing_a_worker_in_the_sandbox_ends_the_run_and_leaves_nothing) { kill_a_worker_mid_run("sandbox"); }
+BOOST_AUTO_TEST_CASE(killing_a_worker_in_the_sandbox_ends_the_run_and_leaves_nothing) {
+  kill_a_worker_mid_run("sandbox");
+}
 
 BOOST_AUTO_TEST_CASE(killing_a_worker_in_podman_ends_the_run_and_leaves_nothing) { kill_a_worker_mid_run("podman"); }
 
@@ -468,7 +486,8 @@ BOOST_AUTO_TEST_CASE(workers_run_in_the_image_of_containers_build_sh_and_a_stale
   BOOST_TEST_REQUIRE(built.status == 0, built.output);
   Files files(2);
   TempDir out;
-  const auto run = test::wanlab({"train", files.experiment.path(), "--image", image.tag, "--out", out.path.string(), "--quiet"});
+  const auto run =
+      test::wanlab({"train", files.experiment.path(), "--image", image.tag, "--out", out.path.string(), "--quiet"});
   BOOST_TEST_REQUIRE(run.status == 0, run.output);
   BOOST_TEST(hs::read_result(out.path.string()).runtime == "podman");
   std::ifstream results_file(out.path / "results.json");
@@ -483,12 +502,13 @@ BOOST_AUTO_TEST_CASE(workers_run_in_the_image_of_containers_build_sh_and_a_stale
   BOOST_TEST_REQUIRE(relabelled.status == 0, relabelled.output);
   const auto refused = test::wanlab({"train", files.experiment.path(), "--image", stale.tag, "--quiet"});
   BOOST_TEST(refused.status != 0);
-  BOOST_TEST(refused.output.find("--image " + stale.tag + ": it holds wanlab build ID 0123abcd, not " + test::wanlab_bin()) !=
-                 std::string::npos,
+  BOOST_TEST(refused.output.find("--image " + stale.tag + ": it holds wanlab build ID 0123abcd, not " +
+                                 test::wanlab_bin()) != std::string::npos,
              refused.output);
   BOOST_TEST(refused.output.find("rebuild it with containers/build.sh") != std::string::npos, refused.output);
 
-  const auto absent = test::wanlab({"train", files.experiment.path(), "--image", "localhost/wanlab-worker:absent-" + suffix, "--quiet"});
+  const auto absent = test::wanlab(
+      {"train", files.experiment.path(), "--image", "localhost/wanlab-worker:absent-" + suffix, "--quiet"});
   BOOST_TEST(absent.status != 0);
   BOOST_TEST(absent.output.find("(containers/build.sh builds it)") != std::string::npos, absent.output);
 }

@@ -61,7 +61,9 @@ inline double rtt_upper_ms(double configured_ms) { return configured_ms + 2.5 + 
 
 // Whether this kernel has sch_fq, asked through iproute2 in a scratch network
 // namespace rather than through wanlab, whose answer is what tests check.
-inline bool kernel_has_sch_fq() { return run({"unshare", "--net", "tc", "qdisc", "add", "dev", "lo", "root", "fq"}).status == 0; }
+inline bool kernel_has_sch_fq() {
+  return run({"unshare", "--net", "tc", "qdisc", "add", "dev", "lo", "root", "fq"}).status == 0;
+}
 
 // Names of loaded BPF programs called wanlab_tc.
 inline int wanlab_programs_loaded() {
@@ -89,7 +91,8 @@ inline std::string leftovers(const std::string& name) {
 // The podman containers of testbed `name` that remain (wanlab names each
 // container wanlab-<testbed>-<worker>), "" if none or if podman is not here.
 inline std::string container_leftovers(const std::string& name) {
-  const auto containers = run({"podman", "ps", "--all", "--format", "{{.Names}}", "--filter", "name=wanlab-" + name + "-"});
+  const auto containers =
+      run({"podman", "ps", "--all", "--format", "{{.Names}}", "--filter", "name=wanlab-" + name + "-"});
   if (containers.status == 127) return "";  // no podman, so no containers
   if (containers.status != 0) return " podman ps: " + containers.output;
   return containers.output.empty() ? "" : " containers: " + containers.output;
@@ -115,7 +118,8 @@ inline std::string without_spaces(const std::string& text) {
   return out;
 }
 
-inline std::string json_object_with(const std::string& spaced_json, const std::string& spaced_a, const std::string& spaced_b) {
+inline std::string json_object_with(const std::string& spaced_json, const std::string& spaced_a,
+                                    const std::string& spaced_b) {
   const std::string json = without_spaces(spaced_json), a = without_spaces(spaced_a), b = without_spaces(spaced_b);
   for (std::size_t open = json.find('{'); open != std::string::npos; open = json.find('{', open + 1)) {
     const std::size_t close = json.find('}', open);

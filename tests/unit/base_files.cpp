@@ -93,7 +93,7 @@ BOOST_AUTO_TEST_CASE(replacing_never_writes_through_a_planted_link) {
   BOOST_TEST(scratch.read("stats.toml") == "packets = 1\n");
   b::replace_file(scratch.at("stats.toml"), "packets = 2\n", 0600);
   BOOST_TEST(scratch.read("stats.toml") == "packets = 2\n");
-  struct stat st{};
+  struct stat st {};
   BOOST_REQUIRE(::stat(scratch.at("stats.toml").c_str(), &st) == 0);
   BOOST_TEST((st.st_mode & 0777) == 0600u);
   // Nothing but the file, the victim and the planted link are left behind.

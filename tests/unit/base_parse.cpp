@@ -22,8 +22,9 @@ BOOST_AUTO_TEST_CASE(integers_take_the_whole_text_or_nothing) {
 BOOST_AUTO_TEST_CASE(integers_out_of_range_or_overflowing_are_refused) {
   BOOST_CHECK_THROW(b::parse_integer<int>("101", 0, 100), b::ParseError);
   BOOST_CHECK_THROW(b::parse_integer<int>("-1", 0, 100), b::ParseError);
-  BOOST_CHECK_THROW(b::parse_integer<std::uint64_t>("18446744073709551616", 0, std::numeric_limits<std::uint64_t>::max()),
-                    b::ParseError);
+  BOOST_CHECK_THROW(
+      b::parse_integer<std::uint64_t>("18446744073709551616", 0, std::numeric_limits<std::uint64_t>::max()),
+      b::ParseError);
   BOOST_CHECK_THROW(b::parse_integer<int>("99999999999", 0, std::numeric_limits<int>::max()), b::ParseError);
   try {
     b::parse_integer<int>("70000", 0, 65535);

@@ -125,7 +125,8 @@ BOOST_AUTO_TEST_CASE(set_takes_every_link_key_and_train_every_experiment_option)
   for (const auto& key : wanlab::emulator::link_keys())
     BOOST_TEST(has_option(set, wanlab::emulator::link_option_name(key.name).substr(2)), key.name);
   const cli::Command& train = *cli::find_command("train");
-  for (const auto& option : wanlab::harness::experiment_options()) BOOST_TEST(has_option(train, option.name), option.name);
+  for (const auto& option : wanlab::harness::experiment_options())
+    BOOST_TEST(has_option(train, option.name), option.name);
 
   const std::vector<std::string> args{"east", "west", "--ge-r", "1%", "--ge-bad-loss=50%", "--ge-good-loss", "0.1%"};
   const cli::Options options(args, set.options);
@@ -141,7 +142,9 @@ BOOST_AUTO_TEST_CASE(perf_takes_its_options_from_the_transport_table) {
   for (const auto& option : wanlab::transport::perf::options()) {
     BOOST_TEST(has_option(perf, option.name), option.name);
     BOOST_TEST(names_option(help, option.name), option.name);
-    if (option.short_name) BOOST_TEST(help.find(std::string{'-', option.short_name} + ", --" + option.name) != std::string::npos, option.name);
+    if (option.short_name)
+      BOOST_TEST(help.find(std::string{'-', option.short_name} + ", --" + option.name) != std::string::npos,
+                 option.name);
   }
   const Outcome bad = run_wanlab({"perf", "client", "h", "-P", "x"});
   BOOST_TEST(bad.status == 2);
@@ -150,7 +153,8 @@ BOOST_AUTO_TEST_CASE(perf_takes_its_options_from_the_transport_table) {
 
 BOOST_AUTO_TEST_CASE(train_takes_reorder_dcs_as_the_docs_show) {
   const std::string experiment = source("scenarios/experiments/atlas-order-3dc.toml");
-  const Outcome result = run_wanlab({"train", experiment, "--reorder-dcs", "off", "--simulate", "--iterations", "1", "--quiet"});
+  const Outcome result =
+      run_wanlab({"train", experiment, "--reorder-dcs", "off", "--simulate", "--iterations", "1", "--quiet"});
   BOOST_TEST(result.status == 0, result.err);
   BOOST_TEST(result.out.find("1 iterations") != std::string::npos, result.out);
   check_bad_value({"train", experiment, "--reorder-dcs", "sometimes", "--simulate"}, "--reorder-dcs", "on or off");
@@ -189,8 +193,8 @@ BOOST_AUTO_TEST_CASE(unknown_options_are_one_line_and_exit_2) {
     std::vector<std::string> argv;
     std::string option;
   };
-  for (const Case& c : {Case{{"set", "east", "west", "--ge-x", "1%"}, "--ge-x"}, Case{{"train", "e.toml", "--reorder", "off"}, "--reorder"},
-                        Case{{"down", "-x"}, "-x"}}) {
+  for (const Case& c : {Case{{"set", "east", "west", "--ge-x", "1%"}, "--ge-x"},
+                        Case{{"train", "e.toml", "--reorder", "off"}, "--reorder"}, Case{{"down", "-x"}, "-x"}}) {
     const Outcome result = run_wanlab(c.argv);
     BOOST_TEST(result.status == 2);
     BOOST_TEST(result.err.starts_with("wanlab " + c.argv[0] + ": unknown option \"" + c.option + "\"\n"), result.err);
@@ -205,7 +209,8 @@ BOOST_AUTO_TEST_CASE(set_checks_a_schedule_before_looking_for_the_testbed) {
   const Case usage[] = {
       {{"set", "east", "west", "--period", "1s"}, "--period: only with --schedule"},
       {{"set", "east", "west", "--resolution", "1ms"}, "--resolution: only with --mahimahi"},
-      {{"set", "east", "west", "--schedule", "a.csv", "--mahimahi", "b.up"}, "--schedule and --mahimahi: give one of them"},
+      {{"set", "east", "west", "--schedule", "a.csv", "--mahimahi", "b.up"},
+       "--schedule and --mahimahi: give one of them"},
       {{"set", "east", "west", "--schedule", "a.csv", "--no-schedule"}, "--no-schedule: not with a schedule to load"},
       {{"set", "east", "west", "--schedule", "a.csv", "--period", "0s"}, "--period: must be greater than 0"},
       {{"set", "east", "west", "--mahimahi", "b.up", "--resolution", "soon"}, "--resolution: expected a time"},
@@ -228,8 +233,9 @@ BOOST_AUTO_TEST_CASE(set_checks_a_schedule_before_looking_for_the_testbed) {
   const Outcome result = run_wanlab({"set", "east", "west", "--testbed", "trnone", "--schedule", path});
   ::unlink(path);
   BOOST_TEST(result.status == 1);
-  BOOST_TEST(result.err == "wanlab set: " + std::string(path) + ":2: rate: expected a rate like \"100mbit\", got \"fast\"\n",
-             result.err);
+  BOOST_TEST(
+      result.err == "wanlab set: " + std::string(path) + ":2: rate: expected a rate like \"100mbit\", got \"fast\"\n",
+      result.err);
 }
 
 BOOST_AUTO_TEST_CASE(whatif_runs_a_shipped_sweep_and_plot_names_its_options) {
@@ -242,9 +248,10 @@ BOOST_AUTO_TEST_CASE(whatif_runs_a_shipped_sweep_and_plot_names_its_options) {
   BOOST_TEST(bad.err.starts_with("wanlab whatif: expected one sweep file\n"), bad.err);
 
   const std::string csv = source("bench/harness/results/bubbletea-20261122/load.csv");
-  check_bad_value({"plot", csv, "--x", "rate_per_s", "--y", "ttft_p50_s", "--ymin", "low", "--out", "/dev/null"}, "--ymin",
-                  "a number");
-  const std::string svg = std::filesystem::temp_directory_path() / ("wanlab-plot-" + std::to_string(::getpid()) + ".svg");
+  check_bad_value({"plot", csv, "--x", "rate_per_s", "--y", "ttft_p50_s", "--ymin", "low", "--out", "/dev/null"},
+                  "--ymin", "a number");
+  const std::string svg =
+      std::filesystem::temp_directory_path() / ("wanlab-plot-" + std::to_string(::getpid()) + ".svg");
   const Outcome two = run_wanlab({"plot", csv, "--x", "rate_per_s", "--y", "ttft_p50_s,ttft_p99_s", "--out", svg});
   BOOST_TEST(two.status == 0, two.err);
   std::ifstream drawn(svg);

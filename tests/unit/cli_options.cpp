@@ -69,12 +69,14 @@ BOOST_AUTO_TEST_CASE(verify_settings_are_checked_and_name_their_option) {
   BOOST_TEST(set.tolerance == 0.25);
   BOOST_TEST(set.slack_ns == 500'000u);
 
-  const std::string tolerance = usage_error(
-      [] { wanlab::cli::verify_options(parse({"--verify-tolerance", "10"}), "verify-tolerance", "verify-slack"); });
+  const std::string tolerance = usage_error([] {
+    wanlab::cli::verify_options(parse({"--verify-tolerance", "10"}), "verify-tolerance", "verify-slack");
+  });
   BOOST_TEST(tolerance.starts_with("--verify-tolerance: "), tolerance);
   BOOST_TEST(tolerance.find("%") != std::string::npos, tolerance);
-  const std::string slack = usage_error(
-      [] { wanlab::cli::verify_options(parse({"--verify-slack", "1abc"}), "verify-tolerance", "verify-slack"); });
+  const std::string slack = usage_error([] {
+    wanlab::cli::verify_options(parse({"--verify-slack", "1abc"}), "verify-tolerance", "verify-slack");
+  });
   BOOST_TEST(slack.starts_with("--verify-slack: "), slack);
   const std::string whole = usage_error(
       [] { wanlab::cli::verify_options(parse({"--verify-tolerance=100%"}), "verify-tolerance", "verify-slack"); });

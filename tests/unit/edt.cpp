@@ -13,9 +13,7 @@ namespace {
 constexpr std::uint64_t kMs = 1'000'000;
 constexpr std::uint64_t kMbit = 1'000'000;
 
-std::uint32_t probability(double p) {
-  return static_cast<std::uint32_t>(std::min(p * 4294967296.0, 4294967295.0));
-}
+std::uint32_t probability(double p) { return static_cast<std::uint32_t>(std::min(p * 4294967296.0, 4294967295.0)); }
 
 wanlab_pair_config link(std::uint64_t rate_bps, std::uint64_t delay_ns = 0) {
   wanlab_pair_config config{};
@@ -60,14 +58,14 @@ BOOST_AUTO_TEST_CASE(tx_time_is_wire_bits_over_rate_rounded_up) {
   struct Case {
     std::uint64_t wire, rate, expected;
   } cases[] = {
-      {1000, 1 * kMbit, 8 * kMs},              // exact
-      {1500, 1'000'000'000, 12'000},           // 1 Gbit/s, exact
-      {1514, 10'000'000'000, 1212},            // 1211.2 ns rounds up
-      {1, 3, 2'666'666'667},                   // 2666666666.67 rounds up
-      {64, 100'000'000'000, 6},                // 5.12 ns rounds up
-      {9000, 7 * kMbit, 10'285'715},           // 10285714.29 rounds up
+      {1000, 1 * kMbit, 8 * kMs},     // exact
+      {1500, 1'000'000'000, 12'000},  // 1 Gbit/s, exact
+      {1514, 10'000'000'000, 1212},   // 1211.2 ns rounds up
+      {1, 3, 2'666'666'667},          // 2666666666.67 rounds up
+      {64, 100'000'000'000, 6},       // 5.12 ns rounds up
+      {9000, 7 * kMbit, 10'285'715},  // 10285714.29 rounds up
       {0, kMbit, 0},
-      {1500, 0, 0},                            // rate 0: unlimited
+      {1500, 0, 0},  // rate 0: unlimited
   };
   for (const auto& c : cases) {
     BOOST_TEST_INFO(c.wire << " bytes at " << c.rate << " bit/s");
@@ -127,22 +125,21 @@ BOOST_AUTO_TEST_CASE(backlogged_train_leaves_one_tx_time_apart) {
 
 BOOST_AUTO_TEST_CASE(unlimited_rate_adds_only_delay) {
   Pair pair(link(0, 12 * kMs));
-  for (std::uint64_t now : {100ull, 100ull, 101ull, 5'000ull})
-    BOOST_TEST(pair.depart(now, 65'000) == now + 12 * kMs);
+  for (std::uint64_t now : {100ull, 100ull, 101ull, 5'000ull}) BOOST_TEST(pair.depart(now, 65'000) == now + 12 * kMs);
 }
 
 BOOST_AUTO_TEST_CASE(queue_limit_drops_when_the_backlog_exceeds_it) {
   wanlab_pair_config config = link(1 * kMbit);
   config.queue_limit_ns = 16 * kMs;  // two 8 ms packets
   Pair pair(config);
-  BOOST_TEST(pair.send(0, 1000));  // backlog 0
-  BOOST_TEST(pair.send(0, 1000));  // 8 ms
-  BOOST_TEST(pair.send(0, 1000));  // 16 ms: at the limit, not beyond
-  BOOST_TEST(!pair.send(0, 1000)); // 24 ms
+  BOOST_TEST(pair.send(0, 1000));   // backlog 0
+  BOOST_TEST(pair.send(0, 1000));   // 8 ms
+  BOOST_TEST(pair.send(0, 1000));   // 16 ms: at the limit, not beyond
+  BOOST_TEST(!pair.send(0, 1000));  // 24 ms
   BOOST_TEST(pair.last.drop_reason == static_cast<std::uint32_t>(WANLAB_DROP_QUEUE));
   BOOST_TEST(pair.state.next_free_ns == 24 * kMs);  // a drop takes no link time
-  BOOST_TEST(!pair.send(7 * kMs, 1000));             // 17 ms ahead
-  BOOST_TEST(pair.send(8 * kMs, 1000));              // 16 ms ahead
+  BOOST_TEST(!pair.send(7 * kMs, 1000));            // 17 ms ahead
+  BOOST_TEST(pair.send(8 * kMs, 1000));             // 16 ms ahead
   BOOST_TEST(pair.last.start_ns == 24 * kMs);
 }
 
@@ -168,7 +165,7 @@ BOOST_AUTO_TEST_CASE(jitter_stays_within_its_bounds_and_covers_them) {
   }
   BOOST_TEST(low >= 7 * kMs);
   BOOST_TEST(high <= 13 * kMs);
-  BOOST_TEST(low < 7 * kMs + 10'000);   // 20000 draws reach within 10 us of both ends
+  BOOST_TEST(low < 7 * kMs + 10'000);  // 20000 draws reach within 10 us of both ends
   BOOST_TEST(high > 13 * kMs - 10'000);
   // Uniform over 6 ms: sigma of the mean is 6ms/sqrt(12 n) = 12 us.
   BOOST_TEST(std::fabs(sum / n - 10e6) < 5 * 12.3e3);
@@ -228,13 +225,11 @@ BOOST_AUTO_TEST_CASE(bernoulli_loss_rate_and_repeatability) {
     return lost;
   };
   std::vector<bool> first = losses(7);
-  check_binomial(static_cast<std::uint64_t>(std::count(first.begin(), first.end(), true)),
-                 first.size(), 0.1);
+  check_binomial(static_cast<std::uint64_t>(std::count(first.begin(), first.end(), true)), first.size(), 0.1);
   BOOST_TEST((losses(7) == first));
   std::vector<bool> other = losses(8);
   BOOST_TEST((other != first));
-  check_binomial(static_cast<std::uint64_t>(std::count(other.begin(), other.end(), true)),
-                 other.size(), 0.1);
+  check_binomial(static_cast<std::uint64_t>(std::count(other.begin(), other.end(), true)), other.size(), 0.1);
 }
 
 BOOST_AUTO_TEST_CASE(loss_probability_zero_and_one_are_exact) {
@@ -476,7 +471,8 @@ BOOST_AUTO_TEST_CASE(hold_mark_edges_of_the_window) {
   // ... and one just after the wrap, read just before it: 2 us ahead.
   BOOST_TEST(wanlab_edt_mark_depart_ns(mark_for(wrap_ns + 1000), wrap_ns - 1000) == wrap_ns + 1000);
   // What the tc program encodes, the releaser decodes.
-  BOOST_TEST(wanlab_edt_mark_depart_ns(wanlab_edt_hold_mark(now + 25 * kMs, now), now) == (now + 25 * kMs) / 1000 * 1000);
+  BOOST_TEST(wanlab_edt_mark_depart_ns(wanlab_edt_hold_mark(now + 25 * kMs, now), now) ==
+             (now + 25 * kMs) / 1000 * 1000);
 }
 
 // ---- schedules ----------------------------------------------------------

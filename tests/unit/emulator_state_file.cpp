@@ -118,9 +118,9 @@ BOOST_AUTO_TEST_CASE(a_good_state_file_is_read) {
 
 BOOST_AUTO_TEST_CASE(every_missing_field_is_named) {
   Scratch scratch("state-file");
-  for (const std::string key : {"name", "scenario", "release", "release_reason", "daemon_pid", "created_unix",
-                                "created_mono_ns", "kind", "netns", "queue_num", "dev", "created_clsact", "created_fq",
-                                "dcs"})
+  for (const std::string key :
+       {"name", "scenario", "release", "release_reason", "daemon_pid", "created_unix", "created_mono_ns", "kind",
+        "netns", "queue_num", "dev", "created_clsact", "created_fq", "dcs"})
     check_error(scratch, without(kTop, key) + kHosts, key, "missing key");
   check_error(scratch, kTop, "hosts", "missing key");
   for (const std::string key : {"dc", "dc_index", "index", "netns", "ipv4", "ipv6", "core_ifname", "name"})

@@ -45,7 +45,8 @@ BOOST_AUTO_TEST_CASE(option_words_are_parsed_strictly) {
   BOOST_TEST(em::parse_verify_slack("2ms") == 2'000'000u);
   BOOST_TEST(em::parse_verify_slack("0s") == 0u);
   BOOST_TEST(em::parse_verify_slack("10s") == 10'000'000'000u);
-  for (const char* bad : {"2", "11s", "-1ms", "fast"}) BOOST_CHECK_THROW(em::parse_verify_slack(bad), std::invalid_argument);
+  for (const char* bad : {"2", "11s", "-1ms", "fast"})
+    BOOST_CHECK_THROW(em::parse_verify_slack(bad), std::invalid_argument);
 }
 
 BOOST_AUTO_TEST_CASE(rtt_without_jitter_is_the_median_of_twenty_against_both_delays) {
@@ -67,7 +68,8 @@ BOOST_AUTO_TEST_CASE(rtt_without_jitter_is_the_median_of_twenty_against_both_del
   BOOST_TEST(!range.contains(std::nan("")));
 
   // A slow link's serialization of the probe is part of what to expect.
-  BOOST_TEST(em::plan_rtt(pair(10, 1), pair(10, 1)).expected_ms == 20 + probe_ms(1), boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(em::plan_rtt(pair(10, 1), pair(10, 1)).expected_ms == 20 + probe_ms(1),
+             boost::test_tools::tolerance(1e-9));
   // Nothing below 0: a zero delay with a large slack.
   options.slack_ns = 5'000'000;
   BOOST_TEST(em::rtt_range(em::plan_rtt(pair(0), pair(0)), options, 20).low == 0);
@@ -151,7 +153,7 @@ BOOST_AUTO_TEST_CASE(goodput_expects_the_rate_less_headers_with_enough_streams) 
   BOOST_TEST(!starved.lower_bound);
   BOOST_TEST(starved.why_no_lower_bound == "socket buffers");
   BOOST_TEST(!std::isfinite(em::goodput_range(starved, options).low));
-  BOOST_TEST(starved.warmup_seconds == 6);  // 30 RTTs
+  BOOST_TEST(starved.warmup_seconds == 6);                                                     // 30 RTTs
   BOOST_TEST(em::plan_goodput(pair(500, 10), em::HostSettings{}, 1000).warmup_seconds == 10);  // at most 10 s
 }
 
@@ -205,8 +207,9 @@ BOOST_AUTO_TEST_CASE(rows_fail_outside_their_range_and_say_why) {
   BOOST_TEST(line.find("80.41 ms") != std::string::npos, line);
   BOOST_TEST(line.find("16.00 - 24.00 ms") != std::string::npos, line);
   const std::string said = em::describe_failure(row, options);
-  BOOST_TEST(said == "east <-> west rtt: measured 80.41 ms, configured 20.00 ms; allowed 16.00 - 24.00 ms "
-                     "(tolerance 10% + slack 2ms)",
+  BOOST_TEST(said ==
+                 "east <-> west rtt: measured 80.41 ms, configured 20.00 ms; allowed 16.00 - 24.00 ms "
+                 "(tolerance 10% + slack 2ms)",
              said);
 
   // No measurement where one was due fails; an unchecked row passes.
@@ -228,9 +231,10 @@ BOOST_AUTO_TEST_CASE(rows_fail_outside_their_range_and_say_why) {
   BOOST_TEST(goodput.passed());  // only a ceiling
   goodput.allowed.low = 86.1e6;
   BOOST_TEST(!goodput.passed());
-  BOOST_TEST(em::describe_failure(goodput, options) ==
-                 "east -> west goodput: measured 40.0 Mbit/s, configured 100mbit; allowed 86.1 - 105.2 Mbit/s (tolerance 10%)",
-             em::describe_failure(goodput, options));
+  BOOST_TEST(
+      em::describe_failure(goodput, options) ==
+          "east -> west goodput: measured 40.0 Mbit/s, configured 100mbit; allowed 86.1 - 105.2 Mbit/s (tolerance 10%)",
+      em::describe_failure(goodput, options));
 
   em::VerifyResult result;
   result.rows = {goodput};

@@ -129,7 +129,8 @@ BOOST_AUTO_TEST_CASE(prediction_is_the_offsets_at_the_next_start_and_repeats_exa
   BOOST_TEST(predicted.size() == 15u);
   BOOST_TEST(short_dropped.size() == 8u);  // the seven 1-unit windows go
   BOOST_TEST(predicted.front().start_ns == record.iteration_start_ns[2] + 4 * kMs);
-  std::vector<PredictionError> errors = prediction_errors(predicted, idle_offsets(record, 2), record.iteration_start_ns[2], 2);
+  std::vector<PredictionError> errors =
+      prediction_errors(predicted, idle_offsets(record, 2), record.iteration_start_ns[2], 2);
   BOOST_TEST(errors.size() == predicted.size());
   for (const PredictionError& error : errors) {
     BOOST_TEST(error.iteration == 2);
@@ -203,8 +204,9 @@ BOOST_AUTO_TEST_CASE(never_before_now_nor_past_a_window_end_minus_guard) {
     chunks.insert(chunks.end(), batch.chunks.begin(), batch.chunks.end());
     admitted += static_cast<int>(batch.requests.size());
   }
-  std::sort(chunks.begin(), chunks.end(),
-            [](const Chunk& a, const Chunk& b) { return std::tie(a.worker, a.start_ns) < std::tie(b.worker, b.start_ns); });
+  std::sort(chunks.begin(), chunks.end(), [](const Chunk& a, const Chunk& b) {
+    return std::tie(a.worker, a.start_ns) < std::tie(b.worker, b.start_ns);
+  });
   for (std::size_t i = 1; i < chunks.size(); ++i) {
     if (chunks[i].worker == chunks[i - 1].worker) BOOST_TEST(chunks[i].start_ns >= chunk_end(chunks[i - 1]));
   }
@@ -241,8 +243,11 @@ BOOST_AUTO_TEST_CASE(layer_chunks_split_a_long_prefill_over_one_workers_windows)
   Experiment e = admission_experiment();
   Admission admission(e, fake_kv);
   admission.arrive(request(0, 0, 2048));  // 308 ms over 80 layers
-  std::vector<Window> windows{{2, 0, 110 * kMs}, {2, 200 * kMs, 310 * kMs}, {1, 250 * kMs, 300 * kMs},
-                              {2, 400 * kMs, 510 * kMs}, {2, 600 * kMs, 710 * kMs}};
+  std::vector<Window> windows{{2, 0, 110 * kMs},
+                              {2, 200 * kMs, 310 * kMs},
+                              {1, 250 * kMs, 300 * kMs},
+                              {2, 400 * kMs, 510 * kMs},
+                              {2, 600 * kMs, 710 * kMs}};
   Admission::Decisions decisions = admission.schedule(0, windows);
   BOOST_REQUIRE(decisions.batches.size() == 1u);
   const Batch& batch = decisions.batches[0];
@@ -266,8 +271,8 @@ BOOST_AUTO_TEST_CASE(a_window_that_holds_the_batch_is_preferred_to_a_split) {
   Experiment e = admission_experiment();
   Admission admission(e, fake_kv);
   admission.arrive(request(0, 0, 2048));
-  std::vector<Window> windows{{2, 0, 110 * kMs}, {1, 150 * kMs, 600 * kMs}, {2, 200 * kMs, 310 * kMs},
-                              {2, 400 * kMs, 510 * kMs}};
+  std::vector<Window> windows{
+      {2, 0, 110 * kMs}, {1, 150 * kMs, 600 * kMs}, {2, 200 * kMs, 310 * kMs}, {2, 400 * kMs, 510 * kMs}};
   Admission::Decisions decisions = admission.schedule(0, windows);
   BOOST_REQUIRE(decisions.batches.size() == 1u);
   BOOST_REQUIRE(decisions.batches[0].chunks.size() == 1u);
@@ -341,7 +346,7 @@ BOOST_AUTO_TEST_CASE(thousands_of_requests_over_thousands_of_windows_stay_fast) 
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   BOOST_TEST_MESSAGE("admission: 5000 requests over " << window_count << " windows of 32 workers: " << batches
-                                                     << " batches in " << seconds << " s");
+                                                      << " batches in " << seconds << " s");
   BOOST_TEST(batches > 500);
   BOOST_TEST(seconds < 20.0);  // a generous bound: it takes well under a second
 }
@@ -415,7 +420,8 @@ BOOST_AUTO_TEST_CASE(utilization_is_busy_over_wall) {
       }
       for (const PrefillSpan& span : record.prefill->spans) {
         if (span.worker != worker) continue;
-        busy += static_cast<double>(std::max<std::int64_t>(0, std::min(span.end_ns, end) - std::max(span.start_ns, start)));
+        busy +=
+            static_cast<double>(std::max<std::int64_t>(0, std::min(span.end_ns, end) - std::max(span.start_ns, start)));
       }
       sum += busy / static_cast<double>(end - start);
     }
@@ -425,8 +431,8 @@ BOOST_AUTO_TEST_CASE(utilization_is_busy_over_wall) {
   BOOST_TEST(summary.mean_training_utilization == summarize_run(summarize(record)).mean_gpu_utilization,
              boost::test_tools::tolerance(1e-12));
   BOOST_TEST_MESSAGE("1F1B p = 4 with 8 requests/s: utilization " << summary.mean_training_utilization << " -> "
-                                                                    << summary.mean_gpu_utilization << ", served "
-                                                                    << summary.served << " of " << summary.requests);
+                                                                  << summary.mean_gpu_utilization << ", served "
+                                                                  << summary.served << " of " << summary.requests);
   BOOST_TEST(summary.mean_gpu_utilization > summary.mean_training_utilization + 0.05);
   for (std::size_t worker = 0; worker < 4; ++worker) BOOST_TEST(summary.gpu_utilization[worker] <= 1.0 + 1e-12);
 }
@@ -570,7 +576,8 @@ BOOST_AUTO_TEST_CASE(local_decode_keeps_every_kv_cache_inside_its_dc) {
 
 BOOST_AUTO_TEST_CASE(local_is_refused_where_a_dc_has_that_name) {
   std::string text = harness_test::kThreeDcScenario;
-  for (std::size_t at = text.find("\"c\""); at != std::string::npos; at = text.find("\"c\"", at)) text.replace(at, 3, "\"local\"");
+  for (std::size_t at = text.find("\"c\""); at != std::string::npos; at = text.find("\"c\"", at))
+    text.replace(at, 3, "\"local\"");
   auto scenario = wanlab::emulator::parse_scenario(text, "t3.toml");
   Experiment e = bubbletea("schedule = \"1f1b\"", 1);
   e.prefill.decode_dc = "local";

@@ -26,12 +26,19 @@ bool has(const std::string& card, const std::string& lines) { return card.find(l
 BOOST_AUTO_TEST_CASE(the_card_names_model_parallelism_schedule_and_command) {
   const std::string card = card_of({"wanlab train x.toml --simulate --out r", "/home/u", ""});
   BOOST_TEST(card.starts_with("# wanlab workload card"));
-  BOOST_TEST(has(card, "\ncard_version: 1\nname: \"x\"\nrun:\n  kind: \"simulated\"\n  runtime: \"simulator\"\n  iterations: 2\n"), card);
-  BOOST_TEST(has(card, "  command: \"wanlab train x.toml --simulate --out r\"\n  working_directory: \"/home/u\"\n"), card);
+  BOOST_TEST(
+      has(card,
+          "\ncard_version: 1\nname: \"x\"\nrun:\n  kind: \"simulated\"\n  runtime: \"simulator\"\n  iterations: 2\n"),
+      card);
+  BOOST_TEST(has(card, "  command: \"wanlab train x.toml --simulate --out r\"\n  working_directory: \"/home/u\"\n"),
+             card);
   BOOST_TEST(!has(card, "sweep_point"));
   BOOST_TEST(has(card, "model:\n  layers: 64\n  hidden: 1024\n  seq_len: 1024\n"), card);
   BOOST_TEST(has(card, "parallelism:\n  pp: 4\n  dp: 2\n  tp: 1\n  gpus: 8\n"), card);
-  BOOST_TEST(has(card, "schedule:\n  name: \"1f1b\"\n  placement: \"pp-across-dc\"\n  stage_dcs: [\"a\", \"b\", \"c\", \"a\"]\n  streams: 2\n"), card);
+  BOOST_TEST(has(card,
+                 "schedule:\n  name: \"1f1b\"\n  placement: \"pp-across-dc\"\n  stage_dcs: [\"a\", \"b\", \"c\", "
+                 "\"a\"]\n  streams: 2\n"),
+             card);
   BOOST_TEST(has(card, "  forward_ms: 5\n  backward_ms: 10\n"), card);
   BOOST_TEST(has(card, "prefill:\n  enabled: false\n"), card);
 }
@@ -41,9 +48,15 @@ BOOST_AUTO_TEST_CASE(the_testbed_carries_every_directed_pair_of_its_wan_matrix) 
   BOOST_TEST(has(card, "testbed:\n  name: \"t3\"\n"), card);
   BOOST_TEST(has(card, "  dcs:\n    - name: \"a\"\n      hosts: 2\n"), card);
   BOOST_TEST(count_substring(card, "    - src: ") == 9);  // 3 x 3, inside each DC too
-  BOOST_TEST(has(card, "    - src: \"a\"\n      dst: \"c\"\n      delay_ms: 40\n      jitter_ms: 0\n      rate_bps: 1000000000\n"), card);
+  BOOST_TEST(
+      has(card,
+          "    - src: \"a\"\n      dst: \"c\"\n      delay_ms: 40\n      jitter_ms: 0\n      rate_bps: 1000000000\n"),
+      card);
   BOOST_TEST(has(card, "    - src: \"c\"\n      dst: \"b\"\n      delay_ms: 60\n"), card);
-  BOOST_TEST(has(card, "    - src: \"b\"\n      dst: \"b\"\n      delay_ms: 0.05\n      jitter_ms: 0\n      rate_bps: 10000000000\n"), card);
+  BOOST_TEST(has(card,
+                 "    - src: \"b\"\n      dst: \"b\"\n      delay_ms: 0.05\n      jitter_ms: 0\n      rate_bps: "
+                 "10000000000\n"),
+             card);
 }
 
 BOOST_AUTO_TEST_CASE(software_versions_are_on_the_card) {

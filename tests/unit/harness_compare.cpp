@@ -24,12 +24,9 @@ Results results(double iteration_s, double utilization, const std::string& sched
   r.run.mean_bubble_fraction = 1 - utilization;
   r.iterations.push_back(IterationSummary{0, 2.0, 0, {}, 0, 0, 0, {{"east->west", 1000000}, {"west->east", 3000000}}});
   r.iterations.push_back(IterationSummary{1, 1.0, 0, {}, 0, 0, 0, {{"east->west", 3000000}, {"west->east", 1000000}}});
-  r.configuration = {{"schedule", schedule},
-                     {"placement", {"east", "west"}},
-                     {"streams", streams},
-                     {"temporal_sharing", true},
-                     {"scale", 0.5},
-                     {"note", "caf\u00e9 \"quoted\""}};
+  r.configuration = {{"schedule", schedule}, {"placement", {"east", "west"}},
+                     {"streams", streams},   {"temporal_sharing", true},
+                     {"scale", 0.5},         {"note", "caf\u00e9 \"quoted\""}};
   return r;
 }
 

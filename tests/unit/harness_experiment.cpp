@@ -43,9 +43,9 @@ std::string override_error(Experiment experiment, std::string_view option, std::
 std::filesystem::path experiments_dir() {
   // ctest sets WANLAB_SOURCE_DIR; run by hand, this file's path gives the tree.
   const char* source = std::getenv("WANLAB_SOURCE_DIR");
-  std::filesystem::path root =
-      source != nullptr ? std::filesystem::path(source)
-                        : std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
+  std::filesystem::path root = source != nullptr
+                                   ? std::filesystem::path(source)
+                                   : std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
   return root / "scenarios" / "experiments";
 }
 
@@ -73,14 +73,17 @@ const std::vector<BadFile>& bad_files() {
       {"streams of the wrong type", inserted(4, "streams = \"8\""),
        R"(e.toml:4:11: streams: expected an integer from 1 to 64, got "8")"},
       {"zero streams", inserted(4, "streams = 0"), "e.toml:4:11: streams: expected an integer from 1 to 64, got 0"},
-      {"too many streams", inserted(4, "streams = 65"), "e.toml:4:11: streams: expected an integer from 1 to 64, got 65"},
+      {"too many streams", inserted(4, "streams = 65"),
+       "e.toml:4:11: streams: expected an integer from 1 to 64, got 65"},
       {"temporal sharing not a bool", inserted(4, "temporal_sharing = \"yes\""),
        R"(e.toml:4:20: temporal_sharing: expected true or false, got "yes")"},
-      {"zero iterations", inserted(4, "iterations = 0"), "e.toml:4:14: iterations: expected an integer from 1 to 100000, got 0"},
+      {"zero iterations", inserted(4, "iterations = 0"),
+       "e.toml:4:14: iterations: expected an integer from 1 to 100000, got 0"},
       {"negative seed", inserted(4, "seed = -1"), "e.toml:4:8: seed: expected an integer from 0 to"},
       {"scale above 1", inserted(4, "scale = 2"), "e.toml:4:9: scale: expected a number from 1e-06 to 1, got 2"},
       {"zero scale", inserted(4, "scale = 0.0"), "e.toml:4:9: scale: expected a number from 1e-06 to 1, got 0"},
-      {"scale below the least", inserted(4, "scale = 1e-7"), "e.toml:4:9: scale: expected a number from 1e-06 to 1, got 1e-07"},
+      {"scale below the least", inserted(4, "scale = 1e-7"),
+       "e.toml:4:9: scale: expected a number from 1e-06 to 1, got 1e-07"},
       {"unknown placement", inserted(4, "placement = \"atlass\""),
        R"(e.toml:4:13: placement: expected "atlas", "pp-across-dc", "dp-across-dc" or a list of DCs, one per stage, got "atlass"; did you mean "atlas"?)"},
       {"placement list too short", inserted(4, "placement = [\"east\"]"),
@@ -89,7 +92,8 @@ const std::vector<BadFile>& bad_files() {
        R"(e.toml:4:22: placement[1]: expected a DC name like "east", got 2)"},
       {"model not a table", "name = \"e\"\ntestbed = \"t.toml\"\nschedule = \"1f1b\"\nmodel = 3\n",
        "e.toml:4:9: model: expected a table ([model]), got 3"},
-      {"zero layers", with_line(5, "layers = 0"), "e.toml:5:10: model.layers: expected an integer from 1 to 100000, got 0"},
+      {"zero layers", with_line(5, "layers = 0"),
+       "e.toml:5:10: model.layers: expected an integer from 1 to 100000, got 0"},
       {"bytes per value of 16", inserted(5, "bytes_per_value = 16"),
        "e.toml:5:19: model.bytes_per_value: expected an integer from 1 to 8, got 16"},
       {"float microbatches", inserted(5, "microbatches = 2.5"),
@@ -101,7 +105,8 @@ const std::vector<BadFile>& bad_files() {
        "e.toml:1:1: missing [compute]: give peak_tflops and mfu, or forward_ms and backward_ms"},
       {"both kinds of compute", inserted(9, "peak_tflops = 312\nmfu = 0.4"),
        "e.toml:11:14: compute: give either peak_tflops and mfu, or forward_ms and backward_ms, not both"},
-      {"forward without backward", with_line(10, ""), "e.toml:9:14: compute.forward_ms: also needs compute.backward_ms"},
+      {"forward without backward", with_line(10, ""),
+       "e.toml:9:14: compute.forward_ms: also needs compute.backward_ms"},
       {"peak without mfu", first_lines(8) + "peak_tflops = 312\n",
        "e.toml:9:15: compute.peak_tflops: also needs compute.mfu"},
       {"mfu above 1", first_lines(8) + "peak_tflops = 312\nmfu = 1.5\n",
@@ -110,8 +115,10 @@ const std::vector<BadFile>& bad_files() {
        "e.toml:9:14: compute.forward_ms: expected a number greater than 0 and at most 1000000, got -1"},
       {"recompute with given times", kBase + "recompute = true\n",
        "e.toml:11:13: compute.recompute: only used with peak_tflops and mfu"},
-      {"negative gpus", kBase + "[gpus]\neast = -1\n", "e.toml:12:8: gpus.east: expected a number of GPUs from 0 to 1000000, got -1"},
-      {"gpus as text", kBase + "[gpus]\neast = \"4\"\n", R"(e.toml:12:8: gpus.east: expected a number of GPUs from 0 to 1000000, got "4")"},
+      {"negative gpus", kBase + "[gpus]\neast = -1\n",
+       "e.toml:12:8: gpus.east: expected a number of GPUs from 0 to 1000000, got -1"},
+      {"gpus as text", kBase + "[gpus]\neast = \"4\"\n",
+       R"(e.toml:12:8: gpus.east: expected a number of GPUs from 0 to 1000000, got "4")"},
       // Found by the experiment fuzzer (tests/data/experiment-corpus/regress-*):
       // the input's control characters reached the message as they were.
       {"newline in the schedule", with_line(3, "schedule = \"a\\nb\""),
@@ -248,17 +255,23 @@ BOOST_AUTO_TEST_CASE(overrides_and_iterations) {
 
 BOOST_AUTO_TEST_CASE(bad_overrides_name_the_flag) {
   Experiment experiment = parse_experiment(kBase, "e.toml");
-  BOOST_TEST(override_error(experiment, "--streams", "many") == R"(--streams: expected a whole number from 1 to 64, got "many")");
-  BOOST_TEST(override_error(experiment, "--streams", "8x") == R"(--streams: expected a whole number from 1 to 64, got "8x")");
-  BOOST_TEST(override_error(experiment, "--iterations", "0") == R"(--iterations: expected a whole number from 1 to 100000, got "0")");
-  BOOST_TEST(override_error(experiment, "--temporal-sharing", "yes") == R"(--temporal-sharing: expected on or off, got "yes")");
+  BOOST_TEST(override_error(experiment, "--streams", "many") ==
+             R"(--streams: expected a whole number from 1 to 64, got "many")");
+  BOOST_TEST(override_error(experiment, "--streams", "8x") ==
+             R"(--streams: expected a whole number from 1 to 64, got "8x")");
+  BOOST_TEST(override_error(experiment, "--iterations", "0") ==
+             R"(--iterations: expected a whole number from 1 to 100000, got "0")");
+  BOOST_TEST(override_error(experiment, "--temporal-sharing", "yes") ==
+             R"(--temporal-sharing: expected on or off, got "yes")");
   BOOST_TEST(override_error(experiment, "--schedule", "gpip") ==
              R"(--schedule: expected gpipe, 1f1b or atlas, got "gpip"; did you mean "gpipe"?)");
   BOOST_TEST(override_error(experiment, "--placement", "east,west,east") ==
              "--placement: 3 DCs for pp = 2 stages; list one DC per stage");
-  BOOST_TEST(override_error(experiment, "--placement", "pp-acros-dc") ==
-             R"(--placement: expected atlas, pp-across-dc, dp-across-dc or DCs like "east,east,west,west", got "pp-acros-dc"; did you mean "pp-across-dc"?)");
-  BOOST_TEST(override_error(experiment, "--stream", "4") == "--stream: unknown experiment option; did you mean --streams?");
+  BOOST_TEST(
+      override_error(experiment, "--placement", "pp-acros-dc") ==
+      R"(--placement: expected atlas, pp-across-dc, dp-across-dc or DCs like "east,east,west,west", got "pp-acros-dc"; did you mean "pp-across-dc"?)");
+  BOOST_TEST(override_error(experiment, "--stream", "4") ==
+             "--stream: unknown experiment option; did you mean --streams?");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -281,7 +294,8 @@ BOOST_AUTO_TEST_CASE(layers_below_the_default_pp_without_parallel) {
 
 BOOST_AUTO_TEST_CASE(pp_above_the_default_layers_without_model) {
   std::string toml = first_lines(3) + "[parallel]\npp = 33\n[compute]\nforward_ms = 1\nbackward_ms = 2\n";
-  BOOST_TEST(error_of(toml) == "e.toml:5:6: parallel.pp: 33 stages for 32 layers; every stage needs at least one layer");
+  BOOST_TEST(error_of(toml) ==
+             "e.toml:5:6: parallel.pp: 33 stages for 32 layers; every stage needs at least one layer");
 }
 
 // The simulator's cap; the emulated testbed's (1024) is checked before a real run (harness_fabric.cpp).
@@ -317,7 +331,8 @@ BOOST_AUTO_TEST_CASE(iterations_override_is_checked_against_the_run_size) {
   Experiment experiment = parse_experiment(inserted(5, "microbatches = 4096"), "e.toml");  // 32768 steps per iteration
   BOOST_TEST(override_error(experiment, "--iterations", "610") == "(no error)");
   std::string message = override_error(experiment, "--iterations", "611");
-  BOOST_TEST(message.find("--iterations: the run is too big: iterations 611 x 32768 steps per iteration") == 0, message);
+  BOOST_TEST(message.find("--iterations: the run is too big: iterations 611 x 32768 steps per iteration") == 0,
+             message);
   BOOST_TEST(message.find('\n') == std::string::npos);
 }
 
@@ -325,9 +340,9 @@ BOOST_AUTO_TEST_CASE(iterations_override_is_checked_against_the_run_size) {
 // check; what they leave is checked all the same (a list the file gave stays).
 BOOST_AUTO_TEST_CASE(every_override_leaves_a_checked_experiment) {
   Experiment experiment = parse_experiment(inserted(4, "placement = [\"east\", \"west\"]"), "e.toml");
-  for (auto [option, value] : {std::pair{"--schedule", "gpipe"}, std::pair{"--streams", "3"},
-                               std::pair{"--temporal-sharing", "on"}, std::pair{"--scale", "0.5"},
-                               std::pair{"--iterations", "7"}}) {
+  for (auto [option, value] :
+       {std::pair{"--schedule", "gpipe"}, std::pair{"--streams", "3"}, std::pair{"--temporal-sharing", "on"},
+        std::pair{"--scale", "0.5"}, std::pair{"--iterations", "7"}}) {
     BOOST_TEST(override_error(experiment, option, value) == "(no error)", option);
     apply_override(experiment, option, value);
   }
@@ -339,12 +354,15 @@ BOOST_AUTO_TEST_CASE(every_override_leaves_a_checked_experiment) {
 BOOST_AUTO_TEST_CASE(override_numbers_are_strict) {
   Experiment experiment = parse_experiment(kBase, "e.toml");
   for (const char* bad : {" 8", "+8", "8 ", "0x8", "", "8.0", "1e1", "99999999999999999999"}) {
-    BOOST_TEST(override_error(experiment, "--streams", bad).find("--streams: expected a whole number from 1 to 64, got ") == 0,
-               bad);
+    BOOST_TEST(
+        override_error(experiment, "--streams", bad).find("--streams: expected a whole number from 1 to 64, got ") == 0,
+        bad);
   }
   BOOST_TEST(override_error(experiment, "--scale", "0") == R"(--scale: expected a number from 1e-06 to 1, got "0")");
-  BOOST_TEST(override_error(experiment, "--scale", "nan") == R"(--scale: expected a number from 1e-06 to 1, got "nan")");
-  BOOST_TEST(override_error(experiment, "--scale", "1.5") == R"(--scale: expected a number from 1e-06 to 1, got "1.5")");
+  BOOST_TEST(override_error(experiment, "--scale", "nan") ==
+             R"(--scale: expected a number from 1e-06 to 1, got "nan")");
+  BOOST_TEST(override_error(experiment, "--scale", "1.5") ==
+             R"(--scale: expected a number from 1e-06 to 1, got "1.5")");
   BOOST_TEST(override_error(experiment, "--scale", "1e-6") == "(no error)");
   // Untrusted text is shown bounded.
   std::string message = override_error(experiment, "--iterations", std::string(100000, '9'));
@@ -367,9 +385,9 @@ BOOST_AUTO_TEST_CASE(every_file_loads_plans_and_simulates) {
     Plan plan = make_plan(experiment, scenario);
     RunRecord record = simulate(plan, scenario, link_model_for(scenario, experiment.scale), 1);
     double seconds = static_cast<double>(record.iteration_end_ns.at(0) - record.iteration_start_ns.at(0)) / 1e9;
-    BOOST_TEST_MESSAGE(entry.path().filename().string() << ": " << seconds << " s per iteration, "
-                                                        << plan.activation_bytes << " B activations, "
-                                                        << plan.stage_param_bytes << " B per stage");
+    BOOST_TEST_MESSAGE(entry.path().filename().string()
+                       << ": " << seconds << " s per iteration, " << plan.activation_bytes << " B activations, "
+                       << plan.stage_param_bytes << " B per stage");
     if (experiment.fabric) continue;  // simulate only (scale-16dc): no real run to keep short
     // Real runs must stay short on a 2-core box: seconds per iteration (the
     // DP-across-DC baseline is slow by design and runs fewer iterations),
@@ -409,7 +427,8 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(trends)
 
-double simulated_seconds(const std::string& file, const std::vector<std::pair<std::string, std::string>>& overrides = {}) {
+double simulated_seconds(const std::string& file,
+                         const std::vector<std::pair<std::string, std::string>>& overrides = {}) {
   Experiment experiment = load_experiment((experiments_dir() / file).string());
   for (const auto& [option, value] : overrides) apply_override(experiment, option, value);
   wanlab::emulator::Scenario scenario = load_testbed(experiment);
@@ -431,7 +450,8 @@ BOOST_AUTO_TEST_CASE(each_atlas_element_helps_on_the_shipped_model) {
   BOOST_TEST(atlas < sharing);
   BOOST_TEST(simulated_seconds("gpipe-3dc.toml") > baseline);
   BOOST_TEST(simulated_seconds("dp-across-dc-3dc.toml") > 5 * baseline);
-  BOOST_TEST(simulated_seconds("atlas-order-3dc.toml") < simulated_seconds("atlas-order-3dc.toml", {{"--reorder-dcs", "off"}}));
+  BOOST_TEST(simulated_seconds("atlas-order-3dc.toml") <
+             simulated_seconds("atlas-order-3dc.toml", {{"--reorder-dcs", "off"}}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

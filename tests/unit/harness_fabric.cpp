@@ -37,7 +37,8 @@ double allreduce_ns(const Experiment& experiment, double* stage_bytes = nullptr)
   RunRecord record = simulate(plan, scenario, link_model_for(scenario, experiment.scale));
   double longest = 0;
   for (const Event& event : record.events) {
-    if (event.kind == OpKind::allreduce) longest = std::max(longest, static_cast<double>(event.end_ns - event.start_ns));
+    if (event.kind == OpKind::allreduce)
+      longest = std::max(longest, static_cast<double>(event.end_ns - event.start_ns));
   }
   BOOST_REQUIRE(longest > 0);
   return longest;
@@ -75,10 +76,12 @@ BOOST_AUTO_TEST_CASE(every_key_is_read) {
 BOOST_AUTO_TEST_CASE(bad_keys_and_values_are_one_line_errors_at_their_place) {
   const std::string base = job(1, 2, 1, kOneDc, "");  // 16 lines; [fabric] is line 17
   const std::vector<std::pair<std::string, std::string>> cases{
-      {"[fabric]\nnic_rte = \"1gbit\"\n", R"(f.toml:18:1: unknown key "nic_rte" in [fabric]; did you mean "nic_rate"?)"},
+      {"[fabric]\nnic_rte = \"1gbit\"\n",
+       R"(f.toml:18:1: unknown key "nic_rte" in [fabric]; did you mean "nic_rate"?)"},
       {"[fabric]\nnic_rate = 400\n", R"(f.toml:18:12: fabric.nic_rate: expected a rate like "400gbit", got 400)"},
       {"[fabric]\nnic_rate = \"400\"\n", "f.toml:18:12: fabric.nic_rate: "},
-      {"[fabric]\ngpus_per_server = 0\n", "f.toml:18:19: fabric.gpus_per_server: expected an integer from 1 to 1024, got 0"},
+      {"[fabric]\ngpus_per_server = 0\n",
+       "f.toml:18:19: fabric.gpus_per_server: expected an integer from 1 to 1024, got 0"},
       {"[fabric]\noversubscription = 0.5\n",
        "f.toml:18:20: fabric.oversubscription: expected a number from 1 to 1000, got 0.5"},
       {"[fabric]\nlatency = \"2s\"\n", R"(f.toml:18:11: fabric.latency: expected a time from 0s to 1s, got "2s")"},
@@ -167,8 +170,9 @@ BOOST_AUTO_TEST_CASE(the_simulator_takes_100000_gpus_the_emulated_testbed_1024_w
 BOOST_AUTO_TEST_CASE(the_emulated_run_refuses_a_fabric_and_more_than_1024_workers) {
   auto scenario = three_dcs();
   Plan with_fabric = make_plan(parsed(job(1, 2, 1, kOneDc, "[fabric]\n")), scenario);
-  BOOST_TEST(error_of([&] { check_emulated_run(with_fabric, 1); })
-                 .starts_with("f.toml:17:1: fabric: the emulated testbed's network inside a DC is its [intra_dc] pair"));
+  BOOST_TEST(error_of([&] {
+               check_emulated_run(with_fabric, 1);
+             }).starts_with("f.toml:17:1: fabric: the emulated testbed's network inside a DC is its [intra_dc] pair"));
   Plan plain = make_plan(parsed(job(1, 2, 1, kOneDc, "")), scenario);
   BOOST_TEST(error_of([&] { check_emulated_run(plain, 1); }) == "(no error)");
   std::string wide = job(2, 600, 1, "\"pp-across-dc\"", "");

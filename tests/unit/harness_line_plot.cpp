@@ -35,7 +35,9 @@ bool well_formed(const std::string& svg) {
     at = end;
   }
   for (std::size_t at = 0; (at = svg.find('&', at)) != std::string::npos; ++at)
-    if (svg.compare(at, 4, "&lt;") && svg.compare(at, 4, "&gt;") && svg.compare(at, 5, "&amp;") && svg.compare(at, 6, "&quot;")) return false;
+    if (svg.compare(at, 4, "&lt;") && svg.compare(at, 4, "&gt;") && svg.compare(at, 5, "&amp;") &&
+        svg.compare(at, 6, "&quot;"))
+      return false;
   return open.empty();
 }
 
@@ -66,7 +68,7 @@ BOOST_AUTO_TEST_CASE(a_plot_is_well_formed_svg_with_every_series_named_and_drawn
   BOOST_TEST(well_formed(svg), svg);
   BOOST_TEST(count(svg, "<path ") == 2u);
   BOOST_TEST(count(svg, "<circle ") == 5u);
-  BOOST_TEST(count(svg, ">1f1b</text>") == 1u);                       // the legend
+  BOOST_TEST(count(svg, ">1f1b</text>") == 1u);  // the legend
   BOOST_TEST(count(svg, ">atlas &quot;8 streams&quot;</text>") == 1u);
   BOOST_TEST(count(svg, "iteration &lt;time&gt; &amp; delay") == 1u);  // the title, escaped
   BOOST_TEST(count(svg, "<title>1f1b: 80, 4</title>") == 1u);
@@ -88,7 +90,8 @@ BOOST_AUTO_TEST_CASE(the_axes_reach_past_every_point) {
     plot.series = {{"s", {{0, 0.1 * top}, {7.3, top}, {13, 0.5 * top}}}};
     const std::string svg = hs::line_plot_svg(plot);
     std::size_t circles = 0;
-    for (auto at = svg.find("<circle cx=\""); at != std::string::npos; at = svg.find("<circle cx=\"", at + 1), ++circles) {
+    for (auto at = svg.find("<circle cx=\""); at != std::string::npos;
+         at = svg.find("<circle cx=\"", at + 1), ++circles) {
       const double cx = std::stod(svg.substr(at + 12));
       const double cy = std::stod(svg.substr(svg.find("cy=\"", at) + 4));
       BOOST_TEST((cx >= 78 && cx <= 560), top << ": cx " << cx);
@@ -106,7 +109,8 @@ BOOST_AUTO_TEST_CASE(percentages_categories_and_stacked_plots) {
   plot.series = {{"u", {{0, 0.25}, {1, 0.5}, {2, 0.75}}}};
   const std::string svg = hs::line_plot_svg(plot);
   BOOST_TEST(well_formed(svg));
-  for (const char* tick : {">gpipe</text>", ">1f1b</text>", ">atlas</text>", ">40%</text>"}) BOOST_TEST(count(svg, tick) == 1u, tick);
+  for (const char* tick : {">gpipe</text>", ">1f1b</text>", ">atlas</text>", ">40%</text>"})
+    BOOST_TEST(count(svg, tick) == 1u, tick);
   BOOST_TEST(count(svg, "<title>u: atlas, 75%</title>") == 1u);
 
   const std::vector<hs::LinePlot> plots{plot, two_lines()};

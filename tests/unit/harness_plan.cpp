@@ -117,13 +117,16 @@ mfu = 0.5
 BOOST_AUTO_TEST_CASE(recompute_makes_backward_three_forwards_and_tp_divides_compute) {
   auto scenario = three_dcs();
   std::string base = "name = \"m\"\ntestbed = \"t3.toml\"\nschedule = \"1f1b\"\n[parallel]\npp = 4\n";
-  Plan plain = make_plan(parse_experiment(base + "tp = 1\n[compute]\npeak_tflops = 100\nmfu = 0.5\n", "m.toml"), scenario);
-  Plan recompute =
-      make_plan(parse_experiment(base + "tp = 1\n[compute]\npeak_tflops = 100\nmfu = 0.5\nrecompute = true\n", "m.toml"),
-                scenario);
-  Plan tensor = make_plan(parse_experiment(base + "tp = 4\n[compute]\npeak_tflops = 100\nmfu = 0.5\n", "m.toml"), scenario);
+  Plan plain =
+      make_plan(parse_experiment(base + "tp = 1\n[compute]\npeak_tflops = 100\nmfu = 0.5\n", "m.toml"), scenario);
+  Plan recompute = make_plan(
+      parse_experiment(base + "tp = 1\n[compute]\npeak_tflops = 100\nmfu = 0.5\nrecompute = true\n", "m.toml"),
+      scenario);
+  Plan tensor =
+      make_plan(parse_experiment(base + "tp = 4\n[compute]\npeak_tflops = 100\nmfu = 0.5\n", "m.toml"), scenario);
   BOOST_TEST(recompute.forward_ns == plain.forward_ns);
-  BOOST_TEST(std::llabs(static_cast<long long>(recompute.backward_ns) - 3 * static_cast<long long>(plain.forward_ns)) <= 2);
+  BOOST_TEST(std::llabs(static_cast<long long>(recompute.backward_ns) - 3 * static_cast<long long>(plain.forward_ns)) <=
+             2);
   BOOST_TEST(std::llabs(static_cast<long long>(tensor.forward_ns) * 4 - static_cast<long long>(plain.forward_ns)) <= 4);
   BOOST_TEST(tensor.gpus_used == 16);
 }
@@ -161,8 +164,9 @@ BOOST_AUTO_TEST_CASE(floor_of_gpus_over_tp_times_dp) {
 BOOST_AUTO_TEST_CASE(infeasible_says_what_is_missing) {
   auto scenario = three_dcs();
   std::string message = error_of([&] { select_dcs({{"a", 4}, {"b", 2}}, 4, 2, 1, scenario); });
-  BOOST_TEST(message == "atlas placement needs 8 GPUs for 4 stages x dp 2 x tp 1; a=4 b=2 give 3 stages: "
-                        "1 stage (2 GPUs) missing");
+  BOOST_TEST(message ==
+             "atlas placement needs 8 GPUs for 4 stages x dp 2 x tp 1; a=4 b=2 give 3 stages: "
+             "1 stage (2 GPUs) missing");
   std::string none = error_of([&] { select_dcs({{"a", 1}}, 2, 2, 1, scenario); });
   BOOST_TEST(none.find("a=1 give 0 stages: 2 stages (4 GPUs) missing") != std::string::npos, none);
 }
@@ -191,8 +195,8 @@ BOOST_AUTO_TEST_SUITE(placements)
 const std::string kGpus = "[gpus]\na = 4\nb = 4\nc = 4\n";
 
 BOOST_AUTO_TEST_CASE(atlas_keeps_every_stages_replicas_in_one_dc) {
-  Plan plan = make_plan(experiment("schedule = \"atlas\"", 4, 2, 8, 1, 2, "[gpus]\na = 4\nb = 2\nc = 2\n"),
-                        three_dcs());
+  Plan plan =
+      make_plan(experiment("schedule = \"atlas\"", 4, 2, 8, 1, 2, "[gpus]\na = 4\nb = 2\nc = 2\n"), three_dcs());
   for (const WorkerPlan& worker_plan : plan.workers) {
     const Worker& worker = worker_plan.worker;
     BOOST_TEST(worker.dc == plan.stage_dc[static_cast<std::size_t>(worker.stage)]);
@@ -215,8 +219,8 @@ BOOST_AUTO_TEST_CASE(pp_across_dc_puts_consecutive_stages_in_different_dcs) {
 
 BOOST_AUTO_TEST_CASE(dp_across_dc_puts_each_pipeline_in_its_own_dc) {
   auto scenario = three_dcs();
-  Plan plan = make_plan(experiment("schedule = \"1f1b\"\nplacement = \"dp-across-dc\"", 2, 3, 4, 1, 2, kGpus),
-                        scenario);
+  Plan plan =
+      make_plan(experiment("schedule = \"1f1b\"\nplacement = \"dp-across-dc\"", 2, 3, 4, 1, 2, kGpus), scenario);
   for (const WorkerPlan& worker_plan : plan.workers) {
     const Worker& worker = worker_plan.worker;
     BOOST_TEST(worker.dc == worker.replica);
@@ -239,11 +243,11 @@ BOOST_AUTO_TEST_CASE(explicit_list_places_replicas_with_their_stage) {
 
 BOOST_AUTO_TEST_CASE(infeasible_baselines_name_the_dc) {
   auto scenario = three_dcs();
-  std::string pp = error_of([&] {
-    make_plan(experiment("schedule = \"1f1b\"", 4, 2, 8, 1, 2, "[gpus]\na = 2\nb = 4\nc = 4\n"), scenario);
-  });
-  BOOST_TEST(pp == "x.toml:16:1: gpus.a: pp-across-dc placement needs 4 GPUs in a (stages 0, 3 x dp 2 x tp 1); "
-                   "[gpus] gives a = 2",
+  std::string pp = error_of(
+      [&] { make_plan(experiment("schedule = \"1f1b\"", 4, 2, 8, 1, 2, "[gpus]\na = 2\nb = 4\nc = 4\n"), scenario); });
+  BOOST_TEST(pp ==
+                 "x.toml:16:1: gpus.a: pp-across-dc placement needs 4 GPUs in a (stages 0, 3 x dp 2 x tp 1); "
+                 "[gpus] gives a = 2",
              pp);
   std::string dp = error_of([&] {
     make_plan(experiment("schedule = \"1f1b\"\nplacement = \"dp-across-dc\"", 4, 2, 8, 1, 2, "[gpus]\na = 4\nb = 3\n"),
@@ -252,23 +256,21 @@ BOOST_AUTO_TEST_CASE(infeasible_baselines_name_the_dc) {
   BOOST_TEST(dp.find("dp-across-dc placement needs 4 GPUs in b (replica 1 x pp 4 x tp 1); [gpus] gives b = 3") !=
                  std::string::npos,
              dp);
-  std::string atlas = error_of([&] {
-    make_plan(experiment("schedule = \"atlas\"", 4, 2, 8, 1, 2, "[gpus]\na = 4\nb = 2\n"), scenario);
-  });
-  BOOST_TEST(atlas == "x.toml: atlas placement needs 8 GPUs for 4 stages x dp 2 x tp 1; a=4 b=2 give 3 stages: "
-                      "1 stage (2 GPUs) missing",
+  std::string atlas = error_of(
+      [&] { make_plan(experiment("schedule = \"atlas\"", 4, 2, 8, 1, 2, "[gpus]\na = 4\nb = 2\n"), scenario); });
+  BOOST_TEST(atlas ==
+                 "x.toml: atlas placement needs 8 GPUs for 4 stages x dp 2 x tp 1; a=4 b=2 give 3 stages: "
+                 "1 stage (2 GPUs) missing",
              atlas);
 }
 
 BOOST_AUTO_TEST_CASE(dcs_not_in_the_testbed_are_errors_at_their_position) {
   auto scenario = three_dcs();
-  std::string gpus = error_of([&] {
-    make_plan(experiment("schedule = \"atlas\"", 2, 1, 4, 1, 2, "[gpus]\na = 4\nbb = 4\n"), scenario);
-  });
+  std::string gpus = error_of(
+      [&] { make_plan(experiment("schedule = \"atlas\"", 2, 1, 4, 1, 2, "[gpus]\na = 4\nbb = 4\n"), scenario); });
   BOOST_TEST(gpus == "x.toml:17:1: gpus.bb: unknown DC \"bb\" in testbed t3; did you mean \"b\"?", gpus);
-  std::string placement = error_of([&] {
-    make_plan(experiment("schedule = \"gpipe\"\nplacement = [\"a\", \"west\"]", 2, 1, 4), scenario);
-  });
+  std::string placement = error_of(
+      [&] { make_plan(experiment("schedule = \"gpipe\"\nplacement = [\"a\", \"west\"]", 2, 1, 4), scenario); });
   BOOST_TEST(placement == "x.toml:4:19: placement[1]: unknown DC \"west\" in testbed t3 (DCs: a, b, c)", placement);
 }
 
@@ -313,8 +315,8 @@ void check_pairing(const Plan& plan) {
   }
   BOOST_TEST(sends == recvs);
   int pp = plan.experiment.parallel.pp;
-  std::size_t expected = static_cast<std::size_t>(2 * (pp - 1) * plan.experiment.parallel.dp *
-                                                  plan.experiment.model.microbatches);
+  std::size_t expected =
+      static_cast<std::size_t>(2 * (pp - 1) * plan.experiment.parallel.dp * plan.experiment.model.microbatches);
   BOOST_TEST(sends.size() == expected);
 }
 
@@ -341,15 +343,16 @@ BOOST_AUTO_TEST_CASE(ops_around_each_compute_step) {
 
 BOOST_AUTO_TEST_CASE(allreduce_ends_each_worker_with_the_ring_grouped_by_dc) {
   auto scenario = three_dcs();
-  Plan plan = make_plan(experiment("schedule = \"1f1b\"\nplacement = \"dp-across-dc\"", 2, 4, 4, 1, 2,
-                                   "[gpus]\na = 4\nb = 4\n"),
-                        scenario);
+  Plan plan = make_plan(
+      experiment("schedule = \"1f1b\"\nplacement = \"dp-across-dc\"", 2, 4, 4, 1, 2, "[gpus]\na = 4\nb = 4\n"),
+      scenario);
   for (const WorkerPlan& worker_plan : plan.workers) {
     BOOST_TEST((worker_plan.ops.back().kind == OpKind::allreduce));
     BOOST_TEST(worker_plan.ops.back().bytes == plan.allreduce_bytes);
     // replicas 0, 2 in a, 1, 3 in b: the ring visits a's members, then b's.
     std::vector<int> replicas;
-    for (int id : worker_plan.worker.allreduce_group) replicas.push_back(plan.workers[static_cast<std::size_t>(id)].worker.replica);
+    for (int id : worker_plan.worker.allreduce_group)
+      replicas.push_back(plan.workers[static_cast<std::size_t>(id)].worker.replica);
     BOOST_TEST(replicas == (std::vector<int>{0, 2, 1, 3}));
   }
 }
@@ -418,8 +421,8 @@ BOOST_AUTO_TEST_SUITE(run_size)
 BOOST_AUTO_TEST_CASE(the_size_from_the_fields_counts_the_plans_ops) {
   auto scenario = three_dcs();
   for (const char* schedule : {"gpipe", "1f1b", "atlas"}) {
-    for (auto [pp, dp, microbatches] : {std::tuple{1, 1, 5}, std::tuple{2, 1, 3}, std::tuple{4, 3, 8},
-                                        std::tuple{5, 2, 2}, std::tuple{3, 4, 1}}) {
+    for (auto [pp, dp, microbatches] :
+         {std::tuple{1, 1, 5}, std::tuple{2, 1, 3}, std::tuple{4, 3, 8}, std::tuple{5, 2, 2}, std::tuple{3, 4, 1}}) {
       Experiment given = experiment(std::string("schedule = \"") + schedule + "\"", pp, dp, microbatches);
       Plan plan = make_plan(given, scenario);
       std::uint64_t ops = 0;
@@ -442,9 +445,10 @@ BOOST_AUTO_TEST_CASE(make_plan_refuses_a_run_beyond_the_limit) {
   BOOST_TEST(error_of([&] { make_plan(big, three_dcs()); }) == "(no error)");
   big.iterations += 1;
   std::string message = error_of([&] { make_plan(big, three_dcs()); });
-  BOOST_TEST(message == "x.toml: the run is too big: iterations 125001 x 160 steps per iteration (parallel.pp 4, "
-                        "parallel.dp 1, model.microbatches 8) = 20000160 steps; at most 20000000 (a step is a forward, "
-                        "backward, send, recv or all-reduce ring step)");
+  BOOST_TEST(message ==
+             "x.toml: the run is too big: iterations 125001 x 160 steps per iteration (parallel.pp 4, "
+             "parallel.dp 1, model.microbatches 8) = 20000160 steps; at most 20000000 (a step is a forward, "
+             "backward, send, recv or all-reduce ring step)");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

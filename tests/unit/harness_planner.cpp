@@ -15,9 +15,11 @@ namespace {
 
 // 1F1B, 4 layers of hidden 1024, forward 1 ms and backward 2 ms at pp 1 x tp 1.
 std::string job(int pp, int dp, int microbatches, const std::string& rest) {
-  return "name = \"p\"\ntestbed = \"t3.toml\"\nschedule = \"1f1b\"\n[model]\nlayers = 4\nhidden = 1024\nseq_len = 1024\n"
-         "microbatches = " + std::to_string(microbatches) + "\n[parallel]\npp = " + std::to_string(pp) +
-         "\ndp = " + std::to_string(dp) + "\n[compute]\nforward_ms = 1\nbackward_ms = 2\n" + rest;
+  return "name = \"p\"\ntestbed = \"t3.toml\"\nschedule = \"1f1b\"\n[model]\nlayers = 4\nhidden = 1024\nseq_len = "
+         "1024\n"
+         "microbatches = " +
+         std::to_string(microbatches) + "\n[parallel]\npp = " + std::to_string(pp) + "\ndp = " + std::to_string(dp) +
+         "\n[compute]\nforward_ms = 1\nbackward_ms = 2\n" + rest;
 }
 
 Experiment parsed(const std::string& toml) { return parse_experiment(toml, "p.toml"); }
@@ -92,7 +94,8 @@ BOOST_AUTO_TEST_CASE(egress_is_priced_per_pair) {
 BOOST_AUTO_TEST_CASE(bad_egress_and_missing_gpus_are_one_line_errors) {
   const std::string base = job(2, 1, 4, "[gpus]\na = 2\nb = 2\n");  // 17 lines
   auto parse_error = [](const std::string& toml) { return error_of([&] { parsed(toml); }); };
-  BOOST_TEST(parse_error(base + "[egress]\nprice = 1\n").starts_with(R"(p.toml:19:1: unknown key "price" in [egress])"));
+  BOOST_TEST(
+      parse_error(base + "[egress]\nprice = 1\n").starts_with(R"(p.toml:19:1: unknown key "price" in [egress])"));
   BOOST_TEST(parse_error(base + "[egress]\nprice_per_gb = -1\n") ==
              "p.toml:19:16: egress.price_per_gb: expected a price in USD per GB from 0 to 1000, got -1");
   BOOST_TEST(parse_error(base + "[egress.pairs]\n\"a_b\" = 1\n") ==

@@ -55,7 +55,8 @@ const std::vector<BadFile>& bad_files() {
        R"(e.toml:15:1: unknown key "layer" in [prefill.model]; did you mean "layers"?)"},
       {"unknown time key", inserted(20, "token = [1, 2]"),
        R"(e.toml:20:1: unknown key "token" in [prefill.time]; did you mean "tokens"?)"},
-      {"unknown arrivals key", with_line(12, R"(arrivals = { rate = "4/s", prompt_median = 1, prompt_p90 = 2, sed = 1 })"),
+      {"unknown arrivals key",
+       with_line(12, R"(arrivals = { rate = "4/s", prompt_median = 1, prompt_p90 = 2, sed = 1 })"),
        R"(e.toml:12:63: unknown key "sed" in prefill.arrivals; did you mean "seed"?)"},
       {"both requests and arrivals",
        inserted(13, R"(arrivals = { rate = "4/s", prompt_median = 1469, prompt_p90 = 5194 })"),
@@ -63,7 +64,8 @@ const std::vector<BadFile>& bad_files() {
       {"neither requests nor arrivals", with_line(12, ""), "e.toml:11:1: prefill: give requests (a trace file"},
       {"no decode DC", with_line(13, ""), "e.toml:11:1: prefill: missing decode_dc"},
       {"only a subtable", first_lines(10) + "[prefill.model]\nlayers = 8\n", "e.toml:11:1: prefill: give requests"},
-      {"enabled not a bool", inserted(12, "enabled = 1"), "e.toml:12:11: prefill.enabled: expected true or false, got 1"},
+      {"enabled not a bool", inserted(12, "enabled = 1"),
+       "e.toml:12:11: prefill.enabled: expected true or false, got 1"},
       {"empty requests path", with_line(12, "requests = \"\""), "e.toml:12:12: prefill.requests: must not be empty"},
       {"decode DC not a string", with_line(13, "decode_dc = 3"),
        R"(e.toml:13:13: prefill.decode_dc: expected a DC name like "europe", or "local", got 3)"},
@@ -89,7 +91,8 @@ const std::vector<BadFile>& bad_files() {
        "e.toml:12:63: prefill.arrivals.prompt_p90: 1000 is below prompt_median 1469"},
       {"a median of zero", with_line(12, R"(arrivals = { rate = "4/s", prompt_median = 0, prompt_p90 = 10 })"),
        "e.toml:12:44: prefill.arrivals.prompt_median: expected a number from 1 to 1e+06, got 0"},
-      {"arrivals not a table", with_line(12, R"(arrivals = "4/s")"), "e.toml:12:12: prefill.arrivals: expected a table"},
+      {"arrivals not a table", with_line(12, R"(arrivals = "4/s")"),
+       "e.toml:12:12: prefill.arrivals: expected a table"},
       {"zero served layers", with_line(15, "layers = 0"),
        "e.toml:15:10: prefill.model.layers: expected an integer from 1 to 10000, got 0"},
       {"kv heads as text", with_line(17, "kv_heads = \"8\""),
@@ -108,8 +111,10 @@ const std::vector<BadFile>& bad_files() {
        "e.toml:21:11: prefill.time.ms[1]: expected a time in ms greater than 0 and at most 1000000, got -158"},
       {"time decreasing", with_line(21, "ms = [48, 158, 108, 642, 1339]"),
        "e.toml:21:16: prefill.time.ms[2]: 108 after 158; the list must not decrease"},
-      {"time table without ms", with_line(21, ""), "e.toml:19:1: prefill.time: missing ms (e.g. tokens = [128, 1024] and ms = [48, 158])"},
-      {"time not a list", with_line(21, "ms = 48"), "e.toml:21:6: prefill.time.ms: expected a list of 2 to 1000 numbers, got 48"},
+      {"time table without ms", with_line(21, ""),
+       "e.toml:19:1: prefill.time: missing ms (e.g. tokens = [128, 1024] and ms = [48, 158])"},
+      {"time not a list", with_line(21, "ms = 48"),
+       "e.toml:21:6: prefill.time.ms: expected a list of 2 to 1000 numbers, got 48"},
       {"no time table with given compute times", first_lines(18),
        "e.toml:11:1: prefill.time: missing: [compute] gives forward_ms and backward_ms"},
       {"served model too large for the GPU", first_lines(13) + kBase.substr(kBase.find("[prefill.time]")),
@@ -174,9 +179,9 @@ BOOST_AUTO_TEST_CASE(the_base_file_parses_with_defaults) {
 }
 
 BOOST_AUTO_TEST_CASE(every_key_is_read) {
-  Experiment experiment = parsed(
-      with_line(12, R"(arrivals = { rate = "240/min", prompt_median = 1469, prompt_p90 = 5194, seed = 3 })") +
-      "[gpus]\nmemory_gb = 141.5\nc = 2\n");
+  Experiment experiment =
+      parsed(with_line(12, R"(arrivals = { rate = "240/min", prompt_median = 1469, prompt_p90 = 5194, seed = 3 })") +
+             "[gpus]\nmemory_gb = 141.5\nc = 2\n");
   const PrefillConfig& prefill = experiment.prefill;
   BOOST_TEST(prefill.requests_path.empty());
   BOOST_TEST(prefill.arrivals->rate_per_s == 4.0);
@@ -237,12 +242,14 @@ BOOST_AUTO_TEST_CASE(prefill_on_needs_a_section_and_names_the_option) {
              "--prefill: on needs a [prefill] section in e.toml (requests or arrivals, decode_dc)");
   BOOST_TEST(harness_test::error_of([&] { apply_override(plain, "--prefill", "off"); }) == "(no error)");
   Experiment off = parsed(first_lines(10) + "[prefill]\nenabled = false\ndecode_dc = \"c\"\n");
-  BOOST_TEST(harness_test::error_of([&] { apply_override(off, "--prefill", "on"); })
-                 .find("--prefill: prefill: give requests (a trace file") == 0);
+  BOOST_TEST(harness_test::error_of([&] {
+               apply_override(off, "--prefill", "on");
+             }).find("--prefill: prefill: give requests (a trace file") == 0);
   // Overrides that change the memory are checked against it too.
   Experiment tight = parsed(kBase + "[gpus]\nmemory_gb = 9\n");
-  BOOST_TEST(harness_test::error_of([&] { apply_override(tight, "--schedule", "gpipe"); })
-                 .find("e.toml:11:1: prefill: does not fit in 9 GB per GPU") == 0);
+  BOOST_TEST(harness_test::error_of([&] {
+               apply_override(tight, "--schedule", "gpipe");
+             }).find("e.toml:11:1: prefill: does not fit in 9 GB per GPU") == 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -251,7 +258,8 @@ BOOST_AUTO_TEST_SUITE(request_traces)
 
 BOOST_AUTO_TEST_CASE(rows_header_comments_and_blank_lines) {
   std::vector<Request> requests = parse_request_trace(
-      "# synthetic\narrival_s,prompt_tokens,output_tokens\r\n\n0,1469,13\n 0.25 , 5194 , 0 \n0.25,1,1000000\n", "t.csv");
+      "# synthetic\narrival_s,prompt_tokens,output_tokens\r\n\n0,1469,13\n 0.25 , 5194 , 0 \n0.25,1,1000000\n",
+      "t.csv");
   BOOST_TEST(requests.size() == 3u);
   BOOST_TEST(requests[0].id == 0);
   BOOST_TEST(requests[1].id == 1);
@@ -426,9 +434,9 @@ BOOST_AUTO_TEST_CASE(the_decode_dc_must_be_in_the_testbed) {
   Experiment experiment = parsed(with_line(13, "decode_dc = \"europe\""));
   BOOST_TEST(harness_test::error_of([&] { make_plan(experiment, harness_test::three_dcs()); }) ==
              R"(e.toml:13:13: prefill.decode_dc: unknown DC "europe" in testbed t3 (DCs: a, b, c))");
-  BOOST_TEST(harness_test::error_of([&] { make_plan(parsed(with_line(13, "decode_dc = \"cc\"")),
-                                                    harness_test::three_dcs()); })
-                 .find(R"(prefill.decode_dc: unknown DC "cc" in testbed t3; did you mean "c"?)") != std::string::npos);
+  BOOST_TEST(harness_test::error_of([&] {
+               make_plan(parsed(with_line(13, "decode_dc = \"cc\"")), harness_test::three_dcs());
+             }).find(R"(prefill.decode_dc: unknown DC "cc" in testbed t3; did you mean "c"?)") != std::string::npos);
   experiment.prefill.enabled = false;
   BOOST_TEST(harness_test::error_of([&] { make_plan(experiment, harness_test::three_dcs()); }) == "(no error)");
   BOOST_TEST(harness_test::error_of([&] { make_plan(with_table(), harness_test::three_dcs()); }) == "(no error)");
@@ -442,7 +450,8 @@ BOOST_AUTO_TEST_CASE(the_shipped_bubbletea_experiment_plans_fits_and_has_request
   // The decode DC holds no training stage: KV caches leave the training DCs.
   for (const WorkerPlan& worker : plan.workers) BOOST_TEST(worker.worker.dc_name != experiment.prefill.decode_dc);
   MemoryEstimate estimate = estimate_memory(experiment);
-  BOOST_TEST_MESSAGE("bubbletea-3dc: " << estimate.total() / 1e9 << " GB of " << estimate.capacity / 1e9 << " GB per GPU");
+  BOOST_TEST_MESSAGE("bubbletea-3dc: " << estimate.total() / 1e9 << " GB of " << estimate.capacity / 1e9
+                                       << " GB per GPU");
   BOOST_TEST(estimate.total() <= estimate.capacity);
   BOOST_TEST(!load_requests(experiment, 10'000'000'000).empty());
 }

@@ -27,7 +27,8 @@ BOOST_AUTO_TEST_CASE(a_rank_holds_its_workers_events_as_kernels_and_its_iteratio
       std::map<std::string, int> expected;  // "compute" / "nccl": this worker's events of each kind
       for (const auto& event : run.record.events) {
         if (event.worker != worker) continue;
-        const bool compute = event.kind == wanlab::harness::OpKind::forward || event.kind == wanlab::harness::OpKind::backward;
+        const bool compute =
+            event.kind == wanlab::harness::OpKind::forward || event.kind == wanlab::harness::OpKind::backward;
         ++expected[compute ? "compute" : "nccl"];
       }
       std::map<std::string, int> found;

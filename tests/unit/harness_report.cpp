@@ -79,7 +79,8 @@ BOOST_AUTO_TEST_CASE(results_json_parses_and_holds_the_configuration) {
   BOOST_TEST(results["mean_gpu_utilization"].number < 1);
   const JsonValue& iterations = results["iterations"];
   BOOST_REQUIRE(iterations.items.size() == 2u);
-  for (const char* key : {"time_s", "tokens_per_s", "gpu_utilization", "bubble_fraction", "network_blocked_s", "wan_bytes"}) {
+  for (const char* key :
+       {"time_s", "tokens_per_s", "gpu_utilization", "bubble_fraction", "network_blocked_s", "wan_bytes"}) {
     BOOST_TEST(iterations[0].has(key), key);
   }
   BOOST_TEST(iterations[0]["gpu_utilization"].items.size() == 8u);
@@ -134,7 +135,8 @@ BOOST_AUTO_TEST_CASE(trace_has_a_named_track_per_worker_and_wan_link) {
 
 BOOST_AUTO_TEST_CASE(writers_write_files_and_report_failures) {
   Run run = pp_across_dc_run();
-  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("wanlab-report-test-" + std::to_string(::getpid()));
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("wanlab-report-test-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   write_results_json(run.record, "scenario", (dir / "results.json").string());
   write_trace_json(run.record, (dir / "trace.json").string());

@@ -36,7 +36,8 @@ Run run_with_prefill() {
   prefill.spans.push_back(PrefillSpan{0, 7, 0, 1500, 0, 80, idle + 500'000, idle + 1'500'000});
   prefill.kv.push_back(KvTransfer{7, 0, "a->c", 123456, idle + 1'500'000, idle + 1'900'000});
   prefill.requests.push_back(RequestOutcome{0, start, 1500, RequestState::served, 7, idle + 1'900'000, ""});
-  prefill.requests.push_back(RequestOutcome{1, start, 9000, RequestState::rejected, -1, -1, "TTFT SLO of 3 s cannot be met"});
+  prefill.requests.push_back(
+      RequestOutcome{1, start, 9000, RequestState::rejected, -1, -1, "TTFT SLO of 3 s cannot be met"});
   prefill.requests.push_back(RequestOutcome{2, start, 800, RequestState::failed, 8, -1, "prefill worker 3 died"});
   prefill.training_delay_ns.assign(run.plan.workers.size(), 0);
   prefill.notes.push_back("prefill worker 3 died: killed by signal 9");
@@ -60,8 +61,9 @@ BOOST_AUTO_TEST_CASE(results_json_has_the_prefill_figures_and_every_request) {
   BOOST_TEST(prefill["mean_training_utilization"].number == results["mean_gpu_utilization"].number,
              boost::test_tools::tolerance(1e-9));
   BOOST_TEST(prefill["mean_gpu_utilization"].number > prefill["mean_training_utilization"].number);
-  const double ttft = static_cast<double>(run.record.prefill->requests[0].first_token_ns -
-                                          run.record.prefill->requests[0].arrival_ns) / 1e9;
+  const double ttft =
+      static_cast<double>(run.record.prefill->requests[0].first_token_ns - run.record.prefill->requests[0].arrival_ns) /
+      1e9;
   BOOST_TEST(prefill["ttft_s"]["p50"].number == ttft, boost::test_tools::tolerance(1e-9));
   BOOST_TEST(prefill["notes"][0].text == "prefill worker 3 died: killed by signal 9");
   const JsonValue& outcomes = prefill["request_outcomes"];
@@ -94,7 +96,7 @@ BOOST_AUTO_TEST_CASE(trace_shows_prefill_on_the_gpu_and_kv_on_its_link) {
     if (event["cat"].text == "prefill") {
       ++prefill_spans;
       BOOST_TEST(event["pid"].number == 1);
-      BOOST_TEST(event["tid"].number == 1);  // worker 0's track
+      BOOST_TEST(event["tid"].number == 1);                                         // worker 0's track
       BOOST_TEST(event["dur"].number == 1000, boost::test_tools::tolerance(1e-9));  // 1 ms in us
       BOOST_TEST(event["args"]["tokens"].number == 1500);
     }

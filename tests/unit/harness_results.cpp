@@ -21,7 +21,8 @@ Results full_results() {
   r.runtime = "sandbox";
   r.runtime_detail = "podman: crun refused\tto start";
   r.run = RunSummary{1.0 / 3, 0.7125, 0.2875, 123456.789, 1};
-  r.iterations.push_back(IterationSummary{0, 2.5, 1e-7, {0.1, 0.2}, 0.15, 0.85, 0.01, {{"a->b", 1}, {"b->a", 1ull << 40}}});
+  r.iterations.push_back(
+      IterationSummary{0, 2.5, 1e-7, {0.1, 0.2}, 0.15, 0.85, 0.01, {{"a->b", 1}, {"b->a", 1ull << 40}}});
   r.iterations.push_back(IterationSummary{1, 1.25, 3e9, {0.3}, 0.3, 0.7, 0, {}});
   TransferTimes times{TransferPercentiles{12, 0.001, 0.002, 0.5}, TransferPercentiles{12, 0, 1e-6, 2e-6}};
   r.transfers.push_back(LinkTransfers{"a->b", times, times});
@@ -45,8 +46,8 @@ Results full_results() {
   prefill.requests = {RequestRow{0, 0.5, 1500, "served", 0.75, ""},
                       RequestRow{1, 0.5, 9000, "rejected", std::nullopt, "TTFT SLO of 3 s cannot be met"}};
   r.prefill = prefill;
-  r.configuration = {{"schedule", "atlas"}, {"placement", "atlas"}, {"streams", 4}, {"temporal_sharing", false},
-                     {"scale", 0.25}};
+  r.configuration = {
+      {"schedule", "atlas"}, {"placement", "atlas"}, {"streams", 4}, {"temporal_sharing", false}, {"scale", 0.25}};
   r.plan = {{"workers", nlohmann::ordered_json::array()}};
   r.seed = 18446744073709551615ull;
   r.versions = {{"wanlab", "0.1"}, {"compiler", "gcc 12"}};
@@ -113,7 +114,8 @@ BOOST_AUTO_TEST_CASE(top_level_fields_keep_their_names_and_order) {
                                           "scenario"};
   BOOST_TEST(keys_of(results_text(full_results())) == expected, boost::test_tools::per_element());
   const auto document = nlohmann::ordered_json::parse(results_text(full_results()));
-  BOOST_TEST(document.at("prefill").at("request_outcomes").at(1).dump() == R"([1,0.5,9000,"rejected",null,"TTFT SLO of 3 s cannot be met"])");
+  BOOST_TEST(document.at("prefill").at("request_outcomes").at(1).dump() ==
+             R"([1,0.5,9000,"rejected",null,"TTFT SLO of 3 s cannot be met"])");
 }
 
 BOOST_AUTO_TEST_CASE(a_malformed_file_names_the_file_and_field) {

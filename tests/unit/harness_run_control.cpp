@@ -174,7 +174,9 @@ BOOST_AUTO_TEST_CASE(malformed_bodies_are_errors_that_say_why) {
   for (std::size_t length = 1; length < assign.size(); ++length) {
     const std::vector<std::byte> cut(assign.begin(), assign.begin() + static_cast<long>(length));
     const std::string error = decode_error(cut);
-    BOOST_TEST_CONTEXT("assign cut to " << length << " bytes") { BOOST_TEST(error.find("malformed assign frame") != std::string::npos); }
+    BOOST_TEST_CONTEXT("assign cut to " << length << " bytes") {
+      BOOST_TEST(error.find("malformed assign frame") != std::string::npos);
+    }
   }
 
   auto trailing = body_of(ctl::encode(ctl::Start{1}));
@@ -226,8 +228,9 @@ BOOST_AUTO_TEST_CASE(malformed_transfer_records_in_a_report_are_errors_that_say_
 
   auto disorder = sample_report();
   disorder.sends[0].last_sent_ns = 150;  // before the first byte (200)
-  BOOST_TEST(decode_error(body_of(ctl::encode(disorder))).find("send of op 1: queued 100, first byte sent 200, last 150 "
-                                                               "are out of order") != std::string::npos);
+  BOOST_TEST(decode_error(body_of(ctl::encode(disorder)))
+                 .find("send of op 1: queued 100, first byte sent 200, last 150 "
+                       "are out of order") != std::string::npos);
 
   auto unqueued = sample_report();
   unqueued.sends[0].queued_ns = 250;  // after the first byte
@@ -236,14 +239,16 @@ BOOST_AUTO_TEST_CASE(malformed_transfer_records_in_a_report_are_errors_that_say_
   // More streams than a channel has: refused even when the bytes are there.
   auto crowded = sample_report();
   crowded.sends[0].streams.assign(65, wanlab::harness::StreamAtStart{});
-  BOOST_TEST(decode_error(body_of(ctl::encode(crowded))).find("send.streams says 65 streams, a channel has at most 64") !=
-             std::string::npos);
+  BOOST_TEST(
+      decode_error(body_of(ctl::encode(crowded))).find("send.streams says 65 streams, a channel has at most 64") !=
+      std::string::npos);
 
   // A stream count beyond the bytes that follow.
   auto inflated = body_of(ctl::encode(sample_report()));
   const std::size_t streams_count_at = inflated.size() - 2 * (4 + 8 + 4 + 4) - 4;
   put_u32(inflated, streams_count_at, 1000);
-  BOOST_TEST(decode_error(inflated).find("send.streams says 1000 items, but only 40 bytes follow") != std::string::npos);
+  BOOST_TEST(decode_error(inflated).find("send.streams says 1000 items, but only 40 bytes follow") !=
+             std::string::npos);
 
   auto negative_stream = sample_report();
   negative_stream.sends[0].streams[0].stream = -2;
@@ -270,7 +275,8 @@ ctl::PrefillAssign sample_prefill_assign() {
 }
 
 ctl::PrefillTask sample_task() {
-  return ctl::PrefillTask{12, 2, 1'000'000'000'777, 1'000'040'000'777, 1'002'500'000'000, 35'000'000, 40, 80, 4096, 1u << 26};
+  return ctl::PrefillTask{12, 2,    1'000'000'000'777, 1'000'040'000'777, 1'002'500'000'000, 35'000'000, 40,
+                          80, 4096, 1u << 26};
 }
 
 }  // namespace
@@ -350,24 +356,30 @@ BOOST_AUTO_TEST_CASE(malformed_bubbletea_messages_are_errors_that_say_why) {
   BOOST_TEST(decode_error(body_of(ctl::encode(no_step))).find("step_ns is 0") != std::string::npos);
   auto too_early = sample_task();
   too_early.end_by_ns = too_early.start_ns + static_cast<std::int64_t>(too_early.duration_ns) - 1;
-  BOOST_TEST(decode_error(body_of(ctl::encode(too_early))).find("the slot's end (1000035000776) before its start (1000000000777) + duration (35000000)") != std::string::npos);
-  BOOST_TEST(decode_error(body_of(ctl::encode(ctl::PrefillDone{1, 0, 300, 200, 0, 1}))).find("ends (200) before it starts (300)") !=
+  BOOST_TEST(decode_error(body_of(ctl::encode(too_early)))
+                 .find("the slot's end (1000035000776) before its start (1000000000777) + duration (35000000)") !=
              std::string::npos);
-  BOOST_TEST(decode_error(body_of(ctl::encode(ctl::PrefillDone{1, 0, 200, 300, 5, 5}))).find("empty layer range [5, 5)") !=
+  BOOST_TEST(decode_error(body_of(ctl::encode(ctl::PrefillDone{1, 0, 300, 200, 0, 1})))
+                 .find("ends (200) before it starts (300)") != std::string::npos);
+  BOOST_TEST(
+      decode_error(body_of(ctl::encode(ctl::PrefillDone{1, 0, 200, 300, 5, 5}))).find("empty layer range [5, 5)") !=
+      std::string::npos);
+  BOOST_TEST(decode_error(body_of(ctl::encode(ctl::KvSent{1, 300, 200}))).find("malformed kv_sent frame") !=
              std::string::npos);
-  BOOST_TEST(decode_error(body_of(ctl::encode(ctl::KvSent{1, 300, 200}))).find("malformed kv_sent frame") != std::string::npos);
   auto negative_delay = sample_report();
   negative_delay.delayed_ns = -5;
   BOOST_TEST(decode_error(body_of(ctl::encode(negative_delay))).find("delayed_ns is -5") != std::string::npos);
   auto negative_batch = body_of(ctl::encode(ctl::KvGateGrant{1, 2}));
   put_u32(negative_batch, 1, 0xfffffffe);
-  BOOST_TEST(decode_error(negative_batch).find("malformed kv_gate_grant frame at byte 5: batch is -2") != std::string::npos);
+  BOOST_TEST(decode_error(negative_batch).find("malformed kv_gate_grant frame at byte 5: batch is -2") !=
+             std::string::npos);
   BOOST_TEST(decode_error({std::byte{25}}).find("unknown type 25 (expected 1..24)") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(frame_reader_reassembles_any_split) {
   std::vector<std::byte> stream;
-  for (const ctl::Message& m : {ctl::Message(ctl::Hello{1, 2}), ctl::Message(sample_assign()), ctl::Message(ctl::Stop{})}) {
+  for (const ctl::Message& m :
+       {ctl::Message(ctl::Hello{1, 2}), ctl::Message(sample_assign()), ctl::Message(ctl::Stop{})}) {
     const auto frame = ctl::encode(m);
     stream.insert(stream.end(), frame.begin(), frame.end());
   }
@@ -444,8 +456,10 @@ BOOST_AUTO_TEST_CASE(kv_headers_round_trip_and_bad_ones_are_refused) {
     }
     return std::string("(no error)");
   };
-  BOOST_TEST(error_of(rd::encode_kv_header(rd::KvHeader{3, 17, 9, 9})) == "KV message with a bad header (worker 3, batch 17, piece 9 of 9)");
-  BOOST_TEST(error_of(std::span<const std::byte>(bytes.data(), 10)) == "KV message of 10 bytes, shorter than its 20-byte header");
+  BOOST_TEST(error_of(rd::encode_kv_header(rd::KvHeader{3, 17, 9, 9})) ==
+             "KV message with a bad header (worker 3, batch 17, piece 9 of 9)");
+  BOOST_TEST(error_of(std::span<const std::byte>(bytes.data(), 10)) ==
+             "KV message of 10 bytes, shorter than its 20-byte header");
   const auto data = rd::encode_header(rd::DataHeader{1, 2, 0, -1, 3, 0});
   BOOST_TEST(error_of(data).find("KV message with bad magic") == 0u);
 }

@@ -126,8 +126,8 @@ class FakeWorker {
       report.events.push_back(e);
       // What a cross-DC send's channel saw: queued 1 us before, two streams.
       if (op.kind == hs::OpKind::send && op.cross_dc)
-        report.sends.push_back(ctl::SendRecord{e.op_index, e.start_ns - 1000, e.start_ns, e.end_ns,
-                                               {{0, op.bytes - 1, 10, 20'000}, {1, 1, 12, 21'000}}});
+        report.sends.push_back(ctl::SendRecord{
+            e.op_index, e.start_ns - 1000, e.start_ns, e.end_ns, {{0, op.bytes - 1, 10, 20'000}, {1, 1, 12, 21'000}}});
     }
     return report;
   }
@@ -336,7 +336,8 @@ BOOST_FIXTURE_TEST_CASE(a_worker_that_never_connects_times_out, Fixture) {
   only.send(ctl::Hello{0, 1});
   const auto started = std::chrono::steady_clock::now();
   const std::string error = finish(run);
-  BOOST_TEST(error.find("timed out after 2 s waiting for workers to be connected: not yet 1") != std::string::npos, error);
+  BOOST_TEST(error.find("timed out after 2 s waiting for workers to be connected: not yet 1") != std::string::npos,
+             error);
   BOOST_TEST((std::chrono::steady_clock::now() - started < 10s));
 }
 
@@ -348,7 +349,9 @@ BOOST_FIXTURE_TEST_CASE(a_worker_that_hangs_up_or_gives_up_ends_the_run, Fixture
   workers[1].reset();  // hangs up without a word
   const std::string error = finish(run);
   BOOST_TEST(error.find("worker 0 (stage 0, replica 0, on east-0) failed: listening on") != std::string::npos, error);
-  BOOST_TEST(error.find("worker 1 (stage 1, replica 0, on west-0) failed: closed its control connection") != std::string::npos, error);
+  BOOST_TEST(
+      error.find("worker 1 (stage 1, replica 0, on west-0) failed: closed its control connection") != std::string::npos,
+      error);
 }
 
 BOOST_FIXTURE_TEST_CASE(a_stranger_on_the_control_socket_ends_the_run, Fixture) {

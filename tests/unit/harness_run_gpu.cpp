@@ -14,9 +14,9 @@ using wanlab::harness::monotonic_ns;
 
 BOOST_AUTO_TEST_CASE(reservations_never_overlap) {
   EmulatedGpu gpu;
-  gpu.reserve(100, 50, "F0");  // [100, 150)
+  gpu.reserve(100, 50, "F0");   // [100, 150)
   gpu.reserve(300, 100, "B0");  // [300, 400)
-  gpu.reserve(150, 10, "F1");  // touching is fine: [150, 160)
+  gpu.reserve(150, 10, "F1");   // touching is fine: [150, 160)
   BOOST_CHECK_THROW(gpu.reserve(140, 20, "prefill 1"), std::logic_error);
   BOOST_CHECK_THROW(gpu.reserve(250, 60, "prefill 2"), std::logic_error);
   BOOST_CHECK_THROW(gpu.reserve(310, 1, "prefill 3"), std::logic_error);

@@ -27,7 +27,10 @@ namespace {
 
 struct LeaseFile {
   LeaseFile() : path(fs::temp_directory_path() / ("wanlab-test-lease-" + std::to_string(::getpid()))) {}
-  ~LeaseFile() { fs::remove(path); fs::remove(path.string() + ".child"); }
+  ~LeaseFile() {
+    fs::remove(path);
+    fs::remove(path.string() + ".child");
+  }
   fs::path path;
 };
 
@@ -91,8 +94,7 @@ BOOST_AUTO_TEST_CASE(two_processes_never_hold_the_gpu_at_once) {
     const pid_t child = fork_child([&] {
       auto mine = rd::GpuLease::open(file.path.string());
       std::ofstream out(file.path.string() + ".child");
-      for (const auto& [start, end] : hammer(mine, at, 20000, child_prefills))
-        out << start << ' ' << end << '\n';
+      for (const auto& [start, end] : hammer(mine, at, 20000, child_prefills)) out << start << ' ' << end << '\n';
       return out ? 0 : 1;
     });
     Intervals all = hammer(lease, at, 20000, false);
@@ -150,8 +152,9 @@ BOOST_AUTO_TEST_CASE(training_that_waits_for_prefill_measures_the_delay) {
   asio::io_context io;
   wanlab::harness::EmulatedGpu::Interval interval;
   const std::int64_t asked = monotonic_ns();
-  asio::co_spawn(io, [&]() -> asio::awaitable<void> { interval = co_await gpu.compute(io.get_executor(), 5'000'000, "F0"); },
-                 asio::detached);
+  asio::co_spawn(
+      io, [&]() -> asio::awaitable<void> { interval = co_await gpu.compute(io.get_executor(), 5'000'000, "F0"); },
+      asio::detached);
   io.run();
   BOOST_TEST(interval.start_ns == prefill_end);
   BOOST_TEST(interval.end_ns == prefill_end + 5'000'000);

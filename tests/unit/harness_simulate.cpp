@@ -59,8 +59,7 @@ BOOST_AUTO_TEST_CASE(one_f_one_b_p4_m8_takes_33_units_with_27_percent_bubble) {
 }
 
 BOOST_AUTO_TEST_CASE(one_f_one_b_p8_m32_takes_117_units) {
-  BOOST_TEST(makespan_ms("schedule = \"1f1b\"", 8, 1, 32, free_links()) == 117.0,
-             boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(makespan_ms("schedule = \"1f1b\"", 8, 1, 32, free_links()) == 117.0, boost::test_tools::tolerance(1e-9));
 }
 
 BOOST_AUTO_TEST_CASE(gpipe_bubble_is_p_minus_1_over_m_plus_p_minus_1) {
@@ -74,8 +73,7 @@ BOOST_AUTO_TEST_CASE(gpipe_bubble_is_p_minus_1_over_m_plus_p_minus_1) {
 }
 
 BOOST_AUTO_TEST_CASE(data_parallel_replicas_do_not_change_the_arithmetic) {
-  BOOST_TEST(makespan_ms("schedule = \"atlas\"", 4, 3, 8, free_links()) == 33.0,
-             boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(makespan_ms("schedule = \"atlas\"", 4, 3, 8, free_links()) == 33.0, boost::test_tools::tolerance(1e-9));
 }
 
 BOOST_AUTO_TEST_CASE(iterations_follow_each_other_and_repeat) {
@@ -159,7 +157,8 @@ BOOST_AUTO_TEST_CASE(intra_dc_messages_use_the_intra_dc_pair) {
 
 BOOST_AUTO_TEST_CASE(workers_on_one_host_exchange_for_free) {
   auto scenario = wanlab::emulator::parse_scenario(
-      "name = \"one\"\n[defaults]\ndelay = \"10ms\"\n[[dc]]\nname = \"a\"\nhosts = 1\n[[dc]]\nname = \"b\"\n", "one.toml");
+      "name = \"one\"\n[defaults]\ndelay = \"10ms\"\n[[dc]]\nname = \"a\"\nhosts = 1\n[[dc]]\nname = \"b\"\n",
+      "one.toml");
   Plan plan = make_plan(experiment("schedule = \"1f1b\"\nplacement = [\"a\", \"a\", \"a\"]", 3, 1, 4, 1, 2), scenario);
   BOOST_TEST(iteration_ms(simulate(plan, scenario, LinkModel{})) == 3.0 * (4 + 3 - 1),
              boost::test_tools::tolerance(1e-9));
@@ -283,7 +282,8 @@ BOOST_AUTO_TEST_CASE(every_configuration_runs_to_completion) {
           std::string placement_value = placement[0] == '[' ? placement : std::string("\"") + placement + "\"";
           std::string top = std::string("schedule = \"") + schedule + "\"\nplacement = " + placement_value +
                             "\ntemporal_sharing = " + sharing;
-          Plan plan = make_plan(experiment(top, 4, 3, microbatches, 3, 5, "[gpus]\na = 12\nb = 12\nc = 12\n"), scenario);
+          Plan plan =
+              make_plan(experiment(top, 4, 3, microbatches, 3, 5, "[gpus]\na = 12\nb = 12\nc = 12\n"), scenario);
           RunRecord record = simulate(plan, scenario, model, 2);
           std::size_t ops = 0;
           for (const WorkerPlan& worker_plan : plan.workers) ops += worker_plan.ops.size();

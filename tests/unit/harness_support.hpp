@@ -102,22 +102,21 @@ delay = "60ms"
 // transfer at the link's steady rate from its first byte, so iterations
 // repeat exactly and expectations are plain arithmetic.
 inline wanlab::harness::LinkModel steady_links(const wanlab::emulator::Scenario& scenario) {
-  wanlab::harness::LinkModel model = wanlab::harness::link_model_for(scenario, 1.0);  // the test experiments run at scale 1
+  wanlab::harness::LinkModel model =
+      wanlab::harness::link_model_for(scenario, 1.0);  // the test experiments run at scale 1
   model.tcp_dynamics = false;
   model.payload_share = 1.0;
   return model;
 }
 
-inline wanlab::emulator::Scenario three_dcs() {
-  return wanlab::emulator::parse_scenario(kThreeDcScenario, "t3.toml");
-}
+inline wanlab::emulator::Scenario three_dcs() { return wanlab::emulator::parse_scenario(kThreeDcScenario, "t3.toml"); }
 
 // An experiment with given compute times (ms) over the three-DC scenario;
 // `extra` is appended (top-level keys must come before any table, so it is
 // inserted before [model]).
 inline wanlab::harness::Experiment experiment(const std::string& top_level, int pp, int dp, int microbatches,
-                                             double forward_ms = 1, double backward_ms = 2,
-                                             const std::string& gpus = "") {
+                                              double forward_ms = 1, double backward_ms = 2,
+                                              const std::string& gpus = "") {
   std::string toml = "name = \"x\"\ntestbed = \"t3.toml\"\n" + top_level + "\n[model]\nlayers = 64\n" +
                      "hidden = 1024\nseq_len = 1024\nmicrobatches = " + std::to_string(microbatches) +
                      "\n[parallel]\npp = " + std::to_string(pp) + "\ndp = " + std::to_string(dp) +

@@ -34,8 +34,10 @@ BOOST_AUTO_TEST_CASE(the_window_ceiling_is_the_smaller_share_of_the_two_buffers)
              boost::test_tools::tolerance(1e-12));
   host.tcp_wmem_max = 16u << 20;
   host.tcp_rmem_max = 2u << 20;
-  BOOST_TEST(em::stream_window_bytes(host) == em::kReceiveBufferWindowShare * (2 << 20), boost::test_tools::tolerance(1e-12));
-  BOOST_TEST(em::stream_window_limit_bps(host, 0.1) == em::stream_window_bytes(host) * 80, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(em::stream_window_bytes(host) == em::kReceiveBufferWindowShare * (2 << 20),
+             boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(em::stream_window_limit_bps(host, 0.1) == em::stream_window_bytes(host) * 80,
+             boost::test_tools::tolerance(1e-12));
   BOOST_TEST(std::isinf(em::stream_window_limit_bps(host, 0)));
 }
 
@@ -55,7 +57,8 @@ BOOST_AUTO_TEST_CASE(the_send_share_follows_the_measured_sizes) {
 BOOST_AUTO_TEST_CASE(the_link_model_takes_the_window_of_the_scaled_hosts) {
   const auto scenario = harness_test::three_dcs();
   const double scaled_wmem = 0.1 * (4 << 20);
-  const double expected = std::min(std::round(scaled_wmem) * 0.86, em::kReceiveBufferWindowShare * std::round(0.1 * (6 << 20))) / 0.1;
+  const double expected =
+      std::min(std::round(scaled_wmem) * 0.86, em::kReceiveBufferWindowShare * std::round(0.1 * (6 << 20))) / 0.1;
   BOOST_TEST(link_model_for(scenario, 0.1).stream_window_bytes == expected, boost::test_tools::tolerance(1e-3));
   BOOST_TEST(link_model_for(scenario, 1.0).stream_window_bytes == em::stream_window_bytes(scenario.host),
              boost::test_tools::tolerance(1e-12));
@@ -119,10 +122,12 @@ BOOST_AUTO_TEST_CASE(an_idle_channel_halves_its_window_per_rto_down_to_the_initi
 // most loaded stream carries ceil(chunks / streams) of them.
 BOOST_AUTO_TEST_CASE(a_message_of_few_chunks_keeps_fewer_streams_busy) {
   const double chunk = kCrossDcChunkBytes;
-  BOOST_TEST(effective_streams(168e3, 8) == 168e3 / (2 * chunk), boost::test_tools::tolerance(1e-12));  // 11 chunks: 2 on some
+  BOOST_TEST(effective_streams(168e3, 8) == 168e3 / (2 * chunk),
+             boost::test_tools::tolerance(1e-12));  // 11 chunks: 2 on some
   BOOST_TEST(effective_streams(8 * chunk, 8) == 8.0);
   BOOST_TEST(effective_streams(chunk / 2, 8) == 1.0);
-  BOOST_TEST(effective_streams(1e9, 8) == 1e9 / (std::ceil(std::ceil(1e9 / chunk) / 8) * chunk), boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(effective_streams(1e9, 8) == 1e9 / (std::ceil(std::ceil(1e9 / chunk) / 8) * chunk),
+             boost::test_tools::tolerance(1e-12));
   BOOST_TEST(effective_streams(1e9, 1) == 1.0);
   // Paced at rate / 8 per stream (as the harness does), 168 KB at 10 Mbit/s
   // and 33 ms, warm: as 5.25 streams at 1.25 Mbit/s each. Measured 0.229 s.
@@ -182,7 +187,8 @@ BOOST_AUTO_TEST_CASE(a_lone_transfer_takes_rounds_then_its_last_burst_and_one_de
   const TcpPath narrow = path_of(1e9, 0.05, 1e6);
   TcpChannelState open;
   open.cwnd_bytes = 1e6;
-  BOOST_TEST(transfer_alone_s(narrow, 2, 20e6, open) == 9 * 0.1 + 2e6 * 8 / 1e9 + 0.05, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(transfer_alone_s(narrow, 2, 20e6, open) == 9 * 0.1 + 2e6 * 8 / 1e9 + 0.05,
+             boost::test_tools::tolerance(1e-9));
   BOOST_TEST(steady_transfer_s(narrow, 2, 20e6) == 20e6 * 8 / 160e6 + 0.05, boost::test_tools::tolerance(1e-9));
 }
 
@@ -191,13 +197,14 @@ BOOST_AUTO_TEST_CASE(a_lone_transfer_takes_rounds_then_its_last_burst_and_one_de
 // from the channel's state after the one before it and the idle gap between.
 BOOST_AUTO_TEST_CASE(the_simulator_moves_each_transfer_as_the_model_says) {
   const auto scenario = harness_test::three_dcs();
-  const Plan plan = make_plan(harness_test::experiment("schedule = \"1f1b\"\nplacement = [\"a\", \"b\"]\nstreams = 4", 2, 1, 4),
-                              scenario);
+  const Plan plan = make_plan(
+      harness_test::experiment("schedule = \"1f1b\"\nplacement = [\"a\", \"b\"]\nstreams = 4", 2, 1, 4), scenario);
   const LinkModel model = link_model_for(scenario, plan.experiment.scale);
   BOOST_TEST(model.tcp_dynamics);
   const RunRecord record = simulate(plan, scenario, model, 3);
   BOOST_TEST(plan.experiment.pacing);  // the default, as in real runs
-  const TcpPath path = tcp_path_for(scenario.pair(0, 1), static_cast<double>(scenario.rtt_ns(0, 1)) / 1e9, model, 1.0, 4);
+  const TcpPath path =
+      tcp_path_for(scenario.pair(0, 1), static_cast<double>(scenario.rtt_ns(0, 1)) / 1e9, model, 1.0, 4);
   BOOST_TEST(path.paced);
   BOOST_TEST(path.rate_bps == static_cast<double>(scenario.pair(0, 1).rate_bps) * em::kPayloadShare);
   BOOST_TEST(path.max_pacing_bps == path.rate_bps / 4);

@@ -27,8 +27,8 @@ struct TwoStageRun {
 TwoStageRun two_stage_run(int iterations,
                           LinkModel (*model)(const wanlab::emulator::Scenario&) = harness_test::steady_links) {
   TwoStageRun run;
-  run.plan = make_plan(harness_test::experiment("schedule = \"1f1b\"\nplacement = [\"a\", \"b\"]\nstreams = 1", 2, 1, 4),
-                       run.scenario);
+  run.plan = make_plan(
+      harness_test::experiment("schedule = \"1f1b\"\nplacement = [\"a\", \"b\"]\nstreams = 1", 2, 1, 4), run.scenario);
   run.record = simulate(run.plan, run.scenario, model(run.scenario), iterations);
   return run;
 }

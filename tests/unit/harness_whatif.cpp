@@ -54,7 +54,9 @@ west = 1
     return (dir_ / name).string();
   }
   // A sweep file in sweeps/, on ../pp.toml unless it says otherwise.
-  std::string sweep(const std::string& body) const { return write("sweeps/s.toml", "experiment = \"../pp.toml\"\n" + body); }
+  std::string sweep(const std::string& body) const {
+    return write("sweeps/s.toml", "experiment = \"../pp.toml\"\n" + body);
+  }
 
  private:
   fs::path dir_;
@@ -104,17 +106,21 @@ BOOST_AUTO_TEST_CASE(bad_sweep_files_are_one_line_at_their_line) {
     std::string expected;
   };
   for (const Case& c : {
-           Case{"[axis]\n\"parallel.dp\" = [1]\n", ":2:2: unknown key \"axis\" in the top level; did you mean \"axes\"?"},
+           Case{"[axis]\n\"parallel.dp\" = [1]\n",
+                ":2:2: unknown key \"axis\" in the top level; did you mean \"axes\"?"},
            Case{"mode = \"cross\"\n[axes]\nstreams = [1]\n", ":2:8: mode: expected \"grid\" or \"zip\", got \"cross\""},
            Case{"[axes]\n\"parallel..dp\" = [1]\n", ":3:1: axes: \"parallel..dp\" is not a key path"},
            Case{"[axes]\n\"link[x].delay\" = [1]\n", ":3:1: axes: \"link[x].delay\" is not a key path"},
-           Case{"[axes]\nstreams = []\n", ":3:11: axes: streams: expected a list of one or more values, got an empty list"},
+           Case{"[axes]\nstreams = []\n",
+                ":3:11: axes: streams: expected a list of one or more values, got an empty list"},
            Case{"[axes]\nstreams = 4\n", ":3:11: axes: streams: expected a list of one or more values, got 4"},
            Case{"[axes]\n", ": no [axes]"},
-           Case{"mode = \"zip\"\n[axes]\nstreams = [1, 2]\nschedule = [\"1f1b\"]\n", ":5:1: axes: schedule: 1 values, but streams has 2"},
+           Case{"mode = \"zip\"\n[axes]\nstreams = [1, 2]\nschedule = [\"1f1b\"]\n",
+                ":5:1: axes: schedule: 1 values, but streams has 2"},
            Case{"[axes]\nstreams = [1\n", ":3:"},
            Case{"labels = [\"a\"]\n[axes]\nstreams = [1]\n", ":2:10: labels: only with mode = \"zip\""},
-           Case{"mode = \"zip\"\nlabels = [\"a\"]\n[axes]\nstreams = [1, 2]\n", ":3:10: labels: expected a list of 2 names, one per point, got 1 entries"},
+           Case{"mode = \"zip\"\nlabels = [\"a\"]\n[axes]\nstreams = [1, 2]\n",
+                ":3:10: labels: expected a list of 2 names, one per point, got 1 entries"},
            Case{"[set]\n\"a.\" = 1\n[axes]\nstreams = [1]\n", ":3:1: set: \"a.\" is not a key path"},
        }) {
     BOOST_TEST_CONTEXT(c.body) {
@@ -155,7 +161,8 @@ BOOST_AUTO_TEST_CASE(a_bad_value_gets_the_readers_error_at_the_sweep_files_line_
   const hs::Sweep sweep = hs::load_sweep(files.sweep("[axes]\n\"parallel.dp\" = [1, 0]\n"));
   BOOST_TEST(error_of([&] { hs::make_point(sweep, 0); }) == "(no error)");
   const std::string error = error_of([&] { hs::make_point(sweep, 1); });
-  BOOST_TEST(error.starts_with("point 2 of 2 (parallel.dp = 0): " + sweep.path + ":3:21: parallel.dp: expected an integer from 1 to 100000, got 0"),
+  BOOST_TEST(error.starts_with("point 2 of 2 (parallel.dp = 0): " + sweep.path +
+                               ":3:21: parallel.dp: expected an integer from 1 to 100000, got 0"),
              error);
 
   // A misspelt key or table: the reader's unknown key, at the axis's line.
@@ -166,11 +173,14 @@ BOOST_AUTO_TEST_CASE(a_bad_value_gets_the_readers_error_at_the_sweep_files_line_
     BOOST_TEST(contains(message, "did you mean"), message);
   }
   const hs::Sweep scenario = hs::load_sweep(files.sweep("[axes]\n\"testbed.link[0].delay\" = [\"fast\"]\n"));
-  BOOST_TEST(contains(error_of([&] { hs::make_point(scenario, 0); }), scenario.path + ":3:28: link.delay: expected a time"));
+  BOOST_TEST(
+      contains(error_of([&] { hs::make_point(scenario, 0); }), scenario.path + ":3:28: link.delay: expected a time"));
   const hs::Sweep beyond = hs::load_sweep(files.sweep("[axes]\n\"testbed.link[3].delay\" = [\"1ms\"]\n"));
-  BOOST_TEST(contains(error_of([&] { hs::make_point(beyond, 0); }), ":3:1: testbed.link[3].delay: link in the scenario has 1 entries"));
+  BOOST_TEST(contains(error_of([&] { hs::make_point(beyond, 0); }),
+                      ":3:1: testbed.link[3].delay: link in the scenario has 1 entries"));
   const hs::Sweep into_string = hs::load_sweep(files.sweep("[axes]\n\"schedule.x\" = [1]\n"));
-  BOOST_TEST(contains(error_of([&] { hs::make_point(into_string, 0); }), "schedule in the experiment is \"1f1b\", not a table"));
+  BOOST_TEST(contains(error_of([&] { hs::make_point(into_string, 0); }),
+                      "schedule in the experiment is \"1f1b\", not a table"));
 }
 
 BOOST_AUTO_TEST_CASE(the_testbed_axis_takes_scenario_files_beside_the_sweep_file) {

@@ -71,8 +71,7 @@ const std::vector<BadInput>& bad_inputs() {
        R"(t.toml:7:9: defaults.delay: expected a time like "35ms", got 1.5)"},
       {"negative delay", kTwoDcs + "[defaults]\ndelay = \"-5ms\"\n",
        "t.toml:7:9: defaults.delay: expected a time like \"35ms\", got \"-5ms\" (negative"},
-      {"negative jitter in a link",
-       kTwoDcsWithDelay + "[[link]]\nbetween = [\"east\", \"west\"]\njitter = \"-1ms\"\n",
+      {"negative jitter in a link", kTwoDcsWithDelay + "[[link]]\nbetween = [\"east\", \"west\"]\njitter = \"-1ms\"\n",
        "t.toml:10:10: link.jitter: "},
       {"NaN loss", kTwoDcsWithDelay + "loss = nan\n",
        R"(t.toml:8:8: defaults.loss: expected a percentage like "0.1%", got nan)"},
@@ -97,8 +96,7 @@ const std::vector<BadInput>& bad_inputs() {
        R"(t.toml:8:11: defaults.reorder: expected true or false, got "yes")"},
       {"flow rate without unit in intra_dc", kTwoDcsWithDelay + "[intra_dc]\nflow_rate = \"10\"\n",
        "t.toml:9:13: intra_dc.flow_rate:"},
-      {"seed negative", "seed = -1\n" + kTwoDcsWithDelay,
-       "t.toml:1:8: seed: expected an integer >= 0, got -1"},
+      {"seed negative", "seed = -1\n" + kTwoDcsWithDelay, "t.toml:1:8: seed: expected an integer >= 0, got -1"},
       {"seed as text", "seed = \"1\"\n" + kTwoDcsWithDelay, "t.toml:1:8: seed:"},
       {"congestion control unknown", kTwoDcsWithDelay + "[host]\ntcp_congestion = \"reno\"\n",
        R"(t.toml:9:18: host.tcp_congestion: expected "cubic" or "bbr", got "reno")"},
@@ -112,8 +110,7 @@ const std::vector<BadInput>& bad_inputs() {
       // Unknown keys and misplaced tables.
       {"unknown top-level key", "seeds = 1\n" + kTwoDcsWithDelay,
        R"(t.toml:1:1: unknown key "seeds" in the top level; did you mean "seed"?)"},
-      {"unknown key in a link",
-       kTwoDcsWithDelay + "[[link]]\nbetween = [\"east\", \"west\"]\ndealy = \"5ms\"\n",
+      {"unknown key in a link", kTwoDcsWithDelay + "[[link]]\nbetween = [\"east\", \"west\"]\ndealy = \"5ms\"\n",
        R"(t.toml:10:1: unknown key "dealy" in [[link]]; did you mean "delay"?)"},
       {"unknown key in defaults", kTwoDcsWithDelay + "flow-rate = \"1mbit\"\n",
        R"(t.toml:8:1: unknown key "flow-rate" in [defaults]; did you mean "flow_rate"?)"},
@@ -135,23 +132,18 @@ const std::vector<BadInput>& bad_inputs() {
       {"TOML syntax error", kTwoDcsWithDelay + "rate = \n", "t.toml:8:"},
 
       // Names.
-      {"missing scenario name", "[[dc]]\nname = \"east\"\n",
-       R"(t.toml:1:1: missing required key "name")"},
+      {"missing scenario name", "[[dc]]\nname = \"east\"\n", R"(t.toml:1:1: missing required key "name")"},
       {"scenario name with capitals", "name = \"Three_DC\"\n[[dc]]\nname = \"east\"\n",
        "t.toml:1:8: name: expected 1 to 12 characters from [a-z0-9-]"},
-      {"scenario name too long", "name = \"abcdefghijklm\"\n[[dc]]\nname = \"east\"\n",
-       "t.toml:1:8: name:"},
-      {"scenario name starting with a hyphen", "name = \"-x\"\n[[dc]]\nname = \"east\"\n",
-       "t.toml:1:8: name:"},
+      {"scenario name too long", "name = \"abcdefghijklm\"\n[[dc]]\nname = \"east\"\n", "t.toml:1:8: name:"},
+      {"scenario name starting with a hyphen", "name = \"-x\"\n[[dc]]\nname = \"east\"\n", "t.toml:1:8: name:"},
       {"no DCs", "name = \"t\"\n", "t.toml:1:1: no [[dc]] tables"},
       {"DC without a name", "name = \"t\"\n[[dc]]\nhosts = 2\n", "t.toml:2:1: dc.name: missing"},
       {"DC name with a hyphen", "name = \"t\"\n[[dc]]\nname = \"us-east\"\n",
        "t.toml:3:8: dc.name: expected 1 to 15 characters from [a-z0-9] starting with a letter"},
       {"DC name with capitals", "name = \"t\"\n[[dc]]\nname = \"East\"\n", "t.toml:3:8: dc.name:"},
-      {"DC name starting with a digit", "name = \"t\"\n[[dc]]\nname = \"1east\"\n",
-       "t.toml:3:8: dc.name:"},
-      {"DC name too long", "name = \"t\"\n[[dc]]\nname = \"abcdefghijklmnop\"\n",
-       "t.toml:3:8: dc.name:"},
+      {"DC name starting with a digit", "name = \"t\"\n[[dc]]\nname = \"1east\"\n", "t.toml:3:8: dc.name:"},
+      {"DC name too long", "name = \"t\"\n[[dc]]\nname = \"abcdefghijklmnop\"\n", "t.toml:3:8: dc.name:"},
       {"duplicate DC names", "name = \"t\"\n[[dc]]\nname = \"east\"\n[[dc]]\nname = \"east\"\n",
        R"(t.toml:5:8: dc.name: duplicate DC "east" (first at t.toml:2:1))"},
       {"no hosts", "name = \"t\"\n[[dc]]\nname = \"east\"\nhosts = 0\n",
@@ -163,14 +155,11 @@ const std::vector<BadInput>& bad_inputs() {
       {"too many DCs", many_dcs(WANLAB_MAX_DCS + 1), "t.toml:260:1: dc: more than 128 DCs"},
 
       // Links.
-      {"link naming an unknown DC",
-       kTwoDcsWithDelay + "[[link]]\nbetween = [\"east\", \"wst\"]\ndelay = \"5ms\"\n",
+      {"link naming an unknown DC", kTwoDcsWithDelay + "[[link]]\nbetween = [\"east\", \"wst\"]\ndelay = \"5ms\"\n",
        R"(t.toml:9:20: link.between: unknown DC "wst"; did you mean "west"?)"},
-      {"link naming an unknown DC, nothing close",
-       kTwoDcsWithDelay + "[[link]]\nfrom = \"east\"\nto = \"asia\"\n",
+      {"link naming an unknown DC, nothing close", kTwoDcsWithDelay + "[[link]]\nfrom = \"east\"\nto = \"asia\"\n",
        R"(t.toml:10:6: link.to: unknown DC "asia"; DCs are east, west)"},
-      {"link with between and from",
-       kTwoDcsWithDelay + "[[link]]\nbetween = [\"east\", \"west\"]\nfrom = \"east\"\n",
+      {"link with between and from", kTwoDcsWithDelay + "[[link]]\nbetween = [\"east\", \"west\"]\nfrom = \"east\"\n",
        "t.toml:9:11: link.between: use either between = [a, b] or from/to, not both"},
       {"link with neither between nor from/to", kTwoDcsWithDelay + "[[link]]\ndelay = \"5ms\"\n",
        "t.toml:8:1: link: needs between = [\"a\", \"b\"] or from = \"a\" and to = \"b\""},
@@ -178,8 +167,7 @@ const std::vector<BadInput>& bad_inputs() {
        "t.toml:9:8: link: from and to go together; to is missing"},
       {"link with to but no from", kTwoDcsWithDelay + "[[link]]\nto = \"east\"\n",
        "t.toml:9:6: link: from and to go together; from is missing"},
-      {"between with three names",
-       kTwoDcsWithDelay + "[[link]]\nbetween = [\"east\", \"west\", \"east\"]\n",
+      {"between with three names", kTwoDcsWithDelay + "[[link]]\nbetween = [\"east\", \"west\", \"east\"]\n",
        R"(t.toml:9:11: link.between: expected two DC names like ["east", "west"], got an array)"},
       {"between with one name", kTwoDcsWithDelay + "[[link]]\nbetween = [\"east\"]\n",
        "t.toml:9:11: link.between: expected two DC names"},
@@ -192,26 +180,21 @@ const std::vector<BadInput>& bad_inputs() {
       {"from equal to to", kTwoDcsWithDelay + "[[link]]\nfrom = \"west\"\nto = \"west\"\n",
        R"(t.toml:10:6: link: from and to are both "west")"},
       {"duplicate symmetric links",
-       kTwoDcsWithDelay +
-           "[[link]]\nbetween = [\"east\", \"west\"]\n[[link]]\nbetween = [\"west\", \"east\"]\n",
+       kTwoDcsWithDelay + "[[link]]\nbetween = [\"east\", \"west\"]\n[[link]]\nbetween = [\"west\", \"east\"]\n",
        "t.toml:10:1: link: a second [[link]] for west -> east (first at t.toml:8:1)"},
       {"directed link repeating a symmetric one",
-       kTwoDcsWithDelay +
-           "[[link]]\nbetween = [\"east\", \"west\"]\n[[link]]\nfrom = \"west\"\nto = \"east\"\n",
+       kTwoDcsWithDelay + "[[link]]\nbetween = [\"east\", \"west\"]\n[[link]]\nfrom = \"west\"\nto = \"east\"\n",
        "t.toml:10:1: link: a second [[link]] for west -> east (first at t.toml:8:1)"},
       {"duplicate directed links",
-       kTwoDcsWithDelay +
-           "[[link]]\nfrom = \"east\"\nto = \"west\"\n[[link]]\nfrom = \"east\"\nto = \"west\"\n",
+       kTwoDcsWithDelay + "[[link]]\nfrom = \"east\"\nto = \"west\"\n[[link]]\nfrom = \"east\"\nto = \"west\"\n",
        "t.toml:11:1: link: a second [[link]] for east -> west (first at t.toml:8:1)"},
       {"a pair without delay", kTwoDcs,
        "t.toml:2:1: no delay for east -> west: add a [[link]] or a delay in [defaults]"},
-      {"one direction without delay",
-       kTwoDcs + "[[link]]\nfrom = \"east\"\nto = \"west\"\ndelay = \"5ms\"\n",
+      {"one direction without delay", kTwoDcs + "[[link]]\nfrom = \"east\"\nto = \"west\"\ndelay = \"5ms\"\n",
        "t.toml:4:1: no delay for west -> east: add a [[link]] or a delay in [defaults]"},
 
       // Events.
-      {"event without at",
-       kTwoDcsWithDelay + "[[event]]\nbetween = [\"east\", \"west\"]\nrate = \"1mbit\"\n",
+      {"event without at", kTwoDcsWithDelay + "[[event]]\nbetween = [\"east\", \"west\"]\nrate = \"1mbit\"\n",
        "t.toml:8:1: event.at: missing"},
       {"event at without unit",
        kTwoDcsWithDelay + "[[event]]\nat = 10\nbetween = [\"east\", \"west\"]\nrate = \"1mbit\"\n",
@@ -243,7 +226,8 @@ const std::vector<BadInput>& bad_inputs() {
       {"pool in link-local", three_dcs_with_pool("169.254.0.0/16"), "overlaps 169.254.0.0/16"},
       {"pool in multicast", three_dcs_with_pool("224.1.0.0/16"), "overlaps 224.0.0.0/3"},
       {"pool in reserved space", three_dcs_with_pool("250.0.0.0/16"), "overlaps 224.0.0.0/3"},
-      {"event time that wraps the clock", kTwoDcsWithDelay + "[[event]]\nat = \"18446744073s\"\nfrom = \"east\"\nto = \"west\"\nrate = \"1mbit\"\n",
+      {"event time that wraps the clock",
+       kTwoDcsWithDelay + "[[event]]\nat = \"18446744073s\"\nfrom = \"east\"\nto = \"west\"\nrate = \"1mbit\"\n",
        "t.toml:9:6: event.at: expected a time like \"35ms\", got \"18446744073s\" (too large"},
       {"scenario name that is a path", "name = \"../../tmp/v\"\n[[dc]]\nname = \"east\"\n",
        "t.toml:1:8: name: expected 1 to 12 characters from [a-z0-9-]"},
@@ -338,8 +322,7 @@ PairParams pair_with(std::uint64_t rate_bps, QueueLimit queue) {
 BOOST_AUTO_TEST_CASE(every_bad_input_names_its_position_and_field) {
   for (const BadInput& item : bad_inputs()) {
     std::string message = error_of(item.toml);
-    BOOST_TEST_CONTEXT(item.description << "\n  got:      " << message
-                                        << "\n  expected: " << item.expected) {
+    BOOST_TEST_CONTEXT(item.description << "\n  got:      " << message << "\n  expected: " << item.expected) {
       BOOST_TEST(message.find(item.expected) != std::string::npos);
       BOOST_TEST(wanlab::base::one_line_problem(message) == "");
     }
@@ -349,8 +332,7 @@ BOOST_AUTO_TEST_CASE(every_bad_input_names_its_position_and_field) {
 BOOST_AUTO_TEST_CASE(the_largest_valid_inputs_load) {
   Scenario scenario = parse_scenario(many_dcs(WANLAB_MAX_DCS), "t.toml");
   BOOST_TEST(scenario.dcs.size() == std::size_t{WANLAB_MAX_DCS});
-  scenario = parse_scenario(
-      "name = \"abcdefghijkl\"\n[[dc]]\nname = \"abcdefghijklmno\"\nhosts = 254\n", "t.toml");
+  scenario = parse_scenario("name = \"abcdefghijkl\"\n[[dc]]\nname = \"abcdefghijklmno\"\nhosts = 254\n", "t.toml");
   BOOST_TEST(scenario.dcs.at(0).hosts == 254);
   scenario = parse_scenario(three_dcs_with_pool("10.77.0.0/22"), "t.toml");
   BOOST_TEST(scenario.pool.len == 22);
@@ -417,8 +399,9 @@ BOOST_AUTO_TEST_CASE(layering_of_defaults_intra_dc_and_links) {
 }
 
 BOOST_AUTO_TEST_CASE(built_in_defaults_when_nothing_is_set) {
-  Scenario scenario = parse_scenario(kTwoDcs + "[[link]]\nbetween = [\"east\", \"west\"]\n"
-                                               "delay = \"5ms\"\n",
+  Scenario scenario = parse_scenario(kTwoDcs +
+                                         "[[link]]\nbetween = [\"east\", \"west\"]\n"
+                                         "delay = \"5ms\"\n",
                                      "t.toml");
   PairParams params = scenario.pair(0, 1);
   BOOST_TEST(params.delay_ns == 5 * kMs);
@@ -520,28 +503,23 @@ BOOST_AUTO_TEST_CASE(bdp_queue_limit_is_k_round_trips) {
   BOOST_TEST(one.queue_limit_ns == rtt);
   wanlab_pair_config two = make_pair_config(pair_with(rate, {QueueLimit::Kind::bdp, 2}), rtt, 1, 0);
   BOOST_TEST(two.queue_limit_ns == 2 * rtt);
-  wanlab_pair_config half =
-      make_pair_config(pair_with(rate, {QueueLimit::Kind::bdp, 0.5}), rtt, 1, 0);
+  wanlab_pair_config half = make_pair_config(pair_with(rate, {QueueLimit::Kind::bdp, 0.5}), rtt, 1, 0);
   BOOST_TEST(half.queue_limit_ns == rtt / 2);
   // The same BDP given in bytes lands on the same time.
   const double bdp_bytes = static_cast<double>(rate) / 8 * 0.070;
-  wanlab_pair_config as_bytes =
-      make_pair_config(pair_with(rate, {QueueLimit::Kind::bytes, bdp_bytes}), rtt, 1, 0);
+  wanlab_pair_config as_bytes = make_pair_config(pair_with(rate, {QueueLimit::Kind::bytes, bdp_bytes}), rtt, 1, 0);
   BOOST_TEST(as_bytes.queue_limit_ns == rtt);
 }
 
 BOOST_AUTO_TEST_CASE(bdp_queue_limit_never_below_one_64k_burst) {
   const std::uint64_t rate = 100'000'000;
   const std::uint64_t burst_ns = 65536ULL * 8 * 1'000'000'000 / rate;  // 5.24288 ms
-  wanlab_pair_config short_rtt =
-      make_pair_config(pair_with(rate, {QueueLimit::Kind::bdp, 0.5}), 1 * kMs, 1, 0);
+  wanlab_pair_config short_rtt = make_pair_config(pair_with(rate, {QueueLimit::Kind::bdp, 0.5}), 1 * kMs, 1, 0);
   BOOST_TEST(short_rtt.queue_limit_ns == burst_ns);
-  wanlab_pair_config no_rtt =
-      make_pair_config(pair_with(rate, {QueueLimit::Kind::bdp, 1}), 0, 1, 0);
+  wanlab_pair_config no_rtt = make_pair_config(pair_with(rate, {QueueLimit::Kind::bdp, 1}), 0, 1, 0);
   BOOST_TEST(no_rtt.queue_limit_ns == burst_ns);
   // Unlimited rate and no RTT: no limit at all.
-  wanlab_pair_config unlimited =
-      make_pair_config(pair_with(0, {QueueLimit::Kind::bdp, 1}), 0, 1, 0);
+  wanlab_pair_config unlimited = make_pair_config(pair_with(0, {QueueLimit::Kind::bdp, 1}), 0, 1, 0);
   BOOST_TEST(unlimited.queue_limit_ns == 0u);
   // Only a per-flow cap: the cap is the rate that drains the backlog.
   PairParams flow_capped = pair_with(0, {QueueLimit::Kind::bdp, 1});
@@ -550,15 +528,13 @@ BOOST_AUTO_TEST_CASE(bdp_queue_limit_never_below_one_64k_burst) {
 }
 
 BOOST_AUTO_TEST_CASE(time_and_byte_queue_limits) {
-  wanlab_pair_config time =
-      make_pair_config(pair_with(100'000'000, {QueueLimit::Kind::time, 50e6}), 0, 1, 0);
+  wanlab_pair_config time = make_pair_config(pair_with(100'000'000, {QueueLimit::Kind::time, 50e6}), 0, 1, 0);
   BOOST_TEST(time.queue_limit_ns == 50 * kMs);
   // 4 MiB at 100 mbit/s: 4194304 * 8 / 1e8 s.
-  wanlab_pair_config bytes = make_pair_config(
-      pair_with(100'000'000, {QueueLimit::Kind::bytes, 4194304}), 10 * kMs, 1, 0);
+  wanlab_pair_config bytes =
+      make_pair_config(pair_with(100'000'000, {QueueLimit::Kind::bytes, 4194304}), 10 * kMs, 1, 0);
   BOOST_TEST(bytes.queue_limit_ns == 335'544'320u);
-  wanlab_pair_config unlimited =
-      make_pair_config(pair_with(0, {QueueLimit::Kind::bytes, 4194304}), 10 * kMs, 1, 0);
+  wanlab_pair_config unlimited = make_pair_config(pair_with(0, {QueueLimit::Kind::bytes, 4194304}), 10 * kMs, 1, 0);
   BOOST_TEST(unlimited.queue_limit_ns == 0u);
 }
 
@@ -574,7 +550,8 @@ BOOST_AUTO_TEST_CASE(holds_beyond_the_release_paths_reach_are_refused_or_cut) {
   // 4 GiB at 1 kbit/s would be 397 days of backlog.
   const wanlab_pair_config slow = make_pair_config(pair_with(1000, {QueueLimit::Kind::bytes, 4294967296.0}), 0, 1, 0);
   BOOST_TEST(slow.queue_limit_ns == kMaxHoldPartNs);
-  const wanlab_pair_config deep = make_pair_config(pair_with(1'000'000'000, {QueueLimit::Kind::bdp, 1000}), 300 * kMs, 1, 0);
+  const wanlab_pair_config deep =
+      make_pair_config(pair_with(1'000'000'000, {QueueLimit::Kind::bdp, 1000}), 300 * kMs, 1, 0);
   BOOST_TEST(deep.queue_limit_ns == kMaxHoldPartNs);
 }
 
@@ -596,7 +573,7 @@ BOOST_AUTO_TEST_CASE(pair_config_fields_and_fixed_point) {
   BOOST_TEST(config.jitter_ns == 2 * kMs);
   BOOST_TEST(config.loss_model == static_cast<__u32>(WANLAB_LOSS_GILBERT_ELLIOTT));
   BOOST_TEST(config.loss_p32 == 0x80000000u);
-  BOOST_TEST(config.ge_r32 == 4'294'967u);  // round(0.001 * 2^32 = 4294967.296)
+  BOOST_TEST(config.ge_r32 == 4'294'967u);          // round(0.001 * 2^32 = 4294967.296)
   BOOST_TEST(config.ge_bad_loss32 == 0xffffffffu);  // 1.0 saturates
   BOOST_TEST(config.ge_good_loss32 == 0u);
   BOOST_TEST(config.flags == WANLAB_PAIR_ENABLED);
@@ -680,10 +657,9 @@ BOOST_AUTO_TEST_CASE(command_line_errors_name_the_option) {
 }
 
 BOOST_AUTO_TEST_CASE(missing_file_is_a_scenario_error) {
-  BOOST_CHECK_EXCEPTION(load_scenario("/nonexistent/wanlab.toml"), ScenarioError,
-                        [](const ScenarioError& error) {
-                          return std::string(error.what()).find("/nonexistent/wanlab.toml") == 0;
-                        });
+  BOOST_CHECK_EXCEPTION(load_scenario("/nonexistent/wanlab.toml"), ScenarioError, [](const ScenarioError& error) {
+    return std::string(error.what()).find("/nonexistent/wanlab.toml") == 0;
+  });
   std::string directory = std::filesystem::temp_directory_path().string();
   BOOST_CHECK_EXCEPTION(load_scenario(directory), ScenarioError, [&](const ScenarioError& error) {
     return std::string(error.what()) == directory + ": cannot read scenario: not a regular file (a directory)";

@@ -46,15 +46,17 @@ struct TraceDir {
   }
 };
 
-const std::string kTwoDcs = "name = \"t\"\n[[dc]]\nname = \"east\"\n[[dc]]\nname = \"west\"\n"
-                            "[defaults]\ndelay = \"10ms\"\n";
+const std::string kTwoDcs =
+    "name = \"t\"\n[[dc]]\nname = \"east\"\n[[dc]]\nname = \"west\"\n"
+    "[defaults]\ndelay = \"10ms\"\n";
 
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(csv_rows_hold_until_the_next_and_loop_with_a_period) {
-  Schedule s = parse_schedule_csv("# a square wave\ntime, rate, delay, loss, share\n"
-                                  "0s, 100mbit, 10ms, 0%, 0%\n\n100ms, 0, 20ms, 1%, 50%\n",
-                                  "t.csv", 200 * kMs);
+  Schedule s = parse_schedule_csv(
+      "# a square wave\ntime, rate, delay, loss, share\n"
+      "0s, 100mbit, 10ms, 0%, 0%\n\n100ms, 0, 20ms, 1%, 50%\n",
+      "t.csv", 200 * kMs);
   BOOST_TEST(s.columns == (WANLAB_SCHED_RATE | WANLAB_SCHED_DELAY | WANLAB_SCHED_LOSS | WANLAB_SCHED_SHARE));
   BOOST_REQUIRE(s.steps.size() == 2u);
   BOOST_TEST(s.steps[1].at_ns == 100 * kMs);
@@ -108,8 +110,9 @@ BOOST_AUTO_TEST_CASE(bad_csv_gives_one_line_naming_file_and_line) {
       BOOST_TEST(error.find('\n') == std::string::npos);
     }
   }
-  BOOST_TEST(error_of([] { parse_schedule_csv("time,rate\n0s,1mbit\n5ms,2mbit\n", "t.csv", 5 * kMs); })
-                 .find("t.csv:3: time 5ms is not inside the period of 5ms") == 0u);
+  BOOST_TEST(error_of([] {
+               parse_schedule_csv("time,rate\n0s,1mbit\n5ms,2mbit\n", "t.csv", 5 * kMs);
+             }).find("t.csv:3: time 5ms is not inside the period of 5ms") == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(a_mahimahi_trace_becomes_rates_per_window_with_its_mean) {
@@ -148,10 +151,11 @@ BOOST_AUTO_TEST_CASE(a_scenario_names_trace_files_relative_to_itself) {
   TraceDir traces;
   traces.write("square.csv", "time,rate\n0s,100mbit\n100ms,50mbit\n");
   traces.write("cell.up", "1\n1\n2\n");
-  const std::string path = traces.write(
-      "s.toml", kTwoDcs + "rate = \"1gbit\"\nschedule = { mahimahi = \"cell.up\", resolution = \"2ms\" }\n"
-                          "[[link]]\nfrom = \"east\"\nto = \"west\"\n"
-                          "schedule = { file = \"square.csv\", period = \"200ms\" }\n");
+  const std::string path =
+      traces.write("s.toml", kTwoDcs +
+                                 "rate = \"1gbit\"\nschedule = { mahimahi = \"cell.up\", resolution = \"2ms\" }\n"
+                                 "[[link]]\nfrom = \"east\"\nto = \"west\"\n"
+                                 "schedule = { file = \"square.csv\", period = \"200ms\" }\n");
   const Scenario scenario = load_scenario(path);
   const auto east_west = scenario.schedule(0, 1);
   const auto west_east = scenario.schedule(1, 0);
@@ -170,11 +174,12 @@ BOOST_AUTO_TEST_CASE(a_scenario_names_trace_files_relative_to_itself) {
 }
 
 BOOST_AUTO_TEST_CASE(inline_steps_and_their_entries) {
-  const Scenario scenario = parse_scenario(
-      kTwoDcs + "rate = \"100mbit\"\n[[link]]\nbetween = [\"east\", \"west\"]\n"
-                "schedule = { period = \"86400s\", steps = [{ time = \"0s\", share = \"10%\", loss = \"1%\" },"
-                " { time = \"43200s\", share = \"60%\", loss = \"0%\" }] }\n",
-      "t.toml");
+  const Scenario scenario =
+      parse_scenario(kTwoDcs +
+                         "rate = \"100mbit\"\n[[link]]\nbetween = [\"east\", \"west\"]\n"
+                         "schedule = { period = \"86400s\", steps = [{ time = \"0s\", share = \"10%\", loss = \"1%\" },"
+                         " { time = \"43200s\", share = \"60%\", loss = \"0%\" }] }\n",
+                     "t.toml");
   const auto schedule = scenario.schedule(1, 0);
   BOOST_REQUIRE(schedule);
   BOOST_TEST(schedule->steps.size() == 2u);
@@ -195,19 +200,23 @@ BOOST_AUTO_TEST_CASE(bad_schedules_in_a_scenario_give_one_line_naming_the_field)
   // The schedule line is line 8 of each case.
   const Case cases[] = {
       {"schedule = \"x.csv\"", "t.toml:8:12: defaults.schedule: expected a table like"},
-      {"schedule = { fil = \"x.csv\" }", "t.toml:8:14: unknown key \"fil\" in defaults.schedule; did you mean \"file\"?"},
+      {"schedule = { fil = \"x.csv\" }",
+       "t.toml:8:14: unknown key \"fil\" in defaults.schedule; did you mean \"file\"?"},
       {"schedule = { period = \"1s\" }", "t.toml:8:12: defaults.schedule: needs file ="},
       {"schedule = { file = \"a.csv\", mahimahi = \"b.up\" }", "give one of file, mahimahi and steps"},
-      {"schedule = { file = \"a.csv\", resolution = \"1ms\" }", "defaults.schedule.resolution: only for a mahimahi trace"},
+      {"schedule = { file = \"a.csv\", resolution = \"1ms\" }",
+       "defaults.schedule.resolution: only for a mahimahi trace"},
       {"schedule = { mahimahi = \"a.up\", period = \"1s\" }", "defaults.schedule.period: a Mahimahi trace repeats"},
-      {"schedule = { mahimahi = \"a.up\", resolution = \"0s\" }", "defaults.schedule.resolution: must be greater than 0"},
+      {"schedule = { mahimahi = \"a.up\", resolution = \"0s\" }",
+       "defaults.schedule.resolution: must be greater than 0"},
       {"schedule = { file = \"no-such.csv\" }", "defaults.schedule.file: no-such.csv:"},
       {"schedule = { file = 5 }", "defaults.schedule.file: expected a file name"},
       {"schedule = { steps = [] }", "defaults.schedule.steps: expected steps like"},
       {"schedule = { steps = [1] }", "defaults.schedule.steps[0]: expected a table"},
       {"schedule = { steps = [{ rate = \"1mbit\" }] }", "defaults.schedule.steps[0]: missing time"},
       {"schedule = { steps = [{ time = \"0s\" }] }", "defaults.schedule.steps[0]: sets nothing besides time"},
-      {"schedule = { steps = [{ time = \"0s\", rat = \"1mbit\" }] }", "unknown key \"rat\" in defaults.schedule.steps[0]"},
+      {"schedule = { steps = [{ time = \"0s\", rat = \"1mbit\" }] }",
+       "unknown key \"rat\" in defaults.schedule.steps[0]"},
       {"schedule = { steps = [{ time = \"0s\", rate = \"1mbit\" }, { time = \"1s\", delay = \"1ms\" }] }",
        "defaults.schedule.steps[1]: gives other columns than the first step"},
       {"schedule = { steps = [{ time = \"0s\", rate = 5 }] }", "defaults.schedule.steps[0].rate: expected a value"},
@@ -224,6 +233,7 @@ BOOST_AUTO_TEST_CASE(bad_schedules_in_a_scenario_give_one_line_naming_the_field)
     }
   }
   // Only [defaults] and [[link]] take a schedule.
-  BOOST_TEST(error_of([] { parse_scenario(kTwoDcs + "[intra_dc]\nschedule = { file = \"a.csv\" }\n", "t.toml"); })
-                 .find("unknown key \"schedule\" in [intra_dc]") != std::string::npos);
+  BOOST_TEST(error_of([] {
+               parse_scenario(kTwoDcs + "[intra_dc]\nschedule = { file = \"a.csv\" }\n", "t.toml");
+             }).find("unknown key \"schedule\" in [intra_dc]") != std::string::npos);
 }

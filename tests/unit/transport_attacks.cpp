@@ -126,7 +126,8 @@ BOOST_AUTO_TEST_CASE(a_channel_waiting_for_memory_is_told_why_when_the_idle_time
     for (int i = 0; i < 3; ++i) client.send(make_message(kMiB, i));
     co_await wait_until([&] { return !server.is_open(); }, 10s, "the idle timeout");
     const std::string error = server.error()->what();
-    BOOST_CHECK_MESSAGE(contains(error, "no progress for 800 ms") && contains(error, "1 of 1 connections wait for memory") &&
+    BOOST_CHECK_MESSAGE(contains(error, "no progress for 800 ms") &&
+                            contains(error, "1 of 1 connections wait for memory") &&
                             contains(error, "its memory budget"),
                         error);
   }());
@@ -173,7 +174,8 @@ asio::awaitable<void> three_channels_on_one_budget() {
   const auto taken = co_await servers[0].receive();  // channel 0 takes its message: memory is free
   BOOST_REQUIRE(taken);
   co_await wait_until([&] { return arrived.has_value(); }, 5s, "channel 2's message after the release");
-  BOOST_TEST_MESSAGE("channel 2 resumed " << std::chrono::duration<double>(*arrived - released_at).count() << " s after the release");
+  BOOST_TEST_MESSAGE("channel 2 resumed " << std::chrono::duration<double>(*arrived - released_at).count()
+                                          << " s after the release");
   BOOST_CHECK_EQUAL(budget.peak(), 2 * one);
   BOOST_CHECK(servers[2].is_open());
 }
@@ -211,7 +213,10 @@ BOOST_AUTO_TEST_CASE(idle_connections_are_shed_so_that_a_real_channel_still_gets
     connecting.idle_timeout = 0ms;
     std::optional<Channel> client;
     asio::co_spawn(
-        executor, [&]() -> asio::awaitable<void> { client.emplace(co_await Channel::connect(executor, "127.0.0.1", port, connecting)); },
+        executor,
+        [&]() -> asio::awaitable<void> {
+          client.emplace(co_await Channel::connect(executor, "127.0.0.1", port, connecting));
+        },
         asio::detached);
     std::optional<Channel> server;
     while (!server) {
@@ -333,11 +338,11 @@ BOOST_AUTO_TEST_CASE(a_real_perf_server_stays_under_its_memory_budget_and_still_
 
   // A real client still gets through, and one whose messages exceed what the
   // budget allows is told so at once.
-  const auto client = run_wanlab({"perf", "client", "127.0.0.1", "-p", std::to_string(server.port()), "-P", "4", "-n",
-                                  "32M", "--json"});
+  const auto client = run_wanlab(
+      {"perf", "client", "127.0.0.1", "-p", std::to_string(server.port()), "-P", "4", "-n", "32M", "--json"});
   BOOST_CHECK_MESSAGE(client.status == 0 && contains(client.output, "\"goodput_bps\""), client.output);
-  const auto too_large = run_wanlab({"perf", "client", "127.0.0.1", "-p", std::to_string(server.port()),
-                                     "--message-size", "48M", "-n", "48M"});
+  const auto too_large = run_wanlab(
+      {"perf", "client", "127.0.0.1", "-p", std::to_string(server.port()), "--message-size", "48M", "-n", "48M"});
   BOOST_CHECK_EQUAL(too_large.status, 1);
   BOOST_CHECK_MESSAGE(contains(too_large.output, "exceeds the peer's limit of"), too_large.output);
   BOOST_CHECK_LT(server.memory().peak - before.peak, budget + 16 * kMiB);
@@ -348,7 +353,8 @@ BOOST_AUTO_TEST_CASE(three_hundred_idle_sockets_do_not_lock_a_real_client_out) {
   std::vector<std::unique_ptr<RawPeer>> idle;
   for (int i = 0; i < 300; ++i) idle.push_back(std::make_unique<RawPeer>(server.port()));
   std::this_thread::sleep_for(300ms);
-  const auto client = run_wanlab({"perf", "client", "127.0.0.1", "-p", std::to_string(server.port()), "-n", "4M", "--json"});
+  const auto client =
+      run_wanlab({"perf", "client", "127.0.0.1", "-p", std::to_string(server.port()), "-n", "4M", "--json"});
   BOOST_CHECK_MESSAGE(client.status == 0 && contains(client.output, "\"goodput_bps\""), client.output);
   BOOST_CHECK(contains(server.output(), "shed connection from 127.0.0.1:"));
 }

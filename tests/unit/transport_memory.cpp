@@ -89,10 +89,10 @@ BOOST_AUTO_TEST_CASE(budget_charges_whole_messages_and_keeps_headroom_for_the_ne
 
   MemoryBudget budget(1000);
   budget.reserve_headroom(400);
-  BOOST_CHECK(budget.try_charge(600, false));   // leaves the 400 of headroom
-  BOOST_CHECK(!budget.try_charge(1, false));    // would eat into it
-  BOOST_CHECK(budget.try_charge(400, true));    // a next-in-order message may use it
-  BOOST_CHECK(!budget.try_charge(1, true));     // but never the limit
+  BOOST_CHECK(budget.try_charge(600, false));  // leaves the 400 of headroom
+  BOOST_CHECK(!budget.try_charge(1, false));   // would eat into it
+  BOOST_CHECK(budget.try_charge(400, true));   // a next-in-order message may use it
+  BOOST_CHECK(!budget.try_charge(1, true));    // but never the limit
   BOOST_CHECK_EQUAL(budget.used(), 1000u);
   int woken = 0;
   budget.on_next_release(&woken, [&] { ++woken; });
@@ -220,10 +220,10 @@ struct Receiver {
   std::uint32_t chunk_size;
   std::unique_ptr<wt::Reassembler> reassembler;
   std::vector<wt::FrameReader> readers;
-  std::vector<Position> last;              // per connection: its last frame, so the next one follows it
+  std::vector<Position> last;                    // per connection: its last frame, so the next one follows it
   std::map<std::uint64_t, std::uint64_t> sizes;  // declared size of each message id
-  std::uint64_t written = 0;  // bytes the peer got into us
-  std::uint64_t frames = 0;   // frames begun (each may be a short last chunk on a page of its own)
+  std::uint64_t written = 0;                     // bytes the peer got into us
+  std::uint64_t frames = 0;                      // frames begun (each may be a short last chunk on a page of its own)
 };
 
 // A peer that lies within what one connection's order allows: chunks anywhere
@@ -261,7 +261,7 @@ class Liar {
  private:
   std::uint64_t declared_size(std::uint32_t chunk_size) {
     const auto pick = below(100);
-    if (pick < 5) return max_message_ + 1 + below(max_message_);  // over the limit
+    if (pick < 5) return max_message_ + 1 + below(max_message_);   // over the limit
     if (pick < 60) return max_message_ - below(max_message_ / 2);  // mapped, up to the limit
     return below(4 * chunk_size);                                  // small
   }
@@ -286,7 +286,8 @@ BOOST_AUTO_TEST_CASE(sparse_oversized_and_slow_input_never_exceeds_the_budget_or
   // 1 KiB chunks as in the attack; larger ones fill regions densely enough for huge pages.
   std::vector<std::unique_ptr<Receiver>> receivers;
   for (const std::uint32_t chunk : {1024u, 16384u, 65536u}) {
-    receivers.push_back(std::make_unique<Receiver>(wt::ReceiveLimits{chunk, max_message, 2 * one, &budget}, connections));
+    receivers.push_back(
+        std::make_unique<Receiver>(wt::ReceiveLimits{chunk, max_message, 2 * one, &budget}, connections));
   }
   const auto restart = [&](Receiver& receiver) {
     receiver = Receiver({receiver.chunk_size, max_message, 2 * one, &budget}, connections);
@@ -349,8 +350,8 @@ BOOST_AUTO_TEST_CASE(sparse_oversized_and_slow_input_never_exceeds_the_budget_or
     check(round % 16 == 0);
   }
   BOOST_TEST_MESSAGE(slices << " slices, " << violations << " channels ended by a violation, " << held_back
-                            << " reads held back, " << timeouts << " channels timed out; budget peak "
-                            << budget.peak() << " of " << budget.limit() << ", most resident " << most_resident);
+                            << " reads held back, " << timeouts << " channels timed out; budget peak " << budget.peak()
+                            << " of " << budget.limit() << ", most resident " << most_resident);
   BOOST_CHECK_GT(violations, 10u);  // the liar was caught...
   BOOST_CHECK_GT(held_back, 0u);    // ...and pushed against the budget
   BOOST_CHECK_GT(budget.peak(), budget.limit() / 2);

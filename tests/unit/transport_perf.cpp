@@ -91,9 +91,8 @@ BOOST_AUTO_TEST_CASE(arguments_parse_with_clear_errors) {
   BOOST_CHECK(command.client.json);
   BOOST_CHECK_EQUAL(command.client.port, 6000);
 
-  const std::vector<std::string> server{"server",          "-p",  "7000",           "--one-off", "-B",
-                                        "127.0.0.1",       "--memory-budget", "64M", "--idle-timeout",
-                                        "2.5"};
+  const std::vector<std::string> server{"server",          "-p",  "7000",           "--one-off", "-B", "127.0.0.1",
+                                        "--memory-budget", "64M", "--idle-timeout", "2.5"};
   const auto server_command = perf::parse_args(server);
   BOOST_CHECK(server_command.mode == perf::Command::Mode::server);
   BOOST_CHECK(server_command.server.one_off);

@@ -34,12 +34,9 @@ std::string error_of(const std::function<void()>& parse) {
   return "(no error)";
 }
 
-void check_accepted(const std::vector<Accepted>& cases,
-                    const std::function<std::uint64_t(std::string_view)>& parse) {
+void check_accepted(const std::vector<Accepted>& cases, const std::function<std::uint64_t(std::string_view)>& parse) {
   for (const Accepted& item : cases) {
-    BOOST_TEST_CONTEXT("parsing \"" << item.text << "\"") {
-      BOOST_TEST(parse(item.text) == item.value);
-    }
+    BOOST_TEST_CONTEXT("parsing \"" << item.text << "\"") { BOOST_TEST(parse(item.text) == item.value); }
   }
 }
 
@@ -57,10 +54,20 @@ void check_rejected(const std::vector<Rejected>& cases, const char* expected, Pa
 
 // Deterministic spread of values across the 64-bit range.
 std::vector<std::uint64_t> sample_values() {
-  std::vector<std::uint64_t> values{0,           1,          7,          999,
-                                    1000,        1024,       1536,       1'000'000,
-                                    1'500'000,   1'234'567,  35'000'000, 4 * 1024 * 1024,
-                                    100'000'000, 8'000'000'000ULL,
+  std::vector<std::uint64_t> values{0,
+                                    1,
+                                    7,
+                                    999,
+                                    1000,
+                                    1024,
+                                    1536,
+                                    1'000'000,
+                                    1'500'000,
+                                    1'234'567,
+                                    35'000'000,
+                                    4 * 1024 * 1024,
+                                    100'000'000,
+                                    8'000'000'000ULL,
                                     std::numeric_limits<std::uint64_t>::max()};
   std::uint64_t state = 0x243f6a8885a308d3ULL;
   for (int i = 0; i < 2000; ++i) {
@@ -174,11 +181,9 @@ BOOST_AUTO_TEST_CASE(sizes_in_every_unit) {
 }
 
 BOOST_AUTO_TEST_CASE(bad_sizes) {
-  check_rejected({{"4", "missing unit"},
-                  {"4mib", "unknown unit \"mib\""},
-                  {"-4mb", "negative"},
-                  {"big", "got \"big\""}},
-                 R"(expected a size like "4mb")", units::parse_size);
+  check_rejected(
+      {{"4", "missing unit"}, {"4mib", "unknown unit \"mib\""}, {"-4mb", "negative"}, {"big", "got \"big\""}},
+      R"(expected a size like "4mb")", units::parse_size);
 }
 
 BOOST_AUTO_TEST_CASE(percentages) {

@@ -84,9 +84,9 @@ class AcceptorCore : public std::enable_shared_from_this<AcceptorCore> {
   };
 
   struct Group {
-    wire::Hello first;  // the first hello of the channel: the others must agree with it
+    wire::Hello first;                               // the first hello of the channel: the others must agree with it
     std::vector<std::shared_ptr<Incoming>> members;  // by index, once their reply is written
-    std::vector<bool> reserved;  // hello accepted for this index (its reply may be in flight)
+    std::vector<bool> reserved;                      // hello accepted for this index (its reply may be in flight)
     std::size_t arrived = 0;
     std::shared_ptr<asio::steady_timer> deadline;
   };
@@ -142,11 +142,11 @@ class AcceptorCore : public std::enable_shared_from_this<AcceptorCore> {
       if (!victim || (in_hello != victim_in_hello ? in_hello : entry->heard < victim->heard)) victim = entry;
     }
     const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - victim->heard);
-    report(TransportError(Errc::handshake_refused,
-                          fmt::format("shed connection from {} to make room ({} connections were in their "
-                                      "handshake): it had sent {} of {} hello bytes, the last {} ms ago",
-                                      victim->from, incoming_.size(), victim->hello_bytes, wire::kHelloSize,
-                                      silent.count())));
+    report(TransportError(
+        Errc::handshake_refused,
+        fmt::format("shed connection from {} to make room ({} connections were in their "
+                    "handshake): it had sent {} of {} hello bytes, the last {} ms ago",
+                    victim->from, incoming_.size(), victim->hello_bytes, wire::kHelloSize, silent.count())));
     victim->shed = true;
     if (victim->channel) {
       fail_group(*victim->channel);

@@ -163,10 +163,11 @@ std::string ChannelCore::idle_reason() const {
   std::size_t waiting = 0;
   for (const auto& connection : connections_) waiting += connection->reader.blocked() ? 1 : 0;
   if (waiting == 0) return reason;
-  return reason + fmt::format("; {} of {} connections wait for memory: the channel holds {} bytes (limit {}), "
-                              "its memory budget {} of {}",
-                              waiting, connections_.size(), reassembler_.buffered_bytes(),
-                              options_.receive_memory_limit, budget_->used(), budget_->limit());
+  return reason + fmt::format(
+                      "; {} of {} connections wait for memory: the channel holds {} bytes (limit {}), "
+                      "its memory budget {} of {}",
+                      waiting, connections_.size(), reassembler_.buffered_bytes(), options_.receive_memory_limit,
+                      budget_->used(), budget_->limit());
 }
 
 void ChannelCore::maybe_finish() {

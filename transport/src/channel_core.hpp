@@ -50,7 +50,7 @@ struct Connection {
   TcpInfo final_tcp;  // snapshot taken when the socket closes
   bool reading_done = false;
   bool writing_done = false;
-  bool broken = false;  // poll() saw an error or hang-up: the next write reports it
+  bool broken = false;                             // poll() saw an error or hang-up: the next write reports it
   std::optional<Clock::time_point> stalled_since;  // had work but no room since
   wire::ChunkHeaderBytes header{};
   std::vector<asio::const_buffer> gather;  // header + payload pieces of one chunk

@@ -97,7 +97,8 @@ std::vector<Option> make_options() {
   const double idle = std::chrono::duration<double>(ChannelOptions{}.idle_timeout).count();
   return {
       // server
-      {"port", 'p', "N", Side::server, fmt::format("port to listen on (default {}; 0: any free port, printed)", kDefaultPort),
+      {"port", 'p', "N", Side::server,
+       fmt::format("port to listen on (default {}; 0: any free port, printed)", kDefaultPort),
        [](Command& c, const std::string& given, const std::string& value) {
          c.server.port = parse_number<std::uint16_t>(given, value, 0, 65535);
        }},
@@ -162,7 +163,8 @@ std::vector<Option> make_options() {
       {"json", 'J', "", Side::client, "print one JSON object at the end, nothing else",
        [](Command& c, const std::string&, const std::string&) { c.client.json = true; }},
       // both
-      {"chunk-size", 0, "BYTES", Side::both, fmt::format("chunk size of this side's sends (default {})", kDefaultChunkSize),
+      {"chunk-size", 0, "BYTES", Side::both,
+       fmt::format("chunk size of this side's sends (default {})", kDefaultChunkSize),
        [](Command& c, const std::string& given, const std::string& value) {
          const auto size = parse_size(given, value);
          if (size < kMinChunkSize || size > kMaxChunkSize)
@@ -172,7 +174,8 @@ std::vector<Option> make_options() {
       {"cc", 0, "NAME", Side::both, "congestion control: cubic, bbr, ... (default: system's)",
        [](Command& c, const std::string& given, const std::string& value) {
          if (value.empty() || value.size() > 15)
-           usage_error(fmt::format("{}: {} is not a congestion control name (e.g. cubic, bbr)", given, base::quoted(value)));
+           usage_error(
+               fmt::format("{}: {} is not a congestion control name (e.g. cubic, bbr)", given, base::quoted(value)));
          channel_of(c).socket.congestion_control = value;
        }},
       {"checksum", 0, "", Side::both, "CRC32C on every chunk this side sends",
@@ -185,7 +188,8 @@ std::vector<Option> make_options() {
        [](Command& c, const std::string& given, const std::string& value) {
          channel_of(c).socket.receive_buffer = static_cast<int>(size_at_most_1g(given, value));
        }},
-      {"notsent-lowat", 0, "B", Side::both, fmt::format("TCP_NOTSENT_LOWAT (default {})", SocketOptions{}.not_sent_lowat),
+      {"notsent-lowat", 0, "B", Side::both,
+       fmt::format("TCP_NOTSENT_LOWAT (default {})", SocketOptions{}.not_sent_lowat),
        [](Command& c, const std::string& given, const std::string& value) {
          channel_of(c).socket.not_sent_lowat = static_cast<std::uint32_t>(size_at_most_1g(given, value));
        }},
@@ -240,7 +244,8 @@ std::string usage_lines(Side side) {
   std::string text;
   for (const Option& option : options()) {
     if (option.side != side) continue;
-    std::string shown = option.short_name ? fmt::format("-{}, --{}", option.short_name, option.name) : "    --" + option.name;
+    std::string shown =
+        option.short_name ? fmt::format("-{}, --{}", option.short_name, option.name) : "    --" + option.name;
     if (!option.metavar.empty()) shown += " " + option.metavar;
     text += shown.size() < 24 ? fmt::format("  {:<24}{}\n", shown, option.help)
                               : fmt::format("  {}\n  {:<24}{}\n", shown, "", option.help);

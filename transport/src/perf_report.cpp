@@ -97,27 +97,28 @@ std::string to_json(const Report& r) {
                          {"retransmits", i.retransmits}});
   }
   const double server_rate = r.server_seconds > 0 ? 8.0 * static_cast<double>(r.server_bytes) / r.server_seconds : 0;
-  const Json json = {
-      {"host", r.host},
-      {"port", r.port},
-      {"streams", r.streams},
-      {"bytes", r.bytes},
-      {"seconds", finite(r.seconds, 6)},
-      {"goodput_bps", whole(r.goodput_bps)},
-      {"retransmits", r.retransmits},
-      {"messages", r.messages},
-      {"message_size", r.message_size},
-      {"chunk_size", r.chunk_size},
-      {"congestion_control", r.congestion_control},
-      {"message_completion_ms",
-       {{"p50", finite(r.completion_p50_ms, 3)}, {"p99", finite(r.completion_p99_ms, 3)}, {"max", finite(r.completion_max_ms, 3)}}},
-      {"server",
-       {{"bytes", r.server_bytes},
-        {"messages", r.server_messages},
-        {"seconds", finite(r.server_seconds, 6)},
-        {"goodput_bps", whole(server_rate)}}},
-      {"per_stream", std::move(per_stream)},
-      {"intervals", std::move(intervals)}};
+  const Json json = {{"host", r.host},
+                     {"port", r.port},
+                     {"streams", r.streams},
+                     {"bytes", r.bytes},
+                     {"seconds", finite(r.seconds, 6)},
+                     {"goodput_bps", whole(r.goodput_bps)},
+                     {"retransmits", r.retransmits},
+                     {"messages", r.messages},
+                     {"message_size", r.message_size},
+                     {"chunk_size", r.chunk_size},
+                     {"congestion_control", r.congestion_control},
+                     {"message_completion_ms",
+                      {{"p50", finite(r.completion_p50_ms, 3)},
+                       {"p99", finite(r.completion_p99_ms, 3)},
+                       {"max", finite(r.completion_max_ms, 3)}}},
+                     {"server",
+                      {{"bytes", r.server_bytes},
+                       {"messages", r.server_messages},
+                       {"seconds", finite(r.server_seconds, 6)},
+                       {"goodput_bps", whole(server_rate)}}},
+                     {"per_stream", std::move(per_stream)},
+                     {"intervals", std::move(intervals)}};
   return json.dump();
 }
 

@@ -42,8 +42,8 @@ std::string json_line(const SessionResult& r) {
 std::string text_line(const SessionResult& r) {
   const double goodput = r.summary.seconds > 0 ? 8.0 * static_cast<double>(r.summary.bytes) / r.summary.seconds : 0;
   return fmt::format("{} ({} stream{}): received {:.1f} MBytes in {} messages over {:.2f} s = {:.1f} Mbit/s", r.remote,
-                     r.streams, r.streams == 1 ? "" : "s", static_cast<double>(r.summary.bytes) / 1e6, r.summary.messages, r.summary.seconds,
-                     goodput / 1e6);
+                     r.streams, r.streams == 1 ? "" : "s", static_cast<double>(r.summary.bytes) / 1e6,
+                     r.summary.messages, r.summary.seconds, goodput / 1e6);
 }
 
 }  // namespace

@@ -24,6 +24,8 @@ struct TcpWindow {
 TcpWindow read_tcp_window(int fd);
 
 /// tcpi_rtt; 0 when unknown.
-inline std::chrono::microseconds read_smoothed_rtt(int fd) { return std::chrono::microseconds(read_tcp_window(fd).srtt_us); }
+inline std::chrono::microseconds read_smoothed_rtt(int fd) {
+  return std::chrono::microseconds(read_tcp_window(fd).srtt_us);
+}
 
 }  // namespace wanlab::transport::detail

@@ -55,7 +55,8 @@ namespace detail {
 SendState read_send_state(int fd) {
   SendState state;
   int not_sent = 0;
-  if (::ioctl(fd, SIOCOUTQNSD, &not_sent) == 0 && not_sent > 0) state.not_sent_bytes = static_cast<std::uint32_t>(not_sent);
+  if (::ioctl(fd, SIOCOUTQNSD, &not_sent) == 0 && not_sent > 0)
+    state.not_sent_bytes = static_cast<std::uint32_t>(not_sent);
   std::array<std::uint32_t, SK_MEMINFO_VARS> memory{};
   socklen_t length = sizeof(memory);
   if (::getsockopt(fd, SOL_SOCKET, SO_MEMINFO, memory.data(), &length) == 0) {

@@ -58,8 +58,7 @@ class LibbpfLog {
       } else if (line.find("-- END PROG LOAD LOG --") != std::string::npos) {
         in_verifier = false;
         std::size_t first = verifier.size() > kVerifierTail ? verifier.size() - kVerifierTail : 0;
-        out += fmt::format("\n  verifier log, last {} of {} lines:", verifier.size() - first,
-                           verifier.size());
+        out += fmt::format("\n  verifier log, last {} of {} lines:", verifier.size() - first, verifier.size());
         for (std::size_t i = first; i < verifier.size(); ++i) out += "\n    " + verifier[i];
         verifier.clear();
       } else if (in_verifier) {
@@ -114,8 +113,7 @@ class LibbpfLog {
 
 [[noreturn]] void fail_load(const std::string& what, int err, const LibbpfLog& log) {
   std::string hint = err == EPERM ? " (needs root, or CAP_BPF and CAP_NET_ADMIN)" : "";
-  throw std::runtime_error(
-      fmt::format("{}: {}{}{}", what, std::strerror(err), hint, log.summary()));
+  throw std::runtime_error(fmt::format("{}: {}{}{}", what, std::strerror(err), hint, log.summary()));
 }
 
 struct MapSpec {
@@ -144,9 +142,8 @@ void check_pinned_map(int fd, const MapSpec& spec, const std::string& path) {
   bpf_map_info info = map_info(fd, path);
   auto mismatch = [&](const char* field, std::uint32_t found, std::uint32_t expected) {
     if (found != expected)
-      throw std::runtime_error(fmt::format(
-          "{}: {} {}, expected {} (pinned by a different wanlab build?)", path, field, found,
-          expected));
+      throw std::runtime_error(
+          fmt::format("{}: {} {}, expected {} (pinned by a different wanlab build?)", path, field, found, expected));
   };
   mismatch("map type", info.type, spec.type);
   mismatch("key size", info.key_size, spec.key_size);
@@ -171,14 +168,11 @@ std::string format_v6(const std::array<std::uint8_t, 16>& addr) {
   return text;
 }
 
-void check_dc_prefix(const std::string& prefix, int prefix_len, int max_len, int dc,
-                     int num_dcs) {
+void check_dc_prefix(const std::string& prefix, int prefix_len, int max_len, int dc, int num_dcs) {
   if (prefix_len < 0 || prefix_len > max_len)
-    throw std::invalid_argument(
-        fmt::format("DC prefix {}: prefix length out of range 0..{}", prefix, max_len));
+    throw std::invalid_argument(fmt::format("DC prefix {}: prefix length out of range 0..{}", prefix, max_len));
   if (dc < 0 || dc >= num_dcs)
-    throw std::out_of_range(
-        fmt::format("DC prefix {}: DC {} out of range 0..{}", prefix, dc, num_dcs - 1));
+    throw std::out_of_range(fmt::format("DC prefix {}: DC {} out of range 0..{}", prefix, dc, num_dcs - 1));
 }
 
 }  // namespace
@@ -209,11 +203,9 @@ Datapath::~Datapath() = default;
 
 Datapath Datapath::load(int num_dcs, wanlab_release_mode mode) {
   if (num_dcs < 1 || num_dcs > WANLAB_MAX_DCS)
-    throw std::invalid_argument(
-        fmt::format("loading tc program: {} DCs, expected 1..{}", num_dcs, WANLAB_MAX_DCS));
+    throw std::invalid_argument(fmt::format("loading tc program: {} DCs, expected 1..{}", num_dcs, WANLAB_MAX_DCS));
   if (mode != WANLAB_RELEASE_FQ && mode != WANLAB_RELEASE_NFQUEUE)
-    throw std::invalid_argument(
-        fmt::format("loading tc program: release mode {} unknown", static_cast<int>(mode)));
+    throw std::invalid_argument(fmt::format("loading tc program: release mode {} unknown", static_cast<int>(mode)));
 
   LibbpfLog log;
   auto impl = std::make_unique<Impl>();
@@ -223,8 +215,7 @@ Datapath Datapath::load(int num_dcs, wanlab_release_mode mode) {
   skel.rodata->num_dcs = static_cast<__u32>(num_dcs);
   skel.rodata->release_mode = mode;
   auto pairs = static_cast<__u32>(num_dcs * num_dcs);
-  for (bpf_map* map : {skel.maps.pair_config, skel.maps.pair_state, skel.maps.pair_stats,
-                       skel.maps.pair_sched}) {
+  for (bpf_map* map : {skel.maps.pair_config, skel.maps.pair_state, skel.maps.pair_stats, skel.maps.pair_sched}) {
     if (int err = bpf_map__set_max_entries(map, pairs))
       fail_load(fmt::format("sizing map {}", bpf_map__name(map)), -err, log);
   }
@@ -258,14 +249,12 @@ Datapath Datapath::open_pinned(const std::string& dir) {
   __u32 pairs = map_info(impl->map(kPairConfig), config_path).max_entries;
   int num_dcs = isqrt(pairs);
   if (num_dcs < 1 || num_dcs > WANLAB_MAX_DCS || static_cast<__u32>(num_dcs * num_dcs) != pairs)
-    throw std::runtime_error(
-        fmt::format("{}: {} entries is not a square number of DC pairs", config_path, pairs));
+    throw std::runtime_error(fmt::format("{}: {} entries is not a square number of DC pairs", config_path, pairs));
   for (MapId id : {kPairState, kPairStats, kPairSched}) {
     std::string path = pin_path(dir, kMaps[id].name);
     __u32 entries = map_info(impl->map(id), path).max_entries;
     if (entries != pairs)
-      throw std::runtime_error(
-          fmt::format("{}: {} entries, but {} has {}", path, entries, config_path, pairs));
+      throw std::runtime_error(fmt::format("{}: {} entries, but {} has {}", path, entries, config_path, pairs));
   }
   impl->num_dcs = num_dcs;
   return Datapath(std::move(impl));
@@ -288,8 +277,7 @@ void Datapath::set_dc_prefix_v4(std::uint32_t addr_host_order, int prefix_len, i
     fail(fmt::format("dc_of_v4: setting {} to DC {}", prefix, dc), errno);
 }
 
-void Datapath::set_dc_prefix_v6(const std::array<std::uint8_t, 16>& addr, int prefix_len,
-                                int dc) {
+void Datapath::set_dc_prefix_v6(const std::array<std::uint8_t, 16>& addr, int prefix_len, int dc) {
   std::string prefix = fmt::format("{}/{}", format_v6(addr), prefix_len);
   check_dc_prefix(prefix, prefix_len, 128, dc, impl_->num_dcs);
   wanlab_v6_key key{};
@@ -306,13 +294,10 @@ void Datapath::set_dc_prefix_v6(const std::array<std::uint8_t, 16>& addr, int pr
 
 void Datapath::set_pair(int src, int dst, const wanlab_pair_config& config) {
   __u32 index = impl_->pair_index(src, dst);
-  if (config.loss_model != WANLAB_LOSS_BERNOULLI &&
-      config.loss_model != WANLAB_LOSS_GILBERT_ELLIOTT)
-    throw std::invalid_argument(
-        fmt::format("pair {}->{}: loss model {} unknown", src, dst, config.loss_model));
+  if (config.loss_model != WANLAB_LOSS_BERNOULLI && config.loss_model != WANLAB_LOSS_GILBERT_ELLIOTT)
+    throw std::invalid_argument(fmt::format("pair {}->{}: loss model {} unknown", src, dst, config.loss_model));
   if (config.flags & ~(WANLAB_PAIR_ENABLED | WANLAB_PAIR_REORDER))
-    throw std::invalid_argument(
-        fmt::format("pair {}->{}: unknown flags {:#x}", src, dst, config.flags));
+    throw std::invalid_argument(fmt::format("pair {}->{}: unknown flags {:#x}", src, dst, config.flags));
   if (bpf_map_update_elem(impl_->map(kPairConfig), &index, &config, BPF_ANY) != 0)
     fail(fmt::format("pair_config: setting pair {}->{}", src, dst), errno);
 }
@@ -337,8 +322,7 @@ wanlab_pair_stats Datapath::stats(int src, int dst) const {
   for (const auto& cpu : per_cpu) {
     sum.packets += cpu.packets;
     sum.bytes += cpu.bytes;
-    for (int reason = 0; reason < WANLAB_DROP_REASONS; ++reason)
-      sum.drops[reason] += cpu.drops[reason];
+    for (int reason = 0; reason < WANLAB_DROP_REASONS; ++reason) sum.drops[reason] += cpu.drops[reason];
     sum.qdelay_sum_ns += cpu.qdelay_sum_ns;
     sum.qdelay_max_ns = std::max(sum.qdelay_max_ns, cpu.qdelay_max_ns);
   }
@@ -371,12 +355,9 @@ void Datapath::pin(const std::string& dir) const {
 
 std::string_view drop_reason_name(int reason) {
   switch (reason) {
-    case WANLAB_DROP_QUEUE:
-      return "queue-overflow";
-    case WANLAB_DROP_LOSS:
-      return "loss";
-    default:
-      return "unknown";
+    case WANLAB_DROP_QUEUE: return "queue-overflow";
+    case WANLAB_DROP_LOSS: return "loss";
+    default: return "unknown";
   }
 }
 

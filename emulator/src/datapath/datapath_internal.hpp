@@ -25,21 +25,12 @@ namespace datapath_detail {
 // The kernel's description of the map at `fd`.
 bpf_map_info map_info(int fd, const std::string& what);
 
-enum MapId : std::size_t {
-  kDcOfV4,
-  kDcOfV6,
-  kPairConfig,
-  kPairState,
-  kPairStats,
-  kFlowState,
-  kPairSched,
-  kMapCount
-};
+enum MapId : std::size_t { kDcOfV4, kDcOfV6, kPairConfig, kPairState, kPairStats, kFlowState, kPairSched, kMapCount };
 
 }  // namespace datapath_detail
 
 struct Datapath::Impl {
-  wanlab_tc* skel = nullptr;  // load(): owns program and maps
+  wanlab_tc* skel = nullptr;           // load(): owns program and maps
   std::vector<base::UniqueFd> pinned;  // open_pinned(): owns the map fds
   std::array<int, datapath_detail::kMapCount> maps{};
   int program = -1;
@@ -54,8 +45,7 @@ struct Datapath::Impl {
 
   __u32 pair_index(int src, int dst) const {
     if (src < 0 || src >= num_dcs || dst < 0 || dst >= num_dcs)
-      throw std::out_of_range(fmt::format("pair {}->{}: DC index out of range 0..{}", src, dst,
-                                          num_dcs - 1));
+      throw std::out_of_range(fmt::format("pair {}->{}: DC index out of range 0..{}", src, dst, num_dcs - 1));
     return static_cast<__u32>(src * num_dcs + dst);
   }
 };

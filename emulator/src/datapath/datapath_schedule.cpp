@@ -30,7 +30,8 @@ void check_schedule(std::span<const wanlab_sched_entry> entries, const std::stri
   };
   if (entries.size() < 2) bad("no steps");
   const wanlab_sched_head& head = entries[0].head;
-  if (head.steps != entries.size() - 1) bad(fmt::format("head counts {} steps, {} given", head.steps, entries.size() - 1));
+  if (head.steps != entries.size() - 1)
+    bad(fmt::format("head counts {} steps, {} given", head.steps, entries.size() - 1));
   if (head.steps > WANLAB_SCHED_MAX_STEPS) bad(fmt::format("{} steps, at most {}", head.steps, WANLAB_SCHED_MAX_STEPS));
   if ((head.columns & ~WANLAB_SCHED_COLUMNS) != 0 || head.columns == 0) bad(fmt::format("columns {:#x}", head.columns));
   if (entries[1].step.at_ns != 0) bad("the first step is not at 0");
@@ -43,8 +44,8 @@ void check_schedule(std::span<const wanlab_sched_entry> entries, const std::stri
 base::UniqueFd make_schedule_map(std::span<const wanlab_sched_entry> entries, const std::string& pair) {
   LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_INNER_MAP);
   const auto count = static_cast<__u32>(entries.size());
-  base::UniqueFd map(bpf_map_create(BPF_MAP_TYPE_ARRAY, "wanlab_sched", sizeof(__u32),
-                        sizeof(wanlab_sched_entry), count, &opts));
+  base::UniqueFd map(
+      bpf_map_create(BPF_MAP_TYPE_ARRAY, "wanlab_sched", sizeof(__u32), sizeof(wanlab_sched_entry), count, &opts));
   if (map.get() < 0) fail(fmt::format("pair_sched: creating a map of {} steps for pair {}", count - 1, pair), errno);
   std::vector<__u32> keys(count);
   for (__u32 i = 0; i < count; ++i) keys[i] = i;
@@ -111,7 +112,8 @@ wanlab_sched_step schedule_step_at(int map, const wanlab_sched_head& head, std::
 }  // namespace
 
 std::vector<wanlab_sched_entry> Datapath::schedule(int src, int dst) const {
-  const base::UniqueFd map = schedule_map(impl_->map(kPairSched), impl_->pair_index(src, dst), fmt::format("{}->{}", src, dst));
+  const base::UniqueFd map =
+      schedule_map(impl_->map(kPairSched), impl_->pair_index(src, dst), fmt::format("{}->{}", src, dst));
   if (map.get() < 0) return {};
   const __u32 count = map_info(map.get(), "pair_sched").max_entries;
   std::vector<wanlab_sched_entry> entries(count);

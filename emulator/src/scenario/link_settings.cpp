@@ -20,8 +20,7 @@ namespace {
 constexpr std::string_view kQueueExpected = R"(a queue limit like "50ms", "4mb" or "2bdp")";
 
 [[noreturn]] void fail_queue(std::string_view text, std::string_view why) {
-  throw std::invalid_argument(
-      fmt::format("expected {}, got {} ({})", kQueueExpected, base::quoted(text), why));
+  throw std::invalid_argument(fmt::format("expected {}, got {} ({})", kQueueExpected, base::quoted(text), why));
 }
 
 bool ends_with_ignoring_case(std::string_view text, std::string_view suffix) {
@@ -54,38 +53,28 @@ QueueLimit parse_time_or_size(std::string_view text) {
     return {QueueLimit::Kind::bytes, static_cast<double>(units::parse_size(text))};
   } catch (const std::invalid_argument&) {
   }
-  fail_queue(text, "use a time (s, ms, us, ns), a size (b, kb, mb, gb) or a multiple of the "
-                   "bandwidth-delay product (bdp)");
+  fail_queue(text,
+             "use a time (s, ms, us, ns), a size (b, kb, mb, gb) or a multiple of the "
+             "bandwidth-delay product (bdp)");
 }
 
-void set_rate(LinkParams& params, std::string_view text) {
-  params.rate_bps = units::parse_rate(text);
-}
-void set_flow_rate(LinkParams& params, std::string_view text) {
-  params.flow_rate_bps = units::parse_rate(text);
-}
+void set_rate(LinkParams& params, std::string_view text) { params.rate_bps = units::parse_rate(text); }
+void set_flow_rate(LinkParams& params, std::string_view text) { params.flow_rate_bps = units::parse_rate(text); }
 std::uint64_t parse_hold_part(std::string_view text) {
   const std::uint64_t ns = units::parse_time(text);
   if (ns > kMaxHoldPartNs)
-    throw std::invalid_argument(fmt::format("{} is too long: at most 20s (a packet is held at most 60 s)", base::quoted(text)));
+    throw std::invalid_argument(
+        fmt::format("{} is too long: at most 20s (a packet is held at most 60 s)", base::quoted(text)));
   return ns;
 }
 
 void set_delay(LinkParams& params, std::string_view text) { params.delay_ns = parse_hold_part(text); }
 void set_jitter(LinkParams& params, std::string_view text) { params.jitter_ns = parse_hold_part(text); }
 void set_queue(LinkParams& params, std::string_view text) { params.queue = parse_queue(text); }
-void set_loss(LinkParams& params, std::string_view text) {
-  params.loss = units::parse_percent(text);
-}
-void set_ge_r(LinkParams& params, std::string_view text) {
-  params.ge_r = units::parse_percent(text);
-}
-void set_ge_bad_loss(LinkParams& params, std::string_view text) {
-  params.ge_bad_loss = units::parse_percent(text);
-}
-void set_ge_good_loss(LinkParams& params, std::string_view text) {
-  params.ge_good_loss = units::parse_percent(text);
-}
+void set_loss(LinkParams& params, std::string_view text) { params.loss = units::parse_percent(text); }
+void set_ge_r(LinkParams& params, std::string_view text) { params.ge_r = units::parse_percent(text); }
+void set_ge_bad_loss(LinkParams& params, std::string_view text) { params.ge_bad_loss = units::parse_percent(text); }
+void set_ge_good_loss(LinkParams& params, std::string_view text) { params.ge_good_loss = units::parse_percent(text); }
 
 void set_loss_model(LinkParams& params, std::string_view text) {
   if (text == "bernoulli") {
@@ -159,8 +148,7 @@ void each_link_field(To& to, const LinkParams& from, Visit visit) {
 std::span<const LinkKey> link_keys() { return kLinkKeys; }
 
 const LinkKey* find_link_key(std::string_view name) {
-  auto found = std::find_if(kLinkKeys.begin(), kLinkKeys.end(),
-                            [&](const LinkKey& key) { return key.name == name; });
+  auto found = std::find_if(kLinkKeys.begin(), kLinkKeys.end(), [&](const LinkKey& key) { return key.name == name; });
   return found == kLinkKeys.end() ? nullptr : &*found;
 }
 
@@ -188,12 +176,9 @@ QueueLimit parse_queue(std::string_view text) {
 
 std::string format_queue(const QueueLimit& queue) {
   switch (queue.kind) {
-    case QueueLimit::Kind::time:
-      return units::format_time(static_cast<std::uint64_t>(std::llround(queue.value)));
-    case QueueLimit::Kind::bytes:
-      return units::format_size(static_cast<std::uint64_t>(std::llround(queue.value)));
-    case QueueLimit::Kind::bdp:
-      break;
+    case QueueLimit::Kind::time: return units::format_time(static_cast<std::uint64_t>(std::llround(queue.value)));
+    case QueueLimit::Kind::bytes: return units::format_size(static_cast<std::uint64_t>(std::llround(queue.value)));
+    case QueueLimit::Kind::bdp: break;
   }
   return fmt::format("{}bdp", queue.value);
 }
@@ -218,11 +203,9 @@ LinkParams parse_link_option(LinkParams params, std::string_view field, std::str
     std::vector<std::string_view> names;
     for (const LinkKey& known : link_keys()) names.push_back(known.name);
     std::string closest = closest_name(key, names);
-    throw ScenarioError(
-        closest.empty()
-            ? fmt::format("{}: unknown link setting", link_option_name(key))
-            : fmt::format("{}: unknown link setting; did you mean {}?", link_option_name(key),
-                          link_option_name(closest)));
+    throw ScenarioError(closest.empty() ? fmt::format("{}: unknown link setting", link_option_name(key))
+                                        : fmt::format("{}: unknown link setting; did you mean {}?",
+                                                      link_option_name(key), link_option_name(closest)));
   }
   try {
     link_key->set(params, value);

@@ -19,9 +19,7 @@ constexpr std::uint64_t kNsPerSecond = 1'000'000'000;
 // every large segment on short or fast paths.
 constexpr std::uint64_t kBurstBytes = 64 * 1024;
 
-std::uint64_t saturate(uint128 value) {
-  return value > kMaxU64 ? kMaxU64 : static_cast<std::uint64_t>(value);
-}
+std::uint64_t saturate(uint128 value) { return value > kMaxU64 ? kMaxU64 : static_cast<std::uint64_t>(value); }
 
 std::uint64_t saturate(double value) {
   if (!(value > 0)) return 0;  // also NaN
@@ -46,12 +44,9 @@ std::uint64_t uncapped_queue_limit_ns(const PairParams& params, std::uint64_t rt
   const QueueLimit& queue = params.queue;
   std::uint64_t rate = draining_rate(params);
   switch (queue.kind) {
-    case QueueLimit::Kind::time:
-      return saturate(queue.value);
-    case QueueLimit::Kind::bytes:
-      return transmit_time_ns(saturate(queue.value), rate);
-    case QueueLimit::Kind::bdp:
-      break;
+    case QueueLimit::Kind::time: return saturate(queue.value);
+    case QueueLimit::Kind::bytes: return transmit_time_ns(saturate(queue.value), rate);
+    case QueueLimit::Kind::bdp: break;
   }
   std::uint64_t bdp_ns = saturate(queue.value * static_cast<double>(rtt_ns));
   return std::max(bdp_ns, transmit_time_ns(kBurstBytes, rate));
@@ -79,17 +74,16 @@ std::uint32_t probability_p32(double probability) {
   return static_cast<std::uint32_t>(scaled);
 }
 
-wanlab_pair_config make_pair_config(const PairParams& params, std::uint64_t rtt_ns,
-                                    std::uint64_t seed, std::uint32_t pair_index) {
+wanlab_pair_config make_pair_config(const PairParams& params, std::uint64_t rtt_ns, std::uint64_t seed,
+                                    std::uint32_t pair_index) {
   wanlab_pair_config config{};
   config.rate_bps = params.rate_bps;
   config.flow_rate_bps = params.flow_rate_bps;
   config.delay_ns = params.delay_ns;
   config.jitter_ns = params.jitter_ns;
   config.queue_limit_ns = queue_limit_ns(params, rtt_ns);
-  config.loss_model = params.loss_model == LossModel::gilbert_elliott
-                          ? WANLAB_LOSS_GILBERT_ELLIOTT
-                          : WANLAB_LOSS_BERNOULLI;
+  config.loss_model =
+      params.loss_model == LossModel::gilbert_elliott ? WANLAB_LOSS_GILBERT_ELLIOTT : WANLAB_LOSS_BERNOULLI;
   config.loss_p32 = probability_p32(params.loss);
   config.ge_r32 = probability_p32(params.ge_r);
   config.ge_bad_loss32 = probability_p32(params.ge_bad_loss);

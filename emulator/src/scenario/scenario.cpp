@@ -28,8 +28,8 @@ namespace {
 using namespace std::string_view_literals;
 using base::describe_value;
 
-constexpr std::array kTopKeys{"name"sv, "seed"sv,    "network"sv, "defaults"sv, "intra_dc"sv,
-                              "host"sv, "dc"sv,      "link"sv,    "event"sv};
+constexpr std::array kTopKeys{"name"sv, "seed"sv, "network"sv, "defaults"sv, "intra_dc"sv,
+                              "host"sv, "dc"sv,   "link"sv,    "event"sv};
 constexpr std::array kNetworkKeys{"pool"sv};
 constexpr std::array kHostKeys{"tcp_congestion"sv, "tcp_wmem_max"sv, "tcp_rmem_max"sv, "tcp_slow_start_after_idle"sv};
 constexpr std::array kDcKeys{"name"sv, "hosts"sv};
@@ -85,8 +85,7 @@ class Parser : detail::ScenarioReader {
     if (node == nullptr) return;
     const auto* seed = node->as_integer();
     if (seed == nullptr || seed->get() < 0) {
-      fail(node->source(),
-           fmt::format("seed: expected an integer >= 0, got {}", describe_value(*node)));
+      fail(node->source(), fmt::format("seed: expected an integer >= 0, got {}", describe_value(*node)));
     }
     scenario_.seed = static_cast<std::uint64_t>(seed->get());
   }
@@ -97,8 +96,8 @@ class Parser : detail::ScenarioReader {
     check_known_keys(*network, kNetworkKeys, "[network]");
     const toml::node* pool = network->get("pool");
     if (pool == nullptr) return;
-    scenario_.pool = parse_string(*pool, "network.pool", R"(an IPv4 prefix like "10.77.0.0/16")",
-                                  detail::parse_ipv4_prefix);
+    scenario_.pool =
+        parse_string(*pool, "network.pool", R"(an IPv4 prefix like "10.77.0.0/16")", detail::parse_ipv4_prefix);
     const std::string_view unusable = detail::unusable_range(scenario_.pool);
     if (!unusable.empty()) {
       fail(pool->source(), fmt::format(R"(network.pool: {} overlaps {}; no emulation would apply, )"
@@ -107,10 +106,9 @@ class Parser : detail::ScenarioReader {
     }
     const int longest = detail::longest_pool_prefix(scenario_.dcs.size());
     if (scenario_.pool.len > longest) {
-      fail(pool->source(),
-           fmt::format("network.pool: /{} is too small for {} DCs (each DC takes a /24); use a "
-                       "/{} or shorter prefix",
-                       scenario_.pool.len, scenario_.dcs.size(), longest));
+      fail(pool->source(), fmt::format("network.pool: /{} is too small for {} DCs (each DC takes a /24); use a "
+                                       "/{} or shorter prefix",
+                                       scenario_.pool.len, scenario_.dcs.size(), longest));
     }
   }
 
@@ -119,8 +117,7 @@ class Parser : detail::ScenarioReader {
     if (host == nullptr) return;
     check_known_keys(*host, kHostKeys, "[host]");
     if (const toml::node* node = host->get("tcp_congestion")) {
-      const std::string& algorithm =
-          expect_string(*node, "host.tcp_congestion", R"("cubic" or "bbr")");
+      const std::string& algorithm = expect_string(*node, "host.tcp_congestion", R"("cubic" or "bbr")");
       if (algorithm != "cubic" && algorithm != "bbr") {
         fail(node->source(),
              fmt::format(R"(host.tcp_congestion: expected "cubic" or "bbr", got {})", base::quoted(algorithm)));
@@ -132,8 +129,8 @@ class Parser : detail::ScenarioReader {
     if (const toml::node* node = host->get("tcp_slow_start_after_idle")) {
       const auto* flag = node->as_boolean();
       if (flag == nullptr) {
-        fail(node->source(), fmt::format("host.tcp_slow_start_after_idle: expected true or false, got {}",
-                                         describe_value(*node)));
+        fail(node->source(),
+             fmt::format("host.tcp_slow_start_after_idle: expected true or false, got {}", describe_value(*node)));
       }
       scenario_.host.tcp_slow_start_after_idle = flag->get();
     }
@@ -143,8 +140,7 @@ class Parser : detail::ScenarioReader {
     const toml::node* node = host.get(key);
     if (node == nullptr) return std::nullopt;
     std::string field = fmt::format("host.{}", key);
-    std::uint64_t bytes =
-        parse_string(*node, field, R"(a size like "4mb")", units::parse_size);
+    std::uint64_t bytes = parse_string(*node, field, R"(a size like "4mb")", units::parse_size);
     if (bytes == 0) fail(node->source(), fmt::format("{}: must be greater than 0", field));
     return bytes;
   }
@@ -167,10 +163,9 @@ class Parser : detail::ScenarioReader {
     if (node == nullptr) fail(table.source(), R"(dc.name: missing; every [[dc]] needs name = "...")");
     const std::string& name = expect_string(*node, "dc.name", R"(a DC name like "east")");
     if (!is_valid_dc_name(name)) {
-      fail(node->source(),
-           fmt::format("dc.name: expected 1 to 15 characters from [a-z0-9] starting with a "
-                       "letter (hosts are named <dc>-<index>), got {}",
-                       base::quoted(name)));
+      fail(node->source(), fmt::format("dc.name: expected 1 to 15 characters from [a-z0-9] starting with a "
+                                       "letter (hosts are named <dc>-<index>), got {}",
+                                       base::quoted(name)));
     }
     int existing = scenario_.dc_index(name);
     if (existing >= 0) {
@@ -185,8 +180,8 @@ class Parser : detail::ScenarioReader {
     if (node == nullptr) return 1;
     const auto* hosts = node->as_integer();
     if (hosts == nullptr || hosts->get() < 1 || hosts->get() > kMaxHosts) {
-      fail(node->source(), fmt::format("dc.hosts: expected a number of hosts from 1 to {}, got {}",
-                                       kMaxHosts, describe_value(*node)));
+      fail(node->source(),
+           fmt::format("dc.hosts: expected a number of hosts from 1 to {}, got {}", kMaxHosts, describe_value(*node)));
     }
     return static_cast<int>(hosts->get());
   }
@@ -215,10 +210,11 @@ class Parser : detail::ScenarioReader {
         if (!schedule || (schedule->columns & WANLAB_SCHED_SHARE) == 0 || (schedule->columns & WANLAB_SCHED_RATE) != 0)
           continue;
         if (scenario_.pair(src, dst).rate_bps == 0)
-          throw ScenarioError(fmt::format("{}: schedule: a share column needs a rate for {} -> {}: give the link a "
-                                          "rate or the schedule a rate column",
-                                          schedule->where, scenario_.dcs[static_cast<std::size_t>(src)].name,
-                                          scenario_.dcs[static_cast<std::size_t>(dst)].name));
+          throw ScenarioError(
+              fmt::format("{}: schedule: a share column needs a rate for {} -> {}: give the link a "
+                          "rate or the schedule a rate column",
+                          schedule->where, scenario_.dcs[static_cast<std::size_t>(src)].name,
+                          scenario_.dcs[static_cast<std::size_t>(dst)].name));
       }
     }
   }
@@ -226,8 +222,7 @@ class Parser : detail::ScenarioReader {
   void read_link_table(const toml::table& root, std::string_view key, LinkParams& params) {
     const toml::table* table = optional_table(root, key);
     if (table == nullptr) return;
-    check_known_keys(*table, std::array<std::string_view, 0>{}, fmt::format("[{}]", key),
-                     link_key_names());
+    check_known_keys(*table, std::array<std::string_view, 0>{}, fmt::format("[{}]", key), link_key_names());
     params = read_link_params(*table, key);
   }
 
@@ -249,33 +244,31 @@ class Parser : detail::ScenarioReader {
       if (key.is_bool) {
         read_bool(*node, field, key, params);
       } else {
-        parse_string(*node, field, key.expected,
-                     [&](const std::string& text) { key.set(params, text); return 0; });
+        parse_string(*node, field, key.expected, [&](const std::string& text) {
+          key.set(params, text);
+          return 0;
+        });
       }
     }
     check_ge_needs_model(table, table_name, params);
     return params;
   }
 
-  void read_bool(const toml::node& node, std::string_view field, const LinkKey& key,
-                 LinkParams& params) const {
+  void read_bool(const toml::node& node, std::string_view field, const LinkKey& key, LinkParams& params) const {
     const auto* flag = node.as_boolean();
     if (flag == nullptr) {
-      fail(node.source(),
-           fmt::format("{}: expected {}, got {}", field, key.expected, describe_value(node)));
+      fail(node.source(), fmt::format("{}: expected {}, got {}", field, key.expected, describe_value(node)));
     }
     key.set(params, flag->get() ? "true" : "false");
   }
 
   // Gilbert-Elliott parameters next to an explicit Bernoulli model would be
   // silently ignored; say so instead.
-  void check_ge_needs_model(const toml::table& table, std::string_view table_name,
-                            const LinkParams& params) const {
+  void check_ge_needs_model(const toml::table& table, std::string_view table_name, const LinkParams& params) const {
     if (params.loss_model != LossModel::bernoulli) return;
     for (std::string_view key : {"ge_r"sv, "ge_bad_loss"sv, "ge_good_loss"sv}) {
       if (const toml::node* node = table.get(key)) {
-        fail(node->source(), fmt::format(R"({}.{}: only used with loss_model = "gilbert-elliott")",
-                                         table_name, key));
+        fail(node->source(), fmt::format(R"({}.{}: only used with loss_model = "gilbert-elliott")", table_name, key));
       }
     }
   }
@@ -293,15 +286,14 @@ class Parser : detail::ScenarioReader {
   }
 
   void check_not_duplicate(const LinkSpec& link, const toml::table& table,
-                           std::map<std::pair<std::string, std::string>, std::string>& first_link)
-      const {
+                           std::map<std::pair<std::string, std::string>, std::string>& first_link) const {
     std::vector<std::pair<std::string, std::string>> directions{{link.from, link.to}};
     if (link.symmetric) directions.emplace_back(link.to, link.from);
     for (const auto& direction : directions) {
       auto [existing, inserted] = first_link.emplace(direction, link.where);
       if (!inserted) {
-        fail(table.source(), fmt::format("link: a second [[link]] for {} -> {} (first at {})",
-                                         direction.first, direction.second, existing->second));
+        fail(table.source(), fmt::format("link: a second [[link]] for {} -> {} (first at {})", direction.first,
+                                         direction.second, existing->second));
       }
     }
   }
@@ -315,8 +307,9 @@ class Parser : detail::ScenarioReader {
       event.link = read_selection(*table, "event");
       event.link.params = read_link_params(*table, "event");
       if (!changes_anything(*table)) {
-        fail(table->source(), "event: changes nothing; set at least one link key (rate, delay, "
-                              "loss, ...)");
+        fail(table->source(),
+             "event: changes nothing; set at least one link key (rate, delay, "
+             "loss, ...)");
       }
       scenario_.events.push_back(std::move(event));
     }
@@ -347,8 +340,7 @@ class Parser : detail::ScenarioReader {
     const toml::node* from = table.get("from");
     const toml::node* to = table.get("to");
     if (between != nullptr && (from != nullptr || to != nullptr)) {
-      fail(between->source(),
-           fmt::format("{}.between: use either between = [a, b] or from/to, not both", kind));
+      fail(between->source(), fmt::format("{}.between: use either between = [a, b] or from/to, not both", kind));
     }
     if (between != nullptr) {
       read_between(*between, kind, spec);
@@ -362,8 +354,8 @@ class Parser : detail::ScenarioReader {
     std::string field = fmt::format("{}.between", kind);
     const toml::array* names = node.as_array();
     if (names == nullptr || names->size() != 2) {
-      fail(node.source(), fmt::format(R"({}: expected two DC names like ["east", "west"], got {})",
-                                      field, describe_value(node)));
+      fail(node.source(),
+           fmt::format(R"({}: expected two DC names like ["east", "west"], got {})", field, describe_value(node)));
     }
     spec.from = read_dc_reference((*names)[0], field);
     spec.to = read_dc_reference((*names)[1], field);
@@ -375,8 +367,8 @@ class Parser : detail::ScenarioReader {
     }
   }
 
-  void read_from_to(const toml::table& table, const toml::node* from, const toml::node* to,
-                    std::string_view kind, LinkSpec& spec) const {
+  void read_from_to(const toml::table& table, const toml::node* from, const toml::node* to, std::string_view kind,
+                    LinkSpec& spec) const {
     if (from == nullptr && to == nullptr) {
       fail(table.source(), fmt::format(R"({}: needs between = ["a", "b"] or from = "a" and )"
                                        R"(to = "b")",
@@ -384,8 +376,7 @@ class Parser : detail::ScenarioReader {
     }
     if (from == nullptr || to == nullptr) {
       fail((from != nullptr ? from : to)->source(),
-           fmt::format("{}: from and to go together; {} is missing", kind,
-                       from == nullptr ? "from" : "to"));
+           fmt::format("{}: from and to go together; {} is missing", kind, from == nullptr ? "from" : "to"));
     }
     spec.from = read_dc_reference(*from, fmt::format("{}.from", kind));
     spec.to = read_dc_reference(*to, fmt::format("{}.to", kind));
@@ -409,9 +400,8 @@ class Parser : detail::ScenarioReader {
     for (std::size_t src = 0; src < scenario_.dcs.size(); ++src) {
       for (std::size_t dst = 0; dst < scenario_.dcs.size(); ++dst) {
         if (src == dst || has_delay(src, dst)) continue;
-        fail(dc_where_[src],
-             fmt::format("no delay for {} -> {}: add a [[link]] or a delay in [defaults]",
-                         scenario_.dcs[src].name, scenario_.dcs[dst].name));
+        fail(dc_where_[src], fmt::format("no delay for {} -> {}: add a [[link]] or a delay in [defaults]",
+                                         scenario_.dcs[src].name, scenario_.dcs[dst].name));
       }
     }
   }
@@ -427,7 +417,6 @@ class Parser : detail::ScenarioReader {
   Scenario scenario_;
   std::vector<toml::source_region> dc_where_;
 };
-
 
 }  // namespace
 
@@ -450,9 +439,7 @@ PairParams Scenario::pair(int src, int dst) const {
   return params;
 }
 
-std::uint64_t Scenario::rtt_ns(int src, int dst) const {
-  return pair(src, dst).delay_ns + pair(dst, src).delay_ns;
-}
+std::uint64_t Scenario::rtt_ns(int src, int dst) const { return pair(src, dst).delay_ns + pair(dst, src).delay_ns; }
 
 Ipv4Prefix Scenario::dc_prefix(int dc) const {
   if (dc < 0 || static_cast<std::size_t>(dc) >= dcs.size()) {

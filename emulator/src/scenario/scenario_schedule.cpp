@@ -28,7 +28,7 @@ class ScheduleTable {
     const toml::table* table = node->as_table();
     if (table == nullptr)
       reader_.fail(node->source(), fmt::format(R"({}: expected a table like {{ file = "trace.csv" }}, got {})", field,
-                                       describe_value(*node)));
+                                               describe_value(*node)));
     reader_.check_known_keys(*table, kScheduleKeys, field);
     check_one_schedule_source(*table, field);
     std::optional<Schedule> schedule;
@@ -52,16 +52,20 @@ class ScheduleTable {
     for (std::string_view key : {"file"sv, "mahimahi"sv, "steps"sv}) {
       const toml::node* node = table.get(key);
       if (node == nullptr) continue;
-      if (found != nullptr) reader_.fail(node->source(), fmt::format("{}: give one of file, mahimahi and steps", field));
+      if (found != nullptr)
+        reader_.fail(node->source(), fmt::format("{}: give one of file, mahimahi and steps", field));
       found = node;
     }
-    if (found == nullptr) reader_.fail(table.source(), fmt::format(R"({}: needs file = "trace.csv", mahimahi = "trace.up" )"
-                                                           R"(or steps = [...])", field));
+    if (found == nullptr)
+      reader_.fail(table.source(), fmt::format(R"({}: needs file = "trace.csv", mahimahi = "trace.up" )"
+                                               R"(or steps = [...])",
+                                               field));
   }
 
   void check_not_there(const toml::table& table, std::string_view key, std::string_view field,
                        std::string_view why) const {
-    if (const toml::node* node = table.get(key)) reader_.fail(node->source(), fmt::format("{}.{}: {}", field, key, why));
+    if (const toml::node* node = table.get(key))
+      reader_.fail(node->source(), fmt::format("{}.{}: {}", field, key, why));
   }
 
   std::uint64_t read_time_key(const toml::table& table, std::string_view key, std::string_view field,
@@ -113,16 +117,18 @@ class ScheduleTable {
   Schedule read_inline_steps(const toml::node& node, const std::string& field, std::uint64_t period) const {
     const toml::array* array = node.as_array();
     if (array == nullptr || array->empty())
-      reader_.fail(node.source(), fmt::format(R"({}.steps: expected steps like [{{ time = "0s", rate = "100mbit" }}], got {})",
-                                      field, describe_value(node)));
+      reader_.fail(node.source(),
+                   fmt::format(R"({}.steps: expected steps like [{{ time = "0s", rate = "100mbit" }}], got {})", field,
+                               describe_value(node)));
     Schedule schedule;
     schedule.period_ns = period;
     for (std::size_t i = 0; i < array->size(); ++i) {
       const std::string name = fmt::format("{}.steps[{}]", field, i);
       const toml::table* step = (*array)[i].as_table();
       if (step == nullptr)
-        reader_.fail((*array)[i].source(), fmt::format(R"({}: expected a table like {{ time = "0s", rate = "100mbit" }}, got {})",
-                                               name, describe_value((*array)[i])));
+        reader_.fail((*array)[i].source(),
+                     fmt::format(R"({}: expected a table like {{ time = "0s", rate = "100mbit" }}, got {})", name,
+                                 describe_value((*array)[i])));
       schedule.steps.push_back(read_inline_step(*step, name, i == 0 ? nullptr : &schedule.columns, schedule.columns));
     }
     try {
@@ -140,7 +146,8 @@ class ScheduleTable {
   ScheduleStep read_inline_step(const toml::table& table, const std::string& name, const unsigned* expected,
                                 unsigned& columns) const {
     reader_.check_known_keys(table, kStepKeys, name);
-    if (!table.contains("time")) reader_.fail(table.source(), fmt::format(R"({}: missing time (e.g. time = "0s"))", name));
+    if (!table.contains("time"))
+      reader_.fail(table.source(), fmt::format(R"({}: missing time (e.g. time = "0s"))", name));
     ScheduleStep step;
     unsigned given = 0;
     for (std::string_view key : kStepKeys) {
@@ -148,17 +155,19 @@ class ScheduleTable {
       if (value == nullptr) continue;
       const unsigned column = schedule_column(key);
       given |= column;
-      reader_.parse_string(*value, fmt::format("{}.{}", name, key), "a value with a unit", [&](const std::string& text) {
-        set_schedule_cell(step, column, text);
-        return 0;
-      });
+      reader_.parse_string(*value, fmt::format("{}.{}", name, key), "a value with a unit",
+                           [&](const std::string& text) {
+                             set_schedule_cell(step, column, text);
+                             return 0;
+                           });
     }
     if (expected == nullptr) {
-      if (given == 0) reader_.fail(table.source(), fmt::format("{}: sets nothing besides time (rate, delay, loss, share)", name));
+      if (given == 0)
+        reader_.fail(table.source(), fmt::format("{}: sets nothing besides time (rate, delay, loss, share)", name));
       columns = given;
     } else if (given != *expected) {
-      reader_.fail(table.source(), fmt::format("{}: gives other columns than the first step; every step gives the same",
-                                       name));
+      reader_.fail(table.source(),
+                   fmt::format("{}: gives other columns than the first step; every step gives the same", name));
     }
     return step;
   }

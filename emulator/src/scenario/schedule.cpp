@@ -24,18 +24,15 @@ struct Column {
   std::string_view name;
   unsigned bit;
 };
-constexpr std::array kColumns{Column{"time", 0}, Column{"rate", WANLAB_SCHED_RATE},
-                              Column{"delay", WANLAB_SCHED_DELAY}, Column{"loss", WANLAB_SCHED_LOSS},
-                              Column{"share", WANLAB_SCHED_SHARE}};
+constexpr std::array kColumns{Column{"time", 0}, Column{"rate", WANLAB_SCHED_RATE}, Column{"delay", WANLAB_SCHED_DELAY},
+                              Column{"loss", WANLAB_SCHED_LOSS}, Column{"share", WANLAB_SCHED_SHARE}};
 constexpr std::uint64_t kNsPerMs = 1'000'000;
 constexpr std::size_t kMaxTraceBytes = 256u << 20;
 constexpr std::uint64_t kNsPerSecond = 1'000'000'000;
 
 std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t' || text.front() == '\r'))
-    text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r'))
-    text.remove_suffix(1);
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t' || text.front() == '\r')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r')) text.remove_suffix(1);
   return text;
 }
 
@@ -85,16 +82,17 @@ void check_order(const Schedule& schedule) {
   if (steps.empty()) throw std::invalid_argument("no steps");
   if (steps[0].at_ns != 0)
     throw ScheduleStepError(0, fmt::format("the first step is at {}; it must be at 0s (the schedule's start)",
-                                   units::format_time(steps[0].at_ns)));
+                                           units::format_time(steps[0].at_ns)));
   for (std::size_t i = 1; i < steps.size(); ++i) {
     if (steps[i].at_ns <= steps[i - 1].at_ns)
-      throw ScheduleStepError(i, fmt::format("time {} is not after the previous step's {}",
-                                     units::format_time(steps[i].at_ns), units::format_time(steps[i - 1].at_ns)));
+      throw ScheduleStepError(
+          i, fmt::format("time {} is not after the previous step's {}", units::format_time(steps[i].at_ns),
+                         units::format_time(steps[i - 1].at_ns)));
   }
   if (schedule.period_ns != 0 && steps.back().at_ns >= schedule.period_ns)
-    throw ScheduleStepError(steps.size() - 1, fmt::format("time {} is not inside the period of {}",
-                                                  units::format_time(steps.back().at_ns),
-                                                  units::format_time(schedule.period_ns)));
+    throw ScheduleStepError(
+        steps.size() - 1, fmt::format("time {} is not inside the period of {}", units::format_time(steps.back().at_ns),
+                                      units::format_time(schedule.period_ns)));
 }
 
 // The data plane waits through a pause for the next step; a pause with no
@@ -104,8 +102,9 @@ void check_link_runs(const Schedule& schedule) {
   if (std::all_of(steps.begin(), steps.end(), [&](const ScheduleStep& s) { return pauses(schedule, s); }))
     throw std::invalid_argument("the link never sends: every step has rate 0 (or a share of 100%)");
   if (schedule.period_ns == 0 && pauses(schedule, steps.back()))
-    throw ScheduleStepError(steps.size() - 1, "the last step stops the link for good; end with a rate above 0 or "
-                                      "give a period to loop");
+    throw ScheduleStepError(steps.size() - 1,
+                            "the last step stops the link for good; end with a rate above 0 or "
+                            "give a period to loop");
 }
 
 void merge_equal_neighbours(Schedule& schedule) {
@@ -140,23 +139,12 @@ void set_schedule_cell(ScheduleStep& step, unsigned column, std::string_view tex
     }
   };
   switch (column) {
-    case 0:
-      step.at_ns = units::parse_time(text);
-      break;
-    case WANLAB_SCHED_RATE:
-      step.rate_bps = text == "0" ? 0 : through_link_key("rate").rate_bps.value();
-      break;
-    case WANLAB_SCHED_DELAY:
-      step.delay_ns = through_link_key("delay").delay_ns.value();
-      break;
-    case WANLAB_SCHED_LOSS:
-      step.loss = through_link_key("loss").loss.value();
-      break;
-    case WANLAB_SCHED_SHARE:
-      step.share = units::parse_percent(text);
-      break;
-    default:
-      throw std::invalid_argument(fmt::format("column bit {:#x} unknown", column));
+    case 0: step.at_ns = units::parse_time(text); break;
+    case WANLAB_SCHED_RATE: step.rate_bps = text == "0" ? 0 : through_link_key("rate").rate_bps.value(); break;
+    case WANLAB_SCHED_DELAY: step.delay_ns = through_link_key("delay").delay_ns.value(); break;
+    case WANLAB_SCHED_LOSS: step.loss = through_link_key("loss").loss.value(); break;
+    case WANLAB_SCHED_SHARE: step.share = units::parse_percent(text); break;
+    default: throw std::invalid_argument(fmt::format("column bit {:#x} unknown", column));
   }
 }
 
@@ -219,7 +207,8 @@ Schedule parse_schedule_csv(std::string_view text, const std::string& path, std:
   for (std::size_t row = 1; row < lines.size(); ++row) {
     const std::vector<std::string_view> cells = split(lines[row].text);
     if (cells.size() != columns.size())
-      fail_at(path, lines[row].number, fmt::format("{} values, the header names {} columns", cells.size(), columns.size()));
+      fail_at(path, lines[row].number,
+              fmt::format("{} values, the header names {} columns", cells.size(), columns.size()));
     ScheduleStep step;
     for (std::size_t i = 0; i < cells.size(); ++i) {
       try {

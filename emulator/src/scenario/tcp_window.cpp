@@ -10,8 +10,8 @@ namespace wanlab::emulator {
 
 double send_buffer_window_share(double wmem_bytes) {
   // (send buffer, share), measured (tcp_window.hpp); 2 MiB: the middle of 0.66-0.76.
-  static constexpr std::array<std::pair<double, double>, 6> kMeasured{{
-      {41943, 0.68}, {419430, 0.86}, {1 << 20, 0.74}, {2 << 20, 0.70}, {4 << 20, 0.66}, {16 << 20, 0.65}}};
+  static constexpr std::array<std::pair<double, double>, 6> kMeasured{
+      {{41943, 0.68}, {419430, 0.86}, {1 << 20, 0.74}, {2 << 20, 0.70}, {4 << 20, 0.66}, {16 << 20, 0.65}}};
   if (!(wmem_bytes > kMeasured.front().first)) return kMeasured.front().second;
   for (std::size_t i = 1; i < kMeasured.size(); ++i) {
     const auto [size, share] = kMeasured[i];
@@ -26,7 +26,8 @@ double send_buffer_window_share(double wmem_bytes) {
 double stream_window_bytes(const HostSettings& host) {
   const auto wmem = static_cast<double>(host.tcp_wmem_max.value_or(kDefaultTcpWmemMax));
   const double send = wmem * send_buffer_window_share(wmem);
-  const double receive = static_cast<double>(host.tcp_rmem_max.value_or(kDefaultTcpRmemMax)) * kReceiveBufferWindowShare;
+  const double receive =
+      static_cast<double>(host.tcp_rmem_max.value_or(kDefaultTcpRmemMax)) * kReceiveBufferWindowShare;
   return std::min(send, receive);
 }
 

@@ -37,8 +37,9 @@ constexpr Quantity kRate{R"(a rate like "100mbit")",
                          "bit, kbit, mbit, gbit, tbit, kibit, mibit, gibit, tibit, bps, kbps, "
                          "mbps, gbps, tbps"};
 constexpr Quantity kTime{R"(a time like "35ms")", "s, ms, us, ns (or sec, msec, usec, nsec)"};
-constexpr Quantity kSize{R"(a size like "4mb")", "b, kb, mb, gb (1024-based; also k, m, g, kbit, "
-                                                 "mbit, gbit)"};
+constexpr Quantity kSize{R"(a size like "4mb")",
+                         "b, kb, mb, gb (1024-based; also k, m, g, kbit, "
+                         "mbit, gbit)"};
 constexpr Quantity kPercent{R"(a percentage like "0.1%")", "%"};
 
 constexpr std::array kRateUnits{
@@ -59,10 +60,18 @@ constexpr std::array kRateUnits{
 };
 
 constexpr std::array kTimeUnits{
-    Unit{"s", 1'000'000'000},   Unit{"sec", 1'000'000'000}, Unit{"secs", 1'000'000'000},
-    Unit{"ms", 1'000'000},      Unit{"msec", 1'000'000},    Unit{"msecs", 1'000'000},
-    Unit{"us", 1'000},          Unit{"usec", 1'000},        Unit{"usecs", 1'000},
-    Unit{"ns", 1},              Unit{"nsec", 1},            Unit{"nsecs", 1},
+    Unit{"s", 1'000'000'000},
+    Unit{"sec", 1'000'000'000},
+    Unit{"secs", 1'000'000'000},
+    Unit{"ms", 1'000'000},
+    Unit{"msec", 1'000'000},
+    Unit{"msecs", 1'000'000},
+    Unit{"us", 1'000},
+    Unit{"usec", 1'000},
+    Unit{"usecs", 1'000},
+    Unit{"ns", 1},
+    Unit{"nsec", 1},
+    Unit{"nsecs", 1},
 };
 
 constexpr std::array kSizeUnits{
@@ -80,12 +89,11 @@ constexpr std::array kSizeUnits{
 
 // Units format_* chooses from, largest first.
 constexpr std::array kRateFormatUnits{Unit{"tbit", 1'000'000'000'000}, Unit{"gbit", 1'000'000'000},
-                                      Unit{"mbit", 1'000'000}, Unit{"kbit", 1'000},
-                                      Unit{"bit", 1}};
-constexpr std::array kTimeFormatUnits{Unit{"s", 1'000'000'000}, Unit{"ms", 1'000'000},
-                                      Unit{"us", 1'000}, Unit{"ns", 1}};
-constexpr std::array kSizeFormatUnits{Unit{"gb", 1ULL << 30}, Unit{"mb", 1ULL << 20},
-                                      Unit{"kb", 1ULL << 10}, Unit{"b", 1}};
+                                      Unit{"mbit", 1'000'000}, Unit{"kbit", 1'000}, Unit{"bit", 1}};
+constexpr std::array kTimeFormatUnits{Unit{"s", 1'000'000'000}, Unit{"ms", 1'000'000}, Unit{"us", 1'000},
+                                      Unit{"ns", 1}};
+constexpr std::array kSizeFormatUnits{Unit{"gb", 1ULL << 30}, Unit{"mb", 1ULL << 20}, Unit{"kb", 1ULL << 10},
+                                      Unit{"b", 1}};
 
 // Keeps mantissa * unit and 10^digits * unit within 128 bits.
 constexpr int kMaxFractionDigits = 30;
@@ -120,8 +128,7 @@ uint128 power_of_ten(int exponent) {
 }
 
 // Consumes "123", "1.5" or ".5" from the front of `rest`; nullopt if no digit.
-std::optional<Decimal> take_decimal(std::string_view& rest, const Quantity& quantity,
-                                    std::string_view text) {
+std::optional<Decimal> take_decimal(std::string_view& rest, const Quantity& quantity, std::string_view text) {
   Decimal number;
   bool any_digit = false;
   bool in_fraction = false;
@@ -158,12 +165,11 @@ std::pair<Decimal, std::string_view> split_number(std::string_view text, const Q
 }
 
 template <std::size_t N>
-const Unit& find_unit(const std::array<Unit, N>& units, std::string_view name,
-                      const Quantity& quantity, std::string_view text) {
+const Unit& find_unit(const std::array<Unit, N>& units, std::string_view name, const Quantity& quantity,
+                      std::string_view text) {
   if (name.empty()) fail(quantity, text, fmt::format("missing unit; use one of {}", quantity.unit_list));
   for (const Unit& unit : units) {
-    if (unit.name.size() == name.size() &&
-        strncasecmp(unit.name.data(), name.data(), name.size()) == 0) {
+    if (unit.name.size() == name.size() && strncasecmp(unit.name.data(), name.data(), name.size()) == 0) {
       return unit;
     }
   }
@@ -171,8 +177,7 @@ const Unit& find_unit(const std::array<Unit, N>& units, std::string_view name,
 }
 
 // number * unit, rounded half up, or an error if it does not fit in 64 bits.
-std::uint64_t scale(Decimal number, const Unit& unit, const Quantity& quantity,
-                    std::string_view text) {
+std::uint64_t scale(Decimal number, const Unit& unit, const Quantity& quantity, std::string_view text) {
   uint128 numerator = static_cast<uint128>(number.mantissa) * unit.num;
   uint128 denominator = power_of_ten(number.fraction_digits) * unit.den;
   uint128 rounded = (numerator + denominator / 2) / denominator;
@@ -181,8 +186,7 @@ std::uint64_t scale(Decimal number, const Unit& unit, const Quantity& quantity,
 }
 
 template <std::size_t N>
-std::uint64_t parse_quantity(std::string_view text, const std::array<Unit, N>& units,
-                             const Quantity& quantity) {
+std::uint64_t parse_quantity(std::string_view text, const std::array<Unit, N>& units, const Quantity& quantity) {
   auto [number, unit_name] = split_number(text, quantity);
   return scale(number, find_unit(units, unit_name, quantity, text), quantity, text);
 }
@@ -246,8 +250,7 @@ double parse_percent(std::string_view text) {
   if (number.mantissa > 100 * power_of_ten(number.fraction_digits)) {
     fail(kPercent, text, "must be at most 100%");
   }
-  return static_cast<double>(number.mantissa) /
-         std::pow(10.0, static_cast<double>(number.fraction_digits) + 2);
+  return static_cast<double>(number.mantissa) / std::pow(10.0, static_cast<double>(number.fraction_digits) + 2);
 }
 
 std::string format_rate(std::uint64_t bps) { return format_shortest(bps, kRateFormatUnits); }

@@ -21,9 +21,7 @@ bool earlier(const Window& a, const Window& b) {
 // ceil(total x k / layers): a chunk [f, e) takes cumulative(e) - cumulative(f),
 // so chunks are whole nanoseconds, each at most 1 ns over its exact share, and
 // sum to the whole prefill time.
-std::int64_t cumulative(std::int64_t total, int layers, int k) {
-  return (total * k + layers - 1) / layers;
-}
+std::int64_t cumulative(std::int64_t total, int layers, int k) { return (total * k + layers - 1) / layers; }
 
 // The most layers from `first` on that fit in `capacity` ns: the largest e with
 // cumulative(e) <= cumulative(first) + capacity, i.e. total x e <= X x layers.
@@ -46,7 +44,7 @@ struct Job {
   int layers = 1;
   std::vector<std::int64_t> kv_ns;  // per worker
   std::int64_t min_kv_ns = 0;
-  std::int64_t deadline_ns = 0;     // every request's first token by then
+  std::int64_t deadline_ns = 0;  // every request's first token by then
   std::int64_t now_ns = 0;
   std::int64_t guard_ns = 0;
 };
@@ -66,8 +64,8 @@ void consider_single(const Job& job, const Window& window, std::size_t index, st
   best.windows = {index};
 }
 
-void extend_split(const Job& job, const Window& window, std::size_t index, std::int64_t start,
-                  std::int64_t capacity, Split& split, Candidate& best) {
+void extend_split(const Job& job, const Window& window, std::size_t index, std::int64_t start, std::int64_t capacity,
+                  Split& split, Candidate& best) {
   int first = split.next_layer;
   if (first == job.layers) return;  // done on this worker already
   int end = fitting_end(job.prefill_ns, job.layers, first, capacity);
@@ -99,7 +97,8 @@ Candidate place(const Job& job, const std::vector<Window>& windows) {
     std::int64_t capacity = window.end_ns - job.guard_ns - start;
     if (capacity <= 0 || window.worker < 0 || static_cast<std::size_t>(window.worker) >= splits.size()) continue;
     if (capacity >= job.prefill_ns) consider_single(job, window, index, start, single);
-    if (!single.found()) extend_split(job, window, index, start, capacity, splits[static_cast<std::size_t>(window.worker)], split);
+    if (!single.found())
+      extend_split(job, window, index, start, capacity, splits[static_cast<std::size_t>(window.worker)], split);
   }
   return single.found() ? single : split;
 }
@@ -112,7 +111,8 @@ void consume(std::vector<Window>& windows, const Candidate& placement) {
     auto at = windows.begin() + static_cast<std::ptrdiff_t>(placement.windows[i]);
     Window rest{at->worker, chunk.start_ns + static_cast<std::int64_t>(chunk.duration_ns), at->end_ns};
     windows.erase(at);
-    if (rest.end_ns > rest.start_ns) windows.insert(std::upper_bound(windows.begin(), windows.end(), rest, earlier), rest);
+    if (rest.end_ns > rest.start_ns)
+      windows.insert(std::upper_bound(windows.begin(), windows.end(), rest, earlier), rest);
   }
 }
 
@@ -143,8 +143,8 @@ void Admission::reject_hopeless(std::int64_t now_ns, std::vector<Rejection>& rej
   std::int64_t slo = static_cast<std::int64_t>(experiment_->prefill.ttft_slo_ns);
   std::erase_if(waiting_, [&](const Waiting& waiting) {
     if (now_ns + waiting.best_case_ns <= waiting.request.arrival_ns + slo) return false;
-    rejections.push_back({waiting.request.id, now_ns,
-                          fmt::format("TTFT SLO of {:g} s cannot be met", static_cast<double>(slo) / 1e9)});
+    rejections.push_back(
+        {waiting.request.id, now_ns, fmt::format("TTFT SLO of {:g} s cannot be met", static_cast<double>(slo) / 1e9)});
     return true;
   });
 }
@@ -153,7 +153,8 @@ void Admission::reject_hopeless(std::int64_t now_ns, std::vector<Rejection>& rej
 std::size_t Admission::batch_end(std::size_t head) const {
   long tokens = waiting_[head].request.prompt_tokens;
   std::size_t end = head + 1;
-  while (end < waiting_.size() && tokens + waiting_[end].request.prompt_tokens <= experiment_->prefill.max_batch_tokens) {
+  while (end < waiting_.size() &&
+         tokens + waiting_[end].request.prompt_tokens <= experiment_->prefill.max_batch_tokens) {
     tokens += waiting_[end++].request.prompt_tokens;
   }
   return end;
@@ -166,7 +167,8 @@ std::optional<Batch> Admission::try_place(std::size_t head, std::size_t end, std
   for (std::size_t i = head; i < end; ++i) {
     batch.requests.push_back(waiting_[i].request.id);
     batch.tokens += waiting_[i].request.prompt_tokens;
-    deadline = std::min(deadline, waiting_[i].request.arrival_ns + static_cast<std::int64_t>(experiment_->prefill.ttft_slo_ns));
+    deadline = std::min(deadline,
+                        waiting_[i].request.arrival_ns + static_cast<std::int64_t>(experiment_->prefill.ttft_slo_ns));
   }
   Job job;
   job.prefill_ns = static_cast<std::int64_t>(prefill_ns(*experiment_, batch.tokens));
@@ -203,7 +205,8 @@ std::optional<Batch> Admission::place_longest(std::size_t head, std::size_t end,
 
 Admission::Decisions Admission::schedule(std::int64_t now_ns, std::vector<Window>& windows) {
   std::int64_t guard = static_cast<std::int64_t>(experiment_->prefill.guard_ns);
-  std::erase_if(windows, [&](const Window& window) { return window.end_ns - guard <= std::max(window.start_ns, now_ns); });
+  std::erase_if(windows,
+                [&](const Window& window) { return window.end_ns - guard <= std::max(window.start_ns, now_ns); });
   if (!std::is_sorted(windows.begin(), windows.end(), earlier)) std::sort(windows.begin(), windows.end(), earlier);
   Decisions decisions;
   reject_hopeless(now_ns, decisions.rejections);

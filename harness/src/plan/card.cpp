@@ -211,7 +211,8 @@ void write_software(Yaml& y, const RunRecord& record) {
   y.text("tomlplusplus", build.tomlplusplus);
   y.text("fmt", build.fmt);
   y.text("nlohmann_json", build.nlohmann_json);
-  y.text("container_runtime", record.runtime_detail.empty() ? record.runtime : record.runtime + " " + record.runtime_detail);
+  y.text("container_runtime",
+         record.runtime_detail.empty() ? record.runtime : record.runtime + " " + record.runtime_detail);
   y.close();
 }
 

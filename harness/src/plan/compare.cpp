@@ -74,7 +74,8 @@ std::vector<Line> training_lines(const std::vector<ResultRow>& rows) {
 std::vector<Line> prefill_lines(const std::vector<ResultRow>& rows) {
   return {
       prefill_line("utilization + prefill", rows, [](const PrefillColumns& p) { return percent(p.utilization); }),
-      prefill_line("prefill tokens/s", rows, [](const PrefillColumns& p) { return fmt::format("{:.0f}", p.tokens_per_s); }),
+      prefill_line("prefill tokens/s", rows,
+                   [](const PrefillColumns& p) { return fmt::format("{:.0f}", p.tokens_per_s); }),
       prefill_line("TTFT p50 (s)", rows, [](const PrefillColumns& p) { return fmt::format("{:.2f}", p.ttft_p50_s); }),
       prefill_line("TTFT p99 (s)", rows, [](const PrefillColumns& p) { return fmt::format("{:.2f}", p.ttft_p99_s); }),
       prefill_line("requests served", rows, [](const PrefillColumns& p) { return std::to_string(p.served); }),
@@ -147,8 +148,9 @@ std::string compare_table(const std::vector<ResultRow>& rows) {
   out += "speedup: the first result's iteration time over each one's; WAN MB as sent (scaled by each run's scale)";
   out += mixed_scale ? "; scales differ between these results\n" : "\n";
   if (any_prefill)
-    out += "utilization + prefill: training and prefill; prefill tokens/s: prompt tokens prefilled per second; "
-           "training delay: training compute held up by prefill\n";
+    out +=
+        "utilization + prefill: training and prefill; prefill tokens/s: prompt tokens prefilled per second; "
+        "training delay: training compute held up by prefill\n";
   return out;
 }
 

@@ -46,8 +46,9 @@ void read_pairs(FieldReader& reader, const toml::table& pairs, Egress& egress) {
     const std::string field = fmt::format("egress.pairs.{}", key.str());
     const auto pair = split_pair(key.str());
     if (!pair) {
-      reader.fail(key.source(), fmt::format(R"(egress.pairs: expected a key "dc-dc" naming two DCs like "east-west", got {})",
-                                            base::quoted(key.str())));
+      reader.fail(key.source(),
+                  fmt::format(R"(egress.pairs: expected a key "dc-dc" naming two DCs like "east-west", got {})",
+                              base::quoted(key.str())));
     }
     egress.pairs[*pair] = read_price(reader, node, field);
   }
@@ -61,7 +62,8 @@ void read_egress(FieldReader& reader, const toml::table& root) {
   reader.check_known_keys(*section, kEgressKeys, "[egress]");
   reader.remember("egress", *section);
   Egress& egress = reader.experiment().egress;
-  if (const toml::node* price = section->get("price_per_gb")) egress.price_per_gb = read_price(reader, *price, "egress.price_per_gb");
+  if (const toml::node* price = section->get("price_per_gb"))
+    egress.price_per_gb = read_price(reader, *price, "egress.price_per_gb");
   if (const toml::table* pairs = reader.optional_table(*section, "pairs")) read_pairs(reader, *pairs, egress);
 }
 
@@ -73,7 +75,8 @@ void check_egress_dcs(const Experiment& experiment, const emulator::Scenario& sc
       const std::string field = "egress.pairs." + key;
       std::string where = experiment.where(field);
       if (where == experiment.path) where = experiment.where("egress.pairs." + pair.second + "-" + pair.first);
-      throw ExperimentError(fmt::format("{}: {}: no DC {} in testbed {}", where, field, base::quoted(dc), scenario.name));
+      throw ExperimentError(
+          fmt::format("{}: {}: no DC {} in testbed {}", where, field, base::quoted(dc), scenario.name));
     }
   }
 }

@@ -31,20 +31,22 @@ namespace {
 
 using namespace std::string_view_literals;
 
-constexpr std::array kTopKeys{"name"sv,       "testbed"sv, "schedule"sv, "placement"sv, "streams"sv,
-                              "temporal_sharing"sv, "iterations"sv, "seed"sv, "scale"sv,
-                              "reorder_dcs"sv, "pacing"sv, "model"sv, "parallel"sv, "compute"sv, "gpus"sv, "prefill"sv,
-                              "fabric"sv, "egress"sv};
+constexpr std::array kTopKeys{
+    "name"sv,       "testbed"sv, "schedule"sv, "placement"sv,   "streams"sv, "temporal_sharing"sv,
+    "iterations"sv, "seed"sv,    "scale"sv,    "reorder_dcs"sv, "pacing"sv,  "model"sv,
+    "parallel"sv,   "compute"sv, "gpus"sv,     "prefill"sv,     "fabric"sv,  "egress"sv};
 constexpr std::array kModelKeys{"layers"sv,          "hidden"sv,     "seq_len"sv,
                                 "bytes_per_value"sv, "microbatch"sv, "microbatches"sv};
 constexpr std::array kParallelKeys{"pp"sv, "dp"sv, "tp"sv};
-constexpr std::array kComputeKeys{"peak_tflops"sv, "mfu"sv, "recompute"sv, "forward_ms"sv,
-                                  "backward_ms"sv};
+constexpr std::array kComputeKeys{"peak_tflops"sv, "mfu"sv, "recompute"sv, "forward_ms"sv, "backward_ms"sv};
 
 constexpr std::size_t kMaxName = 64;
 constexpr int kDefaultAtlasStreams = 8;
 constexpr double kMaxGpuMemoryGb = 100000;
 
+using base::describe_value;
+using detail::apply_schedule_defaults;
+using detail::check_cross_fields;
 using detail::fail_field;
 using detail::FieldReader;
 using detail::IntRange;
@@ -53,11 +55,8 @@ using detail::kMaxStreams;
 using detail::kMinScale;
 using detail::kPlacementNames;
 using detail::kScheduleNames;
-using detail::apply_schedule_defaults;
-using detail::check_cross_fields;
 using detail::placement_named;
 using detail::schedule_named;
-using base::describe_value;
 
 bool valid_experiment_name(std::string_view name) {
   auto allowed = [](char c) {
@@ -145,8 +144,7 @@ class Parser : FieldReader {
     if (node == nullptr) {
       fail_at_start(R"(missing required key "testbed" (the scenario file, e.g. testbed = "../three-dc.toml"))");
     }
-    const std::string& testbed =
-        expect_string(*node, "testbed", R"(a scenario path like "../three-dc.toml")");
+    const std::string& testbed = expect_string(*node, "testbed", R"(a scenario path like "../three-dc.toml")");
     if (testbed.empty()) fail(node->source(), "testbed: must not be empty");
     remember("testbed", *node);
     experiment_.testbed_path = detail::resolve_beside(path(), testbed);
@@ -160,8 +158,8 @@ class Parser : FieldReader {
     const std::string& name = expect_string(*node, "schedule", R"("gpipe", "1f1b" or "atlas")");
     std::optional<Schedule> schedule = schedule_named(name);
     if (!schedule) {
-      fail(node->source(), fmt::format(R"(schedule: expected "gpipe", "1f1b" or "atlas", got {}{})",
-                                       base::quoted(name), detail::suggestion(name, kScheduleNames)));
+      fail(node->source(), fmt::format(R"(schedule: expected "gpipe", "1f1b" or "atlas", got {}{})", base::quoted(name),
+                                       detail::suggestion(name, kScheduleNames)));
     }
     remember("schedule", *node);
     experiment_.schedule = *schedule;
@@ -196,10 +194,8 @@ class Parser : FieldReader {
     model.seq_len = to_int(read_int(*table, "seq_len", "model.seq_len", {1, 10000000}), model.seq_len);
     model.bytes_per_value =
         to_int(read_int(*table, "bytes_per_value", "model.bytes_per_value", {1, 8}), model.bytes_per_value);
-    model.microbatch =
-        to_int(read_int(*table, "microbatch", "model.microbatch", {1, 1000000}), model.microbatch);
-    model.microbatches =
-        to_int(read_int(*table, "microbatches", "model.microbatches", {1, 4096}), model.microbatches);
+    model.microbatch = to_int(read_int(*table, "microbatch", "model.microbatch", {1, 1000000}), model.microbatch);
+    model.microbatches = to_int(read_int(*table, "microbatches", "model.microbatches", {1, 4096}), model.microbatches);
   }
 
   void read_parallel(const toml::table& root) {
@@ -235,20 +231,18 @@ class Parser : FieldReader {
     bool given = compute.forward_ms || compute.backward_ms;
     if (flops && given) {
       const toml::node* node = table.get(compute.forward_ms ? "forward_ms" : "backward_ms");
-      fail(node->source(), "compute: give either peak_tflops and mfu, or forward_ms and backward_ms, "
-                           "not both");
+      fail(node->source(),
+           "compute: give either peak_tflops and mfu, or forward_ms and backward_ms, "
+           "not both");
     }
-    auto require_pair = [&](bool has_first, bool has_second, std::string_view first,
-                            std::string_view second) {
+    auto require_pair = [&](bool has_first, bool has_second, std::string_view first, std::string_view second) {
       if (has_first == has_second) return;
       std::string_view present = has_first ? first : second;
       std::string_view missing = has_first ? second : first;
-      fail(table.get(present)->source(),
-           fmt::format("compute.{}: also needs compute.{}", present, missing));
+      fail(table.get(present)->source(), fmt::format("compute.{}: also needs compute.{}", present, missing));
     };
     require_pair(compute.peak_tflops.has_value(), compute.mfu.has_value(), "peak_tflops", "mfu");
-    require_pair(compute.forward_ms.has_value(), compute.backward_ms.has_value(), "forward_ms",
-                 "backward_ms");
+    require_pair(compute.forward_ms.has_value(), compute.backward_ms.has_value(), "forward_ms", "backward_ms");
     if (!flops && !given) {
       fail(table.source(), "compute: give peak_tflops and mfu, or forward_ms and backward_ms");
     }
@@ -278,8 +272,8 @@ class Parser : FieldReader {
       if (count == nullptr || count->get() < 0 || count->get() > 1000000) {
         // A quoted key may hold anything ("a\nb" = 1): shown quoted unless it could name a DC.
         std::string shown = emulator::is_valid_dc_name(key->str()) ? field : "gpus." + base::quoted(key->str());
-        fail(node->source(), fmt::format("{}: expected a number of GPUs from 0 to 1000000, got {}",
-                                         shown, describe_value(*node)));
+        fail(node->source(),
+             fmt::format("{}: expected a number of GPUs from 0 to 1000000, got {}", shown, describe_value(*node)));
       }
       experiment_.positions[field] = where(key->source());
       experiment_.gpus.emplace_back(std::string(key->str()), static_cast<int>(count->get()));
@@ -295,14 +289,13 @@ class Parser : FieldReader {
       read_placement_list(*list);
       return;
     }
-    const std::string& name = expect_string(
-        *node, "placement", R"("atlas", "pp-across-dc", "dp-across-dc" or a list of DCs, one per stage)");
+    const std::string& name =
+        expect_string(*node, "placement", R"("atlas", "pp-across-dc", "dp-across-dc" or a list of DCs, one per stage)");
     std::optional<Placement> placement = placement_named(name);
     if (!placement) {
-      fail(node->source(),
-           fmt::format(R"(placement: expected "atlas", "pp-across-dc", "dp-across-dc" or a list of )"
-                       R"(DCs, one per stage, got {}{})",
-                       base::quoted(name), detail::suggestion(name, kPlacementNames)));
+      fail(node->source(), fmt::format(R"(placement: expected "atlas", "pp-across-dc", "dp-across-dc" or a list of )"
+                                       R"(DCs, one per stage, got {}{})",
+                                       base::quoted(name), detail::suggestion(name, kPlacementNames)));
     }
     experiment_.placement = *placement;
   }
@@ -371,7 +364,9 @@ Experiment detail::parse_experiment_table(const toml::table& root, const std::st
   return Parser(path).parse(root);
 }
 
-Experiment load_experiment(const std::string& path) { return parse_experiment(emulator::read_input_file<ExperimentError>(path, "experiment"), path); }
+Experiment load_experiment(const std::string& path) {
+  return parse_experiment(emulator::read_input_file<ExperimentError>(path, "experiment"), path);
+}
 
 emulator::Scenario load_testbed(const Experiment& experiment) {
   std::error_code error;

@@ -73,9 +73,9 @@ void set_placement(Experiment& experiment, const std::string& flag, std::string_
   }
   std::vector<std::string> dcs = split_commas(value);
   if (dcs.size() == 1) {
-    throw ExperimentError(fmt::format(
-        R"({}: expected atlas, pp-across-dc, dp-across-dc or DCs like "east,east,west,west", got {}{})",
-        flag, base::quoted(value), suggestion(value, kPlacementNames)));
+    throw ExperimentError(
+        fmt::format(R"({}: expected atlas, pp-across-dc, dp-across-dc or DCs like "east,east,west,west", got {}{})",
+                    flag, base::quoted(value), suggestion(value, kPlacementNames)));
   }
   for (std::size_t stage = 0; stage < dcs.size(); ++stage) {
     if (dcs[stage].empty()) throw ExperimentError(fmt::format("{}: empty DC name at {}", flag, stage));
@@ -122,8 +122,10 @@ void set_prefill(Experiment& experiment, const std::string& flag, std::string_vi
 }
 
 constexpr std::array kOptions{
-    ExperimentOption{"schedule", "gpipe|1f1b|atlas", "the pipeline schedule (re-derives what it implies)", set_schedule},
-    ExperimentOption{"placement", "P", "atlas, pp-across-dc, dp-across-dc or DCs \"east,east,west,west\"", set_placement},
+    ExperimentOption{"schedule", "gpipe|1f1b|atlas", "the pipeline schedule (re-derives what it implies)",
+                     set_schedule},
+    ExperimentOption{"placement", "P", "atlas, pp-across-dc, dp-across-dc or DCs \"east,east,west,west\"",
+                     set_placement},
     ExperimentOption{"streams", "N", "TCP connections per cross-DC channel (1 to 64)", set_streams},
     ExperimentOption{"temporal-sharing", "on|off", "grant WAN links in slot order (Atlas)", set_temporal_sharing},
     ExperimentOption{"pacing", "on|off", "pace cross-DC connections at rate / streams", set_pacing},
@@ -141,8 +143,9 @@ constexpr std::array kOptions{
     known.push_back("--" + std::string(option.name));
   }
   const std::string closest = closest_name(name, names);
-  throw ExperimentError(closest.empty() ? fmt::format("--{}: unknown experiment option (known: {})", name, join(known))
-                                        : fmt::format("--{}: unknown experiment option; did you mean --{}?", name, closest));
+  throw ExperimentError(closest.empty()
+                            ? fmt::format("--{}: unknown experiment option (known: {})", name, join(known))
+                            : fmt::format("--{}: unknown experiment option; did you mean --{}?", name, closest));
 }
 
 }  // namespace
@@ -151,7 +154,8 @@ std::span<const ExperimentOption> experiment_options() { return kOptions; }
 
 void apply_override(Experiment& experiment, std::string_view option, std::string_view value) {
   const std::string name = normalize_option(option);
-  const auto found = std::find_if(kOptions.begin(), kOptions.end(), [&](const auto& known) { return known.name == name; });
+  const auto found =
+      std::find_if(kOptions.begin(), kOptions.end(), [&](const auto& known) { return known.name == name; });
   if (found == kOptions.end()) fail_unknown(name);
   found->apply(experiment, "--" + name, value);
   check_cross_fields(experiment);  // an option names itself in what it broke

@@ -51,10 +51,11 @@ class FabricReader {
   std::uint64_t latency(std::uint64_t otherwise) {
     const toml::node* node = section_.get("latency");
     if (node == nullptr) return otherwise;
-    const std::uint64_t ns = reader_.parse_string(*node, "fabric.latency", R"(a time like "5us")", emulator::units::parse_time);
+    const std::uint64_t ns =
+        reader_.parse_string(*node, "fabric.latency", R"(a time like "5us")", emulator::units::parse_time);
     if (ns > kMaxLatencyNs) {
-      reader_.fail(node->source(), fmt::format("fabric.latency: expected a time from 0s to 1s, got {}",
-                                               base::describe_value(*node)));
+      reader_.fail(node->source(),
+                   fmt::format("fabric.latency: expected a time from 0s to 1s, got {}", base::describe_value(*node)));
     }
     reader_.remember("fabric.latency", *node);
     return ns;

@@ -73,7 +73,9 @@ class Frame {
     y_ticks_ = ticks(y_floor, y_high > y_floor ? y_high : y_floor + 1);
   }
 
-  double px(double x) const { return kLeft + (x - x_ticks_.front()) / (x_ticks_.back() - x_ticks_.front()) * kPlotWidth; }
+  double px(double x) const {
+    return kLeft + (x - x_ticks_.front()) / (x_ticks_.back() - x_ticks_.front()) * kPlotWidth;
+  }
   double py(double y) const {
     return kTop + kPlotHeight - (y - y_ticks_.front()) / (y_ticks_.back() - y_ticks_.front()) * kPlotHeight;
   }
@@ -91,29 +93,37 @@ class Frame {
 };
 
 void draw_axes(const LinePlot& plot, const Frame& frame, std::string& out) {
-  out += fmt::format(R"(<text x="{}" y="28" font-size="15" font-weight="bold">{}</text>)" "\n", kLeft,
-                     xml_escape(plot.title));
+  out += fmt::format(R"(<text x="{}" y="28" font-size="15" font-weight="bold">{}</text>)"
+                     "\n",
+                     kLeft, xml_escape(plot.title));
   for (double value : frame.y_ticks()) {
     const double y = frame.py(value);
-    out += fmt::format(R"(<line x1="{}" x2="{}" y1="{:.1f}" y2="{:.1f}" stroke="#e0e0e0"/>)" "\n", kLeft,
-                       kLeft + kPlotWidth, y, y);
-    out += fmt::format(R"(<text x="{}" y="{:.1f}" font-size="11" text-anchor="end">{}</text>)" "\n", kLeft - 8,
-                       y + 4, xml_escape(number_label(value, plot.percent)));
+    out += fmt::format(R"(<line x1="{}" x2="{}" y1="{:.1f}" y2="{:.1f}" stroke="#e0e0e0"/>)"
+                       "\n",
+                       kLeft, kLeft + kPlotWidth, y, y);
+    out += fmt::format(R"(<text x="{}" y="{:.1f}" font-size="11" text-anchor="end">{}</text>)"
+                       "\n",
+                       kLeft - 8, y + 4, xml_escape(number_label(value, plot.percent)));
   }
   for (double value : frame.x_ticks()) {
     const double x = frame.px(value);
-    out += fmt::format(R"(<line x1="{:.1f}" x2="{:.1f}" y1="{}" y2="{}" stroke="#333"/>)" "\n", x, x,
-                       kTop + kPlotHeight, kTop + kPlotHeight + 5);
-    out += fmt::format(R"(<text x="{:.1f}" y="{}" font-size="11" text-anchor="middle">{}</text>)" "\n", x,
-                       kTop + kPlotHeight + 19, xml_escape(frame.x_label(value)));
+    out += fmt::format(R"(<line x1="{:.1f}" x2="{:.1f}" y1="{}" y2="{}" stroke="#333"/>)"
+                       "\n",
+                       x, x, kTop + kPlotHeight, kTop + kPlotHeight + 5);
+    out += fmt::format(R"(<text x="{:.1f}" y="{}" font-size="11" text-anchor="middle">{}</text>)"
+                       "\n",
+                       x, kTop + kPlotHeight + 19, xml_escape(frame.x_label(value)));
   }
-  out += fmt::format(R"(<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#333"/>)" "\n", kLeft, kTop,
-                     kPlotWidth, kPlotHeight);
-  out += fmt::format(R"(<text x="{:.1f}" y="{}" font-size="12" text-anchor="middle">{}</text>)" "\n",
-                     kLeft + kPlotWidth / 2, kHeight - 18, xml_escape(plot.x_label));
-  out += fmt::format(R"svg(<text transform="translate(18,{:.1f}) rotate(-90)" font-size="12" text-anchor="middle">{}</text>)svg"
+  out += fmt::format(R"(<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#333"/>)"
                      "\n",
-                     kTop + kPlotHeight / 2, xml_escape(plot.y_label));
+                     kLeft, kTop, kPlotWidth, kPlotHeight);
+  out += fmt::format(R"(<text x="{:.1f}" y="{}" font-size="12" text-anchor="middle">{}</text>)"
+                     "\n",
+                     kLeft + kPlotWidth / 2, kHeight - 18, xml_escape(plot.x_label));
+  out += fmt::format(
+      R"svg(<text transform="translate(18,{:.1f}) rotate(-90)" font-size="12" text-anchor="middle">{}</text>)svg"
+      "\n",
+      kTop + kPlotHeight / 2, xml_escape(plot.y_label));
 }
 
 void draw_series(const LinePlot& plot, const Frame& frame, std::size_t index, std::string& out) {
@@ -125,25 +135,33 @@ void draw_series(const LinePlot& plot, const Frame& frame, std::size_t index, st
   const std::string dash_attribute = *dash ? fmt::format(R"( stroke-dasharray="{}")", dash) : "";
   std::string path;
   for (std::size_t i = 0; i < points.size(); ++i)
-    path += fmt::format("{}{}{:.1f},{:.1f}", i ? " " : "", i ? 'L' : 'M', frame.px(points[i].first), frame.py(points[i].second));
+    path += fmt::format("{}{}{:.1f},{:.1f}", i ? " " : "", i ? 'L' : 'M', frame.px(points[i].first),
+                        frame.py(points[i].second));
   if (!points.empty())
-    out += fmt::format(R"(<path d="{}" fill="none" stroke="{}" stroke-width="2"{}/>)" "\n", path, colour, dash_attribute);
+    out += fmt::format(R"(<path d="{}" fill="none" stroke="{}" stroke-width="2"{}/>)"
+                       "\n",
+                       path, colour, dash_attribute);
   for (const auto& [x, y] : points) {
-    out += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="3" fill="{}"><title>{}: {}, {}</title></circle>)" "\n",
+    out += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="3" fill="{}"><title>{}: {}, {}</title></circle>)"
+                       "\n",
                        frame.px(x), frame.py(y), colour, xml_escape(series.name), xml_escape(frame.x_label(x)),
                        xml_escape(number_label(y, plot.percent)));
   }
   const double legend_y = kTop + 10 + 20 * static_cast<double>(index);
-  out += fmt::format(R"(<line x1="{}" x2="{}" y1="{}" y2="{}" stroke="{}" stroke-width="2"{}/>)" "\n",
+  out += fmt::format(R"(<line x1="{}" x2="{}" y1="{}" y2="{}" stroke="{}" stroke-width="2"{}/>)"
+                     "\n",
                      kLeft + kPlotWidth + 14, kLeft + kPlotWidth + 38, legend_y, legend_y, colour, dash_attribute);
-  out += fmt::format(R"(<text x="{}" y="{}" font-size="11">{}</text>)" "\n", kLegendTextX, legend_y + 4,
-                     xml_escape(series.name));
+  out += fmt::format(R"(<text x="{}" y="{}" font-size="11">{}</text>)"
+                     "\n",
+                     kLegendTextX, legend_y + 4, xml_escape(series.name));
 }
 
 // One plot's elements, at the origin.
 std::string plot_body(const LinePlot& plot, double width) {
   const Frame frame(plot);
-  std::string out = fmt::format(R"(<rect width="{}" height="{}" fill="white"/>)" "\n", width, kHeight);
+  std::string out = fmt::format(R"(<rect width="{}" height="{}" fill="white"/>)"
+                                "\n",
+                                width, kHeight);
   draw_axes(plot, frame, out);
   for (std::size_t i = 0; i < plot.series.size(); ++i) draw_series(plot, frame, i, out);
   return out;
@@ -151,7 +169,8 @@ std::string plot_body(const LinePlot& plot, double width) {
 
 std::string svg_open(double width, double height) {
   return fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{0}" height="{1}" viewBox="0 0 {0} {1}" )"
-                     R"(font-family="DejaVu Sans, Helvetica, Arial, sans-serif">)" "\n",
+                     R"(font-family="DejaVu Sans, Helvetica, Arial, sans-serif">)"
+                     "\n",
                      width, height);
 }
 
@@ -164,7 +183,9 @@ std::string line_plots_svg(std::span<const LinePlot> plots) {
   std::string out = svg_open(width, kHeight * static_cast<double>(plots.size()));
   if (plots.size() == 1) return out + plot_body(plots.front(), width) + "</svg>\n";
   for (std::size_t i = 0; i < plots.size(); ++i)
-    out += fmt::format(R"svg(<g transform="translate(0,{})">)svg" "\n{}</g>\n", kHeight * static_cast<double>(i), plot_body(plots[i], width));
+    out += fmt::format(R"svg(<g transform="translate(0,{})">)svg"
+                       "\n{}</g>\n",
+                       kHeight * static_cast<double>(i), plot_body(plots[i], width));
   return out + "</svg>\n";
 }
 

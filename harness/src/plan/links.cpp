@@ -94,7 +94,8 @@ TcpPath tcp_path_for(const emulator::PairParams& there, double rtt_s, const Link
   if (model.stream_window_bytes > 0) path.window_bytes = model.stream_window_bytes * scale;
   path.slow_start_after_idle = model.slow_start_after_idle;
   path.paced = paced_streams > 0;
-  if (path.paced && std::isfinite(path.rate_bps)) path.max_pacing_bps = std::min(path.flow_rate_bps, path.rate_bps / paced_streams);
+  if (path.paced && std::isfinite(path.rate_bps))
+    path.max_pacing_bps = std::min(path.flow_rate_bps, path.rate_bps / paced_streams);
   return path;
 }
 
@@ -107,6 +108,5 @@ LinkModel link_model_for(const emulator::Scenario& scenario, double scale) {
   model.payload_share = emulator::kPayloadShare;
   return model;
 }
-
 
 }  // namespace wanlab::harness

@@ -32,8 +32,7 @@ std::vector<std::string_view> dc_names(const emulator::Scenario& scenario) {
   return names;
 }
 
-std::string unknown_dc_message(const std::string& field, const std::string& dc,
-                               const emulator::Scenario& scenario) {
+std::string unknown_dc_message(const std::string& field, const std::string& dc, const emulator::Scenario& scenario) {
   std::vector<std::string_view> names = dc_names(scenario);
   std::vector<std::string> listed(names.begin(), names.end());
   return fmt::format("{}: unknown DC {} in testbed {}{}", field, base::quoted(dc), scenario.name,
@@ -104,7 +103,8 @@ std::vector<StageBlock> order_blocks_by_latency(const std::vector<StageBlock>& b
     }
   };
   if (blocks.size() > kMaxDcsToPermute) {
-    for (std::size_t first = 0; first < blocks.size(); ++first) keep_if_shorter(nearest_neighbour_chain(blocks, scenario, first));
+    for (std::size_t first = 0; first < blocks.size(); ++first)
+      keep_if_shorter(nearest_neighbour_chain(blocks, scenario, first));
   } else {
     while (std::next_permutation(order.begin(), order.end())) keep_if_shorter(order);
   }
@@ -113,17 +113,17 @@ std::vector<StageBlock> order_blocks_by_latency(const std::vector<StageBlock>& b
   return ordered;
 }
 
-[[noreturn]] void fail_atlas(const std::vector<std::pair<int, int>>& sorted, int placed, int pp, int dp,
-                             int tp, const emulator::Scenario& scenario) {
+[[noreturn]] void fail_atlas(const std::vector<std::pair<int, int>>& sorted, int placed, int pp, int dp, int tp,
+                             const emulator::Scenario& scenario) {
   std::vector<std::string> offers;
   for (const auto& [dc, count] : sorted) {
     offers.push_back(fmt::format("{}={}", scenario.dcs[static_cast<std::size_t>(dc)].name, count));
   }
   int missing = pp - placed;
-  throw ExperimentError(fmt::format(
-      "atlas placement needs {} GPUs for {} x dp {} x tp {}; {} give {}: {} ({} GPUs) missing",
-      pp * dp * tp, plural(pp, "stage"), dp, tp, offers.empty() ? "no DCs" : detail::join(offers, " "),
-      plural(placed, "stage"), plural(missing, "stage"), missing * dp * tp));
+  throw ExperimentError(
+      fmt::format("atlas placement needs {} GPUs for {} x dp {} x tp {}; {} give {}: {} ({} GPUs) missing",
+                  pp * dp * tp, plural(pp, "stage"), dp, tp, offers.empty() ? "no DCs" : detail::join(offers, " "),
+                  plural(placed, "stage"), plural(missing, "stage"), missing * dp * tp));
 }
 
 }  // namespace
@@ -131,8 +131,7 @@ std::vector<StageBlock> order_blocks_by_latency(const std::vector<StageBlock>& b
 std::vector<int> select_dcs(const std::vector<std::pair<std::string, int>>& gpus, int pp, int dp, int tp,
                             const emulator::Scenario& scenario, bool order_by_latency) {
   std::vector<std::pair<int, int>> sorted = indexed_gpus(gpus, scenario, pp * dp * tp);
-  std::stable_sort(sorted.begin(), sorted.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   std::vector<StageBlock> blocks;
   int placed = 0;
   for (const auto& [dc, count] : sorted) {
@@ -145,7 +144,8 @@ std::vector<int> select_dcs(const std::vector<std::pair<std::string, int>>& gpus
   if (placed < pp) fail_atlas(sorted, placed, pp, dp, tp, scenario);
   if (order_by_latency) blocks = order_blocks_by_latency(blocks, scenario);
   std::vector<int> stage_dc;
-  for (const StageBlock& block : blocks) stage_dc.insert(stage_dc.end(), static_cast<std::size_t>(block.stages), block.dc);
+  for (const StageBlock& block : blocks)
+    stage_dc.insert(stage_dc.end(), static_cast<std::size_t>(block.stages), block.dc);
   return stage_dc;
 }
 
@@ -179,8 +179,7 @@ std::vector<int> explicit_stage_dcs(const Experiment& experiment, const emulator
     int dc = scenario.dc_index(name);
     if (dc < 0) {
       std::string field = fmt::format("placement[{}]", stage);
-      throw ExperimentError(
-          fmt::format("{}: {}", experiment.where(field), unknown_dc_message(field, name, scenario)));
+      throw ExperimentError(fmt::format("{}: {}", experiment.where(field), unknown_dc_message(field, name, scenario)));
     }
     stage_dc.push_back(dc);
   }
@@ -194,8 +193,8 @@ std::string index_list(const std::vector<int>& indices) {
 }
 
 // Every DC must hold the tp GPUs of each of its workers.
-void check_capacity(const Experiment& experiment, const emulator::Scenario& scenario,
-                    const std::vector<int>& available, const std::vector<std::vector<int>>& dc_of) {
+void check_capacity(const Experiment& experiment, const emulator::Scenario& scenario, const std::vector<int>& available,
+                    const std::vector<std::vector<int>>& dc_of) {
   const Parallel& parallel = experiment.parallel;
   for (std::size_t dc = 0; dc < scenario.dcs.size(); ++dc) {
     std::vector<int> stages;
@@ -212,16 +211,15 @@ void check_capacity(const Experiment& experiment, const emulator::Scenario& scen
     int needed = workers * parallel.tp;
     if (needed <= available[dc]) continue;
     const std::string& name = scenario.dcs[dc].name;
-    std::string what =
-        experiment.placement == Placement::dp_across_dc
-            ? fmt::format("replica{} {} x pp {} x tp {}", replicas.size() == 1 ? "" : "s",
-                          index_list(replicas), parallel.pp, parallel.tp)
-            : fmt::format("stage{} {} x dp {} x tp {}", stages.size() == 1 ? "" : "s", index_list(stages),
-                          parallel.dp, parallel.tp);
+    std::string what = experiment.placement == Placement::dp_across_dc
+                           ? fmt::format("replica{} {} x pp {} x tp {}", replicas.size() == 1 ? "" : "s",
+                                         index_list(replicas), parallel.pp, parallel.tp)
+                           : fmt::format("stage{} {} x dp {} x tp {}", stages.size() == 1 ? "" : "s",
+                                         index_list(stages), parallel.dp, parallel.tp);
     std::string field = experiment.gpus.empty() ? "placement" : "gpus." + name;
     throw ExperimentError(fmt::format("{}: {}: {} placement needs {} GPUs in {} ({}); [gpus] gives {} = {}",
-                                      experiment.where(field), field, to_string(experiment.placement), needed,
-                                      name, what, name, available[dc]));
+                                      experiment.where(field), field, to_string(experiment.placement), needed, name,
+                                      what, name, available[dc]));
   }
 }
 
@@ -237,8 +235,7 @@ std::vector<int> available_gpus(const Experiment& experiment, const emulator::Sc
     int dc = scenario.dc_index(name);
     if (dc < 0) {
       std::string field = "gpus." + name;
-      throw ExperimentError(
-          fmt::format("{}: {}", experiment.where(field), unknown_dc_message(field, name, scenario)));
+      throw ExperimentError(fmt::format("{}: {}", experiment.where(field), unknown_dc_message(field, name, scenario)));
     }
     available[static_cast<std::size_t>(dc)] = count;
   }
@@ -256,8 +253,8 @@ std::vector<std::vector<int>> place_workers(const Experiment& experiment, const 
   switch (experiment.placement) {
     case Placement::atlas:
       try {
-        same_for_every_replica(select_dcs(experiment.gpus, parallel.pp, parallel.dp, parallel.tp, scenario,
-                                          experiment.reorder_dcs));
+        same_for_every_replica(
+            select_dcs(experiment.gpus, parallel.pp, parallel.dp, parallel.tp, scenario, experiment.reorder_dcs));
       } catch (const ExperimentError& error) {
         throw ExperimentError(fmt::format("{}: {}", experiment.where("placement"), error.what()));
       }
@@ -265,7 +262,8 @@ std::vector<std::vector<int>> place_workers(const Experiment& experiment, const 
     case Placement::pp_across_dc: {
       std::vector<int> dcs = offering_dcs(experiment, scenario, available);
       std::vector<int> stage_dc;
-      for (int stage = 0; stage < parallel.pp; ++stage) stage_dc.push_back(dcs[static_cast<std::size_t>(stage) % dcs.size()]);
+      for (int stage = 0; stage < parallel.pp; ++stage)
+        stage_dc.push_back(dcs[static_cast<std::size_t>(stage) % dcs.size()]);
       same_for_every_replica(stage_dc);
       break;
     }
@@ -277,9 +275,7 @@ std::vector<std::vector<int>> place_workers(const Experiment& experiment, const 
       }
       break;
     }
-    case Placement::explicit_list:
-      same_for_every_replica(explicit_stage_dcs(experiment, scenario));
-      break;
+    case Placement::explicit_list: same_for_every_replica(explicit_stage_dcs(experiment, scenario)); break;
   }
   check_capacity(experiment, scenario, available, dc_of);
   return dc_of;
@@ -289,8 +285,9 @@ void check_decode_dc(const Experiment& experiment, const emulator::Scenario& sce
   const std::string& dc = experiment.prefill.decode_dc;
   const std::string field = "prefill.decode_dc";
   if (experiment.prefill.enabled && experiment.prefill.decode_local() && scenario.dc_index(dc) >= 0) {
-    throw ExperimentError(fmt::format("{}: \"{}\" means each worker's own DC, but the testbed also has a DC of that name; rename it",
-                                      experiment.where(field), dc));
+    throw ExperimentError(
+        fmt::format("{}: \"{}\" means each worker's own DC, but the testbed also has a DC of that name; rename it",
+                    experiment.where(field), dc));
   }
   if (!experiment.prefill.enabled || experiment.prefill.decode_local() || scenario.dc_index(dc) >= 0) return;
   throw ExperimentError(fmt::format("{}: {}", experiment.where(field), unknown_dc_message(field, dc, scenario)));

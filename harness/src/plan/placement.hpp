@@ -14,8 +14,7 @@ std::vector<int> available_gpus(const Experiment& experiment, const emulator::Sc
 
 // DC index of every worker: result[replica][stage]. Checks DC names of an
 // explicit list and that every DC has the GPUs its workers need.
-std::vector<std::vector<int>> place_workers(const Experiment& experiment,
-                                            const emulator::Scenario& scenario);
+std::vector<std::vector<int>> place_workers(const Experiment& experiment, const emulator::Scenario& scenario);
 
 // With prefill on, [prefill] decode_dc must be a DC of the testbed: throws
 // ExperimentError at "prefill.decode_dc" otherwise.

@@ -49,22 +49,20 @@ void fill_costs(Plan& plan) {
   } else {
     // 2 FLOPs per parameter and token forward, 4 backward, 2 more to recompute
     // the forward: 6N (8N) per token over the whole model.
-    double flops_per_second = experiment.parallel.tp * compute.peak_tflops.value_or(0) * 1e12 *
-                              compute.mfu.value_or(0);
+    double flops_per_second = experiment.parallel.tp * compute.peak_tflops.value_or(0) * 1e12 * compute.mfu.value_or(0);
     double forward_ns = 2 * stage_params * tokens / flops_per_second * 1e9;
     plan.forward_ns = checked_ns(forward_ns, experiment, "forward");
-    plan.backward_ns =
-        checked_ns(forward_ns * (compute.recompute ? 3 : 2), experiment, "backward");
+    plan.backward_ns = checked_ns(forward_ns * (compute.recompute ? 3 : 2), experiment, "backward");
   }
   double activation = tokens * model.hidden * model.bytes_per_value * experiment.scale;
   plan.activation_bytes = checked_bytes(activation, experiment, "an activation message");
-  plan.stage_param_bytes = checked_bytes(stage_params * model.bytes_per_value * experiment.scale,
-                                         experiment, "a stage's gradients");
+  plan.stage_param_bytes =
+      checked_bytes(stage_params * model.bytes_per_value * experiment.scale, experiment, "a stage's gradients");
   int replicas = experiment.parallel.dp;
   plan.allreduce_bytes =
       replicas == 1 ? 0
-                    : static_cast<std::uint64_t>(std::llround(2.0 * (replicas - 1) / replicas *
-                                                              static_cast<double>(plan.stage_param_bytes)));
+                    : static_cast<std::uint64_t>(
+                          std::llround(2.0 * (replicas - 1) / replicas * static_cast<double>(plan.stage_param_bytes)));
 }
 
 void make_workers(Plan& plan, const emulator::Scenario& scenario, const std::vector<std::vector<int>>& dc_of) {
@@ -104,11 +102,11 @@ void make_workers(Plan& plan, const emulator::Scenario& scenario, const std::vec
     for (int replica = 0; replica < parallel.dp; ++replica) {
       members.push_back(&plan.workers[static_cast<std::size_t>(plan.worker_id(stage, replica))].worker);
     }
-    std::stable_sort(members.begin(), members.end(),
-                     [](const Worker* a, const Worker* b) { return a->dc < b->dc; });
+    std::stable_sort(members.begin(), members.end(), [](const Worker* a, const Worker* b) { return a->dc < b->dc; });
     std::vector<int> ring;
     for (const Worker* member : members) ring.push_back(member->id);
-    for (const Worker* member : members) plan.workers[static_cast<std::size_t>(member->id)].worker.allreduce_group = ring;
+    for (const Worker* member : members)
+      plan.workers[static_cast<std::size_t>(member->id)].worker.allreduce_group = ring;
   }
 }
 
@@ -131,7 +129,8 @@ void add_ops(Plan& plan) {
       return plan.workers[static_cast<std::size_t>(plan.worker_id(stage, self.replica))].worker;
     };
     std::vector<Op>& ops = worker_plan.ops;
-    for (const ComputeStep& step : compute_steps(experiment.schedule, stages, experiment.model.microbatches, self.stage)) {
+    for (const ComputeStep& step :
+         compute_steps(experiment.schedule, stages, experiment.model.microbatches, self.stage)) {
       int k = step.microbatch;
       bool has_upstream = self.stage > 0;
       bool has_downstream = self.stage < stages - 1;
@@ -140,13 +139,17 @@ void add_ops(Plan& plan) {
       compute.microbatch = k;
       compute.duration_ns = step.forward ? plan.forward_ns : plan.backward_ns;
       if (step.forward) {
-        if (has_upstream) ops.push_back(transfer_op(OpKind::recv, k, self, neighbour(self.stage - 1), plan.activation_bytes));
+        if (has_upstream)
+          ops.push_back(transfer_op(OpKind::recv, k, self, neighbour(self.stage - 1), plan.activation_bytes));
         ops.push_back(compute);
-        if (has_downstream) ops.push_back(transfer_op(OpKind::send, k, self, neighbour(self.stage + 1), plan.activation_bytes));
+        if (has_downstream)
+          ops.push_back(transfer_op(OpKind::send, k, self, neighbour(self.stage + 1), plan.activation_bytes));
       } else {
-        if (has_downstream) ops.push_back(transfer_op(OpKind::recv, k, self, neighbour(self.stage + 1), plan.activation_bytes));
+        if (has_downstream)
+          ops.push_back(transfer_op(OpKind::recv, k, self, neighbour(self.stage + 1), plan.activation_bytes));
         ops.push_back(compute);
-        if (has_upstream) ops.push_back(transfer_op(OpKind::send, k, self, neighbour(self.stage - 1), plan.activation_bytes));
+        if (has_upstream)
+          ops.push_back(transfer_op(OpKind::send, k, self, neighbour(self.stage - 1), plan.activation_bytes));
       }
     }
     if (experiment.parallel.dp > 1) {

@@ -9,8 +9,8 @@
 namespace wanlab::harness {
 namespace {
 
-[[noreturn]] void fail_too_big(const Experiment& experiment, const PlanSize& size, int iterations,
-                               std::uint64_t steps, std::uint64_t limit) {
+[[noreturn]] void fail_too_big(const Experiment& experiment, const PlanSize& size, int iterations, std::uint64_t steps,
+                               std::uint64_t limit) {
   // Several fields make a run big: the message names them all, and is placed at
   // the command-line option when --iterations gave the count, else at the file.
   std::string where = experiment.where("iterations");
@@ -71,15 +71,16 @@ void check_plan_size(const Plan& plan, int iterations) {
 void check_emulated_run(const Plan& plan, int iterations) {
   const Experiment& experiment = plan.experiment;
   if (experiment.fabric) {
-    throw ExperimentError(fmt::format("{}: fabric: the emulated testbed's network inside a DC is its [intra_dc] pair; "
-                                      "an experiment with [fabric] only simulates (wanlab train --simulate)",
-                                      experiment.where("fabric")));
+    throw ExperimentError(
+        fmt::format("{}: fabric: the emulated testbed's network inside a DC is its [intra_dc] pair; "
+                    "an experiment with [fabric] only simulates (wanlab train --simulate)",
+                    experiment.where("fabric")));
   }
   if (std::ssize(plan.workers) > kMaxEmulatedWorkers) {
-    throw ExperimentError(fmt::format("{}: parallel: pp x dp = {} workers; the emulated testbed runs at most {} "
-                                      "(--simulate takes up to {})",
-                                      experiment.where("parallel"), plan.workers.size(), kMaxEmulatedWorkers,
-                                      kMaxSimulatedWorkers));
+    throw ExperimentError(
+        fmt::format("{}: parallel: pp x dp = {} workers; the emulated testbed runs at most {} "
+                    "(--simulate takes up to {})",
+                    experiment.where("parallel"), plan.workers.size(), kMaxEmulatedWorkers, kMaxSimulatedWorkers));
   }
   check_steps(experiment, plan_size(plan), iterations, kMaxRunSteps);
 }

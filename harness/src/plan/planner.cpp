@@ -20,7 +20,7 @@ namespace {
 // 12 of fp32 master weights, momentum and variance per parameter (ZeRO,
 // Rajbhandari et al., SC'20, section 3.1).
 constexpr double kBytesPerParameter = 16;
-constexpr int kTpWithoutFabric = 8;  // one DGX/HGX server's GPUs
+constexpr int kTpWithoutFabric = 8;     // one DGX/HGX server's GPUs
 constexpr int kMaxMicrobatches = 4096;  // [model] microbatches' range
 constexpr int kDpPerShape = 1;          // the largest dp Algorithm 1 places: all free GPUs it can use
 // One iteration, or two where the experiment runs several: the first warms
@@ -171,8 +171,8 @@ Experiment with_candidate(const Experiment& experiment, const PlanCandidate& can
 
 std::vector<PlanCandidate> plan_candidates(const Experiment& experiment, const emulator::Scenario& scenario) {
   if (experiment.gpus.empty()) {
-    throw ExperimentError(fmt::format("{}: gpus: the planner searches the free GPUs per DC; give them in [gpus]",
-                                      experiment.path));
+    throw ExperimentError(
+        fmt::format("{}: gpus: the planner searches the free GPUs per DC; give them in [gpus]", experiment.path));
   }
   detail::check_egress_dcs(experiment, scenario);
   std::vector<PlanCandidate> candidates;
@@ -212,7 +212,9 @@ PlannerReport search_plans(const Experiment& experiment, const emulator::Scenari
 std::string planner_table(const PlannerReport& report, std::size_t top) {
   std::string text = fmt::format("{} plans simulated{}, fastest first:\n\n", report.ranked.size(),
                                  report.skipped ? fmt::format(" ({} refused)", report.skipped) : "");
-  text += "| rank | tp | pp | dp | microbatches | DC order | GPUs | iteration (s) | GPU util | tokens/s | WAN GB/iter | egress $/iter |\n";
+  text +=
+      "| rank | tp | pp | dp | microbatches | DC order | GPUs | iteration (s) | GPU util | tokens/s | WAN GB/iter | "
+      "egress $/iter |\n";
   text += "|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n";
   for (std::size_t i = 0; i < std::min(top, report.ranked.size()); ++i) {
     const PlanOutcome& plan = report.ranked[i];
@@ -227,9 +229,10 @@ std::string planner_table(const PlannerReport& report, std::size_t top) {
   text += ordering_gains(report.ranked);
   if (report.algorithm1) {
     const PlanOutcome& own = *report.algorithm1;
-    text += fmt::format("\nThe experiment's own shape under Atlas's Algorithm 1 ({}): {:.3f} s per iteration, {:.1f}% "
-                        "GPU utilization; the best plan is {:.2f}x faster.\n",
-                        describe(own.candidate), own.iteration_s, 100 * own.utilization, own.iteration_s / best.iteration_s);
+    text += fmt::format(
+        "\nThe experiment's own shape under Atlas's Algorithm 1 ({}): {:.3f} s per iteration, {:.1f}% "
+        "GPU utilization; the best plan is {:.2f}x faster.\n",
+        describe(own.candidate), own.iteration_s, 100 * own.utilization, own.iteration_s / best.iteration_s);
   }
   return text;
 }

@@ -82,7 +82,8 @@ CsvTable read_csv(std::string_view text, const std::string& path) {
       continue;
     }
     if (fields.size() != table.header.size())
-      throw PlotError(fmt::format("{}:{}: {} fields; the header has {}", path, record_line, fields.size(), table.header.size()));
+      throw PlotError(
+          fmt::format("{}:{}: {} fields; the header has {}", path, record_line, fields.size(), table.header.size()));
     table.rows.push_back(std::move(fields));
     table.lines.push_back(record_line);
   }
@@ -97,7 +98,8 @@ namespace {
 std::size_t column_of(const detail::CsvTable& table, const std::string& path, const std::string& column) {
   const auto found = std::find(table.header.begin(), table.header.end(), column);
   if (found == table.header.end())
-    throw PlotError(fmt::format("{}: no column {} (columns: {})", path, base::quoted(column), detail::join(table.header)));
+    throw PlotError(
+        fmt::format("{}: no column {} (columns: {})", path, base::quoted(column), detail::join(table.header)));
   return static_cast<std::size_t>(found - table.header.begin());
 }
 
@@ -123,16 +125,21 @@ LinePlot plot_from_csv(std::string_view csv_text, const std::string& path, const
   for (const auto& y : options.ys) ys.push_back(column_of(table, path, y));
   const std::size_t series = options.series.empty() ? 0 : column_of(table, path, options.series);
 
-  LinePlot plot{options.title, options.x_label.empty() ? options.x : options.x_label,
-                options.y_label.empty() ? detail::join(options.ys) : options.y_label, {}, options.percent, options.y_min, {}};
+  LinePlot plot{options.title,
+                options.x_label.empty() ? options.x : options.x_label,
+                options.y_label.empty() ? detail::join(options.ys) : options.y_label,
+                {},
+                options.percent,
+                options.y_min,
+                {}};
   std::map<std::string, std::size_t> index_of;  // a series' name -> its place, in order of first appearance
   for (std::size_t r = 0; r < table.rows.size(); ++r) {
     const auto& row = table.rows[r];
     for (std::size_t k = 0; k < ys.size(); ++k) {
       if (not_measured(row[ys[k]])) continue;
       const std::string name = options.series.empty() ? options.ys[k]
-                               : ys.size() == 1      ? row[series]
-                                                     : row[series] + " " + options.ys[k];
+                               : ys.size() == 1       ? row[series]
+                                                      : row[series] + " " + options.ys[k];
       auto [slot, added] = index_of.emplace(name, plot.series.size());
       if (added) plot.series.push_back({name, {}});
       plot.series[slot->second].points.emplace_back(number(path, table.lines[r], options.x, row[x]),

@@ -18,29 +18,29 @@ namespace {
 using namespace std::string_view_literals;
 using base::describe_value;
 
-constexpr std::array kPrefillKeys{"enabled"sv,  "requests"sv,         "arrivals"sv, "decode_dc"sv, "ttft_slo"sv,
-                                  "guard"sv,    "max_batch_tokens"sv, "model"sv,    "time"sv};
+constexpr std::array kPrefillKeys{"enabled"sv, "requests"sv,         "arrivals"sv, "decode_dc"sv, "ttft_slo"sv,
+                                  "guard"sv,   "max_batch_tokens"sv, "model"sv,    "time"sv};
 constexpr std::array kArrivalKeys{"rate"sv, "prompt_median"sv, "prompt_p90"sv, "seed"sv};
 constexpr std::array kServedModelKeys{"layers"sv,   "hidden"sv,          "kv_heads"sv,
                                       "head_dim"sv, "bytes_per_value"sv, "parameters"sv};
 constexpr std::array kTimeKeys{"tokens"sv, "ms"sv};
 
-constexpr int kMaxTokens = 1'000'000;           // a prompt, a batch, a table point
-constexpr double kMaxRatePerS = 10'000;          // requests per second
-constexpr std::uint64_t kMaxSloNs = 3'600'000'000'000;   // an hour
-constexpr std::uint64_t kMaxGuardNs = 60'000'000'000;    // a minute
-constexpr double kMaxPrefillMs = 1e6;            // per table point: about 17 minutes
-constexpr double kMaxServedParameters = 1e14;    // 100 T
+constexpr int kMaxTokens = 1'000'000;                   // a prompt, a batch, a table point
+constexpr double kMaxRatePerS = 10'000;                 // requests per second
+constexpr std::uint64_t kMaxSloNs = 3'600'000'000'000;  // an hour
+constexpr std::uint64_t kMaxGuardNs = 60'000'000'000;   // a minute
+constexpr double kMaxPrefillMs = 1e6;                   // per table point: about 17 minutes
+constexpr double kMaxServedParameters = 1e14;           // 100 T
 constexpr std::size_t kMaxTimePoints = 1000;
 
 // "4/s", "240/min", "0.5/h" -> requests per second.
 double parse_rate_per_s(std::string_view text) {
-  constexpr std::array<std::pair<std::string_view, double>, 3> kUnits{
-      {{"/s", 1.0}, {"/min", 60.0}, {"/h", 3600.0}}};
+  constexpr std::array<std::pair<std::string_view, double>, 3> kUnits{{{"/s", 1.0}, {"/min", 60.0}, {"/h", 3600.0}}};
   for (const auto& [unit, seconds] : kUnits) {
     if (!text.ends_with(unit)) continue;
     try {
-      double per_s = base::parse_decimal(text.substr(0, text.size() - unit.size()), 0, kMaxRatePerS * seconds) / seconds;
+      double per_s =
+          base::parse_decimal(text.substr(0, text.size() - unit.size()), 0, kMaxRatePerS * seconds) / seconds;
       if (per_s > 0) return per_s;
     } catch (const base::ParseError&) {
       // Answered below, with the units.
@@ -65,9 +65,9 @@ class PrefillReader {
     read_arrivals();
     read_decode_dc();
     read_times();
-    config_.max_batch_tokens = FieldReader::to_int(
-        reader_.read_int(section_, "max_batch_tokens", "prefill.max_batch_tokens", {1, kMaxTokens}),
-        config_.max_batch_tokens);
+    config_.max_batch_tokens =
+        FieldReader::to_int(reader_.read_int(section_, "max_batch_tokens", "prefill.max_batch_tokens", {1, kMaxTokens}),
+                            config_.max_batch_tokens);
     read_model();
     read_time_table();
   }
@@ -87,8 +87,9 @@ class PrefillReader {
     const toml::node* node = section_.get("arrivals");
     if (node == nullptr) return;
     if (section_.contains("requests")) {
-      reader_.fail(node->source(), "prefill.arrivals: give requests (a trace file) or arrivals (a Poisson process), "
-                                   "not both");
+      reader_.fail(node->source(),
+                   "prefill.arrivals: give requests (a trace file) or arrivals (a Poisson process), "
+                   "not both");
     }
     const toml::table* table = node->as_table();
     if (table == nullptr) {
@@ -108,7 +109,8 @@ class PrefillReader {
     reader_.remember("prefill.arrivals.rate", rate);
     required(table, "prompt_median", "prompt_median = 1469");
     required(table, "prompt_p90", "prompt_p90 = 5194");
-    process.prompt_median = *reader_.read_positive(table, "prompt_median", "prefill.arrivals.prompt_median", kMaxTokens, 1);
+    process.prompt_median =
+        *reader_.read_positive(table, "prompt_median", "prefill.arrivals.prompt_median", kMaxTokens, 1);
     process.prompt_p90 = *reader_.read_positive(table, "prompt_p90", "prefill.arrivals.prompt_p90", kMaxTokens, 1);
     if (process.prompt_p90 < process.prompt_median) {
       reader_.fail(table.get("prompt_p90")->source(),
@@ -116,8 +118,8 @@ class PrefillReader {
                                "is at least the median",
                                process.prompt_p90, process.prompt_median));
     }
-    if (auto seed = reader_.read_int(table, "seed", "prefill.arrivals.seed",
-                                     {0, std::numeric_limits<std::int64_t>::max()})) {
+    if (auto seed =
+            reader_.read_int(table, "seed", "prefill.arrivals.seed", {0, std::numeric_limits<std::int64_t>::max()})) {
       process.seed = static_cast<std::uint64_t>(*seed);
     }
     return process;
@@ -205,9 +207,8 @@ class PrefillReader {
     }
     const toml::array* list = node->as_array();
     if (list == nullptr || list->size() < 2 || list->size() > kMaxTimePoints) {
-      reader_.fail(node->source(), fmt::format("{}: expected a list of 2 to {} numbers, got {}", field,
-                                               kMaxTimePoints, list ? fmt::format("{} of them", list->size())
-                                                                    : describe_value(*node)));
+      reader_.fail(node->source(), fmt::format("{}: expected a list of 2 to {} numbers, got {}", field, kMaxTimePoints,
+                                               list ? fmt::format("{} of them", list->size()) : describe_value(*node)));
     }
     return *list;
   }
@@ -223,7 +224,8 @@ class PrefillReader {
       const toml::node& node = list[i];
       std::optional<double> value = node.value<double>();
       if (!value || !(strictly ? *value >= min : *value > min) || *value > max) {
-        reader_.fail(node.source(), fmt::format("{}[{}]: expected {}, got {}", field, i, expected, describe_value(node)));
+        reader_.fail(node.source(),
+                     fmt::format("{}[{}]: expected {}, got {}", field, i, expected, describe_value(node)));
       }
       if (!values.empty() && (strictly ? *value <= values.back() : *value < values.back())) {
         reader_.fail(node.source(), fmt::format("{}[{}]: {:g} after {:g}; the list must {}", field, i, *value,
@@ -251,8 +253,9 @@ void check_sources(const Experiment& experiment) {
                  R"((a Poisson process, e.g. arrivals = { rate = "4/s", prompt_median = 1469, prompt_p90 = 5194 }))");
   }
   if (prefill.decode_dc.empty()) {
-    fail_prefill(experiment, "prefill", R"(missing decode_dc, the DC whose host receives the KV caches (e.g. )"
-                                        R"(decode_dc = "europe"))");
+    fail_prefill(experiment, "prefill",
+                 R"(missing decode_dc, the DC whose host receives the KV caches (e.g. )"
+                 R"(decode_dc = "europe"))");
   }
 }
 
@@ -285,8 +288,8 @@ void check_prefill(const Experiment& experiment) {
 
 void override_prefill(Experiment& experiment, const std::string& flag, bool on) {
   if (on && !experiment.positions.contains("prefill")) {
-    throw ExperimentError(fmt::format("{}: on needs a [prefill] section in {} (requests or arrivals, decode_dc)",
-                                      flag, experiment.path));
+    throw ExperimentError(
+        fmt::format("{}: on needs a [prefill] section in {} (requests or arrivals, decode_dc)", flag, experiment.path));
   }
   experiment.prefill.enabled = on;
   experiment.positions["prefill.enabled"] = flag;

@@ -89,9 +89,8 @@ double training_bytes(const MemoryEstimate& estimate) {
 std::uint64_t prefill_ns(const Experiment& experiment, int tokens) {
   if (tokens <= 0) return 0;
   const PrefillConfig& prefill = experiment.prefill;
-  double ns = prefill.time_tokens.empty()
-                  ? flops_ns(experiment, tokens)
-                  : table_ms(prefill.time_tokens, prefill.time_ms, tokens) * 1e6;
+  double ns = prefill.time_tokens.empty() ? flops_ns(experiment, tokens)
+                                          : table_ms(prefill.time_tokens, prefill.time_ms, tokens) * 1e6;
   return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(ns)));
 }
 
@@ -101,8 +100,8 @@ std::uint64_t kv_bytes_per_token(const ServedModel& model) {
 }
 
 std::uint64_t kv_message_bytes(const Experiment& experiment, int tokens) {
-  double bytes = static_cast<double>(kv_bytes_per_token(experiment.prefill.model)) * std::max(tokens, 0) *
-                 experiment.scale;
+  double bytes =
+      static_cast<double>(kv_bytes_per_token(experiment.prefill.model)) * std::max(tokens, 0) * experiment.scale;
   return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(bytes)));
 }
 
@@ -122,8 +121,8 @@ MemoryEstimate estimate_memory(const Experiment& experiment) {
   estimate.training_optimizer = stage_parameters * kOptimizerBytesPerParameter / tp;
   estimate.training_activations = microbatches_in_flight(experiment) * activation_bytes_per_microbatch(experiment);
   estimate.served_weights = served_parameters(served) * served.bytes_per_value / tp;
-  estimate.kv_batch = static_cast<double>(experiment.prefill.max_batch_tokens) *
-                      static_cast<double>(kv_bytes_per_token(served)) / tp;
+  estimate.kv_batch =
+      static_cast<double>(experiment.prefill.max_batch_tokens) * static_cast<double>(kv_bytes_per_token(served)) / tp;
   estimate.capacity = experiment.gpu_memory_gb * kBytesPerGb;
   return estimate;
 }
@@ -140,9 +139,10 @@ void check_memory(const Experiment& experiment) {
       "{}: prefill: does not fit in {:g} GB per GPU: training {:.1f} GB (weights {:.1f}, gradients {:.1f}, "
       "optimizer {:.1f}, activations {:.1f}) + served weights {:.1f} GB + KV of a batch {:.1f} GB = {:.1f} GB "
       "({:.1f} GB too many); use tp >= {} or a smaller served model or max_batch_tokens",
-      detail::prefill_where(experiment), experiment.gpu_memory_gb, gb(training_bytes(estimate)), gb(estimate.training_weights),
-      gb(estimate.training_gradients), gb(estimate.training_optimizer), gb(estimate.training_activations),
-      gb(estimate.served_weights), gb(estimate.kv_batch), gb(total), gb(total - estimate.capacity), tp_needed));
+      detail::prefill_where(experiment), experiment.gpu_memory_gb, gb(training_bytes(estimate)),
+      gb(estimate.training_weights), gb(estimate.training_gradients), gb(estimate.training_optimizer),
+      gb(estimate.training_activations), gb(estimate.served_weights), gb(estimate.kv_batch), gb(total),
+      gb(total - estimate.capacity), tp_needed));
 }
 
 }  // namespace wanlab::harness

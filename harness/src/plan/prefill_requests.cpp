@@ -95,8 +95,8 @@ class TraceReader {
     double seconds = number("arrival_s", [&] { return base::parse_decimal(field, 0, kMaxArrivalS); });
     auto ns = static_cast<std::int64_t>(std::llround(seconds * 1e9));
     if (!requests_.empty() && ns < requests_.back().arrival_ns) {
-      fail(fmt::format("arrival_s: {} s is before the previous row's {:.9g} s; arrivals must not decrease",
-                       field, static_cast<double>(requests_.back().arrival_ns) / 1e9));
+      fail(fmt::format("arrival_s: {} s is before the previous row's {:.9g} s; arrivals must not decrease", field,
+                       static_cast<double>(requests_.back().arrival_ns) / 1e9));
     }
     return ns;
   }
@@ -135,7 +135,8 @@ std::vector<Request> generate(const ArrivalProcess& process, std::uint64_t seed,
     auto arrival_ns = static_cast<std::int64_t>(std::llround(seconds * 1e9));
     if (arrival_ns >= horizon_ns) break;
     double prompt = std::clamp(std::round(std::exp(mu + sigma * draws.normal())), 1.0, double{kMaxTokens});
-    requests.push_back({static_cast<int>(requests.size()), arrival_ns, static_cast<int>(prompt), kGeneratedOutputTokens});
+    requests.push_back(
+        {static_cast<int>(requests.size()), arrival_ns, static_cast<int>(prompt), kGeneratedOutputTokens});
   }
   return requests;
 }

@@ -17,15 +17,19 @@ double percentile_or_zero(const std::vector<double>& values, double p) {
 }
 
 // Per worker, per iteration: prefill span time within the iteration's bounds.
-std::vector<std::vector<double>> prefill_busy_ns(const RunRecord& record, const std::vector<detail::IterationSpan>& spans) {
+std::vector<std::vector<double>> prefill_busy_ns(const RunRecord& record,
+                                                 const std::vector<detail::IterationSpan>& spans) {
   std::vector<std::vector<double>> busy(spans.size(), std::vector<double>(record.plan.workers.size(), 0));
   for (const PrefillSpan& span : record.prefill->spans) {
     if (span.worker < 0 || static_cast<std::size_t>(span.worker) >= record.plan.workers.size()) continue;
-    auto first = std::partition_point(spans.begin(), spans.end(),
-                                      [&](const detail::IterationSpan& iteration) { return iteration.end_ns <= span.start_ns; });
+    auto first = std::partition_point(spans.begin(), spans.end(), [&](const detail::IterationSpan& iteration) {
+      return iteration.end_ns <= span.start_ns;
+    });
     for (auto iteration = first; iteration != spans.end() && iteration->start_ns < span.end_ns; ++iteration) {
       std::int64_t inside = std::min(span.end_ns, iteration->end_ns) - std::max(span.start_ns, iteration->start_ns);
-      if (inside > 0) busy[static_cast<std::size_t>(iteration - spans.begin())][static_cast<std::size_t>(span.worker)] += static_cast<double>(inside);
+      if (inside > 0)
+        busy[static_cast<std::size_t>(iteration - spans.begin())][static_cast<std::size_t>(span.worker)] +=
+            static_cast<double>(inside);
     }
   }
   return busy;
@@ -42,8 +46,9 @@ void add_utilization(const RunRecord& record, PrefillSummary& summary) {
   if (iterations.empty() || workers == 0) return;
   std::vector<detail::IterationSpan> spans;
   for (const IterationSummary& iteration : iterations) spans.push_back(detail::iteration_span(record, iteration.index));
-  std::vector<std::vector<double>> prefill = record.prefill ? prefill_busy_ns(record, spans)
-                                                            : std::vector<std::vector<double>>(spans.size(), std::vector<double>(workers, 0));
+  std::vector<std::vector<double>> prefill =
+      record.prefill ? prefill_busy_ns(record, spans)
+                     : std::vector<std::vector<double>>(spans.size(), std::vector<double>(workers, 0));
   auto used = static_cast<std::size_t>(run.skipped_iterations);
   double count = static_cast<double>(iterations.size() - used);
   for (std::size_t k = used; k < iterations.size(); ++k) {
@@ -53,7 +58,8 @@ void add_utilization(const RunRecord& record, PrefillSummary& summary) {
       summary.gpu_utilization[worker] += (iterations[k].gpu_utilization[worker] + extra) / count;
     }
   }
-  for (double utilization : summary.gpu_utilization) summary.mean_gpu_utilization += utilization / static_cast<double>(workers);
+  for (double utilization : summary.gpu_utilization)
+    summary.mean_gpu_utilization += utilization / static_cast<double>(workers);
   // Served prompt tokens whose first token came within those iterations.
   detail::IterationSpan window{spans[used].start_ns, spans.back().end_ns};
   double wall = 0;

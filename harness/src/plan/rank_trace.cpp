@@ -12,8 +12,8 @@
 namespace wanlab::harness {
 namespace {
 
-constexpr int kGpuPid = 0;      // the rank's one device
-constexpr int kCpuPid = 1;      // its host side: the iterations
+constexpr int kGpuPid = 0;  // the rank's one device
+constexpr int kCpuPid = 1;  // its host side: the iterations
 constexpr int kComputeStream = 7;
 constexpr int kNcclStream = 13;
 
@@ -33,10 +33,12 @@ Kernel kernel_of(const Event& event) {
     case OpKind::forward: return {fmt::format("wanlab::forward mb {}", event.microbatch), kComputeStream};
     case OpKind::backward: return {fmt::format("wanlab::backward mb {}", event.microbatch), kComputeStream};
     case OpKind::send:
-      return {fmt::format("ncclDevKernel_SendRecv (send mb {} to rank {}, {} B)", event.microbatch, event.peer, event.bytes),
+      return {fmt::format("ncclDevKernel_SendRecv (send mb {} to rank {}, {} B)", event.microbatch, event.peer,
+                          event.bytes),
               kNcclStream};
     case OpKind::recv:
-      return {fmt::format("ncclDevKernel_SendRecv (recv mb {} from rank {})", event.microbatch, event.peer), kNcclStream};
+      return {fmt::format("ncclDevKernel_SendRecv (recv mb {} from rank {})", event.microbatch, event.peer),
+              kNcclStream};
     case OpKind::allreduce: return {fmt::format("ncclDevKernel_AllReduce_Sum_RING ({} B)", event.bytes), kNcclStream};
   }
   return {"?", kComputeStream};
@@ -52,7 +54,8 @@ std::vector<RankEvents> by_rank(const RunRecord& record) {
   std::vector<RankEvents> ranks(record.plan.workers.size());
   for (const Event& event : record.events) ranks.at(static_cast<std::size_t>(event.worker)).events.push_back(&event);
   if (record.prefill)
-    for (const PrefillSpan& span : record.prefill->spans) ranks.at(static_cast<std::size_t>(span.worker)).spans.push_back(&span);
+    for (const PrefillSpan& span : record.prefill->spans)
+      ranks.at(static_cast<std::size_t>(span.worker)).spans.push_back(&span);
   return ranks;
 }
 
@@ -64,7 +67,8 @@ class RankTrace {
     header(record_.plan.workers.at(static_cast<std::size_t>(worker_)).worker);
     for (const Event* event : mine.events) kernel(kernel_of(*event), event->start_ns, event->end_ns);
     for (const PrefillSpan* span : mine.spans)
-      kernel({fmt::format("wanlab::prefill batch {} chunk {} ({} tokens)", span->batch, span->chunk, span->tokens), kComputeStream},
+      kernel({fmt::format("wanlab::prefill batch {} chunk {} ({} tokens)", span->batch, span->chunk, span->tokens),
+              kComputeStream},
              span->start_ns, span->end_ns);
     for (int i = 0; i < detail::iteration_count(record_); ++i) step(i);
     return out_ + "\n]}\n";
@@ -74,12 +78,15 @@ class RankTrace {
   void header(const Worker& w) {
     const Experiment& e = record_.plan.experiment;
     out_ = fmt::format(
-        "{{\"schemaVersion\": 1,\n\"deviceProperties\": [{{\"id\": 0, \"name\": \"wanlab emulated GPU\", \"totalGlobalMem\": {:.0f}}}],\n"
-        "\"distributedInfo\": {{\"backend\": \"nccl\", \"rank\": {}, \"world_size\": {}, \"pp_size\": {}, \"dp_size\": {}}},\n"
+        "{{\"schemaVersion\": 1,\n\"deviceProperties\": [{{\"id\": 0, \"name\": \"wanlab emulated GPU\", "
+        "\"totalGlobalMem\": {:.0f}}}],\n"
+        "\"distributedInfo\": {{\"backend\": \"nccl\", \"rank\": {}, \"world_size\": {}, \"pp_size\": {}, \"dp_size\": "
+        "{}}},\n"
         "\"traceName\": {},\n\"traceEvents\": [\n",
         e.gpu_memory_gb * 1e9, worker_, record_.plan.workers.size(), e.parallel.pp, e.parallel.dp,
         json_quote(fmt::format("{} rank {}", e.name, worker_)));
-    metadata("process_name", kGpuPid, 0, fmt::format("GPU 0: stage {} replica {} in {} ({})", w.stage, w.replica, w.dc_name, w.host));
+    metadata("process_name", kGpuPid, 0,
+             fmt::format("GPU 0: stage {} replica {} in {} ({})", w.stage, w.replica, w.dc_name, w.host));
     metadata("process_name", kCpuPid, 0, "wanlab worker");
     metadata("thread_name", kGpuPid, kComputeStream, fmt::format("stream {} (compute)", kComputeStream));
     metadata("thread_name", kGpuPid, kNcclStream, fmt::format("stream {} (nccl)", kNcclStream));
@@ -89,17 +96,18 @@ class RankTrace {
 
   void metadata(std::string_view what, int pid, int tid, const std::string& name) {
     next();
-    out_ += fmt::format(R"({{"name": "{}", "ph": "M", "ts": 0, "pid": {}, "tid": {}, "args": {{"name": {}}}}})", what, pid, tid,
-                        json_quote(name));
+    out_ += fmt::format(R"({{"name": "{}", "ph": "M", "ts": 0, "pid": {}, "tid": {}, "args": {{"name": {}}}}})", what,
+                        pid, tid, json_quote(name));
   }
 
   void kernel(const Kernel& k, std::int64_t start_ns, std::int64_t end_ns) {
     next();
     ++correlation_;
-    out_ += fmt::format(R"({{"ph": "X", "cat": "kernel", "name": {}, "pid": {}, "tid": {}, "ts": {:.3f}, "dur": {:.3f}, )"
-                        R"("args": {{"device": 0, "stream": {}, "correlation": {}, "External id": {}}}}})",
-                        json_quote(k.name), kGpuPid, k.stream, us(start_ns), us(end_ns - start_ns), k.stream, correlation_,
-                        correlation_);
+    out_ +=
+        fmt::format(R"({{"ph": "X", "cat": "kernel", "name": {}, "pid": {}, "tid": {}, "ts": {:.3f}, "dur": {:.3f}, )"
+                    R"("args": {{"device": 0, "stream": {}, "correlation": {}, "External id": {}}}}})",
+                    json_quote(k.name), kGpuPid, k.stream, us(start_ns), us(end_ns - start_ns), k.stream, correlation_,
+                    correlation_);
   }
 
   void step(int iteration) {
@@ -127,7 +135,8 @@ void write_rank_traces(const RunRecord& record, const std::string& dir) {
   std::filesystem::create_directories(dir);
   const std::vector<RankEvents> ranks = by_rank(record);
   for (std::size_t w = 0; w < ranks.size(); ++w)
-    detail::write_text_file(fmt::format("{}/rank-{}.json", dir, w), RankTrace(record, static_cast<int>(w)).json(ranks[w]));
+    detail::write_text_file(fmt::format("{}/rank-{}.json", dir, w),
+                            RankTrace(record, static_cast<int>(w)).json(ranks[w]));
 }
 
 }  // namespace wanlab::harness

@@ -15,7 +15,6 @@
 #include "record_internal.hpp"
 #include "wanlab/harness/record.hpp"
 
-
 namespace wanlab::harness {
 namespace detail {
 
@@ -105,14 +104,20 @@ void add_transfer_args(const TransferRecord& t, Json& args) {
   if (t.streams.empty()) return;
   Json& streams = args["streams"] = Json::array();
   for (const StreamAtStart& stream : t.streams)
-    streams.push_back({{"stream", stream.stream}, {"bytes", stream.bytes}, {"cwnd", stream.cwnd}, {"srtt_us", stream.srtt_us}});
+    streams.push_back(
+        {{"stream", stream.stream}, {"bytes", stream.bytes}, {"cwnd", stream.cwnd}, {"srtt_us", stream.srtt_us}});
 }
 
 Json span_json(std::string_view name, std::string_view category, int pid, int tid, std::int64_t start_ns,
                std::int64_t end_ns, Json args) {
-  return {{"name", name}, {"cat", category},          {"ph", "X"},
-          {"pid", pid},   {"tid", tid},               {"ts", to_us(start_ns)},
-          {"dur", to_us(end_ns - start_ns)}, {"args", std::move(args)}};
+  return {{"name", name},
+          {"cat", category},
+          {"ph", "X"},
+          {"pid", pid},
+          {"tid", tid},
+          {"ts", to_us(start_ns)},
+          {"dur", to_us(end_ns - start_ns)},
+          {"args", std::move(args)}};
 }
 
 // An event's span; a send's carries its transfer's times and streams when known.
@@ -224,8 +229,8 @@ void write_prefill(const RunRecord& record, TraceOut& trace) {
     args["chunk"] = span.chunk;
     args["tokens"] = span.tokens;
     args["layers"] = fmt::format("{}-{}", span.first_layer, span.end_layer - 1);
-    trace.push(span_json(fmt::format("prefill b{}", span.batch), "prefill", kWorkersPid, span.worker + 1,
-                         span.start_ns, span.end_ns, std::move(args)));
+    trace.push(span_json(fmt::format("prefill b{}", span.batch), "prefill", kWorkersPid, span.worker + 1, span.start_ns,
+                         span.end_ns, std::move(args)));
   }
   for (const KvTransfer& kv : record.prefill->kv) {
     if (kv.worker < 0 || static_cast<std::size_t>(kv.worker) >= plan.workers.size()) continue;
@@ -315,9 +320,8 @@ std::string trace_json(const RunRecord& record) {
 }
 
 void write_trace_json(const RunRecord& record, const std::string& path) {
-  detail::write_file(path, [&](std::ostream& file) {
-    write_trace(record, [&](std::string_view piece) { file << piece; });
-  });
+  detail::write_file(path,
+                     [&](std::ostream& file) { write_trace(record, [&](std::string_view piece) { file << piece; }); });
 }
 
 }  // namespace wanlab::harness

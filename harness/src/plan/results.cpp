@@ -7,7 +7,6 @@
 #include "record_internal.hpp"
 #include "wanlab/harness/results.hpp"
 
-
 namespace wanlab::harness {
 namespace {
 
@@ -55,7 +54,7 @@ Json configuration_json(const Experiment& experiment) {
   config["testbed"] = experiment.testbed_path;
   config["schedule"] = to_string(experiment.schedule);
   config["placement"] = experiment.placement == Placement::explicit_list ? Json(experiment.placement_dcs)
-                                                                        : Json(to_string(experiment.placement));
+                                                                         : Json(to_string(experiment.placement));
   config["reorder_dcs"] = experiment.reorder_dcs;
   config["streams"] = experiment.streams;
   config["temporal_sharing"] = experiment.temporal_sharing;
@@ -63,12 +62,9 @@ Json configuration_json(const Experiment& experiment) {
   config["iterations"] = experiment.iterations;
   config["seed"] = experiment.seed;
   config["scale"] = experiment.scale;
-  config["model"] = {{"layers", experiment.model.layers},
-                     {"hidden", experiment.model.hidden},
-                     {"seq_len", experiment.model.seq_len},
-                     {"bytes_per_value", experiment.model.bytes_per_value},
-                     {"microbatch", experiment.model.microbatch},
-                     {"microbatches", experiment.model.microbatches}};
+  config["model"] = {{"layers", experiment.model.layers},         {"hidden", experiment.model.hidden},
+                     {"seq_len", experiment.model.seq_len},       {"bytes_per_value", experiment.model.bytes_per_value},
+                     {"microbatch", experiment.model.microbatch}, {"microbatches", experiment.model.microbatches}};
   config["parallel"] = {{"pp", experiment.parallel.pp}, {"dp", experiment.parallel.dp}, {"tp", experiment.parallel.tp}};
   config["compute"] = compute_json(experiment.compute);
   Json& gpus = config["gpus"] = Json::object();
@@ -118,8 +114,12 @@ PrefillResults prefill_results(const RunRecord& record) {
   prefill.summary = summarize_prefill(record);
   prefill.notes = record.prefill->notes;
   for (const RequestOutcome& outcome : record.prefill->requests) {
-    RequestRow row{outcome.id, static_cast<double>(outcome.arrival_ns) / 1e9, outcome.prompt_tokens,
-                   to_string(outcome.state), std::nullopt, outcome.reason};
+    RequestRow row{outcome.id,
+                   static_cast<double>(outcome.arrival_ns) / 1e9,
+                   outcome.prompt_tokens,
+                   to_string(outcome.state),
+                   std::nullopt,
+                   outcome.reason};
     if (outcome.state == RequestState::served)
       row.ttft_s = static_cast<double>(outcome.first_token_ns - outcome.arrival_ns) / 1e9;
     prefill.requests.push_back(std::move(row));

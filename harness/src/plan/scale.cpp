@@ -44,8 +44,10 @@ em::Scenario scale_scenario(const em::Scenario& scenario, double scale) {
   scale_link(out.intra_dc, scale);
   for (auto& link : out.links) scale_link(link.params, scale);
   for (auto& event : out.events) scale_link(event.link.params, scale);
-  out.host.tcp_wmem_max = std::max(kMinWmemMax, scaled(scenario.host.tcp_wmem_max.value_or(em::kDefaultTcpWmemMax), scale));
-  out.host.tcp_rmem_max = std::max(kMinRmemMax, scaled(scenario.host.tcp_rmem_max.value_or(em::kDefaultTcpRmemMax), scale));
+  out.host.tcp_wmem_max =
+      std::max(kMinWmemMax, scaled(scenario.host.tcp_wmem_max.value_or(em::kDefaultTcpWmemMax), scale));
+  out.host.tcp_rmem_max =
+      std::max(kMinRmemMax, scaled(scenario.host.tcp_rmem_max.value_or(em::kDefaultTcpRmemMax), scale));
   return out;
 }
 

@@ -148,9 +148,7 @@ void Simulator::start_op(int id) {
       }
       break;
     }
-    case OpKind::allreduce:
-      join_collective(id);
-      break;
+    case OpKind::allreduce: join_collective(id); break;
   }
 }
 
@@ -158,8 +156,7 @@ int Simulator::message_for(int sender, int receiver, int microbatch) {
   // Worker ids < 2^17 (kMaxSimulatedWorkers) and microbatches < 2^12 ([model]): one 64-bit key.
   const std::uint64_t key = (static_cast<std::uint64_t>(sender) << 32) | (static_cast<std::uint64_t>(receiver) << 12) |
                             static_cast<std::uint64_t>(microbatch);
-  auto [found, inserted] = message_index_.try_emplace(key,
-                                                      static_cast<int>(messages_.size()));
+  auto [found, inserted] = message_index_.try_emplace(key, static_cast<int>(messages_.size()));
   if (inserted) messages_.emplace_back();
   return found->second;
 }
@@ -221,7 +218,6 @@ void Simulator::finish_collective(const Collective& collective) {
   }
 }
 
-
 void Simulator::arrive(int transfer_id) {
   const Transfer& transfer = transfers_[static_cast<std::size_t>(transfer_id)];
   if (transfer.collective >= 0) {
@@ -246,10 +242,11 @@ void Simulator::arrive(int transfer_id) {
 // A transfer on the wire that never ends (its time overflows) or a run
 // beyond kMaxSimulatedNs: int64 nanoseconds would overflow next.
 void Simulator::fail_too_long() const {
-  throw ExperimentError(fmt::format("{}: simulate: the simulated time passes {:g} ns (about 31 years) in iteration "
-                                    "{}: a link is far too slow for the messages (rates x scale {:g}) or the "
-                                    "compute steps too long",
-                                    plan_.experiment.path, kMaxSimulatedNs, iteration_, plan_.experiment.scale));
+  throw ExperimentError(
+      fmt::format("{}: simulate: the simulated time passes {:g} ns (about 31 years) in iteration "
+                  "{}: a link is far too slow for the messages (rates x scale {:g}) or the "
+                  "compute steps too long",
+                  plan_.experiment.path, kMaxSimulatedNs, iteration_, plan_.experiment.scale));
 }
 
 std::string Simulator::describe_deadlock() const {
@@ -258,16 +255,16 @@ std::string Simulator::describe_deadlock() const {
     const WorkerState& state = states_[static_cast<std::size_t>(id)];
     if (state.status != Status::waiting && state.status != Status::collective) continue;
     const Op& op = current_op(id);
-    blocked += fmt::format("; worker {} (stage {} replica {}) in op {} ({} {})", id, worker(id).stage,
-                           worker(id).replica, state.next_op, to_string(op.kind),
-                           op.kind == OpKind::recv ? fmt::format("from {}", op.peer) : "");
+    blocked +=
+        fmt::format("; worker {} (stage {} replica {}) in op {} ({} {})", id, worker(id).stage, worker(id).replica,
+                    state.next_op, to_string(op.kind), op.kind == OpKind::recv ? fmt::format("from {}", op.peer) : "");
   }
   for (std::size_t index = 0; index < links_.size(); ++index) {
     const LinkState& link = links_[index];
     if (link.slotted.empty()) continue;
-    blocked += fmt::format("; link {}->{} holds slot {} waiting for slot {}", plan_.dc_names[index / static_cast<std::size_t>(dcs_)],
-                           plan_.dc_names[index % static_cast<std::size_t>(dcs_)], link.slotted.begin()->first,
-                           link.next_slot);
+    blocked += fmt::format(
+        "; link {}->{} holds slot {} waiting for slot {}", plan_.dc_names[index / static_cast<std::size_t>(dcs_)],
+        plan_.dc_names[index % static_cast<std::size_t>(dcs_)], link.slotted.begin()->first, link.next_slot);
   }
   return fmt::format("simulate: deadlock at {:.3f} ms in iteration {}{}", now_ / 1e6, iteration_, blocked);
 }
@@ -284,8 +281,8 @@ RunRecord simulate(const Plan& plan, const emulator::Scenario& scenario, const L
 RunRecord simulate_training(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model,
                             int iterations, SimulationStats* stats) {
   if (plan.dc_names.size() != scenario.dcs.size()) {
-    throw std::invalid_argument(fmt::format("simulate: the plan has {} DCs, the scenario {}",
-                                            plan.dc_names.size(), scenario.dcs.size()));
+    throw std::invalid_argument(
+        fmt::format("simulate: the plan has {} DCs, the scenario {}", plan.dc_names.size(), scenario.dcs.size()));
   }
   check_plan_size(plan, iterations);
   return detail::sim::Simulator(plan, scenario, model).run(iterations, stats);

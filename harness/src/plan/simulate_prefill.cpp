@@ -24,7 +24,8 @@ struct Interval {
 
 // Sorted, disjoint intervals (ends increase with starts).
 std::vector<Interval> merged(std::vector<Interval> intervals) {
-  std::sort(intervals.begin(), intervals.end(), [](const Interval& a, const Interval& b) { return a.start_ns < b.start_ns; });
+  std::sort(intervals.begin(), intervals.end(),
+            [](const Interval& a, const Interval& b) { return a.start_ns < b.start_ns; });
   std::vector<Interval> out;
   for (const Interval& interval : intervals) {
     if (!out.empty() && interval.start_ns <= out.back().end_ns) {
@@ -38,7 +39,8 @@ std::vector<Interval> merged(std::vector<Interval> intervals) {
 
 // The first interval of `busy` (sorted, disjoint) that ends after `at`.
 std::vector<Interval>::const_iterator first_ending_after(const std::vector<Interval>& busy, std::int64_t at) {
-  return std::partition_point(busy.begin(), busy.end(), [&](const Interval& interval) { return interval.end_ns <= at; });
+  return std::partition_point(busy.begin(), busy.end(),
+                              [&](const Interval& interval) { return interval.end_ns <= at; });
 }
 
 // The first time at or after `at` from which `length` ns are free of `busy`.
@@ -60,7 +62,9 @@ struct ChunkRef {
 class PrefillSimulation {
  public:
   PrefillSimulation(RunRecord& record, const emulator::Scenario& scenario, const LinkModel& model)
-      : record_(record), experiment_(record.plan.experiment), dcs_(static_cast<int>(scenario.dcs.size())),
+      : record_(record),
+        experiment_(record.plan.experiment),
+        dcs_(static_cast<int>(scenario.dcs.size())),
         routes_(record.plan, scenario, model) {}
 
   void run() {
@@ -72,21 +76,25 @@ class PrefillSimulation {
     requests_ = load_requests(experiment_, run_end_ns_);
     outcomes_.resize(requests_.size());
     for (const Request& request : requests_) {
-      outcomes_[static_cast<std::size_t>(request.id)] = {request.id, request.arrival_ns, request.prompt_tokens,
-                                                         RequestState::unfinished, -1, -1, "waiting for a window when training ended"};
+      outcomes_[static_cast<std::size_t>(request.id)] = {request.id,
+                                                         request.arrival_ns,
+                                                         request.prompt_tokens,
+                                                         RequestState::unfinished,
+                                                         -1,
+                                                         -1,
+                                                         "waiting for a window when training ended"};
     }
     admit(iterations, prefill.prediction);
     run_chunks(prefill.spans);
     send_kv(prefill.kv);
     prefill.requests = std::move(outcomes_);
     if (failed_batches_ > 0) {
-      prefill.notes.push_back(fmt::format("{} batches failed: a GPU's idle window was shorter than predicted",
-                                          failed_batches_));
+      prefill.notes.push_back(
+          fmt::format("{} batches failed: a GPU's idle window was shorter than predicted", failed_batches_));
     }
   }
 
  private:
-
   // Iteration i's windows are predicted from iteration i - 1's idle offsets
   // (iteration 0's from its own, as the real run takes its first prediction
   // from a simulation); admission runs at the iteration's start and at every
@@ -95,15 +103,15 @@ class PrefillSimulation {
     std::vector<std::vector<std::size_t>> events = events_by_iteration(record_, iterations);
     // Admission's clock: the time of the schedule() call it estimates for.
     std::int64_t now = 0;
-    Admission admission(experiment_, [this, &now](int worker, std::uint64_t bytes) {
-      return routes_.estimate_ns(worker, bytes, now);
-    });
+    Admission admission(
+        experiment_, [this, &now](int worker, std::uint64_t bytes) { return routes_.estimate_ns(worker, bytes, now); });
     std::vector<std::vector<Window>> previous = idle_offsets_of(record_, 0, events[0]);
     std::size_t next = 0;
     for (int iteration = 0; iteration < iterations; ++iteration) {
       std::int64_t start = record_.iteration_start_ns[static_cast<std::size_t>(iteration)];
       std::int64_t end = record_.iteration_end_ns[static_cast<std::size_t>(iteration)];
-      std::vector<std::vector<Window>> actual = idle_offsets_of(record_, iteration, events[static_cast<std::size_t>(iteration)]);
+      std::vector<std::vector<Window>> actual =
+          idle_offsets_of(record_, iteration, events[static_cast<std::size_t>(iteration)]);
       std::vector<Window> windows =
           predict_windows(previous, start, static_cast<std::int64_t>(experiment_.prefill.guard_ns));
       if (iteration > 0) {
@@ -144,7 +152,8 @@ class PrefillSimulation {
   std::vector<std::vector<Interval>> training_compute() const {
     std::vector<std::vector<Interval>> compute(record_.plan.workers.size());
     for (const Event& event : record_.events) {
-      if (!is_compute(event.kind) || event.worker < 0 || static_cast<std::size_t>(event.worker) >= compute.size()) continue;
+      if (!is_compute(event.kind) || event.worker < 0 || static_cast<std::size_t>(event.worker) >= compute.size())
+        continue;
       compute[static_cast<std::size_t>(event.worker)].push_back({event.start_ns, event.end_ns});
     }
     for (std::vector<Interval>& intervals : compute) intervals = merged(std::move(intervals));
@@ -252,8 +261,8 @@ class PrefillSimulation {
                                      [](const Interval& a, const Interval& b) { return a.start_ns < b.start_ns; }),
                     taken);
       }
-      KvTransfer transfer{batch.id, batch.chunks.front().worker, route.link, batch.kv_bytes, start,
-                          start + wire + route.delay_ns};
+      KvTransfer transfer{batch.id, batch.chunks.front().worker,  route.link, batch.kv_bytes,
+                          start,    start + wire + route.delay_ns};
       kv.push_back(transfer);
       serve(batch, transfer.end_ns);
     }
@@ -277,8 +286,8 @@ class PrefillSimulation {
   int dcs_;
   KvRoutes routes_;
   std::vector<Request> requests_;
-  std::vector<RequestOutcome> outcomes_;  // by request id
-  std::vector<Batch> batches_;            // by batch id
+  std::vector<RequestOutcome> outcomes_;      // by request id
+  std::vector<Batch> batches_;                // by batch id
   std::vector<std::int64_t> prefill_end_ns_;  // per batch: its last chunk's end, kPast until it ran
   std::vector<bool> failed_;                  // per batch: a chunk could not run
   int failed_batches_ = 0;
@@ -296,7 +305,8 @@ void simulate_prefill(RunRecord& record, const emulator::Scenario& scenario, con
 namespace wanlab::harness {
 
 std::int64_t KvRoutes::Route::wire_ns(std::uint64_t bytes) const {
-  return std::isfinite(rate_bps) ? static_cast<std::int64_t>(std::llround(static_cast<double>(bytes) * 8e9 / rate_bps)) : 0;
+  return std::isfinite(rate_bps) ? static_cast<std::int64_t>(std::llround(static_cast<double>(bytes) * 8e9 / rate_bps))
+                                 : 0;
 }
 
 int decode_dc_of(const Experiment& experiment, const emulator::Scenario& scenario, int worker_dc) {
@@ -343,7 +353,9 @@ KvRoutes::KvRoutes(const Plan& plan, const emulator::Scenario& scenario, const L
 
 namespace {
 // Caches on a link queue per link; over loopback (infinite rate) per worker.
-int queue_key(const KvRoutes::Route& route, int worker) { return route.link_index >= 0 ? route.link_index : -1 - worker; }
+int queue_key(const KvRoutes::Route& route, int worker) {
+  return route.link_index >= 0 ? route.link_index : -1 - worker;
+}
 }  // namespace
 
 double KvRoutes::slowdown(int worker) const {

@@ -157,7 +157,8 @@ void Simulator::mark_first_sent(int id, double delay_ns) {
 void Simulator::mark_last_sent(int id, double delay_ns) {
   mark(id, delay_ns, &TransferRecord::last_sent_ns, &TransferRecord::last_received_ns);
 }
-void Simulator::mark(int id, double delay_ns, std::int64_t TransferRecord::*sent, std::int64_t TransferRecord::*received) {
+void Simulator::mark(int id, double delay_ns, std::int64_t TransferRecord::*sent,
+                     std::int64_t TransferRecord::*received) {
   const int record = transfers_[static_cast<std::size_t>(id)].record;
   if (record < 0) return;
   TransferRecord& r = record_.transfers[static_cast<std::size_t>(record)];
@@ -192,7 +193,8 @@ void Simulator::start_next_slot(int link_index) {
 // The round's bits have left: slow start counts them, the channel was busy until now.
 void Simulator::end_round(const LinkState& link, Transfer& transfer) {
   ChannelTcp& tcp = channel_tcp_[channel_key(transfer.channel)];
-  if (model_.tcp_dynamics && link.tcp_rounds) after_round(link.tcp, tcp.state, transfer.effective_streams, transfer.round_bits / 8);
+  if (model_.tcp_dynamics && link.tcp_rounds)
+    after_round(link.tcp, tcp.state, transfer.effective_streams, transfer.round_bits / 8);
   tcp.last_sent = now_;
   transfer.round_bits_left = 0;
   if (transfer.bits_left <= kDoneBits) transfer.bits_left = 0;

@@ -29,9 +29,9 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kDoneBits = 1e-3;  // rounding left over when a transfer's last bit is sent
 
 struct LinkState : LinkRate {
-  bool tcp_rounds = true;            // false inside a [fabric] (RDMA): steady rate, no slow start
-  std::vector<int> on_wire;          // transfer ids
-  std::map<int, int> slotted;        // link_slot -> transfer id, issued and not yet on the wire
+  bool tcp_rounds = true;      // false inside a [fabric] (RDMA): steady rate, no slow start
+  std::vector<int> on_wire;    // transfer ids
+  std::map<int, int> slotted;  // link_slot -> transfer id, issued and not yet on the wire
   int next_slot = 0;
   bool slot_on_wire = false;
 };
@@ -40,19 +40,19 @@ struct Transfer {
   int link = 0;
   int streams = 1;
   double effective_streams = 1;  // tcp_model.hpp: the streams its chunks keep busy to its end
-  double bits_left = 0;       // of the whole transfer
-  double round_bits = 0;      // put on the wire in the current round
-  double round_bits_left = 0; // of those, not yet sent
-  double round_ends = 0;      // the next round begins no earlier
-  bool on_wire_before = false;  // its first round has begun
+  double bits_left = 0;          // of the whole transfer
+  double round_bits = 0;         // put on the wire in the current round
+  double round_bits_left = 0;    // of those, not yet sent
+  double round_ends = 0;         // the next round begins no earlier
+  bool on_wire_before = false;   // its first round has begun
   double cap_bps = kInf;
   double rate_bps = 0;
   int slot = -1;
-  int message = -1;     // index into messages_, or
-  int collective = -1;  // stage whose all-reduce step this belongs to
+  int message = -1;             // index into messages_, or
+  int collective = -1;          // stage whose all-reduce step this belongs to
   std::pair<int, int> channel;  // (sender, receiver): one transport channel, FIFO
-  int record = -1;      // index into the record's transfers: a cross-DC message
-  double extra_delay_ns = 0;  // a pipelined ring's later steps, after its last bit arrives
+  int record = -1;              // index into the record's transfers: a cross-DC message
+  double extra_delay_ns = 0;    // a pipelined ring's later steps, after its last bit arrives
 };
 
 struct Message {
@@ -89,10 +89,8 @@ struct Timed {
   double time;
   std::uint64_t sequence;
   TimedKind kind;
-  int index;     // transfer id (arrival, round) or worker id (compute)
-  bool operator>(const Timed& other) const {
-    return std::tie(time, sequence) > std::tie(other.time, other.sequence);
-  }
+  int index;  // transfer id (arrival, round) or worker id (compute)
+  bool operator>(const Timed& other) const { return std::tie(time, sequence) > std::tie(other.time, other.sequence); }
 };
 
 inline std::int64_t to_ns(double ns) { return static_cast<std::int64_t>(std::llround(ns)); }
@@ -153,9 +151,9 @@ class Simulator {
   std::vector<LinkState> links_;
   std::vector<Collective> collectives_;
   std::vector<WorkerState> states_;
-  std::vector<int> ready_;            // made ready since the last advance_workers (may repeat)
+  std::vector<int> ready_;  // made ready since the last advance_workers (may repeat)
   std::size_t done_workers_ = 0;
-  std::set<int> wired_links_;         // links with transfers on the wire, by index
+  std::set<int> wired_links_;  // links with transfers on the wire, by index
   std::vector<Transfer> transfers_;
   // Keyed by channel_key(sender, receiver); looked up, never walked.
   std::unordered_map<std::uint64_t, std::deque<int>> channels_;  // transfers not yet sent, in order

@@ -75,8 +75,9 @@ struct IterationTotals {
 
 std::vector<IterationTotals> iteration_totals(const RunRecord& record, int iterations) {
   std::size_t workers = record.plan.workers.size();
-  std::vector<IterationTotals> totals(static_cast<std::size_t>(iterations),
-                                      IterationTotals{std::vector<double>(workers, 0), std::vector<double>(workers, 0), {}});
+  std::vector<IterationTotals> totals(
+      static_cast<std::size_t>(iterations),
+      IterationTotals{std::vector<double>(workers, 0), std::vector<double>(workers, 0), {}});
   for (const Event& event : record.events) {
     if (event.iteration < 0 || event.worker < 0 || static_cast<std::size_t>(event.worker) >= workers) continue;
     IterationTotals& sums = totals[static_cast<std::size_t>(event.iteration)];
@@ -96,8 +97,8 @@ std::vector<IterationSummary> summarize(const RunRecord& record) {
   const Plan& plan = record.plan;
   const Model& model = plan.experiment.model;
   std::size_t workers = plan.workers.size();
-  double tokens = static_cast<double>(plan.experiment.parallel.dp) * model.microbatches * model.microbatch *
-                  model.seq_len;
+  double tokens =
+      static_cast<double>(plan.experiment.parallel.dp) * model.microbatches * model.microbatch * model.seq_len;
   int iterations = detail::iteration_count(record);
   std::vector<IterationTotals> totals = iteration_totals(record, iterations);
   std::vector<IterationSummary> summaries;

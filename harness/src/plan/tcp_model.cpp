@@ -59,8 +59,10 @@ void after_round(const TcpPath& path, TcpChannelState& state, double streams, do
   // From the second round on, a round's ACKs end a window of RTT samples
   // begun in the round before: rttvar moves a quarter of the way from the
   // handshake's 2 x RTT toward TCP_RTO_MIN (the RTT being constant).
-  if (state.rttvar_s < 0) state.rttvar_s = handshake_rttvar_s(path);
-  else state.rttvar_s -= std::max(0.0, state.rttvar_s - kMinRtoS) / 4;
+  if (state.rttvar_s < 0)
+    state.rttvar_s = handshake_rttvar_s(path);
+  else
+    state.rttvar_s -= std::max(0.0, state.rttvar_s - kMinRtoS) / 4;
   const double per_stream = sent_bytes / streams;
   // cwnd, not the window ceiling below it, stopped the round.
   const bool cwnd_limited = per_stream >= state.cwnd_bytes - kDoneBytes;

@@ -42,17 +42,16 @@ constexpr Colour kPrefill{"#edc948", "prefill of inference requests (BubbleTea)"
 using detail::xml_escape;
 
 // 1, 2 or 5 times a power of ten, giving about kTargetTicks ticks.
-double tick_step_ms(double span_ms) { return detail::tick_step(std::max(span_ms, 1e-6), kTargetTicks, {1.0, 2.0, 5.0, 10.0}); }
-
-std::string format_ms(double ms) {
-  return ms == std::floor(ms) ? fmt::format("{:.0f}", ms) : fmt::format("{:g}", ms);
+double tick_step_ms(double span_ms) {
+  return detail::tick_step(std::max(span_ms, 1e-6), kTargetTicks, {1.0, 2.0, 5.0, 10.0});
 }
+
+std::string format_ms(double ms) { return ms == std::floor(ms) ? fmt::format("{:.0f}", ms) : fmt::format("{:g}", ms); }
 
 class Chart {
  public:
   Chart(const RunRecord& record, int iteration)
-      : record_(record), plan_(record.plan), iteration_(iteration),
-        span_(detail::iteration_span(record, iteration)) {
+      : record_(record), plan_(record.plan), iteration_(iteration), span_(detail::iteration_span(record, iteration)) {
     span_ms_ = std::max(1e-6, static_cast<double>(span_.end_ns - span_.start_ns) / 1e6);
     step_ms_ = tick_step_ms(span_ms_);
     axis_ms_ = std::ceil(span_ms_ / step_ms_ - 1e-9) * step_ms_;
@@ -129,24 +128,24 @@ class Chart {
     std::string placement = experiment.placement == Placement::explicit_list
                                 ? fmt::format("placement [{}]", fmt::join(experiment.placement_dcs, ", "))
                                 : fmt::format("{} placement", to_string(experiment.placement));
-    std::string headline = fmt::format(
-        "{}: {} schedule, {}, {} stream{} per WAN transfer, temporal sharing {}", experiment.name,
-        to_string(experiment.schedule), placement, experiment.streams, experiment.streams == 1 ? "" : "s",
-        experiment.temporal_sharing ? "on" : "off");
-    std::string details = fmt::format("pp {} x dp {} x tp {}, {} microbatches per iteration{}; runtime: {}",
-                                      experiment.parallel.pp, experiment.parallel.dp, experiment.parallel.tp,
-                                      experiment.model.microbatches,
-                                      experiment.scale == 1 ? "" : fmt::format(", scale {:g}", experiment.scale),
-                                      record_.runtime);
+    std::string headline = fmt::format("{}: {} schedule, {}, {} stream{} per WAN transfer, temporal sharing {}",
+                                       experiment.name, to_string(experiment.schedule), placement, experiment.streams,
+                                       experiment.streams == 1 ? "" : "s", experiment.temporal_sharing ? "on" : "off");
+    std::string details =
+        fmt::format("pp {} x dp {} x tp {}, {} microbatches per iteration{}; runtime: {}", experiment.parallel.pp,
+                    experiment.parallel.dp, experiment.parallel.tp, experiment.model.microbatches,
+                    experiment.scale == 1 ? "" : fmt::format(", scale {:g}", experiment.scale), record_.runtime);
     if (const IterationSummary* figures = summary()) {
-      details += fmt::format(" — iteration {}: {:.1f} ms, GPUs busy {:.1f}% (bubble {:.1f}%), {:.1f} ms waiting on the network per GPU",
-                             iteration_, figures->time_s * 1e3, figures->mean_gpu_utilization * 100,
-                             figures->bubble_fraction * 100, figures->network_blocked_s * 1e3);
+      details += fmt::format(
+          " — iteration {}: {:.1f} ms, GPUs busy {:.1f}% (bubble {:.1f}%), {:.1f} ms waiting on the network per GPU",
+          iteration_, figures->time_s * 1e3, figures->mean_gpu_utilization * 100, figures->bubble_fraction * 100,
+          figures->network_blocked_s * 1e3);
     }
     return fmt::format(
         "<text x=\"{}\" y=\"26\" font-size=\"17\" font-weight=\"bold\">{}</text>\n"
         "<text x=\"{}\" y=\"48\" font-size=\"12.5\" fill=\"#333\">{}</text>\n"
-        "<text x=\"{}\" y=\"{}\" font-size=\"11\" font-weight=\"bold\" fill=\"#555\" text-anchor=\"middle\">GPU busy</text>\n",
+        "<text x=\"{}\" y=\"{}\" font-size=\"11\" font-weight=\"bold\" fill=\"#555\" text-anchor=\"middle\">GPU "
+        "busy</text>\n",
         kLabelX, xml_escape(headline), kLabelX, xml_escape(details), kUtilizationX + 26, kTitleHeight - 10);
   }
 
@@ -154,9 +153,10 @@ class Chart {
     std::string lines;
     for (double ms = 0; ms <= axis_ms_ + step_ms_ / 2; ms += step_ms_) {
       double x = kChartX + ms / axis_ms_ * kChartWidth;
-      lines += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#d0d0d0\" "
-                           "stroke-width=\"1\"/>\n",
-                           x, top, bottom);
+      lines += fmt::format(
+          "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#d0d0d0\" "
+          "stroke-width=\"1\"/>\n",
+          x, top, bottom);
     }
     return lines;
   }
@@ -186,10 +186,10 @@ class Chart {
   void draw_row(int id, double y, std::string& out) const {
     const Worker& worker = plan_.workers[static_cast<std::size_t>(id)].worker;
     double bar_y = y + 3;
-    out += fmt::format("<text x=\"{}\" y=\"{:.1f}\" font-size=\"12\">stage {} · replica {}</text>"
-                       "<text x=\"{}\" y=\"{:.1f}\" font-size=\"10.5\" fill=\"#666\">{}</text>\n",
-                       kLabelX + 10, bar_y + 12, worker.stage, worker.replica, kLabelX + 140, bar_y + 12,
-                       xml_escape(worker.host));
+    out += fmt::format(
+        "<text x=\"{}\" y=\"{:.1f}\" font-size=\"12\">stage {} · replica {}</text>"
+        "<text x=\"{}\" y=\"{:.1f}\" font-size=\"10.5\" fill=\"#666\">{}</text>\n",
+        kLabelX + 10, bar_y + 12, worker.stage, worker.replica, kLabelX + 140, bar_y + 12, xml_escape(worker.host));
     out += box(kChartX, bar_y, x_of(span_.end_ns) - kChartX, kBarHeight, kIdle.fill, "idle");
     for (const Event* event : events_of_[static_cast<std::size_t>(id)]) draw_event(*event, bar_y, out);
     std::int64_t prefill_ns = 0;
@@ -202,9 +202,10 @@ class Chart {
       const double training = figures->gpu_utilization[static_cast<std::size_t>(id)] * 100;
       // With prefill: training's share, then prefill's ("42+49%").
       const std::string busy =
-          record_.prefill ? fmt::format("{:.0f}+{:.0f}%", training,
-                                        100 * static_cast<double>(prefill_ns) / static_cast<double>(span_.end_ns - span_.start_ns))
-                          : fmt::format("{:.0f}%", training);
+          record_.prefill
+              ? fmt::format("{:.0f}+{:.0f}%", training,
+                            100 * static_cast<double>(prefill_ns) / static_cast<double>(span_.end_ns - span_.start_ns))
+              : fmt::format("{:.0f}%", training);
       out += fmt::format("<text x=\"{}\" y=\"{:.1f}\" font-size=\"12\" text-anchor=\"middle\">{}</text>\n",
                          kUtilizationX + 26, bar_y + 12, busy);
     }
@@ -234,9 +235,10 @@ class Chart {
         out += box(x, bar_y, width, kBarHeight, forward ? kForward.fill : kBackward.fill,
                    fmt::format("{} {}", name, when));
         if (width >= 7.0 * static_cast<double>(name.size()) + 3) {
-          out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\" fill=\"white\" "
-                             "text-anchor=\"middle\">{}</text>\n",
-                             x + width / 2, bar_y + 11.5, name);
+          out += fmt::format(
+              "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\" fill=\"white\" "
+              "text-anchor=\"middle\">{}</text>\n",
+              x + width / 2, bar_y + 11.5, name);
         }
         break;
       }
@@ -251,11 +253,11 @@ class Chart {
         break;
       case OpKind::send:
         if (event.end_ns > event.start_ns) {
-          out += box(x, bar_y + kBarHeight + 1.5, std::max(width, 1.0), kStripHeight,
-                     event.cross_dc ? kWanMessage.fill : kDcMessage.fill,
-                     fmt::format("microbatch {} to worker {} ({} bytes): {}", event.microbatch, event.peer,
-                                 event.bytes, when),
-                     0.85);
+          out += box(
+              x, bar_y + kBarHeight + 1.5, std::max(width, 1.0), kStripHeight,
+              event.cross_dc ? kWanMessage.fill : kDcMessage.fill,
+              fmt::format("microbatch {} to worker {} ({} bytes): {}", event.microbatch, event.peer, event.bytes, when),
+              0.85);
         }
         break;
     }
@@ -264,42 +266,47 @@ class Chart {
   static std::string box(double x, double y, double width, double height, const char* fill, std::string_view tip,
                          double opacity = 1.0) {
     std::string opacity_attribute = opacity < 1 ? fmt::format(" fill-opacity=\"{}\"", opacity) : "";
-    return fmt::format("<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\"{}>"
-                       "<title>{}</title></rect>\n",
-                       x, y, std::max(width, 0.5), height, fill, opacity_attribute, xml_escape(tip));
+    return fmt::format(
+        "<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\"{}>"
+        "<title>{}</title></rect>\n",
+        x, y, std::max(width, 0.5), height, fill, opacity_attribute, xml_escape(tip));
   }
 
   std::string axis(double y) const {
-    std::string out = fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#333\"/>\n", kChartX, y,
-                                  kChartX + kChartWidth, y);
+    std::string out = fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#333\"/>\n", kChartX,
+                                  y, kChartX + kChartWidth, y);
     for (double ms = 0; ms <= axis_ms_ + step_ms_ / 2; ms += step_ms_) {
       double x = kChartX + ms / axis_ms_ * kChartWidth;
-      out += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#333\"/>"
-                         "<text x=\"{0:.1f}\" y=\"{3:.1f}\" font-size=\"11\" text-anchor=\"middle\">{4}</text>\n",
-                         x, y, y + 5, y + 18, format_ms(ms));
+      out += fmt::format(
+          "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#333\"/>"
+          "<text x=\"{0:.1f}\" y=\"{3:.1f}\" font-size=\"11\" text-anchor=\"middle\">{4}</text>\n",
+          x, y, y + 5, y + 18, format_ms(ms));
     }
-    out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"12\" text-anchor=\"middle\">time since the "
-                       "iteration started (ms)</text>\n",
-                       kChartX + kChartWidth / 2, y + 36);
+    out += fmt::format(
+        "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"12\" text-anchor=\"middle\">time since the "
+        "iteration started (ms)</text>\n",
+        kChartX + kChartWidth / 2, y + 36);
     return out;
   }
 
   std::string legend(double y) const {
     std::vector<Colour> entries{kForward, kBackward, kWaiting, kAllreduce, kIdle, kWanMessage, kDcMessage};
     if (record_.prefill) entries.insert(entries.begin() + 5, kPrefill);
-    std::string out = fmt::format("<g class=\"legend\"><text x=\"{}\" y=\"{:.1f}\" font-size=\"12\" "
-                                  "font-weight=\"bold\">Legend</text>\n",
-                                  kLabelX, y + 12);
+    std::string out = fmt::format(
+        "<g class=\"legend\"><text x=\"{}\" y=\"{:.1f}\" font-size=\"12\" "
+        "font-weight=\"bold\">Legend</text>\n",
+        kLabelX, y + 12);
     double column_width = 330;
     int index = 0;
     for (const Colour& entry : entries) {
       double x = kChartX + column_width * (index % 3);
       double row_y = y + 22 * (index / 3);
       bool thin = entry.fill == kWanMessage.fill || entry.fill == kDcMessage.fill;
-      out += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"18\" height=\"{}\" fill=\"{}\"/>"
-                         "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"12\">{}</text>\n",
-                         x, row_y + (thin ? 6 : 2), thin ? kStripHeight : 14.0, entry.fill, x + 26, row_y + 13,
-                         xml_escape(entry.label));
+      out += fmt::format(
+          "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"18\" height=\"{}\" fill=\"{}\"/>"
+          "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"12\">{}</text>\n",
+          x, row_y + (thin ? 6 : 2), thin ? kStripHeight : 14.0, entry.fill, x + 26, row_y + 13,
+          xml_escape(entry.label));
       ++index;
     }
     return out + "</g>\n";
@@ -313,7 +320,7 @@ class Chart {
   double step_ms_ = 0;
   double axis_ms_ = 0;
   std::vector<IterationSummary> summaries_;
-  std::vector<std::vector<const Event*>> events_of_;  // this iteration's, by worker, in record order
+  std::vector<std::vector<const Event*>> events_of_;       // this iteration's, by worker, in record order
   std::vector<std::vector<const PrefillSpan*>> spans_of_;  // prefill overlapping this iteration, by worker
 };
 
@@ -321,8 +328,8 @@ class Chart {
 
 std::string timeline_svg(const RunRecord& record, int iteration) {
   if (iteration < 0 || iteration >= detail::iteration_count(record)) {
-    throw std::out_of_range(fmt::format("timeline: no iteration {} (the run has {})", iteration,
-                                        detail::iteration_count(record)));
+    throw std::out_of_range(
+        fmt::format("timeline: no iteration {} (the run has {})", iteration, detail::iteration_count(record)));
   }
   return Chart(record, iteration).render();
 }

@@ -120,7 +120,8 @@ class SweepReader {
   void read_experiment(const toml::table& root) {
     const toml::node* node = root.get("experiment");
     if (node == nullptr)
-      throw SweepError(fmt::format(R"({}:1:1: missing required key "experiment" (the base experiment file))", sweep_.path));
+      throw SweepError(
+          fmt::format(R"({}:1:1: missing required key "experiment" (the base experiment file))", sweep_.path));
     const auto* text = node->as_string();
     if (text == nullptr || text->get().empty())
       fail(node->source(), fmt::format("experiment: expected a path like \"../experiments/atlas-3dc.toml\", got {}",
@@ -128,7 +129,8 @@ class SweepReader {
     sweep_.experiment_path = detail::resolve_beside(sweep_.path, text->get());
     std::error_code error;
     if (!std::filesystem::is_regular_file(sweep_.experiment_path, error))
-      fail(node->source(), fmt::format("experiment: no experiment file at {}", base::quoted(sweep_.experiment_path, 256)));
+      fail(node->source(),
+           fmt::format("experiment: no experiment file at {}", base::quoted(sweep_.experiment_path, 256)));
   }
 
   void read_mode(const toml::table& root) {
@@ -153,7 +155,7 @@ class SweepReader {
 
   // The entries of a table in file order, each key checked as a key path.
   std::vector<std::pair<const toml::key*, const toml::node*>> key_paths(const toml::table& table,
-                                                                         std::string_view name) const {
+                                                                        std::string_view name) const {
     std::vector<std::pair<const toml::key*, const toml::node*>> entries;
     for (auto&& [key, node] : table) entries.emplace_back(&key, &node);
     std::sort(entries.begin(), entries.end(),
@@ -191,8 +193,8 @@ class SweepReader {
     std::size_t points = 1;
     for (const SweepAxis& axis : sweep_.axes) {
       if (sweep_.mode == SweepMode::zip && axis.labels.size() != sweep_.axes.front().labels.size())
-        throw SweepError(fmt::format("{}: axes: {}: {} values, but {} has {}; zip takes lists of one length", axis.where,
-                                     axis.key, axis.labels.size(), sweep_.axes.front().key,
+        throw SweepError(fmt::format("{}: axes: {}: {} values, but {} has {}; zip takes lists of one length",
+                                     axis.where, axis.key, axis.labels.size(), sweep_.axes.front().key,
                                      sweep_.axes.front().labels.size()));
       points = sweep_.mode == SweepMode::zip ? axis.labels.size() : points * axis.labels.size();
       if (points > kMaxPoints)
@@ -203,13 +205,16 @@ class SweepReader {
   void read_labels(const toml::table& root) {
     const toml::node* node = root.get("labels");
     if (node == nullptr) return;
-    if (sweep_.mode != SweepMode::zip) fail(node->source(), R"(labels: only with mode = "zip" (a grid's points are named by their values))");
+    if (sweep_.mode != SweepMode::zip)
+      fail(node->source(), R"(labels: only with mode = "zip" (a grid's points are named by their values))");
     const toml::array* labels = node->as_array();
     if (labels == nullptr || labels->size() != sweep_.size())
-      fail(node->source(), fmt::format("labels: expected a list of {} names, one per point, got {}", sweep_.size(),
-                                       labels ? fmt::format("{} entries", labels->size()) : base::describe_value(*node)));
+      fail(node->source(),
+           fmt::format("labels: expected a list of {} names, one per point, got {}", sweep_.size(),
+                       labels ? fmt::format("{} entries", labels->size()) : base::describe_value(*node)));
     for (const toml::node& label : *labels) {
-      if (!label.is_string()) fail(label.source(), fmt::format("labels: expected a name, got {}", base::describe_value(label)));
+      if (!label.is_string())
+        fail(label.source(), fmt::format("labels: expected a name, got {}", base::describe_value(label)));
       sweep_.labels.push_back(label.as_string()->get());
     }
   }
@@ -250,7 +255,8 @@ void set_at(toml::table& root, const std::vector<Segment>& path, toml::node&& va
       child = array->get(*segment.index);
     }
     table = child->as_table();
-    if (table == nullptr) fail(fmt::format("{} in the {} is {}, not a table", segment.key, document, base::describe_value(*child)));
+    if (table == nullptr)
+      fail(fmt::format("{} in the {} is {}, not a table", segment.key, document, base::describe_value(*child)));
   }
 }
 
@@ -299,8 +305,8 @@ class PointBuilder {
     try {
       return toml::parse(text, std::string_view(sweep_.experiment_path));
     } catch (const toml::parse_error& error) {
-      throw ExperimentError(fmt::format("{}: {}", position(error.source(), sweep_.experiment_path),
-                                        base::one_line(error.description())));
+      throw ExperimentError(
+          fmt::format("{}: {}", position(error.source(), sweep_.experiment_path), base::one_line(error.description())));
     }
   }
 
@@ -356,7 +362,8 @@ std::vector<std::size_t> Sweep::coordinates(std::size_t index) const {
 std::string Sweep::describe(std::size_t index) const {
   const std::vector<std::size_t> at = coordinates(index);
   std::vector<std::string> parts;
-  for (std::size_t a = 0; a < axes.size(); ++a) parts.push_back(fmt::format("{} = {}", axes[a].key, axes[a].labels[at[a]]));
+  for (std::size_t a = 0; a < axes.size(); ++a)
+    parts.push_back(fmt::format("{} = {}", axes[a].key, axes[a].labels[at[a]]));
   return detail::join(parts);
 }
 
@@ -370,7 +377,8 @@ SweepPoint make_point(const Sweep& sweep, std::size_t index) {
   try {
     return PointBuilder(sweep, index).build();
   } catch (const std::runtime_error& error) {  // SweepError, ExperimentError, ScenarioError
-    throw SweepError(fmt::format("point {} of {} ({}): {}", index + 1, sweep.size(), sweep.describe(index), error.what()));
+    throw SweepError(
+        fmt::format("point {} of {} ({}): {}", index + 1, sweep.size(), sweep.describe(index), error.what()));
   }
 }
 

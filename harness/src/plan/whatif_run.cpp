@@ -18,7 +18,8 @@ namespace wanlab::harness {
 namespace {
 
 bool any_prefill(const std::vector<PointResult>& results) {
-  return std::any_of(results.begin(), results.end(), [](const PointResult& r) { return r.utilization_with_prefill.has_value(); });
+  return std::any_of(results.begin(), results.end(),
+                     [](const PointResult& r) { return r.utilization_with_prefill.has_value(); });
 }
 
 std::string optional_cell(const std::optional<double>& value, std::string_view format) {
@@ -36,11 +37,16 @@ struct Metric {
 };
 
 constexpr Metric kMetrics[] = {
-    {"iteration_s", "mean iteration time (s)", false, false, "{:.6f}", [](const PointResult& r) -> std::optional<double> { return r.iteration_s; }},
-    {"gpu_utilization", "GPU utilization (training)", true, false, "{:.4f}", [](const PointResult& r) -> std::optional<double> { return r.gpu_utilization; }},
-    {"tokens_per_s", "training tokens/s", false, false, "{:.1f}", [](const PointResult& r) -> std::optional<double> { return r.tokens_per_s; }},
-    {"gpu_utilization_with_prefill", "GPU utilization with prefill", true, true, "{:.4f}", [](const PointResult& r) { return r.utilization_with_prefill; }},
-    {"prefill_tokens_per_s", "prefill tokens/s", false, true, "{:.1f}", [](const PointResult& r) { return r.prefill_tokens_per_s; }},
+    {"iteration_s", "mean iteration time (s)", false, false, "{:.6f}",
+     [](const PointResult& r) -> std::optional<double> { return r.iteration_s; }},
+    {"gpu_utilization", "GPU utilization (training)", true, false, "{:.4f}",
+     [](const PointResult& r) -> std::optional<double> { return r.gpu_utilization; }},
+    {"tokens_per_s", "training tokens/s", false, false, "{:.1f}",
+     [](const PointResult& r) -> std::optional<double> { return r.tokens_per_s; }},
+    {"gpu_utilization_with_prefill", "GPU utilization with prefill", true, true, "{:.4f}",
+     [](const PointResult& r) { return r.utilization_with_prefill; }},
+    {"prefill_tokens_per_s", "prefill tokens/s", false, true, "{:.1f}",
+     [](const PointResult& r) { return r.prefill_tokens_per_s; }},
     {"ttft_p99_s", "TTFT p99 (s)", false, true, "{:.3f}", [](const PointResult& r) { return r.ttft_p99_s; }},
 };
 
@@ -115,8 +121,8 @@ std::string series_of(const Sweep& sweep, std::size_t axis, std::size_t index) {
 
 // What the points are plotted against: per point its x and its series.
 struct PlotAxis {
-  std::string name;    // in titles: "parallel.dp"
-  std::string label;   // under the x axis: "testbed.link[0].delay (ms)"
+  std::string name;   // in titles: "parallel.dp"
+  std::string label;  // under the x axis: "testbed.link[0].delay (ms)"
   std::vector<std::string> categories;
   std::vector<double> x;
   std::vector<std::string> series;  // "" for one line, named after the metric
@@ -154,7 +160,8 @@ PointResult run_point(const Sweep& sweep, std::size_t index, const SweepPoint& p
   try {
     record = simulate_experiment(point.experiment, point.scenario);
   } catch (const std::runtime_error& error) {  // the planner's ExperimentError, the simulator's limits
-    throw SweepError(fmt::format("point {} of {} ({}): {}", index + 1, sweep.size(), sweep.describe(index), error.what()));
+    throw SweepError(
+        fmt::format("point {} of {} ({}): {}", index + 1, sweep.size(), sweep.describe(index), error.what()));
   }
   const RunSummary run = summarize_run(summarize(record));
   PointResult result;
@@ -215,8 +222,11 @@ std::string points_table(const Sweep& sweep, const std::vector<PointResult>& res
 std::vector<LinePlot> axis_plots(const Sweep& sweep, const std::vector<PointResult>& results, std::size_t axis) {
   const SweepAxis& swept = sweep.axes.at(axis);
   const AxisX x = axis_x(swept);
-  PlotAxis plot_axis{swept.key, x.unit.empty() ? swept.key : fmt::format("{} ({})", swept.key, x.unit),
-                     x.categorical ? swept.labels : std::vector<std::string>{}, {}, {}};
+  PlotAxis plot_axis{swept.key,
+                     x.unit.empty() ? swept.key : fmt::format("{} ({})", swept.key, x.unit),
+                     x.categorical ? swept.labels : std::vector<std::string>{},
+                     {},
+                     {}};
   for (std::size_t i = 0; i < results.size(); ++i) {
     plot_axis.x.push_back(x.values[sweep.coordinates(i)[axis]]);
     plot_axis.series.push_back(series_of(sweep, axis, i));

@@ -11,8 +11,8 @@ namespace {
 namespace ctl = control;
 namespace em = wanlab::emulator;
 
-constexpr std::uint16_t kIntraDcPort = 47000;  // + worker id
-constexpr std::uint16_t kCrossDcPort = 48000;  // + worker id
+constexpr std::uint16_t kIntraDcPort = 47000;                // + worker id
+constexpr std::uint16_t kCrossDcPort = 48000;                // + worker id
 constexpr std::uint32_t kCrossDcChunk = kCrossDcChunkBytes;  // tcp_model.hpp: the simulator models the striping
 
 // Intra-DC channels carry the large all-reduce pieces: large chunks, few
@@ -31,12 +31,14 @@ ctl::ChannelTuning cross_dc_tuning(int id) {
 // Bytes/s per connection of `from`'s sends to `to`: the directed pair's
 // rate x scale over the streams (and at most the pair's flow rate); 0 where
 // the pair is unlimited or the experiment turns pacing off.
-std::uint64_t pacing_rate(const Experiment& experiment, const em::Scenario& scenario, const Worker& from, const Worker& to) {
+std::uint64_t pacing_rate(const Experiment& experiment, const em::Scenario& scenario, const Worker& from,
+                          const Worker& to) {
   if (!experiment.pacing) return 0;
   const em::PairParams pair = scenario.pair(from.dc, to.dc);
   if (pair.rate_bps == 0) return 0;
   double per_stream = static_cast<double>(pair.rate_bps) * experiment.scale / std::max(1, experiment.streams);
-  if (pair.flow_rate_bps > 0) per_stream = std::min(per_stream, static_cast<double>(pair.flow_rate_bps) * experiment.scale);
+  if (pair.flow_rate_bps > 0)
+    per_stream = std::min(per_stream, static_cast<double>(pair.flow_rate_bps) * experiment.scale);
   return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(per_stream / 8));
 }
 

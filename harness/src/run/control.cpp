@@ -13,12 +13,11 @@ namespace {
 using namespace wire;
 
 // Type bytes, in the order of the Message variant (index + 1).
-constexpr const char* kTypeNames[] = {"hello",           "assign",        "listening",      "connect",
-                                      "ready",           "start",         "gate_request",   "gate_grant",
-                                      "gate_release",    "report",        "stop",           "failed",
-                                      "prefill_hello",   "sink_hello",    "sink_assign",    "prefill_assign",
-                                      "prefill_task",    "prefill_done",  "prefill_missed", "kv_gate_request",
-                                      "kv_gate_grant",   "kv_gate_release", "kv_sent",      "kv_arrived"};
+constexpr const char* kTypeNames[] = {
+    "hello",          "assign",          "listening",     "connect",         "ready",        "start",
+    "gate_request",   "gate_grant",      "gate_release",  "report",          "stop",         "failed",
+    "prefill_hello",  "sink_hello",      "sink_assign",   "prefill_assign",  "prefill_task", "prefill_done",
+    "prefill_missed", "kv_gate_request", "kv_gate_grant", "kv_gate_release", "kv_sent",      "kv_arrived"};
 static_assert(std::size(kTypeNames) == std::variant_size_v<Message>);
 
 constexpr int kMaxOpKind = static_cast<int>(OpKind::allreduce);
@@ -193,7 +192,6 @@ void write_fields(Writer& out, const Report& m) {
 }
 void write_fields(Writer& out, const Failed& m) { out.string(m.reason.substr(0, kMaxString)); }
 
-
 Message read_hello(Reader& in) {
   Hello m;
   m.worker = in.index("worker");
@@ -267,7 +265,6 @@ Message read_report(Reader& in) {
   for (std::size_t i = 0; i < sends; ++i) m.sends.push_back(read_send_record(in));
   return m;
 }
-
 
 Message read_fields(std::size_t index, Reader& in) {
   switch (index) {

@@ -134,7 +134,8 @@ Message read_prefill_task(Reader& in) {
   if (m.end_layer < m.first_layer) in.fail(fmt::format("layers [{}, {}) are backwards", m.first_layer, m.end_layer));
   if (m.end_layer == m.first_layer) in.fail(fmt::format("empty layer range [{}, {})", m.first_layer, m.end_layer));
   if (m.end_by_ns < m.start_ns + static_cast<std::int64_t>(m.duration_ns))
-    in.fail(fmt::format("the slot's end ({}) before its start ({}) + duration ({})", m.end_by_ns, m.start_ns, m.duration_ns));
+    in.fail(fmt::format("the slot's end ({}) before its start ({}) + duration ({})", m.end_by_ns, m.start_ns,
+                        m.duration_ns));
   return m;
 }
 

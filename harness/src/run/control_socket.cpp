@@ -17,7 +17,8 @@ asio::awaitable<std::optional<control::Message>> ControlSocket::read() {
   for (;;) {
     if (auto message = frames_.next()) co_return message;
     std::error_code ec;
-    const std::size_t n = co_await socket_.async_read_some(asio::buffer(buffer), asio::redirect_error(asio::use_awaitable, ec));
+    const std::size_t n =
+        co_await socket_.async_read_some(asio::buffer(buffer), asio::redirect_error(asio::use_awaitable, ec));
     if (ec == asio::error::eof) {
       if (frames_.pending())
         throw control::ControlError("connection closed in the middle of a frame (" + std::to_string(frames_.pending()) +
@@ -33,7 +34,8 @@ void ControlSocket::post(const control::Message& message) {
   outgoing_.push_back(control::encode(message));
   if (writing_) return;
   writing_ = true;
-  asio::co_spawn(socket_.get_executor(), [self = shared_from_this()] { return self->write_queued(); }, asio::detached);
+  asio::co_spawn(
+      socket_.get_executor(), [self = shared_from_this()] { return self->write_queued(); }, asio::detached);
 }
 
 asio::awaitable<void> ControlSocket::write_queued() {

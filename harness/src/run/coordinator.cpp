@@ -66,7 +66,8 @@ struct Failure {
 
 class Coordinator {
  public:
-  Coordinator(const Plan& plan, const em::Scenario& scenario, const em::TestbedState& testbed, const RunOptions& options)
+  Coordinator(const Plan& plan, const em::Scenario& scenario, const em::TestbedState& testbed,
+              const RunOptions& options)
       : plan_(plan), scenario_(scenario), testbed_(testbed), options_(options), gate_(plan) {
     workers_.resize(plan.workers.size());
     for (std::size_t i = 0; i < plan.workers.size(); ++i) {
@@ -78,7 +79,8 @@ class Coordinator {
     harness_dir_ = em::run_dir(testbed.name) + "/harness";
     control_dir_ = harness_dir_ + "/control";
     if (plan.experiment.prefill.enabled)
-      prefill_.emplace(PrefillService::Setup{&plan_, &scenario_, &testbed_, control_dir_, &io_, &changed_, &gate_, options_.log});
+      prefill_.emplace(
+          PrefillService::Setup{&plan_, &scenario_, &testbed_, control_dir_, &io_, &changed_, &gate_, options_.log});
   }
 
   ~Coordinator() { cleanup(); }
@@ -194,8 +196,8 @@ class Coordinator {
     std::string ids;
     for (std::size_t i = 0; i < workers_.size(); ++i)
       if (!predicate(workers_[i])) ids += fmt::format("{}{}", ids.empty() ? "" : ", ", i);
-    return fmt::format("timed out after {} s waiting for workers to be {}: not yet {}", options_.startup_timeout.count(),
-                       what, ids);
+    return fmt::format("timed out after {} s waiting for workers to be {}: not yet {}",
+                       options_.startup_timeout.count(), what, ids);
   }
 
   asio::awaitable<void> watch_interrupts() {
@@ -336,8 +338,10 @@ class Coordinator {
     if (options_.iteration_timeout.count() > 0) return options_.iteration_timeout;
     try {
       const RunRecord simulated = simulate_training(plan_, scenario_, LinkModel{}, 1);
-      const double seconds = simulated.iteration_end_ns.empty() ? 0
-                                 : static_cast<double>(simulated.iteration_end_ns[0] - simulated.iteration_start_ns[0]) / 1e9;
+      const double seconds =
+          simulated.iteration_end_ns.empty()
+              ? 0
+              : static_cast<double>(simulated.iteration_end_ns[0] - simulated.iteration_start_ns[0]) / 1e9;
       return std::chrono::seconds(30 + static_cast<long>(10 * seconds));
     } catch (const std::exception&) {
       return std::chrono::seconds(300);
@@ -355,13 +359,15 @@ class Coordinator {
       prefill_->link_changed();  // the gate started over
     }
     const auto timeout = iteration_timeout_ ? *iteration_timeout_ : *(iteration_timeout_ = iteration_timeout());
-    co_await wait_for([&] { return all([i](const WorkerState& w) { return w.reported >= i; }); }, Clock::now() + timeout,
-                      [&] {
-                        return fmt::format("iteration {} did not finish within {} s: {}{}", i, timeout.count(),
-                                           missing_reports(i), gate_.link_count() ? "; links: " + gate_.describe() : "");
-                      });
+    co_await wait_for(
+        [&] { return all([i](const WorkerState& w) { return w.reported >= i; }); }, Clock::now() + timeout,
+        [&] {
+          return fmt::format("iteration {} did not finish within {} s: {}{}", i, timeout.count(), missing_reports(i),
+                             gate_.link_count() ? "; links: " + gate_.describe() : "");
+        });
     finish_iteration(i, start);
-    const double seconds = static_cast<double>(record_.iteration_end_ns.back() - record_.iteration_start_ns.back()) / 1e9;
+    const double seconds =
+        static_cast<double>(record_.iteration_end_ns.back() - record_.iteration_start_ns.back()) / 1e9;
     if (options_.progress) {
       Progress progress;
       progress.iteration = i;
@@ -382,7 +388,8 @@ class Coordinator {
 
   void accept_report(int id, ctl::Report report) {
     if (report.iteration != current_iteration_ || workers_[id].reported >= report.iteration)
-      throw ctl::ControlError(fmt::format("report of iteration {} while iteration {} runs", report.iteration, current_iteration_));
+      throw ctl::ControlError(
+          fmt::format("report of iteration {} while iteration {} runs", report.iteration, current_iteration_));
     const int iteration = report.iteration;
     const std::int64_t delayed_ns = report.delayed_ns;
     reports_.accept(id, *workers_[id].plan, std::move(report));
@@ -402,7 +409,8 @@ class Coordinator {
     for (auto& w : workers_) w.control->post(ctl::Stop{});
     if (prefill_) prefill_->stop();
     const auto ended = [](const WorkerState& w) { return w.exit_status.has_value() || w.pid <= 0; };
-    co_await changed_.wait_for([&] { return all(ended) && (!prefill_ || prefill_->all_exited()); }, Clock::now() + kExitWait);
+    co_await changed_.wait_for([&] { return all(ended) && (!prefill_ || prefill_->all_exited()); },
+                               Clock::now() + kExitWait);
     if (prefill_) record_.prefill = prefill_->finish(record_);
     for (std::size_t i = 0; i < workers_.size(); ++i) {
       const auto& status = workers_[i].exit_status;
@@ -477,7 +485,8 @@ RunRecord run_plan(const Plan& plan, const emulator::Scenario& scenario, const e
   RunRecord record = coordinator.run();
   // The same plan's transfers as the simulator moves them, for results.json.
   record.simulated_transfers =
-      simulate_training(plan, scenario, link_model_for(scenario, plan.experiment.scale), plan.experiment.iterations).transfers;
+      simulate_training(plan, scenario, link_model_for(scenario, plan.experiment.scale), plan.experiment.iterations)
+          .transfers;
   return record;
 }
 

@@ -34,14 +34,17 @@ std::array<std::byte, kDataHeaderBytes> encode_header(const DataHeader& header) 
 
 DataHeader decode_header(std::span<const std::byte> bytes) {
   if (bytes.size() < kDataHeaderBytes)
-    throw std::runtime_error(fmt::format("data message of {} bytes, shorter than its {}-byte header", bytes.size(), kDataHeaderBytes));
-  if (get(&bytes[0]) != kDataMagic) throw std::runtime_error(fmt::format("data message with bad magic {:#x}", get(&bytes[0])));
-  DataHeader header{get_int(&bytes[4]), get_int(&bytes[8]), get_int(&bytes[12]), get_int(&bytes[16]), get_int(&bytes[20]),
-                    get(&bytes[24]) | std::uint64_t{get(&bytes[28])} << 32};
+    throw std::runtime_error(
+        fmt::format("data message of {} bytes, shorter than its {}-byte header", bytes.size(), kDataHeaderBytes));
+  if (get(&bytes[0]) != kDataMagic)
+    throw std::runtime_error(fmt::format("data message with bad magic {:#x}", get(&bytes[0])));
+  DataHeader header{get_int(&bytes[4]),  get_int(&bytes[8]),  get_int(&bytes[12]),
+                    get_int(&bytes[16]), get_int(&bytes[20]), get(&bytes[24]) | std::uint64_t{get(&bytes[28])} << 32};
   if (header.iteration < 0 || header.sender < 0 || header.sender_op < 0 || header.microbatch < -1 || header.step < -1 ||
       (header.microbatch < 0) == (header.step < 0))
-    throw std::runtime_error(fmt::format("data message with a bad header (iteration {}, sender {}, microbatch {}, step {}, op {})",
-                                         header.iteration, header.sender, header.microbatch, header.step, header.sender_op));
+    throw std::runtime_error(
+        fmt::format("data message with a bad header (iteration {}, sender {}, microbatch {}, step {}, op {})",
+                    header.iteration, header.sender, header.microbatch, header.step, header.sender_op));
   if (header.modelled_bytes > 0 && bytes.size() != kDataHeaderBytes)
     throw std::runtime_error(fmt::format("data message standing for {} bytes also carries {}", header.modelled_bytes,
                                          bytes.size() - kDataHeaderBytes));
@@ -60,12 +63,14 @@ std::array<std::byte, kKvHeaderBytes> encode_kv_header(const KvHeader& header) {
 
 KvHeader decode_kv_header(std::span<const std::byte> bytes) {
   if (bytes.size() < kKvHeaderBytes)
-    throw std::runtime_error(fmt::format("KV message of {} bytes, shorter than its {}-byte header", bytes.size(), kKvHeaderBytes));
-  if (get(&bytes[0]) != kKvMagic) throw std::runtime_error(fmt::format("KV message with bad magic {:#x}", get(&bytes[0])));
+    throw std::runtime_error(
+        fmt::format("KV message of {} bytes, shorter than its {}-byte header", bytes.size(), kKvHeaderBytes));
+  if (get(&bytes[0]) != kKvMagic)
+    throw std::runtime_error(fmt::format("KV message with bad magic {:#x}", get(&bytes[0])));
   const KvHeader header{get_int(&bytes[4]), get_int(&bytes[8]), get_int(&bytes[12]), get_int(&bytes[16])};
   if (header.worker < 0 || header.batch < 0 || header.piece < 0 || header.pieces < 1 || header.piece >= header.pieces)
-    throw std::runtime_error(fmt::format("KV message with a bad header (worker {}, batch {}, piece {} of {})", header.worker,
-                                         header.batch, header.piece, header.pieces));
+    throw std::runtime_error(fmt::format("KV message with a bad header (worker {}, batch {}, piece {} of {})",
+                                         header.worker, header.batch, header.piece, header.pieces));
   return header;
 }
 

@@ -93,8 +93,8 @@ class DecodeSink {
     options.max_message_size = assign_->max_message_bytes + kKvHeaderBytes;
     // Room for one whole KV message from every prefill worker at once.
     const auto one = transport::MemoryBudget::charge_of(options.max_message_size, transport::kMinChunkSize);
-    budget_ = std::make_shared<transport::MemoryBudget>(std::max(transport::ChannelOptions{}.memory_budget,
-                                                                 (static_cast<std::uint64_t>(assign_->senders) + 1) * one));
+    budget_ = std::make_shared<transport::MemoryBudget>(
+        std::max(transport::ChannelOptions{}.memory_budget, (static_cast<std::uint64_t>(assign_->senders) + 1) * one));
     options.shared_memory_budget = budget_;
     options.idle_timeout = std::chrono::milliseconds(0);
     options.handshake_timeout = std::chrono::seconds(20);
@@ -102,7 +102,8 @@ class DecodeSink {
     try {
       acceptor_.emplace(transport::Acceptor::listen(io_.get_executor(), endpoint, options));
     } catch (const std::exception& error) {
-      throw SinkFailure(fmt::format("listening on {}:{}: {}", endpoint.address().to_string(), endpoint.port(), error.what()));
+      throw SinkFailure(
+          fmt::format("listening on {}:{}: {}", endpoint.address().to_string(), endpoint.port(), error.what()));
     }
   }
 
@@ -129,7 +130,9 @@ class DecodeSink {
         message = co_await channel->receive();
       } catch (const std::exception& error) {
         // Its prefill worker died or was stopped: the coordinator sees its exit.
-        if (!stop_) fmt::print(stderr, "wanlab decode-sink: KV channel of prefill worker {}: {}\n", worker.value_or(-1), error.what());
+        if (!stop_)
+          fmt::print(stderr, "wanlab decode-sink: KV channel of prefill worker {}: {}\n", worker.value_or(-1),
+                     error.what());
         co_return;
       }
       if (!message) co_return;

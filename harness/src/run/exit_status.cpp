@@ -13,11 +13,13 @@
 namespace wanlab::harness::run_detail {
 
 std::string describe_status(int status) {
-  if (WIFSIGNALED(status)) return fmt::format("killed by signal {} ({})", WTERMSIG(status), ::strsignal(WTERMSIG(status)));
+  if (WIFSIGNALED(status))
+    return fmt::format("killed by signal {} ({})", WTERMSIG(status), ::strsignal(WTERMSIG(status)));
   const int code = WEXITSTATUS(status);
   // A container runtime's client reports a signal that ended the worker as 128 + its number.
   if (code > 128 && code < 128 + 65)
-    return fmt::format("exited with status {} (its worker was killed by signal {}, {})", code, code - 128, ::strsignal(code - 128));
+    return fmt::format("exited with status {} (its worker was killed by signal {}, {})", code, code - 128,
+                       ::strsignal(code - 128));
   return fmt::format("exited with status {}", code);
 }
 

@@ -46,7 +46,8 @@ asio::awaitable<EmulatedGpu::Interval> EmulatedGpu::compute(asio::any_io_executo
 
 std::int64_t EmulatedGpu::busy_ns(std::int64_t from_ns, std::int64_t to_ns) const {
   std::int64_t total = 0;
-  for (const Interval& i : busy_) total += std::max<std::int64_t>(0, std::min(i.end_ns, to_ns) - std::max(i.start_ns, from_ns));
+  for (const Interval& i : busy_)
+    total += std::max<std::int64_t>(0, std::min(i.end_ns, to_ns) - std::max(i.start_ns, from_ns));
   return total;
 }
 

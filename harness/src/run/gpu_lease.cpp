@@ -62,9 +62,11 @@ GpuLease GpuLease::open(const std::string& path) {
   struct stat st {};
   if (::fstat(fd.get(), &st) < 0) fail("reading its size", path);
   if (!S_ISREG(st.st_mode) || st.st_size != static_cast<off_t>(kFileBytes))
-    throw std::runtime_error(fmt::format("GPU lease {}: not a lease file ({} bytes, expected {})", path, st.st_size, kFileBytes));
+    throw std::runtime_error(
+        fmt::format("GPU lease {}: not a lease file ({} bytes, expected {})", path, st.st_size, kFileBytes));
   GpuLease lease(path, map(path, fd.get()));
-  if (lease.shared_->magic != kMagic) throw std::runtime_error(fmt::format("GPU lease {}: not a lease file (bad magic)", path));
+  if (lease.shared_->magic != kMagic)
+    throw std::runtime_error(fmt::format("GPU lease {}: not a lease file (bad magic)", path));
   return lease;
 }
 
@@ -99,7 +101,8 @@ GpuLease::Reservation GpuLease::reserve(std::int64_t now_ns, std::uint64_t durat
   }
 }
 
-std::optional<GpuLease::Reservation> GpuLease::try_lease(std::int64_t now_ns, std::uint64_t duration_ns, GpuOwner owner) {
+std::optional<GpuLease::Reservation> GpuLease::try_lease(std::int64_t now_ns, std::uint64_t duration_ns,
+                                                         GpuOwner owner) {
   std::int64_t seen = shared_->busy_until_ns.load(std::memory_order_acquire);
   const std::int64_t end = now_ns + static_cast<std::int64_t>(duration_ns);
   while (seen <= now_ns) {

@@ -51,7 +51,8 @@ class GpuLease {
   // [max(now_ns, busy_until), + duration_ns): always succeeds.
   Reservation reserve(std::int64_t now_ns, std::uint64_t duration_ns, GpuOwner owner = GpuOwner::training);
   // [now_ns, now_ns + duration_ns) if the GPU is free at now_ns; else nullopt.
-  std::optional<Reservation> try_lease(std::int64_t now_ns, std::uint64_t duration_ns, GpuOwner owner = GpuOwner::prefill);
+  std::optional<Reservation> try_lease(std::int64_t now_ns, std::uint64_t duration_ns,
+                                       GpuOwner owner = GpuOwner::prefill);
 
   std::int64_t busy_until_ns() const;
   GpuOwner last_owner() const;

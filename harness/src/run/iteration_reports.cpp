@@ -12,13 +12,15 @@ namespace ctl = control;
 
 // One record per cross-DC send op of the plan, each once.
 void check_send_records(const std::vector<Op>& ops, const std::vector<ctl::SendRecord>& sends) {
-  const auto planned = std::count_if(ops.begin(), ops.end(), [](const Op& op) { return op.kind == OpKind::send && op.cross_dc; });
+  const auto planned =
+      std::count_if(ops.begin(), ops.end(), [](const Op& op) { return op.kind == OpKind::send && op.cross_dc; });
   std::set<int> seen;
   for (const auto& send : sends) {
-    const bool cross_dc_send = send.op_index < static_cast<int>(ops.size()) && ops[send.op_index].kind == OpKind::send &&
-                               ops[send.op_index].cross_dc;
+    const bool cross_dc_send = send.op_index < static_cast<int>(ops.size()) &&
+                               ops[send.op_index].kind == OpKind::send && ops[send.op_index].cross_dc;
     if (!cross_dc_send || !seen.insert(send.op_index).second)
-      throw ctl::ControlError(fmt::format("send record for op {} does not match the plan's cross-DC sends", send.op_index));
+      throw ctl::ControlError(
+          fmt::format("send record for op {} does not match the plan's cross-DC sends", send.op_index));
   }
   if (static_cast<std::ptrdiff_t>(sends.size()) != planned)
     throw ctl::ControlError(fmt::format("{} send records for {} planned cross-DC sends", sends.size(), planned));
@@ -72,7 +74,8 @@ std::optional<TransferRecord> IterationReports::transfer_of(const Plan& plan, in
 void IterationReports::finish(const Plan& plan, int iteration, std::int64_t start_ns, std::int64_t origin_ns,
                               RunRecord& record) {
   for (const auto& [worker, send] : pending_sends_)
-    if (auto transfer = transfer_of(plan, iteration, worker, send, origin_ns)) record.transfers.push_back(std::move(*transfer));
+    if (auto transfer = transfer_of(plan, iteration, worker, send, origin_ns))
+      record.transfers.push_back(std::move(*transfer));
   pending_sends_.clear();
   std::int64_t end = start_ns;
   for (Event& e : pending_events_) {

@@ -25,8 +25,8 @@ class IterationReports {
   void finish(const Plan& plan, int iteration, std::int64_t start_ns, std::int64_t origin_ns, RunRecord& record);
 
  private:
-  std::optional<TransferRecord> transfer_of(const Plan& plan, int iteration, int worker, const control::SendRecord& send,
-                                            std::int64_t origin_ns) const;
+  std::optional<TransferRecord> transfer_of(const Plan& plan, int iteration, int worker,
+                                            const control::SendRecord& send, std::int64_t origin_ns) const;
 
   std::vector<Event> pending_events_;
   std::vector<std::pair<int, control::SendRecord>> pending_sends_;  // (sender, its record) of this iteration

@@ -25,7 +25,8 @@ LinkGate::LinkGate(const Plan& plan) {
   // std::map orders by (link, slot): each link's slots come out increasing.
   for (auto& [key, sends] : sends_of_slot) {
     Link& link = links_[key.first];
-    for (const auto& [worker, op_index] : sends) ops_[{worker, op_index}] = GatedOp{key.first, link.slots.size(), State::idle};
+    for (const auto& [worker, op_index] : sends)
+      ops_[{worker, op_index}] = GatedOp{key.first, link.slots.size(), State::idle};
     link.slots.push_back(key.second);
     link.sends.push_back(std::move(sends));
   }
@@ -41,7 +42,9 @@ void LinkGate::start_iteration(int iteration) {
 
 LinkGate::GatedOp& LinkGate::find(int worker, int iteration, int op_index, const char* action) {
   const auto it = ops_.find({worker, op_index});
-  if (it == ops_.end()) throw GateError(fmt::format("worker {} {} the link for op {}, which is not a gated send", worker, action, op_index));
+  if (it == ops_.end())
+    throw GateError(
+        fmt::format("worker {} {} the link for op {}, which is not a gated send", worker, action, op_index));
   if (iteration != iteration_)
     throw GateError(fmt::format("worker {} {} the link for op {} in iteration {}, but iteration {} is running", worker,
                                 action, op_index, iteration, iteration_));
@@ -50,7 +53,8 @@ LinkGate::GatedOp& LinkGate::find(int worker, int iteration, int op_index, const
 
 std::vector<LinkGate::Grant> LinkGate::request(int worker, int iteration, int op_index) {
   GatedOp& op = find(worker, iteration, op_index, "asked for");
-  if (op.state != State::idle) throw GateError(fmt::format("worker {} asked twice for the link for op {}", worker, op_index));
+  if (op.state != State::idle)
+    throw GateError(fmt::format("worker {} asked twice for the link for op {}", worker, op_index));
   op.state = State::requested;
   if (op.slot_index != links_[op.link].current) return {};
   op.state = State::granted;
@@ -70,9 +74,8 @@ std::vector<LinkGate::Grant> LinkGate::advance(Link& link) {
   std::vector<Grant> grants;
   while (link.current < link.slots.size()) {
     const auto& sends = link.sends[link.current];
-    const bool all_released = std::all_of(sends.begin(), sends.end(), [&](const auto& send) {
-      return ops_.at(send).state == State::released;
-    });
+    const bool all_released = std::all_of(sends.begin(), sends.end(),
+                                          [&](const auto& send) { return ops_.at(send).state == State::released; });
     if (!all_released) break;
     ++link.current;
     if (link.current == link.slots.size()) break;
@@ -112,7 +115,10 @@ std::string LinkGate::describe() const {
     std::string waiting;
     for (const auto& [worker, op_index] : link.sends[link.current]) {
       const State state = ops_.at({worker, op_index}).state;
-      const char* what = state == State::idle ? "not asked yet" : state == State::requested ? "asked" : state == State::granted ? "sending" : "done";
+      const char* what = state == State::idle        ? "not asked yet"
+                         : state == State::requested ? "asked"
+                         : state == State::granted   ? "sending"
+                                                     : "done";
       waiting += fmt::format("{}worker {} op {} {}", waiting.empty() ? "" : ", ", worker, op_index, what);
     }
     text += fmt::format("{} at slot {} ({} of {}: {})", link.name, link.slots[link.current], link.current + 1,

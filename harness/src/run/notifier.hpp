@@ -41,7 +41,9 @@ class Notifier {
 
  private:
   struct Registration {
-    Registration(std::set<asio::steady_timer*>& set, asio::steady_timer* timer) : set_(set), timer_(timer) { set_.insert(timer_); }
+    Registration(std::set<asio::steady_timer*>& set, asio::steady_timer* timer) : set_(set), timer_(timer) {
+      set_.insert(timer_);
+    }
     ~Registration() { set_.erase(timer_); }
     Registration(const Registration&) = delete;
     Registration& operator=(const Registration&) = delete;

@@ -127,8 +127,8 @@ void PrefillService::kv_sent(const ctl::KvSent& sent) {
 void PrefillService::kv_done(BatchState& b, const ctl::KvArrived& arrived) {
   const bool timed = b.kv_start_ns >= 0;
   const std::int64_t start = timed ? b.kv_start_ns : arrived.at_ns;
-  record_.kv.push_back(KvTransfer{b.batch.id, arrived.worker, link_of(arrived.worker), arrived.bytes, start - origin_ns_,
-                                  arrived.at_ns - origin_ns_});
+  record_.kv.push_back(KvTransfer{b.batch.id, arrived.worker, link_of(arrived.worker), arrived.bytes,
+                                  start - origin_ns_, arrived.at_ns - origin_ns_});
   // Admission's next estimates on this route learn how long caches really take.
   if (timed) kv_routes_->observe(arrived.worker, arrived.bytes, arrived.at_ns - start);
   if (!b.over) {  // else failed meanwhile: its requests stay failed

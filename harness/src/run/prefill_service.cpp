@@ -24,7 +24,8 @@ constexpr const char* kMissedReason = "prefill not done by its TTFT SLO: the GPU
 double seconds(std::int64_t ns) { return static_cast<double>(ns) / 1e9; }
 
 // Per worker, the time idle in both `a` and `b` (offsets from an iteration's start).
-std::vector<std::vector<Window>> idle_in_both(const std::vector<std::vector<Window>>& a, const std::vector<std::vector<Window>>& b) {
+std::vector<std::vector<Window>> idle_in_both(const std::vector<std::vector<Window>>& a,
+                                              const std::vector<std::vector<Window>>& b) {
   std::vector<std::vector<Window>> both(std::min(a.size(), b.size()));
   for (std::size_t w = 0; w < both.size(); ++w)
     for (const Window& x : a[w])
@@ -48,7 +49,9 @@ PrefillService::PrefillService(Setup setup) : setup_(std::move(setup)), experime
   record_.training_delay_ns.assign(setup_.plan->workers.size(), 0);
   for (const WorkerPlan& w : setup_.plan->workers) {
     const int dc = decode_dc_of(experiment_, *setup_.scenario, w.worker.dc);
-    if (dc < 0) throw RunError(fmt::format("[prefill] decode_dc \"{}\" is not a DC of the testbed", experiment_.prefill.decode_dc));
+    if (dc < 0)
+      throw RunError(
+          fmt::format("[prefill] decode_dc \"{}\" is not a DC of the testbed", experiment_.prefill.decode_dc));
     auto sink = std::find_if(sinks_.begin(), sinks_.end(), [&](const Sink& s) { return s.dc == dc; });
     if (sink == sinks_.end())
       sink = sinks_.insert(sinks_.end(), Sink{dc, &setup_.testbed->host(decode_host_name(*setup_.scenario, dc)), 0});
@@ -56,7 +59,8 @@ PrefillService::PrefillService(Setup setup) : setup_(std::move(setup)), experime
     sink_of_.push_back(static_cast<int>(sink - sinks_.begin()));
   }
   processes_.resize(sink_of_.size() + sinks_.size());
-  simulated_ = simulate_training(*setup_.plan, *setup_.scenario, link_model_for(*setup_.scenario, experiment_.scale), 1);
+  simulated_ =
+      simulate_training(*setup_.plan, *setup_.scenario, link_model_for(*setup_.scenario, experiment_.scale), 1);
   // Requests over twice the run's simulated length: a slower real run still has arrivals to the end.
   const std::int64_t horizon = 2 * experiment_.iterations * simulated_iteration_ns(*simulated_) + 1'000'000'000;
   requests_ = load_requests(experiment_, horizon);
@@ -66,7 +70,9 @@ PrefillService::PrefillService(Setup setup) : setup_(std::move(setup)), experime
   });
 }
 
-std::string PrefillService::lease_path(int worker) const { return fmt::format("{}/gpu-{}.lease", setup_.control_dir, worker); }
+std::string PrefillService::lease_path(int worker) const {
+  return fmt::format("{}/gpu-{}.lease", setup_.control_dir, worker);
+}
 
 void PrefillService::create_leases() {
   for (int w = 0; w < workers(); ++w) leases_.push_back(GpuLease::create(lease_path(w)));
@@ -98,8 +104,8 @@ void PrefillService::launch(WorkerRuntime& runtime) {
     std::string hosts;
     for (const Sink& s : sinks_) hosts += fmt::format("{}{}", hosts.empty() ? "" : ", ", s.host->name);
     setup_.log(fmt::format("BubbleTea: {} prefill workers and {} on {}; {} requests over the run", workers(),
-                           sinks_.size() == 1 ? "the decode sink" : fmt::format("{} decode sinks", sinks_.size()), hosts,
-                           requests_.size()));
+                           sinks_.size() == 1 ? "the decode sink" : fmt::format("{} decode sinks", sinks_.size()),
+                           hosts, requests_.size()));
   }
 }
 
@@ -129,7 +135,8 @@ bool PrefillService::is_hello(const ctl::Message& message) {
 asio::awaitable<void> PrefillService::serve(std::shared_ptr<ControlSocket> socket, ctl::Message hello) {
   const auto* prefill = std::get_if<ctl::PrefillHello>(&hello);
   const int index = prefill ? prefill->worker : workers() + std::get<ctl::SinkHello>(hello).sink;
-  if (index < 0 || index >= static_cast<int>(processes_.size()) || (prefill && is_sink(index)) || processes_[index].hello)
+  if (index < 0 || index >= static_cast<int>(processes_.size()) || (prefill && is_sink(index)) ||
+      processes_[index].hello)
     throw ctl::ControlError(fmt::format("{} from an unknown or repeated process", ctl::type_name(hello)));
   on_hello(index, socket);
   std::string lost;
@@ -218,7 +225,8 @@ void PrefillService::handle_worker(int worker, ctl::Message& message) {
     const auto held = kv_holding_.find(kv_link(worker));
     if (held == kv_holding_.end() || held->second.worker != worker || held->second.batch != release->batch ||
         held->second.piece != release->piece)
-      throw ctl::ControlError(fmt::format("released KV piece {} of batch {} without holding the link", release->piece, release->batch));
+      throw ctl::ControlError(
+          fmt::format("released KV piece {} of batch {} without holding the link", release->piece, release->batch));
     kv_holding_.erase(held);
     grant_kv();
   } else if (auto* sent = std::get_if<ctl::KvSent>(&message)) {
@@ -235,10 +243,10 @@ void PrefillService::chunk_done(int worker, const ctl::PrefillDone& done) {
   const Chunk& chunk = it->second.batch.chunks[done.chunk];
   // A chunk's slot runs its own layers and those carried over from the batch's earlier slots.
   if (done.end_layer > chunk.end_layer)
-    throw ctl::ControlError(fmt::format("layers [{}, {}) ran in chunk {} of batch {}, which ends at layer {}", done.first_layer,
-                                        done.end_layer, done.chunk, done.batch, chunk.end_layer));
-  record_.spans.push_back(PrefillSpan{worker, done.batch, done.chunk, it->second.batch.tokens, done.first_layer, done.end_layer,
-                                      done.start_ns - origin_ns_, done.end_ns - origin_ns_});
+    throw ctl::ControlError(fmt::format("layers [{}, {}) ran in chunk {} of batch {}, which ends at layer {}",
+                                        done.first_layer, done.end_layer, done.chunk, done.batch, chunk.end_layer));
+  record_.spans.push_back(PrefillSpan{worker, done.batch, done.chunk, it->second.batch.tokens, done.first_layer,
+                                      done.end_layer, done.start_ns - origin_ns_, done.end_ns - origin_ns_});
 }
 
 asio::awaitable<void> PrefillService::watch_exit(int index) {
@@ -277,8 +285,9 @@ void PrefillService::gone(int index, const std::string& why) {
   std::erase_if(windows_, [&](const Window& w) { return affected(w.worker); });
   std::erase_if(kv_waiting_, [&](const KvWaiter& k) { return k.worker == index; });
   std::erase_if(kv_holding_, [&](const auto& held) { return held.second.worker == index; });
-  record_.notes.push_back(fmt::format("{} failed: {}; {} requests failed{}", who(index), why, failed,
-                                      sink ? "; no more prefill on the GPUs that send to it" : "; later batches avoid its GPU"));
+  record_.notes.push_back(
+      fmt::format("{} failed: {}; {} requests failed{}", who(index), why, failed,
+                  sink ? "; no more prefill on the GPUs that send to it" : "; later batches avoid its GPU"));
   if (setup_.log) setup_.log("BubbleTea: " + record_.notes.back());
   grant_kv();
   setup_.changed->notify();
@@ -286,7 +295,8 @@ void PrefillService::gone(int index, const std::string& why) {
 
 // ---- scheduling ------------------------------------------------------------
 
-void PrefillService::start_iteration(int iteration, std::int64_t start_ns, std::int64_t origin_ns, const RunRecord& record) {
+void PrefillService::start_iteration(int iteration, std::int64_t start_ns, std::int64_t origin_ns,
+                                     const RunRecord& record) {
   origin_ns_ = origin_ns;
   iteration_ = iteration;
   // The bubbles seen in both of the last two iterations: an activation that
@@ -299,8 +309,9 @@ void PrefillService::start_iteration(int iteration, std::int64_t start_ns, std::
   const auto simulated = idle_offsets(*simulated_, 0);
   const auto offsets = iteration == 0   ? simulated
                        : iteration == 1 ? idle_in_both(idle_offsets(record, 0), simulated)
-                       : iteration == 2 ? idle_offsets(record, 1)
-                                        : idle_in_both(idle_offsets(record, iteration - 1), idle_offsets(record, iteration - 2));
+                       : iteration == 2
+                           ? idle_offsets(record, 1)
+                           : idle_in_both(idle_offsets(record, iteration - 1), idle_offsets(record, iteration - 2));
   predicted_ = predict_windows(offsets, start_ns - origin_ns_, static_cast<std::int64_t>(experiment_.prefill.guard_ns));
   windows_ = predicted_;
   std::erase_if(windows_, [&](const Window& w) { return !usable(w.worker); });
@@ -313,7 +324,8 @@ void PrefillService::start_iteration(int iteration, std::int64_t start_ns, std::
 
 void PrefillService::finish_iteration(int iteration, const RunRecord& record) {
   if (iteration < 1) return;  // the first includes the connections' set-up
-  const auto errors = prediction_errors(predicted_, idle_offsets(record, iteration), record.iteration_start_ns[iteration], iteration);
+  const auto errors =
+      prediction_errors(predicted_, idle_offsets(record, iteration), record.iteration_start_ns[iteration], iteration);
   record_.prediction.insert(record_.prediction.end(), errors.begin(), errors.end());
 }
 
@@ -324,7 +336,8 @@ asio::awaitable<void> PrefillService::feed_arrivals() {
     co_await sleep_until_ns(origin_ns_ + requests_[next_arrival_].arrival_ns);
     if (stopping_) co_return;
     const std::int64_t now = monotonic_ns() - origin_ns_;
-    while (next_arrival_ < requests_.size() && requests_[next_arrival_].arrival_ns <= now) arrive(requests_[next_arrival_++]);
+    while (next_arrival_ < requests_.size() && requests_[next_arrival_].arrival_ns <= now)
+      arrive(requests_[next_arrival_++]);
     schedule();
   }
 }
@@ -357,7 +370,8 @@ void PrefillService::schedule() {
 std::int64_t PrefillService::slot_end(const Chunk& chunk) const {
   const std::int64_t end = chunk.start_ns + static_cast<std::int64_t>(chunk.duration_ns);
   for (const Window& w : predicted_)
-    if (w.worker == chunk.worker && w.start_ns <= chunk.start_ns && chunk.start_ns < w.end_ns) return std::max(end, w.end_ns);
+    if (w.worker == chunk.worker && w.start_ns <= chunk.start_ns && chunk.start_ns < w.end_ns)
+      return std::max(end, w.end_ns);
   return end;
 }
 
@@ -371,15 +385,16 @@ void PrefillService::place(const Batch& batch) {
                     batch.kv_bytes);
   // The last chunk may finish late while its requests can still meet the
   // SLO: by their deadline less the KV cache's estimated time.
-  const std::int64_t kv_ns = batch.predicted_first_token_ns - (last_chunk.start_ns + static_cast<std::int64_t>(last_chunk.duration_ns));
+  const std::int64_t kv_ns =
+      batch.predicted_first_token_ns - (last_chunk.start_ns + static_cast<std::int64_t>(last_chunk.duration_ns));
   const std::int64_t give_up = batch_deadline(batch) - kv_ns;
   for (std::size_t c = 0; c < batch.chunks.size(); ++c) {
     const Chunk& chunk = batch.chunks[c];
     const bool last = c + 1 == batch.chunks.size();
-    processes_.at(chunk.worker).control->post(ctl::PrefillTask{batch.id, static_cast<int>(c), origin_ns_ + chunk.start_ns,
-                                                                origin_ns_ + slot_end(chunk), origin_ns_ + give_up,
-                                                                chunk.duration_ns, chunk.first_layer, chunk.end_layer,
-                                                                batch.tokens, last ? batch.kv_bytes : 0});
+    processes_.at(chunk.worker)
+        .control->post(ctl::PrefillTask{batch.id, static_cast<int>(c), origin_ns_ + chunk.start_ns,
+                                        origin_ns_ + slot_end(chunk), origin_ns_ + give_up, chunk.duration_ns,
+                                        chunk.first_layer, chunk.end_layer, batch.tokens, last ? batch.kv_bytes : 0});
   }
 }
 
@@ -431,7 +446,8 @@ void PrefillService::fill(Progress& progress, const RunRecord& record) const {
     wall += static_cast<double>(record.iteration_end_ns[i] - record.iteration_start_ns[i]);
   for (const Event& e : record.events)
     if (e.kind == OpKind::forward || e.kind == OpKind::backward) busy += static_cast<double>(e.end_ns - e.start_ns);
-  for (const PrefillSpan& s : record_.spans) busy += static_cast<double>(std::max<std::int64_t>(0, std::min(s.end_ns, to) - std::max(s.start_ns, from)));
+  for (const PrefillSpan& s : record_.spans)
+    busy += static_cast<double>(std::max<std::int64_t>(0, std::min(s.end_ns, to) - std::max(s.start_ns, from)));
   const auto workers = static_cast<double>(setup_.plan->workers.size());
   progress.utilization_with_prefill_so_far = wall > 0 ? busy / (wall * workers) : 0;
   int waiting = static_cast<int>(admission_->waiting());
@@ -451,7 +467,8 @@ void PrefillService::stop() {
 }
 
 bool PrefillService::all_exited() const {
-  return std::all_of(processes_.begin(), processes_.end(), [](const Process& p) { return p.pid <= 0 || p.exit_status.has_value(); });
+  return std::all_of(processes_.begin(), processes_.end(),
+                     [](const Process& p) { return p.pid <= 0 || p.exit_status.has_value(); });
 }
 
 std::vector<pid_t> PrefillService::running() const {
@@ -489,7 +506,8 @@ PrefillRecord PrefillService::finish(const RunRecord& record) {
     }
     record_.notes.push_back(fmt::format("{} batches failed, {}: {}", total, kMissedReason, per_iteration));
   }
-  std::sort(record_.spans.begin(), record_.spans.end(), [](const PrefillSpan& a, const PrefillSpan& b) { return a.start_ns < b.start_ns; });
+  std::sort(record_.spans.begin(), record_.spans.end(),
+            [](const PrefillSpan& a, const PrefillSpan& b) { return a.start_ns < b.start_ns; });
   return record_;
 }
 

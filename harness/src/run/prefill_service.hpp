@@ -93,8 +93,8 @@ class PrefillService {
   };
   struct BatchState {
     Batch batch;
-    bool over = false;  // arrived or failed
-    std::int64_t kv_start_ns = -1;  // CLOCK_MONOTONIC
+    bool over = false;                          // arrived or failed
+    std::int64_t kv_start_ns = -1;              // CLOCK_MONOTONIC
     std::optional<control::KvArrived> arrived;  // the sink's word, held until the worker's KvSent
   };
   struct KvWaiter {
@@ -166,20 +166,20 @@ class PrefillService {
   std::size_t next_arrival_ = 0;
   std::optional<Admission> admission_;
   std::optional<RunRecord> simulated_;  // the plan's first iteration, simulated: iteration 0's prediction
-  std::vector<Window> windows_;          // what is left of the running iteration's prediction
-  std::vector<Window> predicted_;        // the running iteration's prediction, whole
+  std::vector<Window> windows_;         // what is left of the running iteration's prediction
+  std::vector<Window> predicted_;       // the running iteration's prediction, whole
   std::int64_t origin_ns_ = 0;
   bool started_ = false;
   std::map<int, BatchState> batches_;
   std::map<int, RequestOutcome> outcomes_;  // arrived requests, by id
   std::vector<KvWaiter> kv_waiting_;
-  std::map<std::string, KvWaiter> kv_holding_;  // per link: the piece on it
+  std::map<std::string, KvWaiter> kv_holding_;         // per link: the piece on it
   std::map<std::string, std::int64_t> kv_next_grant_;  // per link: the earliest next grant (pacing)
   std::set<std::string> kv_wakes_;                     // links with a grant_kv timer pending
-  std::optional<KvRoutes> kv_routes_;  // admission's KV estimate, the simulator's model
+  std::optional<KvRoutes> kv_routes_;                  // admission's KV estimate, the simulator's model
   PrefillRecord record_;
-  int iteration_ = 0;                 // the running one
-  std::map<int, int> missed_;         // batches not done by their SLO, per iteration
+  int iteration_ = 0;          // the running one
+  std::map<int, int> missed_;  // batches not done by their SLO, per iteration
 };
 
 }  // namespace wanlab::harness::run_detail

@@ -92,7 +92,8 @@ class PrefillProcess {
 
   void handle(ctl::Message message) {
     if (auto* assign = std::get_if<ctl::PrefillAssign>(&message)) {
-      if (assign_ || assign->worker != id_) throw PrefillFailure(fmt::format("an unexpected assignment (worker {})", assign->worker));
+      if (assign_ || assign->worker != id_)
+        throw PrefillFailure(fmt::format("an unexpected assignment (worker {})", assign->worker));
       assign_ = std::move(*assign);
     } else if (auto* task = std::get_if<ctl::PrefillTask>(&message)) {
       if (!lease_) throw PrefillFailure("a task before the assignment");
@@ -122,8 +123,8 @@ class PrefillProcess {
       const auto identity = encode_identity(id_);
       co_await channel_->send_borrowed(std::span<const std::byte>(identity)).wait();
     } catch (const std::exception& error) {
-      throw PrefillFailure(fmt::format("opening the KV channel to the decode sink at {}:{}: {}", address, assign_->sink_port,
-                                       error.what()));
+      throw PrefillFailure(fmt::format("opening the KV channel to the decode sink at {}:{}: {}", address,
+                                       assign_->sink_port, error.what()));
     }
   }
 
@@ -142,8 +143,8 @@ class PrefillProcess {
   // and each failed its whole batch.)
   asio::awaitable<void> run_task(ctl::PrefillTask task) {
     co_await sleep_until_ns(task.start_ns);
-    const std::int64_t layer_ns = std::max<std::int64_t>(
-        1, static_cast<std::int64_t>(task.duration_ns) / (task.end_layer - task.first_layer));
+    const std::int64_t layer_ns =
+        std::max<std::int64_t>(1, static_cast<std::int64_t>(task.duration_ns) / (task.end_layer - task.first_layer));
     const std::int64_t target = task.end_layer * layer_ns;  // the batch's work done when this slot's is
     const bool last = task.kv_bytes > 0;
     const auto step_ns = static_cast<std::int64_t>(assign_->step_ns);
@@ -249,7 +250,8 @@ class PrefillProcess {
   // at a time) and `size` zeros.
   transport::SendTicket send_piece(const KvHeader& header, std::uint64_t size) {
     kv_head_ = encode_kv_header(header);
-    return channel_->send_borrowed(std::vector<asio::const_buffer>{asio::buffer(kv_head_), asio::buffer(zeros_.data(), size)});
+    return channel_->send_borrowed(
+        std::vector<asio::const_buffer>{asio::buffer(kv_head_), asio::buffer(zeros_.data(), size)});
   }
 
   std::string control_path_;
@@ -260,8 +262,8 @@ class PrefillProcess {
   std::optional<GpuLease> lease_;
   std::optional<transport::Channel> channel_;
   bool stop_ = false;
-  std::map<int, std::int64_t> work_done_;    // per batch in progress: GPU time of its work done
-  std::set<std::pair<int, int>> grants_;     // (batch, piece)
+  std::map<int, std::int64_t> work_done_;               // per batch in progress: GPU time of its work done
+  std::set<std::pair<int, int>> grants_;                // (batch, piece)
   std::deque<std::pair<int, std::uint64_t>> kv_queue_;  // (batch, bytes)
   std::vector<std::byte> zeros_;
   std::array<std::byte, kKvHeaderBytes> kv_head_{};

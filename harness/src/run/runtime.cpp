@@ -55,7 +55,8 @@ Captured capture(const std::vector<std::string>& argv, std::chrono::seconds time
   Captured result;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       ::kill(-child.pid(), SIGKILL);
       child.wait();
@@ -93,8 +94,8 @@ template <typename Segment>
 void for_each_segment(const std::string& path, Segment segment) {
   std::ifstream elf(path, std::ios::binary);
   Elf64_Ehdr header{};
-  if (!elf.read(reinterpret_cast<char*>(&header), sizeof(header)) || std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 ||
-      header.e_ident[EI_CLASS] != ELFCLASS64)
+  if (!elf.read(reinterpret_cast<char*>(&header), sizeof(header)) ||
+      std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 || header.e_ident[EI_CLASS] != ELFCLASS64)
     throw std::runtime_error(path + ": not a 64-bit ELF file");
   for (int i = 0; i < header.e_phnum; ++i) {
     Elf64_Phdr program{};
@@ -138,7 +139,8 @@ std::string gnu_build_id(const std::string& path) {
       const std::size_t name_at = at + sizeof(note), desc_at = name_at + align(note.n_namesz);
       if (desc_at + note.n_descsz > notes->size()) break;
       if (note.n_type == NT_GNU_BUILD_ID && notes->compare(name_at, note.n_namesz, "GNU\0", 4) == 0) {
-        for (std::size_t i = 0; i < note.n_descsz; ++i) id += fmt::format("{:02x}", static_cast<unsigned char>((*notes)[desc_at + i]));
+        for (std::size_t i = 0; i < note.n_descsz; ++i)
+          id += fmt::format("{:02x}", static_cast<unsigned char>((*notes)[desc_at + i]));
         return true;
       }
       at = desc_at + align(note.n_descsz);
@@ -153,7 +155,8 @@ std::string gnu_build_id(const std::string& path) {
 // same as the process that builds the root file system (a test, say).
 std::set<std::string> needed_libraries(const std::string& exe, const std::string& interpreter) {
   const auto listed = capture({interpreter, "--list", exe}, std::chrono::seconds(30));
-  if (listed.status != 0) throw std::runtime_error(fmt::format("{} --list {}: {}", interpreter, exe, last_line(listed.output)));
+  if (listed.status != 0)
+    throw std::runtime_error(fmt::format("{} --list {}: {}", interpreter, exe, last_line(listed.output)));
   std::set<std::string> libraries;
   std::istringstream lines(listed.output);
   for (std::string line; std::getline(lines, line);) {
@@ -222,14 +225,23 @@ class Podman final : public WorkerRuntime {
         why += " (containers/setup-podman.sh moves the controllers off cgroup v2)";
       return why;
     }
-    detail_ = last_line(version.output) + (setup_.image.empty() ? ", root file system from the running binary" : ", image " + setup_.image);
+    detail_ = last_line(version.output) +
+              (setup_.image.empty() ? ", root file system from the running binary" : ", image " + setup_.image);
     return "";
   }
 
   pid_t launch(const LaunchSpec& spec) override {
-    std::vector<std::string> argv{"podman", "run", "--rm", "--name", spec.name, "--hostname", spec.hostname,
-                                  "--network", "ns:" + std::string(em::kNetnsDir) + "/" + spec.netns,
-                                  "--volume", setup_.control_dir + ":" + setup_.control_dir};
+    std::vector<std::string> argv{"podman",
+                                  "run",
+                                  "--rm",
+                                  "--name",
+                                  spec.name,
+                                  "--hostname",
+                                  spec.hostname,
+                                  "--network",
+                                  "ns:" + std::string(em::kNetnsDir) + "/" + spec.netns,
+                                  "--volume",
+                                  setup_.control_dir + ":" + setup_.control_dir};
     add_common(argv);
     argv.push_back(kWorkerExe);
     argv.insert(argv.end(), spec.args.begin(), spec.args.end());
@@ -275,10 +287,10 @@ class Podman final : public WorkerRuntime {
   // binary the coordinator runs, by the GNU build ID containers/build.sh
   // labels it with.
   std::string image_problem() const {
-    const auto inspect = capture({"podman", "image", "inspect", "--format", "{{index .Labels \"wanlab.build-id\"}}", setup_.image},
-                                 std::chrono::seconds(60));
-    if (inspect.status != 0)
-      return last_line(inspect.output) + " (containers/build.sh builds it)";
+    const auto inspect =
+        capture({"podman", "image", "inspect", "--format", "{{index .Labels \"wanlab.build-id\"}}", setup_.image},
+                std::chrono::seconds(60));
+    if (inspect.status != 0) return last_line(inspect.output) + " (containers/build.sh builds it)";
     std::string label = last_line(inspect.output);
     if (label == "<no value>") label = "";
     const std::string own = gnu_build_id(setup_.exe);
@@ -368,7 +380,8 @@ class Sandbox final : public WorkerRuntime {
     {
       // The child is created in the calling thread's network namespace.
       em::NetnsScope in_host(spec.netns);
-      pid = ::clone(sandbox_main, stack.data() + stack.size(), CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | SIGCHLD, &child);
+      pid = ::clone(sandbox_main, stack.data() + stack.size(), CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | SIGCHLD,
+                    &child);
     }
     if (pid < 0) base::throw_errno(fmt::format("worker {}: starting its sandbox (clone)", spec.worker));
     return pid;
@@ -415,8 +428,8 @@ void make_rootfs(const std::string& exe, const std::string& dir) {
   fs::create_directories(root);
   copy_into(exe, root, kWorkerExe);
   fs::permissions(root / fs::path(kWorkerExe).relative_path(), fs::perms::owner_all | fs::perms::group_read |
-                                                                    fs::perms::group_exec | fs::perms::others_read |
-                                                                    fs::perms::others_exec);
+                                                                   fs::perms::group_exec | fs::perms::others_read |
+                                                                   fs::perms::others_exec);
   const fs::path interpreter = elf_interpreter(exe);
   if (interpreter.empty()) throw std::runtime_error(exe + ": not a dynamically linked executable");
   for (const auto& library : needed_libraries(exe, interpreter)) {
@@ -426,7 +439,8 @@ void make_rootfs(const std::string& exe, const std::string& dir) {
     std::error_code ec;
     if (!interpreter.empty() && fs::equivalent(real, interpreter, ec)) copy_into(real, root, interpreter);
   }
-  for (const char* mount_point : {"proc", "dev", "sys", "etc", "run", "tmp"}) fs::create_directories(root / mount_point);
+  for (const char* mount_point : {"proc", "dev", "sys", "etc", "run", "tmp"})
+    fs::create_directories(root / mount_point);
 }
 
 std::unique_ptr<WorkerRuntime> make_runtime(const RuntimeSetup& setup) {
@@ -434,15 +448,18 @@ std::unique_ptr<WorkerRuntime> make_runtime(const RuntimeSetup& setup) {
   if (setup.image.empty()) make_rootfs(setup.exe, setup.rootfs_dir);
   if (setup.choice == RuntimeChoice::sandbox) {
     if (!setup.image.empty()) throw std::invalid_argument("--image needs the podman runtime");
-    return std::make_unique<Sandbox>(setup, "own namespaces (mount, PID, UTS) in the host's network namespace, as asked");
+    return std::make_unique<Sandbox>(setup,
+                                     "own namespaces (mount, PID, UTS) in the host's network namespace, as asked");
   }
   auto podman = std::make_unique<Podman>(setup);
   const std::string why_not = podman->probe();
   if (why_not.empty()) return podman;
   if (!setup.image.empty()) throw std::runtime_error("--image " + setup.image + ": " + why_not);
-  if (setup.choice == RuntimeChoice::podman) throw std::runtime_error("the podman runtime does not work here: " + why_not);
+  if (setup.choice == RuntimeChoice::podman)
+    throw std::runtime_error("the podman runtime does not work here: " + why_not);
   if (setup.progress)
-    setup.progress("podman does not work here (" + why_not + "); workers run in wanlab's sandbox (--runtime sandbox picks it outright)");
+    setup.progress("podman does not work here (" + why_not +
+                   "); workers run in wanlab's sandbox (--runtime sandbox picks it outright)");
   return std::make_unique<Sandbox>(
       setup, "own namespaces (mount, PID, UTS) in the host's network namespace; podman unusable: " + why_not);
 }

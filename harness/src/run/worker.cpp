@@ -128,7 +128,8 @@ class WorkerProcess {
   void handle(ctl::Message message) {
     if (auto* assign = std::get_if<ctl::Assign>(&message)) {
       if (assign_) throw WorkerFailure("a second assignment");
-      if (assign->plan.worker.id != id_) throw WorkerFailure(fmt::format("assigned the plan of worker {}", assign->plan.worker.id));
+      if (assign->plan.worker.id != id_)
+        throw WorkerFailure(fmt::format("assigned the plan of worker {}", assign->plan.worker.id));
       assign_ = std::move(*assign);
       layout_.emplace(*assign_, id_);
       share_gpu();
@@ -202,7 +203,8 @@ class WorkerProcess {
         // The connecting side decides the number of streams.
         acceptors_.push_back(transport::Acceptor::listen(io_.get_executor(), endpoint, channel_options(cross)));
       } catch (const std::exception& error) {
-        throw WorkerFailure(fmt::format("listening on {}:{}: {}", endpoint.address().to_string(), endpoint.port(), error.what()));
+        throw WorkerFailure(
+            fmt::format("listening on {}:{}: {}", endpoint.address().to_string(), endpoint.port(), error.what()));
       }
       acceptor_is_cross_.push_back(cross);
     }
@@ -212,8 +214,9 @@ class WorkerProcess {
   asio::awaitable<void> open_channels(Clock::time_point deadline) {
     for (std::size_t i = 0; i < acceptors_.size(); ++i) {
       const bool cross = acceptor_is_cross_[i];
-      const auto expected = std::count_if(assign_->peers.begin(), assign_->peers.end(),
-                                          [&](const ctl::PeerAddress& p) { return p.worker < id_ && p.cross_dc == cross; });
+      const auto expected = std::count_if(assign_->peers.begin(), assign_->peers.end(), [&](const ctl::PeerAddress& p) {
+        return p.worker < id_ && p.cross_dc == cross;
+      });
       asio::co_spawn(io_, guarded(accept_channels(acceptors_[i], static_cast<int>(expected), cross)), asio::detached);
     }
     for (const auto& p : assign_->peers) {
@@ -225,11 +228,13 @@ class WorkerProcess {
         co_await channel.send_borrowed(std::span<const std::byte>(identity)).wait();
         add_channel(p.worker, std::move(channel));
       } catch (const std::exception& error) {
-        throw WorkerFailure(fmt::format("opening a channel to worker {} at {}:{}: {}", p.worker, address, p.port, error.what()));
+        throw WorkerFailure(
+            fmt::format("opening a channel to worker {} at {}:{}: {}", p.worker, address, p.port, error.what()));
       }
     }
     if (!co_await changed_.wait_for([&] { return channels_.size() == assign_->peers.size(); }, deadline))
-      throw WorkerFailure(fmt::format("only {} of {} peers' channels open after 60 s", channels_.size(), assign_->peers.size()));
+      throw WorkerFailure(
+          fmt::format("only {} of {} peers' channels open after 60 s", channels_.size(), assign_->peers.size()));
   }
 
   asio::awaitable<void> accept_channels(transport::Acceptor& acceptor, int count, bool cross) {
@@ -370,7 +375,8 @@ class WorkerProcess {
     // Keep the channel alive while its ticket is pending.
     const auto keep = channels_.at(to);
     const auto body = payload(bytes);
-    auto ticket = keep->send_borrowed(std::vector<asio::const_buffer>{asio::buffer(head), asio::buffer(body.data(), body.size())});
+    auto ticket = keep->send_borrowed(
+        std::vector<asio::const_buffer>{asio::buffer(head), asio::buffer(body.data(), body.size())});
     try {
       co_await ticket.wait();
     } catch (const std::exception& error) {
@@ -426,8 +432,8 @@ class WorkerProcess {
     const Arrived arrived = inbox_.at(key);
     inbox_.erase(key);
     if (arrived.payload_bytes != expected_bytes)
-      throw WorkerFailure(fmt::format("{} from worker {} (iteration {}): {} bytes where the plan says {}", what, key.sender,
-                                      key.iteration, arrived.payload_bytes, expected_bytes));
+      throw WorkerFailure(fmt::format("{} from worker {} (iteration {}): {} bytes where the plan says {}", what,
+                                      key.sender, key.iteration, arrived.payload_bytes, expected_bytes));
     if (key.step < 0)
       arrivals_.push_back(ctl::Arrival{key.sender, arrived.sender_op, arrived.at_ns, arrived.first_byte_ns});
     co_return arrived.at_ns;
@@ -469,9 +475,9 @@ class WorkerProcess {
   bool connect_ = false;
   bool stop_ = false;
   std::deque<int> starts_;
-  std::set<std::pair<int, int>> grants_;  // (iteration, op_index)
+  std::set<std::pair<int, int>> grants_;             // (iteration, op_index)
   std::shared_ptr<transport::MemoryBudget> budget_;  // before the channels and acceptors that charge it
-  std::vector<transport::Acceptor> acceptors_;  // intra-DC and/or cross-DC
+  std::vector<transport::Acceptor> acceptors_;       // intra-DC and/or cross-DC
   std::vector<bool> acceptor_is_cross_;
   std::map<int, std::shared_ptr<Channel>> channels_;
   std::map<InboxKey, Arrived> inbox_;

@@ -34,7 +34,8 @@ std::uint64_t WorkerLayout::largest_payload(bool incoming) const {
   const int ring_peer = ring_member(incoming ? -1 : 1);
   for (const Op& op : assign_.plan.ops) {
     if (op.kind == point_to_point && !same_host(op.peer)) largest = std::max(largest, op.bytes);
-    if (op.kind == OpKind::allreduce && ring_peer >= 0 && !same_host(ring_peer)) largest = std::max(largest, allreduce_piece(op.bytes));
+    if (op.kind == OpKind::allreduce && ring_peer >= 0 && !same_host(ring_peer))
+      largest = std::max(largest, allreduce_piece(op.bytes));
   }
   return largest;
 }

@@ -19,7 +19,8 @@ inline std::string one_line_problem(std::string_view message) {
   if (message.size() > kMaxMessageBytes) return "longer than " + std::to_string(kMaxMessageBytes) + " bytes";
   for (std::size_t i = 0; i < message.size(); ++i) {
     const auto byte = static_cast<unsigned char>(message[i]);
-    if (byte < 0x20 || byte == 0x7f) return "control character " + std::to_string(byte) + " at byte " + std::to_string(i);
+    if (byte < 0x20 || byte == 0x7f)
+      return "control character " + std::to_string(byte) + " at byte " + std::to_string(i);
   }
   return {};
 }

@@ -37,12 +37,14 @@ template <std::integral T>
 T parse_integer(std::string_view text, T min, T max) {
   if constexpr (std::is_signed_v<T>) {
     std::int64_t value = 0;
-    if (!detail::parse_whole(text, value) || value < static_cast<std::int64_t>(min) || value > static_cast<std::int64_t>(max))
+    if (!detail::parse_whole(text, value) || value < static_cast<std::int64_t>(min) ||
+        value > static_cast<std::int64_t>(max))
       detail::throw_range(text, static_cast<long double>(min), static_cast<long double>(max), true);
     return static_cast<T>(value);
   } else {
     std::uint64_t value = 0;
-    if (!detail::parse_whole(text, value) || value < static_cast<std::uint64_t>(min) || value > static_cast<std::uint64_t>(max))
+    if (!detail::parse_whole(text, value) || value < static_cast<std::uint64_t>(min) ||
+        value > static_cast<std::uint64_t>(max))
       detail::throw_range(text, static_cast<long double>(min), static_cast<long double>(max), true);
     return static_cast<T>(value);
   }

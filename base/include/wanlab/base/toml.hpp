@@ -52,8 +52,8 @@ class TomlReader {
   /// Fails on the first key of `table` in file order that is neither in
   /// `known` nor in `more_known`: "unknown key "dealy" in [[link]]; did you
   /// mean "delay"?".
-  void check_known_keys(const toml::table& table, std::span<const std::string_view> known,
-                        std::string_view table_label, std::span<const std::string_view> more_known = {}) const;
+  void check_known_keys(const toml::table& table, std::span<const std::string_view> known, std::string_view table_label,
+                        std::span<const std::string_view> more_known = {}) const;
   /// parent[key] if it is there, and must then be a table ([key]).
   const toml::table* optional_table(const toml::table& parent, std::string_view key) const;
   /// parent[key]'s entries ([[key]]); none if absent; anything else fails.

@@ -30,7 +30,8 @@ std::string read_input_file(const std::string& path, std::string_view what) {
     // Say what the file was meant to be: "x.toml: cannot open scenario: No such file or directory".
     std::string_view reason = error.reason();
     constexpr std::string_view kOpen = "cannot open: ";
-    if (reason.starts_with(kOpen)) throw Error(fmt::format("{}: cannot open {}: {}", path, what, reason.substr(kOpen.size())));
+    if (reason.starts_with(kOpen))
+      throw Error(fmt::format("{}: cannot open {}: {}", path, what, reason.substr(kOpen.size())));
     throw Error(fmt::format("{}: cannot read {}: {}", path, what, reason));
   }
 }

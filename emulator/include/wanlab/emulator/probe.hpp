@@ -48,9 +48,9 @@ double measure_goodput_bps(const Endpoint& from, const Endpoint& to, const Goodp
 
 // One answered echo of measure_echoes_paced.
 struct PacedEcho {
-  double rtt_ms = 0;        // sent until the answer arrived (kernel receive timestamp)
-  double app_rtt_ms = 0;    // sent until the client read the answer (its own clock)
-  double echo_hold_ms = 0;  // the echo side's kernel receive timestamp until its reply's sendto
+  double rtt_ms = 0;               // sent until the answer arrived (kernel receive timestamp)
+  double app_rtt_ms = 0;           // sent until the client read the answer (its own clock)
+  double echo_hold_ms = 0;         // the echo side's kernel receive timestamp until its reply's sendto
   std::uint64_t sent_mono_ns = 0;  // CLOCK_MONOTONIC when it was sent (the data plane's clock)
   // The round trip of the network alone: without the echo application's
   // wake-up, which a kernel-answered ping would not have either.
@@ -77,8 +77,8 @@ struct SenderTcpInfo {
 };
 
 struct GoodputReport {
-  double bps = 0;                     // over the counted seconds, as measure_goodput_bps
-  std::vector<double> interval_bps;   // goodput of each interval of the counted span, in order
+  double bps = 0;                    // over the counted seconds, as measure_goodput_bps
+  std::vector<double> interval_bps;  // goodput of each interval of the counted span, in order
   // The longest time the receiver got no byte, over the gaps that overlap
   // each interval: on a link that never pauses, a long one is the host not
   // running the receiver, the sender or a release path, whose bytes land later.

@@ -21,9 +21,9 @@ struct nlmsghdr;
 namespace wanlab::emulator {
 
 struct ReleaserStats {
-  std::uint64_t packets = 0;         // verdicts given
-  std::uint64_t held = 0;            // waiting now
-  std::uint64_t late_sum_ns = 0;     // sum of (verdict time - departure time)
+  std::uint64_t packets = 0;      // verdicts given
+  std::uint64_t held = 0;         // waiting now
+  std::uint64_t late_sum_ns = 0;  // sum of (verdict time - departure time)
   std::uint64_t late_max_ns = 0;
   std::uint64_t late_over_100us = 0;  // verdicts given more than 100 us late
   bool operator==(const ReleaserStats&) const = default;

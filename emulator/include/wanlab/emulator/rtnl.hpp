@@ -28,8 +28,8 @@ class NetlinkMessage {
 };
 
 struct FqOptions {
-  std::uint32_t packet_limit = 1'000'000;   // TCA_FQ_PLIMIT
-  std::uint32_t flow_packet_limit = 100'000;  // TCA_FQ_FLOW_PLIMIT: a WAN flow holds a BDP
+  std::uint32_t packet_limit = 1'000'000;                // TCA_FQ_PLIMIT
+  std::uint32_t flow_packet_limit = 100'000;             // TCA_FQ_FLOW_PLIMIT: a WAN flow holds a BDP
   std::uint32_t horizon_us = 3 * kMaxHoldPartNs / 1000;  // departures up to 60 s ahead are kept
 };
 

@@ -98,7 +98,7 @@ struct LinkSpec {
   bool symmetric = false;  // `between = [a, b]`
   LinkParams params;
   std::shared_ptr<const Schedule> schedule;  // its `schedule`, if any
-  std::string where;  // "file:line:column" of the table, for later errors
+  std::string where;                         // "file:line:column" of the table, for later errors
 
   // Whether this spec covers the directed pair src -> dst.
   bool matches(std::string_view src, std::string_view dst) const;
@@ -124,7 +124,7 @@ struct Ipv4Prefix {
 struct Scenario {
   std::string path;
   std::string source;  // the text that was parsed (a testbed keeps this copy)
-  std::string name;  // [a-z0-9-], 1..12 characters
+  std::string name;    // [a-z0-9-], 1..12 characters
   std::uint64_t seed = 1;
   Ipv4Prefix pool{0x0a4d0000, 16};  // 10.77.0.0/16; DC i gets the i-th /24
   LinkParams defaults;
@@ -161,8 +161,7 @@ struct Scenario {
 // the data plane and whose relative paths no longer resolve.
 enum class ScheduleFiles { read, skip };
 Scenario load_scenario(const std::string& path, ScheduleFiles files = ScheduleFiles::read);
-Scenario parse_scenario(std::string_view toml_text, const std::string& path,
-                        ScheduleFiles files = ScheduleFiles::read);
+Scenario parse_scenario(std::string_view toml_text, const std::string& path, ScheduleFiles files = ScheduleFiles::read);
 
 // One link key: the one vocabulary of [defaults], [intra_dc], [[link]],
 // [[event]], changes.toml and the `wanlab set` options (--flow-rate for
@@ -198,8 +197,8 @@ LinkParams parse_link_option(LinkParams params, std::string_view field, std::str
 // k BDPs as max(k * rtt_ns, time to send 64 KiB at that rate), so one GSO
 // burst always fits. Probabilities are p * 2^32 rounded, saturated at
 // 0xffffffff. The seed is a nonzero mix of seed and pair_index; generation = 1.
-wanlab_pair_config make_pair_config(const PairParams& params, std::uint64_t rtt_ns,
-                                    std::uint64_t seed, std::uint32_t pair_index);
+wanlab_pair_config make_pair_config(const PairParams& params, std::uint64_t rtt_ns, std::uint64_t seed,
+                                    std::uint32_t pair_index);
 // A probability as the program reads it: p * 2^32 rounded, saturated at
 // 0xffffffff (certain).
 std::uint32_t probability_p32(double probability);

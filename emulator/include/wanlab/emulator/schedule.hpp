@@ -72,15 +72,13 @@ std::string read_trace_file(const std::string& path);
 // A CSV trace: a header row naming the columns ("time,rate,delay,loss,share",
 // time first, any subset of the others), then one row per step with a value
 // of each; blank lines and lines starting with '#' are skipped.
-Schedule parse_schedule_csv(std::string_view text, const std::string& path,
-                            std::uint64_t period_ns);
+Schedule parse_schedule_csv(std::string_view text, const std::string& path, std::uint64_t period_ns);
 // A Mahimahi trace: one line per delivery opportunity of 1500 bytes, its time
 // in whole milliseconds (non-decreasing; repeated lines are more in that
 // millisecond). The trace repeats after its last time, as Mahimahi replays it.
 // The result has the rate of each `resolution_ns` window (the last one may be
 // shorter), so its mean rate is the trace's exactly.
-Schedule parse_mahimahi_trace(std::string_view text, const std::string& path,
-                              std::uint64_t resolution_ns);
+Schedule parse_mahimahi_trace(std::string_view text, const std::string& path, std::uint64_t resolution_ns);
 inline constexpr std::uint64_t kMahimahiPacketBytes = 1500;
 
 // The map entries for the data plane: the head (time 0 at start_ns), then

@@ -26,11 +26,11 @@ struct Host {
   std::string name;  // "<dc>-<index>"
   std::string dc;
   int dc_index = 0;
-  int index = 0;             // within its DC
-  std::string netns;         // where it lives
-  std::uint32_t ipv4 = 0;    // host byte order
+  int index = 0;                        // within its DC
+  std::string netns;                    // where it lives
+  std::uint32_t ipv4 = 0;               // host byte order
   std::array<std::uint8_t, 16> ipv6{};  // fd77:0:0:<dc>::<index + 1>
-  std::string core_ifname;   // its veth end in the core namespace
+  std::string core_ifname;              // its veth end in the core namespace
 };
 
 enum class TestbedKind { namespaces, attached };
@@ -70,7 +70,7 @@ std::array<std::uint8_t, 16> dc_prefix_v6(int dc);
 
 struct UpOptions {
   ReleaseChoice release = ReleaseChoice::automatic;
-  std::string name;  // overrides the scenario's name
+  std::string name;                                  // overrides the scenario's name
   std::function<void(const std::string&)> progress;  // step messages; may be empty
   // The wanlab binary that is the testbed's daemon, started as
   // "EXE daemon --testbed NAME --ready-fd N" (daemon.hpp); required. The CLI

@@ -33,9 +33,9 @@ double parse_percent(std::string_view text);
 // on a tie a whole number beats a fraction, then the larger unit wins:
 // 500000000 -> "500mbit" (not "0.5gbit"), 1500000 -> "1.5mbit", 0 -> "0bit"
 // (callers decide whether 0 means "unlimited").
-std::string format_rate(std::uint64_t bps);   // "500mbit"
-std::string format_time(std::uint64_t ns);    // "35ms", "50us", 0 -> "0s"
-std::string format_size(std::uint64_t bytes); // "4mb", "1000b"
+std::string format_rate(std::uint64_t bps);    // "500mbit"
+std::string format_time(std::uint64_t ns);     // "35ms", "50us", 0 -> "0s"
+std::string format_size(std::uint64_t bytes);  // "4mb", "1000b"
 // Shortest decimal of the percentage that parses back to the same double.
 std::string format_percent(double fraction);  // 0.001 -> "0.1%"
 

@@ -65,15 +65,15 @@ Range rtt_range(const RttPlan& plan, const VerifyOptions& options, std::size_t a
 // Gilbert-Elliott's stationary mix of its good and bad states' losses.
 double mean_loss(const PairParams& pair);
 
-
 // What goodput a directed pair should show, and how to measure it.
 struct GoodputPlan {
-  int streams = 1;                  // enough that socket buffers do not limit (at most 8)
-  double warmup_seconds = 1;        // not counted: 30 RTTs of slow start and settling, 1-10 s
-  double ceiling_bps = std::numeric_limits<double>::infinity();  // payload the shaping lets
-                                    // through: min(rate, streams x flow_rate) x kPayloadShare
-  bool lower_bound = false;         // whether the ceiling must also be reached
-  std::string why_no_lower_bound;   // when it need not: "loss", "reorder", "window", "queue < RTT/2"
+  int streams = 1;            // enough that socket buffers do not limit (at most 8)
+  double warmup_seconds = 1;  // not counted: 30 RTTs of slow start and settling, 1-10 s
+  double ceiling_bps =
+      std::numeric_limits<double>::infinity();  // payload the shaping lets
+                                                // through: min(rate, streams x flow_rate) x kPayloadShare
+  bool lower_bound = false;                     // whether the ceiling must also be reached
+  std::string why_no_lower_bound;               // when it need not: "loss", "reorder", "window", "queue < RTT/2"
 };
 GoodputPlan plan_goodput(const PairParams& pair, const HostSettings& host, double rtt_ms);
 // [ceiling x (1 - tolerance), ceiling x (1 + tolerance)], the low side open
@@ -86,11 +86,11 @@ struct VerifyRow {
   enum class Check { rtt, goodput };
   std::string pair;
   Check check = Check::rtt;
-  std::string configured;  // as printed: "20.00 ms", "100mbit"
+  std::string configured;          // as printed: "20.00 ms", "100mbit"
   double measured = std::nan("");  // ms or bit/s
-  Range allowed;           // ms or bit/s; unbounded: shown, not checked
-  std::string how;         // "median of 20/20 echoes", "4 streams, 2 s"
-  std::string problem;     // why it fails when not for the range ("no echo came back")
+  Range allowed;                   // ms or bit/s; unbounded: shown, not checked
+  std::string how;                 // "median of 20/20 echoes", "4 streams, 2 s"
+  std::string problem;             // why it fails when not for the range ("no echo came back")
   bool passed() const { return problem.empty() && (!allowed.bounded() || allowed.contains(measured)); }
 };
 

@@ -25,7 +25,7 @@ struct PrefillColumns {
 
 // What a comparison shows of one results.json.
 struct ResultRow {
-  std::string label;       // as given on the command line (the column's head)
+  std::string label;  // as given on the command line (the column's head)
   std::string experiment;
   std::string runtime;
   std::string schedule;
@@ -34,10 +34,10 @@ struct ResultRow {
   bool temporal_sharing = false;
   double scale = 1;
   int iterations = 0;
-  double iteration_s = 0;   // mean_iteration_s
-  double utilization = 0;   // mean_gpu_utilization
-  double bubble = 0;        // mean_bubble_fraction
-  double wan_bytes_per_iteration = 0;  // summed over links, mean over iterations (as sent, scaled)
+  double iteration_s = 0;                 // mean_iteration_s
+  double utilization = 0;                 // mean_gpu_utilization
+  double bubble = 0;                      // mean_bubble_fraction
+  double wan_bytes_per_iteration = 0;     // summed over links, mean over iterations (as sent, scaled)
   std::optional<PrefillColumns> prefill;  // runs with [prefill] enabled
 };
 

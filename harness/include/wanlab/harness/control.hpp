@@ -128,7 +128,7 @@ struct GateRelease {
 struct Arrival {
   int sender = 0;
   int sender_op = 0;
-  std::int64_t arrival_ns = 0;  // CLOCK_MONOTONIC
+  std::int64_t arrival_ns = 0;     // CLOCK_MONOTONIC
   std::int64_t first_byte_ns = 0;  // <= arrival_ns
 };
 // The sender's side of one cross-DC message (send op `op_index`): the op was

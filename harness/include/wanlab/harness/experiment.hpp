@@ -33,8 +33,8 @@ struct Model {
   int hidden = 4096;
   int seq_len = 2048;
   int bytes_per_value = 2;
-  int microbatch = 1;     // sequences per microbatch
-  int microbatches = 8;   // per iteration
+  int microbatch = 1;    // sequences per microbatch
+  int microbatches = 8;  // per iteration
 };
 
 struct Parallel {

@@ -18,7 +18,7 @@ class PlotError : public std::runtime_error {
 };
 
 struct PlotSeries {
-  std::string name;                              // the legend's label
+  std::string name;                               // the legend's label
   std::vector<std::pair<double, double>> points;  // (x, y), drawn in x order
 };
 

@@ -60,10 +60,10 @@ class LinkGate {
  private:
   enum class State { idle, requested, granted, released };
   struct Link {
-    std::string name;                         // "east->west"
-    std::vector<int> slots;                   // distinct link_slot values, increasing
+    std::string name;                                     // "east->west"
+    std::vector<int> slots;                               // distinct link_slot values, increasing
     std::vector<std::vector<std::pair<int, int>>> sends;  // per slot: (worker, op_index)
-    std::size_t current = 0;                  // index into slots
+    std::size_t current = 0;                              // index into slots
   };
   struct GatedOp {
     std::size_t link = 0;

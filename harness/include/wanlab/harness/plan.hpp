@@ -26,11 +26,11 @@
 namespace wanlab::harness {
 
 enum class OpKind {
-  forward,        // compute: forward of `microbatch`
-  backward,       // compute: backward of `microbatch`
-  send,           // bytes to `peer` (activations forward, activation gradients backward)
-  recv,           // bytes from `peer`
-  allreduce,      // ring all-reduce of the stage's gradients among `group` (end of iteration)
+  forward,    // compute: forward of `microbatch`
+  backward,   // compute: backward of `microbatch`
+  send,       // bytes to `peer` (activations forward, activation gradients backward)
+  recv,       // bytes from `peer`
+  allreduce,  // ring all-reduce of the stage's gradients among `group` (end of iteration)
 };
 
 struct Op {
@@ -50,8 +50,8 @@ struct Op {
 struct Worker {
   int id = 0;
   int stage = 0;
-  int replica = 0;       // data-parallel index
-  int dc = 0;            // index into the scenario's DCs
+  int replica = 0;  // data-parallel index
+  int dc = 0;       // index into the scenario's DCs
   std::string dc_name;
   // The emulated host it runs on ("east-0"). A host stands for a multi-GPU
   // server: a stage's replicas in one DC share one (their all-reduce stays on
@@ -72,13 +72,13 @@ struct Plan {
   // DC, so Worker::dc is the authority.
   std::vector<int> stage_dc;
   std::vector<WorkerPlan> workers;
-  std::uint64_t activation_bytes = 0;  // per microbatch between adjacent stages (b x s x h x bytes), scaled
-  std::uint64_t stage_param_bytes = 0; // parameters of one stage x bytes, scaled
-  std::uint64_t allreduce_bytes = 0;   // what one worker sends in its ring: 2(R-1)/R x stage_param_bytes
-  std::uint64_t forward_ns = 0;        // per microbatch per stage
+  std::uint64_t activation_bytes = 0;   // per microbatch between adjacent stages (b x s x h x bytes), scaled
+  std::uint64_t stage_param_bytes = 0;  // parameters of one stage x bytes, scaled
+  std::uint64_t allreduce_bytes = 0;    // what one worker sends in its ring: 2(R-1)/R x stage_param_bytes
+  std::uint64_t forward_ns = 0;         // per microbatch per stage
   std::uint64_t backward_ns = 0;
-  double parameters = 0;               // N = 12 x layers x hidden^2 (no embeddings)
-  int gpus_used = 0;                   // workers x tp
+  double parameters = 0;  // N = 12 x layers x hidden^2 (no embeddings)
+  int gpus_used = 0;      // workers x tp
 
   int worker_id(int stage, int replica) const { return replica * experiment.parallel.pp + stage; }
 };

@@ -42,8 +42,8 @@ struct PlanOutcome {
   double iteration_s = 0;
   double utilization = 0;
   double tokens_per_s = 0;
-  double wan_gb = 0;       // per iteration, at full size (the experiment's scale undone)
-  double egress_usd = 0;   // per iteration: wan bytes x [egress] price of each pair
+  double wan_gb = 0;      // per iteration, at full size (the experiment's scale undone)
+  double egress_usd = 0;  // per iteration: wan bytes x [egress] price of each pair
 };
 
 struct PlannerReport {

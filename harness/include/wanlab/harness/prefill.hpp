@@ -54,11 +54,11 @@ struct PrefillConfig {
   // directory) or an arrival process when enabled.
   std::string requests_path;
   std::optional<ArrivalProcess> arrivals;
-  std::string decode_dc;                   // a DC of the testbed, or kDecodeLocal
+  std::string decode_dc;  // a DC of the testbed, or kDecodeLocal
   bool decode_local() const { return decode_dc == kDecodeLocal; }
   std::uint64_t ttft_slo_ns = 3'000'000'000;
   int max_batch_tokens = 8192;
-  std::uint64_t guard_ns = 5'000'000;      // kept free before the next predicted training op
+  std::uint64_t guard_ns = 5'000'000;  // kept free before the next predicted training op
   ServedModel model;
   // Prefill time of one worker (a GPU group of tp GPUs) against batched prompt
   // tokens, interpolated linearly (extrapolated from the last two points).
@@ -72,8 +72,8 @@ struct PrefillConfig {
 // ---- requests ---------------------------------------------------------------
 
 struct Request {
-  int id = 0;                  // index in arrival order
-  std::int64_t arrival_ns = 0; // since the run's origin (the first iteration's start)
+  int id = 0;                   // index in arrival order
+  std::int64_t arrival_ns = 0;  // since the run's origin (the first iteration's start)
   int prompt_tokens = 0;
   int output_tokens = 0;
 };
@@ -97,10 +97,10 @@ std::uint64_t kv_message_bytes(const Experiment& experiment, int tokens);
 
 // Per GPU, in bytes; docs/HARNESS.md says how each is estimated.
 struct MemoryEstimate {
-  double training_weights = 0;      // stage parameters x bytes / tp
+  double training_weights = 0;  // stage parameters x bytes / tp
   double training_gradients = 0;
   double training_optimizer = 0;    // Adam: fp32 master, m, v = 12 bytes per parameter / tp
-  double training_activations = 0; // activations in flight under the schedule / tp
+  double training_activations = 0;  // activations in flight under the schedule / tp
   double served_weights = 0;        // served parameters x bytes / tp
   double kv_batch = 0;              // max_batch_tokens x kv_bytes_per_token / tp
   double capacity = 0;              // [gpus] memory_gb
@@ -128,7 +128,7 @@ std::vector<std::vector<Window>> idle_offsets(const RunRecord& record, int itera
 // Those offsets placed at `iteration_start_ns`: the prediction of the next
 // iteration's windows. Windows shorter than `min_ns` are dropped.
 std::vector<Window> predict_windows(const std::vector<std::vector<Window>>& offsets, std::int64_t iteration_start_ns,
-                                   std::int64_t min_ns = 0);
+                                    std::int64_t min_ns = 0);
 
 // Predicted against actual, one error per predicted window: matched with the
 // actual window of its worker that overlaps it most, or with none overlapping,
@@ -161,8 +161,8 @@ struct Batch {
   int id = 0;
   std::vector<int> requests;  // Request ids
   int tokens = 0;
-  std::vector<Chunk> chunks;  // in time order, all on one worker
-  std::uint64_t kv_bytes = 0; // kv_message_bytes(tokens)
+  std::vector<Chunk> chunks;                  // in time order, all on one worker
+  std::uint64_t kv_bytes = 0;                 // kv_message_bytes(tokens)
   std::int64_t predicted_first_token_ns = 0;  // last chunk's end + KV transfer estimate
 };
 
@@ -244,22 +244,22 @@ class Admission {
 // summarize_run, utilization is a mean over those iterations of per-iteration
 // ratios; prefill counts only within an iteration's bounds.
 struct PrefillSummary {
-  std::vector<double> gpu_utilization;  // per worker: (training compute + prefill spans) / wall
-  double mean_gpu_utilization = 0;      // with prefill: the mean of gpu_utilization
-  double mean_training_utilization = 0; // training only (RunSummary's mean_gpu_utilization)
-  double prefill_tokens_per_s = 0;      // prompt tokens of served requests whose first token came within
-                                        // those iterations / their wall time
+  std::vector<double> gpu_utilization;   // per worker: (training compute + prefill spans) / wall
+  double mean_gpu_utilization = 0;       // with prefill: the mean of gpu_utilization
+  double mean_training_utilization = 0;  // training only (RunSummary's mean_gpu_utilization)
+  double prefill_tokens_per_s = 0;       // prompt tokens of served requests whose first token came within
+                                         // those iterations / their wall time
   // Counts over every request of the record, not only those iterations.
-  int requests = 0;                     // arrived during the run
+  int requests = 0;  // arrived during the run
   int served = 0;
   int rejected = 0;
   int failed = 0;
-  int unfinished = 0;                   // admitted (or waiting) but not done when training ended
+  int unfinished = 0;                                     // admitted (or waiting) but not done when training ended
   double ttft_p50_s = 0, ttft_p90_s = 0, ttft_p99_s = 0;  // served requests; base::percentile; 0 if none
-  std::vector<std::pair<std::string, std::uint64_t>> kv_bytes;  // per WAN link ("east->europe"), sorted
+  std::vector<std::pair<std::string, std::uint64_t>> kv_bytes;                // per WAN link ("east->europe"), sorted
   double prediction_start_error_p50_s = 0, prediction_start_error_p90_s = 0;  // |error|, every iteration
   double prediction_length_error_p50_s = 0, prediction_length_error_p90_s = 0;
-  double training_delay_s = 0;          // training compute started late because prefill held the GPU
+  double training_delay_s = 0;  // training compute started late because prefill held the GPU
   bool operator==(const PrefillSummary&) const = default;
 };
 PrefillSummary summarize_prefill(const RunRecord& record);

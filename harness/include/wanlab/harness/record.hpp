@@ -19,7 +19,7 @@ namespace wanlab::harness {
 struct Event {
   int worker = 0;
   int iteration = 0;
-  int op_index = 0;          // index into the worker's ops
+  int op_index = 0;  // index into the worker's ops
   OpKind kind = OpKind::forward;
   int microbatch = -1;
   int peer = -1;
@@ -67,8 +67,8 @@ struct IterationSummary {
   double tokens_per_s = 0;
   std::vector<double> gpu_utilization;  // per worker: compute busy / iteration wall
   double mean_gpu_utilization = 0;
-  double bubble_fraction = 0;           // 1 - mean utilization
-  double network_blocked_s = 0;         // mean per worker of time waiting in recv/allreduce
+  double bubble_fraction = 0;    // 1 - mean utilization
+  double network_blocked_s = 0;  // mean per worker of time waiting in recv/allreduce
   // Bytes sent over each directed WAN link ("east->west") as sent (scaled):
   // cross-DC sends, and each worker's all-reduce bytes on the link to its ring
   // successor. Sorted by link name.
@@ -91,8 +91,8 @@ struct PrefillSpan {  // one chunk of a batch's prefill, on a worker's GPU
 
 struct KvTransfer {  // a batch's KV cache to the decode host
   int batch = 0;
-  int worker = 0;       // whose GPU computed it
-  std::string link;     // "east->europe"; empty when it stayed in the DC
+  int worker = 0;           // whose GPU computed it
+  std::string link;         // "east->europe"; empty when it stayed in the DC
   std::uint64_t bytes = 0;  // as sent (scaled)
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;  // fully arrived at the decode host
@@ -128,7 +128,7 @@ inline constexpr const char* kSimulatorRuntime = "simulator";
 
 struct RunRecord {
   Plan plan;
-  std::string runtime;   // which container runtime ran the workers ("podman", "sandbox", "simulator")
+  std::string runtime;         // which container runtime ran the workers ("podman", "sandbox", "simulator")
   std::string runtime_detail;  // its version, or why podman was not used ("" when simulated)
   std::vector<Event> events;
   std::vector<std::int64_t> iteration_start_ns;  // per iteration, since the origin

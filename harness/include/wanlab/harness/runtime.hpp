@@ -33,9 +33,9 @@ RuntimeChoice parse_runtime_choice(std::string_view text);
 
 struct LaunchSpec {
   int worker = 0;
-  std::string name;      // unique per run: container name "wanlab-<testbed>-w3"
-  std::string hostname;  // "w3-east-0"
-  std::string netns;     // the emulated host's network namespace
+  std::string name;               // unique per run: container name "wanlab-<testbed>-w3"
+  std::string hostname;           // "w3-east-0"
+  std::string netns;              // the emulated host's network namespace
   std::vector<std::string> args;  // after the executable: {"worker", "--control", ...}
 };
 
@@ -59,10 +59,10 @@ class WorkerRuntime {
 
 struct RuntimeSetup {
   RuntimeChoice choice = RuntimeChoice::automatic;
-  std::string rootfs_dir;   // made here from `exe` unless `image` is given
-  std::string control_dir;  // bind-mounted into every worker at the same path
-  std::string exe;          // the wanlab binary
-  std::string image;        // podman only: a prebuilt image (containers/build.sh)
+  std::string rootfs_dir;                            // made here from `exe` unless `image` is given
+  std::string control_dir;                           // bind-mounted into every worker at the same path
+  std::string exe;                                   // the wanlab binary
+  std::string image;                                 // podman only: a prebuilt image (containers/build.sh)
   std::function<void(const std::string&)> progress;  // also where `external` tells its commands
 };
 

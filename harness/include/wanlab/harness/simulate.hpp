@@ -88,7 +88,7 @@
 namespace wanlab::harness {
 
 struct LinkModel {
-  bool free_communication = false;     // every transfer takes 0
+  bool free_communication = false;  // every transfer takes 0
   // 0: no ceiling (e.g. window / RTT). Like link rates, given at full size:
   // the simulator multiplies it by the experiment's scale.
   double per_stream_ceiling_bps = 0;
@@ -135,9 +135,9 @@ TcpPath tcp_path_for(const emulator::PairParams& there, double rtt_s, const Link
 // What a simulation handled and held at most. Everything but the events is
 // per iteration: it is bounded by the plan's size, not by the iterations.
 struct SimulationStats {
-  std::uint64_t completions = 0;    // compute ends, message or ring-chunk arrivals, and TCP round ends
-  std::size_t peak_transfers = 0;   // transfers started in one iteration
-  std::size_t peak_pending = 0;     // compute ends and arrivals waiting at once
+  std::uint64_t completions = 0;   // compute ends, message or ring-chunk arrivals, and TCP round ends
+  std::size_t peak_transfers = 0;  // transfers started in one iteration
+  std::size_t peak_pending = 0;    // compute ends and arrivals waiting at once
 };
 
 // Refuses runs beyond kMaxRunSteps (check_plan_size with `iterations`) and
@@ -217,10 +217,10 @@ class KvRoutes {
  private:
   std::int64_t wire_ns(int worker, std::uint64_t bytes) const;  // the route's, stretched by slowdown
 
-  std::vector<Route> routes_;                  // per worker
-  std::map<int, std::int64_t> free_at_;        // per link_index (-1 - worker inside a DC): when its queue empties
-  std::map<int, double> slowdown_;             // per the same key: measured / modelled wire time
-  std::map<int, double> unshaped_ns_per_byte_; // per the same key, on a route with no modelled wire time: measured
+  std::vector<Route> routes_;                   // per worker
+  std::map<int, std::int64_t> free_at_;         // per link_index (-1 - worker inside a DC): when its queue empties
+  std::map<int, double> slowdown_;              // per the same key: measured / modelled wire time
+  std::map<int, double> unshaped_ns_per_byte_;  // per the same key, on a route with no modelled wire time: measured
 };
 
 // About 31.7 years: simulated times are int64 nanoseconds; a run that goes

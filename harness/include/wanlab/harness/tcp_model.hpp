@@ -41,7 +41,7 @@ namespace wanlab::harness {
 
 inline constexpr double kSegmentBytes = 1448;  // TCP payload of a 1500-byte frame with timestamps
 inline constexpr double kInitialWindowBytes = 10 * kSegmentBytes;
-inline constexpr double kMinRtoS = 0.2;  // Linux's TCP_RTO_MIN
+inline constexpr double kMinRtoS = 0.2;               // Linux's TCP_RTO_MIN
 inline constexpr double kPacingSlowStartRatio = 2.0;  // net.ipv4.tcp_pacing_ss_ratio = 200 (%)
 // The chunk the harness's cross-DC channels stripe a message in: the
 // transport hands each chunk to whichever stream takes it first.
@@ -50,7 +50,7 @@ inline constexpr std::uint32_t kCrossDcChunkBytes = 16u << 10;
 struct TcpPath {
   double rate_bps = std::numeric_limits<double>::infinity();       // what the link gives this transfer
   double flow_rate_bps = std::numeric_limits<double>::infinity();  // per stream (the pair's flow_rate)
-  double delay_s = 0;  // one way, in the data's direction
+  double delay_s = 0;                                              // one way, in the data's direction
   double rtt_s = 0;
   double window_bytes = std::numeric_limits<double>::infinity();  // per stream ceiling
   bool slow_start_after_idle = true;
@@ -63,10 +63,10 @@ struct TcpPath {
 // The congestion window of each of a channel's streams (they move alike).
 struct TcpChannelState {
   double cwnd_bytes = kInitialWindowBytes;
-  double last_round_bytes = 0;  // per stream: what the round before sent
-  bool last_round_full = false;  // the round before sent a whole window
+  double last_round_bytes = 0;                     // per stream: what the round before sent
+  bool last_round_full = false;                    // the round before sent a whole window
   double pacing_cwnd_bytes = kInitialWindowBytes;  // the cwnd the pacing rate was last set from (on ACKs)
-  double rttvar_s = -1;  // the RTO's variance term; < 0: only the handshake's sample so far
+  double rttvar_s = -1;                            // the RTO's variance term; < 0: only the handshake's sample so far
 };
 
 // How many streams a message keeps busy to its end: its chunks go to the

@@ -58,8 +58,8 @@ struct Sweep {
   std::string text;             // the sweep file, read again for each point's values
   std::string experiment_path;  // resolved beside the sweep file
   SweepMode mode = SweepMode::grid;
-  std::vector<std::string> fixed;  // [set] keys, in file order
-  std::vector<SweepAxis> axes;     // in file order
+  std::vector<std::string> fixed;   // [set] keys, in file order
+  std::vector<SweepAxis> axes;      // in file order
   std::vector<std::string> labels;  // zip only: one per point, or none
 
   std::size_t size() const;  // the number of points
@@ -83,9 +83,9 @@ struct SweepPoint {
 SweepPoint make_point(const Sweep& sweep, std::size_t index);
 
 struct PointResult {
-  double iteration_s = 0;       // summarize_run's mean
-  double gpu_utilization = 0;   // training compute / wall
-  double tokens_per_s = 0;      // training tokens
+  double iteration_s = 0;                          // summarize_run's mean
+  double gpu_utilization = 0;                      // training compute / wall
+  double tokens_per_s = 0;                         // training tokens
   std::optional<double> utilization_with_prefill;  // with [prefill] enabled
   std::optional<double> prefill_tokens_per_s;
   std::optional<double> ttft_p99_s;

@@ -37,10 +37,10 @@ inline constexpr std::uint16_t kDefaultPort = 5301;
 inline constexpr std::uint64_t kMinMemoryBudget = 1u << 20;
 
 struct ServerOptions {
-  std::string bind;  ///< address to listen on; empty: all (IPv6 dual-stack, else IPv4)
+  std::string bind;                   ///< address to listen on; empty: all (IPv6 dual-stack, else IPv4)
   std::uint16_t port = kDefaultPort;  ///< 0: any free port (local_endpoint() tells)
-  bool one_off = false;  ///< exit after one client (success or failure)
-  bool json = false;     ///< one JSON object per client instead of text
+  bool one_off = false;               ///< exit after one client (success or failure)
+  bool json = false;                  ///< one JSON object per client instead of text
   /// channel.memory_budget is shared by all clients; the server accepts
   /// messages of up to half of it (see Server::listen), channel.idle_timeout
   /// drops clients that stop.
