@@ -174,7 +174,8 @@ std::string mahimahi_trace(std::uint64_t bps) {
   const std::uint64_t half_ms = kHalfNs / kMs;
   const auto low_bps = static_cast<std::uint64_t>(static_cast<double>(bps) * kLowShare);
   if (low_bps / 1000 < kMahimahiOpportunityBits)
-    throw std::runtime_error(fmt::format("a Mahimahi trace needs a low rate of 12 Mbit/s or more, not {} bit/s", low_bps));
+    throw std::runtime_error(
+        fmt::format("a Mahimahi trace needs a low rate of 12 Mbit/s or more, not {} bit/s", low_bps));
   std::string text;
   std::uint64_t bits_ms = 0;  // capacity so far, in bit x ms / s
   std::uint64_t given = 0;    // opportunities so far
@@ -190,7 +191,9 @@ std::pair<std::uint64_t, std::uint64_t> realtime_and_monotonic_ns() {
   timespec real{}, mono{};
   ::clock_gettime(CLOCK_REALTIME, &real);
   ::clock_gettime(CLOCK_MONOTONIC, &mono);
-  auto ns = [](const timespec& t) { return static_cast<std::uint64_t>(t.tv_sec) * 1'000'000'000 + static_cast<std::uint64_t>(t.tv_nsec); };
+  auto ns = [](const timespec& t) {
+    return static_cast<std::uint64_t>(t.tv_sec) * 1'000'000'000 + static_cast<std::uint64_t>(t.tv_nsec);
+  };
   return {ns(real), ns(mono)};
 }
 
@@ -233,13 +236,14 @@ class MahimahiShell {
     const passwd* user = ::getpwnam(config.mahimahi_user.c_str());
     if (!user) throw std::runtime_error("--mahimahi-user: no user \"" + config.mahimahi_user + "\"");
     if (user->pw_uid == 0 || user->pw_gid == 0)
-      throw std::runtime_error("--mahimahi-user: Mahimahi refuses uid or gid 0, and \"" + config.mahimahi_user + "\" has one");
+      throw std::runtime_error("--mahimahi-user: Mahimahi refuses uid or gid 0, and \"" + config.mahimahi_user +
+                               "\" has one");
     // Readable by that user: the work directory is root's 0700.
     const std::string dir = work + "/mahimahi";
     fs::create_directories(dir);
     fs::permissions(work, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
-    fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                             fs::perms::others_read | fs::perms::others_exec);
+    fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                             fs::perms::others_exec);
     // Setuid-root copies, as `make install` would leave them, so the build's
     // own files stay as they are.
     for (const char* name : {"mm-delay", "mm-link"}) {
@@ -251,7 +255,8 @@ class MahimahiShell {
     const std::string trace = mahimahi_trace(bps);
     const std::string up = dir + "/up.fifo", down = dir + "/down.trace", log = dir + "/shell.log";
     std::ofstream(down) << trace;
-    fs::permissions(down, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
+    fs::permissions(down,
+                    fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
     fs::remove(up);
     if (::mkfifo(up.c_str(), 0644) < 0) wanlab::base::throw_errno("mkfifo " + up);
     fs::remove(log);
@@ -260,21 +265,22 @@ class MahimahiShell {
     const std::string queue_args = fmt::format("bytes={}", queue_bytes);
     cleanup_ = on_signal([this] { stop(); });
     try {
-      shell_ = spawn_command({"/usr/bin/setpriv", fmt::format("--reuid={}", user->pw_uid),
-                              fmt::format("--regid={}", user->pw_gid), "--clear-groups", "--", dir + "/mm-delay",
-                              std::to_string(kOneWayNs / kMs), dir + "/mm-link", up, down, "--uplink-queue=droptail",
-                              "--uplink-queue-args=" + queue_args, "--downlink-queue=droptail",
-                              "--downlink-queue-args=" + queue_args, "--", "/bin/sh", "-c",
-                              // Gone by itself a while after the run should have ended.
-                              fmt::format("echo \"ready $$ $MAHIMAHI_BASE\"; exec sleep {:.0f}", config.seconds + 120)},
-                             log);
+      shell_ = spawn_command(
+          {"/usr/bin/setpriv", fmt::format("--reuid={}", user->pw_uid), fmt::format("--regid={}", user->pw_gid),
+           "--clear-groups", "--", dir + "/mm-delay", std::to_string(kOneWayNs / kMs), dir + "/mm-link", up, down,
+           "--uplink-queue=droptail", "--uplink-queue-args=" + queue_args, "--downlink-queue=droptail",
+           "--downlink-queue-args=" + queue_args, "--", "/bin/sh", "-c",
+           // Gone by itself a while after the run should have ended.
+           fmt::format("echo \"ready $$ $MAHIMAHI_BASE\"; exec sleep {:.0f}", config.seconds + 120)},
+          log);
       start_trace(up, trace, log);
       wait_ready(log);
       name_namespaces();
       // The sender's socket buffers as in the wanlab testbed's hosts.
       em::NetnsScope in_inner(inner_name_);
       em::write_sysctl("/proc/sys/net/ipv4/tcp_wmem", fmt::format("4096 16384 {}", em::units::parse_size(kTcpWmemMax)));
-      em::write_sysctl("/proc/sys/net/ipv4/tcp_rmem", fmt::format("4096 131072 {}", em::units::parse_size(kTcpRmemMax)));
+      em::write_sysctl("/proc/sys/net/ipv4/tcp_rmem",
+                       fmt::format("4096 131072 {}", em::units::parse_size(kTcpRmemMax)));
     } catch (...) {
       forget_on_signal(cleanup_);
       stop();
@@ -405,8 +411,10 @@ RateResult measure_mahimahi(const Config& config, const std::string& work, const
   try {
     // Mahimahi checks forwarding; the receiver outside gets the testbed hosts' buffers.
     SysctlOverride forwarding("/proc/sys/net/ipv4/ip_forward", "1");
-    SysctlOverride wmem("/proc/sys/net/ipv4/tcp_wmem", fmt::format("4096 16384 {}", em::units::parse_size(kTcpWmemMax)));
-    SysctlOverride rmem("/proc/sys/net/ipv4/tcp_rmem", fmt::format("4096 131072 {}", em::units::parse_size(kTcpRmemMax)));
+    SysctlOverride wmem("/proc/sys/net/ipv4/tcp_wmem",
+                        fmt::format("4096 16384 {}", em::units::parse_size(kTcpWmemMax)));
+    SysctlOverride rmem("/proc/sys/net/ipv4/tcp_rmem",
+                        fmt::format("4096 131072 {}", em::units::parse_size(kTcpRmemMax)));
     MahimahiShell shell(config, work, bps);
     const CpuMeter cpu(::getpid());
     result = measure_windows(config, "mahimahi", rate, shell.origin_ns(), shell.inside(), shell.outside());
@@ -436,9 +444,19 @@ double percentile_of(std::vector<double> values, double p) {
 
 std::vector<std::string> row_of(const RateResult& result) {
   if (!result.unable.empty()) {
-    const auto settled = std::count_if(result.windows.begin(), result.windows.end(), [](const Window& w) { return w.settled; });
-    return {result.emulator, result.rate, std::to_string(result.streams), std::to_string(settled), "-",
-            "no: see note", "-", "-", "-", "-", "-"};
+    const auto settled =
+        std::count_if(result.windows.begin(), result.windows.end(), [](const Window& w) { return w.settled; });
+    return {result.emulator,
+            result.rate,
+            std::to_string(result.streams),
+            std::to_string(settled),
+            "-",
+            "no: see note",
+            "-",
+            "-",
+            "-",
+            "-",
+            "-"};
   }
   std::vector<double> errors, all_errors;
   int stalled = 0, within = 0;
@@ -454,9 +472,16 @@ std::vector<std::string> row_of(const RateResult& result) {
     within += error <= 0.05;
   }
   auto pct = [](double v) { return std::isnan(v) ? std::string("-") : fmt::format("{:.1f}%", 100 * v); };
-  return {result.emulator, result.rate, std::to_string(result.streams), std::to_string(all_errors.size()),
-          std::to_string(stalled), pct(em::mean(errors)), pct(percentile_of(errors, 50)),
-          pct(percentile_of(errors, 90)), pct(percentile_of(errors, 100)), fmt::format("{} of {}", within, errors.size()),
+  return {result.emulator,
+          result.rate,
+          std::to_string(result.streams),
+          std::to_string(all_errors.size()),
+          std::to_string(stalled),
+          pct(em::mean(errors)),
+          pct(percentile_of(errors, 50)),
+          pct(percentile_of(errors, 90)),
+          pct(percentile_of(errors, 100)),
+          fmt::format("{} of {}", within, errors.size()),
           pct(percentile_of(all_errors, 90))};
 }
 
@@ -527,8 +552,8 @@ int run(int argc, char** argv) {
 
   Table table;
   table.title = fmt::format("Goodput against a square-wave rate trace, per 100 ms window ({})", now_text());
-  table.header = {"emulator", "rate", "streams", "windows", "host stalled", "error mean", "error p50", "error p90",
-                  "error max", "within 5%", "p90 incl. stalled"};
+  table.header = {"emulator",  "rate",      "streams",   "windows",   "host stalled",     "error mean",
+                  "error p50", "error p90", "error max", "within 5%", "p90 incl. stalled"};
   for (const RateResult& result : results) table.rows.push_back(row_of(result));
   table.notes = {
       fmt::format("Square wave: the rate for {0} ms, {1:.0f}% of it for {0} ms; delay 10 ms each way, queue 4 BDP "
@@ -560,8 +585,9 @@ int run(int argc, char** argv) {
   if (!config.csv_dir.empty())
     for (const RateResult& result : results)
       if (!result.windows.empty())
-        write_csv(config.csv_dir + (result.emulator == "wanlab" ? "/trace-" : "/trace-mahimahi-") + result.rate + ".csv",
-                  result);
+        write_csv(
+            config.csv_dir + (result.emulator == "wanlab" ? "/trace-" : "/trace-mahimahi-") + result.rate + ".csv",
+            result);
   return 0;
 }
 
