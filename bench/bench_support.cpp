@@ -15,6 +15,8 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -43,6 +45,8 @@ std::set<std::string> registry;
 std::atomic<pid_t> running_child{0};
 std::string cleanup_wanlab;
 std::vector<std::string> cleanup_dirs;  // under registry_mutex
+std::map<int, std::function<void()>> cleanup_actions;  // under registry_mutex
+int next_cleanup_action = 0;                           // under registry_mutex
 
 void register_testbed(const std::string& name) {
   std::lock_guard lock(registry_mutex);
@@ -70,10 +74,19 @@ void wait_for_signal_then_clean_up(sigset_t signals) {
     const auto down = run_command({cleanup_wanlab, "down", name});
     fmt::print(stderr, "{}", down.output);
   }
+  std::map<int, std::function<void()>> actions;
   std::vector<std::string> dirs;
   {
     std::lock_guard lock(registry_mutex);
+    actions = cleanup_actions;
     dirs = cleanup_dirs;
+  }
+  for (auto it = actions.rbegin(); it != actions.rend(); ++it) {  // the latest first
+    try {
+      it->second();
+    } catch (const std::exception& error) {
+      fmt::print(stderr, "cleanup: {}\n", error.what());
+    }
   }
   for (const auto& dir : dirs) {
     std::error_code ignored;
@@ -217,6 +230,17 @@ void install_signal_cleanup(const std::string& wanlab_binary) {
 void remove_on_signal(const std::string& directory) {
   std::lock_guard lock(registry_mutex);
   cleanup_dirs.push_back(directory);
+}
+
+int on_signal(std::function<void()> action) {
+  std::lock_guard lock(registry_mutex);
+  cleanup_actions.emplace(next_cleanup_action, std::move(action));
+  return next_cleanup_action++;
+}
+
+void forget_on_signal(int id) {
+  std::lock_guard lock(registry_mutex);
+  cleanup_actions.erase(id);
 }
 
 std::string scenario_toml(const ScenarioSpec& spec) {

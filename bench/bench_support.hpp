@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +39,12 @@ pid_t spawn_command(const std::vector<std::string>& argv, const std::string& out
 // in main, before any thread starts.
 void install_signal_cleanup(const std::string& wanlab_binary);
 void remove_on_signal(const std::string& directory);
+// Runs `action` too on such a signal (after the testbeds and before the
+// directories, the latest registered first), until forget_on_signal(id) with
+// the id it returns. For what a
+// benchmark starts outside a testbed: processes, namespace names, sysctls.
+int on_signal(std::function<void()> action);
+void forget_on_signal(int id);
 
 // A scenario the benchmark writes: `dcs` DCs named d0.., `hosts` each, every
 // pair with the same settings.

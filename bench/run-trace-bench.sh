@@ -6,7 +6,11 @@
 # trace-RATE.svg (configured payload rate against measured goodput).
 #
 #   bench/run-trace-bench.sh [--rates 100mbit,1gbit] [--seconds N]
+#                            [--mahimahi DIR [--mahimahi-user USER]]
 #
+# --mahimahi: Mahimahi's own replay of the same square wave beside each rate
+# (mm-delay and mm-link built in DIR; run as USER, default nobody), its
+# windows in bench/results/trace-mahimahi-RATE.csv and .svg.
 # Environment: WANLAB_BENCH_BUILD  build directory (default: build-bench)
 #              WANLAB_BIN          a built `wanlab` to use instead of building one
 # Takes about 20 s a rate. Its testbed (bench-trace) goes down however it ends.
