@@ -44,7 +44,7 @@ std::mutex registry_mutex;
 std::set<std::string> registry;
 std::atomic<pid_t> running_child{0};
 std::string cleanup_wanlab;
-std::vector<std::string> cleanup_dirs;  // under registry_mutex
+std::vector<std::string> cleanup_dirs;                 // under registry_mutex
 std::map<int, std::function<void()>> cleanup_actions;  // under registry_mutex
 int next_cleanup_action = 0;                           // under registry_mutex
 
@@ -64,7 +64,8 @@ void wait_for_signal_then_clean_up(sigset_t signals) {
   fmt::print(stderr, "\nsignal {}: taking the benchmark's testbeds down\n", sig);
   // A `wanlab up` under way got the same signal and undoes itself; let it finish.
   const auto deadline = Clock::now() + std::chrono::seconds(15);
-  while (running_child.load() > 0 && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  while (running_child.load() > 0 && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   std::set<std::string> names;
   {
     std::lock_guard lock(registry_mutex);
@@ -211,7 +212,9 @@ CommandResult run_command(const std::vector<std::string>& argv) {
   }
   running_child = 0;
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  auto seconds_of = [](const timeval& time) { return static_cast<double>(time.tv_sec) + static_cast<double>(time.tv_usec) / 1e6; };
+  auto seconds_of = [](const timeval& time) {
+    return static_cast<double>(time.tv_sec) + static_cast<double>(time.tv_usec) / 1e6;
+  };
   result.cpu_seconds = seconds_of(usage.ru_utime) + seconds_of(usage.ru_stime);
   result.status = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
   return result;
@@ -244,10 +247,11 @@ void forget_on_signal(int id) {
 }
 
 std::string scenario_toml(const ScenarioSpec& spec) {
-  std::string text = fmt::format("name = \"{}\"\n\n[defaults]\ndelay = \"{}\"\nqueue = \"{}\"\n", spec.name, spec.delay, spec.queue);
+  std::string text =
+      fmt::format("name = \"{}\"\n\n[defaults]\ndelay = \"{}\"\nqueue = \"{}\"\n", spec.name, spec.delay, spec.queue);
   if (spec.rate) text += fmt::format("rate = \"{}\"\n", *spec.rate);
-  text += fmt::format("\n[host]\ntcp_congestion = \"{}\"\ntcp_wmem_max = \"{}\"\ntcp_rmem_max = \"{}\"\n", spec.congestion,
-                      spec.wmem_max, spec.rmem_max);
+  text += fmt::format("\n[host]\ntcp_congestion = \"{}\"\ntcp_wmem_max = \"{}\"\ntcp_rmem_max = \"{}\"\n",
+                      spec.congestion, spec.wmem_max, spec.rmem_max);
   if (spec.slow_start_after_idle) text += fmt::format("tcp_slow_start_after_idle = {}\n", *spec.slow_start_after_idle);
   for (int dc = 0; dc < spec.dcs; ++dc) text += fmt::format("\n[[dc]]\nname = \"d{}\"\nhosts = 1\n", dc);
   return text;
@@ -276,7 +280,8 @@ void Testbed::bring_up(const std::vector<std::string>& up_argv, const std::strin
   if (up.status != 0) {
     // A failed `up` removes what it made itself; a testbed that was up before is not ours to remove.
     unregister_testbed(name);
-    throw std::runtime_error(fmt::format("{}: wanlab up {} exited with {}: {}", name, up_argv.at(2), up.status, trimmed(up.output)));
+    throw std::runtime_error(
+        fmt::format("{}: wanlab up {} exited with {}: {}", name, up_argv.at(2), up.status, trimmed(up.output)));
   }
   try {
     state_ = em::load_state(name);
@@ -298,7 +303,9 @@ CommandResult Testbed::down() {
 Testbed::~Testbed() {
   if (down_) return;
   const auto result = down();
-  if (result.status != 0) fmt::print(stderr, "warning: wanlab down {} exited with {}: {}\n", state_.name, result.status, trimmed(result.output));
+  if (result.status != 0)
+    fmt::print(stderr, "warning: wanlab down {} exited with {}: {}\n", state_.name, result.status,
+               trimmed(result.output));
 }
 
 // The nfqueue path stamps packets on the way in; the fq path on the way out,
@@ -323,7 +330,8 @@ void Testbed::set_link(int a, int b, const std::vector<std::pair<std::string, st
 void Testbed::detach_programs() const {
   em::NetnsScope in_core(em::core_netns(state_.name));
   em::Rtnl core;
-  for (const auto& host : state_.hosts) core.delete_bpf_filters(core.link_index(host.core_ifname), program_at_ingress());
+  for (const auto& host : state_.hosts)
+    core.delete_bpf_filters(core.link_index(host.core_ifname), program_at_ingress());
 }
 
 void Testbed::attach_programs() const {
@@ -347,7 +355,8 @@ CpuMeter::Usage CpuMeter::read() const {
   system_ticks(busy, total, softirq, steal);
   Usage usage;
   usage.seconds = seconds;
-  usage.process_pct_of_core = 100.0 * static_cast<double>(process_ticks(process_) - process_ticks_) / ticks_per_second / seconds;
+  usage.process_pct_of_core =
+      100.0 * static_cast<double>(process_ticks(process_) - process_ticks_) / ticks_per_second / seconds;
   if (total > system_total_) {
     const double elapsed = static_cast<double>(total - system_total_);
     usage.system_pct_of_all = 100.0 * static_cast<double>(busy - system_busy_) / elapsed;
@@ -414,7 +423,8 @@ WorkDir::~WorkDir() {
 std::string Table::text() const {
   std::vector<std::size_t> widths(header.size(), 0);
   auto widen = [&](const std::vector<std::string>& cells) {
-    for (std::size_t i = 0; i < cells.size() && i < widths.size(); ++i) widths[i] = std::max(widths[i], cells[i].size());
+    for (std::size_t i = 0; i < cells.size() && i < widths.size(); ++i)
+      widths[i] = std::max(widths[i], cells[i].size());
   };
   widen(header);
   for (const auto& row : rows) widen(row);

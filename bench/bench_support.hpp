@@ -18,9 +18,9 @@
 namespace wanlab::bench {
 
 struct CommandResult {
-  int status = 0;       // exit status, 128 + signal if killed
-  std::string output;   // stdout and stderr together
-  double seconds = 0;   // wall time
+  int status = 0;          // exit status, 128 + signal if killed
+  std::string output;      // stdout and stderr together
+  double seconds = 0;      // wall time
   double cpu_seconds = 0;  // its user + system time (not its children's)
 };
 
@@ -106,9 +106,9 @@ class CpuMeter {
   struct Usage {
     double seconds = 0;  // wall time measured over
     double process_pct_of_core = 0;
-    double system_pct_of_all = 0;  // busy, all processes and the kernel, incl. steal
-    double softirq_pct_of_all = 0; // packet processing (ours and anyone's) in softirq context
-    double steal_pct_of_all = 0;   // time the hypervisor ran something else on our CPUs
+    double system_pct_of_all = 0;   // busy, all processes and the kernel, incl. steal
+    double softirq_pct_of_all = 0;  // packet processing (ours and anyone's) in softirq context
+    double steal_pct_of_all = 0;    // time the hypervisor ran something else on our CPUs
   };
   Usage read() const;
 

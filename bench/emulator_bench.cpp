@@ -65,8 +65,7 @@ std::vector<Outcome> outcomes;
 std::string release_path;  // as the first testbed reported it
 
 void note_release(const Testbed& bed) {
-  if (release_path.empty())
-    release_path = em::to_string(bed.state().release) + " (" + bed.state().release_reason + ")";
+  if (release_path.empty()) release_path = em::to_string(bed.state().release) + " (" + bed.state().release_reason + ")";
 }
 
 std::string check(const std::string& what, const std::string& target, const std::string& measured, bool pass) {
@@ -76,7 +75,8 @@ std::string check(const std::string& what, const std::string& target, const std:
 
 em::Endpoint endpoint(const em::Host& host) { return {host.netns, host.ipv4}; }
 
-ScenarioSpec spec_of(const std::string& name, int dcs, const std::string& delay, std::optional<std::string> rate = std::nullopt) {
+ScenarioSpec spec_of(const std::string& name, int dcs, const std::string& delay,
+                     std::optional<std::string> rate = std::nullopt) {
   ScenarioSpec spec;
   spec.name = name;
   spec.dcs = dcs;
@@ -91,12 +91,14 @@ std::string pct(double fraction) { return fmt::format("{:.1f}%", 100 * fraction)
 void pause_for(std::chrono::milliseconds time) { std::this_thread::sleep_for(time); }
 
 std::string machine_load(const CpuMeter::Usage& usage) {
-  return fmt::format("{:.0f}% / {:.0f}% / {:.0f}%", usage.system_pct_of_all, usage.softirq_pct_of_all, usage.steal_pct_of_all);
+  return fmt::format("{:.0f}% / {:.0f}% / {:.0f}%", usage.system_pct_of_all, usage.softirq_pct_of_all,
+                     usage.steal_pct_of_all);
 }
 
 std::string limited_share(const em::SenderTcpInfo& info) {
   if (info.busy_us == 0) return "n/a";
-  return fmt::format("rwnd {:.0f}% / sndbuf {:.0f}%", 100.0 * static_cast<double>(info.rwnd_limited_us) / static_cast<double>(info.busy_us),
+  return fmt::format("rwnd {:.0f}% / sndbuf {:.0f}%",
+                     100.0 * static_cast<double>(info.rwnd_limited_us) / static_cast<double>(info.busy_us),
                      100.0 * static_cast<double>(info.sndbuf_limited_us) / static_cast<double>(info.busy_us));
 }
 
@@ -109,7 +111,8 @@ em::ReleaserStats releaser_after_run(const std::string& testbed) {
 std::string mean_lateness(const em::ReleaserStats& before, const em::ReleaserStats& after) {
   const auto packets = after.packets - before.packets;
   if (packets == 0) return "no verdicts";
-  return fmt::format("{:.1f} us ({} verdicts, {} >100us)", static_cast<double>(after.late_sum_ns - before.late_sum_ns) / 1e3 / static_cast<double>(packets),
+  return fmt::format("{:.1f} us ({} verdicts, {} >100us)",
+                     static_cast<double>(after.late_sum_ns - before.late_sum_ns) / 1e3 / static_cast<double>(packets),
                      packets, after.late_over_100us - before.late_over_100us);
 }
 
@@ -118,8 +121,19 @@ std::string mean_lateness(const em::ReleaserStats& before, const em::ReleaserSta
 Table rtt_section(const Config& config) {
   Table table;
   table.title = "RTT accuracy (2 DCs, 1 Gbit/s, 200 UDP echoes 5 ms apart per row)";
-  table.header = {"One-way delay", "RTT configured", "Answered", "RTT median", "Error median", "Error p99", "Error max",
-                  "Target", "Result", "Median over path floor", "App-level error median / p99", "Echo hold median / p99", "Releaser lateness (mean)",
+  table.header = {"One-way delay",
+                  "RTT configured",
+                  "Answered",
+                  "RTT median",
+                  "Error median",
+                  "Error p99",
+                  "Error max",
+                  "Target",
+                  "Result",
+                  "Median over path floor",
+                  "App-level error median / p99",
+                  "Echo hold median / p99",
+                  "Releaser lateness (mean)",
                   "Machine busy / softirq / steal"};
   Testbed bed(config.wanlab, config.work_dir, spec_of("bench-rtt", 2, "5ms", "1gbit"));
   note_release(bed);
@@ -153,25 +167,28 @@ Table rtt_section(const Config& config) {
       const std::string measured = fmt::format("median {:+.3f} ms, p99 {:+.3f} ms", err_median, err_p99);
       result = check(fmt::format("RTT error, one-way {} ms", delay_ms), target, measured,
                      median_ok && p99_ok && echoes.size() == static_cast<std::size_t>(kEchoes));
-      if (!median_ok || !p99_ok) result += !median_ok && !p99_ok ? " (median, p99)" : !median_ok ? " (median)" : " (p99)";
+      if (!median_ok || !p99_ok)
+        result += !median_ok && !p99_ok ? " (median, p99)" : !median_ok ? " (median)" : " (p99)";
     }
-    table.rows.push_back({fmt::format("{} ms", delay_ms), fmt::format("{:.3f} ms", configured), fmt::format("{}/{}", echoes.size(), kEchoes),
-                          fmt::format("{:.3f} ms", em::median(rtts)), fmt::format("{:+.3f} ms", err_median),
-                          fmt::format("{:+.3f} ms", err_p99), fmt::format("{:+.3f} ms", err_max), target, result,
+    table.rows.push_back({fmt::format("{} ms", delay_ms), fmt::format("{:.3f} ms", configured),
+                          fmt::format("{}/{}", echoes.size(), kEchoes), fmt::format("{:.3f} ms", em::median(rtts)),
+                          fmt::format("{:+.3f} ms", err_median), fmt::format("{:+.3f} ms", err_p99),
+                          fmt::format("{:+.3f} ms", err_max), target, result,
                           delay_ms == 0 ? "-" : fmt::format("{:+.3f} ms", err_median - floor_ms),
                           fmt::format("{:+.3f} / {:+.3f} ms", em::median(app_errors), em::percentile(app_errors, 99)),
                           fmt::format("{:.3f} / {:.3f} ms", em::median(holds), em::percentile(holds, 99)),
                           mean_lateness(before, after), machine_load(usage)});
   }
-  table.notes = {"Error = network RTT - (delay there + delay back). Network RTT = from just before the sender's sendto() to "
-                 "the kernel's receive timestamp (SO_TIMESTAMPNS) of the answer, less the echo side's hold time (its "
-                 "kernel receive timestamp to its sendto), as a kernel-answered ping would see it.",
-                 "App-level error keeps the echo side's hold time in (a userspace echo thread's wake-up).",
-                 "The 0 ms row is the path itself (veths, tc program, NFQUEUE rule) with nothing held: the floor under every "
-                 "error. Median over path floor = what holding packets in the releaser adds to it.",
-                 "Releaser lateness = verdict time - departure time the tc program computed, mean over this row's packets "
-                 "(both directions). Machine busy / softirq / steal = share of both CPUs' time during the row: busy (all "
-                 "processes and the kernel), of that in softirq (packet processing, anyone's), and taken by the hypervisor."};
+  table.notes = {
+      "Error = network RTT - (delay there + delay back). Network RTT = from just before the sender's sendto() to "
+      "the kernel's receive timestamp (SO_TIMESTAMPNS) of the answer, less the echo side's hold time (its "
+      "kernel receive timestamp to its sendto), as a kernel-answered ping would see it.",
+      "App-level error keeps the echo side's hold time in (a userspace echo thread's wake-up).",
+      "The 0 ms row is the path itself (veths, tc program, NFQUEUE rule) with nothing held: the floor under every "
+      "error. Median over path floor = what holding packets in the releaser adds to it.",
+      "Releaser lateness = verdict time - departure time the tc program computed, mean over this row's packets "
+      "(both directions). Machine busy / softirq / steal = share of both CPUs' time during the row: busy (all "
+      "processes and the kernel), of that in softirq (packet processing, anyone's), and taken by the hypervisor."};
   return table;
 }
 
@@ -180,8 +197,19 @@ Table rtt_section(const Config& config) {
 Table goodput_section(const Config& config) {
   Table table;
   table.title = "TCP goodput vs configured rate (2 DCs, one-way 25 ms, queue 1 BDP, cubic, 3 s warm-up + 8 s counted)";
-  table.header = {"Rate", "Streams", "Goodput", "Of rate", "Of payload max", "Target (of rate)", "Result", "Retrans",
-                  "Queue drops", "Sender limited by", "srtt", "Releaser CPU", "Machine busy / softirq / steal"};
+  table.header = {"Rate",
+                  "Streams",
+                  "Goodput",
+                  "Of rate",
+                  "Of payload max",
+                  "Target (of rate)",
+                  "Result",
+                  "Retrans",
+                  "Queue drops",
+                  "Sender limited by",
+                  "srtt",
+                  "Releaser CPU",
+                  "Machine busy / softirq / steal"};
   // 5 Gbit/s x 50 ms is 31 MB; cubic's queue of 1 BDP lets cwnd reach twice that.
   ScenarioSpec spec = spec_of("bench-gp", 2, "25ms", "10mbit");
   spec.wmem_max = "96mb";
@@ -211,19 +239,21 @@ Table goodput_section(const Config& config) {
     const double of_rate = report.bps / rate;
     std::string target = "93% - 100%", result = "-";
     if (run.rate_mbit <= 1000) {
-      result = check(fmt::format("TCP goodput at {} Mbit/s", run.rate_mbit), target, pct(of_rate), of_rate >= 0.93 && of_rate <= 1.0);
+      result = check(fmt::format("TCP goodput at {} Mbit/s", run.rate_mbit), target, pct(of_rate),
+                     of_rate >= 0.93 && of_rate <= 1.0);
     } else {
       target = "(above 1 Gbit/s: none)";
     }
     std::string series;
     for (double bps : report.interval_bps) series += fmt::format("{}{:.0f}", series.empty() ? "" : " ", bps / 1e6);
-    per_second.push_back(fmt::format("{} Mbit/s, {} stream(s), per second (Mbit/s): {}", run.rate_mbit, run.streams, series));
-    table.rows.push_back({fmt::format("{} Mbit/s", run.rate_mbit), std::to_string(run.streams), mbit(report.bps), pct(of_rate),
-                          pct(report.bps / (rate * kPayloadShare)), target, result,
+    per_second.push_back(
+        fmt::format("{} Mbit/s, {} stream(s), per second (Mbit/s): {}", run.rate_mbit, run.streams, series));
+    table.rows.push_back({fmt::format("{} Mbit/s", run.rate_mbit), std::to_string(run.streams), mbit(report.bps),
+                          pct(of_rate), pct(report.bps / (rate * kPayloadShare)), target, result,
                           std::to_string(report.sender.retransmitted_segments),
-                          std::to_string(counters_after.queue_drops - counters_before.queue_drops), limited_share(report.sender),
-                          fmt::format("{:.1f} ms", report.sender.srtt_ms), fmt::format("{:.0f}% of a core", usage.process_pct_of_core),
-                          machine_load(usage)});
+                          std::to_string(counters_after.queue_drops - counters_before.queue_drops),
+                          limited_share(report.sender), fmt::format("{:.1f} ms", report.sender.srtt_ms),
+                          fmt::format("{:.0f}% of a core", usage.process_pct_of_core), machine_load(usage)});
     std::fflush(stdout);
   }
   table.notes = {
@@ -244,10 +274,20 @@ Table goodput_section(const Config& config) {
 Table capacity_section(const Config& config) {
   constexpr int kRounds = 5;
   Table table;
-  table.title = fmt::format("Capacity: emulator without shaping vs plain forwarding (same namespaces; median of {} interleaved "
-                            "rounds of 1 s warm-up + 3 s counted)", kRounds);
-  table.header = {"Path", "Streams", "Throughput (median)", "Rounds (Gbit/s)", "Vs plain forwarding", "Target", "Result",
-                  "Releaser CPU", "Machine busy / softirq / steal", "Idle RTT median"};
+  table.title = fmt::format(
+      "Capacity: emulator without shaping vs plain forwarding (same namespaces; median of {} interleaved "
+      "rounds of 1 s warm-up + 3 s counted)",
+      kRounds);
+  table.header = {"Path",
+                  "Streams",
+                  "Throughput (median)",
+                  "Rounds (Gbit/s)",
+                  "Vs plain forwarding",
+                  "Target",
+                  "Result",
+                  "Releaser CPU",
+                  "Machine busy / softirq / steal",
+                  "Idle RTT median"};
   Testbed bed(config.wanlab, config.work_dir, spec_of("bench-cap", 2, "0ms"));
   note_release(bed);
   const auto from = endpoint(bed.host_of_dc(0)), to = endpoint(bed.host_of_dc(1));
@@ -255,7 +295,7 @@ Table capacity_section(const Config& config) {
     std::string label;
     std::function<void()> enter;  // puts the testbed into this variant
     std::vector<double> rtt_ms;
-    std::vector<double> bps[2];   // per round, 1 and 4 streams
+    std::vector<double> bps[2];  // per round, 1 and 4 streams
     std::vector<CpuMeter::Usage> usage[2];
     // Over all rounds, around the throughput runs: the releaser's verdicts,
     // its CPU time and the wire bytes of both directions.
@@ -289,7 +329,8 @@ Table capacity_section(const Config& config) {
       pause_for(200ms);
       variant.rtt_ms.push_back(em::median(em::measure_rtt_ms(from, to, 50, 2)));
       const auto releaser_before = read_releaser_counters(bed.name());
-      const std::uint64_t bytes_before = read_pair_counters(bed.name(), 0, 1).bytes + read_pair_counters(bed.name(), 1, 0).bytes;
+      const std::uint64_t bytes_before =
+          read_pair_counters(bed.name(), 0, 1).bytes + read_pair_counters(bed.name(), 1, 0).bytes;
       const CpuMeter block_cpu(bed.state().daemon_pid);
       for (int i = 0; i < 2; ++i) {
         em::GoodputOptions options;
@@ -305,7 +346,8 @@ Table capacity_section(const Config& config) {
       const auto releaser_after = releaser_after_run(bed.name());
       const auto block = block_cpu.read();
       variant.verdicts += releaser_after.packets - releaser_before.packets;
-      variant.wire_bytes += read_pair_counters(bed.name(), 0, 1).bytes + read_pair_counters(bed.name(), 1, 0).bytes - bytes_before;
+      variant.wire_bytes +=
+          read_pair_counters(bed.name(), 0, 1).bytes + read_pair_counters(bed.name(), 1, 0).bytes - bytes_before;
       variant.releaser_cpu_seconds += block.process_pct_of_core / 100 * block.seconds;
       variant.seconds += block.seconds;
     }
@@ -325,32 +367,39 @@ Table capacity_section(const Config& config) {
       std::string target = "(anchor)", result = "-";
       if (v > 0) {
         target = ">= 60%";
-        result = check(fmt::format("capacity, {}, {} stream(s)", v == 1 ? "tc program only" : "releaser engaged", kStreams[i]), target,
-                       pct(ratio), ratio >= 0.6);
+        result = check(
+            fmt::format("capacity, {}, {} stream(s)", v == 1 ? "tc program only" : "releaser engaged", kStreams[i]),
+            target, pct(ratio), ratio >= 0.6);
       }
       std::string rounds;
-      for (double round_bps : variant.bps[i]) rounds += fmt::format("{}{:.1f}", rounds.empty() ? "" : " / ", round_bps / 1e9);
-      table.rows.push_back({variant.label, std::to_string(kStreams[i]), mbit(bps), rounds, pct(ratio), target, result,
-                            fmt::format("{:.0f}% of a core", median_of(variant.usage[i], &CpuMeter::Usage::process_pct_of_core)),
-                            fmt::format("{:.0f}% / {:.0f}% / {:.0f}%", median_of(variant.usage[i], &CpuMeter::Usage::system_pct_of_all),
-                                        median_of(variant.usage[i], &CpuMeter::Usage::softirq_pct_of_all),
-                                        median_of(variant.usage[i], &CpuMeter::Usage::steal_pct_of_all)),
-                            i == 0 ? fmt::format("{:.3f} ms", em::median(variant.rtt_ms)) : ""});
+      for (double round_bps : variant.bps[i])
+        rounds += fmt::format("{}{:.1f}", rounds.empty() ? "" : " / ", round_bps / 1e9);
+      table.rows.push_back(
+          {variant.label, std::to_string(kStreams[i]), mbit(bps), rounds, pct(ratio), target, result,
+           fmt::format("{:.0f}% of a core", median_of(variant.usage[i], &CpuMeter::Usage::process_pct_of_core)),
+           fmt::format("{:.0f}% / {:.0f}% / {:.0f}%", median_of(variant.usage[i], &CpuMeter::Usage::system_pct_of_all),
+                       median_of(variant.usage[i], &CpuMeter::Usage::softirq_pct_of_all),
+                       median_of(variant.usage[i], &CpuMeter::Usage::steal_pct_of_all)),
+           i == 0 ? fmt::format("{:.3f} ms", em::median(variant.rtt_ms)) : ""});
     }
   }
-  table.notes = {"(a) deletes the tc filters from every core-side veth (the NFQUEUE rule stays but matches nothing); (b) and (c) "
-                 "attach the pinned program again. Sender and receiver run in this process, so they share the 2 CPUs with "
-                 "forwarding and the releaser.",
-                 "Releaser CPU = utime+stime of the testbed's daemon (/proc/PID/stat) over the run, as % of one core (median of rounds). "
-                 "Machine busy / softirq / steal: share of both CPUs' time (all processes and the kernel / in softirq / taken by the hypervisor).",
-                 "Idle RTT median: 50 UDP echoes before the throughput runs, network RTT (2 ms configured in (c))."};
+  table.notes = {
+      "(a) deletes the tc filters from every core-side veth (the NFQUEUE rule stays but matches nothing); (b) and (c) "
+      "attach the pinned program again. Sender and receiver run in this process, so they share the 2 CPUs with "
+      "forwarding and the releaser.",
+      "Releaser CPU = utime+stime of the testbed's daemon (/proc/PID/stat) over the run, as % of one core (median of "
+      "rounds). "
+      "Machine busy / softirq / steal: share of both CPUs' time (all processes and the kernel / in softirq / taken by "
+      "the hypervisor).",
+      "Idle RTT median: 50 UDP echoes before the throughput runs, network RTT (2 ms configured in (c))."};
   const Variant& held = variants[2];
   if (held.verdicts > 0)
-    table.notes.push_back(fmt::format("(c) over its rounds: {:.0f} verdicts/s, {:.1f} KB of wire bytes per verdict (GSO packets stay "
-                                      "whole), {:.1f} us of releaser CPU per verdict.",
-                                      static_cast<double>(held.verdicts) / held.seconds,
-                                      static_cast<double>(held.wire_bytes) / 1e3 / static_cast<double>(held.verdicts),
-                                      held.releaser_cpu_seconds * 1e6 / static_cast<double>(held.verdicts)));
+    table.notes.push_back(
+        fmt::format("(c) over its rounds: {:.0f} verdicts/s, {:.1f} KB of wire bytes per verdict (GSO packets stay "
+                    "whole), {:.1f} us of releaser CPU per verdict.",
+                    static_cast<double>(held.verdicts) / held.seconds,
+                    static_cast<double>(held.wire_bytes) / 1e3 / static_cast<double>(held.verdicts),
+                    held.releaser_cpu_seconds * 1e6 / static_cast<double>(held.verdicts)));
   return table;
 }
 
@@ -358,7 +407,8 @@ Table capacity_section(const Config& config) {
 
 Table conformance_section(const Config& config) {
   Table table;
-  table.title = "Rate conformance over 30 s (2 DCs, 100 Mbit/s, one-way 25 ms, queue 1 BDP, 1 cubic stream, 3 s warm-up)";
+  table.title =
+      "Rate conformance over 30 s (2 DCs, 100 Mbit/s, one-way 25 ms, queue 1 BDP, 1 cubic stream, 3 s warm-up)";
   table.header = {"Measure", "Measured", "Anchor", "Ratio", "Target", "Result"};
   Testbed bed(config.wanlab, config.work_dir, spec_of("bench-conf", 2, "25ms", "100mbit"));
   note_release(bed);
@@ -394,21 +444,29 @@ Table conformance_section(const Config& config) {
   const double cov = em::coefficient_of_variation(report.interval_bps);
   const auto [lowest, highest] = std::minmax_element(report.interval_bps.begin(), report.interval_bps.end());
 
-  table.rows.push_back({"Mean goodput / configured rate", mbit(report.bps), "100.0 Mbit/s", pct(report.bps / rate), "(see next row)", "-"});
-  table.rows.push_back({"Mean goodput / payload max (rate x 1448/1514)", mbit(report.bps), mbit(payload_max), pct(of_payload_max),
-                        "within 1%", check("long-run rate at 100 Mbit/s (of payload max)", "within 1%", pct(of_payload_max), std::abs(of_payload_max - 1) <= 0.01)});
-  table.rows.push_back({"Wire rate by the data plane's counters", mbit(wire_bps), "100.0 Mbit/s", pct(wire_bps / rate), "(diagnostic)", "-"});
-  table.rows.push_back({"Per-second goodput CoV (30 samples)", pct(cov), "-", "-", "<= 2%", check("per-second CoV at 100 Mbit/s", "<= 2%", pct(cov), cov <= 0.02)});
-  table.rows.push_back({"Per-second goodput min / max", fmt::format("{} / {}", mbit(*lowest), mbit(*highest)), mbit(payload_max),
+  table.rows.push_back({"Mean goodput / configured rate", mbit(report.bps), "100.0 Mbit/s", pct(report.bps / rate),
+                        "(see next row)", "-"});
+  table.rows.push_back({"Mean goodput / payload max (rate x 1448/1514)", mbit(report.bps), mbit(payload_max),
+                        pct(of_payload_max), "within 1%",
+                        check("long-run rate at 100 Mbit/s (of payload max)", "within 1%", pct(of_payload_max),
+                              std::abs(of_payload_max - 1) <= 0.01)});
+  table.rows.push_back({"Wire rate by the data plane's counters", mbit(wire_bps), "100.0 Mbit/s", pct(wire_bps / rate),
+                        "(diagnostic)", "-"});
+  table.rows.push_back({"Per-second goodput CoV (30 samples)", pct(cov), "-", "-", "<= 2%",
+                        check("per-second CoV at 100 Mbit/s", "<= 2%", pct(cov), cov <= 0.02)});
+  table.rows.push_back({"Per-second goodput min / max", fmt::format("{} / {}", mbit(*lowest), mbit(*highest)),
+                        mbit(payload_max),
                         fmt::format("{} / {}", pct(*lowest / payload_max), pct(*highest / payload_max)), "-", "-"});
-  table.rows.push_back({"Retransmitted segments / queue drops (whole run)", fmt::format("{} / {}", report.sender.retransmitted_segments, wire_end.queue_drops),
-                        "-", "-", "-", "-"});
+  table.rows.push_back({"Retransmitted segments / queue drops (whole run)",
+                        fmt::format("{} / {}", report.sender.retransmitted_segments, wire_end.queue_drops), "-", "-",
+                        "-", "-"});
   std::string series;
   for (double bps : report.interval_bps) series += fmt::format("{}{:.1f}", series.empty() ? "" : " ", bps / 1e6);
-  table.notes = {"Per-second goodput (Mbit/s): " + series,
-                 fmt::format("During the run: releaser {:.0f}% of a core; machine busy / softirq / steal {}.",
-                             usage.process_pct_of_core, machine_load(usage)),
-                 "Wire rate = wire bytes the tc program passed for the pair during the counted 30 s (its own accounting)."};
+  table.notes = {
+      "Per-second goodput (Mbit/s): " + series,
+      fmt::format("During the run: releaser {:.0f}% of a core; machine busy / softirq / steal {}.",
+                  usage.process_pct_of_core, machine_load(usage)),
+      "Wire rate = wire bytes the tc program passed for the pair during the counted 30 s (its own accounting)."};
   return table;
 }
 
@@ -416,15 +474,24 @@ Table conformance_section(const Config& config) {
 
 Table scale_section(const Config& config) {
   Table table;
-  table.title = "Scale: setup time and first-to-last-DC single-stream throughput (1 host per DC; interleaved rounds: "
-                "unshaped 6 x (1 s warm-up + 2 s), shaped 3 x (3 s + 4 s))";
-  table.header = {"DCs", "Pairs", "Setup (wanlab up)", "Vs 2 DCs", "Unshaped: 1 ms, unlimited, median (rounds)", "Vs 2 DCs",
-                  "Shaped: 1 Gbit/s, 25 ms, median (rounds)", "Vs 2 DCs", "Target", "Result"};
+  table.title =
+      "Scale: setup time and first-to-last-DC single-stream throughput (1 host per DC; interleaved rounds: "
+      "unshaped 6 x (1 s warm-up + 2 s), shaped 3 x (3 s + 4 s))";
+  table.header = {"DCs",
+                  "Pairs",
+                  "Setup (wanlab up)",
+                  "Vs 2 DCs",
+                  "Unshaped: 1 ms, unlimited, median (rounds)",
+                  "Vs 2 DCs",
+                  "Shaped: 1 Gbit/s, 25 ms, median (rounds)",
+                  "Vs 2 DCs",
+                  "Target",
+                  "Result"};
   const std::vector<int> sizes = {2, 16, 64};
   std::vector<std::unique_ptr<Testbed>> beds;
   for (int dcs : sizes) {
-    beds.push_back(std::make_unique<Testbed>(config.wanlab, config.work_dir,
-                                             spec_of(fmt::format("bench-dc{}", dcs), dcs, "1ms")));
+    beds.push_back(
+        std::make_unique<Testbed>(config.wanlab, config.work_dir, spec_of(fmt::format("bench-dc{}", dcs), dcs, "1ms")));
     note_release(*beds.back());
     fmt::print("  {} DCs up in {:.2f} s\n", dcs, beds.back()->up_seconds());
     std::fflush(stdout);
@@ -449,7 +516,8 @@ Table scale_section(const Config& config) {
     return bps;
   };
   const auto unshaped = measure_rounds(1, 2, 6);
-  for (std::size_t i = 0; i < beds.size(); ++i) beds[i]->set_link(0, sizes[i] - 1, {{"rate", "1gbit"}, {"delay", "25ms"}});
+  for (std::size_t i = 0; i < beds.size(); ++i)
+    beds[i]->set_link(0, sizes[i] - 1, {{"rate", "1gbit"}, {"delay", "25ms"}});
   const auto shaped = measure_rounds(3, 4, 3);
 
   auto rounds_text = [](const std::vector<double>& values) {
@@ -473,17 +541,21 @@ Table scale_section(const Config& config) {
                      fmt::format("unshaped {}, shaped {}", pct(unshaped_ratio), pct(shaped_ratio)),
                      unshaped_ratio >= 0.95 && shaped_ratio >= 0.95);
     }
-    table.rows.push_back({std::to_string(sizes[i]), std::to_string(sizes[i] * sizes[i]), fmt::format("{:.2f} s", beds[i]->up_seconds()),
-                          fmt::format("{:.2f}x", beds[i]->up_seconds() / base_setup),
-                          fmt::format("{} ({})", mbit(em::median(unshaped[i])), rounds_text(unshaped[i])), pct(unshaped_ratio),
-                          fmt::format("{} ({})", mbit(em::median(shaped[i])), rounds_text(shaped[i])), pct(shaped_ratio), target, result});
+    table.rows.push_back(
+        {std::to_string(sizes[i]), std::to_string(sizes[i] * sizes[i]), fmt::format("{:.2f} s", beds[i]->up_seconds()),
+         fmt::format("{:.2f}x", beds[i]->up_seconds() / base_setup),
+         fmt::format("{} ({})", mbit(em::median(unshaped[i])), rounds_text(unshaped[i])), pct(unshaped_ratio),
+         fmt::format("{} ({})", mbit(em::median(shaped[i])), rounds_text(shaped[i])), pct(shaped_ratio), target,
+         result});
   }
-  table.notes = {"Pairs = DCs squared: every directed pair plus each DC's own (intra-DC) entry in the data plane.",
-                 "Throughput is between the host of the first and of the last DC; the three testbeds are up together "
-                 "and measured in interleaved rounds (per-round Mbit/s in brackets). Vs 2 DCs = median over rounds of this testbed's "
-                 "figure / the 2-DC figure of the same round. Shaped: that pair set to 1 Gbit/s and 25 ms one way after the "
-                 "unshaped rounds.",
-                 "Setup = wall time of `wanlab up` (namespaces, veths, routes, tc program, NFQUEUE rule, daemon start)."};
+  table.notes = {
+      "Pairs = DCs squared: every directed pair plus each DC's own (intra-DC) entry in the data plane.",
+      "Throughput is between the host of the first and of the last DC; the three testbeds are up together "
+      "and measured in interleaved rounds (per-round Mbit/s in brackets). Vs 2 DCs = median over rounds of this "
+      "testbed's "
+      "figure / the 2-DC figure of the same round. Shaped: that pair set to 1 Gbit/s and 25 ms one way after the "
+      "unshaped rounds.",
+      "Setup = wall time of `wanlab up` (namespaces, veths, routes, tc program, NFQUEUE rule, daemon start)."};
   return table;
 }
 
@@ -512,12 +584,14 @@ Config parse_args(int argc, char** argv) {
       std::stringstream list(value());
       for (std::string name; std::getline(list, name, ',');) {
         if (!config.sections.count(name))
-          throw std::invalid_argument("--only: unknown section \"" + name + "\" (rtt, goodput, capacity, conformance, scale)");
+          throw std::invalid_argument("--only: unknown section \"" + name +
+                                      "\" (rtt, goodput, capacity, conformance, scale)");
         chosen.insert(name);
       }
       config.sections = chosen;
     } else {
-      throw std::invalid_argument("unknown argument \"" + arg + "\" (--wanlab PATH, --markdown FILE, --only LIST, --note TEXT, --command TEXT)");
+      throw std::invalid_argument("unknown argument \"" + arg +
+                                  "\" (--wanlab PATH, --markdown FILE, --only LIST, --note TEXT, --command TEXT)");
     }
   }
   config.wanlab = fs::absolute(config.wanlab).string();
@@ -551,17 +625,21 @@ int run(int argc, char** argv) {
   const MachineInfo machine = machine_info();
   const std::string load_at_start = load_average();
   const int nice_value = ::getpriority(PRIO_PROCESS, 0);
-  std::string header = fmt::format("wanlab emulator benchmark, {}\nmachine: {}; {} CPUs ({}); {:.1f} GiB memory\n"
-                                   "load average at start: {}; this process runs at nice {}\nwanlab binary: {}\n",
-                                   now_text(), machine.kernel, machine.cpus, machine.cpu_model, machine.memory_gib, load_at_start,
-                                   nice_value, config.wanlab);
+  std::string header = fmt::format(
+      "wanlab emulator benchmark, {}\nmachine: {}; {} CPUs ({}); {:.1f} GiB memory\n"
+      "load average at start: {}; this process runs at nice {}\nwanlab binary: {}\n",
+      now_text(), machine.kernel, machine.cpus, machine.cpu_model, machine.memory_gib, load_at_start, nice_value,
+      config.wanlab);
   if (!config.note.empty()) header += "note: " + config.note + "\n";
   fmt::print("{}\n", header);
   std::fflush(stdout);
 
   const std::vector<std::pair<std::string, std::function<Table(const Config&)>>> sections = {
-      {"rtt", rtt_section}, {"goodput", goodput_section}, {"capacity", capacity_section},
-      {"conformance", conformance_section}, {"scale", scale_section}};
+      {"rtt", rtt_section},
+      {"goodput", goodput_section},
+      {"capacity", capacity_section},
+      {"conformance", conformance_section},
+      {"scale", scale_section}};
   std::vector<Table> tables;
   for (const auto& [name, section] : sections) {
     if (!config.sections.count(name)) continue;
@@ -569,30 +647,34 @@ int run(int argc, char** argv) {
     std::fflush(stdout);
     const auto section_start = std::chrono::steady_clock::now();
     tables.push_back(section(config));
-    tables.back().notes.push_back(fmt::format("Section time: {:.0f} s.",
-                                              std::chrono::duration<double>(std::chrono::steady_clock::now() - section_start).count()));
+    tables.back().notes.push_back(
+        fmt::format("Section time: {:.0f} s.",
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - section_start).count()));
     fmt::print("\n{}\n", tables.back().text());
     std::fflush(stdout);
   }
   tables.push_back(summary());
   const auto run_usage = run_cpu.read();
   tables.back().notes.push_back(fmt::format(
-      "Over the whole run: machine busy {:.0f}%, softirq {:.0f}%, steal {:.0f}% of both CPUs. Other work on the machine and "
+      "Over the whole run: machine busy {:.0f}%, softirq {:.0f}%, steal {:.0f}% of both CPUs. Other work on the "
+      "machine and "
       "steal (the hypervisor running something else) move every figure here; compare ratios within one run.",
       run_usage.system_pct_of_all, run_usage.softirq_pct_of_all, run_usage.steal_pct_of_all));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::string load_at_end = load_average();
-  fmt::print("{}\nRelease path: {}\nLoad average at start / end: {} / {}\nTotal run time: {:.0f} s\n", tables.back().text(),
-             release_path, load_at_start, load_at_end, seconds);
+  fmt::print("{}\nRelease path: {}\nLoad average at start / end: {} / {}\nTotal run time: {:.0f} s\n",
+             tables.back().text(), release_path, load_at_start, load_at_end, seconds);
 
   if (!config.markdown.empty()) {
     std::ofstream out(config.markdown);
     out << "# wanlab emulator benchmark\n\n";
-    out << fmt::format("- Date: {}\n- Machine: {}; {} CPUs ({}); {:.1f} GiB memory\n- Release path: {}\n- Load average (1/5/15 min) at start: {}; at end: {}\n"
-                       "- Benchmark process priority: nice {} (the releaser daemon runs SCHED_FIFO)\n- Run time: {:.0f} s\n"
-                       "- Command: `{}`\n\n",
-                       now_text(), machine.kernel, machine.cpus, machine.cpu_model, machine.memory_gib, release_path, load_at_start,
-                       load_at_end, nice_value, seconds, config.command);
+    out << fmt::format(
+        "- Date: {}\n- Machine: {}; {} CPUs ({}); {:.1f} GiB memory\n- Release path: {}\n- Load average (1/5/15 min) "
+        "at start: {}; at end: {}\n"
+        "- Benchmark process priority: nice {} (the releaser daemon runs SCHED_FIFO)\n- Run time: {:.0f} s\n"
+        "- Command: `{}`\n\n",
+        now_text(), machine.kernel, machine.cpus, machine.cpu_model, machine.memory_gib, release_path, load_at_start,
+        load_at_end, nice_value, seconds, config.command);
     if (!config.note.empty()) out << "- Note: " << config.note << "\n\n";
     for (const auto& table : tables) out << table.markdown() << "\n";
     if (!out) throw std::runtime_error("writing " + config.markdown);

@@ -30,8 +30,9 @@ struct Point {
 };
 
 std::string scenario_text(int dcs) {
-  std::string text = "name = \"bench\"\n[defaults]\nrate = \"100gbit\"\ndelay = \"30ms\"\nqueue = \"1bdp\"\n"
-                     "[host]\ntcp_wmem_max = \"256mb\"\ntcp_rmem_max = \"256mb\"\n";
+  std::string text =
+      "name = \"bench\"\n[defaults]\nrate = \"100gbit\"\ndelay = \"30ms\"\nqueue = \"1bdp\"\n"
+      "[host]\ntcp_wmem_max = \"256mb\"\ntcp_rmem_max = \"256mb\"\n";
   for (int dc = 0; dc < dcs; ++dc) text += fmt::format("[[dc]]\nname = \"dc{}\"\n", dc);
   return text;
 }
@@ -83,8 +84,10 @@ Row measure(const Point& point) {
 
 void print_table(const std::string& title, const std::vector<Point>& points) {
   fmt::print("\n{}\n\n", title);
-  fmt::print("| GPUs | DCs | pp x dp x tp | ops per iteration | make_plan (s) | simulate 1 iteration (s) | growth (simulate) | "
-             "growth (GPUs) | simulated iteration (s) | GPU utilization |\n");
+  fmt::print(
+      "| GPUs | DCs | pp x dp x tp | ops per iteration | make_plan (s) | simulate 1 iteration (s) | growth (simulate) "
+      "| "
+      "growth (GPUs) | simulated iteration (s) | GPU utilization |\n");
   fmt::print("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|\n");
   const Row* previous = nullptr;
   std::vector<Row> rows;
@@ -115,7 +118,8 @@ int main(int argc, char** argv) {
     std::vector<Point> by_gpus{{1024, 16}, {10000, 16}};
     if (!quick) by_gpus.push_back({100000, 16});
     print_table("Simulate time against GPU count (16 DCs, one stage per DC)", by_gpus);
-    print_table("Simulate time against DC count (10,000 GPUs, one stage per DC)", {{10000, 4}, {10000, 16}, {10000, 64}});
+    print_table("Simulate time against DC count (10,000 GPUs, one stage per DC)",
+                {{10000, 4}, {10000, 16}, {10000, 64}});
   } catch (const std::exception& error) {
     fmt::print(stderr, "wanlab_scale_bench: {}\n", error.what());
     return 1;

@@ -111,7 +111,9 @@ SetChange change_for(int k) {
     change.one_way = true;
     std::swap(change.from, change.to);
   }
-  auto pick = [](const std::vector<std::string>& values, int index) { return values[static_cast<std::size_t>(index) % values.size()]; };
+  auto pick = [](const std::vector<std::string>& values, int index) {
+    return values[static_cast<std::size_t>(index) % values.size()];
+  };
   change.fields = {{"rate", pick(kRates, round + p)},
                    {"delay", pick(kDelays, round + 2 * p)},
                    {"loss", pick(kLosses, round + p)},
@@ -121,7 +123,8 @@ SetChange change_for(int k) {
 }
 
 std::string describe(const SetChange& change, const std::vector<std::string>& dcs) {
-  std::string text = fmt::format("{} {}", dcs[static_cast<std::size_t>(change.from)], dcs[static_cast<std::size_t>(change.to)]);
+  std::string text =
+      fmt::format("{} {}", dcs[static_cast<std::size_t>(change.from)], dcs[static_cast<std::size_t>(change.to)]);
   for (const auto& [field, value] : change.fields) text += fmt::format(" --{} {}", field, value);
   return text + (change.one_way ? " --one-way" : "");
 }
@@ -167,8 +170,8 @@ struct PairTrack {
   std::string label;
   bool wan = false;  // between two DCs (not within one)
   QueueBound bound;
-  wanlab_pair_config config{};   // as the data plane holds it now
-  wanlab_pair_stats counters{};  // at the start of the current slice
+  wanlab_pair_config config{};             // as the data plane holds it now
+  wanlab_pair_stats counters{};            // at the start of the current slice
   bool loss_ok = false, queue_ok = false;  // some configuration in force during the current slice permits them
   std::uint64_t queue_expected = 0, queue_unexpected = 0, loss_expected = 0, loss_unexpected = 0;
   int slices = 0, slices_queue_ruled_out = 0, slices_loss_ruled_out = 0;
@@ -382,7 +385,8 @@ std::vector<std::string> nsfs_mounts_of(const std::set<std::uint64_t>& inodes) {
 
 bool iptables_mentions(const std::string& testbed) {
   const std::string comment = "wanlab-" + testbed;
-  for (const char* binary : {"/usr/sbin/iptables-legacy", "/usr/sbin/ip6tables-legacy", "/usr/sbin/iptables", "/usr/sbin/ip6tables"}) {
+  for (const char* binary :
+       {"/usr/sbin/iptables-legacy", "/usr/sbin/ip6tables-legacy", "/usr/sbin/iptables", "/usr/sbin/ip6tables"}) {
     if (::access(binary, X_OK) != 0) continue;
     const auto rules = run_command({binary, "-w", "-S"});
     std::istringstream lines(rules.output);
@@ -442,7 +446,8 @@ class Soak {
 
  private:
   // Starts argv on host h through `wanlab exec`; output to `log` ("" = none).
-  HostProcess& launch(Kind kind, std::string label, const em::Host& h, std::vector<std::string> argv, std::string log = "");
+  HostProcess& launch(Kind kind, std::string label, const em::Host& h, std::vector<std::string> argv,
+                      std::string log = "");
   void start_servers();
   void start_long_client(int pair, double seconds);
   void churn(int tick);
@@ -456,9 +461,9 @@ class Soak {
   int pair_index(int src, int dst) const { return src * dcs_ + dst; }
   int running(Kind kind) const;
   void read_configs(bool widen);
-  void write_outputs(const std::vector<std::string>& summary, const std::vector<std::string>& leftovers_found, double run_seconds,
-                     const std::string& load_start, const std::string& load_end, const MachineInfo& machine,
-                     const std::vector<std::vector<std::string>>& client_rows);
+  void write_outputs(const std::vector<std::string>& summary, const std::vector<std::string>& leftovers_found,
+                     double run_seconds, const std::string& load_start, const std::string& load_end,
+                     const MachineInfo& machine, const std::vector<std::vector<std::string>>& client_rows);
 
   const Config& config_;
   std::string work_;
@@ -487,7 +492,8 @@ class Soak {
 const em::Host& Soak::host(int dc, int index) const {
   for (const auto& h : bed_->state().hosts)
     if (h.dc_index == dc && h.index == index) return h;
-  throw std::runtime_error(fmt::format("the scenario has no host {} in DC {} (the soak needs two hosts per DC)", index, dc));
+  throw std::runtime_error(
+      fmt::format("the scenario has no host {} in DC {} (the soak needs two hosts per DC)", index, dc));
 }
 
 std::vector<std::string> Soak::exec(const em::Host& h, std::vector<std::string> argv) const {
@@ -502,7 +508,8 @@ int Soak::running(Kind kind) const {
   return count;
 }
 
-HostProcess& Soak::launch(Kind kind, std::string label, const em::Host& h, std::vector<std::string> argv, std::string log) {
+HostProcess& Soak::launch(Kind kind, std::string label, const em::Host& h, std::vector<std::string> argv,
+                          std::string log) {
   HostProcess p;
   p.kind = kind;
   p.label = std::move(label);
@@ -524,8 +531,8 @@ void Soak::start_servers() {
 void Soak::start_long_client(int pair, double seconds) {
   const int src = pair / dcs_, dst = pair % dcs_;
   auto& p = launch(Kind::long_client, fmt::format("{} -> {}", host(src, 1).name, host(dst, 0).name), host(src, 1),
-                   {config_.wanlab, "perf", "client", ip_of(dst), "-t", fmt::format("{:.0f}", seconds), "-P", "2", "--cc", "cubic", "-i", "0",
-                    "--json"},
+                   {config_.wanlab, "perf", "client", ip_of(dst), "-t", fmt::format("{:.0f}", seconds), "-P", "2",
+                    "--cc", "cubic", "-i", "0", "--json"},
                    fmt::format("{}/long-{}-{}-{}.log", work_, src, dst, totals_.long_restarts));
   p.pair = pair;
 }
@@ -562,7 +569,8 @@ void Soak::churn(int tick) {
         if (pairs_[static_cast<std::size_t>(i)].wan) wan.push_back(i);
       const int pair = wan[static_cast<std::size_t>(cycle) % wan.size()];
       const int src = pair / dcs_, dst = pair % dcs_;
-      auto& p = launch(Kind::short_client, fmt::format("{} -> {} (short)", host(src, 0).name, host(dst, 0).name), host(src, 0),
+      auto& p = launch(Kind::short_client, fmt::format("{} -> {} (short)", host(src, 0).name, host(dst, 0).name),
+                       host(src, 0),
                        {config_.wanlab, "perf", "client", ip_of(dst), "-t", "3", "-P", "1", "--cc", "cubic", "-i", "0"},
                        fmt::format("{}/short-{}.log", work_, totals_.short_started));
       p.pair = pair;
@@ -599,8 +607,9 @@ void Soak::reap() {
         // A long client ends by itself at the end of the soak; anything earlier is a failure.
         if (remaining > 5) {
           totals_.long_failures++;
-          totals_.long_errors.push_back(fmt::format("t={:.0f}s {} exited with {} after {:.0f} s: {}", seconds_since(start_), p.label, p.status,
-                                                    lived, last_lines(p.log, 3)));
+          totals_.long_errors.push_back(fmt::format("t={:.0f}s {} exited with {} after {:.0f} s: {}",
+                                                    seconds_since(start_), p.label, p.status, lived,
+                                                    last_lines(p.log, 3)));
           if (remaining > 10) {
             totals_.long_restarts++;
             start_long_client(p.pair, remaining);
@@ -614,14 +623,15 @@ void Soak::reap() {
           totals_.short_finished++;
         } else {
           totals_.short_failed++;
-          totals_.short_errors.push_back(fmt::format("t={:.0f}s {} exited with {}: {}", seconds_since(start_), p.label, p.status, last_lines(p.log, 3)));
+          totals_.short_errors.push_back(fmt::format("t={:.0f}s {} exited with {}: {}", seconds_since(start_), p.label,
+                                                     p.status, last_lines(p.log, 3)));
         }
         break;
       case Kind::server:
-        totals_.long_errors.push_back(fmt::format("t={:.0f}s {} exited with {}: {}", seconds_since(start_), p.label, p.status, last_lines(p.log, 3)));
+        totals_.long_errors.push_back(fmt::format("t={:.0f}s {} exited with {}: {}", seconds_since(start_), p.label,
+                                                  p.status, last_lines(p.log, 3)));
         break;
-      default:
-        break;
+      default: break;
     }
   }
 }
@@ -635,8 +645,9 @@ void Soak::read_configs(bool widen) {
       auto& track = pairs_[static_cast<std::size_t>(pair_index(src, dst))];
       track.config = datapath_->pair(src, dst);
       if (track.config.rate_bps != 0)
-        track.bound.slowest_bps = track.bound.slowest_bps == 0 ? static_cast<double>(track.config.rate_bps)
-                                                               : std::min(track.bound.slowest_bps, static_cast<double>(track.config.rate_bps));
+        track.bound.slowest_bps = track.bound.slowest_bps == 0
+                                      ? static_cast<double>(track.config.rate_bps)
+                                      : std::min(track.bound.slowest_bps, static_cast<double>(track.config.rate_bps));
       const bool loss = permits_loss(track.config), queue = permits_queue_drops(track.config, track.bound);
       track.loss_ok = widen ? track.loss_ok || loss : loss;
       track.queue_ok = widen ? track.queue_ok || queue : queue;
@@ -662,10 +673,12 @@ void Soak::end_slice(double t) {
       (track.loss_ok ? track.loss_expected : track.loss_unexpected) += loss;
       (track.loss_ok ? row_l_exp_ : row_l_unexp_) += loss;
       if ((queue && !track.queue_ok) || (loss && !track.loss_ok))
-        track.unexplained.push_back(fmt::format(
-            "t={:.0f}s: {} queue drop(s), {} loss drop(s); rate {:.0f} Mbit/s, queue limit {:.3f} s (backlog bound {:.3f} s), loss p32 {}",
-            t, queue, loss, static_cast<double>(track.config.rate_bps) / 1e6, static_cast<double>(track.config.queue_limit_ns) / 1e9,
-            track.bound.backlog_ns() / 1e9, track.config.loss_p32));
+        track.unexplained.push_back(
+            fmt::format("t={:.0f}s: {} queue drop(s), {} loss drop(s); rate {:.0f} Mbit/s, queue limit {:.3f} s "
+                        "(backlog bound {:.3f} s), loss p32 {}",
+                        t, queue, loss, static_cast<double>(track.config.rate_bps) / 1e6,
+                        static_cast<double>(track.config.queue_limit_ns) / 1e9, track.bound.backlog_ns() / 1e9,
+                        track.config.loss_p32));
     }
   }
   read_configs(false);
@@ -673,8 +686,12 @@ void Soak::end_slice(double t) {
 
 void Soak::apply_change(int tick) {
   const SetChange change = change_for(tick);
-  std::vector<std::string> argv = {config_.wanlab, "set", bed_->state().dcs[static_cast<std::size_t>(change.from)],
-                                   bed_->state().dcs[static_cast<std::size_t>(change.to)], "--testbed", bed_->name()};
+  std::vector<std::string> argv = {config_.wanlab,
+                                   "set",
+                                   bed_->state().dcs[static_cast<std::size_t>(change.from)],
+                                   bed_->state().dcs[static_cast<std::size_t>(change.to)],
+                                   "--testbed",
+                                   bed_->name()};
   for (const auto& [field, value] : change.fields) {
     argv.push_back("--" + field);
     argv.push_back(value);
@@ -690,7 +707,8 @@ void Soak::apply_change(int tick) {
     totals_.set_failures++;
     row_set_failures_++;
     if (totals_.set_errors.size() < 5)
-      totals_.set_errors.push_back(fmt::format("wanlab set {} exited with {}: {}", describe(change, bed_->state().dcs), result.status, result.output));
+      totals_.set_errors.push_back(fmt::format("wanlab set {} exited with {}: {}", describe(change, bed_->state().dcs),
+                                               result.status, result.output));
   }
   read_configs(true);
 }
@@ -772,10 +790,23 @@ std::vector<std::string> row_cells(const Row& row) {
           row.load1};
 }
 
-const std::vector<std::string> kHeader = {"t (s)", "Releaser CPU (% of a core)", "RSS (MiB)", "fds", "Threads", "Verdicts", "Held",
-                                          "WAN packets", "WAN Mbit/s", "Queue drops exp / unexp", "Loss drops exp / unexp",
-                                          "NFQUEUE kernel drops full / undelivered", "Interface drops", "`set` CPU ms mean / wall ms mean / max",
-                                          "Host processes", "Machine busy / steal", "Load 1 min"};
+const std::vector<std::string> kHeader = {"t (s)",
+                                          "Releaser CPU (% of a core)",
+                                          "RSS (MiB)",
+                                          "fds",
+                                          "Threads",
+                                          "Verdicts",
+                                          "Held",
+                                          "WAN packets",
+                                          "WAN Mbit/s",
+                                          "Queue drops exp / unexp",
+                                          "Loss drops exp / unexp",
+                                          "NFQUEUE kernel drops full / undelivered",
+                                          "Interface drops",
+                                          "`set` CPU ms mean / wall ms mean / max",
+                                          "Host processes",
+                                          "Machine busy / steal",
+                                          "Load 1 min"};
 
 int Soak::run() {
   const MachineInfo machine = machine_info();
@@ -783,14 +814,16 @@ int Soak::run() {
   const auto run_start = Clock::now();
   const std::set<std::string> links_before = root_links();
 
-  fmt::print("wanlab soak benchmark, {}\nmachine: {}; {} CPUs; load average at start {}\n", now_text(), machine.kernel, machine.cpus, load_start);
+  fmt::print("wanlab soak benchmark, {}\nmachine: {}; {} CPUs; load average at start {}\n", now_text(), machine.kernel,
+             machine.cpus, load_start);
   fmt::print("bringing up {} as {} ...\n", config_.scenario, config_.name);
   std::fflush(stdout);
   bed_ = std::make_unique<Testbed>(config_.wanlab, config_.scenario, config_.name);
   const auto& state = bed_->state();
   release_path_ = em::to_string(state.release) + " (" + state.release_reason + ")";
   if (state.release != em::ReleasePath::nfqueue || state.daemon_pid <= 0)
-    throw std::runtime_error("the soak measures the nfqueue path's releaser daemon; this testbed runs " + release_path_);
+    throw std::runtime_error("the soak measures the nfqueue path's releaser daemon; this testbed runs " +
+                             release_path_);
   dcs_ = static_cast<int>(state.dcs.size());
   if (dcs_ != 3) throw std::runtime_error(fmt::format("{}: expected three DCs, found {}", config_.scenario, dcs_));
   const em::Scenario scenario = em::load_scenario(state.scenario_path, em::ScheduleFiles::skip);
@@ -815,7 +848,8 @@ int Soak::run() {
   }
   datapath_.emplace(em::Datapath::open_pinned(em::bpffs_dir(state.name)));
   for (int src = 0; src < dcs_; ++src)
-    for (int dst = 0; dst < dcs_; ++dst) pairs_[static_cast<std::size_t>(pair_index(src, dst))].counters = datapath_->stats(src, dst);
+    for (int dst = 0; dst < dcs_; ++dst)
+      pairs_[static_cast<std::size_t>(pair_index(src, dst))].counters = datapath_->stats(src, dst);
   read_configs(false);
 
   start_servers();
@@ -831,8 +865,10 @@ int Soak::run() {
 
   Table live;
   live.header = kHeader;
-  fmt::print("soak for {:.0f} s: perf on {} directed pairs, a `wanlab set` every second, host processes started and killed; a row every {} s\n\n",
-             config_.seconds, 6, config_.sample_seconds);
+  fmt::print(
+      "soak for {:.0f} s: perf on {} directed pairs, a `wanlab set` every second, host processes started and killed; a "
+      "row every {} s\n\n",
+      config_.seconds, 6, config_.sample_seconds);
   std::fflush(stdout);
   const int ticks = static_cast<int>(std::lround(config_.seconds));
   for (int tick = 0; tick < ticks; ++tick) {
@@ -872,8 +908,10 @@ int Soak::run() {
     const auto goodput = json_first_number(text, "goodput_bps"), bytes = json_first_number(text, "bytes"),
                retransmits = json_first_number(text, "retransmits"), seconds = json_first_number(text, "seconds");
     client_rows.push_back({p.label, p.reaped ? std::to_string(p.status) : "still running",
-                           seconds ? fmt::format("{:.0f}", *seconds) : "-", bytes ? fmt::format("{:.0f}", *bytes / 1e6) : "-",
-                           goodput ? fmt::format("{:.1f}", *goodput / 1e6) : "-", retransmits ? fmt::format("{:.0f}", *retransmits) : "-"});
+                           seconds ? fmt::format("{:.0f}", *seconds) : "-",
+                           bytes ? fmt::format("{:.0f}", *bytes / 1e6) : "-",
+                           goodput ? fmt::format("{:.1f}", *goodput / 1e6) : "-",
+                           retransmits ? fmt::format("{:.0f}", *retransmits) : "-"});
   }
 
   // What `down` must end: every process in the testbed's namespaces now.
@@ -882,13 +920,15 @@ int Soak::run() {
   const pid_t daemon = state.daemon_pid;
   const std::uint64_t daemon_started = start_time(daemon);
   const std::string name = state.name;
-  fmt::print("wanlab down {} ({} processes in its namespaces, {} of them started by the soak) ...\n", name, before_down.size(),
+  fmt::print("wanlab down {} ({} processes in its namespaces, {} of them started by the soak) ...\n", name,
+             before_down.size(),
              std::count_if(processes_.begin(), processes_.end(), [](const HostProcess& p) { return !p.reaped; }));
   std::fflush(stdout);
   const auto down = bed_->down();
   // Our own children that `down` ended: reap them so that no zombie counts.
   const auto reap_until = Clock::now() + 10s;
-  while (std::any_of(processes_.begin(), processes_.end(), [](const HostProcess& p) { return !p.reaped; }) && Clock::now() < reap_until) {
+  while (std::any_of(processes_.begin(), processes_.end(), [](const HostProcess& p) { return !p.reaped; }) &&
+         Clock::now() < reap_until) {
     for (auto& p : processes_) {
       int status = 0;
       if (!p.reaped && ::waitpid(p.pid, &status, WNOHANG) == p.pid) p.reaped = true;
@@ -903,20 +943,26 @@ int Soak::run() {
     std::vector<std::string> found;
     if (down.status != 0) found.push_back(fmt::format("`wanlab down` exited with {}: {}", down.status, down.output));
     for (const auto& ns : em::list_netns("wanlab-" + name + ".")) found.push_back("netns " + ns);
-    for (const auto& p : processes_in(netns_inodes)) found.push_back(fmt::format("process {} ({}) still in a testbed namespace", p.pid, p.comm));
+    for (const auto& p : processes_in(netns_inodes))
+      found.push_back(fmt::format("process {} ({}) still in a testbed namespace", p.pid, p.comm));
     for (const auto& line : nsfs_mounts_of(netns_inodes)) found.push_back("namespace kept by a mount: " + line);
     for (const auto& seen : before_down)
-      if (start_time(seen.pid) == seen.started && seen.started != 0) found.push_back(fmt::format("process {} ({}) still running", seen.pid, seen.comm));
-    if (daemon_started != 0 && start_time(daemon) == daemon_started) found.push_back(fmt::format("daemon {} still running", daemon));
+      if (start_time(seen.pid) == seen.started && seen.started != 0)
+        found.push_back(fmt::format("process {} ({}) still running", seen.pid, seen.comm));
+    if (daemon_started != 0 && start_time(daemon) == daemon_started)
+      found.push_back(fmt::format("daemon {} still running", daemon));
     for (const auto& p : processes_)
       if (!p.reaped) found.push_back(fmt::format("child {} ({}) not ended", p.pid, p.label));
     if (fs::exists(em::run_dir(name))) found.push_back("run directory " + em::run_dir(name));
     if (mounted(em::bpffs_dir(name))) found.push_back("bpffs mount " + em::bpffs_dir(name));
     for (const auto& object : bpf_objects)
-      if (bpf_object_exists(object)) found.push_back(fmt::format("BPF {} {} (id {})", object.program ? "program" : "map", object.name, object.id));
+      if (bpf_object_exists(object))
+        found.push_back(fmt::format("BPF {} {} (id {})", object.program ? "program" : "map", object.name, object.id));
     for (const auto& link : root_links())
-      if (!links_before.count(link) && link.rfind("wanlab", 0) == 0) found.push_back("link " + link + " in the root namespace");
-    if (iptables_mentions(name)) found.push_back("an iptables rule with comment wanlab-" + name + " in the root namespace");
+      if (!links_before.count(link) && link.rfind("wanlab", 0) == 0)
+        found.push_back("link " + link + " in the root namespace");
+    if (iptables_mentions(name))
+      found.push_back("an iptables rule with comment wanlab-" + name + " in the root namespace");
     return found;
   };
   do {
@@ -956,61 +1002,80 @@ int Soak::run() {
       mt /= static_cast<double>(ts.size());
       mr /= static_cast<double>(ts.size());
       double num = 0, den = 0;
-      for (std::size_t i = 0; i < ts.size(); ++i) num += (ts[i] - mt) * (rss[i] - mr), den += (ts[i] - mt) * (ts[i] - mt);
+      for (std::size_t i = 0; i < ts.size(); ++i)
+        num += (ts[i] - mt) * (rss[i] - mr), den += (ts[i] - mt) * (ts[i] - mt);
       slope_kib_per_min = den > 0 ? num / den : 0;
     }
     const double allowed = std::max(2.0, 0.05 * warm->daemon.rss_mib);
     memory_flat = rss_max - warm->daemon.rss_mib <= allowed;
     fds_flat = rows_.back().daemon.fds <= warm->daemon.fds;
-    summary.push_back(fmt::format(
-        "Memory: releaser RSS {:.2f} MiB at t={:.0f}s (first row), {:.2f} MiB after the warm-up (t={:.0f}s), {:.2f} MiB at the end, at most {:.2f} "
-        "MiB after the warm-up: growth {:+.2f} MiB, allowed {:.2f} MiB (2 MiB or 5%, the larger); trend {:+.1f} KiB/min -> {}",
-        rss_first, rows_.front().t, warm->daemon.rss_mib, warm->t, rows_.back().daemon.rss_mib, rss_max, rss_max - warm->daemon.rss_mib, allowed,
-        slope_kib_per_min, memory_flat ? "FLAT" : "GROWS"));
-    summary.push_back(fmt::format("Descriptors: {} after the warm-up, {} at the end, at most {} -> {}", warm->daemon.fds, rows_.back().daemon.fds,
-                                  fds_max, fds_flat ? "FLAT" : "GROWS"));
+    summary.push_back(
+        fmt::format("Memory: releaser RSS {:.2f} MiB at t={:.0f}s (first row), {:.2f} MiB after the warm-up "
+                    "(t={:.0f}s), {:.2f} MiB at the end, at most {:.2f} "
+                    "MiB after the warm-up: growth {:+.2f} MiB, allowed {:.2f} MiB (2 MiB or 5%, the larger); trend "
+                    "{:+.1f} KiB/min -> {}",
+                    rss_first, rows_.front().t, warm->daemon.rss_mib, warm->t, rows_.back().daemon.rss_mib, rss_max,
+                    rss_max - warm->daemon.rss_mib, allowed, slope_kib_per_min, memory_flat ? "FLAT" : "GROWS"));
+    summary.push_back(fmt::format("Descriptors: {} after the warm-up, {} at the end, at most {} -> {}",
+                                  warm->daemon.fds, rows_.back().daemon.fds, fds_max, fds_flat ? "FLAT" : "GROWS"));
   }
   double cpu_sum = 0, cpu_max = 0;
-  for (const auto& row : rows_) cpu_sum += row.cpu.process_pct_of_core, cpu_max = std::max(cpu_max, row.cpu.process_pct_of_core);
-  std::uint64_t q_exp = 0, q_unexp = 0, l_exp = 0, l_unexp = 0, kq_full = 0, kq_undelivered = 0, iface = 0, verdicts = 0;
+  for (const auto& row : rows_)
+    cpu_sum += row.cpu.process_pct_of_core, cpu_max = std::max(cpu_max, row.cpu.process_pct_of_core);
+  std::uint64_t q_exp = 0, q_unexp = 0, l_exp = 0, l_unexp = 0, kq_full = 0, kq_undelivered = 0, iface = 0,
+                verdicts = 0;
   int slices = 0, q_ruled_out = 0, l_ruled_out = 0;
   for (const auto& track : pairs_) {
-    q_exp += track.queue_expected, q_unexp += track.queue_unexpected, l_exp += track.loss_expected, l_unexp += track.loss_unexpected;
-    if (track.wan) slices += track.slices, q_ruled_out += track.slices_queue_ruled_out, l_ruled_out += track.slices_loss_ruled_out;
+    q_exp += track.queue_expected, q_unexp += track.queue_unexpected, l_exp += track.loss_expected,
+        l_unexp += track.loss_unexpected;
+    if (track.wan)
+      slices += track.slices, q_ruled_out += track.slices_queue_ruled_out, l_ruled_out += track.slices_loss_ruled_out;
   }
   for (const auto& row : rows_)
-    kq_full += row.kernel_queue_full, kq_undelivered += row.kernel_undelivered, iface += row.iface_drops, verdicts += row.verdicts;
+    kq_full += row.kernel_queue_full, kq_undelivered += row.kernel_undelivered, iface += row.iface_drops,
+        verdicts += row.verdicts;
   const bool drops_ok = q_unexp == 0 && l_unexp == 0 && kq_full == 0 && kq_undelivered == 0 && iface == 0;
-  summary.push_back(fmt::format("Releaser CPU: mean {:.1f}%, max {:.1f}% of a core over {} rows; {} verdicts", rows_.empty() ? 0.0 : cpu_sum / static_cast<double>(rows_.size()),
-                                cpu_max, rows_.size(), verdicts));
-  summary.push_back(fmt::format(
-      "Drops: queue {} expected / {} unexpected, loss {} expected / {} unexpected; NFQUEUE kernel drops {} (queue full) + {} (undelivered); "
-      "interface drops {}; queue drops were ruled out in {} of {} WAN pair-seconds, loss drops in {} -> {}",
-      q_exp, q_unexp, l_exp, l_unexp, kq_full, kq_undelivered, iface, q_ruled_out, slices, l_ruled_out,
-      drops_ok ? "ONLY CONFIGURED DROPS" : "UNEXPLAINED DROPS"));
-  summary.push_back(leftovers.empty() ? fmt::format("Leftovers after `wanlab down` ({:.1f} s): none -> NOTHING LEFT", down.seconds)
-                                      : fmt::format("Leftovers after `wanlab down`: {} -> LEFTOVERS", fmt::join(leftovers, "; ")));
+  summary.push_back(fmt::format("Releaser CPU: mean {:.1f}%, max {:.1f}% of a core over {} rows; {} verdicts",
+                                rows_.empty() ? 0.0 : cpu_sum / static_cast<double>(rows_.size()), cpu_max,
+                                rows_.size(), verdicts));
+  summary.push_back(
+      fmt::format("Drops: queue {} expected / {} unexpected, loss {} expected / {} unexpected; NFQUEUE kernel drops {} "
+                  "(queue full) + {} (undelivered); "
+                  "interface drops {}; queue drops were ruled out in {} of {} WAN pair-seconds, loss drops in {} -> {}",
+                  q_exp, q_unexp, l_exp, l_unexp, kq_full, kq_undelivered, iface, q_ruled_out, slices, l_ruled_out,
+                  drops_ok ? "ONLY CONFIGURED DROPS" : "UNEXPLAINED DROPS"));
+  summary.push_back(leftovers.empty()
+                        ? fmt::format("Leftovers after `wanlab down` ({:.1f} s): none -> NOTHING LEFT", down.seconds)
+                        : fmt::format("Leftovers after `wanlab down`: {} -> LEFTOVERS", fmt::join(leftovers, "; ")));
   const bool streams_ok = totals_.long_failures == 0;
-  summary.push_back(fmt::format("Streams: {} long perf clients, {} ended early ({} restarted) -> {}; short clients {} started, {} finished, {} killed "
-                                "on purpose, {} failed",
-                                6, totals_.long_failures, totals_.long_restarts, streams_ok ? "KEPT UP" : "BROKE", totals_.short_started,
-                                totals_.short_finished, totals_.short_killed, totals_.short_failed));
-  summary.push_back(fmt::format("Host processes: {} sleepers started ({} SIGTERMed, {} SIGKILLed, the rest left for `down`), {} `setsid -f sleep` "
-                                "escapes left for `down`; {} processes were in the testbed's namespaces at `down`",
-                                totals_.sleepers_started, totals_.sleepers_termed, totals_.sleepers_killed, totals_.escapes, before_down.size()));
+  summary.push_back(
+      fmt::format("Streams: {} long perf clients, {} ended early ({} restarted) -> {}; short clients {} started, {} "
+                  "finished, {} killed "
+                  "on purpose, {} failed",
+                  6, totals_.long_failures, totals_.long_restarts, streams_ok ? "KEPT UP" : "BROKE",
+                  totals_.short_started, totals_.short_finished, totals_.short_killed, totals_.short_failed));
+  summary.push_back(fmt::format(
+      "Host processes: {} sleepers started ({} SIGTERMed, {} SIGKILLed, the rest left for `down`), {} `setsid -f "
+      "sleep` "
+      "escapes left for `down`; {} processes were in the testbed's namespaces at `down`",
+      totals_.sleepers_started, totals_.sleepers_termed, totals_.sleepers_killed, totals_.escapes, before_down.size()));
   if (!totals_.set_ms.empty()) {
     const auto minute = static_cast<std::ptrdiff_t>(std::min<std::size_t>(60, totals_.set_ms.size()));
     auto first = [&](const std::vector<double>& all) { return mean({all.begin(), all.begin() + minute}); };
     auto last = [&](const std::vector<double>& all) { return mean({all.end() - minute, all.end()}); };
-    summary.push_back(fmt::format("`wanlab set`: {} calls, {} failed; CPU time {:.1f} ms each over the first {} calls, {:.1f} ms over the last {} "
-                                  "(wall {:.0f} ms, {:.0f} ms: the machine's load)",
-                                  totals_.sets, totals_.set_failures, first(totals_.set_cpu_ms), minute, last(totals_.set_cpu_ms), minute,
-                                  first(totals_.set_ms), last(totals_.set_ms)));
+    summary.push_back(
+        fmt::format("`wanlab set`: {} calls, {} failed; CPU time {:.1f} ms each over the first {} calls, {:.1f} ms "
+                    "over the last {} "
+                    "(wall {:.0f} ms, {:.0f} ms: the machine's load)",
+                    totals_.sets, totals_.set_failures, first(totals_.set_cpu_ms), minute, last(totals_.set_cpu_ms),
+                    minute, first(totals_.set_ms), last(totals_.set_ms)));
   }
   const bool pass = memory_flat && fds_flat && drops_ok && leftovers.empty() && streams_ok && totals_.set_failures == 0;
-  summary.push_back(fmt::format("Verdict: {}", pass ? "PASS (memory flat, only configured drops, nothing left)" : "FAIL"));
+  summary.push_back(
+      fmt::format("Verdict: {}", pass ? "PASS (memory flat, only configured drops, nothing left)" : "FAIL"));
   for (const auto& track : pairs_)
-    for (std::size_t i = 0; i < track.unexplained.size() && i < 5; ++i) summary.push_back(fmt::format("  unexplained on {}: {}", track.label, track.unexplained[i]));
+    for (std::size_t i = 0; i < track.unexplained.size() && i < 5; ++i)
+      summary.push_back(fmt::format("  unexplained on {}: {}", track.label, track.unexplained[i]));
   for (const auto& error : totals_.long_errors) summary.push_back("  " + error);
   for (const auto& error : totals_.short_errors) summary.push_back("  " + error);
   for (const auto& error : totals_.set_errors) summary.push_back("  " + error);
@@ -1026,80 +1091,110 @@ int Soak::run() {
   return pass ? 0 : 3;
 }
 
-void Soak::write_outputs(const std::vector<std::string>& summary, const std::vector<std::string>& leftovers_found, double run_seconds,
-                         const std::string& load_start, const std::string& load_end, const MachineInfo& machine,
-                         const std::vector<std::vector<std::string>>& client_rows) {
+void Soak::write_outputs(const std::vector<std::string>& summary, const std::vector<std::string>& leftovers_found,
+                         double run_seconds, const std::string& load_start, const std::string& load_end,
+                         const MachineInfo& machine, const std::vector<std::vector<std::string>>& client_rows) {
   (void)leftovers_found;
   if (!config_.csv.empty()) {
     std::ofstream out(config_.csv);
-    out << "t_s,releaser_cpu_pct_of_core,rss_mib,fds,threads,verdicts,held,wan_packets,wan_mbit,queue_drops_expected,queue_drops_unexpected,"
-           "loss_drops_expected,loss_drops_unexpected,nfqueue_queue_full,nfqueue_undelivered,nfqueue_waiting,interface_drops,set_cpu_ms_mean,"
+    out << "t_s,releaser_cpu_pct_of_core,rss_mib,fds,threads,verdicts,held,wan_packets,wan_mbit,queue_drops_expected,"
+           "queue_drops_unexpected,"
+           "loss_drops_expected,loss_drops_unexpected,nfqueue_queue_full,nfqueue_undelivered,nfqueue_waiting,interface_"
+           "drops,set_cpu_ms_mean,"
            "set_ms_mean,set_ms_max,"
            "set_failures,host_processes,machine_busy_pct,machine_softirq_pct,machine_steal_pct,load1\n";
     for (const auto& row : rows_)
-      out << fmt::format("{:.0f},{:.2f},{:.3f},{},{},{},{},{},{:.2f},{},{},{},{},{},{},{},{},{:.2f},{:.2f},{:.2f},{},{},{:.1f},{:.1f},{:.1f},{}\n", row.t,
-                         row.cpu.process_pct_of_core, row.daemon.rss_mib, row.daemon.fds, row.daemon.threads, row.verdicts, row.held, row.wan_packets,
-                         row.wan_mbit, row.queue_expected, row.queue_unexpected, row.loss_expected, row.loss_unexpected, row.kernel_queue_full,
-                         row.kernel_undelivered, row.waiting_in_kernel, row.iface_drops, row.set_cpu_ms_mean, row.set_ms_mean, row.set_ms_max,
-                         row.set_failures,
-                         row.host_processes, row.cpu.system_pct_of_all, row.cpu.softirq_pct_of_all, row.cpu.steal_pct_of_all, row.load1);
+      out << fmt::format(
+          "{:.0f},{:.2f},{:.3f},{},{},{},{},{},{:.2f},{},{},{},{},{},{},{},{},{:.2f},{:.2f},{:.2f},{},{},{:.1f},{:.1f},"
+          "{:.1f},{}\n",
+          row.t, row.cpu.process_pct_of_core, row.daemon.rss_mib, row.daemon.fds, row.daemon.threads, row.verdicts,
+          row.held, row.wan_packets, row.wan_mbit, row.queue_expected, row.queue_unexpected, row.loss_expected,
+          row.loss_unexpected, row.kernel_queue_full, row.kernel_undelivered, row.waiting_in_kernel, row.iface_drops,
+          row.set_cpu_ms_mean, row.set_ms_mean, row.set_ms_max, row.set_failures, row.host_processes,
+          row.cpu.system_pct_of_all, row.cpu.softirq_pct_of_all, row.cpu.steal_pct_of_all, row.load1);
     if (!out) throw std::runtime_error("writing " + config_.csv);
     fmt::print("csv written to {}\n", config_.csv);
   }
   if (config_.markdown.empty()) return;
   std::ofstream out(config_.markdown);
   out << "# wanlab soak benchmark\n\n";
-  out << fmt::format("- Date: {}\n- Machine: {}; {} CPUs ({}); {:.1f} GiB memory\n- Release path: {}\n- Scenario: `{}` brought up as `{}`\n"
-                     "- Load average (1/5/15 min) at start: {}; at end: {}\n- Soak: {:.0f} s; whole run {:.0f} s\n- Command: `{}`\n\n",
-                     now_text(), machine.kernel, machine.cpus, machine.cpu_model, machine.memory_gib, release_path_,
-                     fs::path(config_.scenario).filename().string(), config_.name, load_start, load_end, config_.seconds, run_seconds,
-                     config_.command);
+  out << fmt::format(
+      "- Date: {}\n- Machine: {}; {} CPUs ({}); {:.1f} GiB memory\n- Release path: {}\n- Scenario: `{}` brought up as "
+      "`{}`\n"
+      "- Load average (1/5/15 min) at start: {}; at end: {}\n- Soak: {:.0f} s; whole run {:.0f} s\n- Command: `{}`\n\n",
+      now_text(), machine.kernel, machine.cpus, machine.cpu_model, machine.memory_gib, release_path_,
+      fs::path(config_.scenario).filename().string(), config_.name, load_start, load_end, config_.seconds, run_seconds,
+      config_.command);
   out << "## Summary\n\n";
   for (const auto& line : summary) out << "- " << line << "\n";
   out << "\n## What ran\n\n"
-      << "- **Streams:** a `wanlab perf server` on host 0 of each DC; on host 1 of each DC a `wanlab perf client` to host 0 of each other DC "
-         "(2 streams, cubic) for the whole soak: 6 directed WAN pairs always loaded. Every fourth second a short client (3 s, 1 stream) from host 0 "
+      << "- **Streams:** a `wanlab perf server` on host 0 of each DC; on host 1 of each DC a `wanlab perf client` to "
+         "host 0 of each other DC "
+         "(2 streams, cubic) for the whole soak: 6 directed WAN pairs always loaded. Every fourth second a short "
+         "client (3 s, 1 stream) from host 0 "
          "to another DC's host 0, every other one SIGKILLed after 1.5 s; at most one at a time.\n"
-      << "- **Changes:** every second one `wanlab set` on one DC pair in turn (east-west, east-europe, west-europe), both directions (every fourth "
-         "round one direction, `--one-way`), setting all of rate " << fmt::format("{}", fmt::join(kRates, "/")) << ", one-way delay "
-      << fmt::format("{}", fmt::join(kDelays, "/")) << ", loss " << fmt::format("{}", fmt::join(kLosses, "/")) << ", jitter "
+      << "- **Changes:** every second one `wanlab set` on one DC pair in turn (east-west, east-europe, west-europe), "
+         "both directions (every fourth "
+         "round one direction, `--one-way`), setting all of rate "
+      << fmt::format("{}", fmt::join(kRates, "/")) << ", one-way delay " << fmt::format("{}", fmt::join(kDelays, "/"))
+      << ", loss " << fmt::format("{}", fmt::join(kLosses, "/")) << ", jitter "
       << fmt::format("{}", fmt::join(kJitters, "/")) << " and queue " << fmt::format("{}", fmt::join(kQueues, "/"))
       << " on cycles of different lengths.\n"
-      << "- **Host processes:** through `wanlab exec`, a `sleep` started every 4 s on the hosts in turn, the oldest ended (SIGTERM and SIGKILL in "
-         "turn) while three run; every 12 s a `setsid -f sleep` that leaves the soak's process tree (12 at most), so that `down` must find and end "
+      << "- **Host processes:** through `wanlab exec`, a `sleep` started every 4 s on the hosts in turn, the oldest "
+         "ended (SIGTERM and SIGKILL in "
+         "turn) while three run; every 12 s a `setsid -f sleep` that leaves the soak's process tree (12 at most), so "
+         "that `down` must find and end "
          "it; the perf servers and the remaining sleepers are left running for `down` too.\n"
       << "- **Samples:** every " << config_.sample_seconds
-      << " s the daemon's CPU time (/proc/PID/stat), VmRSS and thread count (/proc/PID/status), open descriptors (/proc/PID/fd), the releaser's "
-         "verdict count and held packets (releaser.toml), the kernel's NFQUEUE counters (/proc/PID/net/netfilter/nfnetlink_queue in the "
-         "daemon's namespace), every testbed interface's rx and tx drops (/proc/net/dev in the core and host namespaces), and the machine's CPU "
+      << " s the daemon's CPU time (/proc/PID/stat), VmRSS and thread count (/proc/PID/status), open descriptors "
+         "(/proc/PID/fd), the releaser's "
+         "verdict count and held packets (releaser.toml), the kernel's NFQUEUE counters "
+         "(/proc/PID/net/netfilter/nfnetlink_queue in the "
+         "daemon's namespace), every testbed interface's rx and tx drops (/proc/net/dev in the core and host "
+         "namespaces), and the machine's CPU "
          "(/proc/stat).\n\n";
   out << "## When a drop is explained\n\n"
-      << "The data plane's counters are read for every directed pair once a second, just before that second's `set`; each one-second slice is "
-         "judged against the configurations in force during it (the one before the `set` and the one after it), read back from the data plane's "
+      << "The data plane's counters are read for every directed pair once a second, just before that second's `set`; "
+         "each one-second slice is "
+         "judged against the configurations in force during it (the one before the `set` and the one after it), read "
+         "back from the data plane's "
          "`pair_config` map rather than from what the soak asked for.\n\n"
       << "- **Loss drops** are explained in a slice where the pair's loss probability was above 0.\n"
-      << "- **Queue drops** are explained in a slice where the pair's queue limit (in time, as the data plane holds it) was below the longest "
-         "backlog the pair's senders could build: 2 x streams x (tcp_wmem max + 64 KiB) x 1514/1448 x 8 / the slowest rate the pair has had so "
-         "far. A TCP sender holds at most its send buffer unacknowledged (plus one 64 KiB skb of overshoot), every queued byte was charged at no "
-         "less than that slowest rate, and the factor 2 covers segments queued twice (a spurious retransmission). Here: 3 streams (a long client's "
+      << "- **Queue drops** are explained in a slice where the pair's queue limit (in time, as the data plane holds "
+         "it) was below the longest "
+         "backlog the pair's senders could build: 2 x streams x (tcp_wmem max + 64 KiB) x 1514/1448 x 8 / the slowest "
+         "rate the pair has had so "
+         "far. A TCP sender holds at most its send buffer unacknowledged (plus one 64 KiB skb of overshoot), every "
+         "queued byte was charged at no "
+         "less than that slowest rate, and the factor 2 covers segments queued twice (a spurious retransmission). "
+         "Here: 3 streams (a long client's "
          "2 + one short client), tcp_wmem max "
       << fmt::format("{:.1f} MiB", static_cast<double>(wmem_) / 1048576.0) << ", so at the slowest rate, "
       << fmt::format("{:.0f} Mbit/s", kSlowestRateBps / 1e6) << ", "
       << fmt::format("{:.1f} s", QueueBound{3, wmem_, kSlowestRateBps}.backlog_ns() / 1e9)
-      << ": the `12s` queue cannot overflow, and a queue drop under it is unexplained. Every other queue setting here can overflow.\n"
-      << "- **NFQUEUE kernel drops** (the queue full, or a packet's message not delivered to the releaser's socket) and **interface drops** are "
+      << ": the `12s` queue cannot overflow, and a queue drop under it is unexplained. Every other queue setting here "
+         "can overflow.\n"
+      << "- **NFQUEUE kernel drops** (the queue full, or a packet's message not delivered to the releaser's socket) "
+         "and **interface drops** are "
          "never configured: any is unexplained.\n\n";
   Table table;
-  table.title = fmt::format("Every {} s (drops and verdicts in the row's interval; RSS, fds, threads, held at its end)", config_.sample_seconds);
+  table.title = fmt::format("Every {} s (drops and verdicts in the row's interval; RSS, fds, threads, held at its end)",
+                            config_.sample_seconds);
   table.header = kHeader;
   for (const auto& row : rows_) table.rows.push_back(row_cells(row));
-  table.notes = {"Releaser CPU = the daemon's user + system time over the interval, % of one core. Verdicts = packets the releaser released. "
-                 "Held = packets waiting in the releaser at the row's end.",
-                 "WAN packets / Mbit/s = what the data plane passed on the six inter-DC pairs (a GSO packet counts its segments; wire bytes).",
-                 "Drops exp / unexp: explained by the configuration in force / not (see above). `set` = each `wanlab set` process "
-                 "(the change recorded, the data plane rewritten): its own CPU time, and its wall time, which the machine's load stretches.",
-                 "Host processes = processes the soak started on the hosts that were running at the row's end (perf servers and clients, sleepers; "
-                 "not the escaped ones). Machine busy / steal = both CPUs, all processes and the kernel / taken by the hypervisor."};
+  table.notes = {
+      "Releaser CPU = the daemon's user + system time over the interval, % of one core. Verdicts = packets the "
+      "releaser released. "
+      "Held = packets waiting in the releaser at the row's end.",
+      "WAN packets / Mbit/s = what the data plane passed on the six inter-DC pairs (a GSO packet counts its segments; "
+      "wire bytes).",
+      "Drops exp / unexp: explained by the configuration in force / not (see above). `set` = each `wanlab set` process "
+      "(the change recorded, the data plane rewritten): its own CPU time, and its wall time, which the machine's load "
+      "stretches.",
+      "Host processes = processes the soak started on the hosts that were running at the row's end (perf servers and "
+      "clients, sleepers; "
+      "not the escaped ones). Machine busy / steal = both CPUs, all processes and the kernel / taken by the "
+      "hypervisor."};
   out << table.markdown() << "\n";
   Table clients;
   clients.title = "Long perf clients (their own reports at the end)";
@@ -1150,12 +1245,14 @@ Config parse_args(int argc, char** argv) {
     } else if (arg == "--command") {
       config.command = value();
     } else {
-      throw std::invalid_argument("unknown argument \"" + arg +
-                                  "\" (--scenario FILE, --wanlab PATH, --name NAME, --minutes N, --seconds N, --sample-seconds N, "
-                                  "--warmup-seconds N, --markdown FILE, --csv FILE, --command TEXT)");
+      throw std::invalid_argument(
+          "unknown argument \"" + arg +
+          "\" (--scenario FILE, --wanlab PATH, --name NAME, --minutes N, --seconds N, --sample-seconds N, "
+          "--warmup-seconds N, --markdown FILE, --csv FILE, --command TEXT)");
     }
   }
-  if (config.scenario.empty()) throw std::invalid_argument("--scenario: a three-DC scenario file is needed (scenarios/three-dc.toml)");
+  if (config.scenario.empty())
+    throw std::invalid_argument("--scenario: a three-DC scenario file is needed (scenarios/three-dc.toml)");
   config.wanlab = fs::absolute(config.wanlab).string();
   config.scenario = fs::absolute(config.scenario).string();
   if (::access(config.wanlab.c_str(), X_OK) != 0)

@@ -72,7 +72,7 @@ struct Config {
   int slow_start_after_idle = 1;
   std::string wmem = "4mb";
   std::string rmem = "6mb";
-  bool pace = true;  // each stream paced at rate / streams (SO_MAX_PACING_RATE), as wanlab train does
+  bool pace = true;     // each stream paced at rate / streams (SO_MAX_PACING_RATE), as wanlab train does
   std::string remodel;  // an earlier run's CSV: its measured times against the model as it is now, no testbed
 };
 
@@ -97,26 +97,31 @@ std::vector<double> time_messages(const em::Host& from, const em::Host& to, int 
     try {
       em::NetnsScope in(to.netns);
       asio::io_context io;
-      asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-        tp::ChannelOptions options;
-        options.chunk_size = kChunk;
-        options.idle_timeout = 0ms;
-        auto acceptor = tp::Acceptor::listen(io.get_executor(), {asio::ip::make_address(address), kPort}, options);
-        listening = true;
-        tp::Channel channel = co_await acceptor.accept();
-        while (auto message = co_await channel.receive()) {
-          std::lock_guard lock(arrivals.mutex);
-          arrivals.at.push_back(Clock::now());
-          arrivals.changed.notify_all();
-        }
-      }, [&](std::exception_ptr error) {
-        if (!error) return;
-        try { std::rethrow_exception(error); } catch (const std::exception& e) {
-          std::lock_guard lock(arrivals.mutex);
-          arrivals.error = fmt::format("receiver: {}", e.what());
-          arrivals.changed.notify_all();
-        }
-      });
+      asio::co_spawn(
+          io,
+          [&]() -> asio::awaitable<void> {
+            tp::ChannelOptions options;
+            options.chunk_size = kChunk;
+            options.idle_timeout = 0ms;
+            auto acceptor = tp::Acceptor::listen(io.get_executor(), {asio::ip::make_address(address), kPort}, options);
+            listening = true;
+            tp::Channel channel = co_await acceptor.accept();
+            while (auto message = co_await channel.receive()) {
+              std::lock_guard lock(arrivals.mutex);
+              arrivals.at.push_back(Clock::now());
+              arrivals.changed.notify_all();
+            }
+          },
+          [&](std::exception_ptr error) {
+            if (!error) return;
+            try {
+              std::rethrow_exception(error);
+            } catch (const std::exception& e) {
+              std::lock_guard lock(arrivals.mutex);
+              arrivals.error = fmt::format("receiver: {}", e.what());
+              arrivals.changed.notify_all();
+            }
+          });
       io.run();
     } catch (const std::exception& e) {
       std::lock_guard lock(arrivals.mutex);
@@ -138,47 +143,55 @@ std::vector<double> time_messages(const em::Host& from, const em::Host& to, int 
     em::NetnsScope in(from.netns);
     asio::io_context io;
     std::vector<std::byte> payload(bytes);
-    asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-      tp::ChannelOptions options;
-      options.connections = static_cast<unsigned>(streams);
-      options.chunk_size = kChunk;
-      options.socket.not_sent_lowat = kChunk;
-      options.idle_timeout = 0ms;
-      options.record_streams = true;
-      options.socket.max_pacing_rate = pacing_rate;
-      tp::Channel channel = co_await tp::Channel::connect(io.get_executor(), address, kPort, options);
-      asio::steady_timer timer(io);
-      for (std::size_t k = 0; k < std::size(kStates); ++k) {
-        // The previous message's last acknowledgements reach the sender one
-        // way after it arrived: warm starts then (the model's state after a
-        // message is that of all of it acknowledged), idle 1 s later.
-        if (k > 0) {
-          timer.expires_after(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(one_way_s)) +
-                              (k == 2 ? Clock::duration(kIdleGap) : Clock::duration::zero()));
-          co_await timer.async_wait(asio::use_awaitable);
-        }
-        const auto start = Clock::now();
-        auto ticket = channel.send_borrowed(std::span<const std::byte>(payload.data(), payload.size()));
-        // Wait for the receiver, polling so the io_context keeps serving the channel.
-        while (true) {
-          {
-            std::lock_guard lock(arrivals.mutex);
-            if (!arrivals.error.empty()) throw std::runtime_error(arrivals.error);
-            if (arrivals.at.size() > k) {
-              seconds.push_back(std::chrono::duration<double>(arrivals.at[k] - start).count());
-              break;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          tp::ChannelOptions options;
+          options.connections = static_cast<unsigned>(streams);
+          options.chunk_size = kChunk;
+          options.socket.not_sent_lowat = kChunk;
+          options.idle_timeout = 0ms;
+          options.record_streams = true;
+          options.socket.max_pacing_rate = pacing_rate;
+          tp::Channel channel = co_await tp::Channel::connect(io.get_executor(), address, kPort, options);
+          asio::steady_timer timer(io);
+          for (std::size_t k = 0; k < std::size(kStates); ++k) {
+            // The previous message's last acknowledgements reach the sender one
+            // way after it arrived: warm starts then (the model's state after a
+            // message is that of all of it acknowledged), idle 1 s later.
+            if (k > 0) {
+              timer.expires_after(
+                  std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(one_way_s)) +
+                  (k == 2 ? Clock::duration(kIdleGap) : Clock::duration::zero()));
+              co_await timer.async_wait(asio::use_awaitable);
             }
+            const auto start = Clock::now();
+            auto ticket = channel.send_borrowed(std::span<const std::byte>(payload.data(), payload.size()));
+            // Wait for the receiver, polling so the io_context keeps serving the channel.
+            while (true) {
+              {
+                std::lock_guard lock(arrivals.mutex);
+                if (!arrivals.error.empty()) throw std::runtime_error(arrivals.error);
+                if (arrivals.at.size() > k) {
+                  seconds.push_back(std::chrono::duration<double>(arrivals.at[k] - start).count());
+                  break;
+                }
+              }
+              timer.expires_after(200us);
+              co_await timer.async_wait(asio::use_awaitable);
+            }
+            shares.push_back(ticket.streams());
           }
-          timer.expires_after(200us);
-          co_await timer.async_wait(asio::use_awaitable);
-        }
-        shares.push_back(ticket.streams());
-      }
-      co_await channel.shutdown();
-    }, [&](std::exception_ptr error) {
-      if (!error) return;
-      try { std::rethrow_exception(error); } catch (const std::exception& e) { failure = e.what(); }
-    });
+          co_await channel.shutdown();
+        },
+        [&](std::exception_ptr error) {
+          if (!error) return;
+          try {
+            std::rethrow_exception(error);
+          } catch (const std::exception& e) {
+            failure = e.what();
+          }
+        });
     io.run();
   }
   receiver.join();
@@ -209,8 +222,16 @@ std::string size_text(std::uint64_t bytes) {
 void write_tables(const Config& config, const std::vector<Cell>& cells, double minutes) {
   Table table;
   table.title = "Transfer model: one message over the wanlab transport, measured against the simulator's model";
-  table.header = {"rate", "delay (one way)", "streams", "size", "state", "measured (s)", "model (s)", "ratio",
-                  "steady model (s)", "cwnd at start (segments)"};
+  table.header = {"rate",
+                  "delay (one way)",
+                  "streams",
+                  "size",
+                  "state",
+                  "measured (s)",
+                  "model (s)",
+                  "ratio",
+                  "steady model (s)",
+                  "cwnd at start (segments)"};
   int within = 0;
   int steady_within = 0;
   for (const Cell& c : cells) {
@@ -232,9 +253,11 @@ void write_tables(const Config& config, const std::vector<Cell>& cells, double m
                   "exceeds {} s left out; {:.1f} minutes.",
                   config.wmem, config.rmem, config.slow_start_after_idle, config.pace ? "on" : "off",
                   config.max_seconds, minutes),
-      "cold: first message on a new channel; warm: sent once the previous one is acknowledged (one way after it arrived); idle: 1 s after that."};
+      "cold: first message on a new channel; warm: sent once the previous one is acknowledged (one way after it "
+      "arrived); idle: 1 s after that."};
   if (!config.remodel.empty())
-    table.notes.push_back(fmt::format("measured times from {}, modelled again by the model as it is now (--remodel)", config.remodel));
+    table.notes.push_back(
+        fmt::format("measured times from {}, modelled again by the model as it is now (--remodel)", config.remodel));
   fmt::print("\n{}", table.text());
   if (!config.markdown.empty()) {
     std::ofstream out(config.markdown);
@@ -244,8 +267,8 @@ void write_tables(const Config& config, const std::vector<Cell>& cells, double m
     std::ofstream out(config.csv);
     out << "rate_bps,delay_ms,streams,bytes,state,measured_s,model_s,steady_s,cwnd_segments\n";
     for (const Cell& c : cells)
-      out << fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f},{}\n", c.rate_bps, c.delay_ms, c.streams, c.bytes, c.state,
-                         c.measured_s, c.modelled_s, c.steady_s, c.cwnd_segments);
+      out << fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f},{}\n", c.rate_bps, c.delay_ms, c.streams, c.bytes,
+                         c.state, c.measured_s, c.modelled_s, c.steady_s, c.cwnd_segments);
   }
 }
 
@@ -273,15 +296,24 @@ Config parse(int argc, char** argv) {
     if (i + 1 >= argc) usage_error(fmt::format("{}: needs a value", option));
     const std::string value = argv[++i];
     try {
-      if (option == "--wanlab") config.wanlab = value;
-      else if (option == "--markdown") config.markdown = value;
-      else if (option == "--csv") config.csv = value;
-      else if (option == "--remodel") config.remodel = value;
-      else if (option == "--pace") config.pace = value == "on";
-      else if (option == "--wmem") config.wmem = value;
-      else if (option == "--rmem") config.rmem = value;
-      else if (option == "--max-seconds") config.max_seconds = std::stod(value);
-      else if (option == "--slow-start-after-idle") config.slow_start_after_idle = std::stoi(value);
+      if (option == "--wanlab")
+        config.wanlab = value;
+      else if (option == "--markdown")
+        config.markdown = value;
+      else if (option == "--csv")
+        config.csv = value;
+      else if (option == "--remodel")
+        config.remodel = value;
+      else if (option == "--pace")
+        config.pace = value == "on";
+      else if (option == "--wmem")
+        config.wmem = value;
+      else if (option == "--rmem")
+        config.rmem = value;
+      else if (option == "--max-seconds")
+        config.max_seconds = std::stod(value);
+      else if (option == "--slow-start-after-idle")
+        config.slow_start_after_idle = std::stoi(value);
       else if (option == "--rates") {
         config.rates_bps.clear();
         for (const auto& r : split(value)) config.rates_bps.push_back(em::units::parse_rate(r));
@@ -305,7 +337,6 @@ Config parse(int argc, char** argv) {
 }
 
 }  // namespace
-
 
 // The path as the simulator sees the bench testbed's pair (link_model_for,
 // tcp_path_for), its `streams` paced as the harness paces them.
@@ -332,9 +363,10 @@ void model_channel(const hs::TcpPath& path, std::vector<Cell>& channel) {
 }
 
 void print_cell(const Cell& cell) {
-  fmt::print("{:>9} {:>4}ms {:>3}x {:>6} {:<5} measured {:8.3f} s  model {:8.3f} s  ratio {:5.2f}  steady {:8.3f}  cwnd {}\n",
-             fmt::format("{}M", cell.rate_bps / 1'000'000), cell.delay_ms, cell.streams, size_text(cell.bytes), cell.state,
-             cell.measured_s, cell.modelled_s, cell.measured_s / cell.modelled_s, cell.steady_s, cell.cwnd_segments);
+  fmt::print(
+      "{:>9} {:>4}ms {:>3}x {:>6} {:<5} measured {:8.3f} s  model {:8.3f} s  ratio {:5.2f}  steady {:8.3f}  cwnd {}\n",
+      fmt::format("{}M", cell.rate_bps / 1'000'000), cell.delay_ms, cell.streams, size_text(cell.bytes), cell.state,
+      cell.measured_s, cell.modelled_s, cell.measured_s / cell.modelled_s, cell.steady_s, cell.cwnd_segments);
   std::fflush(stdout);
 }
 
@@ -347,7 +379,8 @@ std::vector<Cell> remodel(const Config& config) {
   std::vector<Cell> cells;
   for (int line_number = 2; std::getline(in, line); ++line_number) {
     const auto fields = split(line);
-    if (fields.size() != 9) usage_error(fmt::format("{}:{}: expected 9 fields, got {}", config.remodel, line_number, fields.size()));
+    if (fields.size() != 9)
+      usage_error(fmt::format("{}:{}: expected 9 fields, got {}", config.remodel, line_number, fields.size()));
     try {
       cells.push_back(Cell{std::stoull(fields[0]), std::stoi(fields[1]), std::stoi(fields[2]), std::stoull(fields[3]),
                            fields[4], std::stod(fields[5]), 0, std::stod(fields[7]),
@@ -402,7 +435,8 @@ int main(int argc, char** argv) {
           if (ideal > config.max_seconds) continue;
           std::vector<std::vector<tp::StreamShare>> shares;
           const std::uint64_t pacing = config.pace ? rate / 8 / static_cast<std::uint64_t>(streams) : 0;
-          const auto measured = time_messages(bed.host_of_dc(0), bed.host_of_dc(1), streams, bytes, pacing, path.delay_s, shares);
+          const auto measured =
+              time_messages(bed.host_of_dc(0), bed.host_of_dc(1), streams, bytes, pacing, path.delay_s, shares);
           std::vector<Cell> channel;
           for (std::size_t k = 0; k < measured.size(); ++k) {
             Cell cell{rate, delay, streams, bytes, kStates[k], measured[k], 0, ideal, 0};
