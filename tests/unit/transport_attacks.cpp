@@ -12,13 +12,6 @@
 #include "unit/transport_support.hpp"
 #include "wanlab/transport/budget.hpp"
 
-// GCC 12 takes the larger coroutine frames below for memory freed by a
-// mismatched operator delete: it sees Asio's aligned_alloc but not the free()
-// behind the frame's class operator delete (GCC bug 109224, a false positive).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-
 using namespace transport_test;
 using transport_attack::RawPeer;
 using wt::Channel;

@@ -321,3 +321,51 @@ BOOST_AUTO_TEST_CASE(connect_to_a_closed_port_fails_with_the_address) {
     BOOST_CHECK_MESSAGE(std::string(e.what()).find("127.0.0.1:" + std::to_string(port)) != std::string::npos, e.what());
   }
 }
+
+namespace {
+asio::awaitable<void> drain_then_mark(Channel& channel, bool& drained) {
+  co_await channel.drain();
+  drained = true;
+}
+}  // namespace
+
+// drain() returns once what was written has left the sockets: not while the
+// peer's closed receive window holds it in the send queue, then soon after the
+// peer reads.
+BOOST_AUTO_TEST_CASE(drain_waits_for_written_bytes_to_leave_the_sockets) {
+  asio::io_context io;
+  run(io, []() -> asio::awaitable<void> {
+    const auto client_options = small_options(1);
+    auto server_options = small_options(1);
+    // The server holds the first message unreceived and, above its receive
+    // memory, reads no further: the second waits in a window far below it.
+    server_options.socket.receive_buffer = 16 * 1024;
+    server_options.receive_memory_limit = 1;
+    auto pair = co_await connect_pair(client_options, server_options);
+    pair.client.send(make_message(1024, 6));
+    auto ticket = pair.client.send(make_message(128 * 1024, 7));  // under not_sent_lowat: all written
+    co_await ticket.wait();
+    std::uint64_t notsent = 0;
+    for (const auto& connection : pair.client.stats().connections) notsent += connection.tcp.notsent_bytes;
+    BOOST_REQUIRE_MESSAGE(notsent > 0, "the peer's window took the whole message; nothing to drain");
+    bool drained = false;
+    asio::co_spawn(co_await asio::this_coro::executor, drain_then_mark(pair.client, drained), asio::detached);
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    timer.expires_after(200ms);
+    co_await timer.async_wait(asio::use_awaitable);
+    BOOST_CHECK_MESSAGE(!drained, "drain returned while the peer had not read");
+    for (const std::size_t size : {1024u, 128u * 1024}) {
+      auto received = co_await pair.server.receive();
+      BOOST_REQUIRE(received.has_value());
+      BOOST_CHECK_EQUAL(received->size(), size);
+    }
+    for (int i = 0; i < 200 && !drained; ++i) {
+      timer.expires_after(10ms);
+      co_await timer.async_wait(asio::use_awaitable);
+    }
+    BOOST_CHECK_MESSAGE(drained, "drain did not return within 2 s of the peer reading");
+    notsent = 0;
+    for (const auto& connection : pair.client.stats().connections) notsent += connection.tcp.notsent_bytes;
+    BOOST_CHECK_EQUAL(notsent, 0u);
+  }());
+}

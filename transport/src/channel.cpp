@@ -6,6 +6,8 @@
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/post.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
 
 #include "channel_core.hpp"
@@ -291,6 +293,16 @@ SendTicket Channel::send_borrowed(std::vector<asio::const_buffer> buffers) {
 }
 
 asio::awaitable<void> Channel::flush() { return core_->flush(); }
+asio::awaitable<void> Channel::drain(std::chrono::milliseconds poll) {
+  asio::steady_timer timer(core_->executor());
+  while (is_open()) {
+    std::uint64_t notsent = 0;
+    for (const auto& connection : stats().connections) notsent += connection.tcp.notsent_bytes;
+    if (notsent == 0) co_return;
+    timer.expires_after(poll);
+    co_await timer.async_wait(asio::use_awaitable);
+  }
+}
 asio::awaitable<std::optional<Message>> Channel::receive() {
   auto received = co_await core_->receive();
   if (!received) co_return std::nullopt;

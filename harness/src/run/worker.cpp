@@ -398,7 +398,14 @@ class WorkerProcess {
     const auto ticket = co_await transmit(op.peer, DataHeader{iteration, id_, op.microbatch, -1, op_index}, op.bytes);
     const auto written = monotonic_ns();
     if (gated) {
-      co_await drained(*channels_.at(op.peer));
+      // Temporal sharing hands the link on once the message's bytes have all
+      // left the sockets (tcpi_notsent_bytes 0 on every stream), not once they
+      // are written: then up to two chunks per stream still wait in the sockets,
+      // which at a scaled testbed's rates is a fifth of a second of the link, and
+      // the next sender's streams overflowed the queue beside them (measured at
+      // scale 0.01: cwnd below the initial window after losses, 168 KB taking
+      // 0.33-0.75 s where alone it takes 0.25 s).
+      co_await channels_.at(op.peer)->drain(kDrainPoll);
       control_->post(ctl::GateRelease{iteration, op_index});
     }
     if (op.cross_dc) sends_.push_back(send_record(op_index, queued, ticket));
@@ -406,24 +413,6 @@ class WorkerProcess {
     events_.push_back(event_of(iteration, op_index, op, start, written));
     --sends_in_flight_;
     changed_.notify();
-  }
-
-  // Temporal sharing hands the link on once the message's bytes have all
-  // left the sockets (tcpi_notsent_bytes 0 on every stream), not once they
-  // are written: then up to two chunks per stream still wait in the sockets,
-  // which at a scaled testbed's rates is a fifth of a second of the link, and
-  // the next sender's streams overflowed the queue beside them (measured at
-  // scale 0.01: cwnd below the initial window after losses, 168 KB taking
-  // 0.33-0.75 s where alone it takes 0.25 s).
-  asio::awaitable<void> drained(const transport::Channel& channel) {
-    asio::steady_timer timer(io_);
-    while (channel.is_open()) {
-      std::uint64_t notsent = 0;
-      for (const auto& connection : channel.stats().connections) notsent += connection.tcp.notsent_bytes;
-      if (notsent == 0) co_return;
-      timer.expires_after(kDrainPoll);
-      co_await timer.async_wait(asio::use_awaitable);
-    }
   }
 
   // Waits for a message and takes it out of the inbox; returns its arrival time.

@@ -107,6 +107,11 @@ class Channel {
   SendTicket send_borrowed(std::vector<asio::const_buffer> buffers);
   /// Waits until every message queued so far is written to the sockets.
   asio::awaitable<void> flush();
+  /// Waits until the bytes written to the sockets so far have left them
+  /// (tcpi_notsent_bytes 0 on every connection), or the channel is no longer
+  /// open, looking every `poll`. After flush() or a done ticket: the message
+  /// is on the wire, not only written; queued messages are not waited for.
+  asio::awaitable<void> drain(std::chrono::milliseconds poll = std::chrono::milliseconds(1));
 
   /// The next whole message, in send order; nullopt once the peer has shut
   /// down its sending side and every message it sent has been received.
