@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "wanlab/base/clock.hpp"
 #include "wanlab/emulator/datapath.hpp"
 
 using wanlab::emulator::Datapath;
@@ -26,11 +27,8 @@ namespace {
 
 constexpr std::uint64_t kMs = 1'000'000;
 
-std::uint64_t monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<std::uint64_t>(ts.tv_nsec);
-}
+// The data plane's clock (base/clock.hpp), unsigned as its timestamps are.
+std::uint64_t monotonic_ns() { return static_cast<std::uint64_t>(wanlab::base::monotonic_ns()); }
 
 // A private bpffs on a fresh temporary directory, gone with everything
 // pinned in it when this goes out of scope.

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "wanlab/base/clock.hpp"
 #include "wanlab/emulator/datapath.hpp"
 #include "wanlab/emulator/schedule.hpp"
 #include "wanlab_edt.h"
@@ -34,11 +35,8 @@ constexpr std::uint64_t kMs = 1'000'000;
 constexpr std::uint64_t kMbit = 1'000'000;
 constexpr int kDcs = 3;
 
-std::uint64_t monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<std::uint64_t>(ts.tv_nsec);
-}
+// The data plane's clock (base/clock.hpp), unsigned as its timestamps are.
+std::uint64_t monotonic_ns() { return static_cast<std::uint64_t>(wanlab::base::monotonic_ns()); }
 
 // ---- packets -------------------------------------------------------------
 

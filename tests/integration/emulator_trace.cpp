@@ -12,6 +12,7 @@
 #include <map>
 #include <vector>
 
+#include "wanlab/base/clock.hpp"
 #include "support/wanlab_cli.hpp"
 #include "wanlab/emulator/datapath.hpp"
 #include "wanlab/emulator/probe.hpp"
@@ -51,11 +52,8 @@ name = "east"
 name = "west"
 )";
 
-std::uint64_t monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<std::uint64_t>(ts.tv_nsec);
-}
+// The data plane's clock (base/clock.hpp), unsigned as its timestamps are.
+std::uint64_t monotonic_ns() { return static_cast<std::uint64_t>(wanlab::base::monotonic_ns()); }
 
 // Brings testbed `itrace` up from the WAN's tables and the hosts; always down.
 struct Testbed {
