@@ -216,6 +216,7 @@ void PrefillService::handle_worker(int worker, ctl::Message& message) {
   } else if (auto* missed = std::get_if<ctl::PrefillMissed>(&message)) {
     ++missed_[iteration_];
     fail_batches([&](const BatchState& b) { return b.batch.id == missed->batch; }, kMissedReason);
+    grant_kv();  // caches placed after it on its route no longer wait for it
   } else if (auto* request = std::get_if<ctl::KvGateRequest>(&message)) {
     kv_waiting_.push_back({worker, request->batch, request->piece});
     grant_kv();
