@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <random>
 
+#include "../harness/src/run/kv_order.hpp"
 #include "harness_support.hpp"
 #include "wanlab/base/stats.hpp"
 #include "wanlab/harness/simulate.hpp"
@@ -505,17 +507,53 @@ BOOST_AUTO_TEST_CASE(kv_caches_take_the_wan_link_only_between_training_sends) {
   BOOST_TEST(sends > 0);
 }
 
+// Without temporal sharing a cache leaves as soon as its prefill has ended
+// and its worker's earlier cache has left the channel.
 BOOST_AUTO_TEST_CASE(without_temporal_sharing_the_kv_cache_leaves_at_once) {
   Experiment e = bubbletea("schedule = \"1f1b\"\nplacement = [\"a\", \"a\", \"c\", \"c\"]", 8);
   BOOST_REQUIRE(!e.temporal_sharing);
+  auto scenario = three_dcs();
   RunRecord record = run(e);
-  for (const KvTransfer& kv : record.prefill->kv) {
+  KvRoutes routes(record.plan, scenario, harness_test::steady_links(scenario));
+  std::map<int, std::int64_t> channel_free;          // per worker
+  for (const KvTransfer& kv : record.prefill->kv) {  // in placement order
     std::int64_t last = 0;
     for (const PrefillSpan& span : record.prefill->spans) {
       if (span.batch == kv.batch) last = std::max(last, span.end_ns);
     }
-    BOOST_TEST(kv.start_ns == last);
+    const auto free = channel_free.find(kv.worker);
+    BOOST_TEST(kv.start_ns == std::max(last, free == channel_free.end() ? last : free->second));
+    channel_free[kv.worker] = kv.end_ns - routes.route(kv.worker).delay_ns;
   }
+}
+
+// Admission's estimate for a cache counts the caches placed before it on its
+// route, never a later one: on each queue (a DC's own link, shared by its
+// hosts' workers, or a worker's loopback) caches leave in placement order,
+// even where a later-placed batch's prefill ended first.
+BOOST_AUTO_TEST_CASE(kv_caches_leave_each_queue_in_placement_order) {
+  Experiment e = bubbletea("schedule = \"atlas\"\nplacement = [\"a\", \"a\", \"c\", \"c\"]", 40);
+  e.prefill.decode_dc = "local";
+  auto scenario = three_dcs();
+  RunRecord record = run(e);
+  KvRoutes routes(record.plan, scenario, harness_test::steady_links(scenario));
+  std::map<int, std::int64_t> prefill_end;  // per batch
+  for (const PrefillSpan& span : record.prefill->spans)
+    prefill_end[span.batch] = std::max(prefill_end[span.batch], span.end_ns);
+  std::vector<KvTransfer> kv = record.prefill->kv;
+  std::sort(kv.begin(), kv.end(), [](const KvTransfer& a, const KvTransfer& b) { return a.batch < b.batch; });
+  BOOST_REQUIRE(kv.size() > 10u);
+  int ended_out_of_order = 0;
+  for (std::size_t i = 0; i < kv.size(); ++i) {
+    BOOST_TEST(kv[i].start_ns >= prefill_end.at(kv[i].batch));
+    for (std::size_t j = i + 1; j < kv.size(); ++j) {
+      if (!routes.same_queue(kv[i].worker, kv[j].worker)) continue;
+      BOOST_TEST(kv[j].start_ns >= kv[i].start_ns, "b" << kv[j].batch << " left before b" << kv[i].batch);
+      if (prefill_end.at(kv[j].batch) < prefill_end.at(kv[i].batch)) ++ended_out_of_order;
+    }
+  }
+  BOOST_TEST_MESSAGE(ended_out_of_order << " pairs on one queue whose prefill ended out of placement order");
+  BOOST_TEST(ended_out_of_order > 0);  // the case the order is for occurs here
 }
 
 BOOST_AUTO_TEST_CASE(no_requests_change_nothing) {
@@ -588,6 +626,30 @@ BOOST_AUTO_TEST_CASE(local_is_refused_where_a_dc_has_that_name) {
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(kv_routes)
+
+// A prefill worker's caches go in placement order (batch ids): a ready cache
+// waits for an earlier-placed one still in prefill, and no longer for one
+// whose prefill missed.
+BOOST_AUTO_TEST_CASE(a_worker_sends_its_caches_in_placement_order) {
+  wanlab::harness::run_detail::KvSendOrder order;
+  for (int batch : {3, 5, 8}) order.placed(batch);
+  order.ready(5, 500);
+  order.ready(8, 800);
+  BOOST_TEST(!order.can_take());  // 3 is still in prefill
+  BOOST_TEST(!order.take().has_value());
+  order.ready(3, 300);
+  BOOST_TEST_REQUIRE(order.can_take());
+  BOOST_TEST(order.take()->first == 3);
+  BOOST_TEST(order.take()->first == 5);
+  order.placed(9);
+  order.placed(11);
+  order.ready(11, 1100);
+  BOOST_TEST(order.take()->second == 800u);
+  BOOST_TEST(!order.can_take());  // 9 ahead of 11
+  order.dropped(9);               // its prefill missed
+  BOOST_TEST(order.take()->first == 11);
+  BOOST_TEST(!order.can_take());
+}
 
 // Atlas on a, a, c, c with two hosts per DC: with decode_dc = "local" the
 // workers on a DC's first host (its decode host) send over loopback, the

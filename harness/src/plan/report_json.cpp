@@ -240,6 +240,8 @@ void write_prefill(const RunRecord& record, TraceOut& trace) {
     args["batch"] = kv.batch;
     args["worker"] = kv.worker;
     args["bytes"] = kv.bytes;
+    if (kv.predicted_end_ns >= 0) args["predicted_end_us"] = to_us(kv.predicted_end_ns);
+    if (kv.deadline_ns >= 0) args["deadline_us"] = to_us(kv.deadline_ns);
     trace.push(span_json(fmt::format("KV b{}", kv.batch), "kv", kLinksPid,
                          links.lane(link, kv.start_ns, kv.end_ns, trace), kv.start_ns, kv.end_ns, std::move(args)));
   }

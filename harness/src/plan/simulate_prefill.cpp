@@ -234,38 +234,41 @@ class PrefillSimulation {
     return 0;  // not a link to the decode DC: never looked at
   }
 
-  // Each finished batch's KV cache, in the order they finished. With temporal
-  // sharing a cross-DC one goes on the wire at the first time from its
-  // prefill's end when the link is free of training's sends and of earlier KV
-  // caches for its whole wire time.
+  // Each finished batch's KV cache, in placement order (batch ids), as the
+  // real run sends them (KvSendOrder, PrefillService::kv_turn): admission's
+  // estimate counts the caches placed before a cache on its route, never a
+  // later one. A cache leaves once its prefill has ended and the caches
+  // placed before it on its queue have left: a WAN link under temporal
+  // sharing or a DC's own link, where caches take turns, else its worker's
+  // channel. With temporal sharing a cross-DC one also waits until the link
+  // is free of training's sends for its whole wire time.
   void send_kv(std::vector<KvTransfer>& kv) {
     std::map<int, std::vector<Interval>> busy = training_link_busy();
-    std::vector<std::size_t> order;
-    for (std::size_t batch = 0; batch < batches_.size(); ++batch) {
-      if (!failed_[batch] && prefill_end_ns_[batch] != kPast) order.push_back(batch);
-    }
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return std::tie(prefill_end_ns_[a], a) < std::tie(prefill_end_ns_[b], b);
-    });
-    for (std::size_t index : order) {
+    std::map<int, std::int64_t> queue_free;  // per link taken in turns (its index), else per worker (-1 - worker)
+    for (std::size_t index = 0; index < batches_.size(); ++index) {
+      if (failed_[index] || prefill_end_ns_[index] == kPast) continue;
       const Batch& batch = batches_[index];
-      const KvRoutes::Route& route = routes_.route(batch.chunks.front().worker);
+      const int worker = batch.chunks.front().worker;
+      const KvRoutes::Route& route = routes_.route(worker);
       std::int64_t wire = route.wire_ns(batch.kv_bytes);
-      std::int64_t start = prefill_end_ns_[index];
-      // A WAN link under temporal sharing, or a DC's own link: one cache at a time, in the gaps.
-      if (route.link_index >= 0 && (experiment_.temporal_sharing || route.link.empty())) {
-        std::vector<Interval>& link = busy[route.link_index];
-        start = first_free(link, start, wire);
-        Interval taken{start, start + wire};
-        link.insert(std::upper_bound(link.begin(), link.end(), taken,
-                                     [](const Interval& a, const Interval& b) { return a.start_ns < b.start_ns; }),
-                    taken);
-      }
-      KvTransfer transfer{batch.id, batch.chunks.front().worker,  route.link, batch.kv_bytes,
-                          start,    start + wire + route.delay_ns};
+      const bool turns = route.link_index >= 0 && (experiment_.temporal_sharing || route.link.empty());
+      std::int64_t& free = queue_free.try_emplace(turns ? route.link_index : -1 - worker, kPast).first->second;
+      std::int64_t start = std::max(prefill_end_ns_[index], free);
+      if (turns) start = first_free(busy[route.link_index], start, wire);
+      free = start + wire;
+      KvTransfer transfer{batch.id, worker, route.link, batch.kv_bytes, start, start + wire + route.delay_ns};
+      transfer.predicted_end_ns = batch.predicted_first_token_ns;
+      transfer.deadline_ns = deadline(batch);
       kv.push_back(transfer);
       serve(batch, transfer.end_ns);
     }
+  }
+
+  // When the batch's first request must have its first token.
+  std::int64_t deadline(const Batch& batch) const {
+    std::int64_t earliest = std::numeric_limits<std::int64_t>::max();
+    for (int id : batch.requests) earliest = std::min(earliest, requests_[static_cast<std::size_t>(id)].arrival_ns);
+    return earliest + static_cast<std::int64_t>(experiment_.prefill.ttft_slo_ns);
   }
 
   void serve(const Batch& batch, std::int64_t first_token_ns) {
@@ -385,8 +388,9 @@ void KvRoutes::queue(int worker, std::int64_t ready_ns, std::uint64_t bytes) {
   free_at = std::max(free_at, ready_ns) + wire_ns(worker, bytes);
 }
 
+// In the order given: placement order, the order caches are sent in
+// (KvSendOrder), which admission's estimate assumes.
 void KvRoutes::requeue(int worker, std::int64_t now_ns, std::vector<Waiting> waiting) {
-  std::sort(waiting.begin(), waiting.end(), [](const Waiting& a, const Waiting& b) { return a.ready_ns < b.ready_ns; });
   std::int64_t free_at = now_ns;
   for (const Waiting& w : waiting) free_at = std::max(free_at, w.ready_ns) + wire_ns(w.worker, w.bytes);
   free_at_[queue_key(route(worker), worker)] = free_at;

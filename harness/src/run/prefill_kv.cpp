@@ -128,7 +128,8 @@ void PrefillService::kv_done(BatchState& b, const ctl::KvArrived& arrived) {
   const bool timed = b.kv_start_ns >= 0;
   const std::int64_t start = timed ? b.kv_start_ns : arrived.at_ns;
   record_.kv.push_back(KvTransfer{b.batch.id, arrived.worker, link_of(arrived.worker), arrived.bytes,
-                                  start - origin_ns_, arrived.at_ns - origin_ns_});
+                                  start - origin_ns_, arrived.at_ns - origin_ns_, b.batch.predicted_first_token_ns,
+                                  batch_deadline(b.batch)});
   // Admission's next estimates on this route learn how long caches really take.
   if (timed) kv_routes_->observe(arrived.worker, arrived.bytes, arrived.at_ns - start);
   if (!b.over) {  // else failed meanwhile: its requests stay failed
@@ -160,11 +161,26 @@ void PrefillService::requeue_kv(int worker) {
 // next piece boundary.
 void PrefillService::link_changed() { grant_kv(); }
 
+// Caches take a gated link in the order admission placed their batches, as
+// each worker sends its own (KvSendOrder): a cache's first piece waits while
+// a batch placed before it on the same route has neither begun its KV nor
+// failed. Admission's estimate (KvRoutes) counts the caches placed before a
+// cache on its route, never one placed after it.
+bool PrefillService::kv_turn(int worker, int batch, int piece) const {
+  if (piece > 0) return true;
+  for (const auto& [id, b] : batches_) {
+    if (id >= batch) break;
+    if (!b.over && !b.kv_begun && b.kv_start_ns < 0 && kv_routes_->same_queue(worker, b.batch.chunks.back().worker))
+      return false;
+  }
+  return true;
+}
+
 void PrefillService::grant_kv() {
   const std::int64_t now = monotonic_ns();
   for (auto it = kv_waiting_.begin(); it != kv_waiting_.end();) {
     const std::string link = kv_link(it->worker);
-    if (kv_holding_.count(link) || setup_.gate->in_use(link)) {
+    if (kv_holding_.count(link) || setup_.gate->in_use(link) || !kv_turn(it->worker, it->batch, it->piece)) {
       ++it;
       continue;
     }
@@ -176,6 +192,7 @@ void PrefillService::grant_kv() {
       continue;
     }
     kv_holding_[link] = *it;
+    batches_.at(it->batch).kv_begun = true;
     if (!on_dc_link(it->worker)) kv_next_grant_[link] = now + kv_wire_ns(it->worker, piece_bytes(it->worker)) * 5 / 4;
     processes_[it->worker].control->post(ctl::KvGateGrant{it->batch, it->piece});
     it = kv_waiting_.erase(it);

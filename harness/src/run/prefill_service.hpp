@@ -96,6 +96,7 @@ class PrefillService {
     bool over = false;                          // arrived or failed
     std::int64_t kv_start_ns = -1;              // CLOCK_MONOTONIC
     std::optional<control::KvArrived> arrived;  // the sink's word, held until the worker's KvSent
+    bool kv_begun = false;                      // its first gated KV piece had the link
   };
   struct KvWaiter {
     int worker = 0;
@@ -147,6 +148,7 @@ class PrefillService {
   std::int64_t batch_deadline(const Batch& batch);
   int fail_batches(const std::function<bool(const BatchState&)>& which, const std::string& reason);
   void grant_kv();
+  bool kv_turn(int worker, int batch, int piece) const;
   asio::awaitable<void> wake_kv(std::string link, std::int64_t at_ns);
   std::uint64_t piece_bytes(int worker) const;
 

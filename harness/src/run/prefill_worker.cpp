@@ -3,7 +3,8 @@
 // batch at the time the coordinator placed it in a predicted bubble, but only
 // if the GPU is free then; after a batch's last chunk it sends the batch's KV
 // cache to the decode sink over a transport channel (in gated pieces with
-// temporal sharing). One single-threaded io_context, like the workers'.
+// temporal sharing), the caches in the order admission placed their batches.
+// One single-threaded io_context, like the workers'.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -13,13 +14,13 @@
 #include <asio/io_context.hpp>
 #include <asio/ip/address_v4.hpp>
 #include <asio/steady_timer.hpp>
-#include <deque>
 #include <map>
 #include <set>
 
 #include "control_socket.hpp"
 #include "data_header.hpp"
 #include "gpu_lease.hpp"
+#include "kv_order.hpp"
 #include "notifier.hpp"
 #include "process_life.hpp"
 #include "wanlab/harness/gpu.hpp"
@@ -98,6 +99,7 @@ class PrefillProcess {
     } else if (auto* task = std::get_if<ctl::PrefillTask>(&message)) {
       if (!lease_) throw PrefillFailure("a task before the assignment");
       if (task->chunk == 0) work_done_.emplace(task->batch, 0);  // a batch's first chunk starts at its first layer
+      if (task->kv_bytes > 0) kv_order_.placed(task->batch);     // tasks come in placement order
       asio::co_spawn(io_, guarded(run_task(*task)), asio::detached);
     } else if (auto* grant = std::get_if<ctl::KvGateGrant>(&message)) {
       grants_.insert({grant->batch, grant->piece});
@@ -197,20 +199,22 @@ class PrefillProcess {
     const bool finished = done() >= target;
     work_done_.erase(task.batch);
     if (!finished) {
+      kv_order_.dropped(task.batch);
+      changed_.notify();
       control_->post(ctl::PrefillMissed{task.batch, task.chunk, monotonic_ns(), lease_->busy_until_ns()});
       co_return;
     }
-    kv_queue_.push_back({task.batch, task.kv_bytes});
+    kv_order_.ready(task.batch, task.kv_bytes);
     changed_.notify();
   }
 
-  // KV caches go one batch after the other, in the order their prefill ended.
+  // KV caches go one batch after the other, in the order admission placed
+  // them (KvSendOrder), not the order their prefill ended.
   asio::awaitable<void> send_kv_queue() {
     for (;;) {
-      co_await changed_.wait_for([&] { return stop_ || !kv_queue_.empty(); });
+      co_await changed_.wait_for([&] { return stop_ || kv_order_.can_take(); });
       if (stop_) co_return;
-      const auto [batch, bytes] = kv_queue_.front();
-      kv_queue_.pop_front();
+      const auto [batch, bytes] = *kv_order_.take();
       co_await send_kv(batch, bytes);
     }
   }
@@ -264,7 +268,7 @@ class PrefillProcess {
   bool stop_ = false;
   std::map<int, std::int64_t> work_done_;               // per batch in progress: GPU time of its work done
   std::set<std::pair<int, int>> grants_;                // (batch, piece)
-  std::deque<std::pair<int, std::uint64_t>> kv_queue_;  // (batch, bytes)
+  KvSendOrder kv_order_;
   std::vector<std::byte> zeros_;
   std::array<std::byte, kKvHeaderBytes> kv_head_{};
   asio::io_context io_{1};  // destroyed first, with the coroutines it holds

@@ -96,6 +96,10 @@ struct KvTransfer {  // a batch's KV cache to the decode host
   std::uint64_t bytes = 0;  // as sent (scaled)
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;  // fully arrived at the decode host
+  // What admission promised: the first token it predicted at placement, and
+  // the batch's deadline (its earliest arrival + the TTFT SLO); -1 if unknown.
+  std::int64_t predicted_end_ns = -1;
+  std::int64_t deadline_ns = -1;
 };
 
 enum class RequestState { served, rejected, failed, unfinished };
