@@ -1,7 +1,8 @@
 // The control protocol's wire format (control.cpp): little-endian fields
 // written by Writer and read back by Reader, whose every failure is a
-// ControlError naming the frame's type, the byte and the field. The codecs of
-// the prefill and decode-sink messages are in control_prefill.cpp.
+// ControlError naming the frame's type, the byte and the field. Which fields a
+// message has, in which order, is said once, in control_fields.hpp: both walk
+// that list, through the named calls below (the Writer ignores the names).
 #pragma once
 
 #include <fmt/format.h>
@@ -14,10 +15,17 @@
 #include <vector>
 
 #include "wanlab/harness/control.hpp"
+#include "wanlab/harness/plan.hpp"
 
 namespace wanlab::harness::control::wire {
 
 constexpr std::uint32_t kMaxString = 4096;
+constexpr int kMaxOpKind = static_cast<int>(OpKind::allreduce);
+
+// The bytes an Item takes on the wire with its lists empty (control_fields.hpp),
+// which bounds a list's count by the bytes left before anything is allocated.
+template <typename Item>
+std::size_t encoded_size();
 
 class Writer {
  public:
@@ -34,6 +42,29 @@ class Writer {
     for (char c : s) u8(static_cast<std::uint8_t>(c));
   }
   std::vector<std::byte> take() { return std::move(bytes_); }
+  std::size_t size() const { return bytes_.size(); }
+
+  // A message's fields (control_fields.hpp).
+  void u16(const char*, std::uint16_t v) { u16(v); }
+  void u32(const char*, std::uint32_t v) { u32(v); }
+  void u64(const char*, std::uint64_t v) { u64(v); }
+  void i64(const char*, std::int64_t v) { i64(v); }
+  void index(const char*, int v) { i32(v); }
+  void index_or_none(const char*, int v) { i32(v); }
+  void boolean(const char*, bool v) { boolean(v); }
+  void string(const char*, const std::string& s) { string(s); }
+  // Free text (an error's reason): cut to what a Reader takes.
+  void text(const char*, const std::string& s) { string(s.substr(0, kMaxString)); }
+  void op_kind(const char*, OpKind kind) { u8(static_cast<std::uint8_t>(kind)); }
+  void indexes(const char*, const std::vector<int>& values) {
+    count(values.size());
+    for (int v : values) i32(v);
+  }
+  template <typename Item>
+  void list(const char*, const std::vector<Item>& items) {
+    count(items.size());
+    for (const Item& item : items) fields(*this, item);
+  }
 
  private:
   void little_endian(std::uint64_t v, int size) {
@@ -83,6 +114,38 @@ class Reader {
     at_ += n;
     return s;
   }
+  // A message's fields (control_fields.hpp).
+  void u16(const char* field, std::uint16_t& v) { v = u16(field); }
+  void u32(const char* field, std::uint32_t& v) { v = u32(field); }
+  void u64(const char* field, std::uint64_t& v) { v = u64(field); }
+  void i64(const char* field, std::int64_t& v) { v = i64(field); }
+  void index(const char* field, int& v) { v = index(field); }
+  void index_or_none(const char* field, int& v) { v = index_or_none(field); }
+  void boolean(const char* field, bool& v) { v = boolean(field); }
+  void string(const char* field, std::string& s) { s = string(field); }
+  void text(const char* field, std::string& s) { s = string(field); }
+  void op_kind(const char* field, OpKind& kind) {
+    const int v = u8(field);
+    if (v > kMaxOpKind) fail(fmt::format("{} is {}, expected 0..{}", field, v, kMaxOpKind));
+    kind = static_cast<OpKind>(v);
+  }
+  void indexes(const char* field, std::vector<int>& values) {
+    const std::size_t n = count(field, 4);
+    const std::string item = std::string(field) + "[]";
+    for (std::size_t i = 0; i < n; ++i) values.push_back(index(item.c_str()));
+  }
+  // Each item read and checked (check() in control_fields.hpp) in turn.
+  template <typename Item>
+  void list(const char* field, std::vector<Item>& items) {
+    const std::size_t n = count(field, encoded_size<Item>());
+    for (std::size_t i = 0; i < n; ++i) {
+      Item item;
+      fields(*this, item);
+      check(*this, item);
+      items.push_back(std::move(item));
+    }
+  }
+
   void finish() {
     if (left()) fail(fmt::format("{} bytes left over", left()));
   }
@@ -103,36 +166,5 @@ class Reader {
   const char* type_;
   std::size_t at_ = 0;
 };
-
-// BubbleTea's messages (control_prefill.cpp).
-void write_fields(Writer& out, const PrefillHello& m);
-void write_fields(Writer& out, const SinkHello& m);
-void write_fields(Writer& out, const SinkAssign& m);
-void write_fields(Writer& out, const PrefillAssign& m);
-void write_fields(Writer& out, const PrefillTask& m);
-void write_fields(Writer& out, const PrefillDone& m);
-void write_fields(Writer& out, const PrefillMissed& m);
-void write_fields(Writer& out, const KvGateRequest& m);
-void write_fields(Writer& out, const KvGateGrant& m);
-void write_fields(Writer& out, const KvGateRelease& m);
-void write_fields(Writer& out, const KvSent& m);
-void write_fields(Writer& out, const KvArrived& m);
-Message read_sink_hello(Reader& in);
-Message read_prefill_hello(Reader& in);
-Message read_sink_assign(Reader& in);
-Message read_prefill_assign(Reader& in);
-Message read_prefill_task(Reader& in);
-Message read_prefill_done(Reader& in);
-Message read_prefill_missed(Reader& in);
-Message read_kv_sent(Reader& in);
-Message read_kv_arrived(Reader& in);
-
-template <typename KvGateMessage>
-Message read_kv_gate(Reader& in) {
-  KvGateMessage m;
-  m.batch = in.index("batch");
-  m.piece = in.index("piece");
-  return m;
-}
 
 }  // namespace wanlab::harness::control::wire
