@@ -18,26 +18,17 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <optional>
-#include <thread>
 
-#include <asio/co_spawn.hpp>
-#include <asio/detached.hpp>
-#include <asio/io_context.hpp>
-#include <asio/steady_timer.hpp>
-#include <asio/use_awaitable.hpp>
 #include <fmt/format.h>
 
+#include "bench_options.hpp"
 #include "bench_support.hpp"
-#include "wanlab/emulator/netns.hpp"
-#include "wanlab/emulator/rtnl.hpp"
+#include "message_timing.hpp"
 #include "wanlab/emulator/scenario.hpp"
 #include "wanlab/harness/simulate.hpp"
 #include "wanlab/emulator/tcp_window.hpp"
@@ -48,7 +39,6 @@
 namespace fs = std::filesystem;
 namespace em = wanlab::emulator;
 namespace hs = wanlab::harness;
-namespace tp = wanlab::transport;
 using namespace wanlab::bench;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
@@ -76,129 +66,13 @@ struct Config {
   std::string remodel;  // an earlier run's CSV: its measured times against the model as it is now, no testbed
 };
 
-// What the receiver thread tells the sender thread.
-struct Arrivals {
-  std::mutex mutex;
-  std::condition_variable changed;
-  std::vector<Clock::time_point> at;
-  std::string error;
-};
-
-// One channel's messages, sent by a thread in the sender's namespace and
-// received by one in the receiver's; returns each message's time in seconds.
-std::vector<double> time_messages(const em::Host& from, const em::Host& to, int streams, std::uint64_t bytes,
-                                  std::uint64_t pacing_rate, double one_way_s,
-                                  std::vector<std::vector<tp::StreamShare>>& shares) {
-  Arrivals arrivals;
-  std::atomic<bool> listening{false};
-  const std::string address = em::ipv4_to_string(to.ipv4);
-
-  std::thread receiver([&] {
-    try {
-      em::NetnsScope in(to.netns);
-      asio::io_context io;
-      asio::co_spawn(
-          io,
-          [&]() -> asio::awaitable<void> {
-            tp::ChannelOptions options;
-            options.chunk_size = kChunk;
-            options.idle_timeout = 0ms;
-            auto acceptor = tp::Acceptor::listen(io.get_executor(), {asio::ip::make_address(address), kPort}, options);
-            listening = true;
-            tp::Channel channel = co_await acceptor.accept();
-            while (auto message = co_await channel.receive()) {
-              std::lock_guard lock(arrivals.mutex);
-              arrivals.at.push_back(Clock::now());
-              arrivals.changed.notify_all();
-            }
-          },
-          [&](std::exception_ptr error) {
-            if (!error) return;
-            try {
-              std::rethrow_exception(error);
-            } catch (const std::exception& e) {
-              std::lock_guard lock(arrivals.mutex);
-              arrivals.error = fmt::format("receiver: {}", e.what());
-              arrivals.changed.notify_all();
-            }
-          });
-      io.run();
-    } catch (const std::exception& e) {
-      std::lock_guard lock(arrivals.mutex);
-      arrivals.error = fmt::format("receiver: {}", e.what());
-      arrivals.changed.notify_all();
-    }
-  });
-  while (!listening) {
-    {
-      std::lock_guard lock(arrivals.mutex);
-      if (!arrivals.error.empty()) break;
-    }
-    std::this_thread::sleep_for(1ms);
-  }
-
-  std::vector<double> seconds;
-  std::string failure;
-  {
-    em::NetnsScope in(from.netns);
-    asio::io_context io;
-    std::vector<std::byte> payload(bytes);
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-          tp::ChannelOptions options;
-          options.connections = static_cast<unsigned>(streams);
-          options.chunk_size = kChunk;
-          options.socket.not_sent_lowat = kChunk;
-          options.idle_timeout = 0ms;
-          options.record_streams = true;
-          options.socket.max_pacing_rate = pacing_rate;
-          tp::Channel channel = co_await tp::Channel::connect(io.get_executor(), address, kPort, options);
-          asio::steady_timer timer(io);
-          for (std::size_t k = 0; k < std::size(kStates); ++k) {
-            // The previous message's last acknowledgements reach the sender one
-            // way after it arrived: warm starts then (the model's state after a
-            // message is that of all of it acknowledged), idle 1 s later.
-            if (k > 0) {
-              timer.expires_after(
-                  std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(one_way_s)) +
-                  (k == 2 ? Clock::duration(kIdleGap) : Clock::duration::zero()));
-              co_await timer.async_wait(asio::use_awaitable);
-            }
-            const auto start = Clock::now();
-            auto ticket = channel.send_borrowed(std::span<const std::byte>(payload.data(), payload.size()));
-            // Wait for the receiver, polling so the io_context keeps serving the channel.
-            while (true) {
-              {
-                std::lock_guard lock(arrivals.mutex);
-                if (!arrivals.error.empty()) throw std::runtime_error(arrivals.error);
-                if (arrivals.at.size() > k) {
-                  seconds.push_back(std::chrono::duration<double>(arrivals.at[k] - start).count());
-                  break;
-                }
-              }
-              timer.expires_after(200us);
-              co_await timer.async_wait(asio::use_awaitable);
-            }
-            shares.push_back(ticket.streams());
-          }
-          co_await channel.shutdown();
-        },
-        [&](std::exception_ptr error) {
-          if (!error) return;
-          try {
-            std::rethrow_exception(error);
-          } catch (const std::exception& e) {
-            failure = e.what();
-          }
-        });
-    io.run();
-  }
-  receiver.join();
-  if (!failure.empty()) throw std::runtime_error(fmt::format("{} streams, {} bytes: {}", streams, bytes, failure));
-  if (seconds.size() != std::size(kStates))
-    throw std::runtime_error(fmt::format("{} streams, {} bytes: {}", streams, bytes, arrivals.error));
-  return seconds;
+// The channel's three messages: cold (its first), warm and idle. The previous
+// message's last acknowledgements reach the sender one way after it arrived:
+// warm starts then (the model's state after a message is that of all of it
+// acknowledged), idle 1 s later.
+std::vector<Round> states_after_one_way(double one_way_s) {
+  const auto one_way = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(one_way_s));
+  return {{1, Clock::duration::zero()}, {1, one_way}, {1, one_way + Clock::duration(kIdleGap)}};
 }
 
 struct Cell {
@@ -272,18 +146,6 @@ void write_tables(const Config& config, const std::vector<Cell>& cells, double m
   }
 }
 
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const auto comma = text.find(',', start);
-    out.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
-
 [[noreturn]] void usage_error(const std::string& what) {
   fmt::print(stderr, "wanlab_transfer_bench: {}\n", what);
   std::exit(2);
@@ -316,16 +178,16 @@ Config parse(int argc, char** argv) {
         config.slow_start_after_idle = std::stoi(value);
       else if (option == "--rates") {
         config.rates_bps.clear();
-        for (const auto& r : split(value)) config.rates_bps.push_back(em::units::parse_rate(r));
+        for (const auto& r : split_commas(value)) config.rates_bps.push_back(em::units::parse_rate(r));
       } else if (option == "--delays") {
         config.delays_ms.clear();
-        for (const auto& d : split(value)) config.delays_ms.push_back(std::stoi(d));
+        for (const auto& d : split_commas(value)) config.delays_ms.push_back(std::stoi(d));
       } else if (option == "--streams") {
         config.streams.clear();
-        for (const auto& s : split(value)) config.streams.push_back(std::stoi(s));
+        for (const auto& s : split_commas(value)) config.streams.push_back(std::stoi(s));
       } else if (option == "--sizes") {
         config.sizes.clear();
-        for (const auto& s : split(value)) config.sizes.push_back(em::units::parse_size(s));
+        for (const auto& s : split_commas(value)) config.sizes.push_back(em::units::parse_size(s));
       } else {
         usage_error(fmt::format("unknown option {}", option));
       }
@@ -378,7 +240,7 @@ std::vector<Cell> remodel(const Config& config) {
   std::getline(in, line);
   std::vector<Cell> cells;
   for (int line_number = 2; std::getline(in, line); ++line_number) {
-    const auto fields = split(line);
+    const auto fields = split_commas(line);
     if (fields.size() != 9)
       usage_error(fmt::format("{}:{}: expected 9 fields, got {}", config.remodel, line_number, fields.size()));
     try {
@@ -433,16 +295,17 @@ int main(int argc, char** argv) {
         for (const std::uint64_t bytes : config.sizes) {
           const double ideal = hs::steady_transfer_s(path, streams, static_cast<double>(bytes));
           if (ideal > config.max_seconds) continue;
-          std::vector<std::vector<tp::StreamShare>> shares;
           const std::uint64_t pacing = config.pace ? rate / 8 / static_cast<std::uint64_t>(streams) : 0;
           const auto measured =
-              time_messages(bed.host_of_dc(0), bed.host_of_dc(1), streams, bytes, pacing, path.delay_s, shares);
+              time_rounds(bed.host_of_dc(0), bed.host_of_dc(1), {streams, bytes, pacing, kChunk, kPort},
+                          states_after_one_way(path.delay_s));
           std::vector<Cell> channel;
           for (std::size_t k = 0; k < measured.size(); ++k) {
-            Cell cell{rate, delay, streams, bytes, kStates[k], measured[k], 0, ideal, 0};
+            Cell cell{rate, delay, streams, bytes, kStates[k], measured[k].seconds, 0, ideal, 0};
+            const auto& shares = measured[k].first_shares;
             std::uint64_t cwnd_sum = 0;
-            for (const auto& share : shares[k]) cwnd_sum += share.cwnd;
-            if (!shares[k].empty()) cell.cwnd_segments = static_cast<std::uint32_t>(cwnd_sum / shares[k].size());
+            for (const auto& share : shares) cwnd_sum += share.cwnd;
+            if (!shares.empty()) cell.cwnd_segments = static_cast<std::uint32_t>(cwnd_sum / shares.size());
             channel.push_back(cell);
           }
           model_channel(path, channel);

@@ -263,7 +263,7 @@ std::uint64_t positive_time_option(const Options& options, const std::string& na
 
 // The schedule --schedule or --mahimahi names, read and checked before the
 // testbed is touched; nullopt when neither is given.
-std::optional<em::Schedule> schedule_of(const Options& options) {
+std::optional<em::LiveSchedule> schedule_of(const Options& options) {
   const auto csv = options.get("schedule");
   const auto mahimahi = options.get("mahimahi");
   if (csv && mahimahi) throw UsageError("--schedule and --mahimahi: give one of them");
@@ -272,8 +272,8 @@ std::optional<em::Schedule> schedule_of(const Options& options) {
   if (options.flag("no-schedule") && (csv || mahimahi)) throw UsageError("--no-schedule: not with a schedule to load");
   const std::uint64_t period = positive_time_option(options, "period", 0);
   const std::uint64_t resolution = positive_time_option(options, "resolution", 1'000'000);
-  if (csv) return em::parse_schedule_csv(em::read_trace_file(*csv), *csv, period);
-  if (mahimahi) return em::parse_mahimahi_trace(em::read_trace_file(*mahimahi), *mahimahi, resolution);
+  if (csv) return em::read_live_csv(*csv, period);
+  if (mahimahi) return em::read_live_mahimahi(*mahimahi, resolution);
   return std::nullopt;
 }
 
@@ -295,7 +295,7 @@ int cmd_set(const Options& options) {
     }
     change.fields.emplace_back(field, value);
   }
-  const std::optional<em::Schedule> schedule = schedule_of(options);
+  const std::optional<em::LiveSchedule> schedule = schedule_of(options);
   const bool schedule_changes = schedule || options.flag("no-schedule");
   if (change.fields.empty() && !schedule_changes)
     throw UsageError("nothing to set: give at least one link setting (--rate, --delay, ...; wanlab set --help)");
@@ -305,7 +305,8 @@ int cmd_set(const Options& options) {
   for (const auto& [field, value] : change.fields) said.push_back(field + "=" + value);
   if (schedule_changes) {
     em::set_schedule_live(state, change, schedule ? &*schedule : nullptr);
-    said.push_back(schedule ? fmt::format("schedule of {} steps from now", schedule->steps.size()) : "no schedule");
+    said.push_back(schedule ? fmt::format("schedule of {} steps from now", schedule->schedule.steps.size())
+                            : "no schedule");
   }
   fmt::print("{} {} {}: {}\n", change.from, change.symmetric ? "<->" : "->", change.to, fmt::join(said, " "));
   return 0;

@@ -37,7 +37,8 @@ using namespace std::string_view_literals;
 // A `set` every second for a day is about 9 MB: ample.
 constexpr std::size_t kMaxChangesBytes = 32u << 20;
 constexpr std::array kChangesKeys{"change"sv};
-constexpr std::array kChangeKeys{"at_mono_ns"sv, "from"sv, "to"sv, "symmetric"sv, "fields"sv};
+constexpr std::array kChangeKeys{"at_mono_ns"sv, "from"sv,     "to"sv,         "symmetric"sv,
+                                 "fields"sv,     "schedule"sv, "no_schedule"sv};
 
 std::string read_dc(const StrictToml& file, const toml::table& table, std::string_view key, const std::string& field,
                     const TestbedState& state) {
@@ -56,15 +57,21 @@ TimedSpec read_change(const StrictToml& file, const toml::node& node, std::size_
   timed.spec.to = read_dc(file, table, "to", field + ".to", state);
   timed.spec.symmetric = file.boolean(table, "symmetric", field + ".symmetric");
   timed.spec.where = "wanlab set";
-  const toml::table& fields = file.table(file.need(table, "fields", field + ".fields"), field + ".fields");
-  for (const auto& [key, value] : fields) {
-    const std::string name = fmt::format("{}.fields.{}", field, key.str());
-    try {
-      timed.spec.params = parse_link_option(timed.spec.params, key.str(), file.string(value, name));
-    } catch (const ScenarioError& error) {
-      file.fail(value, name, error.what());
+  const toml::node* fields = table.get("fields");
+  if (fields != nullptr) {
+    for (const auto& [key, value] : file.table(*fields, field + ".fields")) {
+      const std::string name = fmt::format("{}.fields.{}", field, key.str());
+      try {
+        timed.spec.params = parse_link_option(timed.spec.params, key.str(), file.string(value, name));
+      } catch (const ScenarioError& error) {
+        file.fail(value, name, error.what());
+      }
     }
   }
+  read_change_schedule(file, table, field, timed.spec);
+  const bool sets_fields = fields != nullptr && !fields->as_table()->empty();
+  if (!sets_fields && !timed.spec.schedule && !timed.spec.removes_schedule)
+    file.fail(table, field, "changes nothing: give fields, schedule or no_schedule");
   return timed;
 }
 
@@ -95,10 +102,15 @@ void drop_overridden(toml::array& changes) {
   for (std::size_t i = changes.size(); i-- > 0;) {
     const toml::table& change = *changes[i].as_table();
     const std::string from = change["from"].value_or(""), to = change["to"].value_or("");
+    // A live schedule, given or removed, is one field: the later one replaces it.
+    std::vector<std::string> fields;
+    if (const toml::table* set = change["fields"].as_table())
+      for (const auto& [field, value] : *set) fields.emplace_back(field.str());
+    if (change.contains("schedule") || change.contains("no_schedule")) fields.emplace_back("schedule");
     std::vector<Target> targets;
-    for (const auto& [field, value] : *change["fields"].as_table()) {
-      targets.emplace_back(from, to, std::string(field.str()));
-      if (change["symmetric"].value_or(false)) targets.emplace_back(to, from, std::string(field.str()));
+    for (const std::string& field : fields) {
+      targets.emplace_back(from, to, field);
+      if (change["symmetric"].value_or(false)) targets.emplace_back(to, from, field);
     }
     if (std::all_of(targets.begin(), targets.end(), [&](const Target& target) { return covered.count(target) > 0; })) {
       changes.erase(changes.begin() + static_cast<std::ptrdiff_t>(i));
@@ -108,19 +120,6 @@ void drop_overridden(toml::array& changes) {
   }
 }
 
-// Serializes writers of the changes file and of the data plane's pairs.
-class TestbedLock {
- public:
-  explicit TestbedLock(const std::string& testbed)
-      : fd_(::open((run_dir(testbed) + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) {
-    if (!fd_) base::throw_errno(testbed + ": opening lock file");
-    base::check(::flock(fd_.get(), LOCK_EX), testbed + ": locking");
-  }
-
- private:
-  base::UniqueFd fd_;
-};
-
 void refresh_locked(const TestbedState& state) {
   const Scenario scenario = current_scenario(state);
   Datapath datapath = Datapath::open_pinned(bpffs_dir(state.name));
@@ -128,6 +127,27 @@ void refresh_locked(const TestbedState& state) {
 }
 
 }  // namespace
+
+namespace detail {
+
+TestbedLock::TestbedLock(const std::string& testbed)
+    : fd_(::open((run_dir(testbed) + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) {
+  if (!fd_) base::throw_errno(testbed + ": opening lock file");
+  base::check(::flock(fd_.get(), LOCK_EX), testbed + ": locking");
+}
+
+toml::array record_change(const TestbedState& state, toml::table change) {
+  toml::table root = read_changes(state).second;
+  toml::array& changes = *root["change"].as_array();
+  changes.push_back(std::move(change));
+  drop_overridden(changes);
+  std::ostringstream text;
+  text << root << "\n";
+  base::replace_file(changes_path(state.name), text.str(), 0600);
+  return changes;
+}
+
+}  // namespace detail
 
 std::uint64_t event_due_mono_ns(const TestbedState& state, std::uint64_t at_ns) {
   const std::uint64_t due = state.created_mono_ns + at_ns;
@@ -153,9 +173,7 @@ Scenario scenario_now(const TestbedState& state, Scenario scenario, bool with_ch
   return scenario;
 }
 
-namespace {
-
-int dc_of_change(const TestbedState& state, const std::string& dc) {
+int detail::dc_of_change(const TestbedState& state, const std::string& dc) {
   const auto found = std::find(state.dcs.begin(), state.dcs.end(), dc);
   if (found == state.dcs.end())
     throw std::runtime_error(
@@ -163,28 +181,19 @@ int dc_of_change(const TestbedState& state, const std::string& dc) {
   return static_cast<int>(found - state.dcs.begin());
 }
 
-}  // namespace
-
 void apply_change(const TestbedState& state, const Change& change) {
   for (const auto& dc : {change.from, change.to}) dc_of_change(state, dc);
   LinkParams checked;
   for (const auto& [field, value] : change.fields) checked = parse_link_option(checked, field, value);
 
   TestbedLock lock(state.name);
-  // The earlier changes are read back strictly: a broken file stops here,
-  // before anything is recorded or applied.
-  toml::table root = read_changes(state).second;
   toml::table fields;
   for (const auto& [field, value] : change.fields) fields.insert_or_assign(field, value);
-  root["change"].as_array()->push_back(toml::table{{"at_mono_ns", static_cast<std::int64_t>(base::monotonic_ns())},
-                                                   {"from", change.from},
-                                                   {"to", change.to},
-                                                   {"symmetric", change.symmetric},
-                                                   {"fields", fields}});
-  drop_overridden(*root["change"].as_array());
-  std::ostringstream text;
-  text << root << "\n";
-  base::replace_file(changes_path(state.name), text.str(), 0600);
+  record_change(state, toml::table{{"at_mono_ns", static_cast<std::int64_t>(base::monotonic_ns())},
+                                   {"from", change.from},
+                                   {"to", change.to},
+                                   {"symmetric", change.symmetric},
+                                   {"fields", fields}});
   refresh_locked(state);
 }
 
@@ -219,31 +228,6 @@ void write_schedules(Datapath& datapath, const Scenario& scenario, std::uint64_t
       if (const auto schedule = scenario.schedule(src, dst))
         datapath.set_schedule(src, dst, schedule_entries(*schedule, start_ns));
     }
-  }
-}
-
-void set_schedule_live(const TestbedState& state, const Change& selection, const Schedule* schedule) {
-  const int from = dc_of_change(state, selection.from);
-  const int to = dc_of_change(state, selection.to);
-  std::vector<std::pair<int, int>> pairs{{from, to}};
-  if (selection.symmetric) pairs.emplace_back(to, from);
-  TestbedLock lock(state.name);
-  const Scenario scenario = current_scenario(state);
-  Datapath datapath = Datapath::open_pinned(bpffs_dir(state.name));
-  for (const auto& [src, dst] : pairs) {
-    if (schedule && (schedule->columns & WANLAB_SCHED_SHARE) && !(schedule->columns & WANLAB_SCHED_RATE) &&
-        scenario.pair(src, dst).rate_bps == 0)
-      throw std::runtime_error(fmt::format(
-          "{}: a share column needs a rate for {} -> {}: set the link's rate or give "
-          "the schedule a rate column",
-          schedule->where, state.dcs[static_cast<std::size_t>(src)], state.dcs[static_cast<std::size_t>(dst)]));
-  }
-  const std::uint64_t start = base::monotonic_ns();
-  for (const auto& [src, dst] : pairs) {
-    if (schedule)
-      datapath.set_schedule(src, dst, schedule_entries(*schedule, start));
-    else
-      datapath.clear_schedule(src, dst);
   }
 }
 

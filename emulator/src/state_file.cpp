@@ -125,8 +125,8 @@ void read_attachment(const StrictToml& file, TestbedState& state) {
     file.fail(*root.get("dev"), "dev", fmt::format("not an interface name: {}", base::quoted(state.dev)));
 }
 
-// A directory of ours: made here (EEXIST is an error unless `may_exist`), and
-// a real directory, not a link someone planted.
+}  // namespace
+
 void make_directory(const std::string& path, mode_t mode, bool may_exist) {
   if (::mkdir(path.c_str(), mode) == 0) return;
   const int err = errno;
@@ -135,8 +135,6 @@ void make_directory(const std::string& path, mode_t mode, bool may_exist) {
   if (::lstat(path.c_str(), &st) < 0) base::throw_errno("checking " + path);
   if (!S_ISDIR(st.st_mode)) throw std::runtime_error(path + ": exists and is not a directory; remove it");
 }
-
-}  // namespace
 
 std::string state_path(const std::string& testbed) { return run_dir(testbed) + "/state.toml"; }
 std::string changes_path(const std::string& testbed) { return run_dir(testbed) + "/changes.toml"; }

@@ -1,5 +1,6 @@
 // The testbed's rooms, shared by testbed.cpp (up/down), attach.cpp (an
-// existing interface) and changes.cpp (live changes). Not a public header.
+// existing interface), changes.cpp and live_schedule.cpp (live changes). Not
+// a public header.
 #pragma once
 
 #include <sys/types.h>
@@ -9,6 +10,9 @@
 #include <utility>
 #include <vector>
 
+#include <toml++/toml.h>
+
+#include "wanlab/base/sys.hpp"
 #include "wanlab/emulator/datapath.hpp"
 #include "wanlab/emulator/testbed.hpp"
 
@@ -25,6 +29,30 @@ void write_state(const TestbedState& state);
 // Sets up the run directory, the copy of the scenario and the first state file.
 void create_run_dir(TestbedState& state, const Scenario& scenario);
 void mount_bpffs(const std::string& testbed);
+// A directory of ours: made here (EEXIST is an error unless `may_exist`), and
+// a real directory, not a link someone planted.
+void make_directory(const std::string& path, mode_t mode, bool may_exist);
+
+// ---- live changes (changes.cpp, live_schedule.cpp) ----
+// Serializes writers of the changes file and of the data plane's pairs.
+class TestbedLock {
+ public:
+  explicit TestbedLock(const std::string& testbed);
+
+ private:
+  base::UniqueFd fd_;
+};
+class StrictToml;
+// The index of a DC a change names; throws naming the testbed's DCs.
+int dc_of_change(const TestbedState& state, const std::string& dc);
+// With the lock held: reads the earlier changes strictly (a broken file stops
+// here, before anything is recorded), appends `change` (one [[change]] table),
+// drops the changes it wholly overrides and replaces the file. Returns the
+// changes that remain.
+toml::array record_change(const TestbedState& state, toml::table change);
+// A change's schedule keys (schedule = { file = "schedules/N.csv", ... },
+// no_schedule = true) into `spec`; `field` names the change in errors.
+void read_change_schedule(const StrictToml& file, const toml::table& change, const std::string& field, LinkSpec& spec);
 
 // ---- release path (release_path.cpp) ----
 // Picks the release path; `probe` is an rtnetlink socket in a namespace of

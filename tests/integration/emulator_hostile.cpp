@@ -16,6 +16,8 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "support/wanlab_cli.hpp"
 
@@ -200,6 +202,40 @@ BOOST_AUTO_TEST_CASE(a_broken_changes_file_is_a_message_before_anything_changes)
   BOOST_TEST(read_text(bed.dir() + "/changes.toml") == "change=[1]\n");
   fs::remove(bed.dir() + "/changes.toml");
   const auto again = test::wanlab({"set", "east", "west", "--rate", "50mbit", "--testbed", "chg"});
+  BOOST_TEST(again.status == 0, again.output);
+}
+
+// A live schedule's record (SCENARIO.md#schedules) names a copy in the run
+// directory; anything else, or a copy that is gone or broken, is one line
+// naming changes.toml's line or the copy's, and nothing changes.
+BOOST_AUTO_TEST_CASE(a_live_schedules_record_is_read_strictly) {
+  Testbed bed("sched");
+  const std::string head = "[[change]]\nat_mono_ns = 1\nfrom = \"east\"\nto = \"west\"\nsymmetric = true\n";
+  fs::create_directories(bed.dir() + "/schedules");
+  write_text(bed.dir() + "/schedules/2.csv", "time,rate\n0s,fast\n");
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {R"(schedule = { file = "/etc/passwd" })",
+       "changes.toml:6:21: change[0].schedule.file: expected a copy in the run directory like"},
+      {R"(schedule = { file = "schedules/../state.toml" })", "change[0].schedule.file: expected a copy"},
+      {R"(schedule = { file = "schedules/1.csv" })",
+       "changes.toml:6:21: change[0].schedule.file: " + bed.dir() + "/schedules/1.csv: cannot read trace"},
+      {R"(schedule = { file = "schedules/2.csv" })", bed.dir() + "/schedules/2.csv:2: rate: expected a rate"},
+      {R"(schedule = { file = "schedules/2.csv", resolution = "1ms" })",
+       "change[0].schedule.resolution: only for a mahimahi trace"},
+      {"no_schedule = false", "changes.toml:6:15: change[0].no_schedule: only true"},
+      {"no_schedule = true\nschedule = { file = \"schedules/2.csv\" }", "give schedule or no_schedule, not both"},
+      {"schedul = true", R"(unknown key "schedul" in change[0]; did you mean "schedule"?)"},
+      {"", "changes.toml:1:1: change[0]: changes nothing: give fields, schedule or no_schedule"},
+  };
+  for (const auto& [line, message] : cases) {
+    write_text(bed.dir() + "/changes.toml", head + line + "\n");
+    const auto set = test::wanlab({"set", "east", "west", "--rate", "50mbit", "--testbed", "sched"});
+    BOOST_TEST(set.status == 1, line);
+    BOOST_TEST(one_line_with(set, message), line << ": " << set.output);
+    BOOST_TEST(read_text(bed.dir() + "/changes.toml") == head + line + "\n");
+  }
+  fs::remove(bed.dir() + "/changes.toml");
+  const auto again = test::wanlab({"set", "east", "west", "--rate", "50mbit", "--testbed", "sched"});
   BOOST_TEST(again.status == 0, again.output);
 }
 

@@ -9,6 +9,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <vector>
 
@@ -250,6 +251,73 @@ BOOST_AUTO_TEST_CASE(set_loads_a_schedule_live_and_stats_shows_its_rate) {
     BOOST_TEST_REQUIRE(off.status == 0, off.output);
     BOOST_TEST(bed.schedule().empty());
     BOOST_TEST(rate_set() == 50e6);
+  }
+  BOOST_TEST(test::leftovers(kName).empty(), test::leftovers(kName));
+}
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::size_t count_of(const std::string& text, const std::string& part) {
+  std::size_t count = 0;
+  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++count;
+  return count;
+}
+
+// A live schedule is a change in changes.toml, with a copy of its trace, so
+// the scenario as it runs now has the pair scheduled even after the file is
+// gone; a replacement or --no-schedule supersedes it, and its copy goes.
+BOOST_AUTO_TEST_CASE(a_live_schedule_is_recorded_in_changes_toml) {
+  const std::string changes = em::run_dir(kName) + "/changes.toml";
+  const std::string copies = em::run_dir(kName) + "/schedules";
+  {
+    Testbed bed("[defaults]\ndelay = \"5ms\"\nrate = \"50mbit\"\n");
+    {
+      const TempFile csv("recorded.csv", "time,rate\n0s,30mbit\n100s,10mbit\n");
+      const auto set = test::wanlab({"set", "east", "west", "--testbed", kName, "--one-way", "--schedule",
+                                     csv.path.string(), "--period", "200s"});
+      BOOST_TEST_REQUIRE(set.status == 0, set.output);
+    }  // the file given to `set` is gone from here on
+    const std::string recorded = read_text(changes);
+    BOOST_TEST(recorded.find("period = '200s'") != std::string::npos, recorded);
+    BOOST_TEST(count_of(recorded, "schedules/") == 1u, recorded);
+    const auto now = em::current_scenario(bed.state);
+    BOOST_TEST_REQUIRE(now.schedule(0, 1) != nullptr);
+    BOOST_TEST(now.schedule(0, 1)->steps.size() == 2u);
+    BOOST_TEST(now.schedule(0, 1)->steps[0].rate_bps == 30'000'000u);
+    BOOST_TEST(now.schedule(0, 1)->period_ns == 200'000 * kMs);
+    BOOST_TEST(now.schedule(1, 0) == nullptr);  // one way
+
+    // Link keys leave the schedule (and its record) in place.
+    const auto rate = test::wanlab({"set", "east", "west", "--testbed", kName, "--rate", "40mbit"});
+    BOOST_TEST_REQUIRE(rate.status == 0, rate.output);
+    BOOST_TEST(em::current_scenario(bed.state).schedule(0, 1) != nullptr);
+    BOOST_TEST(bed.schedule().size() == 3u);
+
+    // A replacement supersedes the record both ways; its copy is the only one.
+    const TempFile up("recorded.up", "1\n2\n");
+    const auto mahimahi = test::wanlab({"set", "east", "west", "--testbed", kName, "--mahimahi", up.path.string()});
+    BOOST_TEST_REQUIRE(mahimahi.status == 0, mahimahi.output);
+    const std::string replaced = read_text(changes);
+    BOOST_TEST(count_of(replaced, "schedules/") == 1u, replaced);
+    BOOST_TEST(replaced.find("resolution = '1ms'") != std::string::npos, replaced);
+    BOOST_TEST(std::distance(std::filesystem::directory_iterator(copies), {}) == 1);
+    const auto both = em::current_scenario(bed.state);
+    BOOST_TEST((both.schedule(0, 1) != nullptr && both.schedule(1, 0) != nullptr));
+
+    const auto off = test::wanlab({"set", "east", "west", "--testbed", kName, "--no-schedule"});
+    BOOST_TEST_REQUIRE(off.status == 0, off.output);
+    const std::string removed = read_text(changes);
+    BOOST_TEST(removed.find("schedules/") == std::string::npos, removed);
+    BOOST_TEST(removed.find("no_schedule = true") != std::string::npos, removed);
+    BOOST_TEST(removed.find("rate = '40mbit'") != std::string::npos, removed);
+    BOOST_TEST(std::filesystem::is_empty(copies));
+    const auto none = em::current_scenario(bed.state);
+    BOOST_TEST((none.schedule(0, 1) == nullptr && none.schedule(1, 0) == nullptr));
+    BOOST_TEST(none.pair(0, 1).rate_bps == 40'000'000u);
+    BOOST_TEST(bed.schedule().empty());
   }
   BOOST_TEST(test::leftovers(kName).empty(), test::leftovers(kName));
 }

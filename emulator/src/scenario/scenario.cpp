@@ -452,8 +452,8 @@ std::shared_ptr<const Schedule> Scenario::schedule(int src, int dst) const {
   const Dc& src_dc = dcs.at(static_cast<std::size_t>(src));
   const Dc& dst_dc = dcs.at(static_cast<std::size_t>(dst));
   if (src == dst) return nullptr;
-  for (const LinkSpec& link : links) {
-    if (link.schedule && link.matches(src_dc.name, dst_dc.name)) return link.schedule;
+  for (auto link = links.rbegin(); link != links.rend(); ++link) {
+    if ((link->schedule || link->removes_schedule) && link->matches(src_dc.name, dst_dc.name)) return link->schedule;
   }
   return defaults_schedule;
 }

@@ -25,10 +25,12 @@ class ScenarioReader : public base::TomlReader {
   [[noreturn]] void raise(const std::string& message) const override { throw ScenarioError(message); }
 };
 
-// `parent`'s schedule = { ... } table ([defaults], a [[link]]), or null
-// without one; `owner` names the parent in errors ("defaults.schedule").
-// With ScheduleFiles::skip a trace file's schedule is not read (null).
-std::shared_ptr<const Schedule> read_schedule_table(const ScenarioReader& reader, const toml::table& parent,
+// `parent`'s schedule = { ... } table ([defaults], a [[link]], a live
+// schedule's change in changes.toml), or null without one; `owner` names the
+// parent in errors ("defaults.schedule"). A trace file is named relative to
+// the reader's file. With ScheduleFiles::skip a trace file's schedule is not
+// read (null). Errors are raised as `reader` raises them.
+std::shared_ptr<const Schedule> read_schedule_table(const base::TomlReader& reader, const toml::table& parent,
                                                     std::string_view owner, ScheduleFiles files);
 
 // The pool's prefix, "10.77.0.0/16"; throws std::invalid_argument (address_pool.cpp).

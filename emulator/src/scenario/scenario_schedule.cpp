@@ -19,7 +19,7 @@ constexpr std::uint64_t kDefaultResolutionNs = 1'000'000;
 
 class ScheduleTable {
  public:
-  ScheduleTable(const ScenarioReader& reader, ScheduleFiles files) : reader_(reader), files_(files) {}
+  ScheduleTable(const base::TomlReader& reader, ScheduleFiles files) : reader_(reader), files_(files) {}
 
   std::shared_ptr<const Schedule> read(const toml::table& parent, std::string_view owner) const {
     const toml::node* node = parent.get("schedule");
@@ -173,13 +173,13 @@ class ScheduleTable {
   }
 
  private:
-  const ScenarioReader& reader_;
+  const base::TomlReader& reader_;
   ScheduleFiles files_;
 };
 
 }  // namespace
 
-std::shared_ptr<const Schedule> read_schedule_table(const ScenarioReader& reader, const toml::table& parent,
+std::shared_ptr<const Schedule> read_schedule_table(const base::TomlReader& reader, const toml::table& parent,
                                                     std::string_view owner, ScheduleFiles files) {
   return ScheduleTable(reader, files).read(parent, owner);
 }

@@ -98,6 +98,7 @@ struct LinkSpec {
   bool symmetric = false;  // `between = [a, b]`
   LinkParams params;
   std::shared_ptr<const Schedule> schedule;  // its `schedule`, if any
+  bool removes_schedule = false;             // `wanlab set --no-schedule`: no schedule from here on
   std::string where;                         // "file:line:column" of the table, for later errors
 
   // Whether this spec covers the directed pair src -> dst.
@@ -144,8 +145,9 @@ struct Scenario {
   // Round trip of the pair before events: delay src -> dst plus dst -> src;
   // what make_pair_config expects as rtt_ns.
   std::uint64_t rtt_ns(int src, int dst) const;
-  // The schedule of src -> dst: its [[link]]'s, else [defaults]' (src != dst);
-  // null if none, or if the file was read with ScheduleFiles::skip.
+  // The schedule of src -> dst: the last of `links` that gives or removes one
+  // (a [[link]]'s, then live ones from changes.toml), else [defaults]'
+  // (src != dst); null if none, or if the file was read with ScheduleFiles::skip.
   std::shared_ptr<const Schedule> schedule(int src, int dst) const;
   // The /24 of DC `dc`: the dc-th /24 inside pool.
   Ipv4Prefix dc_prefix(int dc) const;

@@ -140,10 +140,25 @@ Scenario current_scenario(const TestbedState& state);
 Scenario scenario_now(const TestbedState& state, Scenario scenario, bool with_changes);
 // Validates and records a change, then rewrites the data plane's pairs.
 void apply_change(const TestbedState& state, const Change& change);
-// Loads `schedule` into the pairs `selection` names (its link fields are not
-// read), time 0 now; a null schedule removes theirs. Schedules live in the
-// data plane, not in changes.toml: one stays until replaced or `down`.
-void set_schedule_live(const TestbedState& state, const Change& selection, const Schedule* schedule);
+// A schedule `wanlab set` loads: the trace's bytes as they were read (the
+// testbed keeps a copy of them, so the record outlives the file) and what
+// they parse to.
+struct LiveSchedule {
+  bool mahimahi = false;            // else a CSV trace
+  std::uint64_t period_ns = 0;      // CSV: repeats after this; 0: the last step holds
+  std::uint64_t resolution_ns = 0;  // Mahimahi: the window of each rate step
+  std::string text;
+  Schedule schedule;
+};
+// Reads and parses a trace file; throws ScenarioError ("trace.csv:4: ...").
+LiveSchedule read_live_csv(const std::string& path, std::uint64_t period_ns);
+LiveSchedule read_live_mahimahi(const std::string& path, std::uint64_t resolution_ns);
+// Loads `live` into the pairs `selection` names (its link fields are not
+// read), time 0 now; a null one removes theirs. Recorded in changes.toml as a
+// change (the trace's copy under the run directory, time 0 its at_mono_ns)
+// that a later schedule or removal of the same pairs supersedes; `wanlab set`
+// with link keys leaves it in place.
+void set_schedule_live(const TestbedState& state, const Change& selection, const LiveSchedule* live);
 // Rewrites every pair of the running data plane from current_scenario().
 void refresh_data_plane(const TestbedState& state);
 
