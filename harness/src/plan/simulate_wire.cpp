@@ -202,12 +202,27 @@ void Simulator::end_round(const LinkState& link, Transfer& transfer) {
 
 void Simulator::rebalance(int link_index) {
   LinkState& link = links_[static_cast<std::size_t>(link_index)];
+  if (link.unbalanced) return;
+  link.unbalanced = true;
+  unbalanced_links_.push_back(link_index);
+}
+
+// The rates only count when time moves: each changed link's shares once,
+// from its transfers on the wire as they are now.
+void Simulator::balance_links() {
   std::vector<Transfer*> transfers;
-  for (int id : link.on_wire) transfers.push_back(&transfers_[static_cast<std::size_t>(id)]);
-  share_fairly(link.capacity_bps, transfers);
+  for (int link_index : unbalanced_links_) {
+    LinkState& link = links_[static_cast<std::size_t>(link_index)];
+    link.unbalanced = false;
+    transfers.clear();
+    for (int id : link.on_wire) transfers.push_back(&transfers_[static_cast<std::size_t>(id)]);
+    share_fairly(link.capacity_bps, transfers);
+  }
+  unbalanced_links_.clear();
 }
 
 void Simulator::step_time() {
+  balance_links();
   double next = timed_.empty() ? kInf : timed_.top().time;
   int first_done = -1;
   bool on_wire = false;

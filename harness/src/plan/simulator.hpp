@@ -34,6 +34,7 @@ struct LinkState : LinkRate {
   std::map<int, int> slotted;  // link_slot -> transfer id, issued and not yet on the wire
   int next_slot = 0;
   bool slot_on_wire = false;
+  bool unbalanced = false;  // its transfers on the wire changed since their rates were set
 };
 
 struct Transfer {
@@ -138,7 +139,10 @@ class Simulator {
   void admit(int id);
   void start_next_slot(int link_index);
   void end_round(const LinkState& link, Transfer& transfer);
+  // Marks the link's rates as stale; balance_links sets them, once per link
+  // and step however often its transfers changed.
   void rebalance(int link_index);
+  void balance_links();
   // Moves time to the next compute completion, arrival or last bit sent.
   void step_time();
   void take_sent_transfers_off_the_wire();
@@ -153,7 +157,8 @@ class Simulator {
   std::vector<WorkerState> states_;
   std::vector<int> ready_;  // made ready since the last advance_workers (may repeat)
   std::size_t done_workers_ = 0;
-  std::set<int> wired_links_;  // links with transfers on the wire, by index
+  std::set<int> wired_links_;          // links with transfers on the wire, by index
+  std::vector<int> unbalanced_links_;  // marked by rebalance
   std::vector<Transfer> transfers_;
   // Keyed by channel_key(sender, receiver); looked up, never walked.
   std::unordered_map<std::uint64_t, std::deque<int>> channels_;  // transfers not yet sent, in order
