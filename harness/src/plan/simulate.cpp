@@ -24,6 +24,14 @@ Simulator::Simulator(const Plan& plan, const emulator::Scenario& scenario, const
   for (std::size_t stage = 0; stage < static_cast<std::size_t>(plan.experiment.parallel.pp); ++stage) {
     collectives_.push_back(Collective{plan.workers[stage].worker.allreduce_group, 0, 0, 0, {}});
   }
+  // Room for an iteration's messages and transfers (one per send, one per
+  // ring member and step), so that the tables do not grow while it runs.
+  for (const WorkerPlan& worker_plan : plan.workers) {
+    sends_ += static_cast<std::size_t>(std::count_if(worker_plan.ops.begin(), worker_plan.ops.end(),
+                                                     [](const Op& op) { return op.kind == OpKind::send; }));
+  }
+  message_index_.reserve(sends_);
+  channel_tcp_.reserve(2 * plan.workers.size());
 }
 
 RunRecord Simulator::run(int iterations, SimulationStats* stats) {
@@ -50,8 +58,10 @@ double Simulator::run_iteration(int iteration, double start) {
   std::iota(ready_.begin(), ready_.end(), 0);
   done_workers_ = 0;
   messages_.clear();
+  messages_.reserve(sends_);
   message_index_.clear();
   transfers_.clear();
+  transfers_.reserve(sends_ + 2 * plan_.workers.size());
   channels_.clear();
   for (LinkState& link : links_) {
     link.next_slot = 0;

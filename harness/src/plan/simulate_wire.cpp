@@ -78,6 +78,7 @@ int Simulator::start_transfer(int from, int to, double bits, int slot, int messa
   transfer.effective_streams = effective_streams(bits / 8, transfer.streams);
   transfer.cap_bps = detail::transfer_cap_bps(link, transfer.effective_streams);
   transfer.channel = {from, to};
+  transfer.tcp = &channel_tcp_[channel_key(transfer.channel)];
   if (message >= 0 && cross_dc) transfer.record = record_transfer(from, to);
   transfers_.push_back(transfer);
   // The emulated testbed's loopback (a [fabric] has NVLink instead).
@@ -89,9 +90,15 @@ int Simulator::start_transfer(int from, int to, double bits, int slot, int messa
     schedule({now_, 0, TimedKind::arrival, id});
     return id;
   }
-  std::deque<int>& queue = channels_[channel_key(transfer.channel)];
-  queue.push_back(id);
-  if (queue.size() == 1) admit(id);
+  ChannelQueue& queue = channels_[channel_key(transfer.channel)];
+  transfers_[static_cast<std::size_t>(id)].queue = &queue;
+  if (queue.tail >= 0) {
+    transfers_[static_cast<std::size_t>(queue.tail)].next_queued = id;
+  } else {
+    queue.head = id;
+  }
+  queue.tail = id;
+  if (queue.head == id) admit(id);
   return id;
 }
 
@@ -119,7 +126,7 @@ void Simulator::put_on_wire(LinkState& link, int id) {
   if (!transfer.on_wire_before) {
     transfer.on_wire_before = true;
     mark_first_sent(id, link.delay_ns);
-    ChannelTcp& tcp = channel_tcp_[channel_key(transfer.channel)];
+    ChannelTcp& tcp = *transfer.tcp;
     if (tcp.last_sent >= 0) after_idle(link.tcp, tcp.state, (now_ - tcp.last_sent) / 1e9);
   }
   begin_round(link, transfer);
@@ -134,7 +141,7 @@ void Simulator::begin_round(const LinkState& link, Transfer& transfer) {
   transfer.round_bits = transfer.round_bits_left = transfer.bits_left;
   transfer.round_ends = now_;
   if (!model_.tcp_dynamics || !link.tcp_rounds) return;
-  const TcpChannelState& state = channel_tcp_[channel_key(transfer.channel)].state;
+  const TcpChannelState& state = transfer.tcp->state;
   const double full_round_bits = round_bytes(link.tcp, state, transfer.effective_streams, kInf) * 8;
   const bool at_ceiling = state.cwnd_bytes >= link.tcp.window_bytes;
   if (at_ceiling && transfer.bits_left > full_round_bits) {
@@ -192,7 +199,7 @@ void Simulator::start_next_slot(int link_index) {
 
 // The round's bits have left: slow start counts them, the channel was busy until now.
 void Simulator::end_round(const LinkState& link, Transfer& transfer) {
-  ChannelTcp& tcp = channel_tcp_[channel_key(transfer.channel)];
+  ChannelTcp& tcp = *transfer.tcp;
   if (model_.tcp_dynamics && link.tcp_rounds)
     after_round(link.tcp, tcp.state, transfer.effective_streams, transfer.round_bits / 8);
   tcp.last_sent = now_;
@@ -312,9 +319,13 @@ void Simulator::take_sent_transfers_off_the_wire() {
     if (link.on_wire.empty()) wired_links_.erase(link_index);
   }
   for (int id : sent) {
-    std::deque<int>& queue = channels_[channel_key(transfers_[static_cast<std::size_t>(id)].channel)];
-    queue.pop_front();
-    if (!queue.empty()) admit(queue.front());
+    ChannelQueue& queue = *transfers_[static_cast<std::size_t>(id)].queue;
+    queue.head = transfers_[static_cast<std::size_t>(id)].next_queued;  // the channel's head was sent
+    if (queue.head < 0) {
+      queue.tail = -1;
+    } else {
+      admit(queue.head);
+    }
   }
   for (int link_index : slot_freed) start_next_slot(link_index);
 }

@@ -6,7 +6,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <limits>
 #include <map>
@@ -37,6 +36,19 @@ struct LinkState : LinkRate {
   bool unbalanced = false;  // its transfers on the wire changed since their rates were set
 };
 
+// A TCP channel's state between its rounds and messages.
+struct ChannelTcp {
+  TcpChannelState state;
+  double last_sent = -1;  // when its last bit was sent; -1: never
+};
+
+// A channel's transfers not yet sent, in order: a list through
+// Transfer::next_queued, so that a channel allocates nothing.
+struct ChannelQueue {
+  int head = -1;  // transfer ids; -1: none
+  int tail = -1;
+};
+
 struct Transfer {
   int link = 0;
   int streams = 1;
@@ -52,8 +64,13 @@ struct Transfer {
   int message = -1;             // index into messages_, or
   int collective = -1;          // stage whose all-reduce step this belongs to
   std::pair<int, int> channel;  // (sender, receiver): one transport channel, FIFO
-  int record = -1;              // index into the record's transfers: a cross-DC message
-  double extra_delay_ns = 0;    // a pipelined ring's later steps, after its last bit arrives
+  // The channel's entries in channels_ and channel_tcp_, looked up once
+  // (an unordered_map's elements stay where they are).
+  ChannelQueue* queue = nullptr;
+  ChannelTcp* tcp = nullptr;
+  int next_queued = -1;       // the transfer after it on its channel
+  int record = -1;            // index into the record's transfers: a cross-DC message
+  double extra_delay_ns = 0;  // a pipelined ring's later steps, after its last bit arrives
 };
 
 struct Message {
@@ -76,12 +93,6 @@ struct Collective {
   int step = 0;
   int pending = 0;
   std::vector<double> joined_at;  // by worker id
-};
-
-// A TCP channel's state between its rounds and messages.
-struct ChannelTcp {
-  TcpChannelState state;
-  double last_sent = -1;  // when its last bit was sent; -1: never
 };
 
 enum class TimedKind { compute, arrival, round };
@@ -161,10 +172,11 @@ class Simulator {
   std::vector<int> unbalanced_links_;  // marked by rebalance
   std::vector<Transfer> transfers_;
   // Keyed by channel_key(sender, receiver); looked up, never walked.
-  std::unordered_map<std::uint64_t, std::deque<int>> channels_;  // transfers not yet sent, in order
-  std::unordered_map<std::uint64_t, ChannelTcp> channel_tcp_;    // from iteration to iteration
+  std::unordered_map<std::uint64_t, ChannelQueue> channels_;   // transfers not yet sent, in order
+  std::unordered_map<std::uint64_t, ChannelTcp> channel_tcp_;  // from iteration to iteration
   std::vector<Message> messages_;
   std::unordered_map<std::uint64_t, int> message_index_;  // (sender, receiver, microbatch) -> message
+  std::size_t sends_ = 0;                                 // send ops in the plan
   std::priority_queue<Timed, std::vector<Timed>, std::greater<>> timed_;
   std::uint64_t sequence_ = 0;
   SimulationStats stats_;
