@@ -125,7 +125,11 @@ class Simulator {
   void advance_workers();
   Event& add_event(int id, const Op& op, double start, double end);
   void start_op(int id);
-  int message_for(int sender, int receiver, int microbatch);
+  void number_messages();
+  // The message of the worker's current op, a send or recv.
+  int message_of(int id) const {
+    return message_of_op_[first_op_[static_cast<std::size_t>(id)] + states_[static_cast<std::size_t>(id)].next_op];
+  }
   void schedule(Timed timed);
   void join_collective(int id);
   void start_ring_step(int stage);
@@ -175,8 +179,9 @@ class Simulator {
   std::unordered_map<std::uint64_t, ChannelQueue> channels_;   // transfers not yet sent, in order
   std::unordered_map<std::uint64_t, ChannelTcp> channel_tcp_;  // from iteration to iteration
   std::vector<Message> messages_;
-  std::unordered_map<std::uint64_t, int> message_index_;  // (sender, receiver, microbatch) -> message
-  std::size_t sends_ = 0;                                 // send ops in the plan
+  std::vector<std::size_t> first_op_;  // per worker, the index of its first op among all workers' ops
+  std::vector<int> message_of_op_;     // by op index among all: its message, or -1
+  std::size_t messages_count_ = 0;
   std::priority_queue<Timed, std::vector<Timed>, std::greater<>> timed_;
   std::uint64_t sequence_ = 0;
   SimulationStats stats_;
