@@ -246,23 +246,7 @@ void Simulator::step_time() {
   }
   if (!std::isfinite(next) && !on_wire) throw std::logic_error(describe_deadlock());
   if (next > kMaxSimulatedNs) fail_too_long();
-  double elapsed = next - now_;
-  for (int link_index : wired_links_) {
-    for (int id : links_[static_cast<std::size_t>(link_index)].on_wire) {
-      Transfer& transfer = transfers_[static_cast<std::size_t>(id)];
-      if (elapsed > 0) {
-        const double sent = std::min(transfer.round_bits_left, transfer.rate_bps * elapsed / 1e9);
-        transfer.round_bits_left -= sent;
-        transfer.bits_left -= sent;
-      }
-    }
-  }
-  now_ = next;
-  if (first_done >= 0) {
-    Transfer& transfer = transfers_[static_cast<std::size_t>(first_done)];
-    transfer.bits_left -= transfer.round_bits_left;
-    transfer.round_bits_left = 0;
-  }
+  send_until(next, first_done);
   take_sent_transfers_off_the_wire();
   while (!timed_.empty() && timed_.top().time <= now_) {
     Timed timed = timed_.top();
@@ -281,14 +265,40 @@ void Simulator::step_time() {
   }
 }
 
-// Links without transfers on the wire have nothing to take off; a link's
+// Every transfer on the wire sends at its rate until `next`, first_done all
+// its round's bits; the links where a round is now sent go to rounds_sent_,
+// in index order, the others have nothing to take off the wire.
+void Simulator::send_until(double next, int first_done) {
+  const double elapsed = next - now_;
+  rounds_sent_.clear();
+  for (int link_index : wired_links_) {
+    bool round_sent = false;
+    for (int id : links_[static_cast<std::size_t>(link_index)].on_wire) {
+      Transfer& transfer = transfers_[static_cast<std::size_t>(id)];
+      if (elapsed > 0) {
+        const double sent = std::min(transfer.round_bits_left, transfer.rate_bps * elapsed / 1e9);
+        transfer.round_bits_left -= sent;
+        transfer.bits_left -= sent;
+      }
+      round_sent = round_sent || id == first_done || transfer.round_bits_left <= kDoneBits;
+    }
+    if (round_sent) rounds_sent_.push_back(link_index);
+  }
+  now_ = next;
+  if (first_done >= 0) {
+    Transfer& transfer = transfers_[static_cast<std::size_t>(first_done)];
+    transfer.bits_left -= transfer.round_bits_left;
+    transfer.round_bits_left = 0;
+  }
+}
+
+// Only the links of rounds_sent_ have anything to take off; a link's
 // next slot can only have become free where a slotted transfer was sent
 // (admit starts one at once), so only those are looked at afterwards.
 void Simulator::take_sent_transfers_off_the_wire() {
   std::vector<int> sent;
   std::vector<int> slot_freed;
-  const std::vector<int> wired(wired_links_.begin(), wired_links_.end());
-  for (int link_index : wired) {
+  for (int link_index : rounds_sent_) {
     LinkState& link = links_[static_cast<std::size_t>(link_index)];
     std::size_t before = sent.size();
     std::vector<int> next_round;

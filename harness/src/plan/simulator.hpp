@@ -160,6 +160,7 @@ class Simulator {
   void balance_links();
   // Moves time to the next compute completion, arrival or last bit sent.
   void step_time();
+  void send_until(double next, int first_done);
   void take_sent_transfers_off_the_wire();
 
   const Plan& plan_;
@@ -174,6 +175,7 @@ class Simulator {
   std::size_t done_workers_ = 0;
   std::set<int> wired_links_;          // links with transfers on the wire, by index
   std::vector<int> unbalanced_links_;  // marked by rebalance
+  std::vector<int> rounds_sent_;       // links where a round was sent this step (send_until)
   std::vector<Transfer> transfers_;
   // Keyed by channel_key(sender, receiver); looked up, never walked.
   std::unordered_map<std::uint64_t, ChannelQueue> channels_;   // transfers not yet sent, in order
