@@ -8,7 +8,7 @@
 #   bench/run-scale-bench.sh [--quick]     --quick: without the 100k point
 #
 # Environment: WANLAB_BENCH_BUILD  build directory (default: build-bench)
-# Takes about 3 minutes (the 100k point about 2 of them).
+# Takes under a minute on an idle core (the 100k point most of it).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -1,6 +1,7 @@
 // The simulator at scale (issue 13): how long make_plan and one simulated
 // iteration take against the GPU count (1k, 10k, 100k over 16 DCs) and the
-// DC count (4, 16, 64 at 10k GPUs), with the growth from one row to the next.
+// DC count (4, 16, 64 at 10k GPUs), with the growth from one row to the next,
+// in wall and CPU seconds (the growth from CPU seconds).
 // Run by bench/run-scale-bench.sh; nothing here touches the network.
 //
 // Every job: GPT-3's shape (96 layers, hidden 12288, context 2048), 32
@@ -10,6 +11,8 @@
 // 100 Gbit/s (a uniform mesh: the point is the simulator's cost, not a region
 // map), hosts with 256 MB TCP buffers.
 #include <fmt/format.h>
+
+#include <time.h>
 
 #include <chrono>
 #include <cstdio>
@@ -50,16 +53,35 @@ std::string experiment_text(const Point& point) {
   return text;
 }
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+// Wall and CPU seconds of one step: the box may be shared, and the CPU time
+// of a single-threaded step holds under load where its wall time does not.
+struct Clock {
+  std::chrono::steady_clock::time_point wall = std::chrono::steady_clock::now();
+  double cpu = cpu_seconds();
+
+  static double cpu_seconds() {
+    timespec now{};
+    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+    return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) / 1e9;
+  }
+};
+
+struct Seconds {
+  double wall = 0;
+  double cpu = 0;
+};
+
+Seconds seconds_since(const Clock& start) {
+  return {std::chrono::duration<double>(std::chrono::steady_clock::now() - start.wall).count(),
+          Clock::cpu_seconds() - start.cpu};
 }
 
 struct Row {
-  Point point;
+  Point point{};
   int gpus_used = 0;
   std::uint64_t ops = 0;
-  double plan_s = 0;
-  double simulate_s = 0;
+  Seconds plan;
+  Seconds simulate;
   double iteration_s = 0;
   double utilization = 0;
 };
@@ -67,15 +89,16 @@ struct Row {
 Row measure(const Point& point) {
   const auto scenario = wanlab::emulator::parse_scenario(scenario_text(point.dcs), "bench.toml");
   const hs::Experiment experiment = hs::parse_experiment(experiment_text(point), "scale.toml");
-  Row row{point};
-  auto start = std::chrono::steady_clock::now();
+  Row row;
+  row.point = point;
+  Clock start;
   const hs::Plan plan = hs::make_plan(experiment, scenario);
-  row.plan_s = seconds_since(start);
+  row.plan = seconds_since(start);
   row.gpus_used = plan.gpus_used;
   row.ops = hs::plan_size(plan).ops_per_iteration;
-  start = std::chrono::steady_clock::now();
+  start = Clock{};
   const hs::RunRecord record = hs::simulate(plan, scenario, hs::link_model_for(scenario, experiment.scale), 1);
-  row.simulate_s = seconds_since(start);
+  row.simulate = seconds_since(start);
   const auto summary = hs::summarize_run(hs::summarize(record));
   row.iteration_s = summary.mean_iteration_s;
   row.utilization = summary.mean_gpu_utilization;
@@ -85,22 +108,27 @@ Row measure(const Point& point) {
 void print_table(const std::string& title, const std::vector<Point>& points) {
   fmt::print("\n{}\n\n", title);
   fmt::print(
-      "| GPUs | DCs | pp x dp x tp | ops per iteration | make_plan (s) | simulate 1 iteration (s) | growth (simulate) "
+      "| GPUs | DCs | pp x dp x tp | ops per iteration | make_plan (s) | make_plan CPU (s) | simulate 1 iteration (s) "
       "| "
-      "growth (GPUs) | simulated iteration (s) | GPU utilization |\n");
-  fmt::print("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|\n");
+      "simulate CPU (s) | growth (simulate CPU) | growth (make_plan CPU) | growth (GPUs) | simulated iteration (s) | "
+      "GPU utilization |\n");
+  fmt::print("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   const Row* previous = nullptr;
   std::vector<Row> rows;
   rows.reserve(points.size());
+  // The growth of value(row) from the row before.
+  const auto growth = [&](const Row& row, auto value) {
+    return previous ? fmt::format("{:.1f}x", static_cast<double>(value(row)) / value(*previous)) : std::string("-");
+  };
   for (const Point& point : points) {
     rows.push_back(measure(point));
     const Row& row = rows.back();
     const int dp = row.point.gpus / (8 * row.point.dcs);
-    fmt::print("| {} | {} | {} x {} x 8 | {} | {:.2f} | {:.2f} | {} | {} | {:.3f} | {:.1f}% |\n", row.gpus_used,
-               row.point.dcs, row.point.dcs, dp, row.ops, row.plan_s, row.simulate_s,
-               previous ? fmt::format("{:.1f}x", row.simulate_s / previous->simulate_s) : "-",
-               previous ? fmt::format("{:.1f}x", static_cast<double>(row.gpus_used) / previous->gpus_used) : "-",
-               row.iteration_s, 100 * row.utilization);
+    fmt::print("| {} | {} | {} x {} x 8 | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {} | {} | {} | {:.3f} | {:.1f}% |\n",
+               row.gpus_used, row.point.dcs, row.point.dcs, dp, row.ops, row.plan.wall, row.plan.cpu, row.simulate.wall,
+               row.simulate.cpu, growth(row, [](const Row& r) { return r.simulate.cpu; }),
+               growth(row, [](const Row& r) { return r.plan.cpu; }),
+               growth(row, [](const Row& r) { return r.gpus_used; }), row.iteration_s, 100 * row.utilization);
     std::fflush(stdout);
     previous = &row;
   }

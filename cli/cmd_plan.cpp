@@ -2,7 +2,9 @@
 // GPUs and testbed, simulated only; no testbed is brought up.
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <thread>
 
 #include "commands.hpp"
 #include "options.hpp"
@@ -11,13 +13,24 @@
 
 namespace wanlab::cli {
 namespace hs = wanlab::harness;
+namespace {
+
+constexpr int kMaxJobs = 1024;
+
+// One candidate per core by default.
+int default_jobs() {
+  return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, static_cast<unsigned>(kMaxJobs)));
+}
+
+}  // namespace
 
 int cmd_plan(const Options& options) {
   if (options.positionals().size() != 1) throw UsageError("expected one experiment file");
   const std::size_t top = options.integer<std::size_t>("top", 1, 10000).value_or(10);
+  hs::PlannerOptions planner;
+  planner.jobs = options.integer<int>("jobs", 1, kMaxJobs).value_or(default_jobs());
   const hs::Experiment experiment = hs::load_experiment(options.positionals().front());
   const emulator::Scenario scenario = hs::load_testbed(experiment);
-  hs::PlannerOptions planner;
   if (!options.flag("quiet")) {
     planner.progress = [](const std::string& line) {
       fmt::print(stderr, "wanlab plan: {}\n", line);

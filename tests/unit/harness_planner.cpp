@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <string>
+#include <vector>
 
 #include "harness_support.hpp"
 #include "wanlab/harness/planner.hpp"
@@ -75,6 +76,35 @@ BOOST_AUTO_TEST_CASE(ordering_by_latency_beats_algorithm_1s_order) {
   BOOST_TEST(compared >= 1);
   const std::string table = planner_table(report, 5);
   BOOST_TEST(table.find("ordered by latency") != std::string::npos, table);
+}
+
+// --jobs: the candidates on two threads give the ranking, the table and the
+// progress lines of one, in the same order.
+BOOST_AUTO_TEST_CASE(two_jobs_rank_as_one) {
+  Experiment experiment = parsed(job(2, 2, 8, "[gpus]\nb = 6\nc = 4\na = 2\n"));
+  std::vector<std::string> lines[2];
+  PlannerReport reports[2];
+  for (int jobs : {1, 2}) {
+    PlannerOptions options;
+    options.jobs = jobs;
+    options.progress = [&, jobs](const std::string& line) { lines[jobs - 1].push_back(line); };
+    reports[jobs - 1] = search_plans(experiment, three_dcs(), options);
+  }
+  const PlannerReport& one = reports[0];
+  const PlannerReport& two = reports[1];
+  BOOST_TEST(one.ranked.size() >= 4u);
+  BOOST_REQUIRE(one.ranked.size() == two.ranked.size());
+  for (std::size_t i = 0; i < one.ranked.size(); ++i) {
+    const PlanCandidate& a = one.ranked[i].candidate;
+    const PlanCandidate& b = two.ranked[i].candidate;
+    BOOST_TEST(
+        (a.tp == b.tp && a.pp == b.pp && a.dp == b.dp && a.microbatches == b.microbatches && a.ordered == b.ordered),
+        i);
+    BOOST_TEST(one.ranked[i].iteration_s == two.ranked[i].iteration_s, i);
+  }
+  BOOST_TEST(one.skipped == two.skipped);
+  BOOST_TEST(planner_table(one, 100) == planner_table(two, 100));
+  BOOST_TEST(lines[0] == lines[1], boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(egress_is_priced_per_pair) {

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "egress_config.hpp"
+#include "parallel.hpp"
 #include "text.hpp"
 #include "wanlab/harness/plan.hpp"
 #include "wanlab/harness/record.hpp"
@@ -188,24 +189,32 @@ std::vector<PlanCandidate> plan_candidates(const Experiment& experiment, const e
 PlannerReport search_plans(const Experiment& experiment, const emulator::Scenario& scenario,
                            const PlannerOptions& options) {
   const std::vector<PlanCandidate> candidates = plan_candidates(experiment, scenario);
+  // The candidates, then the experiment's own shape under Algorithm 1.
+  const PlanCandidate own{experiment.parallel.tp, experiment.parallel.pp, experiment.parallel.dp,
+                          experiment.model.microbatches, false};
+  auto candidate = [&](std::size_t i) -> const PlanCandidate& { return i < candidates.size() ? candidates[i] : own; };
+  std::vector<std::optional<PlanOutcome>> outcomes(candidates.size() + 1);
+  const auto simulate_one = [&](std::size_t i) {
+    outcomes[i] = simulate_candidate(experiment, scenario, candidate(i));
+  };
+  const auto report_one = [&](std::size_t i) {
+    if (!options.progress || i == candidates.size()) return;
+    options.progress(
+        fmt::format("{}/{} {}: {}", i + 1, candidates.size(), describe(candidates[i]),
+                    outcomes[i] ? fmt::format("{:.3f} s", outcomes[i]->iteration_s) : "refused by make_plan"));
+  };
+  detail::for_each_index(outcomes.size(), options.jobs, simulate_one, report_one);
   PlannerReport report;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
-    std::optional<PlanOutcome> outcome = simulate_candidate(experiment, scenario, candidates[i]);
-    if (options.progress) {
-      options.progress(fmt::format("{}/{} {}: {}", i + 1, candidates.size(), describe(candidates[i]),
-                                   outcome ? fmt::format("{:.3f} s", outcome->iteration_s) : "refused by make_plan"));
-    }
-    if (outcome) {
-      report.ranked.push_back(std::move(*outcome));
+    if (outcomes[i]) {
+      report.ranked.push_back(std::move(*outcomes[i]));
     } else {
       ++report.skipped;
     }
   }
   std::stable_sort(report.ranked.begin(), report.ranked.end(),
                    [](const PlanOutcome& a, const PlanOutcome& b) { return a.iteration_s < b.iteration_s; });
-  const PlanCandidate own{experiment.parallel.tp, experiment.parallel.pp, experiment.parallel.dp,
-                          experiment.model.microbatches, false};
-  report.algorithm1 = simulate_candidate(experiment, scenario, own);
+  report.algorithm1 = std::move(outcomes.back());
   return report;
 }
 

@@ -24,6 +24,37 @@ Simulator::Simulator(const Plan& plan, const emulator::Scenario& scenario, const
   for (std::size_t stage = 0; stage < static_cast<std::size_t>(plan.experiment.parallel.pp); ++stage) {
     collectives_.push_back(Collective{plan.workers[stage].worker.allreduce_group, 0, 0, 0, {}});
   }
+  number_messages();
+  channel_tcp_.reserve(2 * plan.workers.size());
+}
+
+// Every send and recv op gets its message's number, the same in every
+// iteration: (sender, receiver, microbatch) names one message.
+void Simulator::number_messages() {
+  std::size_t ops = 0;
+  for (const WorkerPlan& worker_plan : plan_.workers) {
+    first_op_.push_back(ops);
+    ops += worker_plan.ops.size();
+  }
+  message_of_op_.assign(ops, -1);
+  std::unordered_map<std::uint64_t, int> numbers;  // (sender, receiver, microbatch) -> message
+  numbers.reserve(ops / 2);
+  for (std::size_t id = 0; id < plan_.workers.size(); ++id) {
+    const std::vector<Op>& worker_ops = plan_.workers[id].ops;
+    for (std::size_t index = 0; index < worker_ops.size(); ++index) {
+      const Op& op = worker_ops[index];
+      if (op.kind != OpKind::send && op.kind != OpKind::recv) continue;
+      const bool send = op.kind == OpKind::send;
+      const int self = static_cast<int>(id);
+      // Worker ids < 2^17 (kMaxSimulatedWorkers) and microbatches < 2^12 ([model]): one 64-bit key.
+      const std::uint64_t key = (static_cast<std::uint64_t>(send ? self : op.peer) << 32) |
+                                (static_cast<std::uint64_t>(send ? op.peer : self) << 12) |
+                                static_cast<std::uint64_t>(op.microbatch);
+      const auto [found, inserted] = numbers.try_emplace(key, static_cast<int>(numbers.size()));
+      message_of_op_[first_op_[id] + index] = found->second;
+    }
+  }
+  messages_count_ = numbers.size();
 }
 
 RunRecord Simulator::run(int iterations, SimulationStats* stats) {
@@ -49,9 +80,11 @@ double Simulator::run_iteration(int iteration, double start) {
   ready_.resize(plan_.workers.size());
   std::iota(ready_.begin(), ready_.end(), 0);
   done_workers_ = 0;
-  messages_.clear();
-  message_index_.clear();
+  messages_.assign(messages_count_, Message{});
   transfers_.clear();
+  // Room for an iteration's transfers (one per message, one per ring member
+  // and step), so that the table does not grow while it runs.
+  transfers_.reserve(messages_count_ + 2 * plan_.workers.size());
   channels_.clear();
   for (LinkState& link : links_) {
     link.next_slot = 0;
@@ -128,7 +161,7 @@ void Simulator::start_op(int id) {
       break;
     }
     case OpKind::send: {
-      int message = message_for(id, op.peer, op.microbatch);
+      int message = message_of(id);
       messages_[static_cast<std::size_t>(message)].send_event = static_cast<int>(record_.events.size());
       add_event(id, op, now_, now_);
       start_transfer(id, op.peer, static_cast<double>(op.bytes) * 8, op.link_slot, message, -1);
@@ -136,7 +169,7 @@ void Simulator::start_op(int id) {
       break;
     }
     case OpKind::recv: {
-      int message = message_for(op.peer, id, op.microbatch);
+      int message = message_of(id);
       const Message& arrived = messages_[static_cast<std::size_t>(message)];
       if (arrived.arrived) {
         add_event(id, op, now_, now_);
@@ -150,15 +183,6 @@ void Simulator::start_op(int id) {
     }
     case OpKind::allreduce: join_collective(id); break;
   }
-}
-
-int Simulator::message_for(int sender, int receiver, int microbatch) {
-  // Worker ids < 2^17 (kMaxSimulatedWorkers) and microbatches < 2^12 ([model]): one 64-bit key.
-  const std::uint64_t key = (static_cast<std::uint64_t>(sender) << 32) | (static_cast<std::uint64_t>(receiver) << 12) |
-                            static_cast<std::uint64_t>(microbatch);
-  auto [found, inserted] = message_index_.try_emplace(key, static_cast<int>(messages_.size()));
-  if (inserted) messages_.emplace_back();
-  return found->second;
 }
 
 void Simulator::schedule(Timed timed) {

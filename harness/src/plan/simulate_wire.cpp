@@ -78,6 +78,7 @@ int Simulator::start_transfer(int from, int to, double bits, int slot, int messa
   transfer.effective_streams = effective_streams(bits / 8, transfer.streams);
   transfer.cap_bps = detail::transfer_cap_bps(link, transfer.effective_streams);
   transfer.channel = {from, to};
+  transfer.tcp = &channel_tcp_[channel_key(transfer.channel)];
   if (message >= 0 && cross_dc) transfer.record = record_transfer(from, to);
   transfers_.push_back(transfer);
   // The emulated testbed's loopback (a [fabric] has NVLink instead).
@@ -89,9 +90,15 @@ int Simulator::start_transfer(int from, int to, double bits, int slot, int messa
     schedule({now_, 0, TimedKind::arrival, id});
     return id;
   }
-  std::deque<int>& queue = channels_[channel_key(transfer.channel)];
-  queue.push_back(id);
-  if (queue.size() == 1) admit(id);
+  ChannelQueue& queue = channels_[channel_key(transfer.channel)];
+  transfers_[static_cast<std::size_t>(id)].queue = &queue;
+  if (queue.tail >= 0) {
+    transfers_[static_cast<std::size_t>(queue.tail)].next_queued = id;
+  } else {
+    queue.head = id;
+  }
+  queue.tail = id;
+  if (queue.head == id) admit(id);
   return id;
 }
 
@@ -119,7 +126,7 @@ void Simulator::put_on_wire(LinkState& link, int id) {
   if (!transfer.on_wire_before) {
     transfer.on_wire_before = true;
     mark_first_sent(id, link.delay_ns);
-    ChannelTcp& tcp = channel_tcp_[channel_key(transfer.channel)];
+    ChannelTcp& tcp = *transfer.tcp;
     if (tcp.last_sent >= 0) after_idle(link.tcp, tcp.state, (now_ - tcp.last_sent) / 1e9);
   }
   begin_round(link, transfer);
@@ -134,7 +141,7 @@ void Simulator::begin_round(const LinkState& link, Transfer& transfer) {
   transfer.round_bits = transfer.round_bits_left = transfer.bits_left;
   transfer.round_ends = now_;
   if (!model_.tcp_dynamics || !link.tcp_rounds) return;
-  const TcpChannelState& state = channel_tcp_[channel_key(transfer.channel)].state;
+  const TcpChannelState& state = transfer.tcp->state;
   const double full_round_bits = round_bytes(link.tcp, state, transfer.effective_streams, kInf) * 8;
   const bool at_ceiling = state.cwnd_bytes >= link.tcp.window_bytes;
   if (at_ceiling && transfer.bits_left > full_round_bits) {
@@ -192,7 +199,7 @@ void Simulator::start_next_slot(int link_index) {
 
 // The round's bits have left: slow start counts them, the channel was busy until now.
 void Simulator::end_round(const LinkState& link, Transfer& transfer) {
-  ChannelTcp& tcp = channel_tcp_[channel_key(transfer.channel)];
+  ChannelTcp& tcp = *transfer.tcp;
   if (model_.tcp_dynamics && link.tcp_rounds)
     after_round(link.tcp, tcp.state, transfer.effective_streams, transfer.round_bits / 8);
   tcp.last_sent = now_;
@@ -202,12 +209,27 @@ void Simulator::end_round(const LinkState& link, Transfer& transfer) {
 
 void Simulator::rebalance(int link_index) {
   LinkState& link = links_[static_cast<std::size_t>(link_index)];
+  if (link.unbalanced) return;
+  link.unbalanced = true;
+  unbalanced_links_.push_back(link_index);
+}
+
+// The rates only count when time moves: each changed link's shares once,
+// from its transfers on the wire as they are now.
+void Simulator::balance_links() {
   std::vector<Transfer*> transfers;
-  for (int id : link.on_wire) transfers.push_back(&transfers_[static_cast<std::size_t>(id)]);
-  share_fairly(link.capacity_bps, transfers);
+  for (int link_index : unbalanced_links_) {
+    LinkState& link = links_[static_cast<std::size_t>(link_index)];
+    link.unbalanced = false;
+    transfers.clear();
+    for (int id : link.on_wire) transfers.push_back(&transfers_[static_cast<std::size_t>(id)]);
+    share_fairly(link.capacity_bps, transfers);
+  }
+  unbalanced_links_.clear();
 }
 
 void Simulator::step_time() {
+  balance_links();
   double next = timed_.empty() ? kInf : timed_.top().time;
   int first_done = -1;
   bool on_wire = false;
@@ -224,23 +246,7 @@ void Simulator::step_time() {
   }
   if (!std::isfinite(next) && !on_wire) throw std::logic_error(describe_deadlock());
   if (next > kMaxSimulatedNs) fail_too_long();
-  double elapsed = next - now_;
-  for (int link_index : wired_links_) {
-    for (int id : links_[static_cast<std::size_t>(link_index)].on_wire) {
-      Transfer& transfer = transfers_[static_cast<std::size_t>(id)];
-      if (elapsed > 0) {
-        const double sent = std::min(transfer.round_bits_left, transfer.rate_bps * elapsed / 1e9);
-        transfer.round_bits_left -= sent;
-        transfer.bits_left -= sent;
-      }
-    }
-  }
-  now_ = next;
-  if (first_done >= 0) {
-    Transfer& transfer = transfers_[static_cast<std::size_t>(first_done)];
-    transfer.bits_left -= transfer.round_bits_left;
-    transfer.round_bits_left = 0;
-  }
+  send_until(next, first_done);
   take_sent_transfers_off_the_wire();
   while (!timed_.empty() && timed_.top().time <= now_) {
     Timed timed = timed_.top();
@@ -259,14 +265,40 @@ void Simulator::step_time() {
   }
 }
 
-// Links without transfers on the wire have nothing to take off; a link's
+// Every transfer on the wire sends at its rate until `next`, first_done all
+// its round's bits; the links where a round is now sent go to rounds_sent_,
+// in index order, the others have nothing to take off the wire.
+void Simulator::send_until(double next, int first_done) {
+  const double elapsed = next - now_;
+  rounds_sent_.clear();
+  for (int link_index : wired_links_) {
+    bool round_sent = false;
+    for (int id : links_[static_cast<std::size_t>(link_index)].on_wire) {
+      Transfer& transfer = transfers_[static_cast<std::size_t>(id)];
+      if (elapsed > 0) {
+        const double sent = std::min(transfer.round_bits_left, transfer.rate_bps * elapsed / 1e9);
+        transfer.round_bits_left -= sent;
+        transfer.bits_left -= sent;
+      }
+      round_sent = round_sent || id == first_done || transfer.round_bits_left <= kDoneBits;
+    }
+    if (round_sent) rounds_sent_.push_back(link_index);
+  }
+  now_ = next;
+  if (first_done >= 0) {
+    Transfer& transfer = transfers_[static_cast<std::size_t>(first_done)];
+    transfer.bits_left -= transfer.round_bits_left;
+    transfer.round_bits_left = 0;
+  }
+}
+
+// Only the links of rounds_sent_ have anything to take off; a link's
 // next slot can only have become free where a slotted transfer was sent
 // (admit starts one at once), so only those are looked at afterwards.
 void Simulator::take_sent_transfers_off_the_wire() {
   std::vector<int> sent;
   std::vector<int> slot_freed;
-  const std::vector<int> wired(wired_links_.begin(), wired_links_.end());
-  for (int link_index : wired) {
+  for (int link_index : rounds_sent_) {
     LinkState& link = links_[static_cast<std::size_t>(link_index)];
     std::size_t before = sent.size();
     std::vector<int> next_round;
@@ -297,9 +329,13 @@ void Simulator::take_sent_transfers_off_the_wire() {
     if (link.on_wire.empty()) wired_links_.erase(link_index);
   }
   for (int id : sent) {
-    std::deque<int>& queue = channels_[channel_key(transfers_[static_cast<std::size_t>(id)].channel)];
-    queue.pop_front();
-    if (!queue.empty()) admit(queue.front());
+    ChannelQueue& queue = *transfers_[static_cast<std::size_t>(id)].queue;
+    queue.head = transfers_[static_cast<std::size_t>(id)].next_queued;  // the channel's head was sent
+    if (queue.head < 0) {
+      queue.tail = -1;
+    } else {
+      admit(queue.head);
+    }
   }
   for (int link_index : slot_freed) start_next_slot(link_index);
 }

@@ -6,7 +6,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <limits>
 #include <map>
@@ -34,6 +33,20 @@ struct LinkState : LinkRate {
   std::map<int, int> slotted;  // link_slot -> transfer id, issued and not yet on the wire
   int next_slot = 0;
   bool slot_on_wire = false;
+  bool unbalanced = false;  // its transfers on the wire changed since their rates were set
+};
+
+// A TCP channel's state between its rounds and messages.
+struct ChannelTcp {
+  TcpChannelState state;
+  double last_sent = -1;  // when its last bit was sent; -1: never
+};
+
+// A channel's transfers not yet sent, in order: a list through
+// Transfer::next_queued, so that a channel allocates nothing.
+struct ChannelQueue {
+  int head = -1;  // transfer ids; -1: none
+  int tail = -1;
 };
 
 struct Transfer {
@@ -51,8 +64,13 @@ struct Transfer {
   int message = -1;             // index into messages_, or
   int collective = -1;          // stage whose all-reduce step this belongs to
   std::pair<int, int> channel;  // (sender, receiver): one transport channel, FIFO
-  int record = -1;              // index into the record's transfers: a cross-DC message
-  double extra_delay_ns = 0;    // a pipelined ring's later steps, after its last bit arrives
+  // The channel's entries in channels_ and channel_tcp_, looked up once
+  // (an unordered_map's elements stay where they are).
+  ChannelQueue* queue = nullptr;
+  ChannelTcp* tcp = nullptr;
+  int next_queued = -1;       // the transfer after it on its channel
+  int record = -1;            // index into the record's transfers: a cross-DC message
+  double extra_delay_ns = 0;  // a pipelined ring's later steps, after its last bit arrives
 };
 
 struct Message {
@@ -75,12 +93,6 @@ struct Collective {
   int step = 0;
   int pending = 0;
   std::vector<double> joined_at;  // by worker id
-};
-
-// A TCP channel's state between its rounds and messages.
-struct ChannelTcp {
-  TcpChannelState state;
-  double last_sent = -1;  // when its last bit was sent; -1: never
 };
 
 enum class TimedKind { compute, arrival, round };
@@ -113,7 +125,11 @@ class Simulator {
   void advance_workers();
   Event& add_event(int id, const Op& op, double start, double end);
   void start_op(int id);
-  int message_for(int sender, int receiver, int microbatch);
+  void number_messages();
+  // The message of the worker's current op, a send or recv.
+  int message_of(int id) const {
+    return message_of_op_[first_op_[static_cast<std::size_t>(id)] + states_[static_cast<std::size_t>(id)].next_op];
+  }
   void schedule(Timed timed);
   void join_collective(int id);
   void start_ring_step(int stage);
@@ -138,9 +154,13 @@ class Simulator {
   void admit(int id);
   void start_next_slot(int link_index);
   void end_round(const LinkState& link, Transfer& transfer);
+  // Marks the link's rates as stale; balance_links sets them, once per link
+  // and step however often its transfers changed.
   void rebalance(int link_index);
+  void balance_links();
   // Moves time to the next compute completion, arrival or last bit sent.
   void step_time();
+  void send_until(double next, int first_done);
   void take_sent_transfers_off_the_wire();
 
   const Plan& plan_;
@@ -153,13 +173,17 @@ class Simulator {
   std::vector<WorkerState> states_;
   std::vector<int> ready_;  // made ready since the last advance_workers (may repeat)
   std::size_t done_workers_ = 0;
-  std::set<int> wired_links_;  // links with transfers on the wire, by index
+  std::set<int> wired_links_;          // links with transfers on the wire, by index
+  std::vector<int> unbalanced_links_;  // marked by rebalance
+  std::vector<int> rounds_sent_;       // links where a round was sent this step (send_until)
   std::vector<Transfer> transfers_;
   // Keyed by channel_key(sender, receiver); looked up, never walked.
-  std::unordered_map<std::uint64_t, std::deque<int>> channels_;  // transfers not yet sent, in order
-  std::unordered_map<std::uint64_t, ChannelTcp> channel_tcp_;    // from iteration to iteration
+  std::unordered_map<std::uint64_t, ChannelQueue> channels_;   // transfers not yet sent, in order
+  std::unordered_map<std::uint64_t, ChannelTcp> channel_tcp_;  // from iteration to iteration
   std::vector<Message> messages_;
-  std::unordered_map<std::uint64_t, int> message_index_;  // (sender, receiver, microbatch) -> message
+  std::vector<std::size_t> first_op_;  // per worker, the index of its first op among all workers' ops
+  std::vector<int> message_of_op_;     // by op index among all: its message, or -1
+  std::size_t messages_count_ = 0;
   std::priority_queue<Timed, std::vector<Timed>, std::greater<>> timed_;
   std::uint64_t sequence_ = 0;
   SimulationStats stats_;

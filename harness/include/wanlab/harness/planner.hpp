@@ -54,7 +54,10 @@ struct PlannerReport {
 };
 
 struct PlannerOptions {
-  std::function<void(const std::string&)> progress;  // one line per simulated candidate
+  std::function<void(const std::string&)> progress;  // one line per simulated candidate, in order
+  // Candidates simulated at once, on as many threads; the report and the
+  // progress lines are the same for any number.
+  int jobs = 1;
 };
 
 // Throws ExperimentError when the experiment has no [gpus] (the free GPUs are
