@@ -29,8 +29,6 @@ namespace {
 using namespace run_detail;
 namespace ctl = control;
 
-constexpr auto kAssignWait = std::chrono::seconds(60);
-
 struct SinkFailure : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
@@ -58,7 +56,7 @@ class DecodeSink {
     control_->post(ctl::SinkHello{sink_, static_cast<int>(::getpid())});
     asio::co_spawn(io_, guarded(read_control()), asio::detached);
     if (!co_await changed_.wait_for([&] { return assign_.has_value() || stop_; }, Clock::now() + kAssignWait))
-      throw SinkFailure("no assignment from the coordinator within 60 s");
+      throw SinkFailure(fmt::format("no assignment from the coordinator within {} s", kAssignWait.count()));
     if (!stop_) {
       listen();
       control_->post(ctl::Listening{});

@@ -34,8 +34,6 @@ namespace {
 using namespace run_detail;
 namespace ctl = control;
 
-constexpr auto kAssignWait = std::chrono::seconds(60);
-
 struct PrefillFailure : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
@@ -61,7 +59,7 @@ class PrefillProcess {
     control_->post(ctl::PrefillHello{id_, static_cast<int>(::getpid())});
     asio::co_spawn(io_, guarded(read_control()), asio::detached);
     if (!co_await changed_.wait_for([&] { return assign_.has_value() || stop_; }, Clock::now() + kAssignWait))
-      throw PrefillFailure("no assignment from the coordinator within 60 s");
+      throw PrefillFailure(fmt::format("no assignment from the coordinator within {} s", kAssignWait.count()));
     if (stop_) {
       finish();
       co_return;
@@ -266,8 +264,8 @@ class PrefillProcess {
   std::optional<GpuLease> lease_;
   std::optional<transport::Channel> channel_;
   bool stop_ = false;
-  std::map<int, std::int64_t> work_done_;               // per batch in progress: GPU time of its work done
-  std::set<std::pair<int, int>> grants_;                // (batch, piece)
+  std::map<int, std::int64_t> work_done_;  // per batch in progress: GPU time of its work done
+  std::set<std::pair<int, int>> grants_;   // (batch, piece)
   KvSendOrder kv_order_;
   std::vector<std::byte> zeros_;
   std::array<std::byte, kKvHeaderBytes> kv_head_{};

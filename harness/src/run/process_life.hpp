@@ -7,6 +7,7 @@
 
 #include <asio/awaitable.hpp>
 #include <asio/io_context.hpp>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,6 +15,10 @@
 #include "control_socket.hpp"
 
 namespace wanlab::harness::run_detail {
+
+// How long a prefill worker or decode sink waits, after its hello, to be
+// told its part: the coordinator assigns them once every worker is up.
+inline constexpr auto kAssignWait = std::chrono::seconds(60);
 
 class ProcessLife {
  public:

@@ -85,12 +85,12 @@ class WorkerProcess {
     asio::co_spawn(io_, guarded(read_control()), asio::detached);
     const auto connect_deadline = Clock::now() + kConnectPhase;
     if (!co_await changed_.wait_for([&] { return assign_.has_value(); }, connect_deadline))
-      throw WorkerFailure("no assignment from the coordinator within 60 s");
+      throw WorkerFailure(fmt::format("no assignment from the coordinator within {} s", kConnectPhase.count()));
     size_payload_buffer();
     listen();
     control_->post(ctl::Listening{});
     if (!co_await changed_.wait_for([&] { return connect_; }, connect_deadline))
-      throw WorkerFailure("no connect from the coordinator within 60 s");
+      throw WorkerFailure(fmt::format("no connect from the coordinator within {} s", kConnectPhase.count()));
     co_await open_channels(connect_deadline);
     control_->post(ctl::Ready{});
     for (;;) {
