@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "placement.hpp"
+#include "simulate_internal.hpp"
 #include "wanlab/harness/simulate.hpp"
 
 namespace wanlab::harness {
@@ -164,13 +165,30 @@ void add_ops(Plan& plan) {
   }
 }
 
-// Temporal sharing: every cross-DC message on a directed link gets a rank in
-// the order the messages start in a simulation without sharing (ties: lower
-// replica, then lower stage). A message that depends on another starts
-// strictly later there (compute takes time), so the order never makes a
-// transfer wait for one that waits for it.
+// How many of a directed link's messages take a turn together: as many as
+// the link carries at once without slowing one another, each at what its
+// streams' windows (or flow caps) allow alone; one where a transfer alone can
+// take half the link or more. A window-limited transfer with the link to
+// itself leaves most of it idle, and the turns then only serialize: 1F1B on
+// one stream, or the many replicas of a stage on one link.
+std::size_t messages_per_slot(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model,
+                              std::pair<int, int> link) {
+  const detail::LinkRate rate = detail::link_rate(plan.experiment, scenario, model, link.first, link.second);
+  const double streams = effective_streams(static_cast<double>(plan.activation_bytes), plan.experiment.streams);
+  const double one = detail::transfer_cap_bps(rate, streams);
+  if (!std::isfinite(rate.capacity_bps) || !(one > 0)) return 1;
+  return std::max<std::size_t>(1, static_cast<std::size_t>(std::floor(rate.capacity_bps / one * (1 + 1e-9))));
+}
+
+// Temporal sharing: the cross-DC messages of a directed link take turns in
+// the order they start in a simulation without sharing (ties: lower replica,
+// then lower stage), messages_per_slot of them to a turn (slot). A message
+// that depends on another starts strictly later there (compute takes time),
+// so the order never makes a transfer wait for one that waits for it; in one
+// slot they go together.
 void assign_link_slots(Plan& plan, const emulator::Scenario& scenario) {
-  RunRecord ideal = simulate_training(plan, scenario, link_model_for(scenario, plan.experiment.scale), 1);
+  const LinkModel model = link_model_for(scenario, plan.experiment.scale);
+  RunRecord ideal = simulate_training(plan, scenario, model, 1);
   using Start = std::tuple<std::int64_t, int, int, int>;  // start, replica, stage, op index
   std::map<std::pair<int, int>, std::vector<Start>> by_link;
   for (const Event& event : ideal.events) {
@@ -184,11 +202,12 @@ void assign_link_slots(Plan& plan, const emulator::Scenario& scenario) {
   std::map<std::tuple<int, int, int>, int> slot_of_message;
   for (auto& [link, starts] : by_link) {
     std::sort(starts.begin(), starts.end());
-    for (std::size_t slot = 0; slot < starts.size(); ++slot) {
-      const auto& [start, replica, stage, op_index] = starts[slot];
+    const std::size_t per_slot = messages_per_slot(plan, scenario, model, link);
+    for (std::size_t rank = 0; rank < starts.size(); ++rank) {
+      const auto& [start, replica, stage, op_index] = starts[rank];
       int sender = plan.worker_id(stage, replica);
       Op& send = plan.workers[static_cast<std::size_t>(sender)].ops[static_cast<std::size_t>(op_index)];
-      send.link_slot = static_cast<int>(slot);
+      send.link_slot = static_cast<int>(rank / per_slot);
       slot_of_message[{sender, send.peer, send.microbatch}] = send.link_slot;
     }
   }

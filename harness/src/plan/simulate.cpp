@@ -25,6 +25,7 @@ Simulator::Simulator(const Plan& plan, const emulator::Scenario& scenario, const
     collectives_.push_back(Collective{plan.workers[stage].worker.allreduce_group, 0, 0, 0, {}});
   }
   number_messages();
+  count_slots();
   channel_tcp_.reserve(2 * plan.workers.size());
 }
 
@@ -57,6 +58,18 @@ void Simulator::number_messages() {
   messages_count_ = numbers.size();
 }
 
+void Simulator::count_slots() {
+  for (std::size_t id = 0; id < plan_.workers.size(); ++id) {
+    for (const Op& op : plan_.workers[id].ops) {
+      if (op.kind != OpKind::send || op.link_slot < 0) continue;
+      std::vector<int>& sizes = links_[static_cast<std::size_t>(link_of(static_cast<int>(id), op.peer))].slot_sizes;
+      if (sizes.size() <= static_cast<std::size_t>(op.link_slot))
+        sizes.resize(static_cast<std::size_t>(op.link_slot) + 1);
+      ++sizes[static_cast<std::size_t>(op.link_slot)];
+    }
+  }
+}
+
 RunRecord Simulator::run(int iterations, SimulationStats* stats) {
   // Exactly one event per op and iteration: no growth beyond the plan's size.
   std::size_t ops = 0;
@@ -87,8 +100,8 @@ double Simulator::run_iteration(int iteration, double start) {
   transfers_.reserve(messages_count_ + 2 * plan_.workers.size());
   channels_.clear();
   for (LinkState& link : links_) {
-    link.next_slot = 0;
-    link.slot_on_wire = false;
+    link.current_slot = 0;
+    link.current_left = link.slot_sizes.empty() ? 0 : link.slot_sizes.front();
   }
   for (Collective& collective : collectives_) {
     collective.joined = collective.step = collective.pending = 0;
@@ -288,7 +301,7 @@ std::string Simulator::describe_deadlock() const {
     if (link.slotted.empty()) continue;
     blocked += fmt::format(
         "; link {}->{} holds slot {} waiting for slot {}", plan_.dc_names[index / static_cast<std::size_t>(dcs_)],
-        plan_.dc_names[index % static_cast<std::size_t>(dcs_)], link.slotted.begin()->first, link.next_slot);
+        plan_.dc_names[index % static_cast<std::size_t>(dcs_)], link.slotted.begin()->first, link.current_slot);
   }
   return fmt::format("simulate: deadlock at {:.3f} ms in iteration {}{}", now_ / 1e6, iteration_, blocked);
 }

@@ -178,7 +178,7 @@ void Simulator::admit(int id) {
   const Transfer& transfer = transfers_[static_cast<std::size_t>(id)];
   LinkState& link = links_[static_cast<std::size_t>(transfer.link)];
   if (transfer.slot >= 0) {
-    link.slotted[transfer.slot] = id;
+    link.slotted.emplace(transfer.slot, id);
     start_next_slot(transfer.link);
   } else {
     put_on_wire(link, id);
@@ -186,15 +186,22 @@ void Simulator::admit(int id) {
   }
 }
 
+// The sends of the slot whose turn it is go on the wire as they are issued;
+// the turn passes once all of them are wholly sent (slot_sent).
 void Simulator::start_next_slot(int link_index) {
   LinkState& link = links_[static_cast<std::size_t>(link_index)];
-  auto next = link.slotted.find(link.next_slot);
-  if (link.slot_on_wire || next == link.slotted.end()) return;
-  put_on_wire(link, next->second);
-  link.slotted.erase(next);
-  link.slot_on_wire = true;
-  ++link.next_slot;
+  const auto [first, last] = link.slotted.equal_range(link.current_slot);
+  if (first == last) return;
+  for (auto it = first; it != last; ++it) put_on_wire(link, it->second);
+  link.slotted.erase(first, last);
   rebalance(link_index);
+}
+
+void Simulator::slot_sent(LinkState& link) {
+  if (--link.current_left > 0) return;
+  ++link.current_slot;
+  const auto next = static_cast<std::size_t>(link.current_slot);
+  link.current_left = next < link.slot_sizes.size() ? link.slot_sizes[next] : 0;
 }
 
 // The round's bits have left: slow start counts them, the channel was busy until now.
@@ -320,7 +327,7 @@ void Simulator::take_sent_transfers_off_the_wire() {
       schedule({now_ + link.delay_ns + transfers_[static_cast<std::size_t>(sent[i])].extra_delay_ns, 0,
                 TimedKind::arrival, sent[i]});
       if (transfers_[static_cast<std::size_t>(sent[i])].slot >= 0) {
-        link.slot_on_wire = false;
+        slot_sent(link);
         slot_freed.push_back(link_index);
       }
     }

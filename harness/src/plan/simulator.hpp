@@ -28,12 +28,15 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kDoneBits = 1e-3;  // rounding left over when a transfer's last bit is sent
 
 struct LinkState : LinkRate {
-  bool tcp_rounds = true;      // false inside a [fabric] (RDMA): steady rate, no slow start
-  std::vector<int> on_wire;    // transfer ids
-  std::map<int, int> slotted;  // link_slot -> transfer id, issued and not yet on the wire
-  int next_slot = 0;
-  bool slot_on_wire = false;
-  bool unbalanced = false;  // its transfers on the wire changed since their rates were set
+  bool tcp_rounds = true;    // false inside a [fabric] (RDMA): steady rate, no slow start
+  std::vector<int> on_wire;  // transfer ids
+  // Temporal sharing (link_gate.hpp): the link's turns in link_slot order,
+  // each slot's sends together. slot_sizes: sends per slot, from the plan.
+  std::vector<int> slot_sizes;
+  std::multimap<int, int> slotted;  // link_slot -> transfer id, issued and not yet on the wire
+  int current_slot = 0;             // whose turn it is
+  int current_left = 0;             // sends of current_slot not yet wholly sent
+  bool unbalanced = false;          // its transfers on the wire changed since their rates were set
 };
 
 // A TCP channel's state between its rounds and messages.
@@ -126,6 +129,8 @@ class Simulator {
   Event& add_event(int id, const Op& op, double start, double end);
   void start_op(int id);
   void number_messages();
+  // Each link's slot_sizes, from the plan's gated sends.
+  void count_slots();
   // The message of the worker's current op, a send or recv.
   int message_of(int id) const {
     return message_of_op_[first_op_[static_cast<std::size_t>(id)] + states_[static_cast<std::size_t>(id)].next_op];
@@ -153,6 +158,8 @@ class Simulator {
   void mark(int id, double delay_ns, std::int64_t TransferRecord::*sent, std::int64_t TransferRecord::*received);
   void admit(int id);
   void start_next_slot(int link_index);
+  // A send of the link's current slot is wholly sent.
+  void slot_sent(LinkState& link);
   void end_round(const LinkState& link, Transfer& transfer);
   // Marks the link's rates as stale; balance_links sets them, once per link
   // and step however often its transfers changed.
