@@ -27,6 +27,8 @@ int default_jobs() {
 int cmd_plan(const Options& options) {
   if (options.positionals().size() != 1) throw UsageError("expected one experiment file");
   const std::size_t top = options.integer<std::size_t>("top", 1, 10000).value_or(10);
+  const auto out = options.get("out");  // checked before the search, which can take minutes
+  if (out && out->empty()) throw UsageError("--out: expected a directory");
   hs::PlannerOptions planner;
   planner.jobs = options.integer<int>("jobs", 1, kMaxJobs).value_or(default_jobs());
   const hs::Experiment experiment = hs::load_experiment(options.positionals().front());
@@ -39,6 +41,10 @@ int cmd_plan(const Options& options) {
   }
   const hs::PlannerReport report = hs::search_plans(experiment, scenario, planner);
   fmt::print("{}", hs::planner_table(report, top));
+  if (out) {
+    fmt::print("\n");
+    for (const std::string& path : hs::write_planner_files(report, *out)) fmt::print("wrote {}\n", path);
+  }
   return 0;
 }
 

@@ -139,9 +139,11 @@ std::vector<Command> make_commands() {
       {"compare", "RESULT...", "results.json of several runs side by side", {}, cmd_compare},
       {"plan",
        "EXPERIMENT",
-       "search tp, pp, dp, microbatches and DC order for the experiment's free GPUs, simulated",
+       "search tp, pp, dp, microbatches and DC order for the experiment's free GPUs, simulated; with --out "
+       "plans.csv and plans.svg",
        {valued("top", "N", "show the N fastest plans (1 to 10000, default 10)"),
-        valued("jobs", "N", "simulate N candidates at once, one per thread (1 to 1024, default: the cores)"), kQuiet},
+        valued("jobs", "N", "simulate N candidates at once, one per thread (1 to 1024, default: the cores)"),
+        valued("out", "DIR", "write plans.csv (every simulated plan, fastest first) and plans.svg there"), kQuiet},
        cmd_plan},
       {"worker",
        "",

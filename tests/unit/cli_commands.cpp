@@ -178,6 +178,7 @@ BOOST_AUTO_TEST_CASE(bad_values_name_their_option_and_exit_2) {
   check_bad_value({"train", experiment, "--timeout", "soon"}, "--timeout", "a whole number");
   check_bad_value({"train", experiment, "--runtime", "docker"}, "--runtime", "auto, podman, sandbox or external");
   check_bad_value({"plan", experiment, "--jobs", "0"}, "--jobs", "a whole number from 1 to 1024");
+  check_bad_value({"plan", experiment, "--out="}, "--out", "a directory");
   check_bad_value({"stats", "--interval", "x"}, "--interval", "a number from 0.01 to 86400");
   check_bad_value({"demo", scenario, "--seconds", "0"}, "--seconds", "a number");
   check_bad_value({"attach", "veth0", scenario, "--queue-num", "70000"}, "--queue-num", "a whole number");

@@ -1,7 +1,11 @@
 // The planner (planner.hpp): a case whose best plan is known by hand, the
 // latency ordering beating Algorithm 1's order, [egress] prices and their errors.
 #include <boost/test/unit_test.hpp>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -24,6 +28,13 @@ std::string job(int pp, int dp, int microbatches, const std::string& rest) {
 }
 
 Experiment parsed(const std::string& toml) { return parse_experiment(toml, "p.toml"); }
+
+std::vector<std::string> lines_of(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
 
 }  // namespace
 
@@ -53,6 +64,26 @@ BOOST_AUTO_TEST_CASE(the_best_plan_of_a_case_known_by_hand) {
   BOOST_REQUIRE(report.algorithm1.has_value());
   BOOST_TEST(report.algorithm1->iteration_s == 24e-3, boost::test_tools::tolerance(1e-9));
   BOOST_TEST(planner_table(report, 3).find("the best plan is 8.00x faster") != std::string::npos);
+}
+
+// --out: plans.csv has a row per simulated plan, the table's best first, and
+// plans.svg the line plots.
+BOOST_AUTO_TEST_CASE(out_writes_every_plan_as_csv_and_a_plot) {
+  Experiment experiment = parsed(job(1, 1, 8, "[gpus]\na = 8\n[fabric]\nlatency = \"0us\"\n"));
+  const PlannerReport report = search_plans(experiment, three_dcs());
+  const auto dir = std::filesystem::temp_directory_path() / ("wanlab-plans-" + std::to_string(::getpid()));
+  const std::vector<std::string> written = write_planner_files(report, dir.string());
+  BOOST_TEST(written == (std::vector<std::string>{dir.string() + "/plans.csv", dir.string() + "/plans.svg"}),
+             boost::test_tools::per_element());
+  const std::vector<std::string> csv = lines_of(written[0]);
+  BOOST_REQUIRE_EQUAL(csv.size(), report.ranked.size() + 1);
+  BOOST_TEST(csv[0].starts_with("rank,tp,pp,dp,microbatches,dc_order,stages,gpus,iteration_s,"));
+  BOOST_TEST(csv[1] == "1,8,1,1,8,Algorithm 1,a x1,8,0.003000,1.0000,2730666.7,0.000,0.0000,no");
+  std::ostringstream svg;
+  svg << std::ifstream(written[1]).rdbuf();
+  BOOST_TEST(svg.str().starts_with("<svg"));
+  BOOST_TEST(svg.str().find("Simulated iteration time per plan") != std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 // Algorithm 1 chains b -> c -> a (60 + 40 ms one way); ordered by latency

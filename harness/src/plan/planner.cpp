@@ -115,18 +115,6 @@ std::string describe(const PlanCandidate& candidate) {
                      candidate.ordered ? "ordered" : "Algorithm 1");
 }
 
-// "b x2 > a x1 > c x1": the DCs in pipeline order with their stages.
-std::string dc_chain(const std::vector<std::string>& stage_dcs) {
-  std::vector<std::string> parts;
-  for (std::size_t stage = 0; stage < stage_dcs.size();) {
-    std::size_t end = stage;
-    while (end < stage_dcs.size() && stage_dcs[end] == stage_dcs[stage]) ++end;
-    parts.push_back(fmt::format("{} x{}", stage_dcs[stage], end - stage));
-    stage = end;
-  }
-  return detail::join(parts, " > ");
-}
-
 bool same_shape(const PlanCandidate& a, const PlanCandidate& b) {
   return a.tp == b.tp && a.pp == b.pp && a.dp == b.dp && a.microbatches == b.microbatches;
 }
@@ -234,7 +222,7 @@ std::string planner_table(const PlannerReport& report, std::size_t top) {
   }
   if (report.ranked.empty()) return text;
   const PlanOutcome& best = report.ranked.front();
-  text += fmt::format("\nBest: {}; stages {}\n", describe(best.candidate), dc_chain(best.stage_dcs));
+  text += fmt::format("\nBest: {}; stages {}\n", describe(best.candidate), detail::dc_chain(best.stage_dcs));
   text += ordering_gains(report.ranked);
   if (report.algorithm1) {
     const PlanOutcome& own = *report.algorithm1;

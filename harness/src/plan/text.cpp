@@ -14,4 +14,15 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
   return joined;
 }
 
+std::string dc_chain(const std::vector<std::string>& stage_dcs) {
+  std::vector<std::string> parts;
+  for (std::size_t stage = 0; stage < stage_dcs.size();) {
+    std::size_t end = stage;
+    while (end < stage_dcs.size() && stage_dcs[end] == stage_dcs[stage]) ++end;
+    parts.push_back(fmt::format("{} x{}", stage_dcs[stage], end - stage));
+    stage = end;
+  }
+  return join(parts, " > ");
+}
+
 }  // namespace wanlab::harness::detail

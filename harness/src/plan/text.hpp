@@ -18,5 +18,7 @@ inline std::string suggestion(std::string_view name, std::span<const std::string
 }
 
 std::string join(const std::vector<std::string>& items, std::string_view separator = ", ");
+// "b x2 > a x1 > c x1": the DCs of a plan's stages in pipeline order, with their stage counts.
+std::string dc_chain(const std::vector<std::string>& stage_dcs);
 
 }  // namespace wanlab::harness::detail

@@ -24,6 +24,7 @@
 
 #include "wanlab/emulator/scenario.hpp"
 #include "wanlab/harness/experiment.hpp"
+#include "wanlab/harness/line_plot.hpp"
 
 namespace wanlab::harness {
 
@@ -33,6 +34,7 @@ struct PlanCandidate {
   int dp = 1;
   int microbatches = 1;
   bool ordered = false;  // select_dcs's latency ordering on top of Algorithm 1
+  bool operator==(const PlanCandidate&) const = default;
 };
 
 struct PlanOutcome {
@@ -75,5 +77,17 @@ Experiment with_candidate(const Experiment& experiment, const PlanCandidate& can
 // latency beats Algorithm 1's order and by how much, and the best plan
 // against the experiment's own shape under Algorithm 1.
 std::string planner_table(const PlannerReport& report, std::size_t top);
+
+// `wanlab plan --out`: every simulated plan, fastest first, one CSV row each
+// (rank, tp, pp, dp, microbatches, DC order, stages, GPUs, iteration_s,
+// gpu_utilization, tokens_per_s, wan_gb, egress_usd, own_shape).
+std::string planner_csv(const PlannerReport& report);
+// Against the rank: iteration time (with the experiment's own shape under
+// Algorithm 1 as a flat line), GPU utilization and egress $ per iteration,
+// one line per DC order. Empty when no plan simulated.
+std::vector<LinePlot> planner_plots(const PlannerReport& report);
+// DIR/plans.csv and, when a plan simulated, DIR/plans.svg (line_plots_svg of
+// planner_plots); creates DIR; returns the files written.
+std::vector<std::string> write_planner_files(const PlannerReport& report, const std::string& dir);
 
 }  // namespace wanlab::harness
