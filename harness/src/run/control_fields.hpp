@@ -122,6 +122,7 @@ void fields(Wire& w, Is<Assign> auto& m) {
   w.index("cross_dc_streams", m.cross_dc_streams);
   w.index("iterations", m.iterations);
   w.string("gpu_lease", m.gpu_lease);
+  w.indexes("announced_ops", m.announced_ops);
 }
 
 template <typename Wire>

@@ -329,6 +329,7 @@ class Coordinator {
     for (const WorkerState& w : workers_) hosts.push_back(w.host);
     ctl::Assign assign = make_assignment(plan_, scenario_, hosts, id);
     if (prefill_) assign.gpu_lease = prefill_->lease_path(id);
+    assign.announced_ops = gate_.announced(id);
     return assign;
   }
 

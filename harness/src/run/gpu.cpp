@@ -28,11 +28,11 @@ const EmulatedGpu::Interval& EmulatedGpu::reserve(std::int64_t start_ns, std::ui
 }
 
 asio::awaitable<EmulatedGpu::Interval> EmulatedGpu::compute(asio::any_io_executor executor, std::uint64_t duration_ns,
-                                                            std::string what) {
+                                                            std::string what, std::uint64_t hold_ns) {
   std::int64_t start = monotonic_ns();
   if (!busy_.empty()) start = std::max(start, busy_.back().end_ns);
   if (lease_) {
-    const auto shared = lease_->reserve(start, duration_ns, run_detail::GpuOwner::training);
+    const auto shared = lease_->reserve(start, duration_ns, run_detail::GpuOwner::training, hold_ns);
     delayed_ns_ += shared.delayed_ns;
     start = shared.start_ns;
   }

@@ -71,13 +71,18 @@ GpuLease GpuLease::open(const std::string& path) {
 }
 
 GpuLease::GpuLease(GpuLease&& other) noexcept
-    : path_(std::move(other.path_)), shared_(std::exchange(other.shared_, nullptr)) {}
+    : path_(std::move(other.path_)),
+      shared_(std::exchange(other.shared_, nullptr)),
+      held_until_ns_(other.held_until_ns_),
+      work_end_ns_(other.work_end_ns_) {}
 
 GpuLease& GpuLease::operator=(GpuLease&& other) noexcept {
   if (this != &other) {
     unmap();
     path_ = std::move(other.path_);
     shared_ = std::exchange(other.shared_, nullptr);
+    held_until_ns_ = other.held_until_ns_;
+    work_end_ns_ = other.work_end_ns_;
   }
   return *this;
 }
@@ -89,13 +94,20 @@ void GpuLease::unmap() noexcept {
   shared_ = nullptr;
 }
 
-GpuLease::Reservation GpuLease::reserve(std::int64_t now_ns, std::uint64_t duration_ns, GpuOwner owner) {
+GpuLease::Reservation GpuLease::reserve(std::int64_t now_ns, std::uint64_t duration_ns, GpuOwner owner,
+                                        std::uint64_t hold_ns) {
   std::int64_t seen = shared_->busy_until_ns.load(std::memory_order_acquire);
   for (;;) {
-    const std::int64_t start = std::max(now_ns, seen);
+    // Inside our own hold, nobody else has the GPU after our last work's end.
+    const std::int64_t free_at = seen == held_until_ns_ ? std::min(seen, work_end_ns_) : seen;
+    const std::int64_t start = std::max(now_ns, free_at);
     const std::int64_t end = start + static_cast<std::int64_t>(duration_ns);
-    if (shared_->busy_until_ns.compare_exchange_weak(seen, end, std::memory_order_acq_rel, std::memory_order_acquire)) {
+    const std::int64_t until = std::max(seen, end + static_cast<std::int64_t>(hold_ns));
+    if (shared_->busy_until_ns.compare_exchange_weak(seen, until, std::memory_order_acq_rel,
+                                                     std::memory_order_acquire)) {
       shared_->owner.store(static_cast<std::int64_t>(owner), std::memory_order_release);
+      held_until_ns_ = until;
+      work_end_ns_ = end;
       return {start, end, start - now_ns};
     }
   }

@@ -6,7 +6,11 @@
 //
 //   training  reserve(): start = max(now, busy_until), busy_until = start +
 //             duration (compare-and-swap). A start after `now` means another
-//             process held the GPU: that wait is the training delay.
+//             process held the GPU: that wait is the training delay. With a
+//             hold, busy_until goes `hold` past the end: the next training op
+//             that comes within it starts at once (as a real framework queues
+//             its next kernel behind the running one), while prefill, which
+//             only leases a free GPU, cannot slip into the gap between them.
 //   prefill   try_lease(): only if the GPU is free now (busy_until <= now),
 //             busy_until = now + duration; else nothing is reserved (the
 //             bubble was not where it was predicted).
@@ -48,8 +52,11 @@ class GpuLease {
   GpuLease& operator=(const GpuLease&) = delete;
   ~GpuLease();
 
-  // [max(now_ns, busy_until), + duration_ns): always succeeds.
-  Reservation reserve(std::int64_t now_ns, std::uint64_t duration_ns, GpuOwner owner = GpuOwner::training);
+  // [max(now_ns, busy_until), + duration_ns): always succeeds. busy_until
+  // becomes the end + hold_ns; while no other process has reserved since,
+  // this object's next reserve() may start from the end, inside that hold.
+  Reservation reserve(std::int64_t now_ns, std::uint64_t duration_ns, GpuOwner owner = GpuOwner::training,
+                      std::uint64_t hold_ns = 0);
   // [now_ns, now_ns + duration_ns) if the GPU is free at now_ns; else nullopt.
   std::optional<Reservation> try_lease(std::int64_t now_ns, std::uint64_t duration_ns,
                                        GpuOwner owner = GpuOwner::prefill);
@@ -66,6 +73,11 @@ class GpuLease {
 
   std::string path_;
   Shared* shared_ = nullptr;  // MAP_SHARED, one page
+  // This process's last reservation: the busy_until it wrote and where its
+  // work ended (before the hold). Another process's reservation since then
+  // moved busy_until, so the hold is ours only while the word still reads held_until_.
+  std::int64_t held_until_ns_ = -1;
+  std::int64_t work_end_ns_ = 0;
 };
 
 }  // namespace wanlab::harness::run_detail

@@ -6,20 +6,32 @@
 
 namespace wanlab::harness {
 
+std::string inside_link(const std::string& dc) { return dc + " (inside)"; }
+
+std::size_t LinkGate::link_index(const std::string& name) {
+  const auto at = std::find_if(links_.begin(), links_.end(), [&](const Link& link) { return link.name == name; });
+  if (at != links_.end()) return static_cast<std::size_t>(at - links_.begin());
+  links_.push_back(Link{name, {}, {}, 0});
+  return links_.size() - 1;
+}
+
 LinkGate::LinkGate(const Plan& plan) {
-  std::map<std::pair<int, int>, std::size_t> link_of_dcs;  // (from dc, to dc) -> links_ index
   std::map<std::pair<std::size_t, int>, std::vector<std::pair<int, int>>> sends_of_slot;
+  const bool announce = plan.experiment.prefill.enabled;
   for (const WorkerPlan& worker : plan.workers) {
     for (std::size_t i = 0; i < worker.ops.size(); ++i) {
       const Op& op = worker.ops[i];
-      if (op.kind != OpKind::send || !op.cross_dc || op.link_slot < 0) continue;
+      if (op.kind != OpKind::send) continue;
       if (op.peer < 0 || op.peer >= static_cast<int>(plan.workers.size()))
         throw GateError(fmt::format("worker {} op {}: send to unknown worker {}", worker.worker.id, i, op.peer));
       const Worker& to = plan.workers[op.peer].worker;
-      const auto dcs = std::make_pair(worker.worker.dc, to.dc);
-      auto [at, added] = link_of_dcs.emplace(dcs, links_.size());
-      if (added) links_.push_back(Link{fmt::format("{}->{}", worker.worker.dc_name, to.dc_name), {}, {}, 0});
-      sends_of_slot[{at->second, op.link_slot}].emplace_back(worker.worker.id, static_cast<int>(i));
+      if (op.cross_dc && op.link_slot >= 0) {
+        const std::size_t link = link_index(fmt::format("{}->{}", worker.worker.dc_name, to.dc_name));
+        sends_of_slot[{link, op.link_slot}].emplace_back(worker.worker.id, static_cast<int>(i));
+      } else if (announce && !op.cross_dc && to.host != worker.worker.host) {
+        const std::size_t link = link_index(inside_link(worker.worker.dc_name));
+        ops_[{worker.worker.id, static_cast<int>(i)}] = GatedOp{link, 0, State::idle, true};
+      }
     }
   }
   // std::map orders by (link, slot): each link's slots come out increasing.
@@ -32,7 +44,22 @@ LinkGate::LinkGate(const Plan& plan) {
   }
 }
 
-bool LinkGate::gated(int worker, int op_index) const { return ops_.count({worker, op_index}) != 0; }
+bool LinkGate::gated(int worker, int op_index) const {
+  const auto it = ops_.find({worker, op_index});
+  return it != ops_.end() && !it->second.announced;
+}
+
+std::size_t LinkGate::link_count() const {
+  return static_cast<std::size_t>(
+      std::count_if(links_.begin(), links_.end(), [](const Link& link) { return !link.slots.empty(); }));
+}
+
+std::vector<int> LinkGate::announced(int worker) const {
+  std::vector<int> ops;
+  for (auto it = ops_.lower_bound({worker, 0}); it != ops_.end() && it->first.first == worker; ++it)
+    if (it->second.announced) ops.push_back(it->first.second);
+  return ops;
+}
 
 void LinkGate::start_iteration(int iteration) {
   iteration_ = iteration;
@@ -43,8 +70,8 @@ void LinkGate::start_iteration(int iteration) {
 LinkGate::GatedOp& LinkGate::find(int worker, int iteration, int op_index, const char* action) {
   const auto it = ops_.find({worker, op_index});
   if (it == ops_.end())
-    throw GateError(
-        fmt::format("worker {} {} the link for op {}, which is not a gated send", worker, action, op_index));
+    throw GateError(fmt::format("worker {} {} the link for op {}, which is neither a gated nor an announced send",
+                                worker, action, op_index));
   if (iteration != iteration_)
     throw GateError(fmt::format("worker {} {} the link for op {} in iteration {}, but iteration {} is running", worker,
                                 action, op_index, iteration, iteration_));
@@ -55,6 +82,10 @@ std::vector<LinkGate::Grant> LinkGate::request(int worker, int iteration, int op
   GatedOp& op = find(worker, iteration, op_index, "asked for");
   if (op.state != State::idle)
     throw GateError(fmt::format("worker {} asked twice for the link for op {}", worker, op_index));
+  if (op.announced) {  // holds its link at once, and nobody waits for it
+    op.state = State::granted;
+    return {};
+  }
   op.state = State::requested;
   if (op.slot_index != links_[op.link].current) return {};
   op.state = State::granted;
@@ -66,6 +97,7 @@ std::vector<LinkGate::Grant> LinkGate::release(int worker, int iteration, int op
   if (op.state != State::granted)
     throw GateError(fmt::format("worker {} released the link for op {} without holding it", worker, op_index));
   op.state = State::released;
+  if (op.announced) return {};
   return advance(links_[op.link]);
 }
 
@@ -101,12 +133,13 @@ bool LinkGate::in_use(const std::string& name) const {
 }
 
 bool LinkGate::carries(const std::string& name) const {
-  return std::any_of(links_.begin(), links_.end(), [&](const Link& link) { return link.name == name; });
+  return std::any_of(links_.begin(), links_.end(), [&](const Link& link) { return link.name == name && !link.slots.empty(); });
 }
 
 std::string LinkGate::describe() const {
   std::string text;
   for (const Link& link : links_) {
+    if (link.slots.empty()) continue;  // an inside link: announced sends never wait
     if (!text.empty()) text += "; ";
     if (link.current >= link.slots.size()) {
       text += link.name + " done";

@@ -25,6 +25,8 @@ constexpr std::uint16_t kSinkPort = 49000;
 constexpr double kPieceSeconds = 0.002;
 constexpr std::uint64_t kMinPiece = 32u << 10;
 constexpr std::uint64_t kMaxPiece = 4u << 20;
+// On a DC's own link a quarter of a piece (ctl::kDcKvPieceSeconds) waits in the sockets at most.
+constexpr std::uint64_t kMinDcChunk = 16u << 10;
 // The GPU time a prefill worker holds at once, at least (with a guard of 0).
 constexpr std::uint64_t kMinStepNs = 1'000'000;
 
@@ -45,7 +47,7 @@ bool PrefillService::on_dc_link(int worker) const {
 // What a KV piece of `worker` holds while it is on the wire: its WAN link, or
 // its DC's own link; empty over loopback.
 std::string PrefillService::kv_link(int worker) const {
-  if (on_dc_link(worker)) return setup_.plan->workers[worker].worker.dc_name + " (inside)";
+  if (on_dc_link(worker)) return inside_link(setup_.plan->workers[worker].worker.dc_name);
   return link_of(worker);
 }
 
@@ -63,27 +65,32 @@ ctl::PrefillAssign PrefillService::assignment(int worker) const {
   // simulator take them: sent side by side, each took twice its modelled
   // time, which admission learned as a slower link on top of the queue it
   // already counts, and placed half the prefill it could (bubbletea-3dc-local:
-  // 41-52% utilization on those workers, 88-91% on the sinks' hosts).
-  a.gated = (cross && experiment_.temporal_sharing && setup_.gate->carries(link_of(worker))) || on_dc_link(worker);
-  // Small chunks only where a piece's "written" hands a WAN link back to
-  // training; elsewhere bulk: with 16 KB chunks everywhere, caches on a
-  // DC's own link went at 0.35-0.45 of its rate (bt-latency, 2 cores busy),
-  // which admission learned as a slow route and placed less prefill there.
+  // 41-52% utilization on those workers, 88-91% on the sinks' hosts). They go
+  // in pieces there too, which leave the link to training's announced sends.
+  const bool dc_link = on_dc_link(worker);
+  a.gated = (cross && experiment_.temporal_sharing && setup_.gate->carries(link_of(worker))) || dc_link;
+  // Small chunks where a piece's "written" hands a WAN link back to
+  // training; on a DC's own link chunks of a piece, so that at most about a
+  // piece waits in the sockets when a training send is announced (whole
+  // caches in 256 KB chunks held the gradients between a DC's hosts back by
+  // up to 0.3 s: bubbletea-3dc-local, 2026-11-23 20:42); over loopback bulk.
   const bool gated_wan = cross && a.gated;
-  a.chunk_size = gated_wan ? kCrossDcChunkBytes : transport::kDefaultChunkSize;
-  a.not_sent_lowat = gated_wan ? kCrossDcChunkBytes : ctl::kBulkUnsentLowat;
-  a.piece_bytes = cross ? piece_bytes(worker) : largest_kv_bytes();
+  a.piece_bytes = cross ? piece_bytes(worker, kPieceSeconds) : dc_link ? piece_bytes(worker, ctl::kDcKvPieceSeconds) : largest_kv_bytes();
+  const auto dc_chunk = static_cast<std::uint32_t>(
+      std::clamp<std::uint64_t>(a.piece_bytes / 4, kMinDcChunk, transport::kDefaultChunkSize));
+  a.chunk_size = gated_wan ? kCrossDcChunkBytes : dc_link ? dc_chunk : transport::kDefaultChunkSize;
+  a.not_sent_lowat = gated_wan ? kCrossDcChunkBytes : dc_link ? dc_chunk : ctl::kBulkUnsentLowat;
   a.max_kv_bytes = largest_kv_bytes();
   a.step_ns = std::max(kMinStepNs, experiment_.prefill.guard_ns);
   return a;
 }
 
-// A gated KV piece: about kPieceSeconds on its link.
-std::uint64_t PrefillService::piece_bytes(int worker) const {
+// A gated KV piece: about `seconds` on its link.
+std::uint64_t PrefillService::piece_bytes(int worker, double seconds) const {
   const auto pair = setup_.scenario->pair(setup_.plan->workers[worker].worker.dc, sinks_[sink_of_[worker]].dc);
   const double rate_bps = static_cast<double>(pair.rate_bps) * experiment_.scale;
   if (!(rate_bps > 0)) return kMaxPiece;
-  return std::clamp<std::uint64_t>(static_cast<std::uint64_t>(rate_bps / 8 * kPieceSeconds), kMinPiece, kMaxPiece);
+  return std::clamp<std::uint64_t>(static_cast<std::uint64_t>(rate_bps / 8 * seconds), kMinPiece, kMaxPiece);
 }
 
 // The largest batch's KV: max_batch_tokens, or a longer prompt that goes alone.
@@ -113,7 +120,11 @@ void PrefillService::kv_arrived(const ctl::KvArrived& arrived) {
   kv_done(b, arrived);
 }
 
-void PrefillService::kv_sent(const ctl::KvSent& sent) {
+void PrefillService::kv_sent(int worker, const ctl::KvSent& sent) {
+  if (const auto on = kv_cache_on_.find(kv_link(worker)); on != kv_cache_on_.end() && on->second == sent.batch) {
+    kv_cache_on_.erase(on);
+    grant_kv();
+  }
   const auto it = batches_.find(sent.batch);
   if (it == batches_.end()) return;
   BatchState& b = it->second;
@@ -180,7 +191,11 @@ void PrefillService::grant_kv() {
   const std::int64_t now = monotonic_ns();
   for (auto it = kv_waiting_.begin(); it != kv_waiting_.end();) {
     const std::string link = kv_link(it->worker);
-    if (kv_holding_.count(link) || setup_.gate->in_use(link) || !kv_turn(it->worker, it->batch, it->piece)) {
+    // On a DC's own link a cache, once begun, has the link to itself until its last piece.
+    const auto cache_on = kv_cache_on_.find(link);
+    const bool other_cache = cache_on != kv_cache_on_.end() && cache_on->second != it->batch;
+    if (kv_holding_.count(link) || other_cache || setup_.gate->in_use(link) ||
+        !kv_turn(it->worker, it->batch, it->piece)) {
       ++it;
       continue;
     }
@@ -193,7 +208,8 @@ void PrefillService::grant_kv() {
     }
     kv_holding_[link] = *it;
     batches_.at(it->batch).kv_begun = true;
-    if (!on_dc_link(it->worker)) kv_next_grant_[link] = now + kv_wire_ns(it->worker, piece_bytes(it->worker)) * 5 / 4;
+    if (on_dc_link(it->worker)) kv_cache_on_[link] = it->batch;
+    if (!on_dc_link(it->worker)) kv_next_grant_[link] = now + kv_wire_ns(it->worker, piece_bytes(it->worker, kPieceSeconds)) * 5 / 4;
     processes_[it->worker].control->post(ctl::KvGateGrant{it->batch, it->piece});
     it = kv_waiting_.erase(it);
   }

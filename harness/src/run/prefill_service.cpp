@@ -229,7 +229,7 @@ void PrefillService::handle_worker(int worker, ctl::Message& message) {
     kv_holding_.erase(held);
     grant_kv();
   } else if (auto* sent = std::get_if<ctl::KvSent>(&message)) {
-    kv_sent(*sent);
+    kv_sent(worker, *sent);
   } else {
     throw ctl::ControlError("unexpected " + ctl::type_name(message) + " message from a prefill worker");
   }
@@ -284,6 +284,10 @@ void PrefillService::gone(int index, const std::string& why) {
   std::erase_if(windows_, [&](const Window& w) { return affected(w.worker); });
   std::erase_if(kv_waiting_, [&](const KvWaiter& k) { return k.worker == index; });
   std::erase_if(kv_holding_, [&](const auto& held) { return held.second.worker == index; });
+  std::erase_if(kv_cache_on_, [&](const auto& on) {
+    const auto b = batches_.find(on.second);
+    return b == batches_.end() || affected(b->second.batch.chunks.front().worker);
+  });
   record_.notes.push_back(
       fmt::format("{} failed: {}; {} requests failed{}", who(index), why, failed,
                   sink ? "; no more prefill on the GPUs that send to it" : "; later batches avoid its GPU"));

@@ -133,7 +133,7 @@ class PrefillService {
   void handle_worker(int worker, control::Message& message);
   void chunk_done(int worker, const control::PrefillDone& done);
   void kv_arrived(const control::KvArrived& arrived);
-  void kv_sent(const control::KvSent& sent);
+  void kv_sent(int worker, const control::KvSent& sent);
   void kv_done(BatchState& b, const control::KvArrived& arrived);
   void requeue_kv(int worker);
   asio::awaitable<void> watch_exit(int index);
@@ -150,7 +150,7 @@ class PrefillService {
   void grant_kv();
   bool kv_turn(int worker, int batch, int piece) const;
   asio::awaitable<void> wake_kv(std::string link, std::int64_t at_ns);
-  std::uint64_t piece_bytes(int worker) const;
+  std::uint64_t piece_bytes(int worker, double seconds) const;
 
   RequestOutcome& outcome(int request);
   std::optional<double> ttft_p50_s() const;
@@ -176,6 +176,7 @@ class PrefillService {
   std::map<int, RequestOutcome> outcomes_;  // arrived requests, by id
   std::vector<KvWaiter> kv_waiting_;
   std::map<std::string, KvWaiter> kv_holding_;         // per link: the piece on it
+  std::map<std::string, int> kv_cache_on_;             // per DC's own link: the batch whose cache is on it
   std::map<std::string, std::int64_t> kv_next_grant_;  // per link: the earliest next grant (pacing)
   std::set<std::string> kv_wakes_;                     // links with a grant_kv timer pending
   std::optional<KvRoutes> kv_routes_;                  // admission's KV estimate, the simulator's model

@@ -228,12 +228,15 @@ class PrefillProcess {
     // From its first byte's turn: admission's estimate counts the caches
     // queued ahead of it on the route, so its measured time must not again.
     std::int64_t start = -1;
+    if (assign_->gated) control_->post(ctl::KvGateRequest{batch, 0});
     for (int p = 0; p < pieces; ++p) {
       if (assign_->gated) {
-        control_->post(ctl::KvGateRequest{batch, p});
         co_await changed_.wait_for([&] { return stop_ || grants_.count({batch, p}) != 0; });
         if (stop_) co_return;
         grants_.erase({batch, p});
+        // Asked for while this piece goes: granted as soon as it is released,
+        // without a round trip between the two.
+        if (p + 1 < pieces) control_->post(ctl::KvGateRequest{batch, p + 1});
       }
       if (start < 0) start = monotonic_ns();
       const auto size = std::min<std::uint64_t>(piece, bytes - static_cast<std::uint64_t>(p) * piece);

@@ -38,7 +38,10 @@ class EmulatedGpu {
   // Reserves `duration_ns` from now (or from the end of the last interval if
   // that is later) and waits on `executor` until the interval ends. Returns
   // the interval: its end is the planned end, whatever the timer's wake-up lag.
-  asio::awaitable<Interval> compute(asio::any_io_executor executor, std::uint64_t duration_ns, std::string what);
+  // With a lease, `hold_ns` keeps the shared GPU from the other process that
+  // long past the end, for this process's next compute (GpuLease::reserve).
+  asio::awaitable<Interval> compute(asio::any_io_executor executor, std::uint64_t duration_ns, std::string what,
+                                    std::uint64_t hold_ns = 0);
 
   // Shares the GPU with another process through `lease` (not owned; it must
   // outlive this): compute() then also reserves its interval on the shared
