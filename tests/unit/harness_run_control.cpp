@@ -48,6 +48,7 @@ ctl::Assign sample_assign() {
   assign.cross_dc_streams = 8;
   assign.iterations = 5;
   assign.gpu_lease = "/run/wanlab/t/harness/control/gpu-3.lease";
+  assign.announced_ops = {2, 5};
   return assign;
 }
 
@@ -127,6 +128,7 @@ BOOST_AUTO_TEST_CASE(assign_round_trips) {
   BOOST_TEST(decoded.cross_dc_streams == 8);
   BOOST_TEST(decoded.iterations == 5);
   BOOST_TEST(decoded.gpu_lease == original.gpu_lease);
+  BOOST_TEST(decoded.announced_ops == original.announced_ops);
 }
 
 BOOST_AUTO_TEST_CASE(report_and_small_messages_round_trip) {

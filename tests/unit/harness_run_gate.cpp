@@ -130,7 +130,7 @@ BOOST_AUTO_TEST_CASE(misuse_is_an_error_naming_the_worker) {
   };
   BOOST_TEST(error_of([&] {
                gate.request(1, 0, 1);
-             }).find("worker 1 asked for the link for op 1, which is not a gated send") != std::string::npos);
+             }).find("worker 1 asked for the link for op 1, which is neither a gated nor an announced send") != std::string::npos);
   BOOST_TEST(error_of([&] { gate.request(0, 5, 1); }).find("in iteration 5, but iteration 0 is running") !=
              std::string::npos);
   BOOST_TEST(error_of([&] { gate.release(0, 0, 1); }).find("without holding it") != std::string::npos);
@@ -160,4 +160,39 @@ BOOST_AUTO_TEST_CASE(a_link_is_in_use_while_a_gated_send_waits_or_holds_it) {
   BOOST_TEST(gate.in_use("west->east"));
   gate.start_iteration(1);
   BOOST_TEST(!gate.in_use("west->east"));
+}
+
+// With BubbleTea, a send between two hosts of one DC is announced: it never
+// waits, and while announced it holds its DC's own link from KV caches.
+BOOST_AUTO_TEST_CASE(sends_between_hosts_of_a_dc_announce_their_link_with_bubbletea) {
+  Plan plan = two_dc_plan();
+  const char* hosts[] = {"east-0", "east-1", "west-0", "west-0"};
+  for (int id = 0; id < 4; ++id) plan.workers[static_cast<std::size_t>(id)].worker.host = hosts[id];
+  plan.workers[2].ops.push_back(send_to(3, -1, false));  // same host: loopback, never announced
+  BOOST_TEST(LinkGate(plan).announced(1).empty());       // without prefill nothing is announced
+
+  plan.experiment.prefill.enabled = true;
+  LinkGate gate(plan);
+  BOOST_TEST((gate.announced(1) == std::vector<int>{1}));
+  BOOST_TEST(gate.announced(0).empty());
+  BOOST_TEST(gate.announced(2).empty());
+  BOOST_TEST(!gate.gated(1, 1));
+  BOOST_TEST(gate.link_count() == 2u);  // an inside link has no slots
+  BOOST_TEST(!gate.carries("east (inside)"));
+  BOOST_TEST(gate.describe().find("inside") == std::string::npos);
+
+  gate.start_iteration(0);
+  BOOST_TEST(!gate.in_use("east (inside)"));
+  BOOST_TEST(gate.request(1, 0, 1).empty());  // no grant to wait for
+  BOOST_TEST(gate.in_use("east (inside)"));
+  BOOST_TEST(!gate.in_use("west (inside)"));
+  BOOST_TEST(!gate.in_use("east->west"));
+  BOOST_CHECK_THROW(gate.request(1, 0, 1), GateError);
+  BOOST_TEST(gate.release(1, 0, 1).empty());
+  BOOST_TEST(!gate.in_use("east (inside)"));
+  BOOST_CHECK_THROW(gate.request(2, 0, 1), GateError);  // the loopback send
+  // The next iteration starts over.
+  gate.start_iteration(1);
+  BOOST_TEST(gate.request(1, 1, 1).empty());
+  BOOST_TEST(gate.in_use("east (inside)"));
 }

@@ -182,3 +182,33 @@ BOOST_AUTO_TEST_CASE(a_file_that_is_not_a_lease_is_refused_naming_it) {
     BOOST_TEST(std::string(error.what()).find("opening it") != std::string::npos);
   }
 }
+
+// A training compute's hold keeps prefill out of the gap before the worker's
+// next op, which starts inside it at once; a hold that prefill found expired
+// is gone. Times are given, not read from the clock.
+BOOST_AUTO_TEST_CASE(a_hold_keeps_the_gap_before_the_next_training_op) {
+  LeaseFile file;
+  auto training = rd::GpuLease::create(file.path.string());
+  auto prefill = rd::GpuLease::open(file.path.string());  // another mapping, as the prefill worker's
+
+  const auto first = training.reserve(1000, 500, rd::GpuOwner::training, 200);  // [1000, 1500), held to 1700
+  BOOST_TEST(first.end_ns == 1500);
+  BOOST_TEST(training.busy_until_ns() == 1700);
+  BOOST_TEST(!prefill.try_lease(1600, 10).has_value());  // inside the hold
+
+  const auto next = training.reserve(1600, 100, rd::GpuOwner::training, 200);  // at once, inside its own hold
+  BOOST_TEST(next.start_ns == 1600);
+  BOOST_TEST(next.delayed_ns == 0);
+  BOOST_TEST(training.busy_until_ns() == 1900);
+
+  const auto early = training.reserve(1650, 50, rd::GpuOwner::training);  // never before its own work's end
+  BOOST_TEST(early.start_ns == 1700);
+  BOOST_TEST(early.delayed_ns == 50);
+
+  // Without a hold prefill takes the GPU at its end; the next compute then waits for it.
+  BOOST_TEST(training.busy_until_ns() == 1900);  // still the earlier hold
+  BOOST_TEST(prefill.try_lease(1950, 30).has_value());
+  const auto after = training.reserve(1960, 100);
+  BOOST_TEST(after.start_ns == 1980);
+  BOOST_TEST(after.delayed_ns == 20);
+}
