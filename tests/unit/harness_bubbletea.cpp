@@ -470,7 +470,10 @@ BOOST_AUTO_TEST_CASE(requests_are_accounted_for_and_served_ttft_is_the_kv_arriva
 }
 
 // Decode in c, the pipeline's second DC: the KV caches of a's stages share
-// a->c with the activations; c's stay in the DC.
+// a->c with the activations; c's stay in the DC. A cache goes only while
+// training's sends leave a->c free, pausing while they hold it: it neither
+// starts nor ends inside one, and the free time between its start and end is
+// its wire time at the link's rate.
 BOOST_AUTO_TEST_CASE(kv_caches_take_the_wan_link_only_between_training_sends) {
   Experiment e = bubbletea("schedule = \"atlas\"\nplacement = [\"a\", \"a\", \"c\", \"c\"]", 8);
   e.prefill.decode_dc = "c";
@@ -491,20 +494,38 @@ BOOST_AUTO_TEST_CASE(kv_caches_take_the_wan_link_only_between_training_sends) {
   int a = scenario.dc_index("a");
   int c = scenario.dc_index("c");
   auto delay = static_cast<std::int64_t>(scenario.pair(a, c).delay_ns);
-  int sends = 0;
-  for (const KvTransfer& kv : cross) {
-    BOOST_TEST(kv.end_ns - kv.start_ns > delay);
-    for (const KvTransfer& other : cross) {
-      if (&other != &kv) BOOST_TEST(!overlaps(kv.start_ns, kv.end_ns - delay, other.start_ns, other.end_ns - delay));
-    }
-    for (const Event& event : record.events) {
-      if (event.kind != OpKind::send || !event.cross_dc) continue;
-      if (record.plan.workers[static_cast<std::size_t>(event.worker)].worker.dc != a) continue;
-      ++sends;
-      BOOST_TEST(!overlaps(kv.start_ns, kv.end_ns - delay, event.start_ns, event.end_ns - delay));
-    }
+  // a->c's rate at the experiment's scale, as one transfer alone gets it: the steady links' rate.
+  const double rate_bps = static_cast<double>(scenario.pair(a, c).rate_bps) * e.scale;
+  std::vector<std::pair<std::int64_t, std::int64_t>> training;  // sorted by start
+  for (const Event& event : record.events) {
+    if (event.kind != OpKind::send || !event.cross_dc) continue;
+    if (record.plan.workers[static_cast<std::size_t>(event.worker)].worker.dc != a) continue;
+    training.emplace_back(event.start_ns, event.end_ns - delay);
   }
-  BOOST_TEST(sends > 0);
+  BOOST_REQUIRE(!training.empty());
+  std::sort(training.begin(), training.end());
+  int paused = 0;
+  for (const KvTransfer& kv : cross) {
+    const std::int64_t end = kv.end_ns - delay;
+    BOOST_TEST(end > kv.start_ns);
+    for (const KvTransfer& other : cross) {
+      if (&other != &kv) BOOST_TEST(!overlaps(kv.start_ns, end, other.start_ns, other.end_ns - delay));
+    }
+    std::int64_t held = 0, covered_to = kv.start_ns;  // training's time on the link inside [start, end)
+    for (const auto& [from, to] : training) {
+      BOOST_TEST(!(from < kv.start_ns && kv.start_ns < to));  // never begins inside a training send
+      BOOST_TEST(!(from < end && end < to));                  // nor ends inside one
+      const std::int64_t lo = std::max(from, covered_to), hi = std::min(to, end);
+      if (hi > lo) {
+        held += hi - lo;
+        covered_to = hi;
+      }
+    }
+    paused += held > 0 ? 1 : 0;
+    const double wire_ns = static_cast<double>(kv.bytes) * 8e9 / rate_bps;
+    BOOST_TEST(static_cast<double>(end - kv.start_ns - held) == wire_ns, boost::test_tools::tolerance(1e-6));
+  }
+  BOOST_TEST_MESSAGE(paused << " of " << cross.size() << " caches paused for training's sends");
 }
 
 // Without temporal sharing a cache leaves as soon as its prefill has ended
@@ -602,14 +623,29 @@ BOOST_AUTO_TEST_CASE(local_decode_keeps_every_kv_cache_inside_its_dc) {
     if (from.host != decode_host_name(scenario, from.dc)) on_links.push_back(kv);
   }
   BOOST_REQUIRE(!on_links.empty());
-  for (const KvTransfer& kv : on_links)
+  int training_sends = 0;
+  for (const KvTransfer& kv : on_links) {
+    const int dc = record.plan.workers[static_cast<std::size_t>(kv.worker)].worker.dc;
+    const auto delay = static_cast<std::int64_t>(scenario.pair(dc, dc).delay_ns);
     for (const KvTransfer& other : on_links) {
-      const int dc = record.plan.workers[static_cast<std::size_t>(kv.worker)].worker.dc;
       const int other_dc = record.plan.workers[static_cast<std::size_t>(other.worker)].worker.dc;
       if (&other == &kv || dc != other_dc) continue;
-      const auto delay = static_cast<std::int64_t>(scenario.pair(dc, dc).delay_ns);
       BOOST_TEST(!overlaps(kv.start_ns, kv.end_ns - delay, other.start_ns, other.end_ns - delay));
     }
+    // Training's sends between the DC's hosts hold its link from the
+    // announcement, kAnnounceLeadNs ahead: a cache neither begins nor ends inside one.
+    for (const Event& event : record.events) {
+      if (event.kind != OpKind::send || event.cross_dc) continue;
+      const Worker& from = record.plan.workers[static_cast<std::size_t>(event.worker)].worker;
+      const Worker& to = record.plan.workers[static_cast<std::size_t>(event.peer)].worker;
+      if (from.dc != dc || from.host == to.host) continue;
+      ++training_sends;
+      const std::int64_t held_from = event.start_ns - wanlab::harness::kAnnounceLeadNs, held_to = event.end_ns - delay;
+      BOOST_TEST(!(held_from < kv.start_ns && kv.start_ns < held_to));
+      BOOST_TEST(!(held_from < kv.end_ns - delay && kv.end_ns - delay < held_to));
+    }
+  }
+  BOOST_TEST(training_sends > 0);
 }
 
 BOOST_AUTO_TEST_CASE(local_is_refused_where_a_dc_has_that_name) {
@@ -690,6 +726,23 @@ BOOST_AUTO_TEST_CASE(local_decode_routes_stay_in_the_workers_dc) {
   const std::uint64_t bytes = 12'500'000;  // 10 ms at 10 Gbit/s
   routes.queue(second_host[0], 0, bytes);
   BOOST_TEST(routes.estimate_ns(second_host[1], bytes, 0) == 50'000 + 20 * kMs);
+
+  // Training's sends between a's hosts take part of its link; admission's
+  // estimate stretches a cache's wire time by the share they leave.
+  const RunRecord training = simulate_training(plan, scenario, harness_test::steady_links(scenario), 1);
+  KvRoutes shared(plan, scenario, harness_test::steady_links(scenario));
+  shared.leave_to_training(training);
+  const auto busy = shared.training_busy(training);
+  const int a_link = scenario.dc_index("a") * dcs + scenario.dc_index("a");
+  BOOST_REQUIRE(busy.count(a_link) == 1u);
+  const double share = shared.route(second_host[0]).share;
+  BOOST_TEST(share < 1.0);
+  BOOST_TEST(share > 0.5);
+  BOOST_TEST(shared.estimate_ns(second_host[0], bytes, 0) ==
+             50'000 + static_cast<std::int64_t>(std::llround(10.0 * kMs / share)));
+  for (std::size_t w = 0; w < plan.workers.size(); ++w)
+    if (plan.workers[w].worker.host == decode_host_name(scenario, plan.workers[w].worker.dc))
+      BOOST_TEST(shared.route(static_cast<int>(w)).share == 1.0);  // loopback: no link to share
 }
 
 // Worker 0 holds stage 0 in a; the decode DC is b, 10 ms and 1 Gbit/s away.

@@ -43,13 +43,18 @@ std::vector<Interval>::const_iterator first_ending_after(const std::vector<Inter
                               [&](const Interval& interval) { return interval.end_ns <= at; });
 }
 
-// The first time at or after `at` from which `length` ns are free of `busy`.
-std::int64_t first_free(const std::vector<Interval>& busy, std::int64_t at, std::int64_t length) {
-  for (auto interval = first_ending_after(busy, at); interval != busy.end(); ++interval) {
-    if (interval->start_ns >= at + length) break;
-    at = std::max(at, interval->end_ns);
+// A transfer of `length` ns that may go only while a link is free of
+// `busy` (sorted, disjoint), from `at` on, pausing while it is busy (as KV
+// pieces leave a link to training): its first and last instant on the link.
+Interval in_free_time(const std::vector<Interval>& busy, std::int64_t at, std::int64_t length) {
+  auto interval = first_ending_after(busy, at);
+  if (interval != busy.end() && interval->start_ns <= at) at = interval++->end_ns;
+  const std::int64_t start = at;
+  for (; interval != busy.end() && interval->start_ns < at + length; ++interval) {
+    length -= interval->start_ns - at;
+    at = interval->end_ns;
   }
-  return at;
+  return {start, at + length};
 }
 
 struct ChunkRef {
@@ -65,7 +70,9 @@ class PrefillSimulation {
       : record_(record),
         experiment_(record.plan.experiment),
         dcs_(static_cast<int>(scenario.dcs.size())),
-        routes_(record.plan, scenario, model) {}
+        routes_(record.plan, scenario, model) {
+    routes_.leave_to_training(record);  // training's events only, so far
+  }
 
   void run() {
     PrefillRecord& prefill = record_.prefill.emplace();
@@ -211,39 +218,18 @@ class PrefillSimulation {
     }
   }
 
-  // Training's sends on each directed WAN link hold it from handing over to
-  // their last bit: [start, end - the pair's delay].
-  std::map<int, std::vector<Interval>> training_link_busy() const {
-    std::map<int, std::vector<Interval>> busy;
-    for (const Event& event : record_.events) {
-      if (event.kind != OpKind::send || !event.cross_dc) continue;
-      const Worker& from = record_.plan.workers[static_cast<std::size_t>(event.worker)].worker;
-      const Worker& to = record_.plan.workers[static_cast<std::size_t>(event.peer)].worker;
-      std::int64_t delay = link_delay(from.dc, to.dc);
-      busy[from.dc * dcs_ + to.dc].push_back({event.start_ns, std::max(event.start_ns, event.end_ns - delay)});
-    }
-    for (auto& [link, intervals] : busy) intervals = merged(std::move(intervals));
-    return busy;
-  }
-
-  std::int64_t link_delay(int src, int dst) const {
-    for (std::size_t worker = 0; worker < record_.plan.workers.size(); ++worker) {
-      const KvRoutes::Route& route = routes_.route(static_cast<int>(worker));
-      if (route.link_index == src * dcs_ + dst) return route.delay_ns;
-    }
-    return 0;  // not a link to the decode DC: never looked at
-  }
-
   // Each finished batch's KV cache, in placement order (batch ids), as the
   // real run sends them (KvSendOrder, PrefillService::kv_turn): admission's
   // estimate counts the caches placed before a cache on its route, never a
   // later one. A cache leaves once its prefill has ended and the caches
   // placed before it on its queue have left: a WAN link under temporal
   // sharing or a DC's own link, where caches take turns, else its worker's
-  // channel. With temporal sharing a cross-DC one also waits until the link
-  // is free of training's sends for its whole wire time.
+  // channel. On such a link it goes only while training's sends leave it
+  // free, pausing while they hold it (in_free_time).
   void send_kv(std::vector<KvTransfer>& kv) {
-    std::map<int, std::vector<Interval>> busy = training_link_busy();
+    std::map<int, std::vector<Interval>> busy;
+    for (auto& [link, spans] : routes_.training_busy(record_))
+      for (const KvRoutes::Span& span : spans) busy[link].push_back({span.start_ns, span.end_ns});
     std::map<int, std::int64_t> queue_free;  // per link taken in turns (its index), else per worker (-1 - worker)
     for (std::size_t index = 0; index < batches_.size(); ++index) {
       if (failed_[index] || prefill_end_ns_[index] == kPast) continue;
@@ -251,12 +237,14 @@ class PrefillSimulation {
       const int worker = batch.chunks.front().worker;
       const KvRoutes::Route& route = routes_.route(worker);
       std::int64_t wire = route.wire_ns(batch.kv_bytes);
-      const bool turns = route.link_index >= 0 && (experiment_.temporal_sharing || route.link.empty());
+      const bool turns = routes_.takes_turns(worker);
       std::int64_t& free = queue_free.try_emplace(turns ? route.link_index : -1 - worker, kPast).first->second;
-      std::int64_t start = std::max(prefill_end_ns_[index], free);
-      if (turns) start = first_free(busy[route.link_index], start, wire);
-      free = start + wire;
-      KvTransfer transfer{batch.id, worker, route.link, batch.kv_bytes, start, start + wire + route.delay_ns};
+      Interval on_link{std::max(prefill_end_ns_[index], free), 0};
+      on_link.end_ns = on_link.start_ns + wire;
+      if (turns) on_link = in_free_time(busy[route.link_index], on_link.start_ns, wire);
+      free = on_link.end_ns;
+      KvTransfer transfer{batch.id, worker, route.link, batch.kv_bytes, on_link.start_ns,
+                          on_link.end_ns + route.delay_ns};
       transfer.predicted_end_ns = batch.predicted_first_token_ns;
       transfer.deadline_ns = deadline(batch);
       kv.push_back(transfer);
@@ -312,6 +300,10 @@ std::int64_t KvRoutes::Route::wire_ns(std::uint64_t bytes) const {
                                  : 0;
 }
 
+std::int64_t KvRoutes::Route::expected_ns(std::uint64_t bytes) const {
+  return static_cast<std::int64_t>(std::llround(static_cast<double>(wire_ns(bytes)) / share));
+}
+
 int decode_dc_of(const Experiment& experiment, const emulator::Scenario& scenario, int worker_dc) {
   return experiment.prefill.decode_local() ? worker_dc : scenario.dc_index(experiment.prefill.decode_dc);
 }
@@ -320,9 +312,10 @@ std::string decode_host_name(const emulator::Scenario& scenario, int dc) {
   return scenario.dcs.at(static_cast<std::size_t>(dc)).name + "-0";
 }
 
-KvRoutes::KvRoutes(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model) {
+KvRoutes::KvRoutes(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model)
+    : plan_(&plan), dcs_(static_cast<int>(scenario.dcs.size())), temporal_sharing_(plan.experiment.temporal_sharing) {
   const Experiment& experiment = plan.experiment;
-  const int dcs = static_cast<int>(scenario.dcs.size());
+  const int dcs = dcs_;
   for (const WorkerPlan& worker_plan : plan.workers) {
     const int src = worker_plan.worker.dc;
     const int decode = decode_dc_of(experiment, scenario, src);
@@ -354,6 +347,56 @@ KvRoutes::KvRoutes(const Plan& plan, const emulator::Scenario& scenario, const L
   }
 }
 
+bool KvRoutes::takes_turns(int worker) const {
+  const Route& r = route(worker);
+  return r.link_index >= 0 && (temporal_sharing_ || r.link.empty());
+}
+
+std::map<int, std::vector<KvRoutes::Span>> KvRoutes::training_busy(const RunRecord& training) const {
+  std::map<int, std::int64_t> delay_of;  // per link_index on which caches take turns
+  for (int worker = 0; worker < static_cast<int>(routes_.size()); ++worker)
+    if (takes_turns(worker)) delay_of[route(worker).link_index] = route(worker).delay_ns;
+  std::map<int, std::vector<Span>> busy;
+  for (const Event& event : training.events) {
+    if (event.kind != OpKind::send) continue;
+    const Worker& from = plan_->workers[static_cast<std::size_t>(event.worker)].worker;
+    const Worker& to = plan_->workers[static_cast<std::size_t>(event.peer)].worker;
+    const auto delay = delay_of.find(from.dc * dcs_ + to.dc);
+    if (delay == delay_of.end() || (!event.cross_dc && from.host == to.host)) continue;
+    const std::int64_t lead = event.cross_dc ? 0 : kAnnounceLeadNs;
+    busy[delay->first].push_back({event.start_ns - lead, std::max(event.start_ns, event.end_ns - delay->second)});
+  }
+  for (auto& [link, spans] : busy) {
+    std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.start_ns < b.start_ns; });
+    std::vector<Span> disjoint;
+    for (const Span& span : spans) {
+      if (!disjoint.empty() && span.start_ns <= disjoint.back().end_ns)
+        disjoint.back().end_ns = std::max(disjoint.back().end_ns, span.end_ns);
+      else
+        disjoint.push_back(span);
+    }
+    spans = std::move(disjoint);
+  }
+  return busy;
+}
+
+void KvRoutes::leave_to_training(const RunRecord& training) {
+  if (training.events.empty()) return;
+  std::int64_t first = training.events.front().start_ns, last = training.events.front().end_ns;
+  for (const Event& event : training.events) {
+    first = std::min(first, event.start_ns);
+    last = std::max(last, event.end_ns);
+  }
+  if (last <= first) return;
+  for (const auto& [link, spans] : training_busy(training)) {
+    std::int64_t held = 0;
+    for (const Span& span : spans) held += span.end_ns - span.start_ns;
+    const double left = std::max(0.05, 1.0 - static_cast<double>(held) / static_cast<double>(last - first));
+    for (Route& r : routes_)
+      if (r.link_index == link) r.share = left;
+  }
+}
+
 namespace {
 // Caches on a link queue per link; over loopback (infinite rate) per worker.
 int queue_key(const KvRoutes::Route& route, int worker) {
@@ -367,7 +410,7 @@ double KvRoutes::slowdown(int worker) const {
 }
 
 std::int64_t KvRoutes::wire_ns(int worker, std::uint64_t bytes) const {
-  const std::int64_t modelled = route(worker).wire_ns(bytes);
+  const std::int64_t modelled = route(worker).expected_ns(bytes);
   if (modelled <= 0) {  // unshaped: what the real run measured, if anything
     const auto learned = unshaped_ns_per_byte_.find(queue_key(route(worker), worker));
     return learned == unshaped_ns_per_byte_.end() ? 0 : std::llround(static_cast<double>(bytes) * learned->second);
@@ -379,7 +422,25 @@ std::int64_t KvRoutes::estimate_ns(int worker, std::uint64_t bytes, std::int64_t
   const Route& r = route(worker);
   const auto queued = free_at_.find(queue_key(r, worker));
   const std::int64_t backlog = queued == free_at_.end() ? 0 : std::max<std::int64_t>(0, queued->second - now_ns);
-  return r.delay_ns + wire_ns(worker, bytes) + backlog;
+  return r.delay_ns + wire_ns(worker, bytes) + backlog + margin_ns(worker);
+}
+
+void KvRoutes::observe_lateness(int worker, std::int64_t late_ns) {
+  // Against the estimate without the margin (the prediction had it, about as
+  // it is now): measured with it, a margin that worked would learn itself away.
+  const std::int64_t without_margin = late_ns + margin_ns(worker);
+  std::vector<std::int64_t>& samples = lateness_[queue_key(route(worker), worker)];
+  samples.push_back(without_margin);
+  if (samples.size() > kLatenessSamples) samples.erase(samples.begin());
+}
+
+std::int64_t KvRoutes::margin_ns(int worker) const {
+  const auto it = lateness_.find(queue_key(route(worker), worker));
+  if (it == lateness_.end() || it->second.empty()) return 0;
+  std::vector<std::int64_t> sorted = it->second;
+  std::sort(sorted.begin(), sorted.end());
+  const auto p90 = sorted[std::min(sorted.size() - 1, sorted.size() * 9 / 10)];
+  return std::max<std::int64_t>(0, p90);
 }
 
 void KvRoutes::queue(int worker, std::int64_t ready_ns, std::uint64_t bytes) {
@@ -402,7 +463,7 @@ bool KvRoutes::same_queue(int worker, int other) const {
 
 void KvRoutes::observe(int worker, std::uint64_t bytes, std::int64_t took_ns) {
   const Route& r = route(worker);
-  const std::int64_t modelled = r.wire_ns(bytes);
+  const std::int64_t modelled = r.expected_ns(bytes);
   const double measured = static_cast<double>(std::max<std::int64_t>(0, took_ns - r.delay_ns));
   // A moving average: one slow cache moves the estimate, a run of them sets it.
   constexpr double kWeight = 0.3;

@@ -25,7 +25,7 @@ constexpr std::uint16_t kSinkPort = 49000;
 constexpr double kPieceSeconds = 0.002;
 constexpr std::uint64_t kMinPiece = 32u << 10;
 constexpr std::uint64_t kMaxPiece = 4u << 20;
-// On a DC's own link a quarter of a piece (ctl::kDcKvPieceSeconds) waits in the sockets at most.
+// On a DC's own link a quarter of a piece (kDcKvPieceSeconds) waits in the sockets at most.
 constexpr std::uint64_t kMinDcChunk = 16u << 10;
 // The GPU time a prefill worker holds at once, at least (with a guard of 0).
 constexpr std::uint64_t kMinStepNs = 1'000'000;
@@ -75,7 +75,7 @@ ctl::PrefillAssign PrefillService::assignment(int worker) const {
   // caches in 256 KB chunks held the gradients between a DC's hosts back by
   // up to 0.3 s: bubbletea-3dc-local, 2026-11-23 20:42); over loopback bulk.
   const bool gated_wan = cross && a.gated;
-  a.piece_bytes = cross ? piece_bytes(worker, kPieceSeconds) : dc_link ? piece_bytes(worker, ctl::kDcKvPieceSeconds) : largest_kv_bytes();
+  a.piece_bytes = cross ? piece_bytes(worker, kPieceSeconds) : dc_link ? piece_bytes(worker, kDcKvPieceSeconds) : largest_kv_bytes();
   const auto dc_chunk = static_cast<std::uint32_t>(
       std::clamp<std::uint64_t>(a.piece_bytes / 4, kMinDcChunk, transport::kDefaultChunkSize));
   a.chunk_size = gated_wan ? kCrossDcChunkBytes : dc_link ? dc_chunk : transport::kDefaultChunkSize;
@@ -141,8 +141,10 @@ void PrefillService::kv_done(BatchState& b, const ctl::KvArrived& arrived) {
   record_.kv.push_back(KvTransfer{b.batch.id, arrived.worker, link_of(arrived.worker), arrived.bytes,
                                   start - origin_ns_, arrived.at_ns - origin_ns_, b.batch.predicted_first_token_ns,
                                   batch_deadline(b.batch)});
-  // Admission's next estimates on this route learn how long caches really take.
+  // Admission's next estimates on this route learn how long caches really
+  // take, and how late they came against its prediction.
   if (timed) kv_routes_->observe(arrived.worker, arrived.bytes, arrived.at_ns - start);
+  kv_routes_->observe_lateness(arrived.worker, arrived.at_ns - origin_ns_ - b.batch.predicted_first_token_ns);
   if (!b.over) {  // else failed meanwhile: its requests stay failed
     b.over = true;
     for (int id : b.batch.requests) {

@@ -176,7 +176,7 @@ class WorkerProcess {
   }
 
   // The announced sends that follow a compute, up to the next compute, are
-  // announced ctl::kAnnounceLeadNs before it is planned to end, so that the
+  // announced kAnnounceLeadNs before it is planned to end, so that the
   // KV piece on their link has ended when their bytes come.
   void announce_sends_after(int iteration, int op_index, std::int64_t compute_end_ns) {
     const auto& ops = assign_->plan.ops;
@@ -186,7 +186,7 @@ class WorkerProcess {
       if (ops[next].kind == OpKind::send && is_announced(static_cast<int>(next))) sends.push_back(static_cast<int>(next));
     }
     if (sends.empty()) return;
-    asio::co_spawn(io_, guarded(announce_at(iteration, std::move(sends), compute_end_ns - ctl::kAnnounceLeadNs)),
+    asio::co_spawn(io_, guarded(announce_at(iteration, std::move(sends), compute_end_ns - kAnnounceLeadNs)),
                    asio::detached);
   }
 

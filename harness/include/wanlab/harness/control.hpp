@@ -91,14 +91,6 @@ struct ChannelTuning {
 // nearly all of its bytes have left.
 inline constexpr std::uint32_t kBulkUnsentLowat = 256u << 10;
 
-// BubbleTea on a DC's own link: KV caches go in pieces of about
-// kDcKvPieceSeconds, and a training send between two hosts of the DC is
-// announced kAnnounceLeadNs before the compute it follows ends, so that the
-// piece on the link (and what waits in its sockets) is gone when the send's
-// bytes come. The lead is longer than a piece; the shorter both, the less of
-// the link goes unused between them, and the more grants a second.
-inline constexpr double kDcKvPieceSeconds = 0.003;
-inline constexpr std::int64_t kAnnounceLeadNs = 5'000'000;
 
 struct Assign {
   WorkerPlan plan;

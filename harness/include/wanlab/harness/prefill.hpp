@@ -23,6 +23,17 @@ struct Experiment;
 struct Plan;
 struct RunRecord;
 
+// KV caches on a DC's own link (decode in the training DC, on another host)
+// go in pieces of about kDcKvPieceSeconds and leave the link to training:
+// a training send between two hosts of the DC holds it from
+// kAnnounceLeadNs before the compute it follows ends (the real run announces
+// it then, LinkGate) until its bytes have left. The lead is longer than a
+// piece, so that the piece on the link (and what waits in its sockets) is
+// gone when the send's bytes come; the shorter both, the less of the link
+// goes unused between them, and the more grants a second.
+inline constexpr double kDcKvPieceSeconds = 0.003;
+inline constexpr std::int64_t kAnnounceLeadNs = 5'000'000;
+
 // The served model (Llama-2-70B by default; REFERENCES.md, splitwise-sim).
 struct ServedModel {
   int layers = 80;

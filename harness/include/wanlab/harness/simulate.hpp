@@ -179,11 +179,33 @@ class KvRoutes {
     int link_index = -1;  // src x DCs + dst across DCs, else -1
     double rate_bps = 0;  // infinite: no wire time
     std::int64_t delay_ns = 0;
-    std::int64_t wire_ns(std::uint64_t bytes) const;
+    // Of the link's time, what training's sends leave to caches (leave_to_training).
+    double share = 1;
+    std::int64_t wire_ns(std::uint64_t bytes) const;  // at rate_bps, the link to itself
+    std::int64_t expected_ns(std::uint64_t bytes) const;  // sharing it: wire_ns / share
   };
 
   // `scenario` as written (rates at full size): the experiment's scale applies here.
   KvRoutes(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model);
+
+  struct Span {
+    std::int64_t start_ns = 0;
+    std::int64_t end_ns = 0;
+  };
+  // Where caches take turns on a link (a DC's own link, or a WAN link under
+  // temporal sharing), they leave it to training's sends: per link_index, the
+  // spans (sorted, disjoint) during which `training`'s sends hold it. A WAN
+  // send holds its link to its last bit, [start, end - the pair's delay]; a
+  // send between two hosts of a DC holds the DC's own link from
+  // kAnnounceLeadNs before it starts.
+  std::map<int, std::vector<Span>> training_busy(const RunRecord& training) const;
+  // Whether `worker`'s caches take turns on a link with the caches of others
+  // and with training's sends (a DC's own link, a WAN link under temporal sharing).
+  bool takes_turns(int worker) const;
+  // Admission's model of such a route: the share of the link's time that
+  // `training` (the plan's iteration, simulated) leaves to caches.
+  void leave_to_training(const RunRecord& training);
+
   const Route& route(int worker) const { return routes_.at(static_cast<std::size_t>(worker)); }
   // Delay + wire time + the wire time of caches queued before it and not yet sent at `now_ns`.
   std::int64_t estimate_ns(int worker, std::uint64_t bytes, std::int64_t now_ns) const;
@@ -213,14 +235,27 @@ class KvRoutes {
   // (loopback on a sink's host) they take the measured time per byte.
   void observe(int worker, std::uint64_t bytes, std::int64_t took_ns);
   double slowdown(int worker) const;
+  // The real run: a cache arrived `late_ns` after admission predicted its
+  // first token (negative: early). Estimates on the route then add the p90
+  // of its last kLatenessSamples such figures, when positive: a moving
+  // average of the wire time is short half the time, and a TTFT SLO is a
+  // bound on the slowest requests (bubbletea-3dc-local: 19 of 243 caches
+  // late, TTFT p99 1.24x the SLO, without it).
+  void observe_lateness(int worker, std::int64_t late_ns);
+  std::int64_t margin_ns(int worker) const;
+  static constexpr std::size_t kLatenessSamples = 20;
 
  private:
   std::int64_t wire_ns(int worker, std::uint64_t bytes) const;  // the route's, stretched by slowdown
 
   std::vector<Route> routes_;                   // per worker
+  const Plan* plan_ = nullptr;
+  int dcs_ = 0;
+  bool temporal_sharing_ = false;
   std::map<int, std::int64_t> free_at_;         // per link_index (-1 - worker inside a DC): when its queue empties
   std::map<int, double> slowdown_;              // per the same key: measured / modelled wire time
   std::map<int, double> unshaped_ns_per_byte_;  // per the same key, on a route with no modelled wire time: measured
+  std::map<int, std::vector<std::int64_t>> lateness_;  // per the same key: the last caches' lateness, oldest first
 };
 
 // About 31.7 years: simulated times are int64 nanoseconds; a run that goes
