@@ -703,4 +703,27 @@ BOOST_AUTO_TEST_CASE(shipped_two_dc_and_ci_scenarios_match_their_description) {
   Scenario three_dc = load_scenario((source_dir() / "scenarios/three-dc.toml").string());
   BOOST_REQUIRE(three_dc.dcs.size() == 3u);
   for (const Dc& dc : three_dc.dcs) BOOST_TEST(dc.hosts == 2);
+
+  // three-dc-40g is three-dc with 40 Gbit/s between a DC's hosts, and nothing else.
+  Scenario fabric = load_scenario((source_dir() / "scenarios/three-dc-40g.toml").string());
+  BOOST_REQUIRE(fabric.dcs.size() == three_dc.dcs.size());
+  BOOST_TEST(fabric.seed == three_dc.seed);
+  BOOST_TEST((fabric.host.tcp_congestion == three_dc.host.tcp_congestion));
+  BOOST_TEST((fabric.host.tcp_wmem_max == three_dc.host.tcp_wmem_max));
+  BOOST_TEST((fabric.host.tcp_rmem_max == three_dc.host.tcp_rmem_max));
+  BOOST_TEST((fabric.host.tcp_slow_start_after_idle == three_dc.host.tcp_slow_start_after_idle));
+  for (int a = 0; a < 3; ++a) {
+    BOOST_TEST(fabric.dcs[a].name == three_dc.dcs[a].name);
+    BOOST_TEST(fabric.dcs[a].hosts == three_dc.dcs[a].hosts);
+    for (int b = 0; b < 3; ++b) {
+      const PairParams mine = fabric.pair(a, b), theirs = three_dc.pair(a, b);
+      BOOST_TEST(mine.rate_bps == (a == b ? 40'000'000'000u : theirs.rate_bps));
+      BOOST_TEST(mine.delay_ns == theirs.delay_ns);
+      BOOST_TEST(mine.jitter_ns == theirs.jitter_ns);
+      BOOST_TEST(mine.flow_rate_bps == theirs.flow_rate_bps);
+      BOOST_TEST(mine.loss == theirs.loss);
+      BOOST_TEST((mine.queue.kind == theirs.queue.kind && mine.queue.value == theirs.queue.value));
+    }
+  }
+  BOOST_TEST(three_dc.pair(0, 0).rate_bps == 10'000'000'000u);
 }

@@ -437,10 +437,7 @@ void KvRoutes::observe_lateness(int worker, std::int64_t late_ns) {
 std::int64_t KvRoutes::margin_ns(int worker) const {
   const auto it = lateness_.find(queue_key(route(worker), worker));
   if (it == lateness_.end() || it->second.empty()) return 0;
-  std::vector<std::int64_t> sorted = it->second;
-  std::sort(sorted.begin(), sorted.end());
-  const auto p90 = sorted[std::min(sorted.size() - 1, sorted.size() * 9 / 10)];
-  return std::max<std::int64_t>(0, p90);
+  return std::max<std::int64_t>(0, *std::max_element(it->second.begin(), it->second.end()));
 }
 
 void KvRoutes::queue(int worker, std::int64_t ready_ns, std::uint64_t bytes) {
