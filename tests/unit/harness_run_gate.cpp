@@ -130,7 +130,8 @@ BOOST_AUTO_TEST_CASE(misuse_is_an_error_naming_the_worker) {
   };
   BOOST_TEST(error_of([&] {
                gate.request(1, 0, 1);
-             }).find("worker 1 asked for the link for op 1, which is neither a gated nor an announced send") != std::string::npos);
+             }).find("worker 1 asked for the link for op 1, which is neither a gated nor an announced send") !=
+             std::string::npos);
   BOOST_TEST(error_of([&] { gate.request(0, 5, 1); }).find("in iteration 5, but iteration 0 is running") !=
              std::string::npos);
   BOOST_TEST(error_of([&] { gate.release(0, 0, 1); }).find("without holding it") != std::string::npos);

@@ -243,8 +243,8 @@ class PrefillSimulation {
       on_link.end_ns = on_link.start_ns + wire;
       if (turns) on_link = in_free_time(busy[route.link_index], on_link.start_ns, wire);
       free = on_link.end_ns;
-      KvTransfer transfer{batch.id, worker, route.link, batch.kv_bytes, on_link.start_ns,
-                          on_link.end_ns + route.delay_ns};
+      KvTransfer transfer{batch.id,       worker,           route.link,
+                          batch.kv_bytes, on_link.start_ns, on_link.end_ns + route.delay_ns};
       transfer.predicted_end_ns = batch.predicted_first_token_ns;
       transfer.deadline_ns = deadline(batch);
       kv.push_back(transfer);

@@ -133,7 +133,8 @@ bool LinkGate::in_use(const std::string& name) const {
 }
 
 bool LinkGate::carries(const std::string& name) const {
-  return std::any_of(links_.begin(), links_.end(), [&](const Link& link) { return link.name == name && !link.slots.empty(); });
+  return std::any_of(links_.begin(), links_.end(),
+                     [&](const Link& link) { return link.name == name && !link.slots.empty(); });
 }
 
 std::string LinkGate::describe() const {

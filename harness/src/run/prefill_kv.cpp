@@ -75,7 +75,9 @@ ctl::PrefillAssign PrefillService::assignment(int worker) const {
   // caches in 256 KB chunks held the gradients between a DC's hosts back by
   // up to 0.3 s: bubbletea-3dc-local, 2026-11-23 20:42); over loopback bulk.
   const bool gated_wan = cross && a.gated;
-  a.piece_bytes = cross ? piece_bytes(worker, kPieceSeconds) : dc_link ? piece_bytes(worker, kDcKvPieceSeconds) : largest_kv_bytes();
+  a.piece_bytes = cross     ? piece_bytes(worker, kPieceSeconds)
+                  : dc_link ? piece_bytes(worker, kDcKvPieceSeconds)
+                            : largest_kv_bytes();
   const auto dc_chunk = static_cast<std::uint32_t>(
       std::clamp<std::uint64_t>(a.piece_bytes / 4, kMinDcChunk, transport::kDefaultChunkSize));
   a.chunk_size = gated_wan ? kCrossDcChunkBytes : dc_link ? dc_chunk : transport::kDefaultChunkSize;
@@ -210,8 +212,10 @@ void PrefillService::grant_kv() {
     }
     kv_holding_[link] = *it;
     batches_.at(it->batch).kv_begun = true;
-    if (on_dc_link(it->worker)) kv_cache_on_[link] = it->batch;
-    if (!on_dc_link(it->worker)) kv_next_grant_[link] = now + kv_wire_ns(it->worker, piece_bytes(it->worker, kPieceSeconds)) * 5 / 4;
+    if (on_dc_link(it->worker))
+      kv_cache_on_[link] = it->batch;
+    else
+      kv_next_grant_[link] = now + kv_wire_ns(it->worker, piece_bytes(it->worker, kPieceSeconds)) * 5 / 4;
     processes_[it->worker].control->post(ctl::KvGateGrant{it->batch, it->piece});
     it = kv_waiting_.erase(it);
   }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/io_context.hpp>
@@ -156,11 +157,14 @@ class WorkerProcess {
   }
 
   static void check_announced(const ctl::Assign& assign) {
-    for (const int index : assign.announced_ops) {
+    const auto& ops = assign.announced_ops;
+    for (const int index : ops) {
       if (index < 0 || static_cast<std::size_t>(index) >= assign.plan.ops.size() ||
           assign.plan.ops[static_cast<std::size_t>(index)].kind != OpKind::send)
         throw WorkerFailure(fmt::format("assigned op {} to announce, which is not a send of the plan", index));
     }
+    if (std::adjacent_find(ops.begin(), ops.end(), std::greater_equal<>()) != ops.end())
+      throw WorkerFailure("assigned ops to announce that are not in ascending order");
   }
 
   bool is_announced(int op_index) const {
@@ -183,7 +187,8 @@ class WorkerProcess {
     std::vector<int> sends;
     for (std::size_t next = static_cast<std::size_t>(op_index) + 1; next < ops.size(); ++next) {
       if (ops[next].kind == OpKind::forward || ops[next].kind == OpKind::backward) break;
-      if (ops[next].kind == OpKind::send && is_announced(static_cast<int>(next))) sends.push_back(static_cast<int>(next));
+      if (ops[next].kind == OpKind::send && is_announced(static_cast<int>(next)))
+        sends.push_back(static_cast<int>(next));
     }
     if (sends.empty()) return;
     asio::co_spawn(io_, guarded(announce_at(iteration, std::move(sends), compute_end_ns - kAnnounceLeadNs)),
@@ -532,8 +537,8 @@ class WorkerProcess {
   bool connect_ = false;
   bool stop_ = false;
   std::deque<int> starts_;
-  std::set<std::pair<int, int>> grants_;             // (iteration, op_index)
-  std::set<int> announced_now_;                      // announced sends announced in the running iteration
+  std::set<std::pair<int, int>> grants_;  // (iteration, op_index)
+  std::set<int> announced_now_;           // announced sends announced in the running iteration
   int running_iteration_ = -1;
   std::shared_ptr<transport::MemoryBudget> budget_;  // before the channels and acceptors that charge it
   std::vector<transport::Acceptor> acceptors_;       // intra-DC and/or cross-DC

@@ -91,7 +91,6 @@ struct ChannelTuning {
 // nearly all of its bytes have left.
 inline constexpr std::uint32_t kBulkUnsentLowat = 256u << 10;
 
-
 struct Assign {
   WorkerPlan plan;
   std::uint32_t ipv4 = 0;  // where this worker listens (host byte order)

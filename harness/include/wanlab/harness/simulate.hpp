@@ -181,7 +181,7 @@ class KvRoutes {
     std::int64_t delay_ns = 0;
     // Of the link's time, what training's sends leave to caches (leave_to_training).
     double share = 1;
-    std::int64_t wire_ns(std::uint64_t bytes) const;  // at rate_bps, the link to itself
+    std::int64_t wire_ns(std::uint64_t bytes) const;      // at rate_bps, the link to itself
     std::int64_t expected_ns(std::uint64_t bytes) const;  // sharing it: wire_ns / share
   };
 
@@ -250,7 +250,7 @@ class KvRoutes {
  private:
   std::int64_t wire_ns(int worker, std::uint64_t bytes) const;  // the route's, stretched by slowdown
 
-  std::vector<Route> routes_;                   // per worker
+  std::vector<Route> routes_;  // per worker
   const Plan* plan_ = nullptr;
   int dcs_ = 0;
   bool temporal_sharing_ = false;
