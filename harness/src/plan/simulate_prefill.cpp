@@ -17,10 +17,7 @@ namespace {
 
 constexpr std::int64_t kPast = std::numeric_limits<std::int64_t>::min();
 
-struct Interval {
-  std::int64_t start_ns = 0;
-  std::int64_t end_ns = 0;
-};
+using Interval = KvRoutes::Span;
 
 // Sorted, disjoint intervals (ends increase with starts).
 std::vector<Interval> merged(std::vector<Interval> intervals) {
@@ -227,9 +224,7 @@ class PrefillSimulation {
   // channel. On such a link it goes only while training's sends leave it
   // free, pausing while they hold it (in_free_time).
   void send_kv(std::vector<KvTransfer>& kv) {
-    std::map<int, std::vector<Interval>> busy;
-    for (auto& [link, spans] : routes_.training_busy(record_))
-      for (const KvRoutes::Span& span : spans) busy[link].push_back({span.start_ns, span.end_ns});
+    std::map<int, std::vector<Interval>> busy = routes_.training_busy(record_);
     std::map<int, std::int64_t> queue_free;  // per link taken in turns (its index), else per worker (-1 - worker)
     for (std::size_t index = 0; index < batches_.size(); ++index) {
       if (failed_[index] || prefill_end_ns_[index] == kPast) continue;
@@ -366,17 +361,7 @@ std::map<int, std::vector<KvRoutes::Span>> KvRoutes::training_busy(const RunReco
     const std::int64_t lead = event.cross_dc ? 0 : kAnnounceLeadNs;
     busy[delay->first].push_back({event.start_ns - lead, std::max(event.start_ns, event.end_ns - delay->second)});
   }
-  for (auto& [link, spans] : busy) {
-    std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.start_ns < b.start_ns; });
-    std::vector<Span> disjoint;
-    for (const Span& span : spans) {
-      if (!disjoint.empty() && span.start_ns <= disjoint.back().end_ns)
-        disjoint.back().end_ns = std::max(disjoint.back().end_ns, span.end_ns);
-      else
-        disjoint.push_back(span);
-    }
-    spans = std::move(disjoint);
-  }
+  for (auto& [link, spans] : busy) spans = detail::merged(std::move(spans));
   return busy;
 }
 
@@ -391,6 +376,7 @@ void KvRoutes::leave_to_training(const RunRecord& training) {
   for (const auto& [link, spans] : training_busy(training)) {
     std::int64_t held = 0;
     for (const Span& span : spans) held += span.end_ns - span.start_ns;
+    // Never quite nothing: a link that training holds throughout still ends its caches' estimates.
     const double left = std::max(0.05, 1.0 - static_cast<double>(held) / static_cast<double>(last - first));
     for (Route& r : routes_)
       if (r.link_index == link) r.share = left;
