@@ -74,14 +74,18 @@ ctl::PrefillAssign PrefillService::assignment(int worker) const {
   // piece waits in the sockets when a training send is announced (whole
   // caches in 256 KB chunks held the gradients between a DC's hosts back by
   // up to 0.3 s: bubbletea-3dc-local, 2026-11-23 20:42); over loopback bulk.
-  const bool gated_wan = cross && a.gated;
-  a.piece_bytes = cross     ? piece_bytes(worker, kPieceSeconds)
-                  : dc_link ? piece_bytes(worker, kDcKvPieceSeconds)
-                            : largest_kv_bytes();
-  const auto dc_chunk = static_cast<std::uint32_t>(
-      std::clamp<std::uint64_t>(a.piece_bytes / 4, kMinDcChunk, transport::kDefaultChunkSize));
-  a.chunk_size = gated_wan ? kCrossDcChunkBytes : dc_link ? dc_chunk : transport::kDefaultChunkSize;
-  a.not_sent_lowat = gated_wan ? kCrossDcChunkBytes : dc_link ? dc_chunk : ctl::kBulkUnsentLowat;
+  a.chunk_size = transport::kDefaultChunkSize;
+  a.not_sent_lowat = ctl::kBulkUnsentLowat;
+  if (cross) {
+    a.piece_bytes = piece_bytes(worker, kPieceSeconds);
+    if (a.gated) a.chunk_size = a.not_sent_lowat = kCrossDcChunkBytes;
+  } else if (dc_link) {
+    a.piece_bytes = piece_bytes(worker, kDcKvPieceSeconds);
+    a.chunk_size = a.not_sent_lowat = static_cast<std::uint32_t>(
+        std::clamp<std::uint64_t>(a.piece_bytes / 4, kMinDcChunk, transport::kDefaultChunkSize));
+  } else {
+    a.piece_bytes = largest_kv_bytes();
+  }
   a.max_kv_bytes = largest_kv_bytes();
   a.step_ns = std::max(kMinStepNs, experiment_.prefill.guard_ns);
   return a;

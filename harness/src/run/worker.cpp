@@ -171,12 +171,11 @@ class WorkerProcess {
     return std::binary_search(assign_->announced_ops.begin(), assign_->announced_ops.end(), op_index);
   }
 
-  // Tells the coordinator that an announced send will soon use its link (once
+  // Tells the coordinator that announced send `op_index` will soon use its link (once
   // per iteration): from then until its bytes have left, KV caches leave that
   // link to it.
   void announce(int iteration, int op_index) {
-    if (is_announced(op_index) && announced_now_.insert(op_index).second)
-      control_->post(ctl::GateRequest{iteration, op_index});
+    if (announced_now_.insert(op_index).second) control_->post(ctl::GateRequest{iteration, op_index});
   }
 
   // The announced sends that follow a compute, up to the next compute, are
