@@ -93,8 +93,11 @@ void print_transfers(const hs::RunRecord& record) {
   for (const auto& link : hs::summarize_transfers(record)) {
     std::string line = fmt::format("  transfers {:<16} p50/p90/p99", link.link);
     if (link.measured)
-      line += fmt::format(" measured {} ({} messages)", percentiles_text(link.measured->transfer),
-                          link.measured->transfer.messages);
+      line += fmt::format(" measured {} ({} messages{})", percentiles_text(link.measured->transfer),
+                          link.measured->transfer.messages,
+                          link.measured->retransmitted_segments
+                              ? fmt::format(", {} segments retransmitted", *link.measured->retransmitted_segments)
+                              : "");
     if (link.simulated)
       line += fmt::format("{} simulated {}", link.measured ? "," : "", percentiles_text(link.simulated->transfer));
     fmt::print("{}\n", line);

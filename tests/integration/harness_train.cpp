@@ -234,11 +234,27 @@ void check_transfer_records(const hs::RunRecord& record, const hs::Plan& plan) {
   }
   BOOST_TEST(cross_dc_sends > 0u);
   BOOST_TEST(record.transfers.size() == cross_dc_sends);
+  // tcpi_total_retrans counts from the connection's start: on each stream it
+  // never falls from one message to the next.
+  std::vector<const hs::TransferRecord*> in_order;
+  for (const auto& t : record.transfers) in_order.push_back(&t);
+  std::sort(in_order.begin(), in_order.end(),
+            [](const auto* a, const auto* b) { return a->first_sent_ns < b->first_sent_ns; });
+  std::map<std::tuple<int, int, int>, std::uint32_t> retransmitted;
+  for (const auto* t : in_order) {
+    for (const auto& stream : t->streams) {
+      auto [last, fresh] = retransmitted.try_emplace({t->worker, t->peer, stream.stream}, stream.retransmitted);
+      BOOST_TEST(stream.retransmitted >= last->second, "worker " << t->worker << " stream " << stream.stream);
+      last->second = stream.retransmitted;
+    }
+  }
   // Measured beside simulated, per link.
   for (const auto& link : hs::summarize_transfers(record)) {
     BOOST_TEST_REQUIRE(link.measured.has_value());
     BOOST_TEST_REQUIRE(link.simulated.has_value());
     BOOST_TEST(link.measured->transfer.messages == link.simulated->transfer.messages);
+    BOOST_TEST(link.measured->retransmitted_segments.has_value());
+    BOOST_TEST(!link.simulated->retransmitted_segments.has_value());
     std::cout << "  transfers " << link.link << ": p50/p90/p99 measured " << link.measured->transfer.p50_s << "/"
               << link.measured->transfer.p90_s << "/" << link.measured->transfer.p99_s << " s, simulated "
               << link.simulated->transfer.p50_s << "/" << link.simulated->transfer.p90_s << "/"

@@ -24,8 +24,10 @@ Results full_results() {
   r.iterations.push_back(
       IterationSummary{0, 2.5, 1e-7, {0.1, 0.2}, 0.15, 0.85, 0.01, {{"a->b", 1}, {"b->a", 1ull << 40}}});
   r.iterations.push_back(IterationSummary{1, 1.25, 3e9, {0.3}, 0.3, 0.7, 0, {}});
-  TransferTimes times{TransferPercentiles{12, 0.001, 0.002, 0.5}, TransferPercentiles{12, 0, 1e-6, 2e-6}};
-  r.transfers.push_back(LinkTransfers{"a->b", times, times});
+  TransferTimes times{TransferPercentiles{12, 0.001, 0.002, 0.5}, TransferPercentiles{12, 0, 1e-6, 2e-6}, std::nullopt};
+  TransferTimes measured = times;
+  measured.retransmitted_segments = 1234;
+  r.transfers.push_back(LinkTransfers{"a->b", measured, times});
   r.transfers.push_back(LinkTransfers{"b->a", std::nullopt, times});
   PrefillResults prefill;
   prefill.summary.gpu_utilization = {0.9, 0.95};

@@ -69,7 +69,7 @@ ctl::Report sample_report() {
   report.events = {e};
   report.arrivals = {{1, 5, 999, 900}};
   report.delayed_ns = 1234;
-  report.sends = {{1, 100, 200, 300, {{0, 600, 10, 80'123}, {3, 424, 12, 81'000}}}};
+  report.sends = {{1, 100, 200, 300, {{0, 600, 10, 80'123, 4'000'000'000u}, {3, 424, 12, 81'000, 0}}}};
   return report;
 }
 
@@ -153,6 +153,7 @@ BOOST_AUTO_TEST_CASE(report_and_small_messages_round_trip) {
   BOOST_TEST(send.streams[1].bytes == 424u);
   BOOST_TEST(send.streams[1].cwnd == 12u);
   BOOST_TEST(send.streams[0].srtt_us == 80'123u);
+  BOOST_TEST(send.streams[0].retransmitted == 4'000'000'000u);
 
   BOOST_TEST(std::get<ctl::Hello>(round_trip(ctl::Hello{12, 4321})).pid == 4321);
   BOOST_TEST(std::get<ctl::Start>(round_trip(ctl::Start{9})).iteration == 9);
@@ -247,9 +248,9 @@ BOOST_AUTO_TEST_CASE(malformed_transfer_records_in_a_report_are_errors_that_say_
 
   // A stream count beyond the bytes that follow.
   auto inflated = body_of(ctl::encode(sample_report()));
-  const std::size_t streams_count_at = inflated.size() - 2 * (4 + 8 + 4 + 4) - 4;
+  const std::size_t streams_count_at = inflated.size() - 2 * (4 + 8 + 4 + 4 + 4) - 4;
   put_u32(inflated, streams_count_at, 1000);
-  BOOST_TEST(decode_error(inflated).find("send.streams says 1000 items, but only 40 bytes follow") !=
+  BOOST_TEST(decode_error(inflated).find("send.streams says 1000 items, but only 48 bytes follow") !=
              std::string::npos);
 
   auto negative_stream = sample_report();

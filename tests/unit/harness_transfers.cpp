@@ -45,7 +45,9 @@ const Event& send_event_of(const RunRecord& record, const TransferRecord& t) {
 
 // A real run's record: the simulated run relabelled, with hand-made measured
 // transfers on a->b: iteration 0 one of 5 s (left out like the means'
-// first iteration), iteration 1 101 of 0, 1, ..., 100 ms.
+// first iteration), iteration 1 101 of 0, 1, ..., 100 ms. Stream 0 has
+// retransmitted 50 segments by the first counted message's start and one
+// more by each next one's; stream 2 none since then.
 RunRecord measured_record(const TwoStageRun& run) {
   RunRecord record = run.record;
   record.runtime = "sandbox";
@@ -62,7 +64,8 @@ RunRecord measured_record(const TwoStageRun& run) {
     t.last_sent_ns = t.first_sent_ns + took_ns / 2;
     t.first_received_ns = t.first_sent_ns + took_ns / 4;
     t.last_received_ns = t.first_sent_ns + took_ns;
-    t.streams = {StreamAtStart{0, 1000, 10, 20'000}, StreamAtStart{2, 24, 14, 20'500}};
+    const auto retransmitted = static_cast<std::uint32_t>(iteration == 0 ? 0 : 50 + (op - 1000));
+    t.streams = {StreamAtStart{0, 1000, 10, 20'000, retransmitted}, StreamAtStart{2, 24, 14, 20'500, 7}};
     record.transfers.push_back(t);
   };
   add(0, 1, 5'000'000'000);
@@ -125,7 +128,11 @@ BOOST_AUTO_TEST_CASE(percentiles_per_link_skip_the_first_iteration_and_put_measu
   BOOST_TEST(ab.measured->transfer.p90_s == 0.090, boost::test_tools::tolerance(1e-9));
   BOOST_TEST(ab.measured->transfer.p99_s == 0.099, boost::test_tools::tolerance(1e-9));
   BOOST_TEST(ab.measured->wait.p50_s == 0.002, boost::test_tools::tolerance(1e-9));
+  // From the first counted message's start to the last's: 150 - 50 on stream 0.
+  BOOST_REQUIRE(ab.measured->retransmitted_segments.has_value());
+  BOOST_TEST(*ab.measured->retransmitted_segments == 100u);
   BOOST_REQUIRE(ab.simulated.has_value());
+  BOOST_TEST(!ab.simulated->retransmitted_segments.has_value());
   BOOST_TEST(ab.simulated->transfer.p90_s == kAloneS, boost::test_tools::tolerance(1e-6));
   // b->a: simulated, never measured.
   BOOST_TEST(!both[1].measured.has_value());
@@ -175,7 +182,7 @@ BOOST_AUTO_TEST_CASE(trace_json_carries_each_transfer_on_its_wan_link_span) {
   RunRecord record = run.record;
   record.runtime = "sandbox";
   TransferRecord& first = record.transfers.front();
-  first.streams = {StreamAtStart{3, 2u * 1024 * 1024, 42, 20'250}};
+  first.streams = {StreamAtStart{3, 2u * 1024 * 1024, 42, 20'250, 17}};
   const JsonValue real = parse_json(trace_json(record));
   int with_streams = 0;
   for (const JsonValue& event : real["traceEvents"].items) {
@@ -187,6 +194,7 @@ BOOST_AUTO_TEST_CASE(trace_json_carries_each_transfer_on_its_wan_link_span) {
     BOOST_TEST(stream["bytes"].number == 2.0 * 1024 * 1024);
     BOOST_TEST(stream["cwnd"].number == 42);
     BOOST_TEST(stream["srtt_us"].number == 20'250);
+    BOOST_TEST(stream["retransmitted"].number == 17);
   }
   BOOST_TEST(with_streams == 1);
 }

@@ -166,7 +166,7 @@ std::vector<StreamShare> ChannelCore::stream_windows() const {
   std::vector<StreamShare> streams;
   for (const auto& connection : connections_) {
     const auto window = read_tcp_window(connection->socket.native_handle());
-    streams.push_back(StreamShare{connection->index, 0, window.cwnd, window.srtt_us});
+    streams.push_back(StreamShare{connection->index, 0, window.cwnd, window.srtt_us, window.retransmitted});
   }
   return streams;
 }

@@ -16,10 +16,12 @@ struct SendState {
 /// SIOCOUTQNSD and SO_MEMINFO. On error (a closed socket) returns zeros.
 SendState read_send_state(int fd);
 
-/// tcpi_snd_cwnd (segments) and tcpi_rtt (us); zeros when unknown.
+/// tcpi_snd_cwnd (segments), tcpi_rtt (us) and tcpi_total_retrans
+/// (segments retransmitted since the connection opened); zeros when unknown.
 struct TcpWindow {
   std::uint32_t cwnd = 0;
   std::uint32_t srtt_us = 0;
+  std::uint32_t retransmitted = 0;
 };
 TcpWindow read_tcp_window(int fd);
 

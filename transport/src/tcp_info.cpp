@@ -71,7 +71,7 @@ TcpWindow read_tcp_window(int fd) {
   tcp_info raw{};
   socklen_t length = sizeof(raw);
   if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &raw, &length) != 0) return {};
-  return {raw.tcpi_snd_cwnd, raw.tcpi_rtt};
+  return {raw.tcpi_snd_cwnd, raw.tcpi_rtt, raw.tcpi_total_retrans};
 }
 
 }  // namespace detail

@@ -104,8 +104,11 @@ void add_transfer_args(const TransferRecord& t, Json& args) {
   if (t.streams.empty()) return;
   Json& streams = args["streams"] = Json::array();
   for (const StreamAtStart& stream : t.streams)
-    streams.push_back(
-        {{"stream", stream.stream}, {"bytes", stream.bytes}, {"cwnd", stream.cwnd}, {"srtt_us", stream.srtt_us}});
+    streams.push_back({{"stream", stream.stream},
+                       {"bytes", stream.bytes},
+                       {"cwnd", stream.cwnd},
+                       {"srtt_us", stream.srtt_us},
+                       {"retransmitted", stream.retransmitted}});
 }
 
 Json span_json(std::string_view name, std::string_view category, int pid, int tid, std::int64_t start_ns,

@@ -25,9 +25,11 @@ constexpr const char* kRequestColumns[] = {"id", "arrival_s", "prompt_tokens", "
 Json percentiles_json(const TransferPercentiles& p) { return {{"p50", p.p50_s}, {"p90", p.p90_s}, {"p99", p.p99_s}}; }
 
 Json transfer_times_json(const TransferTimes& times) {
-  return {{"messages", times.transfer.messages},
-          {"transfer_s", percentiles_json(times.transfer)},
-          {"wait_s", percentiles_json(times.wait)}};
+  Json json = {{"messages", times.transfer.messages},
+               {"transfer_s", percentiles_json(times.transfer)},
+               {"wait_s", percentiles_json(times.wait)}};
+  if (times.retransmitted_segments) json["retransmitted_segments"] = *times.retransmitted_segments;
+  return json;
 }
 
 Json transfers_json(const std::vector<LinkTransfers>& links) {
@@ -195,7 +197,11 @@ TransferPercentiles percentiles_from(const Fields& fields, std::size_t messages)
 
 TransferTimes transfer_times_from(const Fields& fields) {
   const auto messages = fields.whole<std::size_t>("messages");
-  return {percentiles_from(fields.object("transfer_s"), messages), percentiles_from(fields.object("wait_s"), messages)};
+  TransferTimes times{percentiles_from(fields.object("transfer_s"), messages),
+                      percentiles_from(fields.object("wait_s"), messages), std::nullopt};
+  if (fields.has("retransmitted_segments"))
+    times.retransmitted_segments = fields.whole<std::uint64_t>("retransmitted_segments");
+  return times;
 }
 
 std::vector<LinkTransfers> transfers_from(const Fields& fields) {

@@ -1,5 +1,7 @@
 // Per-link order statistics of the transfers of a run, measured and simulated.
+#include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "record_internal.hpp"
 #include "wanlab/base/stats.hpp"
@@ -11,7 +13,17 @@ namespace {
 struct Samples {
   std::vector<double> transfer_s;
   std::vector<double> wait_s;
+  // Per (sender, receiver, stream): tcpi_total_retrans at the first and the
+  // last message's start; it only grows, so the two are the least and most.
+  std::map<std::tuple<int, int, int>, std::pair<std::uint32_t, std::uint32_t>> retransmitted;
 };
+
+std::optional<std::uint64_t> retransmitted_between(const Samples& samples) {
+  if (samples.retransmitted.empty()) return std::nullopt;
+  std::uint64_t total = 0;
+  for (const auto& [stream, counts] : samples.retransmitted) total += counts.second - counts.first;
+  return total;
+}
 
 TransferPercentiles percentiles_of(const std::vector<double>& values) {
   TransferPercentiles p;
@@ -33,13 +45,22 @@ void add_side(const Plan& plan, const std::vector<TransferRecord>& transfers, in
     if (t.iteration < first_iteration) continue;
     const std::string link = detail::wan_link_between(plan, t.worker, t.peer);
     if (link.empty()) continue;
-    samples[link].transfer_s.push_back(seconds(t.last_received_ns - t.first_sent_ns));
-    samples[link].wait_s.push_back(seconds(t.first_sent_ns - t.queued_ns));
+    Samples& on_link = samples[link];
+    on_link.transfer_s.push_back(seconds(t.last_received_ns - t.first_sent_ns));
+    on_link.wait_s.push_back(seconds(t.first_sent_ns - t.queued_ns));
+    for (const StreamAtStart& stream : t.streams) {
+      const std::uint32_t count = stream.retransmitted;
+      auto& [least, most] =
+          on_link.retransmitted.try_emplace({t.worker, t.peer, stream.stream}, count, count).first->second;
+      least = std::min(least, count);
+      most = std::max(most, count);
+    }
   }
   for (const auto& [link, values] : samples) {
     LinkTransfers& entry = links[link];
     entry.link = link;
-    entry.*side = TransferTimes{percentiles_of(values.transfer_s), percentiles_of(values.wait_s)};
+    entry.*side =
+        TransferTimes{percentiles_of(values.transfer_s), percentiles_of(values.wait_s), retransmitted_between(values)};
   }
 }
 

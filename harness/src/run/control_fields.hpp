@@ -88,6 +88,7 @@ void fields(Wire& w, Is<StreamAtStart> auto& stream) {
   w.u64("stream.bytes", stream.bytes);
   w.u32("stream.cwnd", stream.cwnd);
   w.u32("stream.srtt_us", stream.srtt_us);
+  w.u32("stream.retransmitted", stream.retransmitted);
 }
 
 template <typename Wire>

@@ -47,7 +47,8 @@ control::SendRecord send_record(int op_index, std::int64_t queued_ns, const tran
   record.first_sent_ns = std::max(queued_ns, monotonic_ns(ticket.started_at().value()));
   record.last_sent_ns = std::max(record.first_sent_ns, monotonic_ns(ticket.written_at().value()));
   for (const auto& stream : ticket.streams())
-    record.streams.push_back(StreamAtStart{static_cast<int>(stream.index), stream.bytes, stream.cwnd, stream.srtt_us});
+    record.streams.push_back(
+        StreamAtStart{static_cast<int>(stream.index), stream.bytes, stream.cwnd, stream.srtt_us, stream.retransmitted});
   return record;
 }
 

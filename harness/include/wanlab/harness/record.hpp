@@ -37,6 +37,7 @@ struct StreamAtStart {
   std::uint64_t bytes = 0;
   std::uint32_t cwnd = 0;
   std::uint32_t srtt_us = 0;
+  std::uint32_t retransmitted = 0;  // segments the stream had retransmitted since it opened (tcpi_total_retrans)
 };
 
 // One cross-DC message of a send op, from the sender's queue to the
@@ -169,6 +170,9 @@ struct TransferPercentiles {
 struct TransferTimes {
   TransferPercentiles transfer;  // first byte sent -> last byte received
   TransferPercentiles wait;      // queued -> first byte sent
+  // Measured only: segments the link's streams retransmitted between the
+  // starts of the first and the last message counted (TCP_INFO at each start).
+  std::optional<std::uint64_t> retransmitted_segments;
   bool operator==(const TransferTimes&) const = default;
 };
 // Per directed WAN link, over the iterations the run's means use

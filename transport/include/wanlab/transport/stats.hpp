@@ -42,8 +42,9 @@ TcpInfo read_tcp_info(int fd);
 struct StreamShare {
   unsigned index = 0;
   std::uint64_t bytes = 0;
-  std::uint32_t cwnd = 0;     ///< segments (tcpi_snd_cwnd)
-  std::uint32_t srtt_us = 0;  ///< tcpi_rtt: 0 until the connection has measured one
+  std::uint32_t cwnd = 0;           ///< segments (tcpi_snd_cwnd)
+  std::uint32_t srtt_us = 0;        ///< tcpi_rtt: 0 until the connection has measured one
+  std::uint32_t retransmitted = 0;  ///< tcpi_total_retrans: segments retransmitted since the connection opened
 };
 
 struct ConnectionStats {
