@@ -4,15 +4,20 @@ not the window, binds: rates 100 Mbit/s-5 Gbit/s, one-way delays 5-150 ms,
 queue limits 0.5-2 BDP, each with the fewest streams N (of 2-64) whose window
 ceilings add up to at least 1.3 times the link. A cell that no N up to 64 can
 fill is listed as window-bound and not measured. Also the time of one 1 GiB
-message at 5 Gbit/s against its ideal (size / rate + one RTT).
+message at 5 Gbit/s, 50 ms one way, on 16 and 32 streams: on new connections
+(cold) beside `iperf3 -n 1G -P N` on new connections (the anchor), and on a
+channel that has just carried one (warm), each against its ideal
+(size / rate + one RTT).
 
     bench/transport/linkbound.py --wanlab build/cli/wanlab [--markdown F] [--repeats K]
+                                 [--rates 5000] [--no-message | --message-only]
 
 Reuses transport_bench.py's testbed and runners (ABBA order, best of the
 repeats, goodput after a slow-start warm-up); its testbed is tbench-lb.
 """
 import argparse
 import datetime
+import json
 import os
 import platform
 import signal
@@ -82,21 +87,94 @@ def measure(testbed, cells, repeats, message):
                         failures.append(f"{c.label}, {tool}: {error}")
             rows.append((c, n, runs))
         if message is not None:
-            c = tb.Condition("1 GiB message", delay_ms=50, rate_mbit=5000, loss="0%", loss_text="0", cap_mbit=None,
-                             cc="cubic", streams=[16], message_streams=[16])
-            testbed.set_link(c)
-            for rep in range(repeats):
-                try:
-                    r = tb.run_message(testbed, c, 16)
-                    message.append(r)
-                    tb.log(f"  1 GiB message N=16 rep {rep}: {r['seconds']:.2f} s, machine busy {tb.pct(r['machine_busy'])}")
-                except RuntimeError as error:
-                    failures.append(f"1 GiB message: {error}")
+            measure_messages(testbed, repeats, message, failures)
     finally:
         for child in tb.CHILDREN:
             child.stop()
         testbed.down()
     return rows, skipped, failures
+
+
+MESSAGE_STREAMS = [16, 32]
+MESSAGE = tb.Condition("1 GiB message", delay_ms=50, rate_mbit=5000, loss="0%", loss_text="0", cap_mbit=None,
+                       cc="cubic", streams=[], message_streams=MESSAGE_STREAMS)
+
+
+def iperf_message(testbed, streams):
+    """`iperf3 -n 1G -P N` on new connections: the receiver's time from its
+    start to the last byte (iperf3 counts -n over all streams together)."""
+    argv = ["iperf3", "-c", testbed.hosts["west-0"], "-p", str(tb.IPERF_PORT), "-P", str(streams), "-n", "1G",
+            "-C", MESSAGE.cc, "-J"]
+    output, cpu = tb.run_pair(testbed, ["iperf3", "-s", "-1", "-p", str(tb.IPERF_PORT)], tb.IPERF_PORT, argv, 120)
+    r = json.loads(output)
+    if "error" in r:
+        raise RuntimeError(f"iperf3: {r['error']}")
+    return {"seconds": r["end"]["sum_received"]["seconds"], **cpu}
+
+
+def warm_message(testbed, streams):
+    """Three 1 GiB messages on one channel, each sent once the one before is
+    acknowledged (--window 1G): the second and third find the connections'
+    windows open (the gap is one acknowledgement's way, far below an RTO).
+    The median of the three completion times is a warm one."""
+    argv = [testbed.wanlab, "perf", "client", testbed.hosts["west-0"], "-P", str(streams), "-n", "3G",
+            "--message-size", "1G", "--window", "1G", "--cc", MESSAGE.cc, "--json"]
+    output, cpu = tb.run_pair(testbed, [testbed.wanlab, "perf", "server", "--one-off", "--json"], tb.PERF_PORT, argv,
+                              120)
+    r = json.loads(output)
+    return {"seconds": r["message_completion_ms"]["p50"] / 1e3, **cpu}
+
+
+def measure_messages(testbed, repeats, message, failures):
+    testbed.set_link(MESSAGE)
+    runners = {"perf cold": lambda n: tb.run_message(testbed, MESSAGE, n),
+               "iperf3 cold": lambda n: iperf_message(testbed, n),
+               "perf warm": lambda n: warm_message(testbed, n)}
+    for n in MESSAGE_STREAMS:
+        for rep in range(repeats):
+            order = list(runners) if rep % 2 == 0 else list(reversed(runners))
+            for tool in order:
+                try:
+                    r = runners[tool](n)
+                    message.append({**r, "tool": tool, "streams": n})
+                    tb.log(f"  1 GiB message, {tool}, N={n}, rep {rep}: {r['seconds']:.2f} s, "
+                           f"machine busy {tb.pct(r['machine_busy'])}")
+                except RuntimeError as error:
+                    failures.append(f"1 GiB message, {tool}, N={n}: {error}")
+
+
+def message_ideal():
+    """size / rate + one RTT."""
+    return (1 << 30) * 8 / MESSAGE.rate_bps + MESSAGE.rtt_s
+
+
+def message_report(message):
+    out = ["", "### One 1 GiB message at 5 Gbit/s, 50 ms one way", "",
+           "Cold: new connections (slow start from 10 segments); warm: the channel has just carried one. "
+           "Ideal: size / rate + one RTT. iperf3's time is its receiver's (no way back for an "
+           "acknowledgement: up to 50 ms in its favour). Best of the runs.", "",
+           "| N | wanlab perf cold (s) | iperf3 cold (s) | perf / iperf3 | perf warm (s) | ideal (s) | cold / ideal | "
+           "iperf3 cold / ideal | warm / ideal (target 1.15) | sender + receiver + releaser CPU s (cold) |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+
+    def seconds(r):
+        return f"{r['seconds']:.2f}" if r else "-"
+
+    def ratio(r, over):
+        return f"{r['seconds'] / over:.2f}" if r and over else "-"
+
+    for n in MESSAGE_STREAMS:
+        runs = [r for r in message if r["streams"] == n]
+        cold, anchor, warm = (min((r for r in runs if r["tool"] == tool), key=lambda r: r["seconds"], default=None)
+                              for tool in ("perf cold", "iperf3 cold", "perf warm"))
+        ideal = message_ideal()
+        cpu = f"{cold['sender_cpu_s'] + cold['receiver_cpu_s'] + cold['releaser_cpu_s']:.2f}" if cold else "-"
+        out.append(f"| {n} | {seconds(cold)} | {seconds(anchor)} | {ratio(cold, anchor and anchor['seconds'])} | "
+                   f"{seconds(warm)} | {ideal:.2f} | {ratio(cold, ideal)} | {ratio(anchor, ideal)} | "
+                   f"{ratio(warm, ideal)} | {cpu} |")
+    out += ["", "Every run:", "", "| tool | N | seconds | machine busy |", "| --- | --- | --- | --- |"]
+    out += [f"| {r['tool']} | {r['streams']} | {r['seconds']:.2f} | {tb.pct(r['machine_busy'])} |" for r in message]
+    return out
 
 
 def report(rows, skipped, failures, message, meta):
@@ -106,8 +184,18 @@ def report(rows, skipped, failures, message, meta):
            f"{meta['elapsed_s'] / 60:.1f} min; command: `{meta['command']}`",
            f"- Two DCs, one host each, cubic, tcp_wmem max 4 MiB, tcp_rmem max 32 MiB; N: the fewest of "
            f"{STREAM_CHOICES} whose window ceilings ({WINDOW_BYTES / 2**20:.2f} MiB per RTT each) reach {FILL}x the link; "
-           f"best of {meta['repeats']} runs per tool, ABBA order; goodput after a warm-up, over {tb.MEASURE_S} s.", "",
-           "| rate | one way | queue | N | wanlab perf Mbit/s | of link | iperf3 Mbit/s | of link | perf / iperf3 | target >= 0.97 |",
+           f"best of {meta['repeats']} runs per tool, ABBA order; goodput after a warm-up, over {tb.MEASURE_S} s."]
+    if rows or skipped:
+        out += cells_report(rows, skipped)
+    if message:
+        out += message_report(message)
+    if failures:
+        out += ["", "### Runs that failed", ""] + [f"- {f}" for f in failures]
+    return "\n".join(out) + "\n"
+
+
+def cells_report(rows, skipped):
+    out = ["", "| rate | one way | queue | N | wanlab perf Mbit/s | of link | iperf3 Mbit/s | of link | perf / iperf3 | target >= 0.97 |",
            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     met = 0
     for c, n, runs in rows:
@@ -123,20 +211,7 @@ def report(rows, skipped, failures, message, meta):
     for c, per_stream in skipped:
         out.append(f"- {c.label}: window-bound, not measured ({STREAM_CHOICES[-1]} streams carry at most "
                    f"{STREAM_CHOICES[-1] * per_stream / 1e6:.0f} Mbit/s)")
-    if message:
-        ideal = (1 << 30) * 8 / 5e9 + 0.1
-        best = min(r["seconds"] for r in message)
-        out += ["", "### One 1 GiB message at 5 Gbit/s, 50 ms one way, 16 streams", "",
-                "| run | seconds | / ideal | sender CPU s | receiver CPU s | releaser CPU s | machine busy |",
-                "| --- | --- | --- | --- | --- | --- | --- |"]
-        for i, r in enumerate(message):
-            out.append(f"| {i + 1} | {r['seconds']:.2f} | {r['seconds'] / ideal:.2f} | {r['sender_cpu_s']:.2f} | "
-                       f"{r['receiver_cpu_s']:.2f} | {r['releaser_cpu_s']:.2f} | {tb.pct(r['machine_busy'])} |")
-        out += ["", f"- Ideal: 1 GiB / 5 Gbit/s + one RTT = {ideal:.2f} s; best {best:.2f} s = {best / ideal:.2f}x "
-                f"(target 1.15x)."]
-    if failures:
-        out += ["", "### Runs that failed", ""] + [f"- {f}" for f in failures]
-    return "\n".join(out) + "\n"
+    return out
 
 
 def main():
@@ -146,6 +221,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--quick", action="store_true", help="one cell: a smoke test")
     parser.add_argument("--no-message", action="store_true", help="skip the 1 GiB message")
+    parser.add_argument("--message-only", action="store_true", help="only the 1 GiB message")
     parser.add_argument("--rates", type=lambda text: [int(r) for r in text.split(",")], default=[],
                         help="only the cells of these rates, in Mbit/s (e.g. 5000)")
     parser.add_argument("--name", default="tbench-lb")
@@ -158,8 +234,11 @@ def main():
     meta = {"date": f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M:%S} UTC",
             "machine": f"{platform.system()} {platform.release()}; {os.cpu_count()} CPUs", "load_start": tb.loadavg(),
             "repeats": args.repeats, "command": "bench/transport/linkbound.py " + " ".join(sys.argv[1:])}
+    if args.message_only and (args.quick or args.no_message):
+        parser.error("--message-only: not with --quick or --no-message")
     message = [] if not (args.quick or args.no_message) else None
-    rows, skipped, failures = measure(testbed, grid(args.quick, args.rates), args.repeats, message)
+    cells = [] if args.message_only else grid(args.quick, args.rates)
+    rows, skipped, failures = measure(testbed, cells, args.repeats, message)
     meta.update(release=testbed.release, load_end=tb.loadavg(), elapsed_s=time.monotonic() - started)
     text = report(rows, skipped, failures, message, meta)
     print(text)
