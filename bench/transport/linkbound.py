@@ -29,7 +29,11 @@ import transport_bench as tb  # noqa: E402
 
 # The window one stream keeps in flight with tcp_wmem max 4 MiB and tcp_rmem
 # max 32 MiB: min(0.66 x wmem, 0.76 x rmem), the shares measured in
-# emulator/include/wanlab/emulator/tcp_window.hpp (0.66 of a 4 MiB send buffer).
+# emulator/include/wanlab/emulator/tcp_window.hpp (0.66 of a 4 MiB send buffer)
+# for the harness's paced streams. Unpaced streams, as both tools here send,
+# keep more in flight (about 0.89 of 4 MiB: one stream's 298 Mbit/s at 100 ms
+# RTT in the README, and the warm 1 GiB message on 16 streams at 5 Gbit/s in
+# bench/results/linkbound-16cpu.md), so N is chosen with room to spare.
 WINDOW_BYTES = min(0.66 * tb.SEND_BUFFER_CAP, 0.76 * (32 << 20))
 FILL = 1.3  # N streams' ceilings must add up to this many times the link
 STREAM_CHOICES = [2, 4, 8, 16, 32, 64]
