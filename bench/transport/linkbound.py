@@ -17,7 +17,6 @@ repeats, goodput after a slow-start warm-up); its testbed is tbench-lb.
 """
 import argparse
 import datetime
-import json
 import os
 import platform
 import signal
@@ -104,35 +103,18 @@ MESSAGE = tb.Condition("1 GiB message", delay_ms=50, rate_mbit=5000, loss="0%", 
                        cc="cubic", streams=[], message_streams=MESSAGE_STREAMS)
 
 
-def iperf_message(testbed, streams):
-    """`iperf3 -n 1G -P N` on new connections: the receiver's time from its
-    start to the last byte (iperf3 counts -n over all streams together)."""
-    argv = ["iperf3", "-c", testbed.hosts["west-0"], "-p", str(tb.IPERF_PORT), "-P", str(streams), "-n", "1G",
-            "-C", MESSAGE.cc, "-J"]
-    output, cpu = tb.run_pair(testbed, ["iperf3", "-s", "-1", "-p", str(tb.IPERF_PORT)], tb.IPERF_PORT, argv, 120)
-    r = json.loads(output)
-    if "error" in r:
-        raise RuntimeError(f"iperf3: {r['error']}")
-    return {"seconds": r["end"]["sum_received"]["seconds"], **cpu}
-
-
 def warm_message(testbed, streams):
-    """Three 1 GiB messages on one channel, each sent once the one before is
-    acknowledged (--window 1G): the second and third find the connections'
-    windows open (the gap is one acknowledgement's way, far below an RTO).
-    The median of the three completion times is a warm one."""
-    argv = [testbed.wanlab, "perf", "client", testbed.hosts["west-0"], "-P", str(streams), "-n", "3G",
-            "--message-size", "1G", "--window", "1G", "--cc", MESSAGE.cc, "--json"]
-    output, cpu = tb.run_pair(testbed, [testbed.wanlab, "perf", "server", "--one-off", "--json"], tb.PERF_PORT, argv,
-                              120)
-    r = json.loads(output)
-    return {"seconds": r["message_completion_ms"]["p50"] / 1e3, **cpu}
+    """The median of three 1 GiB messages on one channel, each sent once the
+    one before is acknowledged: the second and third find the windows open
+    (the gap is one acknowledgement's way, far below an RTO)."""
+    r = tb.run_message(testbed, MESSAGE, streams, count=3)
+    return {**r, "seconds": r["completion_p50_ms"] / 1e3}
 
 
 def measure_messages(testbed, repeats, message, failures):
     testbed.set_link(MESSAGE)
     runners = {"perf cold": lambda n: tb.run_message(testbed, MESSAGE, n),
-               "iperf3 cold": lambda n: iperf_message(testbed, n),
+               "iperf3 cold": lambda n: tb.run_iperf(testbed, n, MESSAGE.cc, 0, size="1G"),
                "perf warm": lambda n: warm_message(testbed, n)}
     for n in MESSAGE_STREAMS:
         for rep in range(repeats):

@@ -345,12 +345,15 @@ def run_perf(testbed, c, streams, omit):
     }
 
 
-def run_iperf(testbed, streams, cc, omit, fair=False):
+def run_iperf(testbed, streams, cc, omit, fair=False, size=None):
+    """N streams for MEASURE_S after `omit`, or (size, e.g. "1G") until
+    that many bytes are sent over all of them together."""
     seconds = MEASURE_S
-    argv = ["iperf3", "-c", testbed.hosts["west-0"], "-p", str(IPERF_PORT), "-P", str(streams), "-t", str(seconds),
-            "-O", str(omit), "-C", cc, "-J"]
+    amount = ["-n", size] if size else ["-t", str(seconds), "-O", str(omit)]
+    argv = ["iperf3", "-c", testbed.hosts["west-0"], "-p", str(IPERF_PORT), "-P", str(streams), *amount,
+            "-C", cc, "-J"]
     output, cpu = run_pair(testbed, ["iperf3", "-s", "-1", "-p", str(IPERF_PORT)], IPERF_PORT, argv,
-                           seconds + omit + 30)
+                           120 if size else seconds + omit + 30)
     r = json.loads(output)
     if "error" in r:
         raise RuntimeError(f"iperf3: {r['error']}")
@@ -359,6 +362,7 @@ def run_iperf(testbed, streams, cc, omit, fair=False):
     return {
         "tool": "fair" if fair else "iperf3", "streams": streams,
         "goodput_bps": end["sum_received"]["bits_per_second"],
+        "seconds": end["sum_received"]["seconds"],  # the receiver's, from its start to the last byte
         "retransmits": end["sum_sent"].get("retransmits", 0),
         "bytes_total": moved,
         **cpu,
@@ -378,13 +382,16 @@ def run_fair(testbed, c, omit):
         testbed.sysctl("west-0", "net.ipv4.tcp_rmem", " ".join(saved_rmem))
 
 
-def run_message(testbed, c, streams):
-    argv = [testbed.wanlab, "perf", "client", testbed.hosts["west-0"], "-P", str(streams), "-n", "1G",
-            "--message-size", "1G", "--cc", c.cc, "--json"]
+def run_message(testbed, c, streams, count=1):
+    """`count` 1 GiB messages on one channel, each sent once the one before
+    is acknowledged (--window 1G); the first goes on new connections."""
+    argv = [testbed.wanlab, "perf", "client", testbed.hosts["west-0"], "-P", str(streams), "-n", f"{count}G",
+            "--message-size", "1G", *(["--window", "1G"] if count > 1 else []), "--cc", c.cc, "--json"]
     output, cpu = run_pair(testbed, [testbed.wanlab, "perf", "server", "--one-off", "--json"], PERF_PORT, argv, 120)
     r = json.loads(output)
     return {"tool": "message", "streams": streams, "seconds": r["seconds"],
-            "completion_ms": r["message_completion_ms"]["max"], "retransmits": r["retransmits"],
+            "completion_ms": r["message_completion_ms"]["max"],
+            "completion_p50_ms": r["message_completion_ms"]["p50"], "retransmits": r["retransmits"],
             "bytes_total": r["bytes"], **cpu}
 
 
