@@ -11,8 +11,11 @@
 #
 # Environment: WANLAB_BENCH_BUILD  build directory (default: build-bench)
 #              WANLAB_BIN          a built `wanlab` to use instead of building one
-# The grid below takes about 4 minutes. Its one testbed is named bench-xfer
-# and goes down however the benchmark ends.
+# The grid below takes about 4 minutes. The grid's corners (5 Gbit/s, 1 GB;
+# bench/results/transfer-corners-20261126.md) with --rates 5gbit --sizes
+# 1M,16M,256M,1000M --max-seconds 12 and --rates 1gbit --sizes 1000M
+# --max-seconds 12, and --markdown/--csv elsewhere, about 8 minutes more.
+# Its one testbed is named bench-xfer and goes down however the benchmark ends.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
