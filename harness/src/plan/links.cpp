@@ -99,6 +99,35 @@ TcpPath tcp_path_for(const emulator::PairParams& there, double rtt_s, const Link
   return path;
 }
 
+int ring_flows_between(const Plan& plan, int src, int dst) {
+  if (plan.allreduce_bytes == 0) return 0;
+  int flows = 0;
+  for (int stage = 0; stage < plan.experiment.parallel.pp; ++stage) {
+    const auto& ring = plan.workers[static_cast<std::size_t>(plan.worker_id(stage, 0))].worker.allreduce_group;
+    if (ring.size() < 2) continue;
+    for (std::size_t i = 0; i < ring.size(); ++i) {
+      const int from = plan.workers[static_cast<std::size_t>(ring[i])].worker.dc;
+      const int to = plan.workers[static_cast<std::size_t>(ring[(i + 1) % ring.size()])].worker.dc;
+      if (from == src && to == dst) {
+        ++flows;
+        break;
+      }
+    }
+  }
+  return flows;
+}
+
+double ring_stream_pacing_bps(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model, int src,
+                              int dst) {
+  const int rings = ring_flows_between(plan, src, dst);
+  if (src == dst || rings < 2 || !plan.experiment.pacing) return kInf;
+  const detail::LinkRate link = detail::link_rate(plan.experiment, scenario, model, src, dst);
+  const int streams = std::max(1, plan.experiment.streams);
+  const double together_bps = detail::transfer_cap_bps(link, static_cast<double>(rings * streams));
+  if (!std::isfinite(link.capacity_bps) || together_bps <= link.capacity_bps) return kInf;
+  return link.capacity_bps / (rings * streams);
+}
+
 LinkModel link_model_for(const emulator::Scenario& scenario, double scale) {
   LinkModel model;
   // The scaled hosts' window, in full-size bytes: tcp_path_for scales it back.

@@ -34,6 +34,7 @@ void Simulator::make_links(const emulator::Scenario& scenario) {
     for (int dst = 0; dst < dcs_; ++dst) {
       LinkState link;
       static_cast<detail::LinkRate&>(link) = detail::link_rate(plan_.experiment, scenario, model_, src, dst);
+      link.ring_stream_pacing_bps = ring_stream_pacing_bps(plan_, scenario, model_, src, dst);
       links_.push_back(link);
     }
   }
@@ -63,6 +64,13 @@ bool Simulator::same_server(int a, int b) const {
   return fabric_->server[static_cast<std::size_t>(a)] == fabric_->server[static_cast<std::size_t>(b)];
 }
 
+// `cap_bps`, or less for a ring all-reduce's step on a link that its rings
+// share (the harness paces their streams at their share).
+double Simulator::paced_cap_bps(const LinkState& link, const Transfer& transfer, double cap_bps) {
+  if (transfer.collective < 0) return cap_bps;
+  return std::min(cap_bps, link.ring_stream_pacing_bps * transfer.effective_streams);
+}
+
 // Returns the transfer's id.
 int Simulator::start_transfer(int from, int to, double bits, int slot, int message, int collective) {
   Transfer transfer;
@@ -76,7 +84,7 @@ int Simulator::start_transfer(int from, int to, double bits, int slot, int messa
   bool cross_dc = worker(from).dc != worker(to).dc;
   transfer.streams = cross_dc ? plan_.experiment.streams : 1;
   transfer.effective_streams = effective_streams(bits / 8, transfer.streams);
-  transfer.cap_bps = detail::transfer_cap_bps(link, transfer.effective_streams);
+  transfer.cap_bps = paced_cap_bps(link, transfer, detail::transfer_cap_bps(link, transfer.effective_streams));
   transfer.channel = {from, to};
   transfer.tcp = &channel_tcp_[channel_key(transfer.channel)];
   if (message >= 0 && cross_dc) transfer.record = record_transfer(from, to);
@@ -147,10 +155,11 @@ void Simulator::begin_round(const LinkState& link, Transfer& transfer) {
   if (at_ceiling && transfer.bits_left > full_round_bits) {
     const double rounds = std::ceil(transfer.bits_left / full_round_bits) - 1;
     transfer.round_bits = rounds * full_round_bits;
-    transfer.cap_bps = detail::transfer_cap_bps(link, transfer.effective_streams);  // the window's rate
+    // The window's rate.
+    transfer.cap_bps = paced_cap_bps(link, transfer, detail::transfer_cap_bps(link, transfer.effective_streams));
   } else {
     transfer.round_bits = std::min(transfer.bits_left, full_round_bits);
-    transfer.cap_bps = stream_rate_bps(link.tcp, state) * transfer.effective_streams;
+    transfer.cap_bps = paced_cap_bps(link, transfer, stream_rate_bps(link.tcp, state) * transfer.effective_streams);
     transfer.round_ends = now_ + link.tcp.rtt_s * 1e9;
   }
   transfer.round_bits_left = transfer.round_bits;

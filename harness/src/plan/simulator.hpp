@@ -29,6 +29,7 @@ constexpr double kDoneBits = 1e-3;  // rounding left over when a transfer's last
 
 struct LinkState : LinkRate {
   bool tcp_rounds = true;    // false inside a [fabric] (RDMA): steady rate, no slow start
+  double ring_stream_pacing_bps = kInf;  // of a ring all-reduce's streams (ring_stream_pacing_bps)
   std::vector<int> on_wire;  // transfer ids
   // Temporal sharing (link_gate.hpp): the link's turns in link_slot order,
   // each slot's sends together. slot_sizes: sends per slot, from the plan.
@@ -153,6 +154,7 @@ class Simulator {
   int record_transfer(int from, int to);
   void put_on_wire(LinkState& link, int id);
   void begin_round(const LinkState& link, Transfer& transfer);
+  static double paced_cap_bps(const LinkState& link, const Transfer& transfer, double cap_bps);
   void mark_first_sent(int id, double delay_ns);
   void mark_last_sent(int id, double delay_ns);
   void mark(int id, double delay_ns, std::int64_t TransferRecord::*sent, std::int64_t TransferRecord::*received);

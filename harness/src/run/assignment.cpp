@@ -1,7 +1,9 @@
 #include "assignment.hpp"
 
 #include <algorithm>
+#include <cmath>
 
+#include "wanlab/harness/simulate.hpp"
 #include "wanlab/harness/tcp_model.hpp"
 #include "wanlab/transport/options.hpp"
 
@@ -42,6 +44,22 @@ std::uint64_t pacing_rate(const Experiment& experiment, const em::Scenario& scen
   return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(per_stream / 8));
 }
 
+// Bytes/s per connection of `from`'s ring all-reduce sends to `to`, where
+// several rings share the pair (simulate.hpp: ring_stream_pacing_bps, the
+// simulator's figure); `paced` otherwise.
+std::uint64_t ring_pacing_rate(const Plan& plan, const em::Scenario& scenario, const Worker& from, const Worker& to,
+                               std::uint64_t paced) {
+  const double ring_bps =
+      ring_stream_pacing_bps(plan, scenario, link_model_for(scenario, plan.experiment.scale), from.dc, to.dc);
+  if (!std::isfinite(ring_bps)) return paced;
+  return std::min(paced, std::max<std::uint64_t>(1, static_cast<std::uint64_t>(ring_bps / 8)));
+}
+
+bool in_ring(const Worker& worker, int peer) {
+  const auto& ring = worker.allreduce_group;
+  return std::find(ring.begin(), ring.end(), peer) != ring.end();
+}
+
 }  // namespace
 
 std::set<int> peers_of(const WorkerPlan& worker) {
@@ -75,8 +93,10 @@ ctl::Assign make_assignment(const Plan& plan, const em::Scenario& scenario, cons
     const Worker& other = plan.workers.at(static_cast<std::size_t>(peer)).worker;
     const bool cross = other.dc != self.worker.dc;
     const auto port = cross ? cross_dc_tuning(peer).port : intra_dc_tuning(peer).port;
-    assign.peers.push_back(ctl::PeerAddress{peer, hosts.at(static_cast<std::size_t>(peer))->ipv4, port, cross,
-                                            cross ? pacing_rate(plan.experiment, scenario, self.worker, other) : 0});
+    std::uint64_t pacing = cross ? pacing_rate(plan.experiment, scenario, self.worker, other) : 0;
+    if (pacing > 0 && in_ring(self.worker, peer)) pacing = ring_pacing_rate(plan, scenario, self.worker, other, pacing);
+    assign.peers.push_back(
+        ctl::PeerAddress{peer, hosts.at(static_cast<std::size_t>(peer))->ipv4, port, cross, pacing});
   }
   assign.cross_dc_streams = std::max(1, plan.experiment.streams);
   assign.iterations = plan.experiment.iterations;

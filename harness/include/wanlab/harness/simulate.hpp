@@ -132,6 +132,24 @@ LinkModel link_model_for(const emulator::Scenario& scenario, double scale);
 TcpPath tcp_path_for(const emulator::PairParams& there, double rtt_s, const LinkModel& model, double scale,
                      int paced_streams);
 
+// The ring all-reduces of `plan` whose ring crosses DC pair src -> dst: one
+// per stage with a member in `src` followed by one in `dst` (a two-member
+// ring crosses both ways), none where nothing is reduced.
+int ring_flows_between(const Plan& plan, int src, int dst);
+
+// The pacing of each stream of a ring all-reduce sent from `src` to `dst`,
+// payload bits/s: where k > 1 rings cross the pair and their windows
+// together would take more than the link (k x streams x the stream's
+// ceiling > capacity), each stream its share, capacity / (k x streams);
+// infinity otherwise (paced as any cross-DC stream). Without it every ring's
+// streams were paced at the link's whole rate, the rings' slow starts
+// overfilled the queue together, and the ring that lost most crept on in
+// congestion avoidance at 40-50% of the link after the other had finished
+// (docs/HARNESS.md, "Pacing"). The coordinator paces by it; the simulator
+// caps by it.
+double ring_stream_pacing_bps(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model, int src,
+                              int dst);
+
 // What a simulation handled and held at most. Everything but the events is
 // per iteration: it is bounded by the plan's size, not by the iterations.
 struct SimulationStats {
