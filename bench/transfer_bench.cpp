@@ -62,7 +62,7 @@ struct Config {
   int slow_start_after_idle = 1;
   std::string wmem = "4mb";
   std::string rmem = "6mb";
-  bool pace = true;     // each stream paced at rate / streams (SO_MAX_PACING_RATE), as wanlab train does
+  bool pace = true;     // each stream paced at the payload rate / streams (SO_MAX_PACING_RATE), as wanlab train does
   std::string remodel;  // an earlier run's CSV: its measured times against the model as it is now, no testbed
 };
 
@@ -122,11 +122,12 @@ void write_tables(const Config& config, const std::vector<Cell>& cells, double m
       fmt::format("{} of {} cells ({:.0f}%) within 10% of the model (target: 90%): {}; the steady model (no slow "
                   "start, the simulator before rounds): {} of {}.",
                   within, cells.size(), share, verdict(share >= 90), steady_within, cells.size()),
-      fmt::format("cubic, tcp_wmem_max {}, tcp_rmem_max {}, queue 1 BDP, tcp_slow_start_after_idle {}, pacing {} "
-                  "(each stream at rate / streams, as wanlab train does), chunk 16 KiB; cells whose steady time "
-                  "exceeds {} s left out; {:.1f} minutes.",
-                  config.wmem, config.rmem, config.slow_start_after_idle, config.pace ? "on" : "off",
-                  config.max_seconds, minutes),
+      fmt::format(
+          "cubic, tcp_wmem_max {}, tcp_rmem_max {}, queue 1 BDP, tcp_slow_start_after_idle {}, pacing {} "
+          "(each stream at the payload rate / streams, as wanlab train does), chunk 16 KiB; cells whose steady time "
+          "exceeds {} s left out; {:.1f} minutes.",
+          config.wmem, config.rmem, config.slow_start_after_idle, config.pace ? "on" : "off", config.max_seconds,
+          minutes),
       "cold: first message on a new channel; warm: sent once the previous one is acknowledged (one way after it "
       "arrived); idle: 1 s after that."};
   if (!config.remodel.empty())
@@ -295,7 +296,9 @@ int main(int argc, char** argv) {
         for (const std::uint64_t bytes : config.sizes) {
           const double ideal = hs::steady_transfer_s(path, streams, static_cast<double>(bytes));
           if (ideal > config.max_seconds) continue;
-          const std::uint64_t pacing = config.pace ? rate / 8 / static_cast<std::uint64_t>(streams) : 0;
+          // Paced as wanlab train paces (its coordinator's pacing_rate): the
+          // model path's pacing, the link's payload rate over the streams.
+          const std::uint64_t pacing = config.pace ? static_cast<std::uint64_t>(path.max_pacing_bps / 8) : 0;
           const auto measured =
               time_rounds(bed.host_of_dc(0), bed.host_of_dc(1), {streams, bytes, pacing, kChunk, kPort},
                           states_after_one_way(path.delay_s));

@@ -4,6 +4,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -83,15 +84,18 @@ BOOST_AUTO_TEST_CASE(rings_whose_windows_fit_the_link_together_keep_the_link_rat
   const int a = plan.workers[static_cast<std::size_t>(plan.worker_id(0, 0))].worker.dc;
   const int b = plan.workers[static_cast<std::size_t>(plan.worker_id(0, 1))].worker.dc;
   BOOST_TEST(std::isinf(ring_stream_pacing_bps(plan, scenario, link_model_for(scenario, 1.0), a, b)));
-  const auto link_rate_bytes = scenario.pair(a, b).rate_bps / 8;
-  BOOST_TEST(pacing_to(plan, scenario, plan.worker_id(0, 0), plan.worker_id(0, 1)) == link_rate_bytes);
+  // Paced as any cross-DC stream: the link's payload rate (a frame of 1514
+  // bytes carries 1448), which TCP's pacing counts, over the streams.
+  const auto payload_rate_bytes = static_cast<std::uint64_t>(capacity_bps(scenario, a, b) / 8);
+  BOOST_TEST(payload_rate_bytes == static_cast<std::uint64_t>(1e9 * 1448 / 1514 / 8));
+  BOOST_TEST(pacing_to(plan, scenario, plan.worker_id(0, 0), plan.worker_id(0, 1)) == payload_rate_bytes);
 }
 
 BOOST_AUTO_TEST_CASE(one_ring_or_no_pacing_leaves_the_ring_unshared) {
   const auto scenario = harness_test::three_dcs();
   const LinkModel model = link_model_for(scenario, 1.0);
-  const Plan one_ring = make_plan(
-      harness_test::experiment("schedule = \"1f1b\"\nplacement = \"dp-across-dc\"", 1, 2, 4), scenario);
+  const Plan one_ring =
+      make_plan(harness_test::experiment("schedule = \"1f1b\"\nplacement = \"dp-across-dc\"", 1, 2, 4), scenario);
   const int a = one_ring.workers[0].worker.dc;
   const int b = one_ring.workers[1].worker.dc;
   BOOST_TEST(ring_flows_between(one_ring, a, b) == 1);
@@ -111,4 +115,14 @@ BOOST_AUTO_TEST_CASE(the_simulator_holds_a_ring_alone_on_the_link_to_its_share) 
   const double paced_ns = static_cast<double>(simulate(paced, scenario, model).iteration_end_ns.at(0));
   const double unpaced_ns = static_cast<double>(simulate(unpaced, scenario, model).iteration_end_ns.at(0));
   BOOST_TEST(paced_ns > unpaced_ns);
+}
+
+BOOST_AUTO_TEST_CASE(a_pipeline_stream_is_paced_at_the_links_payload_rate_over_the_streams) {
+  const auto scenario = harness_test::three_dcs();
+  const Plan plan = make_plan(
+      harness_test::experiment("schedule = \"1f1b\"\nplacement = [\"a\", \"b\"]\nstreams = 8", 2, 1, 4), scenario);
+  const int a = plan.workers[0].worker.dc;
+  const int b = plan.workers[1].worker.dc;
+  BOOST_REQUIRE(a != b);
+  BOOST_TEST(pacing_to(plan, scenario, 0, 1) == static_cast<std::uint64_t>(capacity_bps(scenario, a, b) / 8 / 8));
 }

@@ -28,9 +28,9 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kDoneBits = 1e-3;  // rounding left over when a transfer's last bit is sent
 
 struct LinkState : LinkRate {
-  bool tcp_rounds = true;    // false inside a [fabric] (RDMA): steady rate, no slow start
+  bool tcp_rounds = true;                // false inside a [fabric] (RDMA): steady rate, no slow start
   double ring_stream_pacing_bps = kInf;  // of a ring all-reduce's streams (ring_stream_pacing_bps)
-  std::vector<int> on_wire;  // transfer ids
+  std::vector<int> on_wire;              // transfer ids
   // Temporal sharing (link_gate.hpp): the link's turns in link_slot order,
   // each slot's sends together. slot_sizes: sends per slot, from the plan.
   std::vector<int> slot_sizes;

@@ -30,18 +30,23 @@ ctl::ChannelTuning cross_dc_tuning(int id) {
   return {static_cast<std::uint16_t>(kCrossDcPort + id), kCrossDcChunk, kCrossDcChunk};
 }
 
-// Bytes/s per connection of `from`'s sends to `to`: the directed pair's
-// rate x scale over the streams (and at most the pair's flow rate); 0 where
-// the pair is unlimited or the experiment turns pacing off.
-std::uint64_t pacing_rate(const Experiment& experiment, const em::Scenario& scenario, const Worker& from,
-                          const Worker& to) {
+// Bytes/s per connection of `from`'s sends to `to`: the simulator's pacing
+// for the directed pair (tcp_path_for: its payload rate x scale over the
+// streams, at most its flow rate); 0 where the pair is unlimited or the
+// experiment turns pacing off. The payload rate, not the link's: TCP's own
+// pacing counts less of a segment than the emulator charges for its frame
+// (1514 bytes for 1448 of data), so streams paced at the link's rate
+// together overran it and built a queue (docs/HARNESS.md, "Pacing").
+std::uint64_t pacing_rate(const Plan& plan, const em::Scenario& scenario, const Worker& from, const Worker& to) {
+  const Experiment& experiment = plan.experiment;
   if (!experiment.pacing) return 0;
   const em::PairParams pair = scenario.pair(from.dc, to.dc);
   if (pair.rate_bps == 0) return 0;
-  double per_stream = static_cast<double>(pair.rate_bps) * experiment.scale / std::max(1, experiment.streams);
-  if (pair.flow_rate_bps > 0)
-    per_stream = std::min(per_stream, static_cast<double>(pair.flow_rate_bps) * experiment.scale);
-  return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(per_stream / 8));
+  const double rtt_s = static_cast<double>(scenario.rtt_ns(from.dc, to.dc)) / 1e9;
+  const TcpPath path = tcp_path_for(pair, rtt_s, link_model_for(scenario, experiment.scale), experiment.scale,
+                                    std::max(1, experiment.streams));
+  if (!std::isfinite(path.max_pacing_bps)) return 0;
+  return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(path.max_pacing_bps / 8));
 }
 
 // Bytes/s per connection of `from`'s ring all-reduce sends to `to`, where
@@ -93,10 +98,9 @@ ctl::Assign make_assignment(const Plan& plan, const em::Scenario& scenario, cons
     const Worker& other = plan.workers.at(static_cast<std::size_t>(peer)).worker;
     const bool cross = other.dc != self.worker.dc;
     const auto port = cross ? cross_dc_tuning(peer).port : intra_dc_tuning(peer).port;
-    std::uint64_t pacing = cross ? pacing_rate(plan.experiment, scenario, self.worker, other) : 0;
+    std::uint64_t pacing = cross ? pacing_rate(plan, scenario, self.worker, other) : 0;
     if (pacing > 0 && in_ring(self.worker, peer)) pacing = ring_pacing_rate(plan, scenario, self.worker, other, pacing);
-    assign.peers.push_back(
-        ctl::PeerAddress{peer, hosts.at(static_cast<std::size_t>(peer))->ipv4, port, cross, pacing});
+    assign.peers.push_back(ctl::PeerAddress{peer, hosts.at(static_cast<std::size_t>(peer))->ipv4, port, cross, pacing});
   }
   assign.cross_dc_streams = std::max(1, plan.experiment.streams);
   assign.iterations = plan.experiment.iterations;
