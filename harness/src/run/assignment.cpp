@@ -37,14 +37,14 @@ ctl::ChannelTuning cross_dc_tuning(int id) {
 // pacing counts less of a segment than the emulator charges for its frame
 // (1514 bytes for 1448 of data), so streams paced at the link's rate
 // together overran it and built a queue (docs/HARNESS.md, "Pacing").
-std::uint64_t pacing_rate(const Plan& plan, const em::Scenario& scenario, const Worker& from, const Worker& to) {
+std::uint64_t pacing_rate(const Plan& plan, const em::Scenario& scenario, const LinkModel& model, const Worker& from,
+                          const Worker& to) {
   const Experiment& experiment = plan.experiment;
   if (!experiment.pacing) return 0;
   const em::PairParams pair = scenario.pair(from.dc, to.dc);
   if (pair.rate_bps == 0) return 0;
   const double rtt_s = static_cast<double>(scenario.rtt_ns(from.dc, to.dc)) / 1e9;
-  const TcpPath path = tcp_path_for(pair, rtt_s, link_model_for(scenario, experiment.scale), experiment.scale,
-                                    std::max(1, experiment.streams));
+  const TcpPath path = tcp_path_for(pair, rtt_s, model, experiment.scale, std::max(1, experiment.streams));
   if (!std::isfinite(path.max_pacing_bps)) return 0;
   return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(path.max_pacing_bps / 8));
 }
@@ -52,10 +52,9 @@ std::uint64_t pacing_rate(const Plan& plan, const em::Scenario& scenario, const 
 // Bytes/s per connection of `from`'s ring all-reduce sends to `to`, where
 // several rings share the pair (simulate.hpp: ring_stream_pacing_bps, the
 // simulator's figure); `paced` otherwise.
-std::uint64_t ring_pacing_rate(const Plan& plan, const em::Scenario& scenario, const Worker& from, const Worker& to,
-                               std::uint64_t paced) {
-  const double ring_bps =
-      ring_stream_pacing_bps(plan, scenario, link_model_for(scenario, plan.experiment.scale), from.dc, to.dc);
+std::uint64_t ring_pacing_rate(const Plan& plan, const em::Scenario& scenario, const LinkModel& model,
+                               const Worker& from, const Worker& to, std::uint64_t paced) {
+  const double ring_bps = ring_stream_pacing_bps(plan, scenario, model, from.dc, to.dc);
   if (!std::isfinite(ring_bps)) return paced;
   return std::min(paced, std::max<std::uint64_t>(1, static_cast<std::uint64_t>(ring_bps / 8)));
 }
@@ -94,12 +93,15 @@ ctl::Assign make_assignment(const Plan& plan, const em::Scenario& scenario, cons
   assign.ipv4 = hosts.at(static_cast<std::size_t>(id))->ipv4;
   assign.intra_dc = intra_dc_tuning(id);
   assign.cross_dc = cross_dc_tuning(id);
+  // The simulator's link model of this testbed: its pacing is the coordinator's.
+  const LinkModel model = link_model_for(scenario, plan.experiment.scale);
   for (int peer : peers_of(self)) {
     const Worker& other = plan.workers.at(static_cast<std::size_t>(peer)).worker;
     const bool cross = other.dc != self.worker.dc;
     const auto port = cross ? cross_dc_tuning(peer).port : intra_dc_tuning(peer).port;
-    std::uint64_t pacing = cross ? pacing_rate(plan, scenario, self.worker, other) : 0;
-    if (pacing > 0 && in_ring(self.worker, peer)) pacing = ring_pacing_rate(plan, scenario, self.worker, other, pacing);
+    std::uint64_t pacing = cross ? pacing_rate(plan, scenario, model, self.worker, other) : 0;
+    if (pacing > 0 && in_ring(self.worker, peer))
+      pacing = ring_pacing_rate(plan, scenario, model, self.worker, other, pacing);
     assign.peers.push_back(ctl::PeerAddress{peer, hosts.at(static_cast<std::size_t>(peer))->ipv4, port, cross, pacing});
   }
   assign.cross_dc_streams = std::max(1, plan.experiment.streams);
