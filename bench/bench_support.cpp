@@ -260,11 +260,7 @@ std::string scenario_toml(const ScenarioSpec& spec) {
 Testbed::Testbed(const std::string& wanlab_binary, const std::string& work_dir, const ScenarioSpec& spec)
     : wanlab_(wanlab_binary) {
   const std::string path = work_dir + "/" + spec.name + ".toml";
-  {
-    std::ofstream out(path);
-    out << scenario_toml(spec);
-    if (!out) throw std::runtime_error("writing " + path);
-  }
+  wanlab::base::replace_file(path, scenario_toml(spec));
   bring_up({wanlab_, "up", path, "--quiet"}, spec.name);
 }
 
@@ -459,6 +455,15 @@ std::string Table::markdown() const {
 }
 
 std::string verdict(bool pass) { return pass ? "PASS" : "MISS"; }
+
+std::string output_file_option(const std::string& option, const std::string& path) {
+  try {
+    base::check_output_file(path);
+  } catch (const base::FileError& error) {
+    throw std::invalid_argument(option + ": " + error.what());
+  }
+  return path;
+}
 
 int main_of(const char* name, int (*run)(int, char**), int argc, char** argv) {
   try {

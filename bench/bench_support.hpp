@@ -164,6 +164,11 @@ struct Table {
 
 std::string verdict(bool pass);  // "PASS" | "MISS"
 
+// An output file a benchmark is told to write (--markdown FILE, --csv FILE),
+// checked when the option is read (base::check_output_file), so a bad one
+// fails before minutes of measuring: std::invalid_argument naming the option.
+std::string output_file_option(const std::string& option, const std::string& path);
+
 // A bench's main: run(argc, argv), or on an exception one line
 // "<name>: <what>" on stderr and exit 1.
 int main_of(const char* name, int (*run)(int, char**), int argc, char** argv);

@@ -31,6 +31,7 @@
 #include <fmt/format.h>
 
 #include "bench_support.hpp"
+#include "wanlab/base/files.hpp"
 #include "wanlab/emulator/probe.hpp"
 #include "wanlab/base/process.hpp"
 #include "wanlab/emulator/tcp_window.hpp"
@@ -574,7 +575,7 @@ Config parse_args(int argc, char** argv) {
     if (arg == "--wanlab") {
       config.wanlab = value();
     } else if (arg == "--markdown") {
-      config.markdown = value();
+      config.markdown = output_file_option(arg, value());
     } else if (arg == "--note") {
       config.note = value();
     } else if (arg == "--command") {
@@ -666,7 +667,7 @@ int run(int argc, char** argv) {
              tables.back().text(), release_path, load_at_start, load_at_end, seconds);
 
   if (!config.markdown.empty()) {
-    std::ofstream out(config.markdown);
+    wanlab::base::write_output_file(config.markdown, [&](std::ostream& out) {
     out << "# wanlab emulator benchmark\n\n";
     out << fmt::format(
         "- Date: {}\n- Machine: {}; {} CPUs ({}); {:.1f} GiB memory\n- Release path: {}\n- Load average (1/5/15 min) "
@@ -677,7 +678,7 @@ int run(int argc, char** argv) {
         load_at_end, nice_value, seconds, config.command);
     if (!config.note.empty()) out << "- Note: " << config.note << "\n\n";
     for (const auto& table : tables) out << table.markdown() << "\n";
-    if (!out) throw std::runtime_error("writing " + config.markdown);
+    });
     fmt::print("markdown written to {}\n", config.markdown);
   }
   return 0;

@@ -21,13 +21,13 @@
 
 #include <chrono>
 #include <cmath>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "bench_options.hpp"
 #include "bench_support.hpp"
 #include "message_timing.hpp"
+#include "wanlab/base/files.hpp"
 #include "wanlab/emulator/scenario.hpp"
 #include "wanlab/emulator/units.hpp"
 
@@ -145,7 +145,7 @@ void set_option(Config& config, const std::string& option, const std::string& va
   } else if (option == "--name") {
     config.name = value;
   } else if (option == "--markdown") {
-    config.markdown = value;
+    config.markdown = output_file_option(option, value);
   } else if (option == "--streams") {
     config.streams = count_option(value, 64);
   } else if (option == "--anchor-streams") {
@@ -189,7 +189,7 @@ int run(int argc, char** argv) {
   const double minutes = std::chrono::duration<double>(Clock::now() - start).count() / 60;
   const Table table = table_of(config, rows, anchor.warm_gbs, started, load, minutes);
   fmt::print("\n{}", table.text());
-  if (!config.markdown.empty()) std::ofstream(config.markdown) << table.markdown();
+  if (!config.markdown.empty()) wanlab::base::write_output_file(config.markdown, table.markdown());
   return 0;
 }
 

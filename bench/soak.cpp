@@ -1096,7 +1096,7 @@ void Soak::write_outputs(const std::vector<std::string>& summary, const std::vec
                          const MachineInfo& machine, const std::vector<std::vector<std::string>>& client_rows) {
   (void)leftovers_found;
   if (!config_.csv.empty()) {
-    std::ofstream out(config_.csv);
+    wanlab::base::write_output_file(config_.csv, [&](std::ostream& out) {
     out << "t_s,releaser_cpu_pct_of_core,rss_mib,fds,threads,verdicts,held,wan_packets,wan_mbit,queue_drops_expected,"
            "queue_drops_unexpected,"
            "loss_drops_expected,loss_drops_unexpected,nfqueue_queue_full,nfqueue_undelivered,nfqueue_waiting,interface_"
@@ -1112,11 +1112,11 @@ void Soak::write_outputs(const std::vector<std::string>& summary, const std::vec
           row.loss_unexpected, row.kernel_queue_full, row.kernel_undelivered, row.waiting_in_kernel, row.iface_drops,
           row.set_cpu_ms_mean, row.set_ms_mean, row.set_ms_max, row.set_failures, row.host_processes,
           row.cpu.system_pct_of_all, row.cpu.softirq_pct_of_all, row.cpu.steal_pct_of_all, row.load1);
-    if (!out) throw std::runtime_error("writing " + config_.csv);
+    });
     fmt::print("csv written to {}\n", config_.csv);
   }
   if (config_.markdown.empty()) return;
-  std::ofstream out(config_.markdown);
+  wanlab::base::write_output_file(config_.markdown, [&](std::ostream& out) {
   out << "# wanlab soak benchmark\n\n";
   out << fmt::format(
       "- Date: {}\n- Machine: {}; {} CPUs ({}); {:.1f} GiB memory\n- Release path: {}\n- Scenario: `{}` brought up as "
@@ -1201,7 +1201,7 @@ void Soak::write_outputs(const std::vector<std::string>& summary, const std::vec
   clients.header = {"Pair", "Exit status", "Seconds", "MB acknowledged", "Goodput (Mbit/s)", "Retransmits"};
   clients.rows = client_rows;
   out << clients.markdown();
-  if (!out) throw std::runtime_error("writing " + config_.markdown);
+  });
   fmt::print("markdown written to {}\n", config_.markdown);
 }
 
@@ -1239,9 +1239,9 @@ Config parse_args(int argc, char** argv) {
     } else if (arg == "--warmup-seconds") {
       config.warmup_seconds = number(0, 3600);
     } else if (arg == "--markdown") {
-      config.markdown = value();
+      config.markdown = output_file_option(arg, value());
     } else if (arg == "--csv") {
-      config.csv = value();
+      config.csv = output_file_option(arg, value());
     } else if (arg == "--command") {
       config.command = value();
     } else {

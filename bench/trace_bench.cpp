@@ -37,6 +37,7 @@
 
 #include "bench_support.hpp"
 #include "wanlab/base/clock.hpp"
+#include "wanlab/base/files.hpp"
 #include "wanlab/base/parse.hpp"
 #include "wanlab/emulator/datapath.hpp"
 #include "wanlab/emulator/netns.hpp"
@@ -154,7 +155,7 @@ RateResult measure_windows(const Config& config, const std::string& emulator, co
 RateResult measure(const Config& config, const std::string& work, const std::string& rate) {
   const std::uint64_t bps = em::units::parse_rate(rate);
   const std::string path = work + "/bench-trace.toml";
-  std::ofstream(path) << scenario_text(rate, bps);
+  wanlab::base::replace_file(path, scenario_text(rate, bps));
   Testbed bed(config.wanlab, path, "bench-trace");
   const auto schedule = em::Datapath::open_pinned(em::bpffs_dir(bed.name())).schedule(0, 1);
   if (schedule.empty()) throw std::runtime_error("the testbed has no schedule");
@@ -254,7 +255,7 @@ class MahimahiShell {
     }
     const std::string trace = mahimahi_trace(bps);
     const std::string up = dir + "/up.fifo", down = dir + "/down.trace", log = dir + "/shell.log";
-    std::ofstream(down) << trace;
+    wanlab::base::replace_file(down, trace);
     fs::permissions(down,
                     fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
     fs::remove(up);
@@ -505,7 +506,7 @@ Config parse_args(int argc, char** argv) {
     } else if (arg == "--seconds") {
       config.seconds = wanlab::base::parse_decimal(value(), 2, 3600);
     } else if (arg == "--markdown") {
-      config.markdown = value();
+      config.markdown = output_file_option(arg, value());
     } else if (arg == "--csv-dir") {
       config.csv_dir = value();
     } else if (arg == "--command") {
@@ -529,12 +530,13 @@ Config parse_args(int argc, char** argv) {
   return config;
 }
 
-void write_csv(const std::string& path, const RateResult& result) {
-  std::ofstream out(path);
+void write_csv(const wanlab::base::OutputDir& dir, const std::string& name, const RateResult& result) {
+  dir.write(name, [&](std::ostream& out) {
   out << "time_s,configured_mbit,measured_mbit,settled,stalled\n";
   for (const Window& w : result.windows)
     out << fmt::format("{:.1f},{:.3f},{:.3f},{},{}\n", w.at_s, w.configured_bps * result.payload_share / 1e6,
                        w.measured_bps / 1e6, w.settled ? 1 : 0, w.stalled ? 1 : 0);
+  });
 }
 
 int run(int argc, char** argv) {
@@ -581,13 +583,13 @@ int run(int argc, char** argv) {
   }
   if (!config.command.empty()) table.notes.push_back("Command: " + config.command);
   fmt::print("{}\n", table.text());
-  if (!config.markdown.empty()) std::ofstream(config.markdown) << table.markdown();
-  if (!config.csv_dir.empty())
+  if (!config.markdown.empty()) wanlab::base::write_output_file(config.markdown, table.markdown());
+  if (!config.csv_dir.empty()) {
+    const auto dir = wanlab::base::OutputDir::open(config.csv_dir);
     for (const RateResult& result : results)
       if (!result.windows.empty())
-        write_csv(
-            config.csv_dir + (result.emulator == "wanlab" ? "/trace-" : "/trace-mahimahi-") + result.rate + ".csv",
-            result);
+        write_csv(dir, (result.emulator == "wanlab" ? "trace-" : "trace-mahimahi-") + result.rate + ".csv", result);
+  }
   return 0;
 }
 

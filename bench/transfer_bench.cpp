@@ -29,6 +29,7 @@
 #include "bench_options.hpp"
 #include "bench_support.hpp"
 #include "message_timing.hpp"
+#include "wanlab/base/files.hpp"
 #include "wanlab/emulator/scenario.hpp"
 #include "wanlab/harness/simulate.hpp"
 #include "wanlab/emulator/tcp_window.hpp"
@@ -134,17 +135,14 @@ void write_tables(const Config& config, const std::vector<Cell>& cells, double m
     table.notes.push_back(
         fmt::format("measured times from {}, modelled again by the model as it is now (--remodel)", config.remodel));
   fmt::print("\n{}", table.text());
-  if (!config.markdown.empty()) {
-    std::ofstream out(config.markdown);
-    out << table.markdown();
-  }
-  if (!config.csv.empty()) {
-    std::ofstream out(config.csv);
-    out << "rate_bps,delay_ms,streams,bytes,state,measured_s,model_s,steady_s,cwnd_segments\n";
+  if (!config.markdown.empty()) wanlab::base::write_output_file(config.markdown, table.markdown());
+  if (!config.csv.empty())
+    wanlab::base::write_output_file(config.csv, [&](std::ostream& out) {
+      out << "rate_bps,delay_ms,streams,bytes,state,measured_s,model_s,steady_s,cwnd_segments\n";
     for (const Cell& c : cells)
       out << fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f},{}\n", c.rate_bps, c.delay_ms, c.streams, c.bytes,
                          c.state, c.measured_s, c.modelled_s, c.steady_s, c.cwnd_segments);
-  }
+    });
 }
 
 [[noreturn]] void usage_error(const std::string& what) {
@@ -161,10 +159,8 @@ Config parse(int argc, char** argv) {
     try {
       if (option == "--wanlab")
         config.wanlab = value;
-      else if (option == "--markdown")
-        config.markdown = value;
-      else if (option == "--csv")
-        config.csv = value;
+      else if (option == "--markdown" || option == "--csv")
+        (option == "--csv" ? config.csv : config.markdown) = output_file_option(option, value);
       else if (option == "--remodel")
         config.remodel = value;
       else if (option == "--pace")

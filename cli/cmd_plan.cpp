@@ -27,8 +27,10 @@ int default_jobs() {
 int cmd_plan(const Options& options) {
   if (options.positionals().size() != 1) throw UsageError("expected one experiment file");
   const std::size_t top = options.integer<std::size_t>("top", 1, 10000).value_or(10);
-  const auto out = options.get("out");  // checked before the search, which can take minutes
-  if (out && out->empty()) throw UsageError("--out: expected a directory");
+  // Before the search, which can take minutes.
+  const auto out = out_dir_option(options, [](const base::OutputDir& dir) {
+    for (const char* file : {"plans.csv", "plans.svg"}) dir.check(file);
+  });
   hs::PlannerOptions planner;
   planner.jobs = options.integer<int>("jobs", 1, kMaxJobs).value_or(default_jobs());
   const hs::Experiment experiment = hs::load_experiment(options.positionals().front());

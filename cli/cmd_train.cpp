@@ -13,7 +13,7 @@
 #include "wanlab/harness/compare.hpp"
 #include "wanlab/harness/experiment.hpp"
 #include "wanlab/harness/prefill.hpp"
-#include "wanlab/harness/rank_trace.hpp"
+#include "wanlab/harness/outputs.hpp"
 #include "wanlab/harness/run.hpp"
 #include "wanlab/harness/simulate.hpp"
 
@@ -52,17 +52,6 @@ void note_unsimulated_schedules(const em::Scenario& scenario) {
         stderr,
         "wanlab train: the simulator takes {} at their base settings; their schedules act on the emulated links only\n",
         pairs);
-}
-
-void write_outputs(const hs::RunRecord& record, const em::Scenario& scenario, const std::string& dir) {
-  std::filesystem::create_directories(dir);
-  hs::write_results_json(record, scenario.source, dir + "/results.json");
-  hs::write_workload_card(record, scenario, {command_line(), std::filesystem::current_path().string(), ""},
-                          dir + "/card.yaml");
-  hs::write_rank_traces(record, dir + "/ranks");
-  hs::write_trace_json(record, dir + "/trace.json");
-  // The last iteration: the steady state, after the first one's warm-up.
-  hs::write_timeline_svg(record, static_cast<int>(record.iteration_end_ns.size()) - 1, dir + "/timeline.svg");
 }
 
 void print_prefill_summary(const hs::RunRecord& record) {
@@ -125,6 +114,7 @@ int cmd_train(const Options& options) {
   hs::Experiment experiment = hs::load_experiment(options.positionals().front());
   apply_overrides(experiment, options);
   const em::Scenario scenario = hs::load_testbed(experiment);
+  const auto out = out_dir_option(options, hs::check_run_outputs);
 
   hs::RunOptions run;
   try {
@@ -166,11 +156,9 @@ int cmd_train(const Options& options) {
   // Even with --quiet: the default runtime is podman, and a run that fell back says why.
   if (run.runtime == hs::RuntimeChoice::automatic && record.runtime == "sandbox")
     fmt::print(stderr, "wanlab train: workers ran in wanlab's sandbox, not podman: {}\n", record.runtime_detail);
-  if (const auto out = options.get("out")) {
-    write_outputs(record, scenario, *out);
-    fmt::print("wrote {0}/results.json, {0}/trace.json, {0}/timeline.svg, {0}/card.yaml, {0}/ranks/rank-N.json\n",
-               *out);
-  }
+  if (out)
+    fmt::print("{}\n", hs::write_run_outputs(
+                           record, scenario, {command_line(), std::filesystem::current_path().string(), ""}, *out));
   return 0;
 }
 

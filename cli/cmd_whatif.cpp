@@ -22,26 +22,33 @@ void print_progress(const hs::Sweep& sweep, const hs::SweepProgress& p) {
 
 // points.csv and one SVG per axis (with labels: one against them); returns the files written.
 std::vector<std::string> write_sweep(const hs::Sweep& sweep, const std::vector<hs::PointResult>& results,
-                                     const std::string& dir) {
-  std::filesystem::create_directories(dir);
-  std::vector<std::string> written{dir + "/points.csv"};
-  base::replace_file(written.back(), hs::points_csv(sweep, results));
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    const std::string point_dir = fmt::format("{}/points/{}", dir, i + 1);
-    std::filesystem::create_directories(point_dir);
-    base::replace_file(point_dir + "/card.yaml", results[i].card);
+                                     const base::OutputDir& dir) {
+  std::vector<std::string> written;
+  auto write = [&](const std::string& name, const std::string& contents) {
+    dir.write(name, contents);
+    written.push_back(dir.path_of(name));
+  };
+  write("points.csv", hs::points_csv(sweep, results));
+  if (!results.empty()) {
+    const base::OutputDir points = dir.subdir("points");
+    for (std::size_t i = 0; i < results.size(); ++i) points.subdir(std::to_string(i + 1)).write("card.yaml", results[i].card);
+    written.push_back(fmt::format("{}/{{1..{}}}/card.yaml", points.path(), results.size()));
   }
-  if (!results.empty()) written.push_back(fmt::format("{}/points/{{1..{}}}/card.yaml", dir, results.size()));
   if (!sweep.labels.empty()) {
-    written.push_back(dir + "/points.svg");
-    base::replace_file(written.back(), hs::line_plots_svg(hs::label_plots(sweep, results)));
+    write("points.svg", hs::line_plots_svg(hs::label_plots(sweep, results)));
     return written;
   }
-  for (std::size_t axis = 0; axis < sweep.axes.size(); ++axis) {
-    written.push_back(dir + "/" + hs::axis_plot_name(sweep.axes[axis]));
-    base::replace_file(written.back(), hs::line_plots_svg(hs::axis_plots(sweep, results, axis)));
-  }
+  for (std::size_t axis = 0; axis < sweep.axes.size(); ++axis)
+    write(hs::axis_plot_name(sweep.axes[axis]), hs::line_plots_svg(hs::axis_plots(sweep, results, axis)));
   return written;
+}
+
+// Every name the sweep writes in --out, checked before it runs.
+void check_sweep_outputs(const hs::Sweep& sweep, const base::OutputDir& dir) {
+  dir.check("points.csv");
+  dir.check("points.svg");
+  for (const auto& axis : sweep.axes) dir.check(hs::axis_plot_name(axis));
+  dir.check("points", /*directory=*/true);
 }
 
 std::string required(const Options& options, const std::string& name, std::string_view what) {
@@ -55,12 +62,13 @@ std::string required(const Options& options, const std::string& name, std::strin
 int cmd_whatif(const Options& options) {
   if (options.positionals().size() != 1) throw UsageError("expected one sweep file");
   const hs::Sweep sweep = hs::load_sweep(options.positionals().front());
+  const auto out =
+      out_dir_option(options, [&](const base::OutputDir& dir) { check_sweep_outputs(sweep, dir); });
   const bool quiet = options.flag("quiet");
   if (!quiet)
     fmt::print("{}: {} points ({}) of {}\n", sweep.path, sweep.size(),
                sweep.mode == hs::SweepMode::grid ? "grid" : "zip", sweep.experiment_path);
   const hs::Invocation invocation{command_line(), std::filesystem::current_path().string(), ""};
-  const auto out = options.get("out");
   double printed_at_s = 0;
   const auto results = hs::run_sweep(
       sweep,
@@ -96,10 +104,11 @@ int cmd_plot(const Options& options) {
   plot.y_label = options.get("ylabel").value_or("");
   plot.percent = options.flag("percent");
   plot.y_min = options.decimal("ymin", -1e300, 1e300);
-  const std::string out = required(options, "out", "the SVG file to write");
+  required(options, "out", "the SVG file to write");
+  const std::string out = *out_file_option(options);
   const std::string& path = options.positionals().front();
   const std::string text = base::read_regular_file(path);
-  base::replace_file(out, hs::line_plot_svg(hs::plot_from_csv(text, path, plot)));
+  base::write_output_file(out, hs::line_plot_svg(hs::plot_from_csv(text, path, plot)));
   return 0;
 }
 

@@ -124,4 +124,30 @@ std::optional<std::string> testbed_option(const Options& options) {
   return checked_testbed_name(*name, "--testbed");
 }
 
+std::optional<base::OutputDir> out_dir_option(const Options& options,
+                                              const std::function<void(const base::OutputDir&)>& check) {
+  const auto path = options.get("out");
+  if (!path) return std::nullopt;
+  if (path->empty()) throw UsageError("--out: expected a directory");
+  try {
+    auto dir = base::OutputDir::open(*path);
+    if (check) check(dir);
+    return dir;
+  } catch (const base::FileError& error) {
+    throw UsageError(std::string("--out: ") + error.what());
+  }
+}
+
+std::optional<std::string> out_file_option(const Options& options) {
+  const auto path = options.get("out");
+  if (!path) return std::nullopt;
+  if (path->empty()) throw UsageError("--out: expected a file");
+  try {
+    base::check_output_file(*path);
+  } catch (const base::FileError& error) {
+    throw UsageError(std::string("--out: ") + error.what());
+  }
+  return path;
+}
+
 }  // namespace wanlab::cli

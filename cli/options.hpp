@@ -6,6 +6,7 @@
 #pragma once
 
 #include <concepts>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "wanlab/base/files.hpp"
 #include "wanlab/base/parse.hpp"
 #include "wanlab/emulator/testbed.hpp"
 #include "wanlab/emulator/verify.hpp"
@@ -98,5 +100,15 @@ std::optional<std::string> testbed_option(const Options& options);
 // A testbed name from the command line, checked the same way; `where` names
 // the option or argument in the message.
 std::string checked_testbed_name(const std::string& name, std::string_view where);
+
+// --out DIR: opened (made where absent) and given to `check` (which throws
+// base::FileError for an output that could not be written) before any work
+// starts, so a bad one is a UsageError naming the option rather than a run's
+// work thrown away.
+std::optional<base::OutputDir> out_dir_option(const Options& options,
+                                              const std::function<void(const base::OutputDir&)>& check = {});
+// --out FILE: checked the same way (its directory exists; nothing, or a
+// regular file, stands there); its path, for base::write_output_file.
+std::optional<std::string> out_file_option(const Options& options);
 
 }  // namespace wanlab::cli

@@ -250,10 +250,12 @@ BOOST_AUTO_TEST_CASE(whatif_runs_a_shipped_sweep_and_plot_names_its_options) {
   BOOST_TEST(bad.err.starts_with("wanlab whatif: expected one sweep file\n"), bad.err);
 
   const std::string csv = source("bench/harness/results/bubbletea-20261122/load.csv");
-  check_bad_value({"plot", csv, "--x", "rate_per_s", "--y", "ttft_p50_s", "--ymin", "low", "--out", "/dev/null"},
-                  "--ymin", "a number");
+  // Never /dev/null as an output here: a test that wrote over it once left
+  // the machine a regular file there. Errors come before anything is written.
   const std::string svg =
       std::filesystem::temp_directory_path() / ("wanlab-plot-" + std::to_string(::getpid()) + ".svg");
+  check_bad_value({"plot", csv, "--x", "rate_per_s", "--y", "ttft_p50_s", "--ymin", "low", "--out", svg}, "--ymin",
+                  "a number");
   const Outcome two = run_wanlab({"plot", csv, "--x", "rate_per_s", "--y", "ttft_p50_s,ttft_p99_s", "--out", svg});
   BOOST_TEST(two.status == 0, two.err);
   std::ifstream drawn(svg);
@@ -261,10 +263,11 @@ BOOST_AUTO_TEST_CASE(whatif_runs_a_shipped_sweep_and_plot_names_its_options) {
   BOOST_TEST(text.find(">ttft_p50_s</text>") != std::string::npos);
   BOOST_TEST(text.find(">ttft_p99_s</text>") != std::string::npos);
   std::filesystem::remove(svg);
-  const Outcome no_x = run_wanlab({"plot", csv, "--y", "ttft_p50_s", "--out", "/dev/null"});
+  const Outcome no_x = run_wanlab({"plot", csv, "--y", "ttft_p50_s", "--out", svg});
   BOOST_TEST(no_x.status == 2);
   BOOST_TEST(no_x.err.starts_with("wanlab plot: --x: required: the x column\n"), no_x.err);
-  const Outcome no_column = run_wanlab({"plot", csv, "--x", "rate", "--y", "ttft_p50_s", "--out", "/dev/null"});
+  const Outcome no_column = run_wanlab({"plot", csv, "--x", "rate", "--y", "ttft_p50_s", "--out", svg});
   BOOST_TEST(no_column.status == 1);
   BOOST_TEST(no_column.err.starts_with("wanlab plot: " + csv + ": no column \"rate\""), no_column.err);
+  BOOST_TEST(!std::filesystem::exists(svg));
 }

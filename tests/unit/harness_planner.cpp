@@ -72,7 +72,7 @@ BOOST_AUTO_TEST_CASE(out_writes_every_plan_as_csv_and_a_plot) {
   Experiment experiment = parsed(job(1, 1, 8, "[gpus]\na = 8\n[fabric]\nlatency = \"0us\"\n"));
   const PlannerReport report = search_plans(experiment, three_dcs());
   const auto dir = std::filesystem::temp_directory_path() / ("wanlab-plans-" + std::to_string(::getpid()));
-  const std::vector<std::string> written = write_planner_files(report, dir.string());
+  const std::vector<std::string> written = write_planner_files(report, wanlab::base::OutputDir::open(dir.string()));
   BOOST_TEST(written == (std::vector<std::string>{dir.string() + "/plans.csv", dir.string() + "/plans.svg"}),
              boost::test_tools::per_element());
   const std::vector<std::string> csv = lines_of(written[0]);

@@ -137,17 +137,28 @@ BOOST_AUTO_TEST_CASE(writers_write_files_and_report_failures) {
   Run run = pp_across_dc_run();
   std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("wanlab-report-test-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  write_results_json(run.record, "scenario", (dir / "results.json").string());
-  write_trace_json(run.record, (dir / "trace.json").string());
-  write_timeline_svg(run.record, 0, (dir / "timeline.svg").string());
+  const auto out = wanlab::base::OutputDir::open(dir.string());
+  write_results_json(run.record, "scenario", out);
+  write_trace_json(run.record, out);
+  write_timeline_svg(run.record, 0, out);
   BOOST_TEST(parse_json(read(dir / "results.json"))["runtime"].text == "simulator");
   BOOST_TEST(parse_json(read(dir / "trace.json")).has("traceEvents"));
   BOOST_TEST(read(dir / "trace.json") == trace_json(run.record));  // written event by event, the same text
   BOOST_TEST(read(dir / "timeline.svg") == timeline_svg(run.record, 0));
+  // A file the writer cannot replace (here a directory in its place) is an
+  // error naming it, and nothing is left beside it.
+  std::filesystem::remove(dir / "trace.json");
+  std::filesystem::create_directory(dir / "trace.json");
+  try {
+    write_trace_json(run.record, out);
+    BOOST_FAIL("wrote over a directory");
+  } catch (const wanlab::base::FileError& error) {
+    BOOST_TEST(std::string(error.what()) == (dir / "trace.json").string() + ": a directory; outputs are written only as regular files");
+  }
+  std::size_t entries = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir)) ++entries;
+  BOOST_TEST(entries == 3u);
   std::filesystem::remove_all(dir);
-  BOOST_CHECK_THROW(write_results_json(run.record, "", "/nonexistent/dir/results.json"), std::runtime_error);
-  BOOST_CHECK_THROW(write_trace_json(run.record, "/nonexistent/dir/trace.json"), std::runtime_error);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

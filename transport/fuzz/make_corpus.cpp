@@ -1,13 +1,11 @@
 // Writes the seed corpus for the frame decoder fuzzer: valid-* inputs must
 // decode cleanly (all messages, all goodbyes), bad-* inputs must be rejected.
 // Usage: transport_make_corpus DIR
-#include <fmt/format.h>
 
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <iostream>
 
+#include "wanlab/base/files.hpp"
 #include "wanlab/transport/crc32c.hpp"
 #include "wanlab/transport/fuzz.hpp"
 
@@ -79,10 +77,8 @@ std::vector<Segment> messages(const std::vector<std::size_t>& sizes, unsigned co
   return segments;
 }
 
-void write(const std::filesystem::path& dir, const std::string& name, const std::vector<std::uint8_t>& bytes) {
-  std::ofstream out(dir / name, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  if (!out) throw std::runtime_error(fmt::format("writing {}", (dir / name).string()));
+void write(const wanlab::base::OutputDir& dir, const std::string& name, const std::vector<std::uint8_t>& bytes) {
+  dir.write(name, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }
 
 }  // namespace
@@ -92,8 +88,7 @@ int main(int argc, char** argv) {
     std::cerr << "usage: transport_make_corpus DIR\n";
     return 2;
   }
-  const std::filesystem::path dir = argv[1];
-  std::filesystem::create_directories(dir);
+  const auto dir = wanlab::base::OutputDir::open(argv[1]);
   using wanlab::transport::fuzz::make_fuzz_input;
   const std::vector<std::size_t> mixed{0, 1, kChunk - 1, kChunk, kChunk + 1, 3 * kChunk + 7};
 

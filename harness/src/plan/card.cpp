@@ -233,8 +233,8 @@ std::string workload_card(const RunRecord& record, const emulator::Scenario& sce
 }
 
 void write_workload_card(const RunRecord& record, const emulator::Scenario& scenario, const Invocation& invocation,
-                         const std::string& path) {
-  detail::write_text_file(path, workload_card(record, scenario, invocation));
+                         const base::OutputDir& dir) {
+  dir.write("card.yaml", workload_card(record, scenario, invocation));
 }
 
 }  // namespace wanlab::harness

@@ -1,8 +1,6 @@
 // `wanlab plan --out` (planner.hpp): the ranking as plans.csv and plans.svg.
 #include <fmt/format.h>
 
-#include <filesystem>
-
 #include "csv.hpp"
 #include "text.hpp"
 #include "wanlab/base/files.hpp"
@@ -77,14 +75,13 @@ std::vector<LinePlot> planner_plots(const PlannerReport& report) {
   return plots;
 }
 
-std::vector<std::string> write_planner_files(const PlannerReport& report, const std::string& dir) {
-  std::filesystem::create_directories(dir);
-  std::vector<std::string> written{dir + "/plans.csv"};
-  base::replace_file(written.back(), planner_csv(report));
+std::vector<std::string> write_planner_files(const PlannerReport& report, const base::OutputDir& dir) {
+  dir.write("plans.csv", planner_csv(report));
+  std::vector<std::string> written{dir.path_of("plans.csv")};
   const std::vector<LinePlot> plots = planner_plots(report);
   if (plots.empty()) return written;
-  written.push_back(dir + "/plans.svg");
-  base::replace_file(written.back(), line_plots_svg(plots));
+  dir.write("plans.svg", line_plots_svg(plots));
+  written.push_back(dir.path_of("plans.svg"));
   return written;
 }
 

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <filesystem>
 #include <vector>
 
 #include "record_internal.hpp"
@@ -131,12 +130,11 @@ std::string rank_trace_json(const RunRecord& record, int worker) {
   return RankTrace(record, worker).json(by_rank(record).at(static_cast<std::size_t>(worker)));
 }
 
-void write_rank_traces(const RunRecord& record, const std::string& dir) {
-  std::filesystem::create_directories(dir);
+void write_rank_traces(const RunRecord& record, const base::OutputDir& dir) {
+  const base::OutputDir ranks_dir = dir.subdir("ranks");
   const std::vector<RankEvents> ranks = by_rank(record);
   for (std::size_t w = 0; w < ranks.size(); ++w)
-    detail::write_text_file(fmt::format("{}/rank-{}.json", dir, w),
-                            RankTrace(record, static_cast<int>(w)).json(ranks[w]));
+    ranks_dir.write(fmt::format("rank-{}.json", w), RankTrace(record, static_cast<int>(w)).json(ranks[w]));
 }
 
 }  // namespace wanlab::harness

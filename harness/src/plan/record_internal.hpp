@@ -31,9 +31,4 @@ int skipped_iterations(int iterations);
 // then stage, then replica.
 std::vector<int> display_order(const Plan& plan);
 
-// Writes `contents` (or what `fill` writes) to `path`; throws std::runtime_error
-// naming the path.
-void write_text_file(const std::string& path, const std::string& contents);
-void write_file(const std::string& path, const std::function<void(std::ostream&)>& fill);
-
 }  // namespace wanlab::harness::detail

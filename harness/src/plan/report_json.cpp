@@ -1,11 +1,8 @@
-// trace.json (Chrome trace events), and the file writers the reports share.
+// trace.json (Chrome trace events).
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <stdexcept>
@@ -41,18 +38,6 @@ std::vector<int> display_order(const Plan& plan) {
   std::vector<int> order;
   for (const Worker* worker : by_stage) order.push_back(worker->id);
   return order;
-}
-
-void write_file(const std::string& path, const std::function<void(std::ostream&)>& fill) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  if (!file) throw std::runtime_error(fmt::format("{}: cannot create: {}", path, std::strerror(errno)));
-  fill(file);
-  file.flush();
-  if (!file) throw std::runtime_error(fmt::format("{}: cannot write: {}", path, std::strerror(errno)));
-}
-
-void write_text_file(const std::string& path, const std::string& contents) {
-  write_file(path, [&](std::ostream& file) { file << contents; });
 }
 
 }  // namespace detail
@@ -324,9 +309,9 @@ std::string trace_json(const RunRecord& record) {
   return text;
 }
 
-void write_trace_json(const RunRecord& record, const std::string& path) {
-  detail::write_file(path,
-                     [&](std::ostream& file) { write_trace(record, [&](std::string_view piece) { file << piece; }); });
+void write_trace_json(const RunRecord& record, const base::OutputDir& dir) {
+  dir.write("trace.json",
+            [&](std::ostream& file) { write_trace(record, [&](std::string_view piece) { file << piece; }); });
 }
 
 }  // namespace wanlab::harness

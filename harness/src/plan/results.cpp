@@ -152,8 +152,8 @@ std::string results_json(const RunRecord& record, const std::string& scenario_te
   return results_text(make_results(record, scenario_text));
 }
 
-void write_results_json(const RunRecord& record, const std::string& scenario_text, const std::string& path) {
-  detail::write_text_file(path, results_json(record, scenario_text));
+void write_results_json(const RunRecord& record, const std::string& scenario_text, const base::OutputDir& dir) {
+  dir.write("results.json", results_json(record, scenario_text));
 }
 
 }  // namespace wanlab::harness

@@ -334,8 +334,8 @@ std::string timeline_svg(const RunRecord& record, int iteration) {
   return Chart(record, iteration).render();
 }
 
-void write_timeline_svg(const RunRecord& record, int iteration, const std::string& path) {
-  detail::write_text_file(path, timeline_svg(record, iteration));
+void write_timeline_svg(const RunRecord& record, int iteration, const base::OutputDir& dir) {
+  dir.write("timeline.svg", timeline_svg(record, iteration));
 }
 
 }  // namespace wanlab::harness

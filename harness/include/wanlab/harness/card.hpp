@@ -27,8 +27,8 @@ struct Invocation {
 // (wanlab version and git commit, compiler, kernel, libraries, container
 // runtime). Strings are double-quoted YAML (JSON escapes), so any text is safe.
 std::string workload_card(const RunRecord& record, const emulator::Scenario& scenario, const Invocation& invocation);
-// Writes it to `path`; std::runtime_error naming the path when that fails.
+// Writes it to DIR/card.yaml; base::FileError naming the file when that fails.
 void write_workload_card(const RunRecord& record, const emulator::Scenario& scenario, const Invocation& invocation,
-                         const std::string& path);
+                         const base::OutputDir& dir);
 
 }  // namespace wanlab::harness

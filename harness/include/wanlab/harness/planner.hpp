@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "wanlab/base/files.hpp"
 #include "wanlab/emulator/scenario.hpp"
 #include "wanlab/harness/experiment.hpp"
 #include "wanlab/harness/line_plot.hpp"
@@ -87,7 +88,8 @@ std::string planner_csv(const PlannerReport& report);
 // one line per DC order. Empty when no plan simulated.
 std::vector<LinePlot> planner_plots(const PlannerReport& report);
 // DIR/plans.csv and, when a plan simulated, DIR/plans.svg (line_plots_svg of
-// planner_plots); creates DIR; returns the files written.
-std::vector<std::string> write_planner_files(const PlannerReport& report, const std::string& dir);
+// planner_plots); returns the files written. base::FileError naming a file
+// that cannot be written.
+std::vector<std::string> write_planner_files(const PlannerReport& report, const base::OutputDir& dir);
 
 }  // namespace wanlab::harness

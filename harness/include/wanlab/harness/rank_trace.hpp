@@ -19,8 +19,8 @@
 namespace wanlab::harness {
 
 std::string rank_trace_json(const RunRecord& record, int worker);
-// DIR/rank-<w>.json for every worker (DIR is made); std::runtime_error naming
-// a path that cannot be written.
-void write_rank_traces(const RunRecord& record, const std::string& dir);
+// DIR/ranks/rank-<w>.json for every worker (DIR/ranks is made); base::FileError
+// naming a path that cannot be written.
+void write_rank_traces(const RunRecord& record, const base::OutputDir& dir);
 
 }  // namespace wanlab::harness

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "wanlab/base/files.hpp"
 #include "wanlab/harness/plan.hpp"
 #include "wanlab/harness/prefill.hpp"
 
@@ -186,15 +187,16 @@ struct LinkTransfers {
 };
 std::vector<LinkTransfers> summarize_transfers(const RunRecord& record);
 
+// The writers put their file (named below) in `dir` (base::OutputDir: nothing
+// planted there is written through) and throw base::FileError naming it.
 // results.json: mean_iteration_s, mean_gpu_utilization, runtime, iterations
 // [...], the full configuration, scenario text, versions and seed.
-void write_results_json(const RunRecord& record, const std::string& scenario_text, const std::string& path);
+void write_results_json(const RunRecord& record, const std::string& scenario_text, const base::OutputDir& dir);
 // trace.json: Chrome trace events, one track per GPU and per WAN link.
-void write_trace_json(const RunRecord& record, const std::string& path);
+void write_trace_json(const RunRecord& record, const base::OutputDir& dir);
 // timeline.svg: Gantt chart of one iteration, rows grouped by DC, with a legend.
-void write_timeline_svg(const RunRecord& record, int iteration, const std::string& path);
-// The same documents as strings (the writers above write these to `path` and
-// throw std::runtime_error naming the path when that fails).
+void write_timeline_svg(const RunRecord& record, int iteration, const base::OutputDir& dir);
+// The same documents as strings.
 std::string results_json(const RunRecord& record, const std::string& scenario_text);
 std::string trace_json(const RunRecord& record);
 std::string timeline_svg(const RunRecord& record, int iteration);
