@@ -3,10 +3,11 @@
 # podman run containers here (containers/setup-podman.sh: it changes the host
 # only where podman fails without the change, and says so), builds wanlab and
 # the worker image (containers/build.sh), and then runs
-#   demo   the three-DC demo (default)
+#   demo   the three-DC demo (default); builds only the wanlab binary the
+#          demo runs, not the tests and benchmarks
 #   test   the whole test suite (unit, bpf, integration, vm), then the fuzzers
 #          for a bounded time each (label fuzz, a clang build in ./build-fuzz)
-#   build  nothing more
+#   build  nothing more (everything built: tests and benchmarks too)
 # Usage: scripts/setup.sh [demo|test|build]
 # BUILD_DIR overrides ./build, FUZZ_BUILD_DIR ./build-fuzz, FUZZ_SECONDS the
 # 60 s each fuzzer runs.
@@ -47,7 +48,11 @@ containers/setup-podman.sh
 
 echo "== building in $build"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWANLAB_WERROR=ON
-cmake --build "$build" -j "$(nproc)"
+if [ "$what" = demo ]; then
+  cmake --build "$build" -j "$(nproc)" --target wanlab
+else
+  cmake --build "$build" -j "$(nproc)"
+fi
 echo "== worker image"
 containers/build.sh "$build/cli/wanlab"
 if [ "$what" = test ]; then
