@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "wanlab/harness/plan.hpp"
-#include "wanlab/harness/simulate.hpp"
-#include "wanlab/harness/record.hpp"
+#include "wanlab/harness/plan/plan.hpp"
+#include "wanlab/harness/sim/simulate.hpp"
+#include "wanlab/harness/record/record.hpp"
 
 namespace hs = wanlab::harness;
 

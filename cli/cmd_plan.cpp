@@ -8,8 +8,8 @@
 
 #include "commands.hpp"
 #include "options.hpp"
-#include "wanlab/harness/experiment.hpp"
-#include "wanlab/harness/planner.hpp"
+#include "wanlab/harness/experiment/experiment.hpp"
+#include "wanlab/harness/tools/planner.hpp"
 
 namespace wanlab::cli {
 namespace hs = wanlab::harness;

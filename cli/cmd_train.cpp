@@ -9,13 +9,13 @@
 
 #include "commands.hpp"
 #include "options.hpp"
-#include "wanlab/harness/card.hpp"
-#include "wanlab/harness/compare.hpp"
-#include "wanlab/harness/experiment.hpp"
-#include "wanlab/harness/prefill.hpp"
-#include "wanlab/harness/outputs.hpp"
-#include "wanlab/harness/run.hpp"
-#include "wanlab/harness/simulate.hpp"
+#include "wanlab/harness/report/card.hpp"
+#include "wanlab/harness/tools/compare.hpp"
+#include "wanlab/harness/experiment/experiment.hpp"
+#include "wanlab/harness/bubbletea/prefill.hpp"
+#include "wanlab/harness/report/outputs.hpp"
+#include "wanlab/harness/run/run.hpp"
+#include "wanlab/harness/sim/simulate.hpp"
 
 namespace wanlab::cli {
 namespace hs = wanlab::harness;

@@ -7,8 +7,8 @@
 #include "commands.hpp"
 #include "options.hpp"
 #include "wanlab/base/files.hpp"
-#include "wanlab/harness/line_plot.hpp"
-#include "wanlab/harness/whatif.hpp"
+#include "wanlab/harness/report/line_plot.hpp"
+#include "wanlab/harness/tools/whatif.hpp"
 
 namespace wanlab::cli {
 namespace hs = wanlab::harness;

@@ -10,7 +10,7 @@
 
 #include "options.hpp"
 #include "wanlab/emulator/scenario.hpp"
-#include "wanlab/harness/experiment.hpp"
+#include "wanlab/harness/experiment/experiment.hpp"
 #include "wanlab/transport/perf.hpp"
 
 namespace wanlab::cli {

@@ -5,7 +5,7 @@
 //   build-fuzz/harness/experiment_fuzzer NEW_DIR tests/data/experiment-corpus scenarios/experiments
 //   -dict=tests/data/experiment.dict
 #include "parser_fuzz.hpp"
-#include "wanlab/harness/experiment.hpp"
+#include "wanlab/harness/experiment/experiment.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   return wanlab::fuzz::check_parser<wanlab::harness::ExperimentError>(

@@ -17,12 +17,12 @@
 #include <set>
 #include <thread>
 
-#include "../harness/src/run/gpu_lease.hpp"
+#include "worker/gpu_lease.hpp"
 #include "support/two_dc.hpp"
 #include "support/wanlab_cli.hpp"
-#include "wanlab/harness/gpu.hpp"
-#include "wanlab/harness/experiment.hpp"
-#include "wanlab/harness/run.hpp"
+#include "wanlab/harness/run/gpu.hpp"
+#include "wanlab/harness/experiment/experiment.hpp"
+#include "wanlab/harness/run/run.hpp"
 
 using namespace wanlab;
 using namespace std::chrono_literals;

@@ -25,10 +25,10 @@
 #include "support/wanlab_cli.hpp"
 #include "wanlab/emulator/netns.hpp"
 #include "wanlab/emulator/scenario.hpp"
-#include "wanlab/harness/compare.hpp"
-#include "wanlab/harness/experiment.hpp"
-#include "wanlab/harness/run.hpp"
-#include "wanlab/harness/simulate.hpp"
+#include "wanlab/harness/tools/compare.hpp"
+#include "wanlab/harness/experiment/experiment.hpp"
+#include "wanlab/harness/run/run.hpp"
+#include "wanlab/harness/sim/simulate.hpp"
 
 using namespace wanlab;
 using namespace std::chrono_literals;

@@ -19,7 +19,7 @@
 #include "commands.hpp"
 #include "options.hpp"
 #include "wanlab/emulator/scenario.hpp"
-#include "wanlab/harness/experiment.hpp"
+#include "wanlab/harness/experiment/experiment.hpp"
 #include "wanlab/transport/perf.hpp"
 
 namespace cli = wanlab::cli;

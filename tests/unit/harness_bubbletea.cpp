@@ -9,10 +9,10 @@
 #include <map>
 #include <random>
 
-#include "../harness/src/run/kv_order.hpp"
+#include "prefill/kv_order.hpp"
 #include "harness_support.hpp"
 #include "wanlab/base/stats.hpp"
-#include "wanlab/harness/simulate.hpp"
+#include "wanlab/harness/sim/simulate.hpp"
 
 using namespace wanlab::harness;
 using harness_test::experiment;

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "harness_support.hpp"
-#include "wanlab/harness/card.hpp"
+#include "wanlab/harness/report/card.hpp"
 
 namespace hs = wanlab::harness;
 using harness_test::count_substring;

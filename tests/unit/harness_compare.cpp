@@ -9,7 +9,7 @@
 #include <sstream>
 #include <string>
 
-#include "wanlab/harness/compare.hpp"
+#include "wanlab/harness/tools/compare.hpp"
 
 using namespace wanlab::harness;
 

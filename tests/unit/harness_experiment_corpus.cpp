@@ -1,7 +1,7 @@
 // The experiment fuzzer's corpus (tests/data/experiment-corpus) replayed
 // through parse_experiment in the normal build.
 #include "parser_corpus.hpp"
-#include "wanlab/harness/experiment.hpp"
+#include "wanlab/harness/experiment/experiment.hpp"
 
 namespace hs = wanlab::harness;
 

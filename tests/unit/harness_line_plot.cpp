@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "wanlab/harness/line_plot.hpp"
+#include "wanlab/harness/report/line_plot.hpp"
 
 namespace hs = wanlab::harness;
 

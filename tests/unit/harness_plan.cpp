@@ -10,9 +10,9 @@
 #include <tuple>
 
 #include "harness_support.hpp"
-#include "wanlab/harness/plan.hpp"
-#include "wanlab/harness/record.hpp"
-#include "wanlab/harness/simulate.hpp"
+#include "wanlab/harness/plan/plan.hpp"
+#include "wanlab/harness/record/record.hpp"
+#include "wanlab/harness/sim/simulate.hpp"
 
 using namespace wanlab::harness;
 using harness_test::error_of;

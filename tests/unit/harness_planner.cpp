@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "harness_support.hpp"
-#include "wanlab/harness/planner.hpp"
+#include "wanlab/harness/tools/planner.hpp"
 
 using namespace wanlab::harness;
 using harness_test::error_of;

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "harness_support.hpp"
-#include "wanlab/harness/prefill.hpp"
+#include "wanlab/harness/bubbletea/prefill.hpp"
 
 using namespace wanlab::harness;
 

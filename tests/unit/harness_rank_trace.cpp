@@ -10,7 +10,7 @@
 #include <map>
 
 #include "harness_support.hpp"
-#include "wanlab/harness/rank_trace.hpp"
+#include "wanlab/harness/report/rank_trace.hpp"
 
 namespace hs = wanlab::harness;
 using harness_test::JsonValue;

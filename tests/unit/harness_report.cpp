@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "harness_support.hpp"
-#include "wanlab/harness/simulate.hpp"
+#include "wanlab/harness/sim/simulate.hpp"
 
 using namespace wanlab::harness;
 using harness_test::count_substring;

@@ -7,7 +7,7 @@
 #include <set>
 
 #include "harness_support.hpp"
-#include "wanlab/harness/simulate.hpp"
+#include "wanlab/harness/sim/simulate.hpp"
 
 using namespace wanlab::harness;
 using harness_test::count_substring;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "harness_support.hpp"
-#include "wanlab/harness/results.hpp"
+#include "wanlab/harness/record/results.hpp"
 
 using namespace wanlab::harness;
 

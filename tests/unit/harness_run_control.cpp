@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "../harness/src/run/data_header.hpp"
-#include "wanlab/harness/control.hpp"
+#include "protocol/data_header.hpp"
+#include "wanlab/harness/run/control.hpp"
 
 namespace ctl = wanlab::harness::control;
 using wanlab::harness::Event;

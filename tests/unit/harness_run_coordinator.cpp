@@ -15,10 +15,10 @@
 
 #include "wanlab/emulator/scenario.hpp"
 #include "wanlab/emulator/testbed.hpp"
-#include "wanlab/harness/control.hpp"
-#include "wanlab/harness/experiment.hpp"
-#include "wanlab/harness/gpu.hpp"
-#include "wanlab/harness/run.hpp"
+#include "wanlab/harness/run/control.hpp"
+#include "wanlab/harness/experiment/experiment.hpp"
+#include "wanlab/harness/run/gpu.hpp"
+#include "wanlab/harness/run/run.hpp"
 
 namespace hs = wanlab::harness;
 namespace ctl = wanlab::harness::control;

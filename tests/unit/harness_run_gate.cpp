@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "wanlab/harness/link_gate.hpp"
+#include "wanlab/harness/run/link_gate.hpp"
 
 using wanlab::harness::GateError;
 using wanlab::harness::LinkGate;

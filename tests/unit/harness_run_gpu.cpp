@@ -7,7 +7,7 @@
 #include <asio/io_context.hpp>
 #include <stdexcept>
 
-#include "wanlab/harness/gpu.hpp"
+#include "wanlab/harness/run/gpu.hpp"
 
 using wanlab::harness::EmulatedGpu;
 using wanlab::harness::monotonic_ns;

@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "../harness/src/run/gpu_lease.hpp"
-#include "wanlab/harness/gpu.hpp"
+#include "worker/gpu_lease.hpp"
+#include "wanlab/harness/run/gpu.hpp"
 
 namespace fs = std::filesystem;
 namespace rd = wanlab::harness::run_detail;

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "../harness/src/run/assignment.hpp"
+#include "coordinator/assignment.hpp"
 #include "harness_support.hpp"
-#include "wanlab/harness/simulate.hpp"
+#include "wanlab/harness/sim/simulate.hpp"
 
 using namespace wanlab::harness;
 namespace em = wanlab::emulator;

@@ -2,8 +2,8 @@
 // with the experiment's scale; delays and time-based queues stay.
 #include <boost/test/unit_test.hpp>
 
-#include "wanlab/harness/run.hpp"
-#include "wanlab/harness/simulate.hpp"
+#include "wanlab/harness/run/run.hpp"
+#include "wanlab/harness/sim/simulate.hpp"
 
 namespace em = wanlab::emulator;
 using wanlab::harness::run_testbed_name;

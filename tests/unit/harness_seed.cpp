@@ -6,7 +6,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "harness_support.hpp"
-#include "wanlab/harness/simulate.hpp"
+#include "wanlab/harness/sim/simulate.hpp"
 
 using namespace wanlab::harness;
 using harness_test::parse_json;

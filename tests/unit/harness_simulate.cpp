@@ -8,7 +8,7 @@
 #include <tuple>
 
 #include "harness_support.hpp"
-#include "wanlab/harness/simulate.hpp"
+#include "wanlab/harness/sim/simulate.hpp"
 
 using namespace wanlab::harness;
 using harness_test::error_of;

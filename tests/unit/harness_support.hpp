@@ -16,9 +16,9 @@
 
 #include "wanlab/base/one_line.hpp"
 #include "wanlab/emulator/scenario.hpp"
-#include "wanlab/harness/experiment.hpp"
-#include "wanlab/harness/plan.hpp"
-#include "wanlab/harness/simulate.hpp"
+#include "wanlab/harness/experiment/experiment.hpp"
+#include "wanlab/harness/plan/plan.hpp"
+#include "wanlab/harness/sim/simulate.hpp"
 
 namespace harness_test {
 

@@ -8,8 +8,8 @@
 
 #include "harness_support.hpp"
 #include "wanlab/emulator/tcp_window.hpp"
-#include "wanlab/harness/simulate.hpp"
-#include "wanlab/harness/tcp_model.hpp"
+#include "wanlab/harness/sim/simulate.hpp"
+#include "wanlab/harness/model/tcp_model.hpp"
 
 using namespace wanlab::harness;
 namespace em = wanlab::emulator;

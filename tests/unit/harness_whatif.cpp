@@ -12,7 +12,7 @@
 #include <string>
 
 #include "support/two_dc.hpp"
-#include "wanlab/harness/whatif.hpp"
+#include "wanlab/harness/tools/whatif.hpp"
 
 namespace hs = wanlab::harness;
 namespace fs = std::filesystem;

@@ -1,6 +1,6 @@
 // Placements: Atlas DC selection (Algorithm 1 plus hop ordering), the PP- and
 // DP-across-DC baselines and explicit per-stage lists.
-#include "placement.hpp"
+#include "plan/placement.hpp"
 
 #include <fmt/format.h>
 
@@ -8,9 +8,9 @@
 #include <limits>
 #include <numeric>
 
-#include "text.hpp"
+#include "experiment/text.hpp"
 #include "wanlab/base/parse.hpp"
-#include "wanlab/harness/plan.hpp"
+#include "wanlab/harness/plan/plan.hpp"
 
 namespace wanlab::harness {
 namespace {

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "wanlab/emulator/scenario.hpp"
-#include "wanlab/harness/experiment.hpp"
+#include "wanlab/harness/experiment/experiment.hpp"
 
 namespace wanlab::harness::detail {
 

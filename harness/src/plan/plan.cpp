@@ -1,6 +1,6 @@
 // make_plan: model arithmetic, placement, hosts, per-worker op lists and
 // temporal-sharing slots.
-#include "wanlab/harness/plan.hpp"
+#include "wanlab/harness/plan/plan.hpp"
 
 #include <fmt/format.h>
 
@@ -9,9 +9,9 @@
 #include <map>
 #include <tuple>
 
-#include "placement.hpp"
-#include "simulate_internal.hpp"
-#include "wanlab/harness/simulate.hpp"
+#include "plan/placement.hpp"
+#include "sim/simulate_internal.hpp"
+#include "wanlab/harness/sim/simulate.hpp"
 
 namespace wanlab::harness {
 namespace {

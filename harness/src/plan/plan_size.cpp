@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "wanlab/harness/plan.hpp"
+#include "wanlab/harness/plan/plan.hpp"
 
 namespace wanlab::harness {
 namespace {

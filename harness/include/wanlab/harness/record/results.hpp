@@ -1,0 +1,90 @@
+// results.json as a type: what a run reports (made from its RunRecord by
+// make_results), written by to_json and read back by results_from_json, the
+// one codec of the document, beside each other (docs/HARNESS.md lists the fields).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "wanlab/harness/bubbletea/prefill.hpp"
+#include "wanlab/harness/record/record.hpp"
+
+namespace wanlab::harness {
+
+// One request of a BubbleTea run, as results.json's "request_outcomes" lists
+// it: [id, arrival_s, prompt_tokens, state, ttft_s or null, reason].
+struct RequestRow {
+  int id = 0;
+  double arrival_s = 0;
+  int prompt_tokens = 0;
+  std::string state;             // to_string(RequestState)
+  std::optional<double> ttft_s;  // served requests only
+  std::string reason;
+  bool operator==(const RequestRow&) const = default;
+};
+
+// results.json's "prefill": the summary (summarize_prefill), what happened
+// (notes) and every request.
+struct PrefillResults {
+  PrefillSummary summary;
+  std::vector<std::string> notes;
+  std::vector<RequestRow> requests;
+  bool operator==(const PrefillResults&) const = default;
+};
+
+struct Results {
+  std::string experiment;
+  std::string runtime;         // RunRecord::runtime
+  std::string runtime_detail;  // written only when not empty
+  RunSummary run;              // the means
+  std::optional<PrefillResults> prefill;
+  std::vector<IterationSummary> iterations;
+  std::vector<LinkTransfers> transfers;  // per WAN link
+  // The experiment and the plan as they ran: echoes of the inputs, kept as
+  // JSON (configuration: every experiment key; plan: sizes, stage DCs, workers).
+  nlohmann::ordered_json configuration = nlohmann::ordered_json::object();
+  nlohmann::ordered_json plan = nlohmann::ordered_json::object();
+  std::uint64_t seed = 0;
+  std::vector<std::pair<std::string, std::string>> versions;  // "wanlab", "fmt", ... -> version
+  std::string scenario_path;
+  std::string scenario_text;
+  bool operator==(const Results&) const = default;
+};
+
+// A results.json that cannot be read: one line, "LABEL: what" or
+// "LABEL.configuration: \"streams\" is not a whole number".
+class ResultsError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+Results make_results(const RunRecord& record, const std::string& scenario_text);
+
+nlohmann::ordered_json to_json(const Results& results);
+// The file's text: indented by two, one trailing newline.
+std::string results_text(const Results& results);
+// `label` names the document in errors (the file's path). Members the reader
+// does not know are ignored, so a newer file still compares.
+Results results_from_json(std::string_view text, const std::string& label);
+// DIR/results.json, or the file itself if `path` is a file.
+Results read_results(const std::string& path);
+
+// The configuration's values a comparison shows (throw ResultsError naming
+// "LABEL.configuration" and the field).
+struct ConfigurationView {
+  std::string schedule;
+  std::string placement;  // a policy, or the DCs of an explicit list joined by ','
+  int streams = 0;
+  bool temporal_sharing = false;
+  double scale = 1;
+};
+ConfigurationView configuration_view(const Results& results, const std::string& label);
+
+}  // namespace wanlab::harness

@@ -1,0 +1,24 @@
+// What `wanlab train --out DIR` leaves in DIR: results.json, trace.json,
+// timeline.svg, card.yaml and ranks/rank-N.json. All of it is written through
+// base::OutputDir, so nothing planted in DIR is written through or replaced.
+#pragma once
+
+#include <string>
+
+#include "wanlab/base/files.hpp"
+#include "wanlab/emulator/scenario.hpp"
+#include "wanlab/harness/report/card.hpp"
+#include "wanlab/harness/record/record.hpp"
+
+namespace wanlab::harness {
+
+// Throws base::FileError naming the first output that could not be written
+// (a link, a device, a directory where a file goes): checked before a run,
+// so a bad --out costs nothing.
+void check_run_outputs(const base::OutputDir& dir);
+// Writes them all; the timeline is of the last iteration, the steady state.
+// Returns the line that says what was written ("wrote DIR/results.json, ...").
+std::string write_run_outputs(const RunRecord& record, const emulator::Scenario& scenario,
+                              const Invocation& invocation, const base::OutputDir& dir);
+
+}  // namespace wanlab::harness

@@ -1,0 +1,57 @@
+// `wanlab compare`: any number of results.json files side by side, a column
+// per run. Needs no kernel: it lives in wanlab_harness_plan.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "wanlab/harness/record/results.hpp"
+
+namespace wanlab::harness {
+
+// BubbleTea's figures of a run with prefill (results.json "prefill").
+struct PrefillColumns {
+  double utilization = 0;   // training + prefill
+  double tokens_per_s = 0;  // prompt tokens prefilled per second
+  double ttft_p50_s = 0;
+  double ttft_p99_s = 0;
+  int served = 0;
+  int rejected = 0;
+  int failed = 0;
+  double training_delay_s = 0;
+};
+
+// What a comparison shows of one results.json.
+struct ResultRow {
+  std::string label;  // as given on the command line (the column's head)
+  std::string experiment;
+  std::string runtime;
+  std::string schedule;
+  std::string placement;
+  int streams = 0;
+  bool temporal_sharing = false;
+  double scale = 1;
+  int iterations = 0;
+  double iteration_s = 0;                 // mean_iteration_s
+  double utilization = 0;                 // mean_gpu_utilization
+  double bubble = 0;                      // mean_bubble_fraction
+  double wan_bytes_per_iteration = 0;     // summed over links, mean over iterations (as sent, scaled)
+  std::optional<PrefillColumns> prefill;  // runs with [prefill] enabled
+};
+
+ResultRow result_row(const Results& results, const std::string& label);
+// Reads DIR/results.json, or the file itself if `path` is a file (read_results).
+// Throws ResultsError "FILE: what is wrong" (missing file, bad JSON with its
+// line and column, a missing or mistyped field named with where it sits).
+ResultRow read_result(const std::string& path);
+ResultRow parse_result(std::string_view json_text, const std::string& label);
+
+// The table: a column per result, a line per figure; speedup is the first
+// result's iteration time over each one's. When any result ran prefill, the
+// prefill figures follow (utilization without and with prefill, prefill
+// tokens/s, TTFT, requests, training delay), "-" for a result without.
+std::string compare_table(const std::vector<ResultRow>& rows);
+
+}  // namespace wanlab::harness

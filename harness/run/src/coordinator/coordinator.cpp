@@ -1,0 +1,494 @@
+// The coordinator: launches the workers, distributes plans, runs the
+// iterations, gates WAN links, gathers events; on any failure stops it all.
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/io_context.hpp>
+#include <asio/local/stream_protocol.hpp>
+#include <asio/posix/stream_descriptor.hpp>
+#include <asio/redirect_error.hpp>
+#include <asio/use_awaitable.hpp>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "protocol/control_socket.hpp"
+#include "coordinator/assignment.hpp"
+#include "process/exit_status.hpp"
+#include "coordinator/iteration_reports.hpp"
+#include "prefill/prefill_service.hpp"
+#include "protocol/notifier.hpp"
+#include "wanlab/base/interrupts.hpp"
+#include "wanlab/base/process.hpp"
+#include "wanlab/harness/run/gpu.hpp"
+#include "wanlab/harness/run/link_gate.hpp"
+#include "wanlab/harness/run/run.hpp"
+#include "wanlab/harness/sim/simulate.hpp"
+#include "wanlab/transport/options.hpp"
+
+namespace wanlab::harness {
+namespace {
+
+using namespace run_detail;
+namespace ctl = control;
+namespace em = wanlab::emulator;
+namespace fs = std::filesystem;
+
+constexpr auto kFailureGrace = std::chrono::milliseconds(700);
+constexpr auto kExitWait = std::chrono::seconds(15);
+
+struct WorkerState {
+  const WorkerPlan* plan = nullptr;
+  const em::Host* host = nullptr;
+  pid_t pid = -1;
+  std::optional<int> exit_status;  // waitpid status once it ended
+  std::shared_ptr<ControlSocket> control;
+  bool hello = false;
+  bool listening = false;
+  bool ready = false;
+  int reported = -1;  // last iteration reported
+  bool said_failed = false;
+};
+
+struct Failure {
+  int worker = -1;  // -1: not a worker's
+  std::string reason;
+  bool lost = false;  // the worker itself died (rather than reporting a peer's trouble)
+};
+
+class Coordinator {
+ public:
+  Coordinator(const Plan& plan, const em::Scenario& scenario, const em::TestbedState& testbed,
+              const RunOptions& options)
+      : plan_(plan), scenario_(scenario), testbed_(testbed), options_(options), gate_(plan) {
+    workers_.resize(plan.workers.size());
+    for (std::size_t i = 0; i < plan.workers.size(); ++i) {
+      if (plan.workers[i].worker.id != static_cast<int>(i))
+        throw RunError(fmt::format("plan: worker {} has id {}", i, plan.workers[i].worker.id));
+      workers_[i].plan = &plan.workers[i];
+      workers_[i].host = &testbed.host(plan.workers[i].worker.host);
+    }
+    harness_dir_ = em::run_dir(testbed.name) + "/harness";
+    control_dir_ = harness_dir_ + "/control";
+    if (plan.experiment.prefill.enabled)
+      prefill_.emplace(
+          PrefillService::Setup{&plan_, &scenario_, &testbed_, control_dir_, &io_, &changed_, &gate_, options_.log});
+  }
+
+  ~Coordinator() { cleanup(); }
+
+  RunRecord run() {
+    fs::create_directories(control_dir_);
+    RuntimeSetup setup;
+    setup.choice = options_.runtime;
+    setup.rootfs_dir = harness_dir_ + "/rootfs";
+    setup.control_dir = control_dir_;
+    setup.exe = options_.exe.empty() ? base::self_exe() : options_.exe;
+    setup.image = options_.image;
+    setup.progress = options_.log;
+    runtime_ = make_runtime(setup);
+    log(fmt::format("workers run in {} ({})", runtime_->name(), runtime_->detail()));
+    record_.plan = plan_;
+    record_.runtime = runtime_->name();
+    record_.runtime_detail = runtime_->detail();
+
+    const std::string socket_path = control_dir_ + "/control.sock";
+    acceptor_.emplace(io_, asio::local::stream_protocol::endpoint(socket_path));
+    asio::co_spawn(io_, main(), [this](std::exception_ptr error) {
+      if (error) main_error_ = error;
+      io_.stop();
+    });
+    io_.run();
+    if (main_error_) std::rethrow_exception(main_error_);
+    return std::move(record_);
+  }
+
+ private:
+  void log(const std::string& line) const {
+    if (options_.log) options_.log(line);
+  }
+
+  std::string who(int worker) const {
+    const Worker& w = workers_[worker].plan->worker;
+    return fmt::format("worker {} (stage {}, replica {}, on {})", worker, w.stage, w.replica, w.host);
+  }
+
+  void fail(int worker, std::string reason, bool lost = false) {
+    if (stopping_) return;
+    failures_.push_back(Failure{worker, std::move(reason), lost});
+    changed_.notify();
+  }
+
+  // Waits for `ready`; throws RunError on a failure (after a short grace in
+  // which the root cause usually arrives) or at the deadline.
+  template <typename Ready, typename Describe>
+  asio::awaitable<void> wait_for(Ready ready, Clock::time_point deadline, Describe describe_timeout) {
+    const bool done = co_await changed_.wait_for([&] { return !failures_.empty() || ready(); }, deadline);
+    if (failures_.empty() && done) co_return;
+    if (failures_.empty()) fail(-1, describe_timeout());
+    co_await changed_.wait_for([] { return false; }, Clock::now() + kFailureGrace);
+    co_await changed_.wait_for([&] { return lost_pending_ == 0; }, Clock::now() + std::chrono::seconds(4));
+    throw RunError(failure_message());
+  }
+
+  std::string failure_message() const {
+    // A worker that died explains the others' broken channels: name it first.
+    std::vector<Failure> ordered = failures_;
+    std::stable_partition(ordered.begin(), ordered.end(), [](const Failure& f) { return f.lost; });
+    std::string text;
+    for (const Failure& f : ordered) {
+      const std::string line = f.worker >= 0 ? who(f.worker) + " failed: " + f.reason : f.reason;
+      if (text.empty()) {
+        text = line;
+      } else if (text.size() < 2000) {
+        text += "; also " + line;
+      }
+    }
+    return text;
+  }
+
+  // ---- main sequence --------------------------------------------------------
+
+  asio::awaitable<void> main() {
+    asio::co_spawn(io_, watch_interrupts(), asio::detached);
+    asio::co_spawn(io_, accept_workers(), asio::detached);
+    if (prefill_) prefill_->create_leases();
+    launch_workers();
+    if (prefill_) prefill_->launch(*runtime_);
+    const auto startup_deadline = Clock::now() + options_.startup_timeout;
+    co_await wait_for([&] { return all([](const WorkerState& w) { return w.hello; }); }, startup_deadline,
+                      [&] { return missing("connected", [](const WorkerState& w) { return w.hello; }); });
+    log(fmt::format("{} workers connected; opening channels", workers_.size()));
+    for (std::size_t i = 0; i < workers_.size(); ++i) workers_[i].control->post(assignment(static_cast<int>(i)));
+    co_await wait_for([&] { return all([](const WorkerState& w) { return w.listening; }); }, startup_deadline,
+                      [&] { return missing("listening", [](const WorkerState& w) { return w.listening; }); });
+    for (auto& w : workers_) w.control->post(ctl::Connect{});
+    co_await wait_for([&] { return all([](const WorkerState& w) { return w.ready; }); }, startup_deadline,
+                      [&] { return missing("ready (channels open)", [](const WorkerState& w) { return w.ready; }); });
+    if (prefill_) co_await wait_for_prefill(startup_deadline);
+    const int iterations = plan_.experiment.iterations;
+    for (int i = 0; i < iterations; ++i) co_await run_iteration(i, iterations);
+    co_await stop_workers();
+  }
+
+  // Training does not wait for prefill: what is not ready by the deadline is given up.
+  asio::awaitable<void> wait_for_prefill(Clock::time_point deadline) {
+    co_await changed_.wait_for([&] { return !failures_.empty() || prefill_->settled(); }, deadline);
+    if (!prefill_->settled())
+      prefill_->give_up_unsettled(fmt::format("not ready within {} s", options_.startup_timeout.count()));
+  }
+
+  template <typename Predicate>
+  bool all(Predicate predicate) const {
+    return std::all_of(workers_.begin(), workers_.end(), predicate);
+  }
+
+  template <typename Predicate>
+  std::string missing(const char* what, Predicate predicate) const {
+    std::string ids;
+    for (std::size_t i = 0; i < workers_.size(); ++i)
+      if (!predicate(workers_[i])) ids += fmt::format("{}{}", ids.empty() ? "" : ", ", i);
+    return fmt::format("timed out after {} s waiting for workers to be {}: not yet {}",
+                       options_.startup_timeout.count(), what, ids);
+  }
+
+  asio::awaitable<void> watch_interrupts() {
+    asio::steady_timer tick(io_);
+    while (!stopping_) {
+      if (const int sig = base::interrupted_by()) {
+        fail(-1, fmt::format("interrupted by signal {} ({})", sig, ::strsignal(sig)));
+        co_return;
+      }
+      tick.expires_after(std::chrono::milliseconds(100));
+      std::error_code ignored;
+      co_await tick.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    }
+  }
+
+  void launch_workers() {
+    for (std::size_t i = 0; i < workers_.size(); ++i) {
+      const int id = static_cast<int>(i);
+      LaunchSpec spec;
+      spec.worker = id;
+      spec.name = fmt::format("wanlab-{}-w{}", testbed_.name, id);
+      spec.hostname = fmt::format("w{}-{}", id, workers_[i].host->name);
+      spec.netns = workers_[i].host->netns;
+      spec.args = {"worker", "--control", control_dir_ + "/control.sock", "--id", std::to_string(id)};
+      workers_[i].pid = runtime_->launch(spec);
+      if (workers_[i].pid > 0) asio::co_spawn(io_, watch_exit(id), asio::detached);
+    }
+  }
+
+  asio::awaitable<void> watch_exit(int id) {
+    WorkerState& w = workers_[id];
+    const auto status = co_await wait_exit(io_, w.pid);
+    if (!status) {
+      if (!w.exit_status) fail(id, fmt::format("watching its process {}: {}", w.pid, std::strerror(errno)));
+      co_return;
+    }
+    w.exit_status = *status;
+    if (!stopping_ && !w.said_failed) fail(id, describe_status(*status), true);
+    changed_.notify();
+  }
+
+  asio::awaitable<void> accept_workers() {
+    for (;;) {
+      std::error_code ec;
+      auto socket = co_await acceptor_->async_accept(asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) co_return;  // closed
+      asio::co_spawn(io_, serve(std::make_shared<ControlSocket>(std::move(socket))), asio::detached);
+    }
+  }
+
+  // One worker's control connection: its hello, then whatever it says.
+  asio::awaitable<void> serve(std::shared_ptr<ControlSocket> socket) {
+    int id = -1;
+    std::string lost;  // why the connection ended, when it did without a word
+    try {
+      auto first = co_await socket->read();
+      if (!first) co_return;
+      if (prefill_ && PrefillService::is_hello(*first)) {
+        co_await prefill_->serve(socket, std::move(*first));
+        co_return;
+      }
+      const auto* hello = std::get_if<ctl::Hello>(&*first);
+      if (!hello) throw ctl::ControlError("expected hello, got " + ctl::type_name(*first));
+      if (hello->worker >= static_cast<int>(workers_.size()) || workers_[hello->worker].hello)
+        throw ctl::ControlError(fmt::format("hello from unknown or repeated worker {}", hello->worker));
+      id = hello->worker;
+      workers_[id].hello = true;
+      workers_[id].control = socket;
+      changed_.notify();
+      for (;;) {
+        auto message = co_await socket->read();
+        if (!message) break;
+        handle(id, std::move(*message));
+        changed_.notify();
+      }
+      lost = "closed its control connection";
+    } catch (const std::system_error& error) {
+      // A reset, as when the worker was killed: its exit status says more.
+      lost = fmt::format("control connection: {}", error.what());
+    } catch (const std::exception& error) {
+      if (id < 0) {
+        fail(-1, fmt::format("a process on the control socket: {}", error.what()));
+      } else if (!stopping_) {
+        fail(id, fmt::format("control connection: {}", error.what()));
+      }
+    }
+    if (id >= 0 && !lost.empty() && !stopping_) co_await control_lost(id, lost);
+  }
+
+  // The connection ended without a word: wait a moment for the exit status, which says more.
+  asio::awaitable<void> control_lost(int id, const std::string& what) {
+    ++lost_pending_;
+    if (workers_[id].pid > 0)
+      co_await changed_.wait_for([&] { return workers_[id].exit_status.has_value() || stopping_; },
+                                 Clock::now() + std::chrono::seconds(3));
+    --lost_pending_;
+    if (!workers_[id].exit_status && !workers_[id].said_failed) fail(id, what, true);
+    changed_.notify();
+  }
+
+  void handle(int id, ctl::Message message) {
+    WorkerState& w = workers_[id];
+    if (std::holds_alternative<ctl::Listening>(message)) {
+      w.listening = true;
+    } else if (std::holds_alternative<ctl::Ready>(message)) {
+      w.ready = true;
+    } else if (auto* request = std::get_if<ctl::GateRequest>(&message)) {
+      grant(gate_.request(id, request->iteration, request->op_index));
+      if (prefill_) prefill_->link_changed();
+    } else if (auto* release = std::get_if<ctl::GateRelease>(&message)) {
+      grant(gate_.release(id, release->iteration, release->op_index));
+      if (prefill_) prefill_->link_changed();
+    } else if (auto* report = std::get_if<ctl::Report>(&message)) {
+      accept_report(id, std::move(*report));
+    } else if (auto* failed = std::get_if<ctl::Failed>(&message)) {
+      w.said_failed = true;
+      fail(id, failed->reason, failed->reason.find("worker") == std::string::npos);
+    } else {
+      throw ctl::ControlError("unexpected " + ctl::type_name(message) + " message");
+    }
+  }
+
+  void grant(const std::vector<LinkGate::Grant>& grants) {
+    for (const auto& g : grants) workers_[g.worker].control->post(ctl::GateGrant{current_iteration_, g.op_index});
+  }
+
+  ctl::Assign assignment(int id) const {
+    std::vector<const em::Host*> hosts;
+    for (const WorkerState& w : workers_) hosts.push_back(w.host);
+    ctl::Assign assign = make_assignment(plan_, scenario_, hosts, id);
+    if (prefill_) assign.gpu_lease = prefill_->lease_path(id);
+    assign.announced_ops = gate_.announced(id);
+    return assign;
+  }
+
+  // ---- iterations -----------------------------------------------------------
+
+  std::chrono::seconds iteration_timeout() const {
+    if (options_.iteration_timeout.count() > 0) return options_.iteration_timeout;
+    try {
+      const RunRecord simulated = simulate_training(plan_, scenario_, LinkModel{}, 1);
+      const double seconds =
+          simulated.iteration_end_ns.empty()
+              ? 0
+              : static_cast<double>(simulated.iteration_end_ns[0] - simulated.iteration_start_ns[0]) / 1e9;
+      return std::chrono::seconds(30 + static_cast<long>(10 * seconds));
+    } catch (const std::exception&) {
+      return std::chrono::seconds(300);
+    }
+  }
+
+  asio::awaitable<void> run_iteration(int i, int iterations) {
+    current_iteration_ = i;
+    gate_.start_iteration(i);
+    const std::int64_t start = monotonic_ns();
+    if (i == 0) origin_ns_ = start;
+    for (auto& w : workers_) w.control->post(ctl::Start{i});
+    if (prefill_) {
+      prefill_->start_iteration(i, start, origin_ns_, record_);
+      prefill_->link_changed();  // the gate started over
+    }
+    const auto timeout = iteration_timeout_ ? *iteration_timeout_ : *(iteration_timeout_ = iteration_timeout());
+    co_await wait_for(
+        [&] { return all([i](const WorkerState& w) { return w.reported >= i; }); }, Clock::now() + timeout,
+        [&] {
+          return fmt::format("iteration {} did not finish within {} s: {}{}", i, timeout.count(), missing_reports(i),
+                             gate_.link_count() ? "; links: " + gate_.describe() : "");
+        });
+    finish_iteration(i, start);
+    const double seconds =
+        static_cast<double>(record_.iteration_end_ns.back() - record_.iteration_start_ns.back()) / 1e9;
+    if (options_.progress) {
+      Progress progress;
+      progress.iteration = i;
+      progress.iterations = iterations;
+      progress.iteration_s = seconds;
+      progress.utilization_so_far = utilization_so_far(record_, workers_.size());
+      if (prefill_) prefill_->fill(progress, record_);
+      options_.progress(progress);
+    }
+  }
+
+  std::string missing_reports(int i) const {
+    std::string ids;
+    for (std::size_t w = 0; w < workers_.size(); ++w)
+      if (workers_[w].reported < i) ids += fmt::format("{}{}", ids.empty() ? "" : ", ", w);
+    return "workers " + ids + " have not finished";
+  }
+
+  void accept_report(int id, ctl::Report report) {
+    if (report.iteration != current_iteration_ || workers_[id].reported >= report.iteration)
+      throw ctl::ControlError(
+          fmt::format("report of iteration {} while iteration {} runs", report.iteration, current_iteration_));
+    const int iteration = report.iteration;
+    const std::int64_t delayed_ns = report.delayed_ns;
+    reports_.accept(id, *workers_[id].plan, std::move(report));
+    workers_[id].reported = iteration;
+    if (prefill_) prefill_->add_training_delay(id, delayed_ns);
+  }
+
+  void finish_iteration(int i, std::int64_t start) {
+    reports_.finish(plan_, i, start, origin_ns_, record_);
+    if (prefill_) prefill_->finish_iteration(i, record_);
+  }
+
+  // ---- the end --------------------------------------------------------------
+
+  asio::awaitable<void> stop_workers() {
+    stopping_ = true;
+    for (auto& w : workers_) w.control->post(ctl::Stop{});
+    if (prefill_) prefill_->stop();
+    const auto ended = [](const WorkerState& w) { return w.exit_status.has_value() || w.pid <= 0; };
+    co_await changed_.wait_for([&] { return all(ended) && (!prefill_ || prefill_->all_exited()); },
+                               Clock::now() + kExitWait);
+    if (prefill_) record_.prefill = prefill_->finish(record_);
+    for (std::size_t i = 0; i < workers_.size(); ++i) {
+      const auto& status = workers_[i].exit_status;
+      if (workers_[i].pid <= 0) continue;
+      if (!status) {
+        log(fmt::format("{} did not exit after stop; stopping it", who(static_cast<int>(i))));
+      } else if (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
+        log(fmt::format("{} {} after stop", who(static_cast<int>(i)), describe_status(*status)));
+      }
+    }
+  }
+
+  // Stops every worker still running, removes the runtime's leftovers and the run's files.
+  void cleanup() noexcept {
+    stopping_ = true;
+    std::vector<pid_t> running;
+    for (auto& w : workers_)
+      if (w.pid > 0 && !w.exit_status) running.push_back(w.pid);
+    if (prefill_)
+      for (pid_t pid : prefill_->running()) running.push_back(pid);
+    try {
+      base::terminate_pids(running, 2000);
+    } catch (...) {
+    }
+    for (pid_t pid : running) ::waitpid(pid, nullptr, WNOHANG);
+    if (runtime_) runtime_->cleanup();
+    // Sockets close while the io_context lives.
+    for (auto& w : workers_) {
+      if (w.control) w.control->close();
+      w.control.reset();
+    }
+    if (prefill_) prefill_->close();
+    std::error_code ignored;
+    if (acceptor_) acceptor_->close(ignored);
+    acceptor_.reset();
+    fs::remove_all(harness_dir_, ignored);
+  }
+
+  const Plan& plan_;
+  const em::Scenario& scenario_;
+  const em::TestbedState& testbed_;
+  const RunOptions& options_;
+  LinkGate gate_;
+  std::string harness_dir_;
+  std::string control_dir_;
+  std::unique_ptr<WorkerRuntime> runtime_;
+  std::vector<WorkerState> workers_;
+  std::vector<Failure> failures_;
+  Notifier changed_;
+  bool stopping_ = false;
+  int lost_pending_ = 0;  // connections lost whose worker's exit status is awaited
+  int current_iteration_ = -1;
+  std::optional<std::chrono::seconds> iteration_timeout_;
+  std::int64_t origin_ns_ = 0;
+  IterationReports reports_;
+  RunRecord record_;
+  std::exception_ptr main_error_;
+  std::optional<PrefillService> prefill_;  // with [prefill] enabled
+  // Last: destroyed first, with the coroutines it still holds.
+  asio::io_context io_{1};
+  std::optional<asio::local::stream_protocol::acceptor> acceptor_;
+};
+
+}  // namespace
+
+RunRecord run_plan(const Plan& plan, const emulator::Scenario& scenario, const emulator::TestbedState& testbed,
+                   const RunOptions& options) {
+  // Before any worker starts: the events of an oversized run would not fit.
+  check_emulated_run(plan, plan.experiment.iterations);
+  base::InterruptGuard interrupts;
+  Coordinator coordinator(plan, scenario, testbed, options);
+  RunRecord record = coordinator.run();
+  // The same plan's transfers as the simulator moves them, for results.json.
+  record.simulated_transfers =
+      simulate_training(plan, scenario, link_model_for(scenario, plan.experiment.scale), plan.experiment.iterations)
+          .transfers;
+  return record;
+}
+
+}  // namespace wanlab::harness

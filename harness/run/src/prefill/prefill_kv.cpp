@@ -1,0 +1,234 @@
+// BubbleTea's KV caches, as the prefill service handles them: each
+// worker's route and assignment, the gate that gives a link to one piece at
+// a time while training's sends leave it free, and the caches' arrivals,
+// which admission's route estimates learn from.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+
+#include "prefill/prefill_service.hpp"
+#include "wanlab/harness/run/gpu.hpp"
+#include "wanlab/harness/sim/simulate.hpp"
+#include "wanlab/harness/model/tcp_model.hpp"
+#include "wanlab/transport/options.hpp"
+
+namespace wanlab::harness::run_detail {
+namespace ctl = control;
+
+namespace {
+
+constexpr std::uint16_t kSinkPort = 49000;
+// A KV piece under temporal sharing: about this long on its link, so that a
+// training transfer that asks for the link shares it for at most that long.
+constexpr double kPieceSeconds = 0.002;
+constexpr std::uint64_t kMinPiece = 32u << 10;
+constexpr std::uint64_t kMaxPiece = 4u << 20;
+// On a DC's own link a quarter of a piece (kDcKvPieceSeconds) waits in the sockets at most.
+constexpr std::uint64_t kMinDcChunk = 16u << 10;
+// The GPU time a prefill worker holds at once, at least (with a guard of 0).
+constexpr std::uint64_t kMinStepNs = 1'000'000;
+
+}  // namespace
+
+ctl::SinkAssign PrefillService::sink_assignment(int index) const {
+  const Sink& sink = sink_at(index);
+  // The sink sends nothing: its chunk size is any (each channel's sender chooses its own).
+  return {sink.host->ipv4, kSinkPort, transport::kDefaultChunkSize, largest_kv_bytes(), sink.senders};
+}
+
+// Whether `worker`'s KV caches go over its DC's own link (to a sink on
+// another host of its DC), which every such worker of the DC shares.
+bool PrefillService::on_dc_link(int worker) const {
+  return link_of(worker).empty() && setup_.plan->workers[worker].worker.host != sinks_[sink_of_[worker]].host->name;
+}
+
+// What a KV piece of `worker` holds while it is on the wire: its WAN link, or
+// its DC's own link; empty over loopback.
+std::string PrefillService::kv_link(int worker) const {
+  if (on_dc_link(worker)) return inside_link(setup_.plan->workers[worker].worker.dc_name);
+  return link_of(worker);
+}
+
+ctl::PrefillAssign PrefillService::assignment(int worker) const {
+  ctl::PrefillAssign a;
+  a.worker = worker;
+  a.gpu_lease = lease_path(worker);
+  a.sink_ipv4 = sinks_[sink_of_[worker]].host->ipv4;
+  a.sink_port = kSinkPort;
+  const bool cross = !link_of(worker).empty();
+  a.streams = cross ? std::max(1, experiment_.streams) : 1;
+  // Temporal sharing protects training's gated sends: a link without any
+  // needs no gate. On a DC's own link the caches of its workers go one
+  // whole cache at a time, as admission's estimate (KvRoutes) and the
+  // simulator take them: sent side by side, each took twice its modelled
+  // time, which admission learned as a slower link on top of the queue it
+  // already counts, and placed half the prefill it could (bubbletea-3dc-local:
+  // 41-52% utilization on those workers, 88-91% on the sinks' hosts). They go
+  // in pieces there too, which leave the link to training's announced sends.
+  const bool dc_link = on_dc_link(worker);
+  a.gated = (cross && experiment_.temporal_sharing && setup_.gate->carries(link_of(worker))) || dc_link;
+  // Small chunks where a piece's "written" hands a WAN link back to
+  // training; on a DC's own link chunks of a piece, so that at most about a
+  // piece waits in the sockets when a training send is announced (whole
+  // caches in 256 KB chunks held the gradients between a DC's hosts back by
+  // up to 0.3 s: bubbletea-3dc-local, 2026-11-23 20:42); over loopback bulk.
+  a.chunk_size = transport::kDefaultChunkSize;
+  a.not_sent_lowat = ctl::kBulkUnsentLowat;
+  if (cross) {
+    a.piece_bytes = piece_bytes(worker, kPieceSeconds);
+    if (a.gated) a.chunk_size = a.not_sent_lowat = kCrossDcChunkBytes;
+  } else if (dc_link) {
+    a.piece_bytes = piece_bytes(worker, kDcKvPieceSeconds);
+    a.chunk_size = a.not_sent_lowat = static_cast<std::uint32_t>(
+        std::clamp<std::uint64_t>(a.piece_bytes / 4, kMinDcChunk, transport::kDefaultChunkSize));
+  } else {
+    a.piece_bytes = largest_kv_bytes();
+  }
+  a.max_kv_bytes = largest_kv_bytes();
+  a.step_ns = std::max(kMinStepNs, experiment_.prefill.guard_ns);
+  return a;
+}
+
+// A gated KV piece: about `seconds` on its link.
+std::uint64_t PrefillService::piece_bytes(int worker, double seconds) const {
+  const auto pair = setup_.scenario->pair(setup_.plan->workers[worker].worker.dc, sinks_[sink_of_[worker]].dc);
+  const double rate_bps = static_cast<double>(pair.rate_bps) * experiment_.scale;
+  if (!(rate_bps > 0)) return kMaxPiece;
+  return std::clamp<std::uint64_t>(static_cast<std::uint64_t>(rate_bps / 8 * seconds), kMinPiece, kMaxPiece);
+}
+
+// The largest batch's KV: max_batch_tokens, or a longer prompt that goes alone.
+std::uint64_t PrefillService::largest_kv_bytes() const {
+  int tokens = experiment_.prefill.max_batch_tokens;
+  for (const Request& r : requests_) tokens = std::max(tokens, r.prompt_tokens);
+  return kv_message_bytes(experiment_, tokens);
+}
+
+// The KV route's wire time (kv_routes_: the rate one transfer gets alone).
+std::int64_t PrefillService::kv_wire_ns(int worker, std::uint64_t bytes) const {
+  return kv_routes_->route(worker).wire_ns(bytes);
+}
+
+// The sink's word and the worker's KvSent come over two connections in
+// either order; a cache is counted once both are in, so that its time is
+// measured from its first byte's turn (taken as 0 it told admission the
+// route was faster than the model, 4 caches of 20 on bt-latency).
+void PrefillService::kv_arrived(const ctl::KvArrived& arrived) {
+  const auto it = batches_.find(arrived.batch);
+  if (it == batches_.end()) throw ctl::ControlError(fmt::format("KV of unknown batch {} arrived", arrived.batch));
+  BatchState& b = it->second;
+  if (b.kv_start_ns < 0 && !processes_[arrived.worker].gone) {
+    b.arrived = arrived;
+    return;
+  }
+  kv_done(b, arrived);
+}
+
+void PrefillService::kv_sent(int worker, const ctl::KvSent& sent) {
+  if (const auto on = kv_cache_on_.find(kv_link(worker)); on != kv_cache_on_.end() && on->second == sent.batch) {
+    kv_cache_on_.erase(on);
+    grant_kv();
+  }
+  const auto it = batches_.find(sent.batch);
+  if (it == batches_.end()) return;
+  BatchState& b = it->second;
+  b.kv_start_ns = sent.start_ns;
+  if (!b.arrived) return;
+  const ctl::KvArrived arrived = *b.arrived;
+  b.arrived.reset();
+  kv_done(b, arrived);
+}
+
+void PrefillService::kv_done(BatchState& b, const ctl::KvArrived& arrived) {
+  const bool timed = b.kv_start_ns >= 0;
+  const std::int64_t start = timed ? b.kv_start_ns : arrived.at_ns;
+  record_.kv.push_back(KvTransfer{b.batch.id, arrived.worker, link_of(arrived.worker), arrived.bytes,
+                                  start - origin_ns_, arrived.at_ns - origin_ns_, b.batch.predicted_first_token_ns,
+                                  batch_deadline(b.batch)});
+  // Admission's next estimates on this route learn how long caches really
+  // take, and how late they came against its prediction.
+  if (timed) kv_routes_->observe(arrived.worker, arrived.bytes, arrived.at_ns - start);
+  kv_routes_->observe_lateness(arrived.worker, arrived.at_ns - origin_ns_ - b.batch.predicted_first_token_ns);
+  if (!b.over) {  // else failed meanwhile: its requests stay failed
+    b.over = true;
+    for (int id : b.batch.requests) {
+      RequestOutcome& o = outcome(id);
+      o.state = RequestState::served;
+      o.first_token_ns = arrived.at_ns - origin_ns_;
+    }
+  }
+  requeue_kv(arrived.worker);
+}
+
+// The route's queue from what still waits for it: every placed batch whose
+// cache has not arrived, on a route shared with `worker`'s, from its
+// predicted prefill end.
+void PrefillService::requeue_kv(int worker) {
+  std::vector<KvRoutes::Waiting> waiting;
+  for (const auto& [id, b] : batches_) {
+    const Chunk& last = b.batch.chunks.back();
+    if (b.over || b.arrived || b.kv_start_ns >= 0 || !kv_routes_->same_queue(worker, last.worker)) continue;
+    waiting.push_back({last.worker, last.start_ns + static_cast<std::int64_t>(last.duration_ns), b.batch.kv_bytes});
+  }
+  kv_routes_->requeue(worker, monotonic_ns() - origin_ns_, std::move(waiting));
+}
+
+// Temporal sharing: one KV piece per link, and only while training neither
+// holds nor waits for the link; training's next send takes it back at the
+// next piece boundary.
+void PrefillService::link_changed() { grant_kv(); }
+
+// Caches take a gated link in the order admission placed their batches, as
+// each worker sends its own (KvSendOrder): a cache's first piece waits while
+// a batch placed before it on the same route has neither begun its KV nor
+// failed. Admission's estimate (KvRoutes) counts the caches placed before a
+// cache on its route, never one placed after it.
+bool PrefillService::kv_turn(int worker, int batch, int piece) const {
+  if (piece > 0) return true;
+  for (const auto& [id, b] : batches_) {
+    if (id >= batch) break;
+    if (!b.over && !b.kv_begun && b.kv_start_ns < 0 && kv_routes_->same_queue(worker, b.batch.chunks.back().worker))
+      return false;
+  }
+  return true;
+}
+
+void PrefillService::grant_kv() {
+  const std::int64_t now = monotonic_ns();
+  for (auto it = kv_waiting_.begin(); it != kv_waiting_.end();) {
+    const std::string link = kv_link(it->worker);
+    // On a DC's own link a cache, once begun, has the link to itself until its last piece.
+    const auto cache_on = kv_cache_on_.find(link);
+    const bool other_cache = cache_on != kv_cache_on_.end() && cache_on->second != it->batch;
+    if (kv_holding_.count(link) || other_cache || setup_.gate->in_use(link) ||
+        !kv_turn(it->worker, it->batch, it->piece)) {
+      ++it;
+      continue;
+    }
+    // Paced below the link's rate: written to the sockets is not yet on the
+    // wire, and pieces back to back would keep a queue ahead of training's sends.
+    if (const auto next = kv_next_grant_[link]; now < next) {
+      if (kv_wakes_.insert(link).second) asio::co_spawn(*setup_.io, wake_kv(link, next), asio::detached);
+      ++it;
+      continue;
+    }
+    kv_holding_[link] = *it;
+    batches_.at(it->batch).kv_begun = true;
+    if (on_dc_link(it->worker))
+      kv_cache_on_[link] = it->batch;
+    else
+      kv_next_grant_[link] = now + kv_wire_ns(it->worker, piece_bytes(it->worker, kPieceSeconds)) * 5 / 4;
+    processes_[it->worker].control->post(ctl::KvGateGrant{it->batch, it->piece});
+    it = kv_waiting_.erase(it);
+  }
+}
+
+asio::awaitable<void> PrefillService::wake_kv(std::string link, std::int64_t at_ns) {
+  co_await sleep_until_ns(at_ns);
+  kv_wakes_.erase(link);
+  if (!stopping_) grant_kv();
+}
+
+}  // namespace wanlab::harness::run_detail

@@ -1,0 +1,486 @@
+#include "prefill/prefill_service.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/steady_timer.hpp>
+#include <cmath>
+#include <limits>
+
+#include "process/exit_status.hpp"
+#include "wanlab/harness/run/gpu.hpp"
+#include "wanlab/harness/sim/simulate.hpp"
+
+namespace wanlab::harness::run_detail {
+namespace ctl = control;
+
+namespace {
+
+constexpr auto kLostWait = std::chrono::seconds(3);
+constexpr const char* kMissedReason = "prefill not done by its TTFT SLO: the GPU was busy";
+
+// Per worker, the time idle in both `a` and `b` (offsets from an iteration's start).
+std::vector<std::vector<Window>> idle_in_both(const std::vector<std::vector<Window>>& a,
+                                              const std::vector<std::vector<Window>>& b) {
+  std::vector<std::vector<Window>> both(std::min(a.size(), b.size()));
+  for (std::size_t w = 0; w < both.size(); ++w)
+    for (const Window& x : a[w])
+      for (const Window& y : b[w]) {
+        const Window overlap{x.worker, std::max(x.start_ns, y.start_ns), std::min(x.end_ns, y.end_ns)};
+        if (overlap.end_ns > overlap.start_ns) both[w].push_back(overlap);
+      }
+  return both;
+}
+
+// The simulated iteration time of the plan, for the requests' horizon.
+std::int64_t simulated_iteration_ns(const RunRecord& simulated) {
+  if (simulated.iteration_end_ns.empty()) return 1'000'000'000;
+  return std::max<std::int64_t>(1, simulated.iteration_end_ns[0] - simulated.iteration_start_ns[0]);
+}
+
+}  // namespace
+
+PrefillService::PrefillService(Setup setup) : setup_(std::move(setup)), experiment_(setup_.plan->experiment) {
+  socket_path_ = setup_.control_dir + "/control.sock";
+  record_.training_delay_ns.assign(setup_.plan->workers.size(), 0);
+  for (const WorkerPlan& w : setup_.plan->workers) {
+    const int dc = decode_dc_of(experiment_, *setup_.scenario, w.worker.dc);
+    if (dc < 0)
+      throw RunError(
+          fmt::format("[prefill] decode_dc \"{}\" is not a DC of the testbed", experiment_.prefill.decode_dc));
+    auto sink = std::find_if(sinks_.begin(), sinks_.end(), [&](const Sink& s) { return s.dc == dc; });
+    if (sink == sinks_.end())
+      sink = sinks_.insert(sinks_.end(), Sink{dc, &setup_.testbed->host(decode_host_name(*setup_.scenario, dc)), 0});
+    ++sink->senders;
+    sink_of_.push_back(static_cast<int>(sink - sinks_.begin()));
+  }
+  processes_.resize(sink_of_.size() + sinks_.size());
+  simulated_ =
+      simulate_training(*setup_.plan, *setup_.scenario, link_model_for(*setup_.scenario, experiment_.scale), 1);
+  // Requests over twice the run's simulated length: a slower real run still has arrivals to the end.
+  const std::int64_t horizon = 2 * experiment_.iterations * simulated_iteration_ns(*simulated_) + 1'000'000'000;
+  requests_ = load_requests(experiment_, horizon);
+  kv_routes_.emplace(*setup_.plan, *setup_.scenario, link_model_for(*setup_.scenario, experiment_.scale));
+  kv_routes_->leave_to_training(*simulated_);
+  admission_.emplace(experiment_, [this](int worker, std::uint64_t bytes) {
+    return kv_routes_->estimate_ns(worker, bytes, monotonic_ns() - origin_ns_);
+  });
+}
+
+std::string PrefillService::lease_path(int worker) const {
+  return fmt::format("{}/gpu-{}.lease", setup_.control_dir, worker);
+}
+
+void PrefillService::create_leases() {
+  for (int w = 0; w < workers(); ++w) leases_.push_back(GpuLease::create(lease_path(w)));
+}
+
+void PrefillService::launch(WorkerRuntime& runtime) {
+  const std::string& testbed = setup_.testbed->name;
+  for (int index = 0; index < static_cast<int>(processes_.size()); ++index) {
+    LaunchSpec spec;
+    spec.worker = index;
+    if (is_sink(index)) {
+      const emulator::Host& host = *sink_at(index).host;
+      const int sink = index - workers();
+      spec.name = fmt::format("wanlab-{}-sink{}", testbed, sink);
+      spec.hostname = "sink-" + host.name;
+      spec.netns = host.netns;
+      spec.args = {"decode-sink", "--control", socket_path_, "--id", std::to_string(sink)};
+    } else {
+      const emulator::Host& host = setup_.testbed->host(setup_.plan->workers[index].worker.host);
+      spec.name = fmt::format("wanlab-{}-p{}", testbed, index);
+      spec.hostname = fmt::format("p{}-{}", index, host.name);
+      spec.netns = host.netns;
+      spec.args = {"prefill-worker", "--control", socket_path_, "--id", std::to_string(index)};
+    }
+    processes_[index].pid = runtime.launch(spec);
+    if (processes_[index].pid > 0) asio::co_spawn(*setup_.io, watch_exit(index), asio::detached);
+  }
+  if (setup_.log) {
+    std::string hosts;
+    for (const Sink& s : sinks_) hosts += fmt::format("{}{}", hosts.empty() ? "" : ", ", s.host->name);
+    setup_.log(fmt::format("BubbleTea: {} prefill workers and {} on {}; {} requests over the run", workers(),
+                           sinks_.size() == 1 ? "the decode sink" : fmt::format("{} decode sinks", sinks_.size()),
+                           hosts, requests_.size()));
+  }
+}
+
+std::string PrefillService::who(int index) const {
+  if (is_sink(index)) return fmt::format("the decode sink on {}", sink_at(index).host->name);
+  return fmt::format("prefill worker {} (on {})", index, setup_.plan->workers[index].worker.host);
+}
+
+bool PrefillService::usable(int worker) const {
+  const Process& p = processes_[worker];
+  return p.ready && !p.gone && !processes_[sink_process(worker)].gone;
+}
+
+std::string PrefillService::link_of(int worker) const {
+  const Worker& w = setup_.plan->workers[worker].worker;
+  const int dc = sinks_[sink_of_[worker]].dc;
+  if (w.dc == dc) return "";
+  return fmt::format("{}->{}", w.dc_name, setup_.scenario->dcs[dc].name);
+}
+
+// ---- processes -------------------------------------------------------------
+
+bool PrefillService::is_hello(const ctl::Message& message) {
+  return std::holds_alternative<ctl::PrefillHello>(message) || std::holds_alternative<ctl::SinkHello>(message);
+}
+
+asio::awaitable<void> PrefillService::serve(std::shared_ptr<ControlSocket> socket, ctl::Message hello) {
+  const auto* prefill = std::get_if<ctl::PrefillHello>(&hello);
+  const int index = prefill ? prefill->worker : workers() + std::get<ctl::SinkHello>(hello).sink;
+  if (index < 0 || index >= static_cast<int>(processes_.size()) || (prefill && is_sink(index)) ||
+      processes_[index].hello)
+    throw ctl::ControlError(fmt::format("{} from an unknown or repeated process", ctl::type_name(hello)));
+  on_hello(index, socket);
+  std::string lost;
+  try {
+    for (;;) {
+      auto message = co_await socket->read();
+      if (!message) break;
+      handle(index, std::move(*message));
+      setup_.changed->notify();
+    }
+    lost = "closed its control connection";
+  } catch (const std::exception& error) {
+    lost = fmt::format("control connection: {}", error.what());
+  }
+  if (!stopping_) co_await connection_lost(index, lost);
+}
+
+void PrefillService::on_hello(int index, std::shared_ptr<ControlSocket> socket) {
+  Process& p = processes_[index];
+  p.hello = true;
+  p.control = std::move(socket);
+  if (p.gone) {  // given up at the startup deadline
+    p.control->post(ctl::Stop{});
+    return;
+  }
+  if (is_sink(index)) {
+    p.control->post(sink_assignment(index));
+    p.assigned = true;
+  }
+  assign_ready_workers();
+  setup_.changed->notify();
+}
+
+// Prefill workers get their assignment once their sink accepts channels.
+void PrefillService::assign_ready_workers() {
+  for (int w = 0; w < workers(); ++w) {
+    Process& p = processes_[w];
+    if (!p.hello || p.assigned || p.gone || !processes_[sink_process(w)].ready) continue;
+    p.control->post(assignment(w));
+    p.assigned = true;
+  }
+}
+
+bool PrefillService::settled() const {
+  return std::all_of(processes_.begin(), processes_.end(), [](const Process& p) { return p.ready || p.gone; });
+}
+
+void PrefillService::give_up_unsettled(const std::string& why) {
+  for (int index = 0; index < static_cast<int>(processes_.size()); ++index)
+    if (!processes_[index].ready && !processes_[index].gone) gone(index, why);
+}
+
+void PrefillService::handle(int index, ctl::Message message) {
+  if (auto* failed = std::get_if<ctl::Failed>(&message)) {
+    gone(index, failed->reason);
+  } else if (is_sink(index)) {
+    handle_sink(index, message);
+  } else {
+    handle_worker(index, message);
+  }
+}
+
+void PrefillService::handle_sink(int index, ctl::Message& message) {
+  if (std::holds_alternative<ctl::Listening>(message)) {
+    processes_[index].ready = true;
+    assign_ready_workers();
+  } else if (auto* arrived = std::get_if<ctl::KvArrived>(&message)) {
+    kv_arrived(*arrived);
+  } else {
+    throw ctl::ControlError("unexpected " + ctl::type_name(message) + " message from the decode sink");
+  }
+}
+
+void PrefillService::handle_worker(int worker, ctl::Message& message) {
+  if (std::holds_alternative<ctl::Ready>(message)) {
+    processes_[worker].ready = true;
+  } else if (auto* done = std::get_if<ctl::PrefillDone>(&message)) {
+    chunk_done(worker, *done);
+  } else if (auto* missed = std::get_if<ctl::PrefillMissed>(&message)) {
+    ++missed_[iteration_];
+    fail_batches([&](const BatchState& b) { return b.batch.id == missed->batch; }, kMissedReason);
+    grant_kv();  // caches placed after it on its route no longer wait for it
+  } else if (auto* request = std::get_if<ctl::KvGateRequest>(&message)) {
+    kv_waiting_.push_back({worker, request->batch, request->piece});
+    grant_kv();
+  } else if (auto* release = std::get_if<ctl::KvGateRelease>(&message)) {
+    const auto held = kv_holding_.find(kv_link(worker));
+    if (held == kv_holding_.end() || held->second.worker != worker || held->second.batch != release->batch ||
+        held->second.piece != release->piece)
+      throw ctl::ControlError(
+          fmt::format("released KV piece {} of batch {} without holding the link", release->piece, release->batch));
+    kv_holding_.erase(held);
+    grant_kv();
+  } else if (auto* sent = std::get_if<ctl::KvSent>(&message)) {
+    kv_sent(worker, *sent);
+  } else {
+    throw ctl::ControlError("unexpected " + ctl::type_name(message) + " message from a prefill worker");
+  }
+}
+
+void PrefillService::chunk_done(int worker, const ctl::PrefillDone& done) {
+  const auto it = batches_.find(done.batch);
+  if (it == batches_.end() || done.chunk >= static_cast<int>(it->second.batch.chunks.size()))
+    throw ctl::ControlError(fmt::format("done with chunk {} of unknown batch {}", done.chunk, done.batch));
+  const Chunk& chunk = it->second.batch.chunks[done.chunk];
+  // A chunk's slot runs its own layers and those carried over from the batch's earlier slots.
+  if (done.end_layer > chunk.end_layer)
+    throw ctl::ControlError(fmt::format("layers [{}, {}) ran in chunk {} of batch {}, which ends at layer {}",
+                                        done.first_layer, done.end_layer, done.chunk, done.batch, chunk.end_layer));
+  record_.spans.push_back(PrefillSpan{worker, done.batch, done.chunk, it->second.batch.tokens, done.first_layer,
+                                      done.end_layer, done.start_ns - origin_ns_, done.end_ns - origin_ns_});
+}
+
+asio::awaitable<void> PrefillService::watch_exit(int index) {
+  const auto status = co_await wait_exit(*setup_.io, processes_[index].pid);
+  processes_[index].exit_status = status.value_or(-1);
+  if (!stopping_) gone(index, status ? describe_status(*status) : "its process could not be watched");
+  setup_.changed->notify();
+}
+
+// The connection ended without a word: the exit status, which says more, comes soon.
+asio::awaitable<void> PrefillService::connection_lost(int index, std::string what) {
+  if (processes_[index].pid > 0)
+    co_await setup_.changed->wait_for([&] { return processes_[index].exit_status.has_value() || stopping_; },
+                                      Clock::now() + kLostWait);
+  if (!stopping_) gone(index, what);
+}
+
+// A process is lost: its outstanding requests fail and it gets no more work.
+void PrefillService::gone(int index, const std::string& why) {
+  Process& p = processes_[index];
+  if (p.gone) return;
+  p.gone = true;
+  if (p.control) p.control->post(ctl::Stop{});
+  const bool sink = is_sink(index);
+  // A sink takes down the prefill of the workers that send to it.
+  const auto affected = [&](int worker) { return worker == index || sink_process(worker) == index; };
+  const std::string reason = fmt::format("{} {}", who(index), why);
+  // A cache that arrived has served its requests, whether or not its worker said when it began.
+  for (auto& [id, b] : batches_) {
+    if (!b.arrived || !affected(b.batch.chunks.front().worker)) continue;
+    const ctl::KvArrived arrived = *b.arrived;
+    b.arrived.reset();
+    kv_done(b, arrived);
+  }
+  const int failed = fail_batches([&](const BatchState& b) { return affected(b.batch.chunks.front().worker); }, reason);
+  std::erase_if(windows_, [&](const Window& w) { return affected(w.worker); });
+  std::erase_if(kv_waiting_, [&](const KvWaiter& k) { return k.worker == index; });
+  std::erase_if(kv_holding_, [&](const auto& held) { return held.second.worker == index; });
+  std::erase_if(kv_cache_on_, [&](const auto& on) {
+    const auto b = batches_.find(on.second);
+    return b == batches_.end() || affected(b->second.batch.chunks.front().worker);
+  });
+  record_.notes.push_back(
+      fmt::format("{} failed: {}; {} requests failed{}", who(index), why, failed,
+                  sink ? "; no more prefill on the GPUs that send to it" : "; later batches avoid its GPU"));
+  if (setup_.log) setup_.log("BubbleTea: " + record_.notes.back());
+  grant_kv();
+  setup_.changed->notify();
+}
+
+// ---- scheduling ------------------------------------------------------------
+
+void PrefillService::start_iteration(int iteration, std::int64_t start_ns, std::int64_t origin_ns,
+                                     const RunRecord& record) {
+  origin_ns_ = origin_ns;
+  iteration_ = iteration;
+  // The bubbles seen in both of the last two iterations: an activation that
+  // came early once, or a send that waited for the link, does not make a
+  // bubble look longer than it is. The first iteration is slower than the
+  // rest (its connections' first data: 5.1-5.4 s against 3.9-4.3 s on
+  // bubbletea-3dc-local), so it counts only for the second, beside the
+  // simulation; the third takes the second alone. Windows that end earlier
+  // than predicted cost training at most one step (PrefillAssign::step_ns).
+  const auto simulated = idle_offsets(*simulated_, 0);
+  const auto offsets = iteration == 0   ? simulated
+                       : iteration == 1 ? idle_in_both(idle_offsets(record, 0), simulated)
+                       : iteration == 2
+                           ? idle_offsets(record, 1)
+                           : idle_in_both(idle_offsets(record, iteration - 1), idle_offsets(record, iteration - 2));
+  predicted_ = predict_windows(offsets, start_ns - origin_ns_, static_cast<std::int64_t>(experiment_.prefill.guard_ns));
+  windows_ = predicted_;
+  std::erase_if(windows_, [&](const Window& w) { return !usable(w.worker); });
+  if (!started_) {
+    started_ = true;
+    asio::co_spawn(*setup_.io, feed_arrivals(), asio::detached);
+  }
+  schedule();
+}
+
+void PrefillService::finish_iteration(int iteration, const RunRecord& record) {
+  if (iteration < 1) return;  // the first includes the connections' set-up
+  const auto errors =
+      prediction_errors(predicted_, idle_offsets(record, iteration), record.iteration_start_ns[iteration], iteration);
+  record_.prediction.insert(record_.prediction.end(), errors.begin(), errors.end());
+}
+
+void PrefillService::add_training_delay(int worker, std::int64_t ns) { record_.training_delay_ns.at(worker) += ns; }
+
+asio::awaitable<void> PrefillService::feed_arrivals() {
+  while (next_arrival_ < requests_.size() && !stopping_) {
+    co_await sleep_until_ns(origin_ns_ + requests_[next_arrival_].arrival_ns);
+    if (stopping_) co_return;
+    const std::int64_t now = monotonic_ns() - origin_ns_;
+    while (next_arrival_ < requests_.size() && requests_[next_arrival_].arrival_ns <= now)
+      arrive(requests_[next_arrival_++]);
+    schedule();
+  }
+}
+
+void PrefillService::arrive(const Request& request) {
+  RequestOutcome& o = outcome(request.id);
+  o.arrival_ns = request.arrival_ns;
+  o.prompt_tokens = request.prompt_tokens;
+  if (std::all_of(processes_.begin() + workers(), processes_.end(), [](const Process& p) { return p.gone; })) {
+    o.state = RequestState::failed;
+    o.reason = "no decode sink";
+    return;
+  }
+  admission_->arrive(request);
+}
+
+void PrefillService::schedule() {
+  if (!started_ || stopping_) return;
+  auto decisions = admission_->schedule(monotonic_ns() - origin_ns_, windows_);
+  for (const Rejection& r : decisions.rejections) {
+    RequestOutcome& o = outcome(r.request);
+    o.state = RequestState::rejected;
+    o.reason = r.reason;
+  }
+  for (const Batch& batch : decisions.batches) place(batch);
+}
+
+// When a chunk's slot ends: the predicted end of the window it was placed
+// in, which placement kept `guard` clear (the chunk's own end if it is in none).
+std::int64_t PrefillService::slot_end(const Chunk& chunk) const {
+  const std::int64_t end = chunk.start_ns + static_cast<std::int64_t>(chunk.duration_ns);
+  for (const Window& w : predicted_)
+    if (w.worker == chunk.worker && w.start_ns <= chunk.start_ns && chunk.start_ns < w.end_ns)
+      return std::max(end, w.end_ns);
+  return end;
+}
+
+// Each chunk of the batch to its worker, at its time on CLOCK_MONOTONIC.
+void PrefillService::place(const Batch& batch) {
+  BatchState& state = batches_[batch.id];
+  state.batch = batch;
+  for (int id : batch.requests) outcome(id).batch = batch.id;
+  const Chunk& last_chunk = batch.chunks.back();
+  kv_routes_->queue(last_chunk.worker, last_chunk.start_ns + static_cast<std::int64_t>(last_chunk.duration_ns),
+                    batch.kv_bytes);
+  // The last chunk may finish late while its requests can still meet the
+  // SLO: by their deadline less the KV cache's estimated time.
+  const std::int64_t kv_ns =
+      batch.predicted_first_token_ns - (last_chunk.start_ns + static_cast<std::int64_t>(last_chunk.duration_ns));
+  const std::int64_t give_up = batch_deadline(batch) - kv_ns;
+  for (std::size_t c = 0; c < batch.chunks.size(); ++c) {
+    const Chunk& chunk = batch.chunks[c];
+    const bool last = c + 1 == batch.chunks.size();
+    processes_.at(chunk.worker)
+        .control->post(ctl::PrefillTask{batch.id, static_cast<int>(c), origin_ns_ + chunk.start_ns,
+                                        origin_ns_ + slot_end(chunk), origin_ns_ + give_up, chunk.duration_ns,
+                                        chunk.first_layer, chunk.end_layer, batch.tokens, last ? batch.kv_bytes : 0});
+  }
+}
+
+// When the batch's first request must have its first token (from the origin).
+std::int64_t PrefillService::batch_deadline(const Batch& batch) {
+  std::int64_t deadline = std::numeric_limits<std::int64_t>::max();
+  for (int id : batch.requests) deadline = std::min(deadline, outcome(id).arrival_ns);
+  return deadline + static_cast<std::int64_t>(experiment_.prefill.ttft_slo_ns);
+}
+
+int PrefillService::fail_batches(const std::function<bool(const BatchState&)>& which, const std::string& reason) {
+  int failed = 0;
+  for (auto& [id, b] : batches_) {
+    if (b.over || !which(b)) continue;
+    b.over = true;
+    for (int request : b.batch.requests) {
+      RequestOutcome& o = outcome(request);
+      o.state = RequestState::failed;
+      o.reason = reason;
+      ++failed;
+    }
+  }
+  return failed;
+}
+
+// ---- outcome ---------------------------------------------------------------
+
+RequestOutcome& PrefillService::outcome(int request) {
+  RequestOutcome& o = outcomes_[request];
+  o.id = request;
+  return o;
+}
+
+void PrefillService::stop() {
+  stopping_ = true;
+  for (Process& p : processes_)
+    if (p.control) p.control->post(ctl::Stop{});
+}
+
+bool PrefillService::all_exited() const {
+  return std::all_of(processes_.begin(), processes_.end(),
+                     [](const Process& p) { return p.pid <= 0 || p.exit_status.has_value(); });
+}
+
+std::vector<pid_t> PrefillService::running() const {
+  std::vector<pid_t> pids;
+  for (const Process& p : processes_)
+    if (p.pid > 0 && !p.exit_status) pids.push_back(p.pid);
+  return pids;
+}
+
+void PrefillService::close() noexcept {
+  stopping_ = true;
+  for (Process& p : processes_) {
+    if (p.control) p.control->close();
+    p.control.reset();
+  }
+}
+
+PrefillRecord PrefillService::finish(const RunRecord& record) {
+  const std::int64_t end = record.iteration_end_ns.empty() ? 0 : record.iteration_end_ns.back();
+  for (const Request& r : requests_) {
+    if (r.arrival_ns > end) break;
+    RequestOutcome& o = outcome(r.id);
+    o.arrival_ns = r.arrival_ns;
+    o.prompt_tokens = r.prompt_tokens;
+  }
+  record_.requests.clear();
+  for (const auto& [id, o] : outcomes_)
+    if (o.arrival_ns <= end) record_.requests.push_back(o);
+  if (!missed_.empty()) {
+    int total = 0;
+    std::string per_iteration;
+    for (const auto& [iteration, count] : missed_) {
+      total += count;
+      per_iteration += fmt::format("{}{} in iteration {}", per_iteration.empty() ? "" : ", ", count, iteration);
+    }
+    record_.notes.push_back(fmt::format("{} batches failed, {}: {}", total, kMissedReason, per_iteration));
+  }
+  std::sort(record_.spans.begin(), record_.spans.end(),
+            [](const PrefillSpan& a, const PrefillSpan& b) { return a.start_ns < b.start_ns; });
+  return record_;
+}
+
+}  // namespace wanlab::harness::run_detail

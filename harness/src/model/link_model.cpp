@@ -1,0 +1,141 @@
+// The simulator's links: a DC pair's rate, ceiling and TCP path as the
+// emulated testbed shapes it, and with a [fabric] the links inside each DC
+// (simulate_internal.hpp).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "sim/simulate_internal.hpp"
+#include "wanlab/emulator/tcp_window.hpp"
+
+namespace wanlab::harness {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Per DC, its workers in (stage, replica) order: a stage's replicas side by
+// side, so a ring's neighbours share a server where they fit.
+std::vector<std::vector<int>> workers_by_dc(const Plan& plan, std::size_t dcs) {
+  std::vector<std::vector<int>> by_dc(dcs);
+  const int pp = plan.experiment.parallel.pp;
+  const int dp = plan.experiment.parallel.dp;
+  for (int stage = 0; stage < pp; ++stage) {
+    for (int replica = 0; replica < dp; ++replica) {
+      const int id = plan.worker_id(stage, replica);
+      by_dc[static_cast<std::size_t>(plan.workers[static_cast<std::size_t>(id)].worker.dc)].push_back(id);
+    }
+  }
+  return by_dc;
+}
+
+}  // namespace
+
+namespace detail {
+
+LinkRate link_rate(const Experiment& experiment, const emulator::Scenario& scenario, const LinkModel& model, int src,
+                   int dst) {
+  const emulator::PairParams pair = scenario.pair(src, dst);
+  const double rtt_s = static_cast<double>(scenario.rtt_ns(src, dst)) / 1e9;
+  LinkRate link;
+  // The harness paces its cross-DC streams only (coordinator's pacing_rate).
+  const int paced_streams = experiment.pacing && src != dst ? std::max(1, experiment.streams) : 0;
+  link.tcp = tcp_path_for(pair, rtt_s, model, experiment.scale, paced_streams);
+  link.capacity_bps = link.tcp.rate_bps;
+  link.delay_ns = static_cast<double>(pair.delay_ns);
+  link.stream_ceiling_bps = std::min(link.tcp.flow_rate_bps, link.tcp.max_pacing_bps);
+  if (model.stream_window_bytes > 0 && rtt_s > 0)
+    link.stream_ceiling_bps = std::min(link.stream_ceiling_bps, link.tcp.window_bytes * 8 / rtt_s);
+  return link;
+}
+
+double transfer_cap_bps(const LinkRate& link, double streams) { return link.stream_ceiling_bps * streams; }
+
+double alone_rate_bps(const LinkRate& link, double streams) {
+  return std::min(link.capacity_bps, transfer_cap_bps(link, streams));
+}
+
+FabricLinks fabric_links(const Plan& plan, std::size_t dcs) {
+  const Experiment& experiment = plan.experiment;
+  const Fabric& fabric = experiment.fabric.value();
+  const int tp = experiment.parallel.tp;
+  const double scale = experiment.scale;
+  FabricLinks links;
+  links.server.assign(plan.workers.size(), -1);
+  // Whole workers per server: a worker wider than a server has it alone (and more).
+  const std::size_t per_server = static_cast<std::size_t>(std::max(1, fabric.gpus_per_server / tp));
+  int next_server = 0;
+  for (const std::vector<int>& workers : workers_by_dc(plan, dcs)) {
+    for (std::size_t i = 0; i < workers.size(); ++i) {
+      if (i % per_server == 0) ++next_server;
+      links.server[static_cast<std::size_t>(workers[i])] = next_server;
+    }
+    LinkRate link;
+    link.capacity_bps = static_cast<double>(workers.size()) * tp * fabric.nic_bps / fabric.oversubscription * scale;
+    link.stream_ceiling_bps = tp * fabric.nic_bps * scale;
+    link.delay_ns = static_cast<double>(fabric.latency_ns);
+    links.fabric.push_back(link);
+  }
+  links.nvlink.stream_ceiling_bps = tp * fabric.nvlink_bps * scale;
+  return links;
+}
+
+}  // namespace detail
+
+TcpPath tcp_path_for(const emulator::PairParams& there, double rtt_s, const LinkModel& model, double scale,
+                     int paced_streams) {
+  TcpPath path;
+  if (there.rate_bps > 0) path.rate_bps = static_cast<double>(there.rate_bps) * model.payload_share * scale;
+  double flow = kInf;
+  if (there.flow_rate_bps > 0) flow = static_cast<double>(there.flow_rate_bps) * model.payload_share;
+  if (model.per_stream_ceiling_bps > 0) flow = std::min(flow, model.per_stream_ceiling_bps);
+  path.flow_rate_bps = flow * scale;
+  path.delay_s = static_cast<double>(there.delay_ns) / 1e9;
+  path.rtt_s = rtt_s;
+  if (model.stream_window_bytes > 0) path.window_bytes = model.stream_window_bytes * scale;
+  path.slow_start_after_idle = model.slow_start_after_idle;
+  path.paced = paced_streams > 0;
+  if (path.paced && std::isfinite(path.rate_bps))
+    path.max_pacing_bps = std::min(path.flow_rate_bps, path.rate_bps / paced_streams);
+  return path;
+}
+
+int ring_flows_between(const Plan& plan, int src, int dst) {
+  if (plan.allreduce_bytes == 0) return 0;
+  int flows = 0;
+  for (int stage = 0; stage < plan.experiment.parallel.pp; ++stage) {
+    const auto& ring = plan.workers[static_cast<std::size_t>(plan.worker_id(stage, 0))].worker.allreduce_group;
+    if (ring.size() < 2) continue;
+    for (std::size_t i = 0; i < ring.size(); ++i) {
+      const int from = plan.workers[static_cast<std::size_t>(ring[i])].worker.dc;
+      const int to = plan.workers[static_cast<std::size_t>(ring[(i + 1) % ring.size()])].worker.dc;
+      if (from == src && to == dst) {
+        ++flows;
+        break;
+      }
+    }
+  }
+  return flows;
+}
+
+double ring_stream_pacing_bps(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model, int src,
+                              int dst) {
+  const int rings = ring_flows_between(plan, src, dst);
+  if (src == dst || rings < 2 || !plan.experiment.pacing) return kInf;
+  const detail::LinkRate link = detail::link_rate(plan.experiment, scenario, model, src, dst);
+  const int streams = std::max(1, plan.experiment.streams);
+  const double together_bps = detail::transfer_cap_bps(link, static_cast<double>(rings * streams));
+  if (!std::isfinite(link.capacity_bps) || together_bps <= link.capacity_bps) return kInf;
+  return link.capacity_bps / (rings * streams);
+}
+
+LinkModel link_model_for(const emulator::Scenario& scenario, double scale) {
+  LinkModel model;
+  // The scaled hosts' window, in full-size bytes: tcp_path_for scales it back.
+  model.stream_window_bytes = emulator::stream_window_bytes(scale_scenario(scenario, scale).host) / scale;
+  model.tcp_dynamics = true;
+  model.slow_start_after_idle = scenario.host.tcp_slow_start_after_idle.value_or(true);
+  model.payload_share = emulator::kPayloadShare;
+  return model;
+}
+
+}  // namespace wanlab::harness

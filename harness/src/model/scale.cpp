@@ -1,0 +1,54 @@
+// An experiment's emulated WAN at its scale (scale_scenario, simulate.hpp):
+// what `wanlab train` brings its testbed up with, and whose host buffers the
+// simulator's window ceiling is taken from.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "wanlab/emulator/tcp_window.hpp"
+#include "wanlab/harness/sim/simulate.hpp"
+
+namespace wanlab::harness {
+namespace em = wanlab::emulator;
+
+namespace {
+
+// The emulator keeps the kernel's initial buffer sizes (16 KiB send,
+// 128 KiB receive); limits below them would not bind.
+constexpr std::uint64_t kMinWmemMax = 16u << 10;
+constexpr std::uint64_t kMinRmemMax = 128u << 10;
+
+std::uint64_t scaled(std::uint64_t value, double scale) {
+  return static_cast<std::uint64_t>(std::llround(static_cast<double>(value) * scale));
+}
+
+void scale_link(em::LinkParams& params, double scale) {
+  // 0 means unlimited and stays so; anything else stays at least 1 bit/s.
+  const auto rate = [&](std::optional<std::uint64_t>& bps) {
+    if (bps && *bps > 0) *bps = std::max<std::uint64_t>(1, scaled(*bps, scale));
+  };
+  rate(params.rate_bps);
+  rate(params.flow_rate_bps);
+  if (params.queue && params.queue->kind == em::QueueLimit::Kind::bytes) params.queue->value *= scale;
+}
+
+}  // namespace
+
+em::Scenario scale_scenario(const em::Scenario& scenario, double scale) {
+  if (!(scale > 0)) throw std::invalid_argument(fmt::format("scale must be > 0, got {}", scale));
+  em::Scenario out = scenario;
+  if (scale == 1.0) return out;
+  scale_link(out.defaults, scale);
+  scale_link(out.intra_dc, scale);
+  for (auto& link : out.links) scale_link(link.params, scale);
+  for (auto& event : out.events) scale_link(event.link.params, scale);
+  out.host.tcp_wmem_max =
+      std::max(kMinWmemMax, scaled(scenario.host.tcp_wmem_max.value_or(em::kDefaultTcpWmemMax), scale));
+  out.host.tcp_rmem_max =
+      std::max(kMinRmemMax, scaled(scenario.host.tcp_rmem_max.value_or(em::kDefaultTcpRmemMax), scale));
+  return out;
+}
+
+}  // namespace wanlab::harness

@@ -1,0 +1,358 @@
+// The simulator's wire (simulator.hpp): links, per-channel FIFO order, TCP
+// rounds and max-min fair sharing, and the step from one event to the next.
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "sim/simulator.hpp"
+
+namespace wanlab::harness::detail::sim {
+namespace {
+
+std::uint64_t channel_key(std::pair<int, int> channel) {
+  return (static_cast<std::uint64_t>(channel.first) << 32) | static_cast<std::uint32_t>(channel.second);
+}
+
+// Max-min fair shares of `capacity` among transfers with individual caps.
+void share_fairly(double capacity, std::vector<Transfer*>& transfers) {
+  std::sort(transfers.begin(), transfers.end(),
+            [](const Transfer* a, const Transfer* b) { return a->cap_bps < b->cap_bps; });
+  double left = capacity;
+  std::size_t remaining = transfers.size();
+  for (Transfer* transfer : transfers) {
+    double share = left / static_cast<double>(remaining);  // inf when the link is unlimited
+    transfer->rate_bps = std::min(transfer->cap_bps, share);
+    if (std::isfinite(left)) left = std::max(0.0, left - transfer->rate_bps);
+    --remaining;
+  }
+}
+
+}  // namespace
+
+void Simulator::make_links(const emulator::Scenario& scenario) {
+  for (int src = 0; src < dcs_; ++src) {
+    for (int dst = 0; dst < dcs_; ++dst) {
+      LinkState link;
+      static_cast<detail::LinkRate&>(link) = detail::link_rate(plan_.experiment, scenario, model_, src, dst);
+      link.ring_stream_pacing_bps = ring_stream_pacing_bps(plan_, scenario, model_, src, dst);
+      links_.push_back(link);
+    }
+  }
+  if (!fabric_) return;
+  // Inside DC d: links_[d x DCs + d] between its servers, links_[DCs^2 + d] inside one.
+  for (int dc = 0; dc < dcs_; ++dc) {
+    LinkState& fabric = links_[static_cast<std::size_t>(dc * dcs_ + dc)];
+    fabric = LinkState{};
+    static_cast<detail::LinkRate&>(fabric) = fabric_->fabric[static_cast<std::size_t>(dc)];
+    fabric.tcp_rounds = false;
+  }
+  for (int dc = 0; dc < dcs_; ++dc) {
+    LinkState nvlink;
+    static_cast<detail::LinkRate&>(nvlink) = fabric_->nvlink;
+    nvlink.tcp_rounds = false;
+    links_.push_back(nvlink);
+  }
+}
+
+int Simulator::link_of(int from, int to) const {
+  const int src = worker(from).dc;
+  const int dst = worker(to).dc;
+  if (fabric_ && src == dst && same_server(from, to)) return dcs_ * dcs_ + src;
+  return src * dcs_ + dst;
+}
+bool Simulator::same_server(int a, int b) const {
+  return fabric_->server[static_cast<std::size_t>(a)] == fabric_->server[static_cast<std::size_t>(b)];
+}
+
+// `cap_bps`, or less for a ring all-reduce's step on a link that its rings
+// share (the harness paces their streams at their share).
+double Simulator::paced_cap_bps(const LinkState& link, const Transfer& transfer, double cap_bps) {
+  if (transfer.collective < 0) return cap_bps;
+  return std::min(cap_bps, link.ring_stream_pacing_bps * transfer.effective_streams);
+}
+
+// Returns the transfer's id.
+int Simulator::start_transfer(int from, int to, double bits, int slot, int message, int collective) {
+  Transfer transfer;
+  transfer.link = link_of(from, to);
+  transfer.bits_left = bits;
+  transfer.slot = slot;
+  transfer.message = message;
+  transfer.collective = collective;
+  int id = static_cast<int>(transfers_.size());
+  LinkState& link = links_[static_cast<std::size_t>(transfer.link)];
+  bool cross_dc = worker(from).dc != worker(to).dc;
+  transfer.streams = cross_dc ? plan_.experiment.streams : 1;
+  transfer.effective_streams = effective_streams(bits / 8, transfer.streams);
+  transfer.cap_bps = paced_cap_bps(link, transfer, detail::transfer_cap_bps(link, transfer.effective_streams));
+  transfer.channel = {from, to};
+  transfer.tcp = &channel_tcp_[channel_key(transfer.channel)];
+  if (message >= 0 && cross_dc) transfer.record = record_transfer(from, to);
+  transfers_.push_back(transfer);
+  // The emulated testbed's loopback (a [fabric] has NVLink instead).
+  if (model_.free_communication || (!fabric_ && worker(from).host == worker(to).host)) {
+    if (transfer.record >= 0) {  // no wire time, no delay
+      mark_first_sent(id, 0);
+      mark_last_sent(id, 0);
+    }
+    schedule({now_, 0, TimedKind::arrival, id});
+    return id;
+  }
+  ChannelQueue& queue = channels_[channel_key(transfer.channel)];
+  transfers_[static_cast<std::size_t>(id)].queue = &queue;
+  if (queue.tail >= 0) {
+    transfers_[static_cast<std::size_t>(queue.tail)].next_queued = id;
+  } else {
+    queue.head = id;
+  }
+  queue.tail = id;
+  if (queue.head == id) admit(id);
+  return id;
+}
+
+// A cross-DC message's TransferRecord, queued now; the rest is filled in
+// as it goes on the wire and off it.
+int Simulator::record_transfer(int from, int to) {
+  const WorkerState& sender = states_[static_cast<std::size_t>(from)];
+  const Op& op = plan_.workers[static_cast<std::size_t>(from)].ops[sender.next_op];
+  TransferRecord record;
+  record.worker = from;
+  record.iteration = iteration_;
+  record.op_index = static_cast<int>(sender.next_op);
+  record.peer = to;
+  record.microbatch = op.microbatch;
+  record.bytes = op.bytes;
+  record.queued_ns = to_ns(now_);
+  record_.transfers.push_back(record);
+  return static_cast<int>(record_.transfers.size() - 1);
+}
+
+// The transfer's next round goes on the wire (its first: the channel's
+// idle time since its last bit counts first).
+void Simulator::put_on_wire(LinkState& link, int id) {
+  Transfer& transfer = transfers_[static_cast<std::size_t>(id)];
+  if (!transfer.on_wire_before) {
+    transfer.on_wire_before = true;
+    mark_first_sent(id, link.delay_ns);
+    ChannelTcp& tcp = *transfer.tcp;
+    if (tcp.last_sent >= 0) after_idle(link.tcp, tcp.state, (now_ - tcp.last_sent) / 1e9);
+  }
+  begin_round(link, transfer);
+  link.on_wire.push_back(id);
+  wired_links_.insert(static_cast<int>(&link - links_.data()));
+}
+
+// What the transfer sends in its next round (rounds: simulate.hpp). At the
+// window ceiling the full rounds but the last go as one, at the window's
+// rate, so a long transfer costs two rounds, not one per RTT.
+void Simulator::begin_round(const LinkState& link, Transfer& transfer) {
+  transfer.round_bits = transfer.round_bits_left = transfer.bits_left;
+  transfer.round_ends = now_;
+  if (!model_.tcp_dynamics || !link.tcp_rounds) return;
+  const TcpChannelState& state = transfer.tcp->state;
+  const double full_round_bits = round_bytes(link.tcp, state, transfer.effective_streams, kInf) * 8;
+  const bool at_ceiling = state.cwnd_bytes >= link.tcp.window_bytes;
+  if (at_ceiling && transfer.bits_left > full_round_bits) {
+    const double rounds = std::ceil(transfer.bits_left / full_round_bits) - 1;
+    transfer.round_bits = rounds * full_round_bits;
+    // The window's rate.
+    transfer.cap_bps = paced_cap_bps(link, transfer, detail::transfer_cap_bps(link, transfer.effective_streams));
+  } else {
+    transfer.round_bits = std::min(transfer.bits_left, full_round_bits);
+    transfer.cap_bps = paced_cap_bps(link, transfer, stream_rate_bps(link.tcp, state) * transfer.effective_streams);
+    transfer.round_ends = now_ + link.tcp.rtt_s * 1e9;
+  }
+  transfer.round_bits_left = transfer.round_bits;
+}
+
+// A cross-DC message's first (or last) bit goes on (or leaves) the wire now
+// and arrives one pair delay later.
+void Simulator::mark_first_sent(int id, double delay_ns) {
+  mark(id, delay_ns, &TransferRecord::first_sent_ns, &TransferRecord::first_received_ns);
+}
+void Simulator::mark_last_sent(int id, double delay_ns) {
+  mark(id, delay_ns, &TransferRecord::last_sent_ns, &TransferRecord::last_received_ns);
+}
+void Simulator::mark(int id, double delay_ns, std::int64_t TransferRecord::*sent,
+                     std::int64_t TransferRecord::*received) {
+  const int record = transfers_[static_cast<std::size_t>(id)].record;
+  if (record < 0) return;
+  TransferRecord& r = record_.transfers[static_cast<std::size_t>(record)];
+  r.*sent = to_ns(now_);
+  r.*received = to_ns(now_ + delay_ns);
+}
+
+// The head of its channel goes on the wire, or waits for its slot.
+void Simulator::admit(int id) {
+  const Transfer& transfer = transfers_[static_cast<std::size_t>(id)];
+  LinkState& link = links_[static_cast<std::size_t>(transfer.link)];
+  if (transfer.slot >= 0) {
+    link.slotted.emplace(transfer.slot, id);
+    start_next_slot(transfer.link);
+  } else {
+    put_on_wire(link, id);
+    rebalance(transfer.link);
+  }
+}
+
+// The sends of the slot whose turn it is go on the wire as they are issued;
+// the turn passes once all of them are wholly sent (slot_sent).
+void Simulator::start_next_slot(int link_index) {
+  LinkState& link = links_[static_cast<std::size_t>(link_index)];
+  const auto [first, last] = link.slotted.equal_range(link.current_slot);
+  if (first == last) return;
+  for (auto it = first; it != last; ++it) put_on_wire(link, it->second);
+  link.slotted.erase(first, last);
+  rebalance(link_index);
+}
+
+void Simulator::slot_sent(LinkState& link) {
+  if (--link.current_left > 0) return;
+  ++link.current_slot;
+  const auto next = static_cast<std::size_t>(link.current_slot);
+  link.current_left = next < link.slot_sizes.size() ? link.slot_sizes[next] : 0;
+}
+
+// The round's bits have left: slow start counts them, the channel was busy until now.
+void Simulator::end_round(const LinkState& link, Transfer& transfer) {
+  ChannelTcp& tcp = *transfer.tcp;
+  if (model_.tcp_dynamics && link.tcp_rounds)
+    after_round(link.tcp, tcp.state, transfer.effective_streams, transfer.round_bits / 8);
+  tcp.last_sent = now_;
+  transfer.round_bits_left = 0;
+  if (transfer.bits_left <= kDoneBits) transfer.bits_left = 0;
+}
+
+void Simulator::rebalance(int link_index) {
+  LinkState& link = links_[static_cast<std::size_t>(link_index)];
+  if (link.unbalanced) return;
+  link.unbalanced = true;
+  unbalanced_links_.push_back(link_index);
+}
+
+// The rates only count when time moves: each changed link's shares once,
+// from its transfers on the wire as they are now.
+void Simulator::balance_links() {
+  std::vector<Transfer*> transfers;
+  for (int link_index : unbalanced_links_) {
+    LinkState& link = links_[static_cast<std::size_t>(link_index)];
+    link.unbalanced = false;
+    transfers.clear();
+    for (int id : link.on_wire) transfers.push_back(&transfers_[static_cast<std::size_t>(id)]);
+    share_fairly(link.capacity_bps, transfers);
+  }
+  unbalanced_links_.clear();
+}
+
+void Simulator::step_time() {
+  balance_links();
+  double next = timed_.empty() ? kInf : timed_.top().time;
+  int first_done = -1;
+  bool on_wire = false;
+  for (int link_index : wired_links_) {
+    for (int id : links_[static_cast<std::size_t>(link_index)].on_wire) {
+      on_wire = true;
+      const Transfer& transfer = transfers_[static_cast<std::size_t>(id)];
+      double done = now_ + (transfer.round_bits_left <= 0 ? 0 : transfer.round_bits_left / transfer.rate_bps * 1e9);
+      if (done < next) {
+        next = done;
+        first_done = id;
+      }
+    }
+  }
+  if (!std::isfinite(next) && !on_wire) throw std::logic_error(describe_deadlock());
+  if (next > kMaxSimulatedNs) fail_too_long();
+  send_until(next, first_done);
+  take_sent_transfers_off_the_wire();
+  while (!timed_.empty() && timed_.top().time <= now_) {
+    Timed timed = timed_.top();
+    timed_.pop();
+    ++stats_.completions;
+    if (timed.kind == TimedKind::arrival) {
+      arrive(timed.index);
+    } else if (timed.kind == TimedKind::round) {
+      const int link_index = transfers_[static_cast<std::size_t>(timed.index)].link;
+      put_on_wire(links_[static_cast<std::size_t>(link_index)], timed.index);
+      rebalance(link_index);
+    } else {
+      ++states_[static_cast<std::size_t>(timed.index)].next_op;
+      make_ready(timed.index);
+    }
+  }
+}
+
+// Every transfer on the wire sends at its rate until `next`, first_done all
+// its round's bits; the links where a round is now sent go to rounds_sent_,
+// in index order, the others have nothing to take off the wire.
+void Simulator::send_until(double next, int first_done) {
+  const double elapsed = next - now_;
+  rounds_sent_.clear();
+  for (int link_index : wired_links_) {
+    bool round_sent = false;
+    for (int id : links_[static_cast<std::size_t>(link_index)].on_wire) {
+      Transfer& transfer = transfers_[static_cast<std::size_t>(id)];
+      if (elapsed > 0) {
+        const double sent = std::min(transfer.round_bits_left, transfer.rate_bps * elapsed / 1e9);
+        transfer.round_bits_left -= sent;
+        transfer.bits_left -= sent;
+      }
+      round_sent = round_sent || id == first_done || transfer.round_bits_left <= kDoneBits;
+    }
+    if (round_sent) rounds_sent_.push_back(link_index);
+  }
+  now_ = next;
+  if (first_done >= 0) {
+    Transfer& transfer = transfers_[static_cast<std::size_t>(first_done)];
+    transfer.bits_left -= transfer.round_bits_left;
+    transfer.round_bits_left = 0;
+  }
+}
+
+// Only the links of rounds_sent_ have anything to take off; a link's
+// next slot can only have become free where a slotted transfer was sent
+// (admit starts one at once), so only those are looked at afterwards.
+void Simulator::take_sent_transfers_off_the_wire() {
+  std::vector<int> sent;
+  std::vector<int> slot_freed;
+  for (int link_index : rounds_sent_) {
+    LinkState& link = links_[static_cast<std::size_t>(link_index)];
+    std::size_t before = sent.size();
+    std::vector<int> next_round;
+    const std::size_t rounds_ended = std::erase_if(link.on_wire, [&](int id) {
+      Transfer& transfer = transfers_[static_cast<std::size_t>(id)];
+      if (transfer.round_bits_left > kDoneBits) return false;
+      end_round(link, transfer);
+      if (transfer.bits_left <= kDoneBits) {
+        sent.push_back(id);
+      } else if (transfer.round_ends <= now_) {
+        next_round.push_back(id);
+      } else {
+        schedule({transfer.round_ends, 0, TimedKind::round, id});
+      }
+      return true;
+    });
+    for (std::size_t i = before; i < sent.size(); ++i) {
+      mark_last_sent(sent[i], link.delay_ns);
+      schedule({now_ + link.delay_ns + transfers_[static_cast<std::size_t>(sent[i])].extra_delay_ns, 0,
+                TimedKind::arrival, sent[i]});
+      if (transfers_[static_cast<std::size_t>(sent[i])].slot >= 0) {
+        slot_sent(link);
+        slot_freed.push_back(link_index);
+      }
+    }
+    for (int id : next_round) put_on_wire(link, id);
+    if (rounds_ended > 0) rebalance(link_index);
+    if (link.on_wire.empty()) wired_links_.erase(link_index);
+  }
+  for (int id : sent) {
+    ChannelQueue& queue = *transfers_[static_cast<std::size_t>(id)].queue;
+    queue.head = transfers_[static_cast<std::size_t>(id)].next_queued;  // the channel's head was sent
+    if (queue.head < 0) {
+      queue.tail = -1;
+    } else {
+      admit(queue.head);
+    }
+  }
+  for (int link_index : slot_freed) start_next_slot(link_index);
+}
+}  // namespace wanlab::harness::detail::sim

@@ -1,0 +1,203 @@
+// The simulator of simulate.hpp, in two rooms: simulate.cpp runs the
+// workers (ops, messages, ring all-reduce steps, the event loop's iteration),
+// simulate_wire.cpp moves bits (links, channels, TCP rounds, max-min sharing,
+// time stepping). Internal to the harness library.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <queue>
+#include <set>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "sim/simulate_internal.hpp"
+#include "wanlab/harness/sim/simulate.hpp"
+#include "wanlab/harness/model/tcp_model.hpp"
+
+namespace wanlab::harness::detail::sim {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kDoneBits = 1e-3;  // rounding left over when a transfer's last bit is sent
+
+struct LinkState : LinkRate {
+  bool tcp_rounds = true;                // false inside a [fabric] (RDMA): steady rate, no slow start
+  double ring_stream_pacing_bps = kInf;  // of a ring all-reduce's streams (ring_stream_pacing_bps)
+  std::vector<int> on_wire;              // transfer ids
+  // Temporal sharing (link_gate.hpp): the link's turns in link_slot order,
+  // each slot's sends together. slot_sizes: sends per slot, from the plan.
+  std::vector<int> slot_sizes;
+  std::multimap<int, int> slotted;  // link_slot -> transfer id, issued and not yet on the wire
+  int current_slot = 0;             // whose turn it is
+  int current_left = 0;             // sends of current_slot not yet wholly sent
+  bool unbalanced = false;          // its transfers on the wire changed since their rates were set
+};
+
+// A TCP channel's state between its rounds and messages.
+struct ChannelTcp {
+  TcpChannelState state;
+  double last_sent = -1;  // when its last bit was sent; -1: never
+};
+
+// A channel's transfers not yet sent, in order: a list through
+// Transfer::next_queued, so that a channel allocates nothing.
+struct ChannelQueue {
+  int head = -1;  // transfer ids; -1: none
+  int tail = -1;
+};
+
+struct Transfer {
+  int link = 0;
+  int streams = 1;
+  double effective_streams = 1;  // tcp_model.hpp: the streams its chunks keep busy to its end
+  double bits_left = 0;          // of the whole transfer
+  double round_bits = 0;         // put on the wire in the current round
+  double round_bits_left = 0;    // of those, not yet sent
+  double round_ends = 0;         // the next round begins no earlier
+  bool on_wire_before = false;   // its first round has begun
+  double cap_bps = kInf;
+  double rate_bps = 0;
+  int slot = -1;
+  int message = -1;             // index into messages_, or
+  int collective = -1;          // stage whose all-reduce step this belongs to
+  std::pair<int, int> channel;  // (sender, receiver): one transport channel, FIFO
+  // The channel's entries in channels_ and channel_tcp_, looked up once
+  // (an unordered_map's elements stay where they are).
+  ChannelQueue* queue = nullptr;
+  ChannelTcp* tcp = nullptr;
+  int next_queued = -1;       // the transfer after it on its channel
+  int record = -1;            // index into the record's transfers: a cross-DC message
+  double extra_delay_ns = 0;  // a pipelined ring's later steps, after its last bit arrives
+};
+
+struct Message {
+  int send_event = -1;
+  bool arrived = false;
+  int waiting_worker = -1;  // blocked in the recv of this message
+};
+
+enum class Status { ready, computing, waiting, collective, done };
+
+struct WorkerState {
+  std::size_t next_op = 0;
+  Status status = Status::ready;
+  double since = 0;  // when the current wait began
+};
+
+struct Collective {
+  std::vector<int> ring;
+  int joined = 0;
+  int step = 0;
+  int pending = 0;
+  std::vector<double> joined_at;  // by worker id
+};
+
+enum class TimedKind { compute, arrival, round };
+
+struct Timed {
+  double time;
+  std::uint64_t sequence;
+  TimedKind kind;
+  int index;  // transfer id (arrival, round) or worker id (compute)
+  bool operator>(const Timed& other) const { return std::tie(time, sequence) > std::tie(other.time, other.sequence); }
+};
+
+inline std::int64_t to_ns(double ns) { return static_cast<std::int64_t>(std::llround(ns)); }
+
+class Simulator {
+ public:
+  Simulator(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model);
+  RunRecord run(int iterations, SimulationStats* stats);
+
+ private:
+  // --- workers (simulate.cpp)
+  const Worker& worker(int id) const { return plan_.workers[static_cast<std::size_t>(id)].worker; }
+  const Op& current_op(int id) const {
+    return plan_.workers[static_cast<std::size_t>(id)].ops[states_[static_cast<std::size_t>(id)].next_op];
+  }
+  double run_iteration(int iteration, double start);
+  bool finished() const { return done_workers_ == states_.size() && timed_.empty(); }
+  void make_ready(int id);
+  // Runs every worker as far as it can go at now_, in id order.
+  void advance_workers();
+  Event& add_event(int id, const Op& op, double start, double end);
+  void start_op(int id);
+  void number_messages();
+  // Each link's slot_sizes, from the plan's gated sends.
+  void count_slots();
+  // The message of the worker's current op, a send or recv.
+  int message_of(int id) const {
+    return message_of_op_[first_op_[static_cast<std::size_t>(id)] + states_[static_cast<std::size_t>(id)].next_op];
+  }
+  void schedule(Timed timed);
+  void join_collective(int id);
+  void start_ring_step(int stage);
+  double longest_hop_delay_ns(const std::vector<int>& ring) const;
+  void finish_collective(const Collective& collective);
+  void arrive(int transfer_id);
+  [[noreturn]] void fail_too_long() const;
+  std::string describe_deadlock() const;
+
+  // --- the wire (simulate_wire.cpp)
+  void make_links(const emulator::Scenario& scenario);
+  int link_of(int from, int to) const;
+  bool same_server(int a, int b) const;
+  // Returns the transfer's id.
+  int start_transfer(int from, int to, double bits, int slot, int message, int collective);
+  int record_transfer(int from, int to);
+  void put_on_wire(LinkState& link, int id);
+  void begin_round(const LinkState& link, Transfer& transfer);
+  static double paced_cap_bps(const LinkState& link, const Transfer& transfer, double cap_bps);
+  void mark_first_sent(int id, double delay_ns);
+  void mark_last_sent(int id, double delay_ns);
+  void mark(int id, double delay_ns, std::int64_t TransferRecord::*sent, std::int64_t TransferRecord::*received);
+  void admit(int id);
+  void start_next_slot(int link_index);
+  // A send of the link's current slot is wholly sent.
+  void slot_sent(LinkState& link);
+  void end_round(const LinkState& link, Transfer& transfer);
+  // Marks the link's rates as stale; balance_links sets them, once per link
+  // and step however often its transfers changed.
+  void rebalance(int link_index);
+  void balance_links();
+  // Moves time to the next compute completion, arrival or last bit sent.
+  void step_time();
+  void send_until(double next, int first_done);
+  void take_sent_transfers_off_the_wire();
+
+  const Plan& plan_;
+  LinkModel model_;
+  int dcs_;
+  std::optional<FabricLinks> fabric_;  // the experiment's [fabric]
+  RunRecord record_;
+  std::vector<LinkState> links_;
+  std::vector<Collective> collectives_;
+  std::vector<WorkerState> states_;
+  std::vector<int> ready_;  // made ready since the last advance_workers (may repeat)
+  std::size_t done_workers_ = 0;
+  std::set<int> wired_links_;          // links with transfers on the wire, by index
+  std::vector<int> unbalanced_links_;  // marked by rebalance
+  std::vector<int> rounds_sent_;       // links where a round was sent this step (send_until)
+  std::vector<Transfer> transfers_;
+  // Keyed by channel_key(sender, receiver); looked up, never walked.
+  std::unordered_map<std::uint64_t, ChannelQueue> channels_;   // transfers not yet sent, in order
+  std::unordered_map<std::uint64_t, ChannelTcp> channel_tcp_;  // from iteration to iteration
+  std::vector<Message> messages_;
+  std::vector<std::size_t> first_op_;  // per worker, the index of its first op among all workers' ops
+  std::vector<int> message_of_op_;     // by op index among all: its message, or -1
+  std::size_t messages_count_ = 0;
+  std::priority_queue<Timed, std::vector<Timed>, std::greater<>> timed_;
+  std::uint64_t sequence_ = 0;
+  SimulationStats stats_;
+  double now_ = 0;
+  int iteration_ = 0;
+};
+
+}  // namespace wanlab::harness::detail::sim

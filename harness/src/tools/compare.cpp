@@ -1,0 +1,157 @@
+#include "wanlab/harness/tools/compare.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+
+namespace wanlab::harness {
+namespace {
+
+double wan_bytes_per_iteration(const std::vector<IterationSummary>& iterations) {
+  if (iterations.empty()) return 0;
+  double total = 0;
+  for (const IterationSummary& iteration : iterations)
+    for (const auto& [link, bytes] : iteration.wan_bytes) total += static_cast<double>(bytes);
+  return total / static_cast<double>(iterations.size());
+}
+
+PrefillColumns prefill_columns(const PrefillSummary& summary) {
+  PrefillColumns columns;
+  columns.utilization = summary.mean_gpu_utilization;
+  columns.tokens_per_s = summary.prefill_tokens_per_s;
+  columns.ttft_p50_s = summary.ttft_p50_s;
+  columns.ttft_p99_s = summary.ttft_p99_s;
+  columns.served = summary.served;
+  columns.rejected = summary.rejected;
+  columns.failed = summary.failed;
+  columns.training_delay_s = summary.training_delay_s;
+  return columns;
+}
+
+// One line of the table: a figure's name and its cell in every result's column.
+struct Line {
+  std::string name;
+  std::vector<std::string> cells;
+};
+
+template <typename Cell>
+Line line(std::string name, const std::vector<ResultRow>& rows, Cell cell) {
+  Line out{std::move(name), {}};
+  for (const ResultRow& row : rows) out.cells.push_back(cell(row));
+  return out;
+}
+
+// A prefill figure: "-" for a result that ran without prefill.
+Line prefill_line(std::string name, const std::vector<ResultRow>& rows,
+                  const std::function<std::string(const PrefillColumns&)>& cell) {
+  return line(std::move(name), rows, [&](const ResultRow& row) { return row.prefill ? cell(*row.prefill) : "-"; });
+}
+
+std::string percent(double fraction) { return fmt::format("{:.1f}%", 100 * fraction); }
+
+std::vector<Line> training_lines(const std::vector<ResultRow>& rows) {
+  const double first = rows.front().iteration_s;
+  return {
+      line("experiment", rows, [](const ResultRow& r) { return r.experiment; }),
+      line("schedule", rows, [](const ResultRow& r) { return r.schedule; }),
+      line("placement", rows, [](const ResultRow& r) { return r.placement; }),
+      line("streams", rows, [](const ResultRow& r) { return std::to_string(r.streams); }),
+      line("temporal sharing", rows, [](const ResultRow& r) { return std::string(r.temporal_sharing ? "on" : "off"); }),
+      line("runtime", rows, [](const ResultRow& r) { return r.runtime; }),
+      line("scale", rows, [](const ResultRow& r) { return fmt::format("{:g}", r.scale); }),
+      line("iterations", rows, [](const ResultRow& r) { return std::to_string(r.iterations); }),
+      line("iteration (s)", rows, [](const ResultRow& r) { return fmt::format("{:.3f}", r.iteration_s); }),
+      line("speedup", rows,
+           [&](const ResultRow& r) { return fmt::format("{:.2f}x", r.iteration_s > 0 ? first / r.iteration_s : 0); }),
+      line("GPU utilization", rows, [](const ResultRow& r) { return percent(r.utilization); }),
+      line("bubble", rows, [](const ResultRow& r) { return percent(r.bubble); }),
+      line("WAN MB / iteration", rows,
+           [](const ResultRow& r) { return fmt::format("{:.1f}", r.wan_bytes_per_iteration / 1e6); }),
+  };
+}
+
+std::vector<Line> prefill_lines(const std::vector<ResultRow>& rows) {
+  return {
+      prefill_line("utilization + prefill", rows, [](const PrefillColumns& p) { return percent(p.utilization); }),
+      prefill_line("prefill tokens/s", rows,
+                   [](const PrefillColumns& p) { return fmt::format("{:.0f}", p.tokens_per_s); }),
+      prefill_line("TTFT p50 (s)", rows, [](const PrefillColumns& p) { return fmt::format("{:.2f}", p.ttft_p50_s); }),
+      prefill_line("TTFT p99 (s)", rows, [](const PrefillColumns& p) { return fmt::format("{:.2f}", p.ttft_p99_s); }),
+      prefill_line("requests served", rows, [](const PrefillColumns& p) { return std::to_string(p.served); }),
+      prefill_line("requests rejected", rows, [](const PrefillColumns& p) { return std::to_string(p.rejected); }),
+      prefill_line("requests failed", rows, [](const PrefillColumns& p) { return std::to_string(p.failed); }),
+      prefill_line("training delay (s)", rows,
+                   [](const PrefillColumns& p) { return fmt::format("{:.3f}", p.training_delay_s); }),
+  };
+}
+
+// The names left-aligned, every column right-aligned to its widest cell.
+std::string layout(const std::vector<ResultRow>& rows, const std::vector<Line>& lines) {
+  std::size_t name_width = 0;
+  std::vector<std::size_t> widths;
+  for (const ResultRow& row : rows) widths.push_back(row.label.size());
+  for (const Line& l : lines) {
+    name_width = std::max(name_width, l.name.size());
+    for (std::size_t i = 0; i < l.cells.size(); ++i) widths[i] = std::max(widths[i], l.cells[i].size());
+  }
+  auto print = [&](const std::string& name, const std::function<const std::string&(std::size_t)>& cell) {
+    std::string out = fmt::format("{:<{}}", name, name_width);
+    for (std::size_t i = 0; i < rows.size(); ++i) out += fmt::format("  {:>{}}", cell(i), widths[i]);
+    return out + "\n";
+  };
+  std::string out = print("", [&](std::size_t i) -> const std::string& { return rows[i].label; });
+  for (const Line& l : lines) out += print(l.name, [&](std::size_t i) -> const std::string& { return l.cells[i]; });
+  return out;
+}
+
+}  // namespace
+
+ResultRow result_row(const Results& results, const std::string& label) {
+  const ConfigurationView config = configuration_view(results, label);
+  ResultRow row;
+  row.label = label;
+  row.experiment = results.experiment;
+  row.runtime = results.runtime;
+  row.schedule = config.schedule;
+  row.placement = config.placement;
+  row.streams = config.streams;
+  row.temporal_sharing = config.temporal_sharing;
+  row.scale = config.scale;
+  row.iterations = static_cast<int>(results.iterations.size());
+  row.iteration_s = results.run.mean_iteration_s;
+  row.utilization = results.run.mean_gpu_utilization;
+  row.bubble = results.run.mean_bubble_fraction;
+  row.wan_bytes_per_iteration = wan_bytes_per_iteration(results.iterations);
+  if (results.prefill) row.prefill = prefill_columns(results.prefill->summary);
+  return row;
+}
+
+ResultRow parse_result(std::string_view json_text, const std::string& label) {
+  return result_row(results_from_json(json_text, label), label);
+}
+
+ResultRow read_result(const std::string& path) { return result_row(read_results(path), path); }
+
+std::string compare_table(const std::vector<ResultRow>& rows) {
+  if (rows.empty()) return "";
+  std::vector<Line> lines = training_lines(rows);
+  const bool any_prefill =
+      std::any_of(rows.begin(), rows.end(), [](const ResultRow& row) { return row.prefill.has_value(); });
+  if (any_prefill) {
+    std::vector<Line> prefill = prefill_lines(rows);
+    lines.insert(lines.end(), prefill.begin(), prefill.end());
+  }
+  const bool mixed_scale =
+      std::any_of(rows.begin(), rows.end(), [&](const ResultRow& row) { return row.scale != rows.front().scale; });
+  std::string out = layout(rows, lines);
+  out += "speedup: the first result's iteration time over each one's; WAN MB as sent (scaled by each run's scale)";
+  out += mixed_scale ? "; scales differ between these results\n" : "\n";
+  if (any_prefill)
+    out +=
+        "utilization + prefill: training and prefill; prefill tokens/s: prompt tokens prefilled per second; "
+        "training delay: training compute held up by prefill\n";
+  return out;
+}
+
+}  // namespace wanlab::harness
