@@ -88,6 +88,21 @@ BOOST_AUTO_TEST_CASE(positions_are_line_and_column_of_the_value) {
              "dir/e.toml:1:1: missing required key \"name\"");
 }
 
+// "a\u0000b" is a std::string whose c_str() is "a": the file opened would be another.
+BOOST_AUTO_TEST_CASE(file_names_are_strings_without_control_characters) {
+  const Reader reader("t.toml");
+  const toml::table root =
+      reader.parse_toml("a = \"x\\u0000y\"\nb = \"\"\nc = \"x\\u001b[2J\"\nd = 3\ne = \"ok.csv\"\n");
+  auto error = [&](std::string_view key) {
+    return error_of([&] { reader.expect_file_name(*root.get(key), key, "a file name"); });
+  };
+  BOOST_TEST(error("a") == R"(t.toml:1:5: a: a file name with a control character: "x\x00y")");
+  BOOST_TEST(error("b") == "t.toml:2:5: b: must not be empty");
+  BOOST_TEST(error("c") == R"(t.toml:3:5: c: a file name with a control character: "x\x1b[2J")");
+  BOOST_TEST(error("d") == "t.toml:4:5: d: expected a file name, got 3");
+  BOOST_TEST(reader.expect_file_name(*root.get("e"), "e", "a file name") == "ok.csv");
+}
+
 BOOST_AUTO_TEST_CASE(syntax_errors_are_positioned_and_one_line) {
   const Reader reader("t.toml");
   const std::string message = error_of([&] { reader.parse_toml("a = 1\nb = = 2\n"); });
