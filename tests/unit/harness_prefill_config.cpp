@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <unistd.h>
 
 #include "harness_support.hpp"
@@ -363,6 +364,16 @@ BOOST_AUTO_TEST_CASE(rate_median_and_p90_match_over_many_samples) {
   BOOST_TEST(median(prompts) == 1469.0, boost::test_tools::tolerance(0.03));
   std::sort(prompts.begin(), prompts.end());
   BOOST_TEST(static_cast<double>(prompts[prompts.size() * 9 / 10]) == 5194.0, boost::test_tools::tolerance(0.03));
+}
+
+// "0.0000001/h": the first arrival is 3.6e10 s away, 3.6e19 ns, past int64;
+// rounded first, it wrapped negative and a million requests arrived at once.
+BOOST_AUTO_TEST_CASE(a_rate_too_slow_to_arrive_in_the_run_brings_no_request) {
+  Experiment experiment = poisson(R"({ rate = "0.0000001/h", prompt_median = 1469, prompt_p90 = 5194 })");
+  BOOST_TEST(experiment.prefill.arrivals->rate_per_s > 0);
+  BOOST_TEST(load_requests(experiment, 3'600'000'000'000).empty());
+  // To the end of int64's nanoseconds (292 years): one arrival at the most, not a million.
+  BOOST_TEST(load_requests(experiment, std::numeric_limits<std::int64_t>::max()).size() <= 1u);
 }
 
 BOOST_AUTO_TEST_CASE(equal_median_and_p90_give_one_length) {

@@ -151,8 +151,10 @@ std::vector<Request> generate(const ArrivalProcess& process, std::uint64_t seed,
   double seconds = 0;
   while (requests.size() < PrefillConfig::kMaxRequests) {
     seconds += draws.exponential(process.rate_per_s);
+    // Compared before rounding: at 0.0000001/h the first arrival is 3.6e19 ns
+    // away, past what llround can hold (it gave INT64_MIN: every request came at once).
+    if (seconds * 1e9 >= static_cast<double>(horizon_ns)) break;
     auto arrival_ns = static_cast<std::int64_t>(std::llround(seconds * 1e9));
-    if (arrival_ns >= horizon_ns) break;
     double prompt = std::clamp(std::round(std::exp(mu + sigma * draws.normal())), 1.0, double{kMaxTokens});
     requests.push_back(
         {static_cast<int>(requests.size()), arrival_ns, static_cast<int>(prompt), kGeneratedOutputTokens});
