@@ -185,3 +185,28 @@ BOOST_AUTO_TEST_CASE(the_header_in_an_error_is_escaped_cut_and_only_a_csv_header
   BOOST_TEST(error_of("root:$y$j9T$SECRET:19000:0:99999:7:::\n", options) ==
              "runs.csv: no column \"x\" (the first line has no comma: not a CSV table)");
 }
+
+// Ranges past what a double holds once gave "-nan" coordinates; a lone value
+// past 2^53 (where +1 is lost) one tick and a division by zero.
+BOOST_AUTO_TEST_CASE(ranges_that_overflow_are_refused_and_huge_lone_values_drawn) {
+  hs::LinePlot wide;
+  wide.title = "wide";
+  wide.series = {{"s", {{-1e308, 1}, {1e308, 2}}}};
+  std::string message;
+  try {
+    hs::line_plot_svg(wide);
+  } catch (const hs::PlotError& error) {
+    message = error.what();
+  }
+  BOOST_TEST(message == "plot wide: x values from -1e+308 to 1e+308: a range this plot cannot draw");
+  wide.series = {{"s", {{0, -1.7e308}, {1, 1.7e308}}}};
+  BOOST_CHECK_THROW(hs::line_plot_svg(wide), hs::PlotError);
+  for (const double value : {1e300, -1e300, 1e17, 4.5e15}) {
+    hs::LinePlot lone;
+    lone.series = {{"s", {{value, value}, {value, value}}}};
+    const std::string svg = hs::line_plot_svg(lone);
+    BOOST_TEST(svg.find("nan") == std::string::npos, value);
+    BOOST_TEST(svg.find("inf") == std::string::npos, value);
+    BOOST_TEST(well_formed(svg), value);
+  }
+}
