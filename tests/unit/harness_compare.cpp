@@ -173,7 +173,7 @@ BOOST_AUTO_TEST_CASE(prefill_lines_side_by_side_with_training) {
   BOOST_REQUIRE(bubbletea.prefill.has_value());
   BOOST_TEST(bubbletea.prefill->utilization == 0.91);
   BOOST_TEST(bubbletea.prefill->served == 10);
-  BOOST_TEST(bubbletea.prefill->ttft_p99_s == 2.5);
+  BOOST_TEST(bubbletea.prefill->ttft_p99_s.value_or(0) == 2.5);
   const std::string table = compare_table({atlas, bubbletea});
   BOOST_TEST(cells(table, "utilization + prefill") == (std::vector<std::string>{"-", "91.0%"}), table);
   BOOST_TEST(cells(table, "prefill tokens/s") == (std::vector<std::string>{"-", "4322"}), table);
@@ -184,4 +184,21 @@ BOOST_AUTO_TEST_CASE(prefill_lines_side_by_side_with_training) {
   std::string broken = text(with_prefill);
   broken.replace(broken.find("\"served\""), 8, "\"servd\"");
   BOOST_TEST(error_of(broken) == "runs/x/results.json.prefill.requests: no \"served\"");
+}
+
+// A run that served nothing has no TTFT: "-", and null in results.json.
+BOOST_AUTO_TEST_CASE(nothing_served_shows_no_ttft) {
+  Results with_prefill = results(1.5, 0.3, "atlas", 8);
+  PrefillResults prefill;
+  prefill.summary.requests = 4;
+  prefill.summary.rejected = 4;
+  with_prefill.prefill = prefill;
+  const std::string json = text(with_prefill);
+  BOOST_TEST(json.find("\"p50\": null") != std::string::npos, json);
+  const auto row = parse_result(json, "none");
+  BOOST_REQUIRE(row.prefill.has_value());
+  BOOST_TEST(!row.prefill->ttft_p50_s.has_value());
+  const std::string table = compare_table({row});
+  BOOST_TEST(cells(table, "TTFT p50 (s)") == (std::vector<std::string>{"-"}), table);
+  BOOST_TEST(cells(table, "TTFT p99 (s)") == (std::vector<std::string>{"-"}), table);
 }

@@ -42,6 +42,11 @@ Line line(std::string name, const std::vector<ResultRow>& rows, Cell cell) {
   return out;
 }
 
+// A figure that may not exist: "-" (no request served has no TTFT).
+std::string seconds_or_dash(const std::optional<double>& seconds) {
+  return seconds ? fmt::format("{:.2f}", *seconds) : "-";
+}
+
 // A prefill figure: "-" for a result that ran without prefill.
 Line prefill_line(std::string name, const std::vector<ResultRow>& rows,
                   const std::function<std::string(const PrefillColumns&)>& cell) {
@@ -76,8 +81,8 @@ std::vector<Line> prefill_lines(const std::vector<ResultRow>& rows) {
       prefill_line("utilization + prefill", rows, [](const PrefillColumns& p) { return percent(p.utilization); }),
       prefill_line("prefill tokens/s", rows,
                    [](const PrefillColumns& p) { return fmt::format("{:.0f}", p.tokens_per_s); }),
-      prefill_line("TTFT p50 (s)", rows, [](const PrefillColumns& p) { return fmt::format("{:.2f}", p.ttft_p50_s); }),
-      prefill_line("TTFT p99 (s)", rows, [](const PrefillColumns& p) { return fmt::format("{:.2f}", p.ttft_p99_s); }),
+      prefill_line("TTFT p50 (s)", rows, [](const PrefillColumns& p) { return seconds_or_dash(p.ttft_p50_s); }),
+      prefill_line("TTFT p99 (s)", rows, [](const PrefillColumns& p) { return seconds_or_dash(p.ttft_p99_s); }),
       prefill_line("requests served", rows, [](const PrefillColumns& p) { return std::to_string(p.served); }),
       prefill_line("requests rejected", rows, [](const PrefillColumns& p) { return std::to_string(p.rejected); }),
       prefill_line("requests failed", rows, [](const PrefillColumns& p) { return std::to_string(p.failed); }),

@@ -62,10 +62,12 @@ Json iteration_json(const IterationSummary& summary) {
   return json;
 }
 
+// A figure that may not exist (no request served: no TTFT) is null.
+Json or_null(const std::optional<double>& value) { return value ? Json(*value) : Json(nullptr); }
+
 Json request_json(const RequestRow& row) {
   // The columns of kRequestColumns, in its order.
-  Json ttft = row.ttft_s ? Json(*row.ttft_s) : Json(nullptr);
-  return Json::array({row.id, row.arrival_s, row.prompt_tokens, row.state, ttft, row.reason});
+  return Json::array({row.id, row.arrival_s, row.prompt_tokens, row.state, or_null(row.ttft_s), row.reason});
 }
 
 Json prefill_json(const PrefillResults& prefill) {
@@ -80,7 +82,7 @@ Json prefill_json(const PrefillResults& prefill) {
                       {"rejected", s.rejected},
                       {"failed", s.failed},
                       {"unfinished", s.unfinished}};
-  json["ttft_s"] = {{"p50", s.ttft_p50_s}, {"p90", s.ttft_p90_s}, {"p99", s.ttft_p99_s}};
+  json["ttft_s"] = {{"p50", or_null(s.ttft_p50_s)}, {"p90", or_null(s.ttft_p90_s)}, {"p99", or_null(s.ttft_p99_s)}};
   json["kv_bytes"] = object_of(s.kv_bytes);
   json["bubble_prediction_error_s"] = {{"start_p50", s.prediction_start_error_p50_s},
                                        {"start_p90", s.prediction_start_error_p90_s},
@@ -112,6 +114,12 @@ class Fields {
   }
   // null stands for a value that was not finite (JSON has no inf or nan).
   double number(std::string_view key) const { return number_of(member(key), key); }
+  // null stands for a figure that does not exist (a TTFT with nothing served).
+  std::optional<double> optional_number(std::string_view key) const {
+    const Json& value = member(key);
+    if (value.is_null()) return std::nullopt;
+    return number_of(value, key);
+  }
   template <typename Int>
   Int whole(std::string_view key) const {
     return whole_of<Int>(member(key), key);
@@ -262,9 +270,9 @@ PrefillResults prefill_from(const Fields& fields) {
   s.failed = requests.whole<int>("failed");
   s.unfinished = requests.whole<int>("unfinished");
   const Fields ttft = fields.object("ttft_s");
-  s.ttft_p50_s = ttft.number("p50");
-  s.ttft_p90_s = ttft.number("p90");
-  s.ttft_p99_s = ttft.number("p99");
+  s.ttft_p50_s = ttft.optional_number("p50");
+  s.ttft_p90_s = ttft.optional_number("p90");
+  s.ttft_p99_s = ttft.optional_number("p99");
   s.kv_bytes = fields.counts("kv_bytes");
   const Fields prediction = fields.object("bubble_prediction_error_s");
   s.prediction_start_error_p50_s = prediction.number("start_p50");

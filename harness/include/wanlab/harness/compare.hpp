@@ -15,8 +15,8 @@ namespace wanlab::harness {
 struct PrefillColumns {
   double utilization = 0;   // training + prefill
   double tokens_per_s = 0;  // prompt tokens prefilled per second
-  double ttft_p50_s = 0;
-  double ttft_p99_s = 0;
+  std::optional<double> ttft_p50_s;  // none: nothing was served
+  std::optional<double> ttft_p99_s;
   int served = 0;
   int rejected = 0;
   int failed = 0;
