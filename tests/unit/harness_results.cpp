@@ -149,3 +149,12 @@ BOOST_AUTO_TEST_CASE(no_request_served_is_null_not_zero) {
   BOOST_TEST((read == made));
   BOOST_TEST(!read.prefill->summary.ttft_p50_s.has_value());
 }
+
+// 1e999 was nlohmann's out_of_range, which no catch named the file for.
+BOOST_AUTO_TEST_CASE(a_number_past_a_double_names_the_file) {
+  std::string text = results_text(full_results());
+  text.replace(text.find("\"seed\": 18446744073709551615"), 28, "\"seed\": 1e999");
+  const std::string message = error_of(text);
+  BOOST_TEST(message == "out/results.json: a number past what a double holds", message);
+  BOOST_TEST(error_of("{\"x\": root:SECRET}").find("SECRET") == std::string::npos, error_of("{\"x\": root:SECRET}"));
+}
