@@ -198,9 +198,15 @@ BOOST_AUTO_TEST_CASE(ranges_that_overflow_are_refused_and_huge_lone_values_drawn
   } catch (const hs::PlotError& error) {
     message = error.what();
   }
-  BOOST_TEST(message == "plot wide: x values from -1e+308 to 1e+308: a range this plot cannot draw");
+  BOOST_TEST(message == "plot wide: x values from -1e+308 to 1e+308: a range it cannot draw");
+  wide.title.clear();
   wide.series = {{"s", {{0, -1.7e308}, {1, 1.7e308}}}};
-  BOOST_CHECK_THROW(hs::line_plot_svg(wide), hs::PlotError);
+  try {
+    hs::line_plot_svg(wide);
+  } catch (const hs::PlotError& error) {
+    message = error.what();
+  }
+  BOOST_TEST(message == "plot: y values from -1.7e+308 to 1.7e+308: a range it cannot draw");
   for (const double value : {1e300, -1e300, 1e17, 4.5e15}) {
     hs::LinePlot lone;
     lone.series = {{"s", {{value, value}, {value, value}}}};

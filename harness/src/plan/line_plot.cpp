@@ -43,6 +43,11 @@ std::vector<double> ticks(double low, double high) {
   return values;
 }
 
+// "plot TITLE" for errors, or "plot" without a title.
+std::string plot_name(const LinePlot& plot) {
+  return plot.title.empty() ? "plot" : fmt::format("plot {}", base::escaped(plot.title));
+}
+
 // A range with one value gets a width: 1, or a billionth of the value when that is more
 // (past 2^53, +1 is lost).
 double past(double low, double high) { return high > low ? high : low + std::max(1.0, std::abs(low) * 1e-9); }
@@ -68,13 +73,13 @@ class Frame {
     for (const PlotSeries& series : plot.series) {
       for (const auto& [x, y] : series.points) {
         if (!std::isfinite(x) || !std::isfinite(y))
-          throw PlotError(fmt::format("plot {}: series {}: a value that is not finite", base::escaped(plot.title),
-                                      base::quoted(series.name)));
+          throw PlotError(
+              fmt::format("{}: series {}: a value that is not finite", plot_name(plot), base::quoted(series.name)));
         x_low = std::min(x_low, x), x_high = std::max(x_high, x);
         y_low = std::min(y_low, y), y_high = std::max(y_high, y);
       }
     }
-    if (x_low > x_high) throw PlotError(fmt::format("plot {}: no points to plot", base::escaped(plot.title)));
+    if (x_low > x_high) throw PlotError(fmt::format("{}: no points to plot", plot_name(plot)));
     if (!plot.x_categories.empty()) {
       // One tick per category; a lone one still needs a second end to the axis.
       x_ticks_ = std::vector<double>(std::max<std::size_t>(plot.x_categories.size(), 2));
@@ -103,8 +108,8 @@ class Frame {
   std::vector<double> axis_ticks(std::string_view axis, double low, double high) const {
     std::vector<double> values = ticks(low, past(low, high));
     if (values.size() < 2)
-      throw PlotError(fmt::format("plot {}: {} values from {:g} to {:g}: a range this plot cannot draw",
-                                  base::escaped(plot_.title), axis, low, high));
+      throw PlotError(
+          fmt::format("{}: {} values from {:g} to {:g}: a range it cannot draw", plot_name(plot_), axis, low, high));
     return values;
   }
 
