@@ -59,10 +59,12 @@ void print_prefill_summary(const hs::RunRecord& record) {
   fmt::print(
       "prefill (BubbleTea): GPU utilization {:.1f}% with prefill ({:.1f}% training only), {:.0f} prompt tokens/s\n",
       100 * p.mean_gpu_utilization, 100 * p.mean_training_utilization, p.prefill_tokens_per_s);
-  fmt::print(
-      "  requests: {} arrived, {} served, {} rejected, {} failed, {} unfinished; TTFT p50 {:.2f} s, p90 {:.2f} s, "
-      "p99 {:.2f} s\n",
-      p.requests, p.served, p.rejected, p.failed, p.unfinished, p.ttft_p50_s, p.ttft_p90_s, p.ttft_p99_s);
+  // Nothing served has no TTFT: "none served", never a perfect-looking 0.00 s.
+  const std::string ttft = p.ttft_p50_s ? fmt::format("TTFT p50 {:.2f} s, p90 {:.2f} s, p99 {:.2f} s", *p.ttft_p50_s,
+                                                      p.ttft_p90_s.value_or(0), p.ttft_p99_s.value_or(0))
+                                        : std::string("TTFT none served");
+  fmt::print("  requests: {} arrived, {} served, {} rejected, {} failed, {} unfinished; {}\n", p.requests, p.served,
+             p.rejected, p.failed, p.unfinished, ttft);
   for (const auto& [link, bytes] : p.kv_bytes)
     fmt::print("  KV  {:<22} {:>10.1f} MB in all\n", link, static_cast<double>(bytes) / 1e6);
   fmt::print(

@@ -51,6 +51,8 @@ std::string format_bytes(std::uint64_t bytes) {
 }
 
 std::string read_regular_file(const std::string& path, const ReadRules& rules) {
+  // open() would see the name up to the NUL: another file.
+  if (path.find('\0') != std::string::npos) throw FileError(quoted(path, 256), "a file name with a NUL byte");
   const int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (rules.follow_symlinks ? 0 : O_NOFOLLOW);
   UniqueFd file(::open(path.c_str(), flags));
   if (file.get() < 0) {

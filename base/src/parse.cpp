@@ -6,8 +6,10 @@
 
 namespace wanlab::base {
 
-std::string quoted(std::string_view text, std::size_t max_shown) {
-  std::string out = "\"";
+std::string quoted(std::string_view text, std::size_t max_shown) { return "\"" + escaped(text, max_shown) + "\""; }
+
+std::string escaped(std::string_view text, std::size_t max_shown) {
+  std::string out;
   std::size_t shown = 0;
   for (const char c : text) {
     if (shown == max_shown) {
@@ -25,7 +27,7 @@ std::string quoted(std::string_view text, std::size_t max_shown) {
     }
     ++shown;
   }
-  return out + "\"";
+  return out;
 }
 
 namespace detail {

@@ -122,4 +122,14 @@ const std::string& TomlReader::expect_string(const toml::node& node, std::string
   return text->get();
 }
 
+const std::string& TomlReader::expect_file_name(const toml::node& node, std::string_view field,
+                                                std::string_view expected) const {
+  const std::string& name = expect_string(node, field, expected);
+  if (name.empty()) fail(node, field, "must not be empty");
+  const auto control = [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; };
+  if (std::any_of(name.begin(), name.end(), control))
+    fail(node, field, fmt::format("a file name with a control character: {}", quoted(name)));
+  return name;
+}
+
 }  // namespace wanlab::base

@@ -60,7 +60,7 @@ TimedSpec read_change(const StrictToml& file, const toml::node& node, std::size_
   const toml::node* fields = table.get("fields");
   if (fields != nullptr) {
     for (const auto& [key, value] : file.table(*fields, field + ".fields")) {
-      const std::string name = fmt::format("{}.fields.{}", field, key.str());
+      const std::string name = fmt::format("{}.fields.{}", field, base::escaped(key.str()));
       try {
         timed.spec.params = parse_link_option(timed.spec.params, key.str(), file.string(value, name));
       } catch (const ScenarioError& error) {

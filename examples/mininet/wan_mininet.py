@@ -50,8 +50,17 @@ class ExampleError(Exception):
     pass
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A bad command line is one line naming the option, exit 2 (argparse's own
+    error prints the usage first)."""
+
+    def error(self, message):
+        print(f"wan_mininet: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
 def parse_args():
-    parser = argparse.ArgumentParser(description="A Mininet network with an emulated WAN from `wanlab attach`.")
+    parser = OneLineParser(description="A Mininet network with an emulated WAN from `wanlab attach`.")
     parser.add_argument("--wanlab", help="the wanlab binary (default: wanlab on PATH, else build/cli/wanlab)")
     parser.add_argument("--scenario", default=os.path.join(HERE, "wan.toml"), help="scenario file (default: wan.toml here)")
     parser.add_argument("--release", choices=("auto", "fq", "nfqueue"), default="auto",
@@ -67,8 +76,9 @@ def parse_args():
     if args.wanlab is None:
         args.wanlab = shutil.which("wanlab") or os.path.join(REPO, "build", "cli", "wanlab")
     args.wanlab = os.path.abspath(args.wanlab)
-    if not os.access(args.wanlab, os.X_OK):
-        parser.error(f"--wanlab {args.wanlab}: not an executable (build wanlab, or give its path)")
+    # A directory passes os.access(X_OK) too.
+    if not os.path.isfile(args.wanlab) or not os.access(args.wanlab, os.X_OK):
+        parser.error(f"--wanlab {args.wanlab}: not an executable file (build wanlab, or give its path)")
     return args
 
 
@@ -94,18 +104,34 @@ class Wan:
         self.wanlab, self.scenario, self.prefix = wanlab, scenario, prefix
         self.up = []
 
+    def run(self, argv):
+        """`wanlab ARGS...`: (exit status, output). A binary that cannot be run
+        (gone, or not executable) is an ExampleError, so that clean-up goes on."""
+        try:
+            result = subprocess.run([self.wanlab] + argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                    check=False)
+        except OSError as error:
+            raise ExampleError(f"cannot run {self.wanlab}: {error.strerror}") from None
+        return result.returncode, result.stdout.strip()
+
     def attach(self, host, release):
         """`wanlab attach` on the host's eth0, in its namespace (by PID). Returns (ok, output)."""
         name = f"{self.prefix}-{HOSTS[host.name][0]}"
-        argv = [self.wanlab, "attach", f"{host.name}-eth0", self.scenario, "--pid", str(host.pid), "--name", name,
+        argv = ["attach", f"{host.name}-eth0", self.scenario, "--pid", str(host.pid), "--name", name,
                 "--release", release, "--quiet"]
         # Counted as up before it runs: attach cleans up after its own failures,
         # but not after being killed half-way (SIGTERM here kills it), and
         # `wanlab down` of a testbed that is not up does nothing.
-        if name not in self.up:
+        added = name not in self.up
+        if added:
             self.up.append(name)
-        result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
-        return result.returncode == 0, result.stdout.strip()
+        try:
+            code, output = self.run(argv)
+        except ExampleError:
+            if added:
+                self.up.remove(name)  # never started: nothing to take down
+            raise
+        return code == 0, output
 
     def attach_or_fail(self, host, release):
         ok, output = self.attach(host, release)
@@ -120,10 +146,12 @@ class Wan:
         failures = []
         while self.up:
             name = self.up.pop()
-            result = subprocess.run([self.wanlab, "down", name], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    text=True, check=False)
-            if result.returncode != 0:
-                failures.append(f"wanlab down {name}: {result.stdout.strip()}")
+            try:
+                code, output = self.run(["down", name])
+            except ExampleError as error:
+                code, output = 1, str(error)
+            if code != 0:
+                failures.append(f"wanlab down {name}: {output}")
         if failures:
             raise ExampleError("; ".join(failures))
 
@@ -230,14 +258,11 @@ def main():
         net.start()
         run(args, net, wan)
     finally:
-        failure = None
+        # The network is stopped whatever taking the WAN down raised.
         try:
             wan.down()
-        except ExampleError as error:
-            failure = error
-        net.stop()
-        if failure:
-            raise failure
+        finally:
+            net.stop()
     print("done: every testbed is down and the Mininet network stopped", flush=True)
 
 

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "support/scratch.hpp"
 #include "support/wanlab_cli.hpp"
 
 using namespace wanlab;
@@ -67,11 +68,11 @@ void require_mininet() {
   BOOST_TEST_REQUIRE(mininet_leftovers().empty(), "the example's network is up already:" + mininet_leftovers());
 }
 
-std::vector<std::string> example_argv() {
+std::vector<std::string> example_argv(const std::string& wanlab = test::wanlab_bin()) {
   return {"/usr/bin/python3",
           test::source_dir() + "/examples/mininet/wan_mininet.py",
           "--wanlab",
-          test::wanlab_bin(),
+          wanlab,
           "--release",
           test::release_choice(),
           "--prefix",
@@ -153,5 +154,35 @@ BOOST_AUTO_TEST_CASE(mininet_example_cleans_up_when_terminated) {
   BOOST_TEST_MESSAGE(output);
   BOOST_TEST_REQUIRE(attached, output);
   BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 143), "exit status " << status << ": " << output);
+  check_nothing_left();
+}
+
+// --wanlab naming a directory (which os.access(X_OK) passes) once ran into a
+// traceback and left the bridge up: one line naming the option, exit 2,
+// before anything is built.
+BOOST_AUTO_TEST_CASE(mininet_example_refuses_a_directory_as_wanlab_in_one_line) {
+  require_mininet();
+  const test::Scratch scratch("mininet-dir");
+  const auto example = test::run(example_argv(scratch.dir.string()));
+  BOOST_TEST(example.status == 2, example.output);
+  BOOST_TEST(example.output == "wan_mininet: --wanlab " + scratch.dir.string() +
+                                   ": not an executable file (build wanlab, or give its path)\n",
+             example.output);
+  check_nothing_left();
+}
+
+// A wanlab that cannot be run once the network is up (here a file marked
+// executable that is no program): one line, exit 1, and the bridge, the
+// hosts' namespaces and their shells gone.
+BOOST_AUTO_TEST_CASE(mininet_example_tears_the_network_down_when_wanlab_cannot_run) {
+  require_mininet();
+  const test::Scratch scratch("mininet-bad");
+  const std::string bad = scratch.file("wanlab", std::string("\x7f"
+                                                             "ELF not really"));
+  std::filesystem::permissions(bad, std::filesystem::perms::owner_all);
+  const auto example = test::run(example_argv(bad));
+  BOOST_TEST(example.status == 1, example.output);
+  BOOST_TEST(example.output.find("Traceback") == std::string::npos, example.output);
+  BOOST_TEST(example.output.ends_with("wan_mininet: cannot run " + bad + ": Exec format error\n"), example.output);
   check_nothing_left();
 }

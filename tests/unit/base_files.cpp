@@ -83,6 +83,15 @@ BOOST_AUTO_TEST_CASE(links_are_refused_where_asked) {
              scratch.at("link") + ": is a symbolic link; refusing to follow it");
 }
 
+// A name from a TOML string may hold a NUL: open() would read the file named
+// by what comes before it.
+BOOST_AUTO_TEST_CASE(a_name_with_a_nul_byte_is_refused_not_cut) {
+  Scratch scratch;
+  scratch.write("a", "the prefix's contents");
+  const std::string name = scratch.at("a") + std::string(1, '\0') + "b";
+  BOOST_TEST(error_of(name) == "\"" + scratch.at("a") + "\\x00b\": a file name with a NUL byte");
+}
+
 // Issue 8: a link planted where a root process writes must not have its
 // target overwritten.
 BOOST_AUTO_TEST_CASE(replacing_never_writes_through_a_planted_link) {

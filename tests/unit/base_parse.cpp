@@ -52,4 +52,7 @@ BOOST_AUTO_TEST_CASE(quoted_text_is_bounded_and_printable) {
   const std::string shown = b::quoted(huge);
   BOOST_TEST(shown.size() <= 80u);
   BOOST_TEST(shown.ends_with("...\""));
+  // The same without the quotes, for a table's cells.
+  BOOST_TEST(b::escaped("\x1b[2Jred\nline") == R"(\x1b[2Jred\x0aline)");
+  BOOST_TEST(b::escaped(huge, 8) == "nnnnnnnn...");
 }

@@ -4,8 +4,11 @@
 #include <boost/test/unit_test.hpp>
 
 #include <array>
+#include <chrono>
+#include <random>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "wanlab/base/suggest.hpp"
 #include "wanlab/base/toml.hpp"
@@ -85,6 +88,21 @@ BOOST_AUTO_TEST_CASE(positions_are_line_and_column_of_the_value) {
              "dir/e.toml:1:1: missing required key \"name\"");
 }
 
+// "a\u0000b" is a std::string whose c_str() is "a": the file opened would be another.
+BOOST_AUTO_TEST_CASE(file_names_are_strings_without_control_characters) {
+  const Reader reader("t.toml");
+  const toml::table root =
+      reader.parse_toml("a = \"x\\u0000y\"\nb = \"\"\nc = \"x\\u001b[2J\"\nd = 3\ne = \"ok.csv\"\n");
+  auto error = [&](std::string_view key) {
+    return error_of([&] { reader.expect_file_name(*root.get(key), key, "a file name"); });
+  };
+  BOOST_TEST(error("a") == R"(t.toml:1:5: a: a file name with a control character: "x\x00y")");
+  BOOST_TEST(error("b") == "t.toml:2:5: b: must not be empty");
+  BOOST_TEST(error("c") == R"(t.toml:3:5: c: a file name with a control character: "x\x1b[2J")");
+  BOOST_TEST(error("d") == "t.toml:4:5: d: expected a file name, got 3");
+  BOOST_TEST(reader.expect_file_name(*root.get("e"), "e", "a file name") == "ok.csv");
+}
+
 BOOST_AUTO_TEST_CASE(syntax_errors_are_positioned_and_one_line) {
   const Reader reader("t.toml");
   const std::string message = error_of([&] { reader.parse_toml("a = 1\nb = = 2\n"); });
@@ -102,4 +120,68 @@ BOOST_AUTO_TEST_CASE(suggestions_follow_edit_distance) {
   BOOST_TEST(wanlab::base::closest_name("xyz", std::array{"pp"sv, "dp"sv}).empty());
   BOOST_TEST(wanlab::base::did_you_mean("wset", std::array{"west"sv, "east"sv}) == "; did you mean \"west\"?");
   BOOST_TEST(wanlab::base::did_you_mean("north", std::array{"west"sv}, "; DCs are west") == "; DCs are west");
+}
+
+namespace {
+
+// The whole (n+1) x (m+1) table, as the distance was first written: what the
+// rows and the limit must agree with.
+std::size_t full_table_distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(the_distance_in_rows_agrees_with_the_whole_table_and_stops_past_its_limit) {
+  std::mt19937 random(29);
+  auto word = [&] {
+    std::string text(random() % 9, ' ');
+    for (char& c : text) c = "abcd"[random() % 4];  // few letters: many near misses and transpositions
+    return text;
+  };
+  for (int i = 0; i < 3000; ++i) {
+    const std::string a = word(), b = word();
+    const std::size_t full = full_table_distance(a, b);
+    BOOST_TEST_REQUIRE(wanlab::base::edit_distance(a, b) == full, a << " " << b);
+    for (std::size_t limit = 0; limit <= 4; ++limit)
+      BOOST_TEST_REQUIRE(wanlab::base::edit_distance(a, b, limit) == std::min(full, limit + 1), a << " " << b);
+  }
+}
+
+// A 4 MiB unknown name once took 5 s and 370 MB (a whole table per candidate);
+// a 6 MiB scenario key ran past 25 s at 860 MB. The bound is loose for a
+// loaded 2-core machine: the fix takes milliseconds.
+BOOST_AUTO_TEST_CASE(a_long_unknown_name_costs_neither_time_nor_memory) {
+  const std::string huge(4u << 20, 'x');
+  auto start = std::chrono::steady_clock::now();
+  BOOST_TEST(wanlab::base::edit_distance(huge, "delay") == huge.size());  // rows of the shorter: 6 entries
+  BOOST_TEST(wanlab::base::edit_distance(huge, "delay", 2) == 3u);        // the lengths differ by more than 2
+  BOOST_TEST(wanlab::base::closest_name(huge, kKeys).empty());
+  BOOST_TEST(seconds_since(start) < 1.0);
+  // Past kMaxSuggestedName no suggestion, however close.
+  const std::string long_delay = std::string(wanlab::base::kMaxSuggestedName, 'd') + "elay";
+  BOOST_TEST(wanlab::base::closest_name(long_delay, std::array{std::string_view(long_delay).substr(1)}).empty());
+  BOOST_TEST(wanlab::base::closest_name(long_delay.substr(5), std::array{std::string_view(long_delay).substr(4)}) ==
+             long_delay.substr(4));
+
+  const Reader reader("t.toml");
+  const toml::table root = reader.parse_toml(huge + " = 1\n");
+  start = std::chrono::steady_clock::now();
+  const std::string message = error_of([&] { reader.check_known_keys(root, kKeys, "[defaults]"); });
+  BOOST_TEST(seconds_since(start) < 1.0);
+  BOOST_TEST(message == "t.toml:1:1: unknown key \"" + std::string(64, 'x') + "...\" in [defaults]");
 }

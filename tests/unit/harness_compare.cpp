@@ -4,6 +4,8 @@
 // needs no kernel.
 #include <boost/test/unit_test.hpp>
 
+#include <sys/resource.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -101,8 +103,8 @@ BOOST_AUTO_TEST_CASE(bad_files_say_which_file_and_field_in_one_line) {
   mistyped.replace(mistyped.find("\"streams\": 1"), 12, "\"streams\": \"one\"");
   BOOST_TEST(error_of(mistyped) == "runs/x/results.json.configuration: \"streams\" is not a whole number");
   std::string fraction = good;
-  fraction.replace(fraction.find("\"index\": 1"), 10, "\"index\": 1.5");
-  BOOST_TEST(error_of(fraction) == "runs/x/results.json.iterations[1]: \"index\" is not a whole number");
+  fraction.replace(fraction.find("\"east->west\": 3000000"), 22, "\"east->west\": 1.5");
+  BOOST_TEST(error_of(fraction) == "runs/x/results.json.iterations[1].wan_bytes: \"east->west\" is not a whole number");
   for (const std::string& message : {syntax, error_of(missing), error_of(mistyped)})
     BOOST_TEST(message.find('\n') == std::string::npos, message);
 }
@@ -173,7 +175,7 @@ BOOST_AUTO_TEST_CASE(prefill_lines_side_by_side_with_training) {
   BOOST_REQUIRE(bubbletea.prefill.has_value());
   BOOST_TEST(bubbletea.prefill->utilization == 0.91);
   BOOST_TEST(bubbletea.prefill->served == 10);
-  BOOST_TEST(bubbletea.prefill->ttft_p99_s == 2.5);
+  BOOST_TEST(bubbletea.prefill->ttft_p99_s.value_or(0) == 2.5);
   const std::string table = compare_table({atlas, bubbletea});
   BOOST_TEST(cells(table, "utilization + prefill") == (std::vector<std::string>{"-", "91.0%"}), table);
   BOOST_TEST(cells(table, "prefill tokens/s") == (std::vector<std::string>{"-", "4322"}), table);
@@ -184,4 +186,83 @@ BOOST_AUTO_TEST_CASE(prefill_lines_side_by_side_with_training) {
   std::string broken = text(with_prefill);
   broken.replace(broken.find("\"served\""), 8, "\"servd\"");
   BOOST_TEST(error_of(broken) == "runs/x/results.json.prefill.requests: no \"served\"");
+}
+
+// Strings from results.json went to the terminal as they were (escape codes,
+// newlines); a cell shows them escaped and cut.
+BOOST_AUTO_TEST_CASE(text_from_the_files_is_escaped_and_cut_in_the_table) {
+  Results r = results(1, 0.5, "1f1b", 1);
+  r.experiment = "\x1b[2J\x1b[31mred\nline";
+  r.runtime = std::string(4096, 'r');
+  const std::string table = compare_table({parse_result(text(r), "runs/\x1b]0;title\x07")});
+  BOOST_TEST(table.find('\x1b') == std::string::npos, table);
+  BOOST_TEST(table.find('\x07') == std::string::npos, table);
+  BOOST_TEST(cells(table, "experiment") == (std::vector<std::string>{"\\x1b[2J\\x1b[31mred\\x0aline"}), table);
+  BOOST_TEST(cells(table, "runtime") == (std::vector<std::string>{std::string(40, 'r') + "..."}), table);
+  BOOST_TEST(table.find("runs/\\x1b]0;title\\x07") != std::string::npos, table);
+}
+
+// A number past a double (1e999) once escaped as nlohmann's own error,
+// without the file's name; a syntax error quoted what the parser stopped at.
+BOOST_AUTO_TEST_CASE(json_errors_name_the_file_and_quote_nothing_of_it) {
+  std::string huge = text(results(1, 0.5, "1f1b", 1));
+  huge.replace(huge.find("\"mean_iteration_s\": 1"), 21, "\"mean_iteration_s\": 1e999");
+  const std::string overflow = error_of(huge);
+  BOOST_TEST(overflow.starts_with("runs/x/results.json: line 4, column "), overflow);
+  BOOST_TEST(overflow.ends_with(": a number past what a double holds"), overflow);
+  BOOST_TEST(overflow.find("1e999") == std::string::npos, overflow);
+  const std::string garbage = error_of("root:$y$j9T$SECRET:19000:0:99999:7:::\n");
+  BOOST_TEST(garbage.starts_with("runs/x/results.json: line 1, column "), garbage);
+  BOOST_TEST(garbage.find("SECRET") == std::string::npos, garbage);
+  BOOST_TEST(garbage.find("root") == std::string::npos, garbage);
+  const std::string string_cut = error_of("{\"experiment\": \"SECRET" + std::string(1000, 's'));
+  BOOST_TEST(string_cut.find("SECRET") == std::string::npos, string_cut);
+}
+
+// A run that served nothing has no TTFT: "-", and null in results.json.
+BOOST_AUTO_TEST_CASE(nothing_served_shows_no_ttft) {
+  Results with_prefill = results(1.5, 0.3, "atlas", 8);
+  PrefillResults prefill;
+  prefill.summary.requests = 4;
+  prefill.summary.rejected = 4;
+  with_prefill.prefill = prefill;
+  const std::string json = text(with_prefill);
+  BOOST_TEST(json.find("\"p50\": null") != std::string::npos, json);
+  const auto row = parse_result(json, "none");
+  BOOST_REQUIRE(row.prefill.has_value());
+  BOOST_TEST(!row.prefill->ttft_p50_s.has_value());
+  const std::string table = compare_table({row});
+  BOOST_TEST(cells(table, "TTFT p50 (s)") == (std::vector<std::string>{"-"}), table);
+  BOOST_TEST(cells(table, "TTFT p99 (s)") == (std::vector<std::string>{"-"}), table);
+}
+
+namespace {
+
+long max_rss_kb() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+}  // namespace
+
+// compare read a whole results.json as a tree: 100 MB took 1.9 GB. It reads
+// what it shows as a stream now: a 64 MB file's iterations cost about the
+// text itself, where the tree took about 20 times the text.
+BOOST_AUTO_TEST_CASE(a_large_results_file_is_read_in_little_memory) {
+  const std::string good = text(results(1, 0.5, "1f1b", 1));
+  const std::string one =
+      R"({"index": 1, "time_s": 1.0, "tokens_per_s": 0, "gpu_utilization": [0.5, 0.5, 0.5, 0.5], )"
+      R"("mean_gpu_utilization": 0, "bubble_fraction": 0, "network_blocked_s": 0, "wan_bytes": {"east->west": 2}},)";
+  const std::size_t count = (64u << 20) / one.size();
+  std::string big = good.substr(0, good.find("\"iterations\": [") + 15);
+  big.reserve((64u << 20) + good.size());
+  for (std::size_t i = 0; i < count; ++i) big += one;
+  big += good.substr(good.find("\"iterations\": [") + 15);
+  const long before_kb = max_rss_kb();
+  const auto row = parse_result(big, "big");
+  const long grown_mb = (max_rss_kb() - before_kb) / 1024;
+  BOOST_TEST(row.iterations == static_cast<int>(count) + 2);
+  BOOST_TEST(row.wan_bytes_per_iteration == (2.0 * count + 8e6) / (count + 2), boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(grown_mb < 100, grown_mb << " MB more at the peak");
 }

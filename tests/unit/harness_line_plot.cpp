@@ -168,3 +168,51 @@ BOOST_AUTO_TEST_CASE(bad_csv_is_one_line_naming_the_file_and_line) {
   options.ys = {"z"};
   BOOST_TEST(error_of("x,y\n1,2\n", options) == "runs.csv: no column \"z\" (columns: x, y)");
 }
+
+// `plot` printed the header raw and whole: escape sequences reached the
+// terminal, a 4 MiB line the log, and a link to /etc/shadow its first line.
+BOOST_AUTO_TEST_CASE(the_header_in_an_error_is_escaped_cut_and_only_a_csv_header) {
+  hs::CsvPlotOptions options;
+  options.x = "x";
+  options.ys = {"y"};
+  BOOST_TEST(error_of("\x1b[2Jx,\"a\nb\"\n1,2\n", options) == R"(runs.csv: no column "x" (columns: \x1b[2Jx, a\x0ab))");
+  const std::string wide = error_of(std::string(4u << 20, 'w') + ",v\n", options);
+  BOOST_TEST(wide == "runs.csv: no column \"x\" (columns: " + std::string(32, 'w') + "..., v)");
+  std::string many;
+  for (int i = 0; i < 20; ++i) many += "c" + std::to_string(i) + ",";
+  BOOST_TEST(error_of(many + "last\n", options) ==
+             "runs.csv: no column \"x\" (columns: c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, ... (21 in all))");
+  BOOST_TEST(error_of("root:$y$j9T$SECRET:19000:0:99999:7:::\n", options) ==
+             "runs.csv: no column \"x\" (the first line has no comma: not a CSV table)");
+}
+
+// Ranges past what a double holds once gave "-nan" coordinates; a lone value
+// past 2^53 (where +1 is lost) one tick and a division by zero.
+BOOST_AUTO_TEST_CASE(ranges_that_overflow_are_refused_and_huge_lone_values_drawn) {
+  hs::LinePlot wide;
+  wide.title = "wide";
+  wide.series = {{"s", {{-1e308, 1}, {1e308, 2}}}};
+  std::string message;
+  try {
+    hs::line_plot_svg(wide);
+  } catch (const hs::PlotError& error) {
+    message = error.what();
+  }
+  BOOST_TEST(message == "plot wide: x values from -1e+308 to 1e+308: a range it cannot draw");
+  wide.title.clear();
+  wide.series = {{"s", {{0, -1.7e308}, {1, 1.7e308}}}};
+  try {
+    hs::line_plot_svg(wide);
+  } catch (const hs::PlotError& error) {
+    message = error.what();
+  }
+  BOOST_TEST(message == "plot: y values from -1.7e+308 to 1.7e+308: a range it cannot draw");
+  for (const double value : {1e300, -1e300, 1e17, 4.5e15}) {
+    hs::LinePlot lone;
+    lone.series = {{"s", {{value, value}, {value, value}}}};
+    const std::string svg = hs::line_plot_svg(lone);
+    BOOST_TEST(svg.find("nan") == std::string::npos, value);
+    BOOST_TEST(svg.find("inf") == std::string::npos, value);
+    BOOST_TEST(well_formed(svg), value);
+  }
+}

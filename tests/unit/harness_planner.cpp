@@ -161,6 +161,11 @@ BOOST_AUTO_TEST_CASE(bad_egress_and_missing_gpus_are_one_line_errors) {
              "p.toml:19:16: egress.price_per_gb: expected a price in USD per GB from 0 to 1000, got -1");
   BOOST_TEST(parse_error(base + "[egress.pairs]\n\"a_b\" = 1\n") ==
              R"(p.toml:19:1: egress.pairs: expected a key "dc-dc" naming two DCs like "east-west", got "a_b")");
+  // One price covers both directions: a second for the same pair was dropped silently.
+  BOOST_TEST(parse_error(base + "[egress.pairs]\nb-a = 1\na-b = 2\n") ==
+             "p.toml:20:1: egress.pairs.a-b: b-a is priced already, at p.toml:19:1; one price covers both directions");
+  BOOST_TEST(parse_error(base + "[egress.pairs]\na-b = 1\nb-a = 2\n") ==
+             "p.toml:20:1: egress.pairs.b-a: a-b is priced already, at p.toml:19:1; one price covers both directions");
   Experiment unknown_dc = parsed(base + "[egress.pairs]\na-x = 1\n");
   BOOST_TEST(error_of([&] { plan_candidates(unknown_dc, three_dcs()); }) ==
              R"(p.toml:19:7: egress.pairs.a-x: no DC "x" in testbed t3)");

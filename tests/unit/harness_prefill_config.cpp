@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <unistd.h>
 
 #include "harness_support.hpp"
@@ -67,6 +68,8 @@ const std::vector<BadFile>& bad_files() {
       {"enabled not a bool", inserted(12, "enabled = 1"),
        "e.toml:12:11: prefill.enabled: expected true or false, got 1"},
       {"empty requests path", with_line(12, "requests = \"\""), "e.toml:12:12: prefill.requests: must not be empty"},
+      {"a NUL in the requests path", with_line(12, R"(requests = "trace.csv\u0000x")"),
+       R"(e.toml:12:12: prefill.requests: a file name with a control character: "trace.csv\x00x")"},
       {"decode DC not a string", with_line(13, "decode_dc = 3"),
        R"(e.toml:13:13: prefill.decode_dc: expected a DC name like "europe", or "local", got 3)"},
       {"time without a unit", inserted(12, "ttft_slo = \"3\""), "e.toml:12:12: prefill.ttft_slo: expected a time"},
@@ -273,17 +276,31 @@ BOOST_AUTO_TEST_CASE(rows_header_comments_and_blank_lines) {
 BOOST_AUTO_TEST_CASE(malformed_rows_name_file_and_line) {
   BOOST_TEST(trace_error("0,1,1\n1,2\n") ==
              R"(t.csv:2: expected 3 fields (arrival_s,prompt_tokens,output_tokens), got 2: "1,2")");
-  BOOST_TEST(trace_error("# c\n\nx,1,1\n") == R"(t.csv:3: arrival_s: expected a number from 0 to 1000000000, got "x")");
-  BOOST_TEST(trace_error("-1,1,1\n").find("t.csv:1: arrival_s: expected a number from 0 to") == 0);
-  BOOST_TEST(trace_error("nan,1,1\n").find("t.csv:1: arrival_s:") == 0);
-  BOOST_TEST(trace_error("0,0,1\n") == R"(t.csv:1: prompt_tokens: expected a whole number from 1 to 1000000, got "0")");
-  BOOST_TEST(trace_error("0,1000001,1\n").find("t.csv:1: prompt_tokens:") == 0);
-  BOOST_TEST(trace_error("0,1.5,1\n").find("t.csv:1: prompt_tokens:") == 0);
-  BOOST_TEST(trace_error("0,1,-1\n").find("t.csv:1: output_tokens:") == 0);
+  BOOST_TEST(trace_error("0,1,1\n# c\n\nx,1,1\n") ==
+             R"(t.csv:4: arrival_s: expected a number from 0 to 1000000000, got "x")");
+  BOOST_TEST(trace_error("0,1,1\n-1,1,1\n").find("t.csv:2: arrival_s: expected a number from 0 to") == 0);
+  BOOST_TEST(trace_error("0,1,1\nnan,1,1\n").find("t.csv:2: arrival_s:") == 0);
+  BOOST_TEST(trace_error("arrival_s,prompt_tokens,output_tokens\n0,0,1\n") ==
+             R"(t.csv:2: prompt_tokens: expected a whole number from 1 to 1000000, got "0")");
+  BOOST_TEST(trace_error("0,1,1\n0,1000001,1\n").find("t.csv:2: prompt_tokens:") == 0);
+  BOOST_TEST(trace_error("0,1,1\n0,1.5,1\n").find("t.csv:2: prompt_tokens:") == 0);
+  BOOST_TEST(trace_error("0,1,1\n0,1,-1\n").find("t.csv:2: output_tokens:") == 0);
   BOOST_TEST(trace_error("2,1,1\n1.5,1,1\n") ==
              "t.csv:2: arrival_s: 1.5 s is before the previous row's 2 s; arrivals must not decrease");
   // The header only before the rows.
   BOOST_TEST(trace_error("0,1,1\narrival_s,prompt_tokens,output_tokens\n").find("t.csv:2: arrival_s:") == 0);
+}
+
+// A `requests` naming any file (/etc/shadow, or a link to it) once put its
+// first line into the error: until a line is the header or a request, the
+// message says what was expected and shows nothing of the file.
+BOOST_AUTO_TEST_CASE(a_file_that_is_no_trace_is_not_shown) {
+  const std::string expected =
+      R"(not a request trace: expected the header "arrival_s,prompt_tokens,output_tokens" or a row like "0.5,1469,13")";
+  BOOST_TEST(trace_error("root:$y$j9T$SECRET:19000:0:99999:7:::\n") == "t.csv:1: " + expected);
+  BOOST_TEST(trace_error("# c\n\nSECRET,1,1\n") == "t.csv:3: " + expected);
+  BOOST_TEST(trace_error("0,SECRET,1\n") == "t.csv:1: " + expected);
+  BOOST_TEST(trace_error("0,1\n") == "t.csv:1: " + expected);
 }
 
 BOOST_AUTO_TEST_CASE(a_run_reads_the_trace_up_to_its_horizon) {
@@ -347,6 +364,16 @@ BOOST_AUTO_TEST_CASE(rate_median_and_p90_match_over_many_samples) {
   BOOST_TEST(median(prompts) == 1469.0, boost::test_tools::tolerance(0.03));
   std::sort(prompts.begin(), prompts.end());
   BOOST_TEST(static_cast<double>(prompts[prompts.size() * 9 / 10]) == 5194.0, boost::test_tools::tolerance(0.03));
+}
+
+// "0.0000001/h": the first arrival is 3.6e10 s away, 3.6e19 ns, past int64;
+// rounded first, it wrapped negative and a million requests arrived at once.
+BOOST_AUTO_TEST_CASE(a_rate_too_slow_to_arrive_in_the_run_brings_no_request) {
+  Experiment experiment = poisson(R"({ rate = "0.0000001/h", prompt_median = 1469, prompt_p90 = 5194 })");
+  BOOST_TEST(experiment.prefill.arrivals->rate_per_s > 0);
+  BOOST_TEST(load_requests(experiment, 3'600'000'000'000).empty());
+  // To the end of int64's nanoseconds (292 years): one arrival at the most, not a million.
+  BOOST_TEST(load_requests(experiment, std::numeric_limits<std::int64_t>::max()).size() <= 1u);
 }
 
 BOOST_AUTO_TEST_CASE(equal_median_and_p90_give_one_length) {

@@ -134,3 +134,27 @@ BOOST_AUTO_TEST_CASE(a_malformed_file_names_the_file_and_field) {
   BOOST_TEST(error_of("{\"experiment\": \"x\",").find("out/results.json: line 1, column ") == 0);
   BOOST_TEST(error_of("").find("out/results.json: line 1, column 1: ") == 0, error_of(""));
 }
+
+// A run that served nothing claims no TTFT: null, read back as none.
+BOOST_AUTO_TEST_CASE(no_request_served_is_null_not_zero) {
+  Results made = full_results();
+  made.prefill->summary.served = 0;
+  made.prefill->summary.ttft_p50_s.reset();
+  made.prefill->summary.ttft_p90_s.reset();
+  made.prefill->summary.ttft_p99_s.reset();
+  const std::string text = results_text(made);
+  const auto document = nlohmann::ordered_json::parse(text);
+  BOOST_TEST(document.at("prefill").at("ttft_s").dump() == R"({"p50":null,"p90":null,"p99":null})");
+  const Results read = results_from_json(text, "results.json");
+  BOOST_TEST((read == made));
+  BOOST_TEST(!read.prefill->summary.ttft_p50_s.has_value());
+}
+
+// 1e999 was nlohmann's out_of_range, which no catch named the file for.
+BOOST_AUTO_TEST_CASE(a_number_past_a_double_names_the_file) {
+  std::string text = results_text(full_results());
+  text.replace(text.find("\"seed\": 18446744073709551615"), 28, "\"seed\": 1e999");
+  const std::string message = error_of(text);
+  BOOST_TEST(message == "out/results.json: a number past what a double holds", message);
+  BOOST_TEST(error_of("{\"x\": root:SECRET}").find("SECRET") == std::string::npos, error_of("{\"x\": root:SECRET}"));
+}

@@ -173,6 +173,45 @@ BOOST_AUTO_TEST_CASE(a_scenario_names_trace_files_relative_to_itself) {
   BOOST_TEST(error_of([&] { load_scenario(path); }).find("square.csv") != std::string::npos);
 }
 
+// A schedule's `file` may name any file: /etc/shadow, or a link to it. Its
+// first line once came back in the error ("unknown column "root:$y$..."",
+// "expected a time in whole milliseconds, got "root:..."") and so into CI
+// logs. Until the file has shown itself a trace, nothing of it is shown;
+// an unknown column is named only as a near miss of a known one.
+BOOST_AUTO_TEST_CASE(a_file_that_is_no_trace_is_not_shown_in_the_error) {
+  const std::string shadow = "root:$y$j9T$SECRET:19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\n";
+  const std::string csv = csv_error(shadow);
+  BOOST_TEST(csv == "t.csv:1: unknown column (columns: time, rate, delay, loss, share)");
+  BOOST_TEST(csv_error("time,SECRET\n") == "t.csv:1: unknown column (columns: time, rate, delay, loss, share)");
+  const std::string up = error_of([&] { parse_mahimahi_trace(shadow, "t.up", kMs); });
+  BOOST_TEST(up == "t.up:1: expected a time in whole milliseconds (not a Mahimahi trace)");
+  // Through a scenario, and through a symbolic link: the key and the path, not the contents.
+  TraceDir traces;
+  const std::string secret = traces.write("secret", shadow);
+  fs::create_symlink(secret, traces.dir / "link.csv");
+  const std::string path = traces.write("s.toml", kTwoDcs +
+                                                      "rate = \"1gbit\"\n[[link]]\nfrom = \"east\"\nto = \"west\"\n"
+                                                      "schedule = { file = \"link.csv\" }\n");
+  const std::string error = error_of([&] { load_scenario(path); });
+  BOOST_TEST(error.find((traces.dir / "link.csv").string() + ":1: unknown column (") != std::string::npos, error);
+  for (const std::string& message : {csv, up, error}) {
+    BOOST_TEST(message.find("SECRET") == std::string::npos, message);
+    BOOST_TEST(message.find("root") == std::string::npos, message);
+  }
+}
+
+// `file = "a\u0000b"` is a std::string whose c_str() is "a": the scenario read
+// the trace "a". A file's name with a control character is refused.
+BOOST_AUTO_TEST_CASE(a_file_name_with_a_nul_byte_is_refused) {
+  TraceDir traces;
+  traces.write("square.csv", "time,rate\n0s,100mbit\n");
+  const std::string path = traces.write("s.toml", kTwoDcs +
+                                                      "rate = \"1gbit\"\n[[link]]\nfrom = \"east\"\nto = \"west\"\n"
+                                                      "schedule = { file = \"square.csv\\u0000.txt\" }\n");
+  BOOST_TEST(error_of([&] { load_scenario(path); }) ==
+             path + ":12:21: link.schedule.file: a file name with a control character: \"square.csv\\x00.txt\"");
+}
+
 BOOST_AUTO_TEST_CASE(inline_steps_and_their_entries) {
   const Scenario scenario =
       parse_scenario(kTwoDcs +

@@ -203,9 +203,10 @@ LinkParams parse_link_option(LinkParams params, std::string_view field, std::str
     std::vector<std::string_view> names;
     for (const LinkKey& known : link_keys()) names.push_back(known.name);
     std::string closest = closest_name(key, names);
-    throw ScenarioError(closest.empty() ? fmt::format("{}: unknown link setting", link_option_name(key))
-                                        : fmt::format("{}: unknown link setting; did you mean {}?",
-                                                      link_option_name(key), link_option_name(closest)));
+    const std::string shown = link_option_name(base::escaped(key));  // from a file too: cut, escaped
+    throw ScenarioError(
+        closest.empty() ? fmt::format("{}: unknown link setting", shown)
+                        : fmt::format("{}: unknown link setting; did you mean {}?", shown, link_option_name(closest)));
   }
   try {
     link_key->set(params, value);

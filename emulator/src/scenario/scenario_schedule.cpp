@@ -84,8 +84,7 @@ class ScheduleTable {
 
   // The trace's path as the scenario names it: relative to the scenario's directory.
   std::string trace_path(const toml::node& node, std::string_view field) const {
-    const std::string& name = reader_.expect_string(node, field, R"(a file name like "trace.csv")");
-    if (name.empty()) reader_.fail(node.source(), fmt::format("{}: empty file name", field));
+    const std::string& name = reader_.expect_file_name(node, field, R"(a file name like "trace.csv")");
     if (name.front() == '/') return name;
     return (std::filesystem::path(reader_.path()).parent_path() / name).string();
   }

@@ -124,8 +124,12 @@ unsigned schedule_column(std::string_view name) {
     if (column.name == name) return column.bit;
   std::vector<std::string_view> names;
   for (const Column& column : kColumns) names.push_back(column.name);
-  throw std::invalid_argument(fmt::format("unknown column {}{} (columns: time, rate, delay, loss, share)",
-                                          base::quoted(name), base::did_you_mean(name, names)));
+  // A trace's file may be any file (a `file` naming /etc/shadow): what it holds
+  // is shown only when it is a near miss of a column's name.
+  const std::string hint = base::did_you_mean(name, names);
+  if (hint.empty()) throw std::invalid_argument("unknown column (columns: time, rate, delay, loss, share)");
+  throw std::invalid_argument(
+      fmt::format("unknown column {}{} (columns: time, rate, delay, loss, share)", base::quoted(name), hint));
 }
 
 void set_schedule_cell(ScheduleStep& step, unsigned column, std::string_view text) {
@@ -237,8 +241,11 @@ Schedule parse_mahimahi_trace(std::string_view text, const std::string& path, st
     std::uint64_t ms = 0;
     const char* end = line.text.data() + line.text.size();
     auto [stop, error] = std::from_chars(line.text.data(), end, ms);
-    if (error != std::errc{} || stop != end || ms > units::kMaxTimeNs / kNsPerMs)
+    if (error != std::errc{} || stop != end || ms > units::kMaxTimeNs / kNsPerMs) {
+      // Until a line has been a time, the file may be any file: not shown.
+      if (times_ms.empty()) fail_at(path, line.number, "expected a time in whole milliseconds (not a Mahimahi trace)");
       fail_at(path, line.number, fmt::format("expected a time in whole milliseconds, got {}", base::quoted(line.text)));
+    }
     if (!times_ms.empty() && ms < times_ms.back())
       fail_at(path, line.number, fmt::format("{} ms is before the previous line's {} ms", ms, times_ms.back()));
     times_ms.push_back(ms);

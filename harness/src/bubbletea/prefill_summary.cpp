@@ -89,9 +89,10 @@ void add_requests(const PrefillRecord& prefill, PrefillSummary& summary) {
       case RequestState::unfinished: ++summary.unfinished; break;
     }
   }
-  summary.ttft_p50_s = percentile_or_zero(ttft_s, 50);
-  summary.ttft_p90_s = percentile_or_zero(ttft_s, 90);
-  summary.ttft_p99_s = percentile_or_zero(ttft_s, 99);
+  if (ttft_s.empty()) return;
+  summary.ttft_p50_s = base::percentile(ttft_s, 50);
+  summary.ttft_p90_s = base::percentile(ttft_s, 90);
+  summary.ttft_p99_s = base::percentile(ttft_s, 99);
 }
 
 void add_prediction(const PrefillRecord& prefill, PrefillSummary& summary) {

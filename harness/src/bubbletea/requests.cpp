@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <stdexcept>
 
 #include "wanlab/base/files.hpp"
 #include "wanlab/base/parse.hpp"
@@ -43,7 +44,15 @@ std::vector<std::string_view> split_fields(std::string_view line) {
   }
 }
 
-// Reads rows in file order; every error is "path:LINE: ...".
+// A row that is not a request; the reader adds the file and line.
+class RowError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// Reads rows in file order; every error is "path:LINE: ...". Until a line has
+// been the header or a request the file may be any file (a `requests` naming
+// /etc/shadow), so what its first line holds is not shown.
 class TraceReader {
  public:
   explicit TraceReader(const std::string& path) : path_(path) {}
@@ -64,46 +73,56 @@ class TraceReader {
   }
 
   template <typename Parse>
-  auto number(std::string_view column, Parse parse) const {
+  static auto number(std::string_view column, Parse parse) {
     try {
       return parse();
     } catch (const base::ParseError& error) {
-      fail(fmt::format("{}: {}", column, error.what()));
+      throw RowError(fmt::format("{}: {}", column, error.what()));
     }
   }
 
   void read_line(std::string_view line) {
     if (line.empty() || line.front() == '#') return;
-    if (line == kHeader && !seen_row_) {
-      seen_row_ = true;  // one header, before the rows
+    if (line == kHeader && !accepted_) {
+      accepted_ = true;  // one header, before the rows
       return;
     }
-    seen_row_ = true;
-    std::vector<std::string_view> fields = split_fields(line);
-    if (fields.size() != 3) {
-      fail(fmt::format("expected 3 fields ({}), got {}: {}", kHeader, fields.size(), base::quoted(line)));
+    try {
+      requests_.push_back(row(line));
+    } catch (const RowError& error) {
+      if (!accepted_)
+        fail(fmt::format(R"(not a request trace: expected the header "{}" or a row like "0.5,1469,13")", kHeader));
+      fail(error.what());
     }
+    accepted_ = true;
+  }
+
+  Request row(std::string_view line) const {
+    std::vector<std::string_view> fields = split_fields(line);
+    if (fields.size() != 3)
+      throw RowError(fmt::format("expected 3 fields ({}), got {}: {}", kHeader, fields.size(), base::quoted(line)));
     Request request;
     request.id = static_cast<int>(requests_.size());
     request.arrival_ns = arrival_ns(fields[0]);
     request.prompt_tokens = number("prompt_tokens", [&] { return base::parse_integer(fields[1], 1, kMaxTokens); });
     request.output_tokens = number("output_tokens", [&] { return base::parse_integer(fields[2], 0, kMaxTokens); });
-    requests_.push_back(request);
+    return request;
   }
 
   std::int64_t arrival_ns(std::string_view field) const {
     double seconds = number("arrival_s", [&] { return base::parse_decimal(field, 0, kMaxArrivalS); });
     auto ns = static_cast<std::int64_t>(std::llround(seconds * 1e9));
     if (!requests_.empty() && ns < requests_.back().arrival_ns) {
-      fail(fmt::format("arrival_s: {} s is before the previous row's {:.9g} s; arrivals must not decrease", field,
-                       static_cast<double>(requests_.back().arrival_ns) / 1e9));
+      throw RowError(
+          fmt::format("arrival_s: {:.9g} s is before the previous row's {:.9g} s; arrivals must not decrease", seconds,
+                      static_cast<double>(requests_.back().arrival_ns) / 1e9));
     }
     return ns;
   }
 
   const std::string& path_;
   int line_ = 0;
-  bool seen_row_ = false;
+  bool accepted_ = false;  // the header or a request was read
   std::vector<Request> requests_;
 };
 
@@ -132,8 +151,10 @@ std::vector<Request> generate(const ArrivalProcess& process, std::uint64_t seed,
   double seconds = 0;
   while (requests.size() < PrefillConfig::kMaxRequests) {
     seconds += draws.exponential(process.rate_per_s);
+    // Compared before rounding: at 0.0000001/h the first arrival is 3.6e19 ns
+    // away, past what llround can hold (it gave INT64_MIN: every request came at once).
+    if (seconds * 1e9 >= static_cast<double>(horizon_ns)) break;
     auto arrival_ns = static_cast<std::int64_t>(std::llround(seconds * 1e9));
-    if (arrival_ns >= horizon_ns) break;
     double prompt = std::clamp(std::round(std::exp(mu + sigma * draws.normal())), 1.0, double{kMaxTokens});
     requests.push_back(
         {static_cast<int>(requests.size()), arrival_ns, static_cast<int>(prompt), kGeneratedOutputTokens});

@@ -3,6 +3,7 @@
 #include "experiment/egress_config.hpp"
 
 #include <array>
+#include <map>
 #include <optional>
 #include <string_view>
 
@@ -41,7 +42,22 @@ double read_price(FieldReader& reader, const toml::node& node, const std::string
   return *price;
 }
 
+// A price covers both directions: "a-b" and "b-a" both priced is a mistake,
+// named at the later of the two in the file (toml++ keeps keys sorted).
+void check_one_price_per_pair(FieldReader& reader, const toml::key& key, const toml::key*& priced) {
+  if (priced == nullptr) {
+    priced = &key;
+    return;
+  }
+  const auto [first, second] =
+      base::TomlReader::comes_before(*priced, key) ? std::pair{priced, &key} : std::pair{&key, priced};
+  reader.fail(second->source(), fmt::format("egress.pairs.{}: {} is priced already, at {}; one price covers both "
+                                            "directions",
+                                            second->str(), first->str(), reader.where(first->source())));
+}
+
 void read_pairs(FieldReader& reader, const toml::table& pairs, Egress& egress) {
+  std::map<std::pair<std::string, std::string>, const toml::key*> priced;
   for (auto&& [key, node] : pairs) {
     const std::string field = fmt::format("egress.pairs.{}", key.str());
     const auto pair = split_pair(key.str());
@@ -50,6 +66,7 @@ void read_pairs(FieldReader& reader, const toml::table& pairs, Egress& egress) {
                   fmt::format(R"(egress.pairs: expected a key "dc-dc" naming two DCs like "east-west", got {})",
                               base::quoted(key.str())));
     }
+    check_one_price_per_pair(reader, key, priced[*pair]);
     egress.pairs[*pair] = read_price(reader, node, field);
   }
 }

@@ -144,8 +144,7 @@ class Parser : FieldReader {
     if (node == nullptr) {
       fail_at_start(R"(missing required key "testbed" (the scenario file, e.g. testbed = "../three-dc.toml"))");
     }
-    const std::string& testbed = expect_string(*node, "testbed", R"(a scenario path like "../three-dc.toml")");
-    if (testbed.empty()) fail(node->source(), "testbed: must not be empty");
+    const std::string& testbed = expect_file_name(*node, "testbed", R"(a scenario path like "../three-dc.toml")");
     remember("testbed", *node);
     experiment_.testbed_path = detail::resolve_beside(path(), testbed);
   }

@@ -143,9 +143,10 @@ constexpr std::array kOptions{
     known.push_back("--" + std::string(option.name));
   }
   const std::string closest = closest_name(name, names);
+  const std::string shown = base::escaped(name);
   throw ExperimentError(closest.empty()
-                            ? fmt::format("--{}: unknown experiment option (known: {})", name, join(known))
-                            : fmt::format("--{}: unknown experiment option; did you mean --{}?", name, closest));
+                            ? fmt::format("--{}: unknown experiment option (known: {})", shown, join(known))
+                            : fmt::format("--{}: unknown experiment option; did you mean --{}?", shown, closest));
 }
 
 }  // namespace

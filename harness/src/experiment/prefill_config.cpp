@@ -77,8 +77,7 @@ class PrefillReader {
     const toml::node* node = section_.get("requests");
     if (node == nullptr) return;
     const std::string& path =
-        reader_.expect_string(*node, "prefill.requests", R"(a trace file like "../traces/code-sample.csv")");
-    if (path.empty()) reader_.fail(node->source(), "prefill.requests: must not be empty");
+        reader_.expect_file_name(*node, "prefill.requests", R"(a trace file like "../traces/code-sample.csv")");
     reader_.remember("prefill.requests", *node);
     config_.requests_path = resolve_beside(reader_.experiment().path, path);
   }

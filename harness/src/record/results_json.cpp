@@ -3,19 +3,23 @@
 // trip is tested (tests/unit/harness_results.cpp).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <iterator>
 #include <limits>
 #include <utility>
 
+#include "record/results_fields.hpp"
 #include "wanlab/base/files.hpp"
 #include "wanlab/harness/record/results.hpp"
+#include "wanlab/base/parse.hpp"
 
 namespace wanlab::harness {
 namespace {
 
-using Json = nlohmann::ordered_json;
+using detail::Fields;
+using detail::Json;
 
 // A request_outcomes row's columns.
 constexpr const char* kRequestColumns[] = {"id", "arrival_s", "prompt_tokens", "state", "ttft_s", "reason"};
@@ -62,10 +66,12 @@ Json iteration_json(const IterationSummary& summary) {
   return json;
 }
 
+// A figure that may not exist (no request served: no TTFT) is null.
+Json or_null(const std::optional<double>& value) { return value ? Json(*value) : Json(nullptr); }
+
 Json request_json(const RequestRow& row) {
   // The columns of kRequestColumns, in its order.
-  Json ttft = row.ttft_s ? Json(*row.ttft_s) : Json(nullptr);
-  return Json::array({row.id, row.arrival_s, row.prompt_tokens, row.state, ttft, row.reason});
+  return Json::array({row.id, row.arrival_s, row.prompt_tokens, row.state, or_null(row.ttft_s), row.reason});
 }
 
 Json prefill_json(const PrefillResults& prefill) {
@@ -80,7 +86,7 @@ Json prefill_json(const PrefillResults& prefill) {
                       {"rejected", s.rejected},
                       {"failed", s.failed},
                       {"unfinished", s.unfinished}};
-  json["ttft_s"] = {{"p50", s.ttft_p50_s}, {"p90", s.ttft_p90_s}, {"p99", s.ttft_p99_s}};
+  json["ttft_s"] = {{"p50", or_null(s.ttft_p50_s)}, {"p90", or_null(s.ttft_p90_s)}, {"p99", or_null(s.ttft_p99_s)}};
   json["kv_bytes"] = object_of(s.kv_bytes);
   json["bubble_prediction_error_s"] = {{"start_p50", s.prediction_start_error_p50_s},
                                        {"start_p90", s.prediction_start_error_p90_s},
@@ -94,92 +100,6 @@ Json prefill_json(const PrefillResults& prefill) {
 }
 
 // --- reading ---
-
-// The members of one object, with errors that name where it sits
-// ("runs/x/results.json.iterations[2]") and the member.
-class Fields {
- public:
-  Fields(const Json& object, std::string where) : object_(object), where_(std::move(where)) {
-    if (!object_.is_object()) fail("is not an object");
-  }
-
-  const std::string& where() const { return where_; }
-  bool has(std::string_view key) const { return object_.contains(std::string(key)); }
-  const Json& member(std::string_view key) const {
-    const auto it = object_.find(std::string(key));
-    if (it == object_.end()) fail(fmt::format("no \"{}\"", key));
-    return *it;
-  }
-  // null stands for a value that was not finite (JSON has no inf or nan).
-  double number(std::string_view key) const { return number_of(member(key), key); }
-  template <typename Int>
-  Int whole(std::string_view key) const {
-    return whole_of<Int>(member(key), key);
-  }
-  std::string text(std::string_view key) const {
-    const Json& value = member(key);
-    if (!value.is_string()) fail(fmt::format("\"{}\" is not a string", key));
-    return value.get<std::string>();
-  }
-  bool flag(std::string_view key) const {
-    const Json& value = member(key);
-    if (!value.is_boolean()) fail(fmt::format("\"{}\" is not true or false", key));
-    return value.get<bool>();
-  }
-  Fields object(std::string_view key) const { return Fields(member(key), fmt::format("{}.{}", where_, key)); }
-  const Json& array(std::string_view key) const {
-    const Json& value = member(key);
-    if (!value.is_array()) fail(fmt::format("\"{}\" is not an array", key));
-    return value;
-  }
-  std::vector<double> numbers(std::string_view key) const {
-    std::vector<double> values;
-    for (const Json& item : array(key)) values.push_back(number_of(item, key));
-    return values;
-  }
-  std::vector<std::string> texts(std::string_view key) const {
-    std::vector<std::string> values;
-    for (const Json& item : array(key)) {
-      if (!item.is_string()) fail(fmt::format("\"{}\" holds a value that is not a string", key));
-      values.push_back(item.get<std::string>());
-    }
-    return values;
-  }
-  // An object of byte counts ("east->west": 1000).
-  std::vector<std::pair<std::string, std::uint64_t>> counts(std::string_view key) const {
-    const Fields members = object(key);
-    std::vector<std::pair<std::string, std::uint64_t>> values;
-    for (const std::string& name : members.keys()) values.emplace_back(name, members.whole<std::uint64_t>(name));
-    return values;
-  }
-
-  const Json& json() const { return object_; }
-  std::vector<std::string> keys() const {
-    std::vector<std::string> names;
-    for (const auto& item : object_.items()) names.push_back(item.key());
-    return names;
-  }
-
-  [[noreturn]] void fail(const std::string& what) const { throw ResultsError(fmt::format("{}: {}", where_, what)); }
-
- private:
-  double number_of(const Json& value, std::string_view key) const {
-    if (value.is_null()) return std::numeric_limits<double>::quiet_NaN();
-    if (!value.is_number()) fail(fmt::format("\"{}\" is not a number", key));
-    return value.get<double>();
-  }
-  template <typename Int>
-  Int whole_of(const Json& value, std::string_view key) const {
-    if (!value.is_number_integer()) fail(fmt::format("\"{}\" is not a whole number", key));
-    const bool fits = value.is_number_unsigned() ? std::in_range<Int>(value.get<std::uint64_t>())
-                                                 : std::in_range<Int>(value.get<std::int64_t>());
-    if (!fits) fail(fmt::format("\"{}\" is out of range", key));
-    return value.get<Int>();
-  }
-
-  const Json& object_;
-  std::string where_;
-};
 
 // An array's items as Fields named "where.key[i]".
 template <typename Read>
@@ -250,28 +170,19 @@ RequestRow request_from(const Json& row, const std::string& where) {
 
 PrefillResults prefill_from(const Fields& fields) {
   PrefillResults prefill;
-  PrefillSummary& s = prefill.summary;
-  s.mean_gpu_utilization = fields.number("mean_gpu_utilization");
+  PrefillSummary& s = prefill.summary = detail::prefill_shown(fields);
   s.mean_training_utilization = fields.number("mean_training_utilization");
   s.gpu_utilization = fields.numbers("gpu_utilization");
-  s.prefill_tokens_per_s = fields.number("prefill_tokens_per_s");
   const Fields requests = fields.object("requests");
   s.requests = requests.whole<int>("arrived");
-  s.served = requests.whole<int>("served");
-  s.rejected = requests.whole<int>("rejected");
-  s.failed = requests.whole<int>("failed");
   s.unfinished = requests.whole<int>("unfinished");
-  const Fields ttft = fields.object("ttft_s");
-  s.ttft_p50_s = ttft.number("p50");
-  s.ttft_p90_s = ttft.number("p90");
-  s.ttft_p99_s = ttft.number("p99");
+  s.ttft_p90_s = fields.object("ttft_s").optional_number("p90");
   s.kv_bytes = fields.counts("kv_bytes");
   const Fields prediction = fields.object("bubble_prediction_error_s");
   s.prediction_start_error_p50_s = prediction.number("start_p50");
   s.prediction_start_error_p90_s = prediction.number("start_p90");
   s.prediction_length_error_p50_s = prediction.number("length_p50");
   s.prediction_length_error_p90_s = prediction.number("length_p90");
-  s.training_delay_s = fields.number("training_delay_s");
   prefill.notes = fields.texts("notes");
   const Json& rows = fields.array("request_outcomes");
   for (std::size_t i = 0; i < rows.size(); ++i)
@@ -283,14 +194,109 @@ Json parse_document(std::string_view text, const std::string& label) {
   try {
     return Json::parse(text);
   } catch (const Json::parse_error& error) {
-    // "[json.exception.parse_error.101] parse error at line 3, column 13: ..." -> "line 3, column 13: ..."
-    std::string_view what = error.what();
-    const auto at = what.find(" at line ");
-    throw ResultsError(fmt::format("{}: {}", label, at == std::string_view::npos ? what : what.substr(at + 4)));
+    throw ResultsError(fmt::format("{}: {}", label, detail::json_error(text, error.byte, error)));
+  } catch (const Json::exception& error) {  // out_of_range: a number like 1e999
+    throw ResultsError(fmt::format("{}: {}", label, detail::json_error(text, std::string_view::npos, error)));
   }
 }
 
 }  // namespace
+
+namespace detail {
+
+// --- what the digest (results_digest.cpp) reads the same way ---
+
+// The prefill figures compare shows (the digest reads these alone).
+PrefillSummary prefill_shown(const Fields& fields) {
+  PrefillSummary s;
+  s.mean_gpu_utilization = fields.number("mean_gpu_utilization");
+  s.prefill_tokens_per_s = fields.number("prefill_tokens_per_s");
+  const Fields requests = fields.object("requests");
+  s.served = requests.whole<int>("served");
+  s.rejected = requests.whole<int>("rejected");
+  s.failed = requests.whole<int>("failed");
+  const Fields ttft = fields.object("ttft_s");
+  s.ttft_p50_s = ttft.optional_number("p50");
+  s.ttft_p99_s = ttft.optional_number("p99");
+  s.training_delay_s = fields.number("training_delay_s");
+  return s;
+}
+
+// The run's means compare shows.
+void read_shown_means(const Fields& fields, RunSummary& run) {
+  run.mean_iteration_s = fields.number("mean_iteration_s");
+  run.mean_gpu_utilization = fields.number("mean_gpu_utilization");
+  run.mean_bubble_fraction = fields.number("mean_bubble_fraction");
+}
+
+ConfigurationView view_of(const Fields& config) {
+  ConfigurationView view;
+  view.schedule = config.text("schedule");
+  // An explicit placement is a list of DCs.
+  if (config.member("placement").is_array()) {
+    for (const std::string& dc : config.texts("placement")) view.placement += (view.placement.empty() ? "" : ",") + dc;
+  } else {
+    view.placement = config.text("placement");
+  }
+  view.streams = config.whole<int>("streams");
+  view.temporal_sharing = config.flag("temporal_sharing");
+  view.scale = config.number("scale");
+  return view;
+}
+
+namespace {
+
+// What went wrong, without the text the parser stopped at: nlohmann's "last
+// read: '...'" and "number overflow parsing '1e999'" quote the file, which may
+// be anything, and at any length.
+std::string json_problem(const nlohmann::detail::exception& error) {
+  if (dynamic_cast<const nlohmann::detail::parse_error*>(&error) == nullptr)
+    return error.id == 406 ? "a number past what a double holds" : "not a JSON document the reader can hold";
+  // "[json.exception.parse_error.101] parse error at line 3, column 13: WHAT; last read: '...'; expected ..."
+  const std::string_view full = error.what();
+  const auto column = full.find(", column ");
+  const auto start = column == std::string_view::npos ? std::string_view::npos : full.find(": ", column);
+  if (start == std::string_view::npos) return "not JSON";
+  std::string what(full.substr(start + 2));
+  const auto token = what.find("; last read: '");
+  if (token != std::string::npos) {
+    const auto expected = what.find("; expected ", token);
+    what.erase(token, expected == std::string::npos ? std::string::npos : expected - token);
+  }
+  return what;
+}
+
+}  // namespace
+
+std::string json_error(std::string_view text, std::size_t position, const nlohmann::detail::exception& error) {
+  const std::string what = base::escaped(json_problem(error), 200);
+  if (position == std::string_view::npos) return what;
+  // As nlohmann counts: `position` bytes read (the end of the text counts as one).
+  const std::string_view before = text.substr(0, std::min(position, text.size()));
+  const std::size_t newline = before.rfind('\n');
+  const std::size_t line_start = newline == std::string_view::npos ? 0 : newline + 1;
+  return fmt::format("line {}, column {}: {}", std::count(before.begin(), before.end(), '\n') + 1,
+                     position - line_start, what);
+}
+
+std::string results_file(const std::string& path) {
+  namespace fs = std::filesystem;
+  return fs::is_directory(path) ? (fs::path(path) / "results.json").string() : path;
+}
+
+// results.json holds per-iteration summaries and one row per request, not
+// events: far below this.
+constexpr std::size_t kMaxResultsBytes = 256u << 20;
+
+std::string read_results_text(const std::string& file) {
+  try {
+    return base::read_regular_file(file, base::ReadRules{kMaxResultsBytes, true});
+  } catch (const base::FileError& error) {
+    throw ResultsError(fmt::format("{}: cannot read results: {}", file, error.reason()));
+  }
+}
+
+}  // namespace detail
 
 Json to_json(const Results& r) {
   Json root = Json::object();
@@ -323,9 +329,7 @@ Results results_from_json(std::string_view text, const std::string& label) {
   r.experiment = fields.text("experiment");
   r.runtime = fields.text("runtime");
   if (fields.has("runtime_detail")) r.runtime_detail = fields.text("runtime_detail");
-  r.run.mean_iteration_s = fields.number("mean_iteration_s");
-  r.run.mean_gpu_utilization = fields.number("mean_gpu_utilization");
-  r.run.mean_bubble_fraction = fields.number("mean_bubble_fraction");
+  detail::read_shown_means(fields, r.run);
   r.run.mean_tokens_per_s = fields.number("mean_tokens_per_s");
   r.run.skipped_iterations = fields.whole<int>("means_skip_first_iterations");
   if (fields.has("prefill")) r.prefill = prefill_from(fields.object("prefill"));
@@ -343,36 +347,13 @@ Results results_from_json(std::string_view text, const std::string& label) {
   return r;
 }
 
-// results.json holds per-iteration summaries and one row per request, not
-// events: far below this.
-constexpr std::size_t kMaxResultsBytes = 256u << 20;
-
 Results read_results(const std::string& path) {
-  namespace fs = std::filesystem;
-  const std::string file = fs::is_directory(path) ? (fs::path(path) / "results.json").string() : path;
-  std::string text;
-  try {
-    text = base::read_regular_file(file, base::ReadRules{kMaxResultsBytes, true});
-  } catch (const base::FileError& error) {
-    throw ResultsError(fmt::format("{}: cannot read results: {}", file, error.reason()));
-  }
-  return results_from_json(text, file);
+  const std::string file = detail::results_file(path);
+  return results_from_json(detail::read_results_text(file), file);
 }
 
 ConfigurationView configuration_view(const Results& results, const std::string& label) {
-  const Fields config(results.configuration, label + ".configuration");
-  ConfigurationView view;
-  view.schedule = config.text("schedule");
-  // An explicit placement is a list of DCs.
-  if (config.member("placement").is_array()) {
-    for (const std::string& dc : config.texts("placement")) view.placement += (view.placement.empty() ? "" : ",") + dc;
-  } else {
-    view.placement = config.text("placement");
-  }
-  view.streams = config.whole<int>("streams");
-  view.temporal_sharing = config.flag("temporal_sharing");
-  view.scale = config.number("scale");
-  return view;
+  return detail::view_of(Fields(results.configuration, label + ".configuration"));
 }
 
 }  // namespace wanlab::harness

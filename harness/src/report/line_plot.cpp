@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "report/svg.hpp"
+#include "wanlab/base/parse.hpp"
 
 namespace wanlab::harness {
 namespace {
@@ -25,15 +26,31 @@ constexpr int kTargetTicks = 6;
 constexpr std::array kColours{"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#76b7b2", "#edc948", "#9c755f"};
 constexpr std::array kDashes{"", "6 3", "2 3", "8 3 2 3"};
 
-// Round steps from at or below `low` to at or above `high`, so every point is inside.
+constexpr double kMaxTickIndex = 1e15;  // |value / step|: far inside long long, and exact in a double
+
+// Round steps from at or below `low` to at or above `high`, so every point is
+// inside; empty when the range cannot be drawn (its span or its ends past what
+// a double holds: -1e308 to 1e308 once gave "-nan" coordinates).
 std::vector<double> ticks(double low, double high) {
   const double step = detail::tick_step(high - low, kTargetTicks, {1.0, 2.0, 2.5, 5.0, 10.0});
-  const auto first = static_cast<long long>(std::floor(low / step + 1e-9));
-  const auto last = static_cast<long long>(std::ceil(high / step - 1e-9));
+  const double first = std::floor(low / step + 1e-9), last = std::ceil(high / step - 1e-9);
+  if (!std::isfinite(step) || !(std::abs(first) <= kMaxTickIndex && std::abs(last) <= kMaxTickIndex) ||
+      !std::isfinite(first * step) || !std::isfinite(last * step) || !(last > first))
+    return {};
   std::vector<double> values;
-  for (long long i = first; i <= last; ++i) values.push_back(static_cast<double>(i) * step);  // no 0.30000000000000004
+  for (auto i = static_cast<long long>(first); i <= static_cast<long long>(last); ++i)
+    values.push_back(static_cast<double>(i) * step);  // no 0.30000000000000004
   return values;
 }
+
+// "plot TITLE" for errors, or "plot" without a title.
+std::string plot_name(const LinePlot& plot) {
+  return plot.title.empty() ? "plot" : fmt::format("plot {}", base::escaped(plot.title));
+}
+
+// A range with one value gets a width: 1, or a billionth of the value when that is more
+// (past 2^53, +1 is lost).
+double past(double low, double high) { return high > low ? high : low + std::max(1.0, std::abs(low) * 1e-9); }
 
 // Wide enough for the longest legend name.
 double width_of(std::span<const LinePlot> plots) {
@@ -56,21 +73,21 @@ class Frame {
     for (const PlotSeries& series : plot.series) {
       for (const auto& [x, y] : series.points) {
         if (!std::isfinite(x) || !std::isfinite(y))
-          throw PlotError(fmt::format("plot {}: series {}: a value that is not finite", plot.title, series.name));
+          throw PlotError(
+              fmt::format("{}: series {}: a value that is not finite", plot_name(plot), base::quoted(series.name)));
         x_low = std::min(x_low, x), x_high = std::max(x_high, x);
         y_low = std::min(y_low, y), y_high = std::max(y_high, y);
       }
     }
-    if (x_low > x_high) throw PlotError(fmt::format("plot {}: no points to plot", plot.title));
+    if (x_low > x_high) throw PlotError(fmt::format("{}: no points to plot", plot_name(plot)));
     if (!plot.x_categories.empty()) {
       // One tick per category; a lone one still needs a second end to the axis.
       x_ticks_ = std::vector<double>(std::max<std::size_t>(plot.x_categories.size(), 2));
       std::iota(x_ticks_.begin(), x_ticks_.end(), 0.0);
     } else {
-      x_ticks_ = ticks(x_low, x_high > x_low ? x_high : x_low + 1);
+      x_ticks_ = axis_ticks("x", x_low, x_high);
     }
-    const double y_floor = plot.y_min.value_or(std::min(0.0, y_low));
-    y_ticks_ = ticks(y_floor, y_high > y_floor ? y_high : y_floor + 1);
+    y_ticks_ = axis_ticks("y", plot.y_min.value_or(std::min(0.0, y_low)), y_high);
   }
 
   double px(double x) const {
@@ -88,6 +105,14 @@ class Frame {
   const std::vector<double>& y_ticks() const { return y_ticks_; }
 
  private:
+  std::vector<double> axis_ticks(std::string_view axis, double low, double high) const {
+    std::vector<double> values = ticks(low, past(low, high));
+    if (values.size() < 2)
+      throw PlotError(
+          fmt::format("{}: {} values from {:g} to {:g}: a range it cannot draw", plot_name(plot_), axis, low, high));
+    return values;
+  }
+
   const LinePlot& plot_;
   std::vector<double> x_ticks_, y_ticks_;
 };

@@ -95,11 +95,25 @@ CsvTable read_csv(std::string_view text, const std::string& path) {
 
 namespace {
 
+constexpr std::size_t kColumnsShown = 12;
+constexpr std::size_t kColumnNameShown = 32;
+
+// The header's names for an error, escaped and cut, when it is a CSV header:
+// a first line without a comma may be any file's (a link to /etc/shadow), and
+// is not shown.
+std::string columns_shown(const std::vector<std::string>& header) {
+  if (header.size() < 2) return " (the first line has no comma: not a CSV table)";
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < header.size() && i < kColumnsShown; ++i)
+    names.push_back(base::escaped(header[i], kColumnNameShown));
+  if (header.size() > kColumnsShown) names.push_back(fmt::format("... ({} in all)", header.size()));
+  return fmt::format(" (columns: {})", detail::join(names));
+}
+
 std::size_t column_of(const detail::CsvTable& table, const std::string& path, const std::string& column) {
   const auto found = std::find(table.header.begin(), table.header.end(), column);
   if (found == table.header.end())
-    throw PlotError(
-        fmt::format("{}: no column {} (columns: {})", path, base::quoted(column), detail::join(table.header)));
+    throw PlotError(fmt::format("{}: no column {}{}", path, base::quoted(column), columns_shown(table.header)));
   return static_cast<std::size_t>(found - table.header.begin());
 }
 

@@ -5,16 +5,10 @@
 #include <algorithm>
 #include <functional>
 
+#include "wanlab/base/parse.hpp"
+
 namespace wanlab::harness {
 namespace {
-
-double wan_bytes_per_iteration(const std::vector<IterationSummary>& iterations) {
-  if (iterations.empty()) return 0;
-  double total = 0;
-  for (const IterationSummary& iteration : iterations)
-    for (const auto& [link, bytes] : iteration.wan_bytes) total += static_cast<double>(bytes);
-  return total / static_cast<double>(iterations.size());
-}
 
 PrefillColumns prefill_columns(const PrefillSummary& summary) {
   PrefillColumns columns;
@@ -42,6 +36,16 @@ Line line(std::string name, const std::vector<ResultRow>& rows, Cell cell) {
   return out;
 }
 
+// A results.json's text in a cell: escaped (a name holding escape codes or a
+// newline would reach the terminal as they are) and cut.
+constexpr std::size_t kCellShown = 40;
+std::string shown(const std::string& text) { return base::escaped(text, kCellShown); }
+
+// A figure that may not exist: "-" (no request served has no TTFT).
+std::string seconds_or_dash(const std::optional<double>& seconds) {
+  return seconds ? fmt::format("{:.2f}", *seconds) : "-";
+}
+
 // A prefill figure: "-" for a result that ran without prefill.
 Line prefill_line(std::string name, const std::vector<ResultRow>& rows,
                   const std::function<std::string(const PrefillColumns&)>& cell) {
@@ -53,12 +57,12 @@ std::string percent(double fraction) { return fmt::format("{:.1f}%", 100 * fract
 std::vector<Line> training_lines(const std::vector<ResultRow>& rows) {
   const double first = rows.front().iteration_s;
   return {
-      line("experiment", rows, [](const ResultRow& r) { return r.experiment; }),
-      line("schedule", rows, [](const ResultRow& r) { return r.schedule; }),
-      line("placement", rows, [](const ResultRow& r) { return r.placement; }),
+      line("experiment", rows, [](const ResultRow& r) { return shown(r.experiment); }),
+      line("schedule", rows, [](const ResultRow& r) { return shown(r.schedule); }),
+      line("placement", rows, [](const ResultRow& r) { return shown(r.placement); }),
       line("streams", rows, [](const ResultRow& r) { return std::to_string(r.streams); }),
       line("temporal sharing", rows, [](const ResultRow& r) { return std::string(r.temporal_sharing ? "on" : "off"); }),
-      line("runtime", rows, [](const ResultRow& r) { return r.runtime; }),
+      line("runtime", rows, [](const ResultRow& r) { return shown(r.runtime); }),
       line("scale", rows, [](const ResultRow& r) { return fmt::format("{:g}", r.scale); }),
       line("iterations", rows, [](const ResultRow& r) { return std::to_string(r.iterations); }),
       line("iteration (s)", rows, [](const ResultRow& r) { return fmt::format("{:.3f}", r.iteration_s); }),
@@ -76,8 +80,8 @@ std::vector<Line> prefill_lines(const std::vector<ResultRow>& rows) {
       prefill_line("utilization + prefill", rows, [](const PrefillColumns& p) { return percent(p.utilization); }),
       prefill_line("prefill tokens/s", rows,
                    [](const PrefillColumns& p) { return fmt::format("{:.0f}", p.tokens_per_s); }),
-      prefill_line("TTFT p50 (s)", rows, [](const PrefillColumns& p) { return fmt::format("{:.2f}", p.ttft_p50_s); }),
-      prefill_line("TTFT p99 (s)", rows, [](const PrefillColumns& p) { return fmt::format("{:.2f}", p.ttft_p99_s); }),
+      prefill_line("TTFT p50 (s)", rows, [](const PrefillColumns& p) { return seconds_or_dash(p.ttft_p50_s); }),
+      prefill_line("TTFT p99 (s)", rows, [](const PrefillColumns& p) { return seconds_or_dash(p.ttft_p99_s); }),
       prefill_line("requests served", rows, [](const PrefillColumns& p) { return std::to_string(p.served); }),
       prefill_line("requests rejected", rows, [](const PrefillColumns& p) { return std::to_string(p.rejected); }),
       prefill_line("requests failed", rows, [](const PrefillColumns& p) { return std::to_string(p.failed); }),
@@ -89,8 +93,12 @@ std::vector<Line> prefill_lines(const std::vector<ResultRow>& rows) {
 // The names left-aligned, every column right-aligned to its widest cell.
 std::string layout(const std::vector<ResultRow>& rows, const std::vector<Line>& lines) {
   std::size_t name_width = 0;
+  std::vector<std::string> labels;
   std::vector<std::size_t> widths;
-  for (const ResultRow& row : rows) widths.push_back(row.label.size());
+  for (const ResultRow& row : rows) {
+    labels.push_back(shown(row.label));
+    widths.push_back(labels.back().size());
+  }
   for (const Line& l : lines) {
     name_width = std::max(name_width, l.name.size());
     for (std::size_t i = 0; i < l.cells.size(); ++i) widths[i] = std::max(widths[i], l.cells[i].size());
@@ -100,38 +108,38 @@ std::string layout(const std::vector<ResultRow>& rows, const std::vector<Line>& 
     for (std::size_t i = 0; i < rows.size(); ++i) out += fmt::format("  {:>{}}", cell(i), widths[i]);
     return out + "\n";
   };
-  std::string out = print("", [&](std::size_t i) -> const std::string& { return rows[i].label; });
+  std::string out = print("", [&](std::size_t i) -> const std::string& { return labels[i]; });
   for (const Line& l : lines) out += print(l.name, [&](std::size_t i) -> const std::string& { return l.cells[i]; });
   return out;
 }
 
 }  // namespace
 
-ResultRow result_row(const Results& results, const std::string& label) {
-  const ConfigurationView config = configuration_view(results, label);
+ResultRow result_row(const ResultsDigest& results, const std::string& label) {
   ResultRow row;
   row.label = label;
   row.experiment = results.experiment;
   row.runtime = results.runtime;
-  row.schedule = config.schedule;
-  row.placement = config.placement;
-  row.streams = config.streams;
-  row.temporal_sharing = config.temporal_sharing;
-  row.scale = config.scale;
-  row.iterations = static_cast<int>(results.iterations.size());
+  row.schedule = results.configuration.schedule;
+  row.placement = results.configuration.placement;
+  row.streams = results.configuration.streams;
+  row.temporal_sharing = results.configuration.temporal_sharing;
+  row.scale = results.configuration.scale;
+  row.iterations = static_cast<int>(results.iterations);
   row.iteration_s = results.run.mean_iteration_s;
   row.utilization = results.run.mean_gpu_utilization;
   row.bubble = results.run.mean_bubble_fraction;
-  row.wan_bytes_per_iteration = wan_bytes_per_iteration(results.iterations);
-  if (results.prefill) row.prefill = prefill_columns(results.prefill->summary);
+  row.wan_bytes_per_iteration =
+      results.iterations == 0 ? 0 : results.wan_bytes / static_cast<double>(results.iterations);
+  if (results.prefill) row.prefill = prefill_columns(*results.prefill);
   return row;
 }
 
 ResultRow parse_result(std::string_view json_text, const std::string& label) {
-  return result_row(results_from_json(json_text, label), label);
+  return result_row(results_digest_from_json(json_text, label), label);
 }
 
-ResultRow read_result(const std::string& path) { return result_row(read_results(path), path); }
+ResultRow read_result(const std::string& path) { return result_row(read_results_digest(path), path); }
 
 std::string compare_table(const std::vector<ResultRow>& rows) {
   if (rows.empty()) return "";

@@ -229,7 +229,7 @@ class SweepReader {
 void set_at(toml::table& root, const std::vector<Segment>& path, toml::node&& value, const toml::key& key,
             std::string_view document, const std::string& sweep_path) {
   auto fail = [&](std::string_view message) {
-    throw SweepError(fmt::format("{}: {}: {}", position(key.source(), sweep_path), key.str(), message));
+    throw SweepError(fmt::format("{}: {}: {}", position(key.source(), sweep_path), base::escaped(key.str()), message));
   };
   toml::table* table = &root;
   for (std::size_t i = 0; i < path.size(); ++i) {

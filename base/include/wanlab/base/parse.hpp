@@ -23,6 +23,9 @@ class ParseError : public std::invalid_argument {
 /// as \xNN, and cut to `max_shown` characters with "..." so that a 50 MB input
 /// never becomes a 50 MB message.
 std::string quoted(std::string_view text, std::size_t max_shown = 64);
+/// quoted() without the quotes: for text shown where quotes would be noise (a
+/// table's cells, a list of names).
+std::string escaped(std::string_view text, std::size_t max_shown = 64);
 
 namespace detail {
 bool parse_whole(std::string_view text, std::int64_t& value);

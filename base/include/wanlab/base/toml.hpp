@@ -60,6 +60,9 @@ class TomlReader {
   std::vector<const toml::table*> array_of_tables(const toml::table& parent, std::string_view key) const;
   /// The string at `node`, else "field: expected EXPECTED, got ...".
   const std::string& expect_string(const toml::node& node, std::string_view field, std::string_view expected) const;
+  /// A file's name at `node`: a string, not empty, without control characters
+  /// (a NUL byte would cut the name the system opens: "a\u0000b" opened "a").
+  const std::string& expect_file_name(const toml::node& node, std::string_view field, std::string_view expected) const;
 
   /// A string value through `parse` (which throws std::invalid_argument, e.g.
   /// emulator::units::parse_rate), its message prefixed with the field.

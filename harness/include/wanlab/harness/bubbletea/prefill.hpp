@@ -266,7 +266,9 @@ struct PrefillSummary {
   int rejected = 0;
   int failed = 0;
   int unfinished = 0;                                     // admitted (or waiting) but not done when training ended
-  double ttft_p50_s = 0, ttft_p90_s = 0, ttft_p99_s = 0;  // served requests; base::percentile; 0 if none
+  // Of the served requests (base::percentile); none when nothing was served:
+  // 0 would read as a perfect figure (results.json says null).
+  std::optional<double> ttft_p50_s, ttft_p90_s, ttft_p99_s;
   std::vector<std::pair<std::string, std::uint64_t>> kv_bytes;                // per WAN link ("east->europe"), sorted
   double prediction_start_error_p50_s = 0, prediction_start_error_p90_s = 0;  // |error|, every iteration
   double prediction_length_error_p50_s = 0, prediction_length_error_p90_s = 0;

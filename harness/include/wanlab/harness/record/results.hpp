@@ -87,4 +87,23 @@ struct ConfigurationView {
 };
 ConfigurationView configuration_view(const Results& results, const std::string& label);
 
+// What `wanlab compare` shows of a results.json, read as a stream: the
+// document is never held (a 100 MB file took 1.9 GB as a tree); only these
+// members are kept, each checked as results_from_json checks it.
+struct ResultsDigest {
+  std::string experiment;
+  std::string runtime;
+  RunSummary run;  // mean_iteration_s, mean_gpu_utilization, mean_bubble_fraction; the rest 0
+  ConfigurationView configuration;
+  std::size_t iterations = 0;
+  double wan_bytes = 0;  // over every iteration and link
+  // utilization with prefill, tokens/s, TTFT p50 and p99, served, rejected,
+  // failed and training delay; the rest 0
+  std::optional<PrefillSummary> prefill;
+};
+// Throws ResultsError like results_from_json ("LABEL.iterations[2].wan_bytes: ...").
+ResultsDigest results_digest_from_json(std::string_view text, const std::string& label);
+// DIR/results.json, or the file itself if `path` is a file.
+ResultsDigest read_results_digest(const std::string& path);
+
 }  // namespace wanlab::harness

@@ -15,8 +15,8 @@ namespace wanlab::harness {
 struct PrefillColumns {
   double utilization = 0;   // training + prefill
   double tokens_per_s = 0;  // prompt tokens prefilled per second
-  double ttft_p50_s = 0;
-  double ttft_p99_s = 0;
+  std::optional<double> ttft_p50_s;  // none: nothing was served
+  std::optional<double> ttft_p99_s;
   int served = 0;
   int rejected = 0;
   int failed = 0;
@@ -41,14 +41,16 @@ struct ResultRow {
   std::optional<PrefillColumns> prefill;  // runs with [prefill] enabled
 };
 
-ResultRow result_row(const Results& results, const std::string& label);
-// Reads DIR/results.json, or the file itself if `path` is a file (read_results).
+ResultRow result_row(const ResultsDigest& results, const std::string& label);
+// Reads DIR/results.json, or the file itself if `path` is a file, as a stream
+// (read_results_digest): only what the table shows is read and checked.
 // Throws ResultsError "FILE: what is wrong" (missing file, bad JSON with its
 // line and column, a missing or mistyped field named with where it sits).
 ResultRow read_result(const std::string& path);
 ResultRow parse_result(std::string_view json_text, const std::string& label);
 
-// The table: a column per result, a line per figure; speedup is the first
+// The table: a column per result, a line per figure; text from the files
+// (names, labels) escaped and cut to 40 characters; speedup is the first
 // result's iteration time over each one's. When any result ran prefill, the
 // prefill figures follow (utilization without and with prefill, prefill
 // tokens/s, TTFT, requests, training delay), "-" for a result without.

@@ -1,0 +1,226 @@
+// `wanlab compare`'s reading of a results.json (results.hpp's ResultsDigest):
+// nlohmann's SAX events, kept where compare reads and dropped elsewhere, so
+// that memory follows what the table shows and not the document.
+#include <fmt/format.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "record/results_fields.hpp"
+#include "wanlab/base/parse.hpp"
+#include "wanlab/base/suggest.hpp"
+#include "wanlab/harness/record/results.hpp"
+
+namespace wanlab::harness {
+namespace {
+
+using detail::Fields;
+using detail::Json;
+
+// What is done with a value at a member compare reads.
+enum class Role {
+  keep,       // kept in the small document the digest is read from
+  iteration,  // an iteration: counted; must be an object with "wan_bytes"
+  wan_bytes,  // an iteration's bytes per link: summed, never kept
+  link_bytes,
+};
+
+// The members compare reads, by path ("#": any index of an array).
+struct Member {
+  std::string_view path;
+  Role role;
+};
+constexpr Member kDigestMembers[] = {
+    {"/experiment", Role::keep},
+    {"/runtime", Role::keep},
+    {"/mean_iteration_s", Role::keep},
+    {"/mean_gpu_utilization", Role::keep},
+    {"/mean_bubble_fraction", Role::keep},
+    {"/iterations", Role::keep},
+    {"/iterations/#", Role::iteration},
+    {"/iterations/#/wan_bytes", Role::wan_bytes},
+    {"/configuration", Role::keep},
+    {"/configuration/schedule", Role::keep},
+    {"/configuration/placement", Role::keep},
+    {"/configuration/placement/#", Role::keep},
+    {"/configuration/streams", Role::keep},
+    {"/configuration/temporal_sharing", Role::keep},
+    {"/configuration/scale", Role::keep},
+    {"/prefill", Role::keep},
+    {"/prefill/mean_gpu_utilization", Role::keep},
+    {"/prefill/prefill_tokens_per_s", Role::keep},
+    {"/prefill/requests", Role::keep},
+    {"/prefill/requests/served", Role::keep},
+    {"/prefill/requests/rejected", Role::keep},
+    {"/prefill/requests/failed", Role::keep},
+    {"/prefill/ttft_s", Role::keep},
+    {"/prefill/ttft_s/p50", Role::keep},
+    {"/prefill/ttft_s/p99", Role::keep},
+    {"/prefill/training_delay_s", Role::keep},
+};
+
+// The SAX events of nlohmann's parser, kept where compare reads and dropped
+// elsewhere: memory is the members in kDigestMembers and a level per open
+// member, however large the document (containers compare does not read are
+// only counted, so "[[[[..." costs nothing either).
+class DigestReader final : public nlohmann::json_sax<Json> {
+ public:
+  DigestReader(std::string_view text, const std::string& label) : text_(text), label_(label) {}
+
+  ResultsDigest read() {
+    Json::sax_parse(text_, this);
+    const Fields fields(kept_, label_);
+    ResultsDigest digest;
+    digest.experiment = fields.text("experiment");
+    digest.runtime = fields.text("runtime");
+    detail::read_shown_means(fields, digest.run);
+    if (fields.has("prefill")) digest.prefill = detail::prefill_shown(fields.object("prefill"));
+    fields.array("iterations");
+    digest.iterations = iterations_;
+    digest.wan_bytes = wan_bytes_;
+    digest.configuration = detail::view_of(fields.object("configuration"));
+    return digest;
+  }
+
+  bool null() override { return scalar(nullptr); }
+  bool boolean(bool value) override { return scalar(value); }
+  bool number_integer(number_integer_t value) override { return scalar(value); }
+  bool number_unsigned(number_unsigned_t value) override { return scalar(value); }
+  bool number_float(number_float_t value, const string_t&) override { return scalar(value); }
+  bool string(string_t& value) override { return unread_ > 0 || scalar(std::move(value)); }
+  bool binary(binary_t&) override { return scalar(nullptr); }  // not in JSON text
+  bool start_object(std::size_t) override { return open(false); }
+  bool start_array(std::size_t) override { return open(true); }
+  bool key(string_t& key) override {
+    if (unread_ == 0) key_ = key.substr(0, base::kMaxSuggestedName + 1);  // longer matches no member
+    return true;
+  }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& error) override {
+    throw ResultsError(fmt::format("{}: {}", label_, detail::json_error(text_, position, error)));
+  }
+
+ private:
+  // An open member: where it is, and what is known of it.
+  struct Level {
+    std::string path;     // "/iterations/#"
+    std::string pointer;  // "/iterations/3"
+    bool array = false;
+    Role role = Role::keep;
+    std::size_t items = 0;  // of an array, so far
+    bool has_wan_bytes = false;
+  };
+  struct Found {
+    std::string path, pointer;
+    Role role;
+  };
+
+  // The member the next value is, if compare reads it.
+  std::optional<Found> next() {
+    Level& parent = levels_.back();
+    const std::size_t index = parent.items++;
+    // An iteration's members and its links, many in a long run: no path to make.
+    if (parent.role == Role::wan_bytes) return Found{"", "", Role::link_bytes};
+    if (parent.role == Role::iteration && key_ != "wan_bytes") return std::nullopt;
+    std::string path = parent.path + "/" + (parent.array ? "#" : key_);
+    for (const Member& member : kDigestMembers) {
+      if (member.path != path) continue;
+      std::string pointer = parent.pointer + "/" + (parent.array ? std::to_string(index) : key_);
+      return Found{std::move(path), std::move(pointer), member.role};
+    }
+    return std::nullopt;
+  }
+
+  // "LABEL.iterations[3]" for the iteration that is open.
+  std::string iteration_where() const { return fmt::format("{}.iterations[{}]", label_, levels_[1].items - 1); }
+  [[noreturn]] void fail(const std::string& where, const std::string& what) const {
+    throw ResultsError(fmt::format("{}: {}", where, what));
+  }
+
+  bool scalar(Json value) {
+    if (unread_ > 0) return true;
+    if (levels_.empty()) fail(label_, "is not an object");
+    const std::optional<Found> found = next();
+    if (!found) return true;
+    switch (found->role) {
+      case Role::keep: kept_[Json::json_pointer(found->pointer)] = std::move(value); break;
+      case Role::iteration: fail(iteration_where(), "is not an object");
+      case Role::wan_bytes: fail(iteration_where(), "\"wan_bytes\" is not an object");
+      case Role::link_bytes: add_bytes(value); break;
+    }
+    return true;
+  }
+
+  void add_bytes(const Json& value) {
+    const std::string where = iteration_where() + ".wan_bytes";
+    if (!value.is_number_integer()) fail(where, fmt::format("{} is not a whole number", base::quoted(key_)));
+    if (!value.is_number_unsigned()) fail(where, fmt::format("{} is out of range", base::quoted(key_)));
+    wan_bytes_ += static_cast<double>(value.get<std::uint64_t>());
+  }
+
+  bool open(bool array) {
+    if (unread_ > 0) return skip();
+    if (levels_.empty()) {
+      if (array) fail(label_, "is not an object");
+      levels_.push_back(Level{"", "", false, Role::keep, 0, false});
+      return true;
+    }
+    const std::optional<Found> found = next();
+    if (!found) return skip();
+    switch (found->role) {
+      case Role::keep: kept_[Json::json_pointer(found->pointer)] = array ? Json::array() : Json::object(); break;
+      case Role::iteration:
+        if (array) fail(iteration_where(), "is not an object");
+        ++iterations_;
+        break;
+      case Role::wan_bytes:
+        if (array) fail(iteration_where(), "\"wan_bytes\" is not an object");
+        levels_.back().has_wan_bytes = true;
+        break;
+      case Role::link_bytes:
+        fail(iteration_where() + ".wan_bytes", fmt::format("{} is not a whole number", base::quoted(key_)));
+    }
+    levels_.push_back(Level{found->path, found->pointer, array, found->role, 0, false});
+    return true;
+  }
+
+  bool skip() {
+    ++unread_;
+    return true;
+  }
+
+  bool close() {
+    if (unread_ > 0) {
+      --unread_;
+      return true;
+    }
+    if (levels_.back().role == Role::iteration && !levels_.back().has_wan_bytes)
+      fail(iteration_where(), "no \"wan_bytes\"");
+    levels_.pop_back();
+    return true;
+  }
+
+  std::string_view text_;
+  const std::string& label_;
+  std::vector<Level> levels_;  // the open members, from the document down
+  std::size_t unread_ = 0;     // containers open inside one compare does not read
+  std::string key_;            // the last key of an open member
+  Json kept_ = Json::object();
+  std::size_t iterations_ = 0;
+  double wan_bytes_ = 0;
+};
+
+}  // namespace
+
+ResultsDigest results_digest_from_json(std::string_view text, const std::string& label) {
+  return DigestReader(text, label).read();
+}
+
+ResultsDigest read_results_digest(const std::string& path) {
+  const std::string file = detail::results_file(path);
+  return results_digest_from_json(detail::read_results_text(file), file);
+}
+
+}  // namespace wanlab::harness
