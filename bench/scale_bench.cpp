@@ -24,8 +24,9 @@
 #include <vector>
 
 #include "wanlab/harness/plan/plan.hpp"
-#include "wanlab/harness/sim/simulate.hpp"
+#include "wanlab/harness/model/link_model.hpp"
 #include "wanlab/harness/record/record.hpp"
+#include "wanlab/harness/sim/simulate.hpp"
 
 namespace hs = wanlab::harness;
 

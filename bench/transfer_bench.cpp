@@ -31,7 +31,7 @@
 #include "message_timing.hpp"
 #include "wanlab/base/files.hpp"
 #include "wanlab/emulator/scenario.hpp"
-#include "wanlab/harness/sim/simulate.hpp"
+#include "wanlab/harness/model/link_model.hpp"
 #include "wanlab/emulator/tcp_window.hpp"
 #include "wanlab/emulator/units.hpp"
 #include "wanlab/harness/model/tcp_model.hpp"

@@ -12,10 +12,10 @@
 #include "wanlab/harness/report/card.hpp"
 #include "wanlab/harness/tools/compare.hpp"
 #include "wanlab/harness/experiment/experiment.hpp"
-#include "wanlab/harness/bubbletea/prefill.hpp"
+#include "wanlab/harness/record/prefill_summary.hpp"
+#include "wanlab/harness/sim/simulate.hpp"
 #include "wanlab/harness/report/outputs.hpp"
 #include "wanlab/harness/run/run.hpp"
-#include "wanlab/harness/sim/simulate.hpp"
 
 namespace wanlab::cli {
 namespace hs = wanlab::harness;

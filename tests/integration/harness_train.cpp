@@ -28,6 +28,7 @@
 #include "wanlab/harness/tools/compare.hpp"
 #include "wanlab/harness/experiment/experiment.hpp"
 #include "wanlab/harness/run/run.hpp"
+#include "wanlab/harness/model/link_model.hpp"
 #include "wanlab/harness/sim/simulate.hpp"
 
 using namespace wanlab;

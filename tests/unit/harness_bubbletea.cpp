@@ -12,6 +12,14 @@
 #include "prefill/kv_order.hpp"
 #include "harness_support.hpp"
 #include "wanlab/base/stats.hpp"
+#include "wanlab/harness/bubbletea/admission.hpp"
+#include "wanlab/harness/bubbletea/bubbles.hpp"
+#include "wanlab/harness/bubbletea/requests.hpp"
+#include "wanlab/harness/experiment/prefill.hpp"
+#include "wanlab/harness/model/kv_routes.hpp"
+#include "wanlab/harness/model/link_model.hpp"
+#include "wanlab/harness/model/served_model.hpp"
+#include "wanlab/harness/record/prefill_summary.hpp"
 #include "wanlab/harness/sim/simulate.hpp"
 
 using namespace wanlab::harness;

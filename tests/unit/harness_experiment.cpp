@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "harness_support.hpp"
+#include "wanlab/harness/model/link_model.hpp"
 #include "wanlab/harness/sim/simulate.hpp"
 
 using namespace wanlab::harness;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "harness_support.hpp"
+#include "wanlab/harness/model/link_model.hpp"
 #include "wanlab/harness/sim/simulate.hpp"
 
 using namespace wanlab::harness;

@@ -11,6 +11,7 @@
 
 #include "harness_support.hpp"
 #include "wanlab/harness/plan/plan.hpp"
+#include "wanlab/harness/model/link_model.hpp"
 #include "wanlab/harness/record/record.hpp"
 #include "wanlab/harness/sim/simulate.hpp"
 

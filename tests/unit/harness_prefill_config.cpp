@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "harness_support.hpp"
-#include "wanlab/harness/bubbletea/prefill.hpp"
+#include "wanlab/harness/bubbletea/requests.hpp"
+#include "wanlab/harness/experiment/prefill.hpp"
+#include "wanlab/harness/model/served_model.hpp"
 
 using namespace wanlab::harness;
 

@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include "harness_support.hpp"
-#include "wanlab/harness/sim/simulate.hpp"
+#include "wanlab/harness/record/results.hpp"
+#include "wanlab/harness/report/timeline.hpp"
+#include "wanlab/harness/report/trace.hpp"
 
 using namespace wanlab::harness;
 using harness_test::count_substring;

@@ -7,7 +7,10 @@
 #include <set>
 
 #include "harness_support.hpp"
-#include "wanlab/harness/sim/simulate.hpp"
+#include "wanlab/harness/bubbletea/bubbles.hpp"
+#include "wanlab/harness/record/results.hpp"
+#include "wanlab/harness/report/timeline.hpp"
+#include "wanlab/harness/report/trace.hpp"
 
 using namespace wanlab::harness;
 using harness_test::count_substring;

@@ -10,6 +10,7 @@
 
 #include "coordinator/assignment.hpp"
 #include "harness_support.hpp"
+#include "wanlab/harness/model/link_model.hpp"
 #include "wanlab/harness/sim/simulate.hpp"
 
 using namespace wanlab::harness;

@@ -3,7 +3,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "wanlab/harness/run/run.hpp"
-#include "wanlab/harness/sim/simulate.hpp"
+#include "wanlab/harness/model/link_model.hpp"
 
 namespace em = wanlab::emulator;
 using wanlab::harness::run_testbed_name;

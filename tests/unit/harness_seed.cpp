@@ -6,6 +6,9 @@
 #include <boost/test/unit_test.hpp>
 
 #include "harness_support.hpp"
+#include "wanlab/harness/model/link_model.hpp"
+#include "wanlab/harness/record/results.hpp"
+#include "wanlab/harness/report/trace.hpp"
 #include "wanlab/harness/sim/simulate.hpp"
 
 using namespace wanlab::harness;

@@ -18,6 +18,7 @@
 #include "wanlab/emulator/scenario.hpp"
 #include "wanlab/harness/experiment/experiment.hpp"
 #include "wanlab/harness/plan/plan.hpp"
+#include "wanlab/harness/model/link_model.hpp"
 #include "wanlab/harness/sim/simulate.hpp"
 
 namespace harness_test {

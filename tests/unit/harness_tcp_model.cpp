@@ -8,6 +8,7 @@
 
 #include "harness_support.hpp"
 #include "wanlab/emulator/tcp_window.hpp"
+#include "wanlab/harness/model/link_model.hpp"
 #include "wanlab/harness/sim/simulate.hpp"
 #include "wanlab/harness/model/tcp_model.hpp"
 

@@ -6,7 +6,10 @@
 #include <limits>
 
 #include "wanlab/harness/experiment/experiment.hpp"
-#include "wanlab/harness/bubbletea/prefill.hpp"
+#include "wanlab/harness/bubbletea/admission.hpp"
+#include "wanlab/harness/bubbletea/bubbles.hpp"
+#include "wanlab/harness/bubbletea/requests.hpp"
+#include "wanlab/harness/model/served_model.hpp"
 
 namespace wanlab::harness {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "bubbletea/prefill_internal.hpp"
 #include "record/record_internal.hpp"
-#include "wanlab/harness/bubbletea/prefill.hpp"
+#include "wanlab/harness/bubbletea/bubbles.hpp"
 
 namespace wanlab::harness {
 namespace detail {

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "wanlab/harness/bubbletea/bubbles.hpp"
 #include "wanlab/harness/record/record.hpp"
 
 namespace wanlab::harness::detail {

@@ -10,7 +10,8 @@
 #include "wanlab/base/files.hpp"
 #include "wanlab/base/parse.hpp"
 #include "wanlab/harness/experiment/experiment.hpp"
-#include "wanlab/harness/bubbletea/prefill.hpp"
+#include "wanlab/harness/bubbletea/requests.hpp"
+#include "wanlab/harness/experiment/prefill.hpp"
 
 namespace wanlab::harness {
 namespace {

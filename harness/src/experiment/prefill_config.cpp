@@ -8,9 +8,11 @@
 #include <array>
 #include <limits>
 
+#include "wanlab/harness/model/served_model.hpp"
 #include "wanlab/base/parse.hpp"
 #include "wanlab/base/toml.hpp"
 #include "wanlab/emulator/units.hpp"
+#include "wanlab/harness/experiment/prefill.hpp"
 
 namespace wanlab::harness::detail {
 namespace {

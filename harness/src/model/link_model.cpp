@@ -1,32 +1,18 @@
-// The simulator's links: a DC pair's rate, ceiling and TCP path as the
-// emulated testbed shapes it, and with a [fabric] the links inside each DC
-// (simulate_internal.hpp).
+// The link model (link_model.hpp): a DC pair's rate, ceiling and TCP path as
+// the emulated testbed shapes it (link_rate.hpp), the model a testbed implies,
+// and the pacing of rings that share a link.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "sim/simulate_internal.hpp"
+#include "model/link_rate.hpp"
+#include "wanlab/harness/model/link_model.hpp"
 #include "wanlab/emulator/tcp_window.hpp"
 
 namespace wanlab::harness {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// Per DC, its workers in (stage, replica) order: a stage's replicas side by
-// side, so a ring's neighbours share a server where they fit.
-std::vector<std::vector<int>> workers_by_dc(const Plan& plan, std::size_t dcs) {
-  std::vector<std::vector<int>> by_dc(dcs);
-  const int pp = plan.experiment.parallel.pp;
-  const int dp = plan.experiment.parallel.dp;
-  for (int stage = 0; stage < pp; ++stage) {
-    for (int replica = 0; replica < dp; ++replica) {
-      const int id = plan.worker_id(stage, replica);
-      by_dc[static_cast<std::size_t>(plan.workers[static_cast<std::size_t>(id)].worker.dc)].push_back(id);
-    }
-  }
-  return by_dc;
-}
 
 }  // namespace
 
@@ -52,31 +38,6 @@ double transfer_cap_bps(const LinkRate& link, double streams) { return link.stre
 
 double alone_rate_bps(const LinkRate& link, double streams) {
   return std::min(link.capacity_bps, transfer_cap_bps(link, streams));
-}
-
-FabricLinks fabric_links(const Plan& plan, std::size_t dcs) {
-  const Experiment& experiment = plan.experiment;
-  const Fabric& fabric = experiment.fabric.value();
-  const int tp = experiment.parallel.tp;
-  const double scale = experiment.scale;
-  FabricLinks links;
-  links.server.assign(plan.workers.size(), -1);
-  // Whole workers per server: a worker wider than a server has it alone (and more).
-  const std::size_t per_server = static_cast<std::size_t>(std::max(1, fabric.gpus_per_server / tp));
-  int next_server = 0;
-  for (const std::vector<int>& workers : workers_by_dc(plan, dcs)) {
-    for (std::size_t i = 0; i < workers.size(); ++i) {
-      if (i % per_server == 0) ++next_server;
-      links.server[static_cast<std::size_t>(workers[i])] = next_server;
-    }
-    LinkRate link;
-    link.capacity_bps = static_cast<double>(workers.size()) * tp * fabric.nic_bps / fabric.oversubscription * scale;
-    link.stream_ceiling_bps = tp * fabric.nic_bps * scale;
-    link.delay_ns = static_cast<double>(fabric.latency_ns);
-    links.fabric.push_back(link);
-  }
-  links.nvlink.stream_ceiling_bps = tp * fabric.nvlink_bps * scale;
-  return links;
 }
 
 }  // namespace detail

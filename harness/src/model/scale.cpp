@@ -8,7 +8,7 @@
 #include <stdexcept>
 
 #include "wanlab/emulator/tcp_window.hpp"
-#include "wanlab/harness/sim/simulate.hpp"
+#include "wanlab/harness/model/link_model.hpp"
 
 namespace wanlab::harness {
 namespace em = wanlab::emulator;

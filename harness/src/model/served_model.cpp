@@ -8,7 +8,8 @@
 #include "experiment/prefill_config.hpp"
 #include "wanlab/harness/experiment/experiment.hpp"
 #include "wanlab/harness/plan/plan.hpp"
-#include "wanlab/harness/bubbletea/prefill.hpp"
+#include "wanlab/harness/experiment/prefill.hpp"
+#include "wanlab/harness/model/served_model.hpp"
 
 namespace wanlab::harness {
 namespace {

@@ -11,6 +11,7 @@
 
 #include "plan/placement.hpp"
 #include "sim/simulate_internal.hpp"
+#include "wanlab/harness/model/link_model.hpp"
 #include "wanlab/harness/sim/simulate.hpp"
 
 namespace wanlab::harness {

@@ -6,6 +6,8 @@
 #include "report/build_info.hpp"
 #include "record/record_internal.hpp"
 #include "wanlab/harness/record/results.hpp"
+#include "wanlab/harness/experiment/prefill.hpp"
+#include "wanlab/harness/record/prefill_summary.hpp"
 
 namespace wanlab::harness {
 namespace {

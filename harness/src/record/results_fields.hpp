@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "wanlab/harness/record/results.hpp"
+#include "wanlab/harness/record/prefill_summary.hpp"
 
 namespace wanlab::harness::detail {
 

@@ -14,6 +14,7 @@
 #include "wanlab/base/files.hpp"
 #include "wanlab/harness/record/results.hpp"
 #include "wanlab/base/parse.hpp"
+#include "wanlab/harness/record/prefill_summary.hpp"
 
 namespace wanlab::harness {
 namespace {

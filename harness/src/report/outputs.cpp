@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include "wanlab/harness/report/rank_trace.hpp"
+#include "wanlab/harness/report/trace.hpp"
+#include "wanlab/harness/report/timeline.hpp"
+#include "wanlab/harness/record/results.hpp"
 
 namespace wanlab::harness {
 

@@ -8,7 +8,9 @@
 
 #include "record/record_internal.hpp"
 #include "report/svg.hpp"
+#include "wanlab/harness/model/served_model.hpp"
 #include "wanlab/harness/record/record.hpp"
+#include "wanlab/harness/report/timeline.hpp"
 
 namespace wanlab::harness {
 namespace {

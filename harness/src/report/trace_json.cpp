@@ -11,6 +11,7 @@
 #include "report/build_info.hpp"
 #include "record/record_internal.hpp"
 #include "wanlab/harness/record/record.hpp"
+#include "wanlab/harness/report/trace.hpp"
 
 namespace wanlab::harness {
 namespace detail {

@@ -1,5 +1,6 @@
 // An experiment from plan to simulated run (simulate.hpp).
 #include "wanlab/harness/plan/plan.hpp"
+#include "wanlab/harness/model/link_model.hpp"
 #include "wanlab/harness/sim/simulate.hpp"
 
 namespace wanlab::harness {

@@ -11,6 +11,11 @@
 #include "bubbletea/prefill_internal.hpp"
 #include "record/record_internal.hpp"
 #include "sim/simulate_internal.hpp"
+#include "wanlab/harness/model/kv_routes.hpp"
+#include "wanlab/harness/bubbletea/requests.hpp"
+#include "wanlab/harness/bubbletea/bubbles.hpp"
+#include "wanlab/harness/bubbletea/admission.hpp"
+#include "wanlab/harness/model/link_model.hpp"
 
 namespace wanlab::harness::detail {
 namespace {
@@ -18,21 +23,6 @@ namespace {
 constexpr std::int64_t kPast = std::numeric_limits<std::int64_t>::min();
 
 using Interval = KvRoutes::Span;
-
-// Sorted, disjoint intervals (ends increase with starts).
-std::vector<Interval> merged(std::vector<Interval> intervals) {
-  std::sort(intervals.begin(), intervals.end(),
-            [](const Interval& a, const Interval& b) { return a.start_ns < b.start_ns; });
-  std::vector<Interval> out;
-  for (const Interval& interval : intervals) {
-    if (!out.empty() && interval.start_ns <= out.back().end_ns) {
-      out.back().end_ns = std::max(out.back().end_ns, interval.end_ns);
-    } else {
-      out.push_back(interval);
-    }
-  }
-  return out;
-}
 
 // The first interval of `busy` (sorted, disjoint) that ends after `at`.
 std::vector<Interval>::const_iterator first_ending_after(const std::vector<Interval>& busy, std::int64_t at) {
@@ -160,7 +150,7 @@ class PrefillSimulation {
         continue;
       compute[static_cast<std::size_t>(event.worker)].push_back({event.start_ns, event.end_ns});
     }
-    for (std::vector<Interval>& intervals : compute) intervals = merged(std::move(intervals));
+    for (std::vector<Interval>& intervals : compute) intervals = KvRoutes::merged(std::move(intervals));
     return compute;
   }
 
@@ -287,182 +277,3 @@ void simulate_prefill(RunRecord& record, const emulator::Scenario& scenario, con
 }
 
 }  // namespace wanlab::harness::detail
-
-namespace wanlab::harness {
-
-std::int64_t KvRoutes::Route::wire_ns(std::uint64_t bytes) const {
-  return std::isfinite(rate_bps) ? static_cast<std::int64_t>(std::llround(static_cast<double>(bytes) * 8e9 / rate_bps))
-                                 : 0;
-}
-
-std::int64_t KvRoutes::Route::expected_ns(std::uint64_t bytes) const {
-  return static_cast<std::int64_t>(std::llround(static_cast<double>(wire_ns(bytes)) / share));
-}
-
-int decode_dc_of(const Experiment& experiment, const emulator::Scenario& scenario, int worker_dc) {
-  return experiment.prefill.decode_local() ? worker_dc : scenario.dc_index(experiment.prefill.decode_dc);
-}
-
-std::string decode_host_name(const emulator::Scenario& scenario, int dc) {
-  return scenario.dcs.at(static_cast<std::size_t>(dc)).name + "-0";
-}
-
-KvRoutes::KvRoutes(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model)
-    : plan_(&plan), dcs_(static_cast<int>(scenario.dcs.size())), temporal_sharing_(plan.experiment.temporal_sharing) {
-  const Experiment& experiment = plan.experiment;
-  const int dcs = dcs_;
-  for (const WorkerPlan& worker_plan : plan.workers) {
-    const int src = worker_plan.worker.dc;
-    const int decode = decode_dc_of(experiment, scenario, src);
-    if (decode < 0) {
-      throw ExperimentError(fmt::format("{}: [prefill] decode_dc \"{}\" is not a DC of the testbed",
-                                        experiment.where("prefill.decode_dc"), experiment.prefill.decode_dc));
-    }
-    const bool cross = src != decode;
-    const detail::LinkRate rate = detail::link_rate(experiment, scenario, model, src, decode);
-    Route route;
-    route.delay_ns = static_cast<std::int64_t>(rate.delay_ns);
-    route.rate_bps = detail::alone_rate_bps(rate, cross ? experiment.streams : 1);
-    // On the decode host itself the cache goes over loopback, which the emulator does not shape.
-    if (model.free_communication || worker_plan.worker.host == decode_host_name(scenario, decode)) {
-      route.rate_bps = std::numeric_limits<double>::infinity();
-      route.delay_ns = 0;
-    } else if (!cross) {
-      route.link_index = src * dcs + src;  // the DC's own link, shared by its workers' caches
-    }
-    if (cross) {
-      route.link = fmt::format("{}->{}", scenario.dcs[static_cast<std::size_t>(src)].name,
-                               scenario.dcs[static_cast<std::size_t>(decode)].name);
-      route.link_index = src * dcs + decode;
-      // Without temporal sharing the KV cache shares the link with training's
-      // transfers: as an approximation it gets half the rate, at once.
-      if (!experiment.temporal_sharing) route.rate_bps /= 2;
-    }
-    routes_.push_back(std::move(route));
-  }
-}
-
-bool KvRoutes::takes_turns(int worker) const {
-  const Route& r = route(worker);
-  return r.link_index >= 0 && (temporal_sharing_ || r.link.empty());
-}
-
-std::map<int, std::vector<KvRoutes::Span>> KvRoutes::training_busy(const RunRecord& training) const {
-  std::map<int, std::int64_t> delay_of;  // per link_index on which caches take turns
-  for (int worker = 0; worker < static_cast<int>(routes_.size()); ++worker)
-    if (takes_turns(worker)) delay_of[route(worker).link_index] = route(worker).delay_ns;
-  std::map<int, std::vector<Span>> busy;
-  for (const Event& event : training.events) {
-    if (event.kind != OpKind::send) continue;
-    const Worker& from = plan_->workers[static_cast<std::size_t>(event.worker)].worker;
-    const Worker& to = plan_->workers[static_cast<std::size_t>(event.peer)].worker;
-    const auto delay = delay_of.find(from.dc * dcs_ + to.dc);
-    if (delay == delay_of.end() || (!event.cross_dc && from.host == to.host)) continue;
-    const std::int64_t lead = event.cross_dc ? 0 : kAnnounceLeadNs;
-    busy[delay->first].push_back({event.start_ns - lead, std::max(event.start_ns, event.end_ns - delay->second)});
-  }
-  for (auto& [link, spans] : busy) spans = detail::merged(std::move(spans));
-  return busy;
-}
-
-void KvRoutes::leave_to_training(const RunRecord& training) {
-  if (training.events.empty()) return;
-  std::int64_t first = training.events.front().start_ns, last = training.events.front().end_ns;
-  for (const Event& event : training.events) {
-    first = std::min(first, event.start_ns);
-    last = std::max(last, event.end_ns);
-  }
-  if (last <= first) return;
-  for (const auto& [link, spans] : training_busy(training)) {
-    std::int64_t held = 0;
-    for (const Span& span : spans) held += span.end_ns - span.start_ns;
-    // Never quite nothing: a link that training holds throughout still ends its caches' estimates.
-    const double left = std::max(0.05, 1.0 - static_cast<double>(held) / static_cast<double>(last - first));
-    for (Route& r : routes_)
-      if (r.link_index == link) r.share = left;
-  }
-}
-
-namespace {
-// Caches on a link queue per link; over loopback (infinite rate) per worker.
-int queue_key(const KvRoutes::Route& route, int worker) {
-  return route.link_index >= 0 ? route.link_index : -1 - worker;
-}
-}  // namespace
-
-double KvRoutes::slowdown(int worker) const {
-  const auto it = slowdown_.find(queue_key(route(worker), worker));
-  return it == slowdown_.end() ? 1.0 : it->second;
-}
-
-std::int64_t KvRoutes::wire_ns(int worker, std::uint64_t bytes) const {
-  const std::int64_t modelled = route(worker).expected_ns(bytes);
-  if (modelled <= 0) {  // unshaped: what the real run measured, if anything
-    const auto learned = unshaped_ns_per_byte_.find(queue_key(route(worker), worker));
-    return learned == unshaped_ns_per_byte_.end() ? 0 : std::llround(static_cast<double>(bytes) * learned->second);
-  }
-  return static_cast<std::int64_t>(std::llround(static_cast<double>(modelled) * slowdown(worker)));
-}
-
-std::int64_t KvRoutes::estimate_ns(int worker, std::uint64_t bytes, std::int64_t now_ns) const {
-  const Route& r = route(worker);
-  const auto queued = free_at_.find(queue_key(r, worker));
-  const std::int64_t backlog = queued == free_at_.end() ? 0 : std::max<std::int64_t>(0, queued->second - now_ns);
-  return r.delay_ns + wire_ns(worker, bytes) + backlog + margin_ns(worker);
-}
-
-void KvRoutes::observe_lateness(int worker, std::int64_t late_ns) {
-  // Against the estimate without the margin (the prediction had it, about as
-  // it is now): measured with it, a margin that worked would learn itself away.
-  const std::int64_t without_margin = late_ns + margin_ns(worker);
-  std::vector<std::int64_t>& samples = lateness_[queue_key(route(worker), worker)];
-  samples.push_back(without_margin);
-  if (samples.size() > kLatenessSamples) samples.erase(samples.begin());
-}
-
-std::int64_t KvRoutes::margin_ns(int worker) const {
-  const auto it = lateness_.find(queue_key(route(worker), worker));
-  if (it == lateness_.end() || it->second.empty()) return 0;
-  return std::max<std::int64_t>(0, *std::max_element(it->second.begin(), it->second.end()));
-}
-
-void KvRoutes::queue(int worker, std::int64_t ready_ns, std::uint64_t bytes) {
-  const Route& r = route(worker);
-  std::int64_t& free_at = free_at_.try_emplace(queue_key(r, worker), ready_ns).first->second;
-  free_at = std::max(free_at, ready_ns) + wire_ns(worker, bytes);
-}
-
-// In the order given: placement order, the order caches are sent in
-// (KvSendOrder), which admission's estimate assumes.
-void KvRoutes::requeue(int worker, std::int64_t now_ns, std::vector<Waiting> waiting) {
-  std::int64_t free_at = now_ns;
-  for (const Waiting& w : waiting) free_at = std::max(free_at, w.ready_ns) + wire_ns(w.worker, w.bytes);
-  free_at_[queue_key(route(worker), worker)] = free_at;
-}
-
-bool KvRoutes::same_queue(int worker, int other) const {
-  return queue_key(route(worker), worker) == queue_key(route(other), other);
-}
-
-void KvRoutes::observe(int worker, std::uint64_t bytes, std::int64_t took_ns) {
-  const Route& r = route(worker);
-  const std::int64_t modelled = r.expected_ns(bytes);
-  const double measured = static_cast<double>(std::max<std::int64_t>(0, took_ns - r.delay_ns));
-  // A moving average: one slow cache moves the estimate, a run of them sets it.
-  constexpr double kWeight = 0.3;
-  const auto learn = [&](std::map<int, double>& estimates, double sample) {
-    auto [it, first] = estimates.try_emplace(queue_key(r, worker), sample);
-    if (!first) it->second = (1 - kWeight) * it->second + kWeight * sample;
-  };
-  if (modelled > 0) {
-    learn(slowdown_, std::max(1.0, measured / static_cast<double>(modelled)));
-  } else if (bytes > 0) {
-    // Loopback, which the emulator does not shape, still copies every byte
-    // through this machine's CPUs: 0.7-3.5 Gbit/s measured for caches of
-    // 10-140 MB on a sink's host, seconds for the largest, which an
-    // estimate of 0 let past the SLO.
-    learn(unshaped_ns_per_byte_, measured / static_cast<double>(bytes));
-  }
-}
-
-}  // namespace wanlab::harness

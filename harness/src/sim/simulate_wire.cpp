@@ -5,6 +5,8 @@
 #include <stdexcept>
 
 #include "sim/simulator.hpp"
+#include "wanlab/harness/model/link_model.hpp"
+#include "wanlab/harness/sim/simulate.hpp"
 
 namespace wanlab::harness::detail::sim {
 namespace {

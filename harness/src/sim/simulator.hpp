@@ -19,8 +19,9 @@
 #include <vector>
 
 #include "sim/simulate_internal.hpp"
-#include "wanlab/harness/sim/simulate.hpp"
+#include "wanlab/harness/model/link_model.hpp"
 #include "wanlab/harness/model/tcp_model.hpp"
+#include "wanlab/harness/sim/simulate.hpp"
 
 namespace wanlab::harness::detail::sim {
 

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "wanlab/base/parse.hpp"
+#include "wanlab/harness/record/prefill_summary.hpp"
 
 namespace wanlab::harness {
 namespace {

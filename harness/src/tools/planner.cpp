@@ -11,6 +11,7 @@
 #include "tools/parallel.hpp"
 #include "experiment/text.hpp"
 #include "wanlab/harness/plan/plan.hpp"
+#include "wanlab/harness/model/link_model.hpp"
 #include "wanlab/harness/record/record.hpp"
 #include "wanlab/harness/sim/simulate.hpp"
 

@@ -10,7 +10,7 @@
 
 #include "report/csv.hpp"
 #include "wanlab/harness/plan/plan.hpp"
-#include "wanlab/harness/bubbletea/prefill.hpp"
+#include "wanlab/harness/record/prefill_summary.hpp"
 #include "wanlab/harness/sim/simulate.hpp"
 #include "wanlab/harness/tools/whatif.hpp"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "wanlab/harness/sim/simulate.hpp"
+#include "wanlab/harness/model/link_model.hpp"
 #include "wanlab/harness/model/tcp_model.hpp"
 #include "wanlab/transport/options.hpp"
 

@@ -31,6 +31,7 @@
 #include "wanlab/harness/run/gpu.hpp"
 #include "wanlab/harness/run/link_gate.hpp"
 #include "wanlab/harness/run/run.hpp"
+#include "wanlab/harness/model/link_model.hpp"
 #include "wanlab/harness/sim/simulate.hpp"
 #include "wanlab/transport/options.hpp"
 

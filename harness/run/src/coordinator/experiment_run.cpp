@@ -12,9 +12,9 @@
 #include "wanlab/base/interrupts.hpp"
 #include "wanlab/base/process.hpp"
 #include "wanlab/emulator/tcp_window.hpp"
-#include "wanlab/harness/bubbletea/prefill.hpp"
+#include "wanlab/harness/bubbletea/requests.hpp"
+#include "wanlab/harness/model/link_model.hpp"
 #include "wanlab/harness/run/run.hpp"
-#include "wanlab/harness/sim/simulate.hpp"
 
 namespace wanlab::harness {
 namespace em = wanlab::emulator;

@@ -10,7 +10,10 @@
 
 #include "prefill/prefill_service.hpp"
 #include "wanlab/harness/run/gpu.hpp"
-#include "wanlab/harness/sim/simulate.hpp"
+#include "wanlab/harness/bubbletea/admission.hpp"
+#include "wanlab/harness/bubbletea/requests.hpp"
+#include "wanlab/harness/model/kv_routes.hpp"
+#include "wanlab/harness/model/served_model.hpp"
 #include "wanlab/harness/model/tcp_model.hpp"
 #include "wanlab/transport/options.hpp"
 

@@ -11,6 +11,11 @@
 
 #include "process/exit_status.hpp"
 #include "wanlab/harness/run/gpu.hpp"
+#include "wanlab/harness/bubbletea/admission.hpp"
+#include "wanlab/harness/bubbletea/bubbles.hpp"
+#include "wanlab/harness/bubbletea/requests.hpp"
+#include "wanlab/harness/model/kv_routes.hpp"
+#include "wanlab/harness/model/link_model.hpp"
 #include "wanlab/harness/sim/simulate.hpp"
 
 namespace wanlab::harness::run_detail {

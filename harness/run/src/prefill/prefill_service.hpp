@@ -27,9 +27,11 @@
 #include "wanlab/emulator/scenario.hpp"
 #include "wanlab/emulator/testbed.hpp"
 #include "wanlab/harness/run/link_gate.hpp"
-#include "wanlab/harness/bubbletea/prefill.hpp"
+#include "wanlab/harness/bubbletea/admission.hpp"
+#include "wanlab/harness/bubbletea/bubbles.hpp"
+#include "wanlab/harness/bubbletea/requests.hpp"
+#include "wanlab/harness/model/kv_routes.hpp"
 #include "wanlab/harness/run/run.hpp"
-#include "wanlab/harness/sim/simulate.hpp"
 
 namespace wanlab::harness::run_detail {
 

@@ -29,6 +29,7 @@
 #include "wanlab/harness/run/run.hpp"
 #include "wanlab/transport/budget.hpp"
 #include "wanlab/transport/channel.hpp"
+#include "wanlab/harness/model/kv_routes.hpp"
 
 namespace wanlab::harness {
 namespace {

@@ -16,7 +16,7 @@
 #include "wanlab/emulator/scenario.hpp"
 #include "wanlab/harness/experiment/egress.hpp"
 #include "wanlab/harness/experiment/fabric.hpp"
-#include "wanlab/harness/bubbletea/prefill.hpp"
+#include "wanlab/harness/experiment/prefill.hpp"
 
 namespace wanlab::harness {
 

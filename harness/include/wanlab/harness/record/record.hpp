@@ -1,5 +1,6 @@
 // What a run produced: timestamped events per worker, from the real workers
-// or from the simulator, and the reports made from them.
+// or from the simulator, and the summaries made from them (the files a run
+// writes are report/'s).
 #pragma once
 
 #include <cstdint>
@@ -7,9 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "wanlab/base/files.hpp"
+#include "wanlab/harness/bubbletea/bubbles.hpp"
 #include "wanlab/harness/plan/plan.hpp"
-#include "wanlab/harness/bubbletea/prefill.hpp"
 
 namespace wanlab::harness {
 
@@ -186,19 +186,5 @@ struct LinkTransfers {
   bool operator==(const LinkTransfers&) const = default;
 };
 std::vector<LinkTransfers> summarize_transfers(const RunRecord& record);
-
-// The writers put their file (named below) in `dir` (base::OutputDir: nothing
-// planted there is written through) and throw base::FileError naming it.
-// results.json: mean_iteration_s, mean_gpu_utilization, runtime, iterations
-// [...], the full configuration, scenario text, versions and seed.
-void write_results_json(const RunRecord& record, const std::string& scenario_text, const base::OutputDir& dir);
-// trace.json: Chrome trace events, one track per GPU and per WAN link.
-void write_trace_json(const RunRecord& record, const base::OutputDir& dir);
-// timeline.svg: Gantt chart of one iteration, rows grouped by DC, with a legend.
-void write_timeline_svg(const RunRecord& record, int iteration, const base::OutputDir& dir);
-// The same documents as strings.
-std::string results_json(const RunRecord& record, const std::string& scenario_text);
-std::string trace_json(const RunRecord& record);
-std::string timeline_svg(const RunRecord& record, int iteration);
 
 }  // namespace wanlab::harness

@@ -13,7 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "wanlab/harness/bubbletea/prefill.hpp"
+#include "wanlab/base/files.hpp"
+#include "wanlab/harness/record/prefill_summary.hpp"
 #include "wanlab/harness/record/record.hpp"
 
 namespace wanlab::harness {
@@ -70,6 +71,10 @@ Results make_results(const RunRecord& record, const std::string& scenario_text);
 nlohmann::ordered_json to_json(const Results& results);
 // The file's text: indented by two, one trailing newline.
 std::string results_text(const Results& results);
+// make_results' text, and the file DIR/results.json (base::OutputDir: nothing
+// planted there is written through; base::FileError naming it).
+std::string results_json(const RunRecord& record, const std::string& scenario_text);
+void write_results_json(const RunRecord& record, const std::string& scenario_text, const base::OutputDir& dir);
 // `label` names the document in errors (the file's path). Members the reader
 // does not know are ignored, so a newer file still compares.
 Results results_from_json(std::string_view text, const std::string& label);

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "wanlab/base/files.hpp"
 #include "wanlab/emulator/scenario.hpp"
 #include "wanlab/harness/record/record.hpp"
 

@@ -14,6 +14,7 @@
 
 #include <string>
 
+#include "wanlab/base/files.hpp"
 #include "wanlab/harness/record/record.hpp"
 
 namespace wanlab::harness {

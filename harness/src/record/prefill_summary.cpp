@@ -6,6 +6,8 @@
 
 #include "record/record_internal.hpp"
 #include "wanlab/base/stats.hpp"
+#include "wanlab/harness/bubbletea/bubbles.hpp"
+#include "wanlab/harness/record/prefill_summary.hpp"
 #include "wanlab/harness/record/record.hpp"
 
 namespace wanlab::harness {

@@ -1,0 +1,43 @@
+// Bubble prediction: a worker's idle windows in one iteration, placed at the
+// next iteration's start, and how far a prediction was from what happened.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace wanlab::harness {
+
+struct RunRecord;
+
+// A span of one worker's GPU time, in ns since the run's origin.
+struct Window {
+  int worker = 0;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+};
+
+// The training schedule repeats every iteration: the idle windows of every
+// worker's GPU in iteration `iteration` of `record` (gaps between its forward
+// and backward events, and from its last compute to the iteration's end),
+// as offsets from that iteration's start. Per worker, in time order.
+std::vector<std::vector<Window>> idle_offsets(const RunRecord& record, int iteration);
+// Those offsets placed at `iteration_start_ns`: the prediction of the next
+// iteration's windows. Windows shorter than `min_ns` are dropped.
+std::vector<Window> predict_windows(const std::vector<std::vector<Window>>& offsets, std::int64_t iteration_start_ns,
+                                    std::int64_t min_ns = 0);
+
+// Predicted against actual, one error per predicted window: matched with the
+// actual window of its worker that overlaps it most, or with none overlapping,
+// the one starting nearest; errors in ns. A worker without any actual window
+// gives start error 0 and length error -(predicted length).
+struct PredictionError {
+  int worker = 0;
+  int iteration = 0;
+  std::int64_t start_error_ns = 0;   // actual start - predicted start
+  std::int64_t length_error_ns = 0;  // actual length - predicted length
+};
+std::vector<PredictionError> prediction_errors(const std::vector<Window>& predicted,
+                                               const std::vector<std::vector<Window>>& actual_offsets,
+                                               std::int64_t iteration_start_ns, int iteration);
+
+}  // namespace wanlab::harness

@@ -1,0 +1,137 @@
+// BubbleTea's KV caches on their way to the decode DC, as both runners model
+// them: the decode host of each worker, each worker's route there, and what
+// admission estimates a cache will take on it (KvRoutes).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "wanlab/emulator/scenario.hpp"
+#include "wanlab/harness/experiment/experiment.hpp"
+#include "wanlab/harness/model/link_model.hpp"
+#include "wanlab/harness/plan/plan.hpp"
+#include "wanlab/harness/record/record.hpp"
+
+namespace wanlab::harness {
+
+// KV caches on a DC's own link (decode in the training DC, on another host)
+// go in pieces of about kDcKvPieceSeconds and leave the link to training:
+// a training send between two hosts of the DC holds it from
+// kAnnounceLeadNs before the compute it follows ends (the real run announces
+// it then, LinkGate) until its bytes have left. The lead is longer than a
+// piece, so that the piece on the link (and what waits in its sockets) is
+// gone when the send's bytes come; the shorter both, the less of the link
+// goes unused between them, and the more grants a second.
+inline constexpr double kDcKvPieceSeconds = 0.003;
+inline constexpr std::int64_t kAnnounceLeadNs = 5'000'000;
+
+// The DC whose decode host receives the KV caches of a worker in `worker_dc`:
+// [prefill] decode_dc, or the worker's own DC with decode_dc = "local"; -1 if
+// decode_dc is not a DC of the testbed.
+int decode_dc_of(const Experiment& experiment, const emulator::Scenario& scenario, int worker_dc);
+// The host of `dc` that runs its decode sink: its first.
+std::string decode_host_name(const emulator::Scenario& scenario, int dc);
+
+// BubbleTea: how each worker's KV caches reach the decode DC, one model for
+// both runners' admission (KvEstimate) and the simulator's transfers. A route
+// is the directed link to the decode DC ("" inside the DC, where the caches
+// of the DC's workers share its own link; free from the decode host itself,
+// over loopback), its delay, and the
+// rate one transfer gets alone there (min(link rate x scale, streams x
+// per-stream ceiling x scale), as a training transfer; halved without
+// temporal sharing, where it shares the link with training). Caches on one
+// route go one after the other: queue() records one, and estimate_ns()
+// counts what is still ahead of a new one.
+class KvRoutes {
+ public:
+  struct Route {
+    std::string link;
+    int link_index = -1;  // src x DCs + dst across DCs, else -1
+    double rate_bps = 0;  // infinite: no wire time
+    std::int64_t delay_ns = 0;
+    // Of the link's time, what training's sends leave to caches (leave_to_training).
+    double share = 1;
+    std::int64_t wire_ns(std::uint64_t bytes) const;      // at rate_bps, the link to itself
+    std::int64_t expected_ns(std::uint64_t bytes) const;  // sharing it: wire_ns / share
+  };
+
+  // `scenario` as written (rates at full size): the experiment's scale applies here.
+  KvRoutes(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model);
+
+  struct Span {
+    std::int64_t start_ns = 0;
+    std::int64_t end_ns = 0;
+  };
+  // The same time as sorted, disjoint spans (ends increase with starts).
+  static std::vector<Span> merged(std::vector<Span> spans);
+  // Where caches take turns on a link (a DC's own link, or a WAN link under
+  // temporal sharing), they leave it to training's sends: per link_index, the
+  // spans (sorted, disjoint) during which `training`'s sends hold it. A WAN
+  // send holds its link to its last bit, [start, end - the pair's delay]; a
+  // send between two hosts of a DC holds the DC's own link from
+  // kAnnounceLeadNs before it starts.
+  std::map<int, std::vector<Span>> training_busy(const RunRecord& training) const;
+  // Whether `worker`'s caches take turns on a link with the caches of others
+  // and with training's sends (a DC's own link, a WAN link under temporal sharing).
+  bool takes_turns(int worker) const;
+  // Admission's model of such a route: the share of the link's time that
+  // `training` (the plan's iteration, simulated) leaves to caches.
+  void leave_to_training(const RunRecord& training);
+
+  const Route& route(int worker) const { return routes_.at(static_cast<std::size_t>(worker)); }
+  // Delay + wire time + the wire time of caches queued before it and not yet sent at `now_ns`.
+  std::int64_t estimate_ns(int worker, std::uint64_t bytes, std::int64_t now_ns) const;
+  // A cache of `bytes` from `worker`, ready at `ready_ns`, takes its turn on the route.
+  void queue(int worker, std::int64_t ready_ns, std::uint64_t bytes);
+  struct Waiting {
+    int worker = 0;
+    std::int64_t ready_ns = 0;
+    std::uint64_t bytes = 0;
+  };
+  // The real run, as a cache arrives: `worker`'s route queue starts again
+  // from `now_ns` with the caches still waiting for it (those of every worker
+  // that shares the route), at the wire times learned since their placement.
+  // What placements added up drifts: caches placed before a slowdown was
+  // learned counted at the model's rate, and a route that carries less than
+  // the caches placed on it grows a real queue the sum never shows
+  // (bt-latency 40 ms: caches waited 5 s on a DC's own link that admission
+  // took for empty, TTFT p99 7.3 s against a 3 s SLO).
+  void requeue(int worker, std::int64_t now_ns, std::vector<Waiting> waiting);
+  // Whether two workers' caches queue on one route (a DC's own link, or one WAN link).
+  bool same_queue(int worker, int other) const;
+  // The real run: a cache of `bytes` took `took_ns` from the start of its
+  // sending to its arrival. Later estimates and queue times on that route
+  // stretch the wire time by how much slower than the model caches went
+  // (a moving average, never below 1): gate waits, sharing with training,
+  // the emulator's own overhead. On a route the model gives no wire time
+  // (loopback on a sink's host) they take the measured time per byte.
+  void observe(int worker, std::uint64_t bytes, std::int64_t took_ns);
+  double slowdown(int worker) const;
+  // The real run: a cache arrived `late_ns` after admission predicted its
+  // first token (negative: early). Estimates on the route then add the
+  // largest of its last kLatenessSamples such figures, when positive: a
+  // moving average of the wire time is short half the time, and a TTFT SLO
+  // bounds the slowest requests (bubbletea-3dc-local, 2026-11-23: without it
+  // TTFT p99 was 1.12-1.24x the SLO; with the p90 of the samples 12-23 of
+  // about 280 served requests came late, with the largest 1-10, at the same
+  // utilization).
+  void observe_lateness(int worker, std::int64_t late_ns);
+  std::int64_t margin_ns(int worker) const;
+  static constexpr std::size_t kLatenessSamples = 20;
+
+ private:
+  std::int64_t wire_ns(int worker, std::uint64_t bytes) const;  // the route's, stretched by slowdown
+
+  std::vector<Route> routes_;  // per worker
+  const Plan* plan_ = nullptr;
+  int dcs_ = 0;
+  bool temporal_sharing_ = false;
+  std::map<int, std::int64_t> free_at_;         // per link_index (-1 - worker inside a DC): when its queue empties
+  std::map<int, double> slowdown_;              // per the same key: measured / modelled wire time
+  std::map<int, double> unshaped_ns_per_byte_;  // per the same key, on a route with no modelled wire time: measured
+  std::map<int, std::vector<std::int64_t>> lateness_;  // per the same key: the last caches' lateness, oldest first
+};
+
+}  // namespace wanlab::harness
