@@ -38,6 +38,7 @@
 #include "bench_support.hpp"
 #include "wanlab/base/parse.hpp"
 #include "wanlab/emulator/datapath.hpp"
+#include "wanlab/emulator/leftovers.hpp"
 #include "wanlab/emulator/netns.hpp"
 #include "wanlab/base/process.hpp"
 #include "wanlab/emulator/rtnl.hpp"
@@ -256,147 +257,6 @@ std::uint64_t interface_drops(const std::vector<std::string>& namespaces) {
     }
   }
   return total;
-}
-
-std::uint64_t inode_of(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return 0;
-  return st.st_ino;
-}
-
-// Start time of a process (field 22 of /proc/PID/stat), 0 if gone.
-std::uint64_t start_time(pid_t pid) {
-  std::string stat;
-  try {
-    stat = base::read_kernel_file(fmt::format("/proc/{}/stat", pid));
-  } catch (const std::exception&) {
-    return 0;
-  }
-  std::istringstream fields(stat.substr(stat.rfind(')') + 2));
-  std::string field;
-  for (int index = 3; fields >> field; ++index)
-    if (index == 22) return std::stoull(field);
-  return 0;
-}
-
-struct ProcessSeen {
-  pid_t pid = 0;
-  std::uint64_t started = 0;
-  std::string comm;
-};
-
-// Every process (and thread) on the machine whose network namespace is one of `inodes`.
-std::vector<ProcessSeen> processes_in(const std::set<std::uint64_t>& inodes) {
-  std::vector<ProcessSeen> found;
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename();
-    if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
-    std::error_code ec;
-    bool inside = false;
-    for (const auto& task : fs::directory_iterator(entry.path() / "task", ec))
-      if (inodes.count(inode_of((task.path() / "ns" / "net").string()))) inside = true;
-    if (!inside) continue;
-    const pid_t pid = std::stoi(name);
-    std::string comm;
-    try {
-      comm = base::read_kernel_file(fmt::format("/proc/{}/comm", pid));
-    } catch (const std::exception&) {
-    }
-    while (!comm.empty() && comm.back() == '\n') comm.pop_back();
-    found.push_back({pid, start_time(pid), comm});
-  }
-  return found;
-}
-
-std::set<std::string> root_links() {
-  std::set<std::string> names;
-  if (struct if_nameindex* list = ::if_nameindex()) {
-    for (auto* entry = list; entry->if_index != 0; ++entry) names.insert(entry->if_name);
-    ::if_freenameindex(list);
-  }
-  return names;
-}
-
-// BPF objects pinned under the testbed's bpffs directory: their kernel IDs, to
-// look for after `down` (IDs are not reused soon). Our descriptors are closed
-// at once, so that they do not keep anything alive themselves.
-struct BpfObject {
-  std::string name;
-  bool program = false;
-  std::uint32_t id = 0;
-};
-
-std::vector<BpfObject> pinned_objects(const std::string& testbed) {
-  std::vector<BpfObject> objects;
-  for (const auto& entry : fs::directory_iterator(em::bpffs_dir(testbed))) {
-    BpfObject object;
-    object.name = entry.path().filename();
-    // The kernel's own iterators in every bpffs mount (bpf_preload), not ours.
-    if (object.name == "maps.debug" || object.name == "progs.debug") continue;
-    object.program = object.name == "wanlab_tc";
-    base::UniqueFd fd(bpf_obj_get(entry.path().c_str()));
-    if (!fd) base::throw_errno("opening " + entry.path().string());
-    if (object.program) {
-      bpf_prog_info info{};
-      __u32 len = sizeof(info);
-      base::check(bpf_obj_get_info_by_fd(fd.get(), &info, &len), "reading " + object.name);
-      object.id = info.id;
-    } else {
-      bpf_map_info info{};
-      __u32 len = sizeof(info);
-      base::check(bpf_obj_get_info_by_fd(fd.get(), &info, &len), "reading " + object.name);
-      object.id = info.id;
-    }
-    objects.push_back(object);
-  }
-  return objects;
-}
-
-bool bpf_object_exists(const BpfObject& object) {
-  const int fd = object.program ? bpf_prog_get_fd_by_id(object.id) : bpf_map_get_fd_by_id(object.id);
-  if (fd >= 0) {
-    ::close(fd);
-    return true;
-  }
-  return errno != ENOENT;
-}
-
-bool mounted(const std::string& path) {
-  std::istringstream lines(base::read_kernel_file("/proc/self/mountinfo"));
-  for (std::string line; std::getline(lines, line);) {
-    std::istringstream fields(line);
-    std::string id, parent, device, root, mount_point;
-    fields >> id >> parent >> device >> root >> mount_point;
-    if (mount_point == path) return true;
-  }
-  return false;
-}
-
-// The nsfs bind mounts of the machine that name one of `inodes` (a kept namespace).
-std::vector<std::string> nsfs_mounts_of(const std::set<std::uint64_t>& inodes) {
-  std::vector<std::string> found;
-  std::istringstream lines(base::read_kernel_file("/proc/self/mountinfo"));
-  for (std::string line; std::getline(lines, line);) {
-    for (const auto inode : inodes)
-      if (line.find(fmt::format("net:[{}]", inode)) != std::string::npos) found.push_back(line);
-  }
-  return found;
-}
-
-bool iptables_mentions(const std::string& testbed) {
-  const std::string comment = "wanlab-" + testbed;
-  for (const char* binary :
-       {"/usr/sbin/iptables-legacy", "/usr/sbin/ip6tables-legacy", "/usr/sbin/iptables", "/usr/sbin/ip6tables"}) {
-    if (::access(binary, X_OK) != 0) continue;
-    const auto rules = run_command({binary, "-w", "-S"});
-    std::istringstream lines(rules.output);
-    for (std::string line; std::getline(lines, line);) {
-      std::istringstream words(line);
-      for (std::string word; words >> word;)
-        if (word == comment || word == "\"" + comment + "\"") return true;
-    }
-  }
-  return false;
 }
 
 // The first `"key":number` in a JSON text (the top level of a perf report comes first).
@@ -812,7 +672,7 @@ int Soak::run() {
   const MachineInfo machine = machine_info();
   const std::string load_start = load_average();
   const auto run_start = Clock::now();
-  const std::set<std::string> links_before = root_links();
+  const std::set<std::string> links_before = em::link_names();
 
   fmt::print("wanlab soak benchmark, {}\nmachine: {}; {} CPUs; load average at start {}\n", now_text(), machine.kernel,
              machine.cpus, load_start);
@@ -832,9 +692,6 @@ int Soak::run() {
 
   namespaces_ = {state.netns};
   for (const auto& h : state.hosts) namespaces_.push_back(h.netns);
-  std::set<std::uint64_t> netns_inodes;
-  for (const auto& ns : namespaces_) netns_inodes.insert(inode_of("/run/netns/" + ns));
-  const auto bpf_objects = pinned_objects(state.name);
 
   pairs_.resize(static_cast<std::size_t>(dcs_ * dcs_));
   for (int src = 0; src < dcs_; ++src) {
@@ -915,13 +772,11 @@ int Soak::run() {
   }
 
   // What `down` must end: every process in the testbed's namespaces now.
-  const auto before_down = processes_in(netns_inodes);
   datapath_.reset();  // our map descriptors would keep the maps alive
-  const pid_t daemon = state.daemon_pid;
-  const std::uint64_t daemon_started = start_time(daemon);
+  const em::TestbedTraces traces(state, links_before);
   const std::string name = state.name;
   fmt::print("wanlab down {} ({} processes in its namespaces, {} of them started by the soak) ...\n", name,
-             before_down.size(),
+             traces.processes(),
              std::count_if(processes_.begin(), processes_.end(), [](const HostProcess& p) { return !p.reaped; }));
   std::fflush(stdout);
   const auto down = bed_->down();
@@ -942,27 +797,9 @@ int Soak::run() {
   auto find_leftovers = [&] {
     std::vector<std::string> found;
     if (down.status != 0) found.push_back(fmt::format("`wanlab down` exited with {}: {}", down.status, down.output));
-    for (const auto& ns : em::list_netns("wanlab-" + name + ".")) found.push_back("netns " + ns);
-    for (const auto& p : processes_in(netns_inodes))
-      found.push_back(fmt::format("process {} ({}) still in a testbed namespace", p.pid, p.comm));
-    for (const auto& line : nsfs_mounts_of(netns_inodes)) found.push_back("namespace kept by a mount: " + line);
-    for (const auto& seen : before_down)
-      if (start_time(seen.pid) == seen.started && seen.started != 0)
-        found.push_back(fmt::format("process {} ({}) still running", seen.pid, seen.comm));
-    if (daemon_started != 0 && start_time(daemon) == daemon_started)
-      found.push_back(fmt::format("daemon {} still running", daemon));
+    for (auto& line : traces.leftovers()) found.push_back(std::move(line));
     for (const auto& p : processes_)
       if (!p.reaped) found.push_back(fmt::format("child {} ({}) not ended", p.pid, p.label));
-    if (fs::exists(em::run_dir(name))) found.push_back("run directory " + em::run_dir(name));
-    if (mounted(em::bpffs_dir(name))) found.push_back("bpffs mount " + em::bpffs_dir(name));
-    for (const auto& object : bpf_objects)
-      if (bpf_object_exists(object))
-        found.push_back(fmt::format("BPF {} {} (id {})", object.program ? "program" : "map", object.name, object.id));
-    for (const auto& link : root_links())
-      if (!links_before.count(link) && link.rfind("wanlab", 0) == 0)
-        found.push_back("link " + link + " in the root namespace");
-    if (iptables_mentions(name))
-      found.push_back("an iptables rule with comment wanlab-" + name + " in the root namespace");
     return found;
   };
   do {
@@ -1058,7 +895,7 @@ int Soak::run() {
       "Host processes: {} sleepers started ({} SIGTERMed, {} SIGKILLed, the rest left for `down`), {} `setsid -f "
       "sleep` "
       "escapes left for `down`; {} processes were in the testbed's namespaces at `down`",
-      totals_.sleepers_started, totals_.sleepers_termed, totals_.sleepers_killed, totals_.escapes, before_down.size()));
+      totals_.sleepers_started, totals_.sleepers_termed, totals_.sleepers_killed, totals_.escapes, traces.processes()));
   if (!totals_.set_ms.empty()) {
     const auto minute = static_cast<std::ptrdiff_t>(std::min<std::size_t>(60, totals_.set_ms.size()));
     auto first = [&](const std::vector<double>& all) { return mean({all.begin(), all.begin() + minute}); };
