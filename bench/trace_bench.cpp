@@ -6,7 +6,7 @@
 // rate's payload share, the window one RTT after each edge on. Run by
 // bench/run-trace-bench.sh.
 //
-//   wanlab_trace_bench --wanlab PATH [--rates 100mbit,1gbit,5gbit] [--seconds N]
+//   wanlab_trace_bench [--wanlab PATH] [--rates 100mbit,1gbit,5gbit] [--seconds N]
 //                      [--markdown FILE] [--csv-dir DIR] [--command TEXT]
 //                      [--mahimahi DIR [--mahimahi-user USER]]
 // --csv-dir: every window of each rate in DIR/trace-RATE.csv.
