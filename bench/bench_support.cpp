@@ -2,36 +2,24 @@
 
 #include <bpf/bpf.h>
 #include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/resource.h>
 #include <sys/utsname.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <functional>
-#include <map>
-#include <mutex>
-#include <set>
 #include <sstream>
 #include <stdexcept>
-#include <thread>
 
 #include <fmt/format.h>
 
+#include "wanlab/base/files.hpp"
+#include "wanlab/base/sys.hpp"
 #include "wanlab/emulator/datapath.hpp"
 #include "wanlab/emulator/netns.hpp"
 #include "wanlab/emulator/rtnl.hpp"
-#include "wanlab/base/files.hpp"
-#include "wanlab/base/sys.hpp"
-
-extern char** environ;
 
 namespace wanlab::bench {
 namespace em = wanlab::emulator;
@@ -39,77 +27,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Testbeds up now, for the signal cleanup.
-std::mutex registry_mutex;
-std::set<std::string> registry;
-std::atomic<pid_t> running_child{0};
-std::string cleanup_wanlab;
-std::vector<std::string> cleanup_dirs;                 // under registry_mutex
-std::map<int, std::function<void()>> cleanup_actions;  // under registry_mutex
-int next_cleanup_action = 0;                           // under registry_mutex
-
-void register_testbed(const std::string& name) {
-  std::lock_guard lock(registry_mutex);
-  registry.insert(name);
-}
-
-void unregister_testbed(const std::string& name) {
-  std::lock_guard lock(registry_mutex);
-  registry.erase(name);
-}
-
-void wait_for_signal_then_clean_up(sigset_t signals) {
-  int sig = 0;
-  if (sigwait(&signals, &sig) != 0) return;
-  fmt::print(stderr, "\nsignal {}: taking the benchmark's testbeds down\n", sig);
-  // A `wanlab up` under way got the same signal and undoes itself; let it finish.
-  const auto deadline = Clock::now() + std::chrono::seconds(15);
-  while (running_child.load() > 0 && Clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  std::set<std::string> names;
-  {
-    std::lock_guard lock(registry_mutex);
-    names = registry;
-  }
-  for (const auto& name : names) {
-    const auto down = run_command({cleanup_wanlab, "down", name});
-    fmt::print(stderr, "{}", down.output);
-  }
-  std::map<int, std::function<void()>> actions;
-  std::vector<std::string> dirs;
-  {
-    std::lock_guard lock(registry_mutex);
-    actions = cleanup_actions;
-    dirs = cleanup_dirs;
-  }
-  for (auto it = actions.rbegin(); it != actions.rend(); ++it) {  // the latest first
-    try {
-      it->second();
-    } catch (const std::exception& error) {
-      fmt::print(stderr, "cleanup: {}\n", error.what());
-    }
-  }
-  for (const auto& dir : dirs) {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir, ignored);
-  }
-  ::_exit(128 + sig);
-}
-
 std::uint64_t process_ticks(pid_t pid) {
-  const std::string stat = base::read_kernel_file(fmt::format("/proc/{}/stat", pid));
-  // Fields after the command name, which may hold spaces: ") state ppid ...".
-  std::istringstream fields(stat.substr(stat.rfind(')') + 2));
-  std::string field;
-  std::uint64_t utime = 0, stime = 0;
-  for (int index = 3; fields >> field; ++index) {
-    if (index == 14) utime = std::stoull(field);
-    if (index == 15) {
-      stime = std::stoull(field);
-      break;
-    }
-  }
-  return utime + stime;
+  const auto stat = base::process_stat(pid);
+  if (!stat) throw std::runtime_error(fmt::format("process {} is gone", pid));
+  return stat->cpu_ticks;
 }
 
 // The "cpu" line of /proc/stat sums all CPUs: user nice system idle iowait irq
@@ -135,115 +56,17 @@ std::string trimmed(std::string text) {
 
 }  // namespace
 
-namespace {
-
-// Starts argv with `actions`; the child gets default signal dispositions and
-// an empty signal mask whatever ours are.
-pid_t spawn_with(const std::vector<std::string>& argv, const posix_spawn_file_actions_t* actions) {
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
-  sigset_t none, defaults;
-  sigemptyset(&none);
-  sigemptyset(&defaults);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) sigaddset(&defaults, sig);
-  posix_spawnattr_setsigmask(&attributes, &none);
-  posix_spawnattr_setsigdefault(&attributes, &defaults);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  std::vector<char*> c_argv;
-  for (const auto& arg : argv) c_argv.push_back(const_cast<char*>(arg.c_str()));
-  c_argv.push_back(nullptr);
-  pid_t pid = 0;
-  const int spawn_error = posix_spawn(&pid, c_argv[0], actions, &attributes, c_argv.data(), environ);
-  posix_spawnattr_destroy(&attributes);
-  if (spawn_error != 0) base::throw_errno("starting " + argv[0], spawn_error);
-  return pid;
-}
-
-}  // namespace
-
-pid_t spawn_command(const std::vector<std::string>& argv, const std::string& output_path) {
-  const std::string output = output_path.empty() ? "/dev/null" : output_path;
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, output.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  try {
-    const pid_t pid = spawn_with(argv, &actions);
-    posix_spawn_file_actions_destroy(&actions);
-    return pid;
-  } catch (...) {
-    posix_spawn_file_actions_destroy(&actions);
-    throw;
+base::Child spawn_logged(const std::vector<std::string>& argv, const std::string& log) {
+  base::SpawnOptions options;
+  options.stdin_fd = base::kDevNull;
+  options.stdout_fd = options.stderr_fd = base::kDevNull;
+  base::UniqueFd file;
+  if (!log.empty()) {
+    file = base::UniqueFd(::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+    if (!file) base::throw_errno("opening " + log);
+    options.stdout_fd = options.stderr_fd = file.get();
   }
-}
-
-CommandResult run_command(const std::vector<std::string>& argv) {
-  int pipe_fds[2];
-  base::check(::pipe2(pipe_fds, O_CLOEXEC), "creating a pipe");
-  base::UniqueFd read_end(pipe_fds[0]), write_end(pipe_fds[1]);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, write_end.get(), STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, write_end.get(), STDERR_FILENO);
-  const auto start = Clock::now();
-  pid_t pid = 0;
-  try {
-    pid = spawn_with(argv, &actions);
-  } catch (...) {
-    posix_spawn_file_actions_destroy(&actions);
-    throw;
-  }
-  posix_spawn_file_actions_destroy(&actions);
-  running_child = pid;
-  write_end.reset();
-
-  CommandResult result;
-  char buf[4096];
-  for (ssize_t len; (len = ::read(read_end.get(), buf, sizeof(buf))) != 0;) {
-    if (len < 0 && errno == EINTR) continue;
-    if (len < 0) break;
-    result.output.append(buf, static_cast<size_t>(len));
-  }
-  int status = 0;
-  rusage usage{};
-  while (::wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
-  }
-  running_child = 0;
-  result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  auto seconds_of = [](const timeval& time) {
-    return static_cast<double>(time.tv_sec) + static_cast<double>(time.tv_usec) / 1e6;
-  };
-  result.cpu_seconds = seconds_of(usage.ru_utime) + seconds_of(usage.ru_stime);
-  result.status = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
-  return result;
-}
-
-void install_signal_cleanup(const std::string& wanlab_binary) {
-  cleanup_wanlab = wanlab_binary;
-  sigset_t signals;
-  sigemptyset(&signals);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&signals, sig);
-  // Blocked here, so in every thread started later; only the waiter takes them.
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  std::thread(wait_for_signal_then_clean_up, signals).detach();
-}
-
-void remove_on_signal(const std::string& directory) {
-  std::lock_guard lock(registry_mutex);
-  cleanup_dirs.push_back(directory);
-}
-
-int on_signal(std::function<void()> action) {
-  std::lock_guard lock(registry_mutex);
-  cleanup_actions.emplace(next_cleanup_action, std::move(action));
-  return next_cleanup_action++;
-}
-
-void forget_on_signal(int id) {
-  std::lock_guard lock(registry_mutex);
-  cleanup_actions.erase(id);
+  return base::spawn(argv, options);
 }
 
 std::string scenario_toml(const ScenarioSpec& spec) {
@@ -270,38 +93,37 @@ Testbed::Testbed(const std::string& wanlab_binary, const std::string& scenario_p
 }
 
 void Testbed::bring_up(const std::vector<std::string>& up_argv, const std::string& name) {
-  register_testbed(name);
-  const auto up = run_command(up_argv);
+  const auto up = base::run_captured(up_argv);
   up_seconds_ = up.seconds;
   if (up.status != 0) {
     // A failed `up` removes what it made itself; a testbed that was up before is not ours to remove.
-    unregister_testbed(name);
     throw std::runtime_error(
         fmt::format("{}: wanlab up {} exited with {}: {}", name, up_argv.at(2), up.status, trimmed(up.output)));
   }
   try {
     state_ = em::load_state(name);
   } catch (...) {
-    run_command({wanlab_, "down", name});
-    unregister_testbed(name);
+    base::run_captured({wanlab_, "down", name});
     throw;
   }
 }
 
-CommandResult Testbed::down() {
+base::Captured Testbed::down() {
   if (down_) return {};
   down_ = true;
-  auto result = run_command({wanlab_, "down", state_.name});
-  unregister_testbed(state_.name);
-  return result;
+  return base::run_captured({wanlab_, "down", state_.name});
 }
 
 Testbed::~Testbed() {
   if (down_) return;
-  const auto result = down();
-  if (result.status != 0)
-    fmt::print(stderr, "warning: wanlab down {} exited with {}: {}\n", state_.name, result.status,
-               trimmed(result.output));
+  try {
+    const auto result = down();
+    if (result.status != 0)
+      fmt::print(stderr, "warning: wanlab down {} exited with {}: {}\n", state_.name, result.status,
+                 trimmed(result.output));
+  } catch (const std::exception& error) {
+    fmt::print(stderr, "warning: wanlab down {}: {}\n", state_.name, error.what());
+  }
 }
 
 // The nfqueue path stamps packets on the way in; the fq path on the way out,
@@ -455,23 +277,5 @@ std::string Table::markdown() const {
 }
 
 std::string verdict(bool pass) { return pass ? "PASS" : "MISS"; }
-
-std::string output_file_option(const std::string& option, const std::string& path) {
-  try {
-    base::check_output_file(path);
-  } catch (const base::FileError& error) {
-    throw std::invalid_argument(option + ": " + error.what());
-  }
-  return path;
-}
-
-int main_of(const char* name, int (*run)(int, char**), int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& error) {
-    fmt::print(stderr, "{}: {}\n", name, error.what());
-    return 1;
-  }
-}
 
 }  // namespace wanlab::bench

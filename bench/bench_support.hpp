@@ -1,50 +1,27 @@
-// What the emulator benchmark needs besides the probes: running the `wanlab`
-// binary, testbeds that always go down, generated scenarios, CPU and releaser
-// counters, machine facts and tables printed as text and markdown.
+// What the benchmarks that run testbeds share besides the probes: testbeds
+// that always go down (through the `wanlab` binary), generated scenarios,
+// processes logged to a file, CPU and releaser counters, machine facts and
+// tables printed as text and markdown. Their command lines: bench_options.hpp.
 #pragma once
 
 #include <sys/types.h>
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "wanlab/base/process.hpp"
 #include "wanlab/emulator/releaser.hpp"
 #include "wanlab/emulator/testbed.hpp"
 
 namespace wanlab::bench {
 
-struct CommandResult {
-  int status = 0;          // exit status, 128 + signal if killed
-  std::string output;      // stdout and stderr together
-  double seconds = 0;      // wall time
-  double cpu_seconds = 0;  // its user + system time (not its children's)
-};
-
-// Runs argv (no shell), capturing its output; the child gets default signal
-// dispositions and an empty signal mask whatever ours are.
-CommandResult run_command(const std::vector<std::string>& argv);
-
-// Starts argv (no shell) without waiting: stdout and stderr go to
-// `output_path` (appended; "" = /dev/null), stdin is /dev/null, and the child
-// gets default signal dispositions and an empty signal mask. Returns its pid;
-// the caller reaps it.
-pid_t spawn_command(const std::vector<std::string>& argv, const std::string& output_path = "");
-
-// SIGINT, SIGTERM and SIGHUP take down every testbed still registered, remove
-// the directories given to remove_on_signal, then end the process. Call first
-// in main, before any thread starts.
-void install_signal_cleanup(const std::string& wanlab_binary);
-void remove_on_signal(const std::string& directory);
-// Runs `action` too on such a signal (after the testbeds and before the
-// directories, the latest registered first), until forget_on_signal(id) with
-// the id it returns. For what a
-// benchmark starts outside a testbed: processes, namespace names, sysctls.
-int on_signal(std::function<void()> action);
-void forget_on_signal(int id);
+// Starts argv (no shell) without waiting, stdin /dev/null, stdout and stderr
+// appended to `log` ("" = /dev/null). The Child kills and reaps it if
+// dropped before it is waited for.
+base::Child spawn_logged(const std::vector<std::string>& argv, const std::string& log = "");
 
 // A scenario the benchmark writes: `dcs` DCs named d0.., `hosts` each, every
 // pair with the same settings.
@@ -62,7 +39,7 @@ struct ScenarioSpec {
 std::string scenario_toml(const ScenarioSpec& spec);
 
 // A testbed brought up with `wanlab up` and always taken down with
-// `wanlab down` (destructor, or the signal cleanup).
+// `wanlab down` (the destructor, also when a signal ends the benchmark).
 class Testbed {
  public:
   Testbed(const std::string& wanlab_binary, const std::string& work_dir, const ScenarioSpec& spec);
@@ -86,7 +63,7 @@ class Testbed {
   // Attaches the testbed's pinned tc program again where detach_programs() removed it.
   void attach_programs() const;
   // `wanlab down` now rather than in the destructor (which then does nothing).
-  CommandResult down();
+  base::Captured down();
 
  private:
   bool program_at_ingress() const;
@@ -163,14 +140,5 @@ struct Table {
 };
 
 std::string verdict(bool pass);  // "PASS" | "MISS"
-
-// An output file a benchmark is told to write (--markdown FILE, --csv FILE),
-// checked when the option is read (base::check_output_file), so a bad one
-// fails before minutes of measuring: std::invalid_argument naming the option.
-std::string output_file_option(const std::string& option, const std::string& path);
-
-// A bench's main: run(argc, argv), or on an exception one line
-// "<name>: <what>" on stderr and exit 1.
-int main_of(const char* name, int (*run)(int, char**), int argc, char** argv);
 
 }  // namespace wanlab::bench

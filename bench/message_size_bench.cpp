@@ -28,10 +28,12 @@
 #include "bench_support.hpp"
 #include "message_timing.hpp"
 #include "wanlab/base/files.hpp"
+#include "wanlab/base/interrupts.hpp"
 #include "wanlab/emulator/scenario.hpp"
 #include "wanlab/emulator/units.hpp"
 
 namespace em = wanlab::emulator;
+namespace base = wanlab::base;
 using namespace wanlab::bench;
 using Clock = std::chrono::steady_clock;
 
@@ -55,7 +57,7 @@ double sailor_gbs(std::uint64_t bytes) {
 }
 
 struct Config {
-  std::string wanlab = "build/cli/wanlab";
+  std::string wanlab;
   std::string scenario = "scenarios/gcp-cen-west.toml";
   std::string name = "bench-msize";
   std::vector<std::uint64_t> sizes{1u << 20, 16u << 20, 256u << 20, 1u << 30};
@@ -81,6 +83,7 @@ std::string size_text(std::uint64_t bytes) {
 
 // One channel: the fresh message, the warm-ups, then `timed` back to back.
 Row measure(const Testbed& bed, const Config& config, int streams, std::uint64_t bytes, double one_way_s) {
+  wanlab::base::check_interrupted();
   Row row;
   row.bytes = bytes;
   row.timed = std::clamp<std::size_t>(static_cast<std::size_t>(config.budget / bytes), 3, config.messages);
@@ -126,58 +129,46 @@ Table table_of(const Config& config, const std::vector<Row>& rows, double anchor
   return table;
 }
 
-[[noreturn]] void usage_error(const std::string& what) {
-  fmt::print(stderr, "wanlab_message_size_bench: {}\n", what);
-  std::exit(2);
+const Program kProgram{
+    "wanlab_message_size_bench",
+    "bandwidth against message size over a two-DC preset, beside Sailor's GCP profile (root; about 2 minutes)",
+    {valued("wanlab", "PATH", "the wanlab binary (default: the one built beside this benchmark)"),
+     valued("scenario", "FILE", "the two-DC scenario (default scenarios/gcp-cen-west.toml)"),
+     valued("name", "NAME", "the testbed's name (default bench-msize)"),
+     valued("sizes", "LIST", "message sizes, comma-separated (default 1M,16M,256M,1G)"),
+     valued("streams", "N", "the channel's streams, 1 to 64 (default 4)"),
+     valued("anchor-streams", "N", "the anchor's streams, 1 to 64 (default 16)"),
+     valued("warmups", "N", "warm-up messages before the timed ones, 1 to 100 (default 3)"),
+     valued("messages", "N", "timed messages at the most, 1 to 1000 (default 47)"),
+     valued("budget", "SIZE", "bytes in the timed round at the most, but 3 messages at the least (default 2G)"),
+     valued("markdown", "FILE", "write the table there as markdown")},
+    ""};
+
+std::uint64_t positive_size(const std::string& text) {
+  const std::uint64_t bytes = em::units::parse_size(text);
+  if (bytes == 0) throw std::invalid_argument("a size must be greater than 0");
+  return bytes;
 }
 
-int count_option(const std::string& value, int max) {
-  const int n = std::stoi(value);
-  if (n < 1 || n > max) throw std::invalid_argument(fmt::format("expected 1 to {}", max));
-  return n;
-}
-
-void set_option(Config& config, const std::string& option, const std::string& value) {
-  if (option == "--wanlab") {
-    config.wanlab = value;
-  } else if (option == "--scenario") {
-    config.scenario = value;
-  } else if (option == "--name") {
-    config.name = value;
-  } else if (option == "--markdown") {
-    config.markdown = output_file_option(option, value);
-  } else if (option == "--streams") {
-    config.streams = count_option(value, 64);
-  } else if (option == "--anchor-streams") {
-    config.anchor_streams = count_option(value, 64);
-  } else if (option == "--warmups") {
-    config.warmups = static_cast<std::size_t>(count_option(value, 100));
-  } else if (option == "--messages") {
-    config.messages = static_cast<std::size_t>(count_option(value, 1000));
-  } else if (option == "--budget") {
-    config.budget = em::units::parse_size(value);
-  } else if (option == "--sizes") {
-    config.sizes.clear();
-    for (const auto& s : split_commas(value)) config.sizes.push_back(em::units::parse_size(s));
-  } else {
-    throw std::invalid_argument("unknown option");
-  }
-}
-
-Config parse(int argc, char** argv) {
+Config config_of(const Options& options) {
   Config config;
-  read_option_pairs(argc, argv, "wanlab_message_size_bench",
-                    [&](const std::string& option, const std::string& value) { set_option(config, option, value); });
-  for (const std::uint64_t size : config.sizes)
-    if (size == 0) usage_error("--sizes: a size must be greater than 0");
+  config.wanlab = wanlab_option(options);
+  config.scenario = options.get("scenario").value_or(config.scenario);
+  config.name = options.get("name").value_or(config.name);
+  config.markdown = base::output_file_option(options, "markdown").value_or("");
+  config.streams = options.integer("streams", 1, 64).value_or(config.streams);
+  config.anchor_streams = options.integer("anchor-streams", 1, 64).value_or(config.anchor_streams);
+  config.warmups = options.integer<std::size_t>("warmups", 1, 100).value_or(config.warmups);
+  config.messages = options.integer<std::size_t>("messages", 1, 1000).value_or(config.messages);
+  config.budget = base::parsed_option(options, "budget", em::units::parse_size).value_or(config.budget);
+  config.sizes = list_option(options, "sizes", positive_size).value_or(config.sizes);
   return config;
 }
 
-int run(int argc, char** argv) {
-  const Config config = parse(argc, argv);
+int run(const Options& options) {
+  const Config config = config_of(options);
   const em::Scenario scenario = em::load_scenario(config.scenario);
   if (scenario.dcs.size() < 2) throw std::runtime_error(config.scenario + ": needs two DCs");
-  install_signal_cleanup(config.wanlab);
   const std::string started = now_text();
   const std::string load = load_average();
   const auto start = Clock::now();
@@ -195,4 +186,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return main_of("wanlab_message_size_bench", run, argc, argv); }
+int main(int argc, char** argv) { return wanlab::bench::main_of(kProgram, run, argc, argv); }

@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "wanlab/base/interrupts.hpp"
 #include "wanlab/emulator/netns.hpp"
 #include "wanlab/emulator/rtnl.hpp"
 
@@ -50,11 +51,12 @@ auto keep_error(std::string& out) {
   };
 }
 
-// Accepts one channel in `to`'s namespace and notes when each message arrives.
-void receive_all(const em::Host& to, const ChannelSpec& spec, Arrivals& arrivals, std::atomic<bool>& listening) {
+// Accepts one channel in `to`'s namespace and notes when each message
+// arrives, on `io` (which the sender stops if it fails: then no channel comes).
+void receive_all(const em::Host& to, const ChannelSpec& spec, Arrivals& arrivals, std::atomic<bool>& listening,
+                 asio::io_context& io) {
   try {
     em::NetnsScope in(to.netns);
-    asio::io_context io;
     std::string failure;
     asio::co_spawn(
         io,
@@ -81,9 +83,11 @@ void receive_all(const em::Host& to, const ChannelSpec& spec, Arrivals& arrivals
 }
 
 // Polls until `count` messages have arrived (so the io_context keeps serving
-// the channel meanwhile); returns the last one's arrival.
+// the channel meanwhile); returns the last one's arrival. A signal ends the
+// wait (base::Interrupted), so a long transfer does not hold the benchmark.
 asio::awaitable<Clock::time_point> arrived(Arrivals& arrivals, std::size_t count, asio::steady_timer& timer) {
   while (true) {
+    base::check_interrupted();
     {
       std::lock_guard lock(arrivals.mutex);
       if (!arrivals.error.empty()) throw std::runtime_error(arrivals.error);
@@ -100,7 +104,8 @@ std::vector<RoundTime> time_rounds(const em::Host& from, const em::Host& to, con
                                    const std::vector<Round>& rounds) {
   Arrivals arrivals;
   std::atomic<bool> listening{false};
-  std::thread receiver([&] { receive_all(to, spec, arrivals, listening); });
+  asio::io_context receiver_io;
+  std::thread receiver([&] { receive_all(to, spec, arrivals, listening, receiver_io); });
   while (!listening) {
     {
       std::lock_guard lock(arrivals.mutex);
@@ -147,6 +152,7 @@ std::vector<RoundTime> time_rounds(const em::Host& from, const em::Host& to, con
         keep_error(failure));
     io.run();
   }
+  if (!failure.empty()) receiver_io.stop();
   receiver.join();
   const std::string what = fmt::format("{} streams, {} bytes", spec.streams, spec.bytes);
   if (!failure.empty()) throw std::runtime_error(fmt::format("{}: {}", what, failure));

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_options.hpp"
 #include "wanlab/harness/plan/plan.hpp"
 #include "wanlab/harness/model/link_model.hpp"
 #include "wanlab/harness/record/record.hpp"
@@ -140,23 +141,35 @@ void print_table(const std::string& title, const std::vector<Point>& points) {
   }
 }
 
-}  // namespace
+const wanlab::bench::Program kProgram{
+    "wanlab_scale_bench",
+    "make_plan and one simulated iteration against GPU and DC count (no root, no network; under a minute)",
+    {wanlab::bench::flag("quick", "without the 100k-GPU point"),
+     wanlab::bench::flag("point", "only the point of GPUS over DCS, given as operands (e.g. under perf)")},
+    "[GPUS DCS]"};
 
-int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::string(argv[1]) == "--quick";  // no 100k point
-  try {
-    if (argc == 4 && std::string(argv[1]) == "--point") {  // one point, e.g. under perf
-      print_table("One point", {{std::stoi(argv[2]), std::stoi(argv[3])}});
-      return 0;
-    }
-    std::vector<Point> by_gpus{{1024, 16}, {10000, 16}};
-    if (!quick) by_gpus.push_back({100000, 16});
-    print_table("Simulate time against GPU count (16 DCs, one stage per DC)", by_gpus);
-    print_table("Simulate time against DC count (10,000 GPUs, one stage per DC)",
-                {{10000, 4}, {10000, 16}, {10000, 64}});
-  } catch (const std::exception& error) {
-    fmt::print(stderr, "wanlab_scale_bench: {}\n", error.what());
-    return 1;
+int run(const wanlab::base::Options& options) {
+  const auto& operands = options.positionals();
+  if (options.flag("point")) {
+    if (operands.size() != 2) throw wanlab::base::UsageError("--point: expected GPUS and DCS after the options");
+    const auto number = [](const std::string& text, const char* what) {
+      try {
+        return wanlab::base::parse_integer<int>(text, 1, 10'000'000);
+      } catch (const wanlab::base::ParseError& error) {
+        throw wanlab::base::UsageError(std::string("--point: ") + what + ": " + error.what());
+      }
+    };
+    print_table("One point", {{number(operands[0], "GPUS"), number(operands[1], "DCS")}});
+    return 0;
   }
+  if (!operands.empty()) throw wanlab::base::UsageError("GPUS DCS: only with --point");
+  std::vector<Point> by_gpus{{1024, 16}, {10000, 16}};
+  if (!options.flag("quick")) by_gpus.push_back({100000, 16});
+  print_table("Simulate time against GPU count (16 DCs, one stage per DC)", by_gpus);
+  print_table("Simulate time against DC count (10,000 GPUs, one stage per DC)", {{10000, 4}, {10000, 16}, {10000, 64}});
   return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return wanlab::bench::main_of(kProgram, run, argc, argv); }

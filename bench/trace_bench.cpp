@@ -6,7 +6,7 @@
 // rate's payload share, the window one RTT after each edge on. Run by
 // bench/run-trace-bench.sh.
 //
-//   wanlab_trace_bench --wanlab PATH [--rates 100mbit,1gbit,5gbit] [--seconds N]
+//   wanlab_trace_bench [--wanlab PATH] [--rates 100mbit,1gbit,5gbit] [--seconds N]
 //                      [--markdown FILE] [--csv-dir DIR] [--command TEXT]
 //                      [--mahimahi DIR [--mahimahi-user USER]]
 // --csv-dir: every window of each rate in DIR/trace-RATE.csv.
@@ -15,67 +15,55 @@
 //   started as USER, default nobody, since its shells refuse a root real
 //   uid), measured with the same sender, receiver and windows; its windows in
 //   CSV-DIR/trace-mahimahi-RATE.csv.
-#include <arpa/inet.h>
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <pwd.h>
-#include <signal.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "bench_options.hpp"
 #include "bench_support.hpp"
+#include "trace/mahimahi.hpp"
+#include "trace/square_wave.hpp"
 #include "wanlab/base/clock.hpp"
 #include "wanlab/base/files.hpp"
-#include "wanlab/base/parse.hpp"
+#include "wanlab/base/interrupts.hpp"
 #include "wanlab/emulator/datapath.hpp"
-#include "wanlab/emulator/netns.hpp"
 #include "wanlab/emulator/probe.hpp"
-#include "wanlab/emulator/rtnl.hpp"
-#include "wanlab/emulator/sys.hpp"
 #include "wanlab/emulator/tcp_window.hpp"
 #include "wanlab/emulator/testbed.hpp"
 #include "wanlab/emulator/units.hpp"
 
 namespace em = wanlab::emulator;
 namespace fs = std::filesystem;
+namespace base = wanlab::base;
 using namespace wanlab::bench;
+using namespace wanlab::bench::trace;
 
 namespace {
 
-constexpr std::uint64_t kMs = 1'000'000;
-constexpr std::uint64_t kHalfNs = 500 * kMs;
-constexpr std::uint64_t kOneWayNs = 10 * kMs;
-constexpr double kLowShare = 0.4;
 constexpr double kWindowS = 0.1;
 constexpr double kStallS = 0.025;
-// Mahimahi's link counts IP packets: a delivery opportunity is one 1500-byte
-// packet (PACKET_SIZE 1504 with the TUN header), of which TCP carries 1448.
-constexpr double kMahimahiPayloadShare = 1448.0 / 1500.0;
-constexpr std::uint64_t kMahimahiOpportunityBits = 1500 * 8;
-// The hosts' socket buffer limits, in the scenario and in Mahimahi's shells.
-constexpr const char* kTcpWmemMax = "64mb";
-constexpr const char* kTcpRmemMax = "128mb";
 
 struct Config {
   std::string wanlab;
   std::vector<std::string> rates{"100mbit", "1gbit", "5gbit"};
   double seconds = 10;
-  std::string markdown, csv_dir, command;
+  std::string markdown, command;
+  std::optional<base::OutputDir> csv_dir;
   std::string mahimahi;  // folder with mm-delay and mm-link; "" = not run
   std::string mahimahi_user = "nobody";
 };
+
+// Where a result's windows go in --csv-dir.
+std::string csv_name(bool mahimahi, const std::string& rate) {
+  return (mahimahi ? "trace-mahimahi-" : "trace-") + rate + ".csv";
+}
 
 struct Window {
   double at_s;  // from the first counted window
@@ -163,244 +151,6 @@ RateResult measure(const Config& config, const std::string& work, const std::str
   return measure_windows(config, "wanlab", rate, schedule[0].head.start_ns, em::Endpoint{from.netns, from.ipv4},
                          em::Endpoint{to.netns, to.ipv4});
 }
-
-// The square wave as a Mahimahi trace: one line per delivery opportunity (a
-// 1500-byte packet), in ms from the trace's start; the opportunities of
-// (m-1, m] ms at line "m", which mm-link serves from ms m on. Mahimahi repeats
-// the trace with its last line's time as the period, so every ms of the low
-// half needs an opportunity (a low rate of 12 Mbit/s or more); the fraction of
-// an opportunity left at a period's end is dropped (under 1 in 5,000 at 100
-// Mbit/s).
-std::string mahimahi_trace(std::uint64_t bps) {
-  const std::uint64_t half_ms = kHalfNs / kMs;
-  const auto low_bps = static_cast<std::uint64_t>(static_cast<double>(bps) * kLowShare);
-  if (low_bps / 1000 < kMahimahiOpportunityBits)
-    throw std::runtime_error(
-        fmt::format("a Mahimahi trace needs a low rate of 12 Mbit/s or more, not {} bit/s", low_bps));
-  std::string text;
-  std::uint64_t bits_ms = 0;  // capacity so far, in bit x ms / s
-  std::uint64_t given = 0;    // opportunities so far
-  for (std::uint64_t ms = 1; ms <= 2 * half_ms; ++ms) {
-    bits_ms += ms <= half_ms ? bps : low_bps;
-    for (; given < bits_ms / 1000 / kMahimahiOpportunityBits; ++given) text += fmt::format("{}\n", ms);
-  }
-  return text;
-}
-
-// CLOCK_REALTIME and CLOCK_MONOTONIC read together, in ns.
-std::pair<std::uint64_t, std::uint64_t> realtime_and_monotonic_ns() {
-  timespec real{}, mono{};
-  ::clock_gettime(CLOCK_REALTIME, &real);
-  ::clock_gettime(CLOCK_MONOTONIC, &mono);
-  auto ns = [](const timespec& t) {
-    return static_cast<std::uint64_t>(t.tv_sec) * 1'000'000'000 + static_cast<std::uint64_t>(t.tv_nsec);
-  };
-  return {ns(real), ns(mono)};
-}
-
-// Sets a sysctl until destroyed (and on a signal), then puts the old value back.
-class SysctlOverride {
- public:
-  SysctlOverride(std::string path, const std::string& value) : path_(std::move(path)) {
-    std::ifstream in(path_);
-    std::getline(in, old_);
-    if (!in) throw std::runtime_error(path_ + ": cannot read");
-    write(value);
-    cleanup_ = on_signal([path = path_, old = old_] { std::ofstream(path) << old << "\n"; });
-  }
-  ~SysctlOverride() {
-    forget_on_signal(cleanup_);
-    std::ofstream(path_) << old_ << "\n";
-  }
-  SysctlOverride(const SysctlOverride&) = delete;
-  SysctlOverride& operator=(const SysctlOverride&) = delete;
-
- private:
-  void write(const std::string& value) const {
-    std::ofstream out(path_);
-    out << value << "\n";
-    out.flush();
-    if (!out) throw std::runtime_error(path_ + ": cannot write " + value);
-  }
-  std::string path_, old_;
-  int cleanup_ = -1;
-};
-
-// `mm-delay 10 mm-link UP DOWN --*-queue=droptail --*-queue-args=bytes=N --
-// sh` started as an unprivileged user (Mahimahi's shells must be setuid root
-// and refuse a root real uid), the inner shell's network namespace and the
-// outside one named for measure_goodput, and the time the uplink trace
-// starts. Ends the shells and drops the names when destroyed, or on a signal.
-class MahimahiShell {
- public:
-  MahimahiShell(const Config& config, const std::string& work, std::uint64_t bps) {
-    const passwd* user = ::getpwnam(config.mahimahi_user.c_str());
-    if (!user) throw std::runtime_error("--mahimahi-user: no user \"" + config.mahimahi_user + "\"");
-    if (user->pw_uid == 0 || user->pw_gid == 0)
-      throw std::runtime_error("--mahimahi-user: Mahimahi refuses uid or gid 0, and \"" + config.mahimahi_user +
-                               "\" has one");
-    // Readable by that user: the work directory is root's 0700.
-    const std::string dir = work + "/mahimahi";
-    fs::create_directories(dir);
-    fs::permissions(work, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
-    fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
-                             fs::perms::others_exec);
-    // Setuid-root copies, as `make install` would leave them, so the build's
-    // own files stay as they are.
-    for (const char* name : {"mm-delay", "mm-link"}) {
-      const std::string copy = dir + "/" + name;
-      fs::copy_file(config.mahimahi + "/" + name, copy, fs::copy_options::overwrite_existing);
-      if (::chown(copy.c_str(), 0, 0) < 0) wanlab::base::throw_errno("chown " + copy);
-      if (::chmod(copy.c_str(), 04755) < 0) wanlab::base::throw_errno("chmod " + copy);
-    }
-    const std::string trace = mahimahi_trace(bps);
-    const std::string up = dir + "/up.fifo", down = dir + "/down.trace", log = dir + "/shell.log";
-    wanlab::base::replace_file(down, trace);
-    fs::permissions(down,
-                    fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
-    fs::remove(up);
-    if (::mkfifo(up.c_str(), 0644) < 0) wanlab::base::throw_errno("mkfifo " + up);
-    fs::remove(log);
-    // A queue of 4 BDP at the high rate and the 20 ms RTT, in bytes.
-    const std::uint64_t queue_bytes = bps / 8 * 4 * 2 * kOneWayNs / 1'000'000'000;
-    const std::string queue_args = fmt::format("bytes={}", queue_bytes);
-    cleanup_ = on_signal([this] { stop(); });
-    try {
-      shell_ = spawn_command(
-          {"/usr/bin/setpriv", fmt::format("--reuid={}", user->pw_uid), fmt::format("--regid={}", user->pw_gid),
-           "--clear-groups", "--", dir + "/mm-delay", std::to_string(kOneWayNs / kMs), dir + "/mm-link", up, down,
-           "--uplink-queue=droptail", "--uplink-queue-args=" + queue_args, "--downlink-queue=droptail",
-           "--downlink-queue-args=" + queue_args, "--", "/bin/sh", "-c",
-           // Gone by itself a while after the run should have ended.
-           fmt::format("echo \"ready $$ $MAHIMAHI_BASE\"; exec sleep {:.0f}", config.seconds + 120)},
-          log);
-      start_trace(up, trace, log);
-      wait_ready(log);
-      name_namespaces();
-      // The sender's socket buffers as in the wanlab testbed's hosts.
-      em::NetnsScope in_inner(inner_name_);
-      em::write_sysctl("/proc/sys/net/ipv4/tcp_wmem", fmt::format("4096 16384 {}", em::units::parse_size(kTcpWmemMax)));
-      em::write_sysctl("/proc/sys/net/ipv4/tcp_rmem",
-                       fmt::format("4096 131072 {}", em::units::parse_size(kTcpRmemMax)));
-    } catch (...) {
-      forget_on_signal(cleanup_);
-      stop();
-      throw;
-    }
-  }
-  ~MahimahiShell() {
-    forget_on_signal(cleanup_);
-    stop();
-  }
-  MahimahiShell(const MahimahiShell&) = delete;
-  MahimahiShell& operator=(const MahimahiShell&) = delete;
-
-  em::Endpoint inside() const { return {inner_name_, 0}; }
-  em::Endpoint outside() const { return {outer_name_, base_ipv4_}; }
-  // CLOCK_MONOTONIC of the trace's time 0.
-  std::uint64_t origin_ns() const { return origin_ns_; }
-
- private:
-  // The uplink trace goes through a FIFO: mm-link opens it just after taking
-  // its base timestamp (CLOCK_REALTIME, whole ms), so the open tells when the
-  // trace starts without its per-packet log.
-  void start_trace(const std::string& fifo, const std::string& trace, const std::string& log) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    wanlab::base::UniqueFd fd;
-    while (true) {
-      fd = wanlab::base::UniqueFd(::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC));
-      if (fd) break;
-      if (errno != ENXIO) wanlab::base::throw_errno("opening " + fifo);
-      if (exited() || std::chrono::steady_clock::now() > deadline)
-        throw std::runtime_error("mm-link never read its trace: " + tail_of(log));
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
-    const auto [real, mono] = realtime_and_monotonic_ns();
-    origin_ns_ = mono - real % kMs;
-    ::fcntl(fd.get(), F_SETFL, 0);
-    for (std::size_t done = 0; done < trace.size();) {
-      const ssize_t n = ::write(fd.get(), trace.data() + done, trace.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) wanlab::base::throw_errno("writing " + fifo);
-      done += static_cast<std::size_t>(n);
-    }
-  }
-
-  void wait_ready(const std::string& log) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (true) {
-      std::ifstream in(log);
-      for (std::string line; std::getline(in, line);) {
-        std::istringstream words(line);
-        std::string word, base;
-        if (words >> word && word == "ready" && words >> inner_pid_ >> base) {
-          in_addr address{};
-          if (::inet_pton(AF_INET, base.c_str(), &address) != 1)
-            throw std::runtime_error("MAHIMAHI_BASE \"" + base + "\" is not an IPv4 address");
-          base_ipv4_ = ntohl(address.s_addr);
-          return;
-        }
-      }
-      if (exited() || std::chrono::steady_clock::now() > deadline)
-        throw std::runtime_error("the Mahimahi shell did not start: " + tail_of(log));
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }
-
-  void name_namespaces() {
-    inner_name_ = fmt::format("wanlab-mm-{}.inner", shell_);
-    outer_name_ = fmt::format("wanlab-mm-{}.outer", shell_);
-    em::name_current_netns(outer_name_);
-    const std::string path = fmt::format("/proc/{}/ns/net", inner_pid_);
-    wanlab::base::UniqueFd inner(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!inner) wanlab::base::throw_errno("opening " + path);
-    em::NetnsScope in_inner(inner.get());
-    em::name_current_netns(inner_name_);
-  }
-
-  bool exited() {
-    if (shell_ <= 0) return true;
-    int status = 0;
-    if (::waitpid(shell_, &status, WNOHANG) != shell_) return false;
-    shell_ = 0;
-    return true;
-  }
-
-  // Ends the inner shell (mm-link and mm-delay then exit), waits for
-  // mm-delay, and drops the names; a shell that stays is sent SIGTERM, then SIGKILL.
-  void stop() {
-    if (inner_pid_ > 0) ::kill(inner_pid_, SIGTERM);
-    inner_pid_ = 0;
-    for (int sig : {0, SIGTERM, SIGKILL}) {
-      if (shell_ <= 0) break;
-      if (sig != 0) ::kill(shell_, sig);
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-      while (!exited() && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    for (const std::string& name : {inner_name_, outer_name_})
-      if (!name.empty()) em::delete_netns(name);
-    inner_name_.clear();
-    outer_name_.clear();
-  }
-
-  static std::string tail_of(const std::string& log) {
-    std::ifstream in(log);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    while (!text.empty() && text.back() == '\n') text.pop_back();
-    if (text.size() > 400) text = "..." + text.substr(text.size() - 400);
-    std::replace(text.begin(), text.end(), '\n', ' ');
-    return text.empty() ? "(no output)" : text;
-  }
-
-  pid_t shell_ = 0;
-  pid_t inner_pid_ = 0;
-  std::uint32_t base_ipv4_ = 0;
-  std::uint64_t origin_ns_ = 0;
-  std::string inner_name_, outer_name_;
-  int cleanup_ = -1;
-};
-
 // A settled high window's goodput below this share of the configured payload
 // rate, at the median, means the emulator could not carry the rate at all:
 // its tracking error would measure its ceiling, not the trace.
@@ -416,7 +166,7 @@ RateResult measure_mahimahi(const Config& config, const std::string& work, const
                         fmt::format("4096 16384 {}", em::units::parse_size(kTcpWmemMax)));
     SysctlOverride rmem("/proc/sys/net/ipv4/tcp_rmem",
                         fmt::format("4096 131072 {}", em::units::parse_size(kTcpRmemMax)));
-    MahimahiShell shell(config, work, bps);
+    MahimahiShell shell({config.mahimahi, config.mahimahi_user, config.seconds}, work, bps);
     const CpuMeter cpu(::getpid());
     result = measure_windows(config, "mahimahi", rate, shell.origin_ns(), shell.inside(), shell.outside());
     const double busy = cpu.read().system_pct_of_all;
@@ -432,6 +182,8 @@ RateResult measure_mahimahi(const Config& config, const std::string& work, const
           "{:.0f} configured (payload), in the low half's {:.0f} against {:.0f}, the machine's CPUs {:.0f}% busy; "
           "mm-link and mm-delay move every packet through TUN devices in userspace",
           rate, median_of(high) / 1e6, payload_bps / 1e6, median_of(low) / 1e6, kLowShare * payload_bps / 1e6, busy);
+  } catch (const base::Interrupted&) {
+    throw;
   } catch (const std::exception& error) {
     result.windows.clear();
     result.unable = fmt::format("Mahimahi did not run at {}: {}", rate, error.what());
@@ -486,47 +238,44 @@ std::vector<std::string> row_of(const RateResult& result) {
           pct(percentile_of(all_errors, 90))};
 }
 
-Config parse_args(int argc, char** argv) {
+const Program kProgram{
+    "wanlab_trace_bench",
+    "goodput against a square-wave rate trace per 100 ms window at several rates (root; about 20 s a rate)",
+    {valued("wanlab", "PATH", "the wanlab binary (default: the one built beside this benchmark)"),
+     valued("rates", "LIST", "link rates, comma-separated (default 100mbit,1gbit,5gbit)"),
+     valued("seconds", "N", "counted seconds a rate, 2 to 3600 (default 10)"),
+     valued("markdown", "FILE", "write the table there as markdown"),
+     valued("csv-dir", "DIR", "every window of each rate in DIR/trace-RATE.csv"),
+     valued("command", "TEXT", "the command the table's note says made it"),
+     valued("mahimahi", "DIR", "also Mahimahi's replay, with mm-delay and mm-link built in DIR"),
+     valued("mahimahi-user", "USER", "who runs Mahimahi's shells (default nobody)")},
+    ""};
+
+std::string checked_rate(const std::string& rate) {
+  em::units::parse_rate(rate);  // a bad one fails here, before any testbed
+  return rate;
+}
+
+Config config_of(const Options& options) {
   Config config;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument(arg + ": needs a value");
-      return argv[++i];
-    };
-    if (arg == "--wanlab") {
-      config.wanlab = fs::absolute(value()).string();
-    } else if (arg == "--rates") {
-      config.rates.clear();
-      std::stringstream list(value());
-      for (std::string rate; std::getline(list, rate, ',');) {
-        em::units::parse_rate(rate);  // a bad one fails here, before any testbed
-        config.rates.push_back(rate);
-      }
-    } else if (arg == "--seconds") {
-      config.seconds = wanlab::base::parse_decimal(value(), 2, 3600);
-    } else if (arg == "--markdown") {
-      config.markdown = output_file_option(arg, value());
-    } else if (arg == "--csv-dir") {
-      config.csv_dir = value();
-    } else if (arg == "--command") {
-      config.command = value();
-    } else if (arg == "--mahimahi") {
-      config.mahimahi = fs::absolute(value()).string();
-    } else if (arg == "--mahimahi-user") {
-      config.mahimahi_user = value();
-    } else {
-      throw std::invalid_argument("unknown argument \"" + arg +
-                                  "\" (--wanlab PATH, --rates LIST, --seconds N, --markdown FILE, --csv-dir DIR, "
-                                  "--command TEXT, --mahimahi DIR, --mahimahi-user USER)");
-    }
-  }
-  if (::access(config.wanlab.c_str(), X_OK) != 0)
-    throw std::invalid_argument("--wanlab: \"" + config.wanlab + "\" is not an executable (build the wanlab target)");
-  if (!config.mahimahi.empty())
+  config.wanlab = wanlab_option(options);
+  config.rates = list_option(options, "rates", checked_rate).value_or(config.rates);
+  config.seconds = options.decimal("seconds", 2, 3600).value_or(config.seconds);
+  config.markdown = base::output_file_option(options, "markdown").value_or("");
+  config.command = options.get("command").value_or("");
+  config.mahimahi_user = options.get("mahimahi-user").value_or(config.mahimahi_user);
+  if (const auto dir = options.get("mahimahi")) {
+    config.mahimahi = fs::absolute(*dir).string();
     for (const char* name : {"mm-delay", "mm-link"})
       if (::access((config.mahimahi + "/" + name).c_str(), X_OK) != 0)
-        throw std::invalid_argument("--mahimahi: no executable " + config.mahimahi + "/" + name);
+        throw UsageError("--mahimahi: no executable " + config.mahimahi + "/" + name);
+  }
+  config.csv_dir = base::output_dir_option(options, "csv-dir", [&](const base::OutputDir& dir) {
+    for (const std::string& rate : config.rates) {
+      dir.check(csv_name(false, rate));
+      if (!config.mahimahi.empty()) dir.check(csv_name(true, rate));
+    }
+  });
   return config;
 }
 
@@ -539,19 +288,7 @@ void write_csv(const wanlab::base::OutputDir& dir, const std::string& name, cons
   });
 }
 
-int run(int argc, char** argv) {
-  const Config config = parse_args(argc, argv);
-  if (::geteuid() != 0) throw std::runtime_error("needs root (namespaces, tc, iptables)");
-  install_signal_cleanup(config.wanlab);
-  WorkDir work("wanlab-trace-bench");
-  remove_on_signal(work.path);
-  const std::string load_start = load_average();
-  std::vector<RateResult> results;
-  for (const std::string& rate : config.rates) {
-    results.push_back(measure(config, work.path, rate));
-    if (!config.mahimahi.empty()) results.push_back(measure_mahimahi(config, work.path, rate));
-  }
-
+Table table_of(const Config& config, const std::vector<RateResult>& results, const std::string& load_start) {
   Table table;
   table.title = fmt::format("Goodput against a square-wave rate trace, per 100 ms window ({})", now_text());
   table.header = {"emulator",  "rate",      "streams",   "windows",   "host stalled",     "error mean",
@@ -582,17 +319,30 @@ int run(int argc, char** argv) {
       if (!result.unable.empty()) table.notes.push_back(result.unable + ".");
   }
   if (!config.command.empty()) table.notes.push_back("Command: " + config.command);
+  return table;
+}
+
+int run(const Options& options) {
+  const Config config = config_of(options);
+  if (::geteuid() != 0) throw std::runtime_error("needs root (namespaces, tc, iptables)");
+  const WorkDir work("wanlab-trace-bench");
+  const std::string load_start = load_average();
+  std::vector<RateResult> results;
+  for (const std::string& rate : config.rates) {
+    base::check_interrupted();
+    results.push_back(measure(config, work.path, rate));
+    if (!config.mahimahi.empty()) results.push_back(measure_mahimahi(config, work.path, rate));
+  }
+  const Table table = table_of(config, results, load_start);
   fmt::print("{}\n", table.text());
-  if (!config.markdown.empty()) wanlab::base::write_output_file(config.markdown, table.markdown());
-  if (!config.csv_dir.empty()) {
-    const auto dir = wanlab::base::OutputDir::open(config.csv_dir);
+  if (!config.markdown.empty()) base::write_output_file(config.markdown, table.markdown());
+  if (config.csv_dir)
     for (const RateResult& result : results)
       if (!result.windows.empty())
-        write_csv(dir, (result.emulator == "wanlab" ? "trace-" : "trace-mahimahi-") + result.rate + ".csv", result);
-  }
+        write_csv(*config.csv_dir, csv_name(result.emulator != "wanlab", result.rate), result);
   return 0;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) { return wanlab::bench::main_of("wanlab_trace_bench", run, argc, argv); }
+int main(int argc, char** argv) { return main_of(kProgram, run, argc, argv); }

@@ -30,6 +30,7 @@
 #include "bench_support.hpp"
 #include "message_timing.hpp"
 #include "wanlab/base/files.hpp"
+#include "wanlab/base/interrupts.hpp"
 #include "wanlab/emulator/scenario.hpp"
 #include "wanlab/harness/model/link_model.hpp"
 #include "wanlab/emulator/tcp_window.hpp"
@@ -40,6 +41,7 @@
 namespace fs = std::filesystem;
 namespace em = wanlab::emulator;
 namespace hs = wanlab::harness;
+namespace base = wanlab::base;
 using namespace wanlab::bench;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
@@ -52,7 +54,7 @@ const char* kStates[] = {"cold", "warm", "idle"};
 constexpr auto kIdleGap = 1s;
 
 struct Config {
-  std::string wanlab = "build/cli/wanlab";
+  std::string wanlab;
   std::string markdown;
   std::string csv;
   std::vector<std::uint64_t> rates_bps{100'000'000, 1'000'000'000, 5'000'000'000};
@@ -145,53 +147,53 @@ void write_tables(const Config& config, const std::vector<Cell>& cells, double m
     });
 }
 
-[[noreturn]] void usage_error(const std::string& what) {
-  fmt::print(stderr, "wanlab_transfer_bench: {}\n", what);
-  std::exit(2);
+const Program kProgram{
+    "wanlab_transfer_bench",
+    "real transfer times of one message over the transport beside the simulator's model, over a grid (root; "
+    "minutes)",
+    {valued("wanlab", "PATH", "the wanlab binary (default: the one built beside this benchmark)"),
+     valued("markdown", "FILE", "write the table there as markdown"), valued("csv", "FILE", "write every cell there"),
+     valued("rates", "LIST", "link rates, comma-separated (default 100mbit,1gbit,5gbit)"),
+     valued("delays", "LIST", "one-way delays in ms (default 5,50,150)"),
+     valued("streams", "LIST", "the channel's streams (default 1,4,16)"),
+     valued("sizes", "LIST", "message sizes (default 1M,16M,256M,1000M)"),
+     valued("max-seconds", "S", "leave out cells whose steady time is longer (default 12)"),
+     valued("slow-start-after-idle", "0|1", "the hosts' tcp_slow_start_after_idle (default 1)"),
+     valued("pace", "on|off", "pace each stream at the payload rate / streams, as wanlab train does (default on)"),
+     valued("wmem", "SIZE", "the hosts' tcp_wmem max (default 4mb)"),
+     valued("rmem", "SIZE", "the hosts' tcp_rmem max (default 6mb)"),
+     valued("remodel", "CSV", "no testbed: an earlier run's CSV against the model as it is now")},
+    ""};
+
+bool on_or_off(const std::string& text) {
+  if (text != "on" && text != "off") throw std::invalid_argument("expected on or off, got " + base::quoted(text));
+  return text == "on";
 }
 
-Config parse(int argc, char** argv) {
+// A size option kept as written (the scenario takes it so), checked now.
+std::string size_text_option(const Options& options, const std::string& name, const std::string& otherwise) {
+  base::parsed_option(options, name, em::units::parse_size);
+  return options.get(name).value_or(otherwise);
+}
+
+Config config_of(const Options& options) {
   Config config;
-  for (int i = 1; i < argc; ++i) {
-    const std::string option = argv[i];
-    if (i + 1 >= argc) usage_error(fmt::format("{}: needs a value", option));
-    const std::string value = argv[++i];
-    try {
-      if (option == "--wanlab")
-        config.wanlab = value;
-      else if (option == "--markdown" || option == "--csv")
-        (option == "--csv" ? config.csv : config.markdown) = output_file_option(option, value);
-      else if (option == "--remodel")
-        config.remodel = value;
-      else if (option == "--pace")
-        config.pace = value == "on";
-      else if (option == "--wmem")
-        config.wmem = value;
-      else if (option == "--rmem")
-        config.rmem = value;
-      else if (option == "--max-seconds")
-        config.max_seconds = std::stod(value);
-      else if (option == "--slow-start-after-idle")
-        config.slow_start_after_idle = std::stoi(value);
-      else if (option == "--rates") {
-        config.rates_bps.clear();
-        for (const auto& r : split_commas(value)) config.rates_bps.push_back(em::units::parse_rate(r));
-      } else if (option == "--delays") {
-        config.delays_ms.clear();
-        for (const auto& d : split_commas(value)) config.delays_ms.push_back(std::stoi(d));
-      } else if (option == "--streams") {
-        config.streams.clear();
-        for (const auto& s : split_commas(value)) config.streams.push_back(std::stoi(s));
-      } else if (option == "--sizes") {
-        config.sizes.clear();
-        for (const auto& s : split_commas(value)) config.sizes.push_back(em::units::parse_size(s));
-      } else {
-        usage_error(fmt::format("unknown option {}", option));
-      }
-    } catch (const std::exception& e) {
-      usage_error(fmt::format("{} {}: {}", option, value, e.what()));
-    }
-  }
+  config.remodel = options.get("remodel").value_or("");
+  if (config.remodel.empty()) config.wanlab = wanlab_option(options);
+  config.markdown = base::output_file_option(options, "markdown").value_or("");
+  config.csv = base::output_file_option(options, "csv").value_or("");
+  config.pace = base::parsed_option(options, "pace", on_or_off).value_or(config.pace);
+  config.wmem = size_text_option(options, "wmem", config.wmem);
+  config.rmem = size_text_option(options, "rmem", config.rmem);
+  config.max_seconds = options.decimal("max-seconds", 0.001, 86400).value_or(config.max_seconds);
+  config.slow_start_after_idle = options.integer("slow-start-after-idle", 0, 1).value_or(config.slow_start_after_idle);
+  config.rates_bps = list_option(options, "rates", em::units::parse_rate).value_or(config.rates_bps);
+  const auto count = [](int min, int max) {
+    return [=](const std::string& text) { return base::parse_integer<int>(text, min, max); };
+  };
+  config.delays_ms = list_option(options, "delays", count(0, 60'000)).value_or(config.delays_ms);
+  config.streams = list_option(options, "streams", count(1, 1024)).value_or(config.streams);
+  config.sizes = list_option(options, "sizes", em::units::parse_size).value_or(config.sizes);
   return config;
 }
 
@@ -232,20 +234,20 @@ void print_cell(const Cell& cell) {
 // The cells of an earlier run's CSV, modelled again.
 std::vector<Cell> remodel(const Config& config) {
   std::ifstream in(config.remodel);
-  if (!in) usage_error(fmt::format("--remodel {}: cannot read it", config.remodel));
+  if (!in) throw UsageError(fmt::format("--remodel {}: cannot read it", config.remodel));
   std::string line;
   std::getline(in, line);
   std::vector<Cell> cells;
   for (int line_number = 2; std::getline(in, line); ++line_number) {
     const auto fields = split_commas(line);
     if (fields.size() != 9)
-      usage_error(fmt::format("{}:{}: expected 9 fields, got {}", config.remodel, line_number, fields.size()));
+      throw UsageError(fmt::format("{}:{}: expected 9 fields, got {}", config.remodel, line_number, fields.size()));
     try {
       cells.push_back(Cell{std::stoull(fields[0]), std::stoi(fields[1]), std::stoi(fields[2]), std::stoull(fields[3]),
                            fields[4], std::stod(fields[5]), 0, std::stod(fields[7]),
                            static_cast<std::uint32_t>(std::stoul(fields[8]))});
     } catch (const std::exception&) {
-      usage_error(fmt::format("{}:{}: not a number where one belongs", config.remodel, line_number));
+      throw UsageError(fmt::format("{}:{}: not a number where one belongs", config.remodel, line_number));
     }
   }
   // A channel is the run of cells with the same rate, delay, streams and size.
@@ -263,58 +265,69 @@ std::vector<Cell> remodel(const Config& config) {
   return cells;
 }
 
-int main(int argc, char** argv) {
-  const Config config = parse(argc, argv);
+// The cold, warm and idle messages of one channel, measured and modelled.
+std::vector<Cell> measure_channel(const Config& config, const Testbed& bed, const hs::TcpPath& path,
+                                  const Cell& shape) {
+  // Paced as wanlab train paces (its coordinator's pacing_rate): the model
+  // path's pacing, the link's payload rate over the streams.
+  const std::uint64_t pacing = config.pace ? static_cast<std::uint64_t>(path.max_pacing_bps / 8) : 0;
+  const auto measured =
+      time_rounds(bed.host_of_dc(0), bed.host_of_dc(1), {shape.streams, shape.bytes, pacing, kChunk, kPort},
+                  states_after_one_way(path.delay_s));
+  std::vector<Cell> channel;
+  for (std::size_t k = 0; k < measured.size(); ++k) {
+    Cell cell = shape;
+    cell.state = kStates[k];
+    cell.measured_s = measured[k].seconds;
+    const auto& shares = measured[k].first_shares;
+    std::uint64_t cwnd_sum = 0;
+    for (const auto& share : shares) cwnd_sum += share.cwnd;
+    if (!shares.empty()) cell.cwnd_segments = static_cast<std::uint32_t>(cwnd_sum / shares.size());
+    channel.push_back(cell);
+  }
+  model_channel(path, channel);
+  for (const Cell& cell : channel) print_cell(cell);
+  return channel;
+}
+
+// Every cell of one rate and delay, on one testbed.
+void measure_link(const Config& config, const std::string& work_dir, std::uint64_t rate, int delay,
+                  std::vector<Cell>& cells) {
+  ScenarioSpec spec;
+  spec.name = "bench-xfer";
+  spec.delay = fmt::format("{}ms", delay);
+  spec.rate = fmt::format("{}bit", rate);
+  spec.queue = "1bdp";
+  spec.congestion = "cubic";
+  spec.wmem_max = config.wmem;
+  spec.rmem_max = config.rmem;
+  spec.slow_start_after_idle = config.slow_start_after_idle != 0;
+  const Testbed bed(config.wanlab, work_dir, spec);
+  for (const int streams : config.streams) {
+    const hs::TcpPath path = model_path(config, rate, delay, streams);
+    for (const std::uint64_t bytes : config.sizes) {
+      wanlab::base::check_interrupted();
+      const double ideal = hs::steady_transfer_s(path, streams, static_cast<double>(bytes));
+      if (ideal > config.max_seconds) continue;
+      const auto channel = measure_channel(config, bed, path, Cell{rate, delay, streams, bytes, "", 0, 0, ideal, 0});
+      cells.insert(cells.end(), channel.begin(), channel.end());
+    }
+  }
+}
+
+int run(const Options& options) {
+  const Config config = config_of(options);
   if (!config.remodel.empty()) {
     write_tables(config, remodel(config), 0);
     return 0;
   }
-  install_signal_cleanup(config.wanlab);
-  const std::string work_dir = fs::temp_directory_path() / fmt::format("wanlab-transfer-bench-{}", ::getpid());
-  fs::create_directories(work_dir);
-
+  const WorkDir work("wanlab-transfer-bench");
   std::vector<Cell> cells;
   const auto started = Clock::now();
-  for (const std::uint64_t rate : config.rates_bps) {
-    for (const int delay : config.delays_ms) {
-      ScenarioSpec spec;
-      spec.name = "bench-xfer";
-      spec.delay = fmt::format("{}ms", delay);
-      spec.rate = fmt::format("{}bit", rate);
-      spec.queue = "1bdp";
-      spec.congestion = "cubic";
-      spec.wmem_max = config.wmem;
-      spec.rmem_max = config.rmem;
-      spec.slow_start_after_idle = config.slow_start_after_idle != 0;
-      const Testbed bed(config.wanlab, work_dir, spec);
-      for (const int streams : config.streams) {
-        const hs::TcpPath path = model_path(config, rate, delay, streams);
-        for (const std::uint64_t bytes : config.sizes) {
-          const double ideal = hs::steady_transfer_s(path, streams, static_cast<double>(bytes));
-          if (ideal > config.max_seconds) continue;
-          // Paced as wanlab train paces (its coordinator's pacing_rate): the
-          // model path's pacing, the link's payload rate over the streams.
-          const std::uint64_t pacing = config.pace ? static_cast<std::uint64_t>(path.max_pacing_bps / 8) : 0;
-          const auto measured =
-              time_rounds(bed.host_of_dc(0), bed.host_of_dc(1), {streams, bytes, pacing, kChunk, kPort},
-                          states_after_one_way(path.delay_s));
-          std::vector<Cell> channel;
-          for (std::size_t k = 0; k < measured.size(); ++k) {
-            Cell cell{rate, delay, streams, bytes, kStates[k], measured[k].seconds, 0, ideal, 0};
-            const auto& shares = measured[k].first_shares;
-            std::uint64_t cwnd_sum = 0;
-            for (const auto& share : shares) cwnd_sum += share.cwnd;
-            if (!shares.empty()) cell.cwnd_segments = static_cast<std::uint32_t>(cwnd_sum / shares.size());
-            channel.push_back(cell);
-          }
-          model_channel(path, channel);
-          for (const Cell& cell : channel) print_cell(cell);
-          cells.insert(cells.end(), channel.begin(), channel.end());
-        }
-      }
-    }
-  }
+  for (const std::uint64_t rate : config.rates_bps)
+    for (const int delay : config.delays_ms) measure_link(config, work.path, rate, delay, cells);
   write_tables(config, cells, std::chrono::duration<double>(Clock::now() - started).count() / 60);
-  fs::remove_all(work_dir);
   return 0;
 }
+
+int main(int argc, char** argv) { return wanlab::bench::main_of(kProgram, run, argc, argv); }

@@ -226,15 +226,7 @@ std::string usage_line(const Command& command) {
 
 std::string help_text(const Command& command) {
   std::string text = fmt::format("usage: wanlab {}\n\n{}\n", usage_line(command), command.summary);
-  if (!command.options.empty()) text += "\noptions:\n";
-  for (const auto& option : command.options) {
-    std::string shown = "--" + option.name;
-    if (option.takes == Takes::value) shown += " " + option.metavar;
-    if (option.takes == Takes::optional_value) shown += "[=" + option.metavar + "]";
-    // A long option and its value on a line of their own, the help below.
-    text += shown.size() < 34 ? fmt::format("  {:<34} {}\n", shown, option.help)
-                              : fmt::format("  {}\n  {:<34} {}\n", shown, "", option.help);
-  }
+  if (!command.options.empty()) text += "\noptions:\n" + base::options_help(command.options);
   return text;
 }
 

@@ -10,12 +10,18 @@
 #include <string>
 #include <vector>
 
+namespace wanlab::base {
+class Options;
+struct OptionSpec;
+}  // namespace wanlab::base
+
 namespace wanlab::cli {
 
 using Args = std::span<const std::string>;
 
-class Options;
-struct OptionSpec;
+// The table parser is base's (wanlab/base/options.hpp), shared with the benchmarks.
+using base::Options;
+using base::OptionSpec;
 using OptionSpecs = std::vector<OptionSpec>;
 
 struct Command {

@@ -3,12 +3,14 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <climits>
 #include <iterator>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 #include <utility>
@@ -81,16 +83,13 @@ void give_stream(int fd, int target, int devnull) {
 // be an init that reaps late), so it counts as gone.
 bool running(pid_t pid) {
   if (::kill(pid, 0) != 0) return false;
-  std::string stat;
-  try {
-    stat = read_kernel_file("/proc/" + std::to_string(pid) + "/stat");
-  } catch (const FileError&) {
-    return true;  // kill() found it; if it went since, the next look says so
-  }
-  // "PID (COMM) STATE ...": COMM may hold spaces and parentheses.
-  const auto close = stat.rfind(')');
-  const char state = close != std::string::npos && close + 2 < stat.size() ? stat[close + 2] : '?';
-  return state != 'Z' && state != 'X';
+  const auto stat = process_stat(pid);
+  if (!stat) return true;  // kill() found it; if it went since, the next look says so
+  return stat->state != 'Z' && stat->state != 'X';
+}
+
+double seconds_of(const timeval& time) {
+  return static_cast<double>(time.tv_sec) + static_cast<double>(time.tv_usec) / 1e6;
 }
 
 }  // namespace
@@ -141,6 +140,16 @@ int Child::wait(bool forward_signals) {
   return exit_code(status);
 }
 
+std::optional<int> Child::try_wait() {
+  if (pid_ <= 0) throw std::logic_error("waiting for " + name_ + ": not running");
+  int status = 0;
+  const pid_t done = ::waitpid(pid_, &status, WNOHANG);
+  if (done < 0) throw_errno("waiting for " + name_);
+  if (done == 0) return std::nullopt;
+  pid_ = -1;
+  return exit_code(status);
+}
+
 int exit_code(int wait_status) {
   return WIFSIGNALED(wait_status) ? 128 + WTERMSIG(wait_status) : WEXITSTATUS(wait_status);
 }
@@ -153,6 +162,31 @@ Child spawn(const std::vector<std::string>& argv, const SpawnOptions& options) {
   if (pid < 0) throw_errno("starting " + argv[0]);
   if (pid == 0) become(args.data(), options, devnull);
   return Child(pid, argv[0]);
+}
+
+Captured run_captured(const std::vector<std::string>& argv, SpawnOptions options) {
+  Pipe output = make_pipe("capturing the output of " + (argv.empty() ? std::string("nothing") : argv[0]));
+  options.stdout_fd = options.stderr_fd = output.write.get();
+  const auto start = std::chrono::steady_clock::now();
+  Child child = spawn(argv, options);
+  output.write.reset();
+  Captured result;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(output.read.get(), buffer, sizeof(buffer))) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    result.output.append(buffer, static_cast<std::size_t>(n));
+  }
+  // wait4 rather than Child::wait: its rusage is the child's CPU time.
+  const pid_t pid = child.release();
+  int status = 0;
+  rusage usage{};
+  while (::wait4(pid, &status, 0, &usage) < 0)
+    if (errno != EINTR) throw_errno("waiting for " + argv[0]);
+  result.status = exit_code(status);
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.cpu_seconds = seconds_of(usage.ru_utime) + seconds_of(usage.ru_stime);
+  return result;
 }
 
 void exec_argv(const std::vector<std::string>& argv, const std::string& what) {
@@ -175,6 +209,33 @@ void terminate_pids(const std::vector<pid_t>& pids, int grace_ms) {
       ::waitpid(pid, nullptr, WNOHANG);
     }
   }
+}
+
+std::optional<ProcessStat> process_stat(pid_t pid) {
+  std::string stat;
+  try {
+    stat = read_kernel_file("/proc/" + std::to_string(pid) + "/stat");
+  } catch (const FileError&) {
+    return std::nullopt;
+  }
+  // "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses, so the
+  // fields are counted from the last ')'; STATE is field 3.
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream fields(stat.substr(close + 1));
+  ProcessStat result;
+  std::string field;
+  std::uint64_t utime = 0;
+  for (int index = 3; fields >> field; ++index) {
+    if (index == 3) result.state = field[0];
+    if (index == 14) utime = std::stoull(field);
+    if (index == 15) result.cpu_ticks = utime + std::stoull(field);
+    if (index == 22) {
+      result.start_ticks = std::stoull(field);
+      break;
+    }
+  }
+  return result;
 }
 
 std::string self_exe() {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "support/process.hpp"
+#include "wanlab/emulator/leftovers.hpp"
 #include "wanlab/emulator/netns.hpp"
 
 namespace wanlab::test {
@@ -80,11 +81,11 @@ inline int wanlab_programs_loaded() {
   return count;
 }
 
-// What remains of testbed `name`: namespaces, run directory, programs.
+// What remains of testbed `name` (emulator/leftovers.hpp: namespaces, run
+// directory, bpffs mount, iptables rule), "; "-separated; "" if nothing.
 inline std::string leftovers(const std::string& name) {
   std::string found;
-  for (const auto& ns : emulator::list_netns("wanlab-" + name + ".")) found += " netns:" + ns;
-  if (std::filesystem::exists("/run/wanlab/" + name)) found += " rundir:/run/wanlab/" + name;
+  for (const auto& line : emulator::leftovers_by_name(name)) found += (found.empty() ? "" : "; ") + line;
   return found;
 }
 

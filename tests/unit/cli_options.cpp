@@ -1,4 +1,4 @@
-// The CLI's argv parser (cli/options.cpp): options that are flags or take a
+// The CLI's argv parser (base/options.hpp, as cli/options.hpp uses it): options that are flags or take a
 // value after '=' (`--verify`, `--verify=rate`), and verify's settings, each
 // bad value a UsageError naming its option.
 #include <boost/test/unit_test.hpp>

@@ -5,6 +5,8 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +45,9 @@ class Child {
   /// sent to us meanwhile go to the child instead of ending us, so the caller
   /// can still clean up after it. Throws if waiting fails.
   int wait(bool forward_signals = false);
+  /// Without blocking: its exit code (or 128 + signal) if it has ended, which
+  /// reaps it as wait() does; nothing while it runs. Throws if waiting fails.
+  std::optional<int> try_wait();
   /// Hands it over: the caller signals and reaps it by its id from now on.
   pid_t release();
 
@@ -56,6 +61,19 @@ class Child {
 /// be run 127.
 Child spawn(const std::vector<std::string>& argv, const SpawnOptions& options = {});
 
+/// What run_captured saw of a program run to its end.
+struct Captured {
+  int status = 0;          // exit code, or 128 + the signal that ended it
+  std::string output;      // stdout and stderr together
+  double seconds = 0;      // wall time, from start to reaped
+  double cpu_seconds = 0;  // its own user + system time (not its children's)
+};
+
+/// Runs argv (spawn with `options`, whose stdout and stderr are replaced by
+/// one pipe) to its end and returns what it printed and how long it took.
+/// Throws std::system_error if it cannot start or wait for it.
+Captured run_captured(const std::vector<std::string>& argv, SpawnOptions options = {});
+
 /// Replaces this process with argv (looked up on PATH). Throws
 /// std::system_error("WHAT: ...") if it cannot.
 [[noreturn]] void exec_argv(const std::vector<std::string>& argv, const std::string& what);
@@ -66,6 +84,15 @@ int exit_code(int wait_status);
 /// Sends SIGTERM, waits up to grace_ms for the processes to go, then SIGKILL.
 /// A zombie counts as gone (its parent's wait is all that is missing).
 void terminate_pids(const std::vector<pid_t>& pids, int grace_ms = 1000);
+
+/// A process's line in /proc/PID/stat (proc(5)), the fields wanlab reads.
+struct ProcessStat {
+  char state = '?';               // R, S, D, Z (a zombie), X (dead), ...
+  std::uint64_t cpu_ticks = 0;    // utime + stime, in clock ticks (sysconf(_SC_CLK_TCK))
+  std::uint64_t start_ticks = 0;  // when it started, in clock ticks after boot: with the pid, names one process
+};
+/// Nothing if there is no such process (or it went while being read).
+std::optional<ProcessStat> process_stat(pid_t pid);
 
 /// The path of the running executable.
 std::string self_exe();
