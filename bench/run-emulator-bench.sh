@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The emulator benchmark in one command: builds what it needs, runs as root,
-# prints the tables and writes them as markdown to bench/results/emulator.md.
+# prints the tables and writes them as markdown to bench/results/emulator/emulator.md.
 #
 #   bench/run-emulator-bench.sh [--vm] [--only rtt,goodput,capacity,conformance,scale]
 #
 # --vm: the fq release path, which this project's machines' kernel lacks, in
 # Debian's own kernel under QEMU (scripts/vm/run-in-vm.sh, TCG: no KVM), written
-# to bench/results/emulator-fq-vm.md. Its figures include TCG's cost: every
+# to bench/results/emulator/emulator-fq-vm.md. Its figures include TCG's cost: every
 # instruction of the guest's network stack is emulated on one emulated CPU.
 #
 # Environment: WANLAB_BENCH_BUILD  build directory (default: build-bench)
@@ -17,12 +17,12 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${WANLAB_BENCH_BUILD:-$repo/build-bench}"
-results="$repo/bench/results/emulator.md"
+results="$repo/bench/results/emulator/emulator.md"
 vm=0
 if [[ ${1:-} == --vm ]]; then
   vm=1
   shift
-  results="$repo/bench/results/emulator-fq-vm.md"
+  results="$repo/bench/results/emulator/emulator-fq-vm.md"
 fi
 testbeds=(bench-rtt bench-gp bench-cap bench-conf bench-dc2 bench-dc16 bench-dc64)
 
@@ -60,9 +60,9 @@ mkdir -p "$(dirname "$results")"
 # emulated hosts' senders and receivers. The releaser runs SCHED_FIFO anyway.
 bench=(nice -n -10 "$build/bench/wanlab_emulator_bench" --wanlab "$wanlab" --markdown "$results")
 if [[ $vm -eq 1 ]]; then
-  # The guest sees this machine's / read-only: only bench/results is written back.
+  # The guest sees this machine's / read-only: only bench/results/emulator is written back.
   "$repo/scripts/vm/run-in-vm.sh" --timeout 3600 --share "$(dirname "$results")" -- "${bench[@]}" \
-    --command "bench/run-emulator-bench.sh --vm${*:+ $*}" --note "fq release path in Debian's kernel under QEMU with TCG (no KVM), one emulated CPU on this machine: every instruction of the guest's network stack is emulated, so RTT errors and CPU-bound rates show TCG as much as the fq path; compare with bench/results/emulator.md (host kernel, nfqueue path) as ratios only" "$@"
+    --command "bench/run-emulator-bench.sh --vm${*:+ $*}" --note "fq release path in Debian's kernel under QEMU with TCG (no KVM), one emulated CPU on this machine: every instruction of the guest's network stack is emulated, so RTT errors and CPU-bound rates show TCG as much as the fq path; compare with bench/results/emulator/emulator.md (host kernel, nfqueue path) as ratios only" "$@"
 else
   "${bench[@]}" "$@"
 fi

@@ -9,7 +9,7 @@
 #   SIMULATE_ONLY=1 bench/harness/bubbletea.sh   the simulator only (seconds, no root)
 #
 # Environment: WANLAB (default build/cli/wanlab), OUT (default
-# bench/harness/results/bubbletea-DATE), ITERATIONS (4).
+# bench/results/bubbletea/bubbletea-DATE), ITERATIONS (4).
 #
 # 1. latency: utilization against the one-way delay between two DCs (0-80 ms),
 #    a 1F1B job with its stages across the DCs, with and without BubbleTea.
@@ -19,7 +19,7 @@
 # 3. load: bubbletea-3dc with Poisson arrivals at rising rates, up to
 #    saturation: utilization, prefill tokens/s and TTFT against the rate.
 # 4. saturate: scenarios/experiments/bubbletea-3dc-local.toml (decode in every
-#    training DC, 40 requests/s) against Atlas alone: the issue's targets
+#    training DC, 40 requests/s) against Atlas alone: its targets
 #    (utilization >= 90%, iteration time within 1% of prefill off, TTFT p99
 #    within the SLO), measured and simulated, as ratios.
 set -euo pipefail
@@ -27,7 +27,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 WANLAB=${WANLAB:-$root/build/cli/wanlab}
-OUT=${OUT:-$root/bench/harness/results/bubbletea-$(date +%Y%m%d-%H%M%S)}
+OUT=${OUT:-$root/bench/results/bubbletea/bubbletea-$(date +%Y%m%d-%H%M%S)}
 ITERATIONS=${ITERATIONS:-4}
 ONLY=${ONLY:-all}
 SIMULATE_ONLY=${SIMULATE_ONLY:-0}

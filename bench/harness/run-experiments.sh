@@ -8,7 +8,7 @@
 #   SIMULATE_ONLY=1 bench/harness/run-experiments.sh the simulator only (seconds, no root)
 #
 # Environment: WANLAB (the binary, default build/cli/wanlab), OUT (where the
-# runs go, default bench/harness/results/DATE), ITERATIONS (3), SCALE (0.1).
+# runs go, default bench/results/harness/DATE), ITERATIONS (3), SCALE (0.1).
 #
 # 1. Latency sweep: a 2-DC job (pp 2 x dp 2, 1F1B, one TCP stream per
 #    transfer) with its stages across the DCs (pp-across-dc) or its replicas
@@ -23,7 +23,7 @@
 # Every run keeps results.json, trace.json, timeline.svg and its log under
 # $OUT/<run>/; the simulated twin under $OUT/<run>-sim/. The tables put the
 # measured iteration beside the simulated one (ratio = measured / simulated);
-# under the three-DC tables, issue 10's targets: how many runs are within 10%
+# under the three-DC tables, the agreement targets: how many runs are within 10%
 # of the simulator and the worst, and temporal sharing's measured gain against
 # the simulated one.
 set -euo pipefail
@@ -31,7 +31,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 WANLAB=${WANLAB:-$root/build/cli/wanlab}
-OUT=${OUT:-$root/bench/harness/results/$(date +%Y%m%d-%H%M%S)}
+OUT=${OUT:-$root/bench/results/harness/$(date +%Y%m%d-%H%M%S)}
 ITERATIONS=${ITERATIONS:-3}
 SCALE=${SCALE:-0.1}
 ONLY=${ONLY:-all}
@@ -96,7 +96,7 @@ for name in runs:
 EOF
 }
 
-# targets RUN...: issue 10's targets over the three-DC runs: measured within
+# targets RUN...: the agreement targets over the three-DC runs: measured within
 # 10% of the simulator in every run (the worst named), temporal sharing's real
 # gain at least 70% of the simulated one on Atlas, and never slower than
 # sharing off.

@@ -7,7 +7,7 @@
 # namespaces (wanlab-<testbed>.<host>) to appear and ends when they are gone.
 # OUT gets "@ <CLOCK_MONOTONIC s> <namespace>" lines, each followed by that
 # namespace's `ss -tinmH` output. This is how the HyStart exit in
-# docs/HARNESS.md ("Temporal sharing") was caught:
+# bench/results/harness/hystart-20261126/README.md was caught:
 #   python3 bench/harness/tcp_watch.py /tmp/ss.txt east-1 europe-0 &
 #   wanlab train scenarios/experiments/atlas-3dc.toml --scale 0.1 --schedule 1f1b ...
 import argparse

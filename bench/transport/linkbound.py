@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Issue 10, item 5: `wanlab perf -P N` against `iperf3 -P N` where the link,
+"""`wanlab perf -P N` against `iperf3 -P N` where the link,
 not the window, binds: rates 100 Mbit/s-5 Gbit/s, one-way delays 5-150 ms,
 queue limits 0.5-2 BDP, each with the fewest streams N (of 2-64) whose window
 ceilings add up to at least 1.3 times the link. A cell that no N up to 64 can
@@ -31,8 +31,9 @@ import transport_bench as tb  # noqa: E402
 # emulator/include/wanlab/emulator/tcp_window.hpp (0.66 of a 4 MiB send buffer)
 # for the harness's paced streams. Unpaced streams, as both tools here send,
 # keep more in flight (about 0.89 of 4 MiB: one stream's 298 Mbit/s at 100 ms
-# RTT in the README, and the warm 1 GiB message on 16 streams at 5 Gbit/s in
-# bench/results/linkbound-16cpu.md), so N is chosen with room to spare.
+# RTT in docs/TRANSPORT.md, and the warm 1 GiB message on 16 streams at
+# 5 Gbit/s in bench/results/transport/linkbound-16cpu.md), so N is chosen with
+# room to spare.
 WINDOW_BYTES = min(0.66 * tb.SEND_BUFFER_CAP, 0.76 * (32 << 20))
 FILL = 1.3  # N streams' ceilings must add up to this many times the link
 STREAM_CHOICES = [2, 4, 8, 16, 32, 64]
@@ -164,7 +165,7 @@ def message_report(message):
 
 
 def report(rows, skipped, failures, message, meta):
-    out = ["# wanlab perf against iperf3 where the link binds (issue 10, item 5)", "",
+    out = ["# wanlab perf against iperf3 where the link binds", "",
            f"- Date: {meta['date']}; machine: {meta['machine']}; release path: {meta['release']}",
            f"- Load average at start: {meta['load_start']}; at end: {meta['load_end']}; run time "
            f"{meta['elapsed_s'] / 60:.1f} min; command: `{meta['command']}`",

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The transport benchmark of issue 3 in one command: builds `wanlab`, brings up
+# The transport benchmark in one command: builds `wanlab`, brings up
 # an emulated two-DC link and measures, for a grid of delay, rate, loss,
 # per-flow cap, congestion control and stream count, the goodput of
 # `wanlab perf -P N` against `iperf3 -P N` and against one big-buffer BBR
 # stream, the time to deliver one 1 GiB message, and CPU per GB. Prints the
-# tables and writes them to bench/results/transport.md.
+# tables and writes them to bench/results/transport/transport.md.
 #
 #   bench/transport/run-transport-bench.sh [--quick] [--repeats K]
 #
@@ -16,7 +16,7 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${WANLAB_TBENCH_BUILD:-$repo/build-tbench}"
-results="$repo/bench/results/transport.md"
+results="$repo/bench/results/transport/transport.md"
 testbed=tbench-run
 
 if [[ $(id -u) -ne 0 ]]; then

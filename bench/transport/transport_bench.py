@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The transport benchmark of issue 3, driven by bench/transport/run-transport-bench.sh.
+"""The transport benchmark, driven by bench/transport/run-transport-bench.sh.
 
 On one emulated two-DC testbed (east-0 sends to west-0), for each link
 condition of the grid and each stream count N, it runs alternately:
@@ -57,7 +57,7 @@ class Condition:
     delay_ms: int  # one way
     rate_mbit: int
     loss: str  # a percentage as `wanlab set --loss` takes it
-    loss_text: str  # as the issue writes it
+    loss_text: str  # as a probability, as the table shows it
     cap_mbit: int | None
     cc: str
     streams: list[int]
@@ -617,7 +617,7 @@ def measure(testbed, conditions, repeats):
 def report(conditions, results, failures, meta):
     body, targets = tables(conditions, results, meta["repeats"])
     met = sum(1 for _, v, _ in targets if v == "PASS")
-    out = ["# wanlab transport benchmark (issue 3)", "",
+    out = ["# wanlab transport benchmark", "",
            f"- Date: {meta['date']}",
            f"- Machine: {meta['machine']}",
            f"- Release path: {meta['release']}",

@@ -249,7 +249,7 @@ BOOST_AUTO_TEST_CASE(whatif_runs_a_shipped_sweep_and_plot_names_its_options) {
   BOOST_TEST(bad.status == 2);
   BOOST_TEST(bad.err.starts_with("wanlab whatif: expected one sweep file\n"), bad.err);
 
-  const std::string csv = source("bench/harness/results/bubbletea-20261122/load.csv");
+  const std::string csv = source("bench/results/bubbletea/bubbletea-20261122/load.csv");
   // Never /dev/null as an output here: a test that wrote over it once left
   // the machine a regular file there. Errors come before anything is written.
   const std::string svg =
