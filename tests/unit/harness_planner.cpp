@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "experiment/experiment_internal.hpp"
 #include "harness_support.hpp"
+#include "parser_corpus.hpp"
 #include "wanlab/harness/tools/planner.hpp"
 
 using namespace wanlab::harness;
@@ -172,6 +174,65 @@ BOOST_AUTO_TEST_CASE(bad_egress_and_missing_gpus_are_one_line_errors) {
   Experiment no_gpus = parsed(job(2, 1, 4, ""));
   BOOST_TEST(error_of([&] { plan_candidates(no_gpus, three_dcs()); }) ==
              "p.toml: gpus: the planner searches the free GPUs per DC; give them in [gpus]");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// --- one stage-memory rule for `wanlab plan` and `wanlab train` ---
+
+BOOST_AUTO_TEST_SUITE(stage_memory)
+
+// A training-only experiment whose stage cannot fit a GPU is refused (it was
+// accepted silently while only [prefill] checked memory), saying by how much.
+BOOST_AUTO_TEST_CASE(a_stage_that_does_not_fit_is_refused_with_or_without_prefill) {
+  // 4 layers of hidden 1024: 50M parameters, 0.8 GB of state at 16 bytes each.
+  const std::string message =
+      error_of([&] { parsed(job(1, 1, 8, "[gpus]\na = 8\nmemory_gb = 0.6\n")); });
+  BOOST_TEST(message ==
+                 "p.toml:9:1: a pipeline stage does not fit in 0.6 GB per GPU: weights 0.1 + gradients 0.1 + "
+                 "optimizer 0.6 + activations 0.1 GB = 0.9 GB (0.3 GB too many); use tp >= 2, more stages (pp) or "
+                 "[gpus] memory_gb",
+             message);
+  BOOST_CHECK_NO_THROW(parsed(job(2, 1, 8, "[gpus]\na = 8\nmemory_gb = 0.6\n")));  // half the state per GPU
+}
+
+// What the planner keeps, train accepts: every candidate `wanlab plan` would
+// simulate on a shipped experiment passes the checks `wanlab train
+// --simulate` runs (with the experiment's own [prefill]), so the plan it
+// ranks first is one train runs. And what it drops, train refuses.
+BOOST_AUTO_TEST_CASE(every_candidate_of_a_shipped_experiment_is_one_train_accepts) {
+  const auto dir = parser_corpus::source_dir() / "scenarios/experiments";
+  int experiments = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const Experiment experiment = load_experiment(entry.path().string());
+    if (experiment.gpus.empty()) continue;
+    ++experiments;
+    const auto scenario = load_testbed(experiment);
+    const std::vector<PlanCandidate> candidates = plan_candidates(experiment, scenario);
+    BOOST_TEST(!candidates.empty(), entry.path());
+    for (const PlanCandidate& candidate : candidates) {
+      Experiment planned = with_candidate(experiment, candidate);
+      planned.prefill.enabled = experiment.prefill.enabled;
+      BOOST_CHECK_NO_THROW(detail::check_cross_fields(planned));
+    }
+  }
+  BOOST_TEST(experiments >= 8);
+}
+
+// With BubbleTea on, the served model's weights count: Llama-2-70B served on
+// one GPU (138 GB) cannot fit 80 GB, so the planner keeps no tp 1 plan, and
+// the experiment's own pp 4 at tp 2 (87.8 GB) is refused.
+BOOST_AUTO_TEST_CASE(with_prefill_on_the_served_model_counts_in_the_search) {
+  const Experiment experiment =
+      load_experiment((parser_corpus::source_dir() / "scenarios/experiments/bubbletea-3dc.toml").string());
+  BOOST_REQUIRE(experiment.prefill.enabled);
+  const std::vector<PlanCandidate> candidates = plan_candidates(experiment, load_testbed(experiment));
+  BOOST_REQUIRE(!candidates.empty());
+  for (const PlanCandidate& candidate : candidates) BOOST_TEST(candidate.tp >= 2, "tp " << candidate.tp);
+  Experiment small_tp = experiment;
+  small_tp.parallel.tp = 2;
+  BOOST_TEST(error_of([&] { detail::check_cross_fields(small_tp); }).find("prefill: does not fit in 80 GB") !=
+             std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -373,7 +373,7 @@ BOOST_AUTO_TEST_CASE(a_link_far_too_slow_is_an_error_not_a_wrapped_time) {
   Experiment slow = parse_experiment(
       "name = \"x\"\ntestbed = \"slow.toml\"\nschedule = \"gpipe\"\nplacement = [\"a\", \"b\"]\n[model]\nlayers = 2\n"
       "hidden = 4096\nseq_len = 1000000\nmicrobatches = 1\n[parallel]\npp = 2\n[compute]\nforward_ms = 1\n"
-      "backward_ms = 1\n",
+      "backward_ms = 1\n[gpus]\nmemory_gb = 1000\n",  // the activations need 142 GB a GPU
       "x.toml");
   Plan plan = make_plan(slow, scenario);
   std::string message = error_of([&] { simulate(plan, scenario, LinkModel{}); });

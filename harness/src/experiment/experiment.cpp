@@ -5,6 +5,7 @@
 #include "wanlab/emulator/names.hpp"
 #include "wanlab/base/toml.hpp"
 #include "wanlab/harness/experiment/experiment.hpp"
+#include "wanlab/harness/model/served_model.hpp"
 #include "wanlab/harness/plan/plan.hpp"
 
 #include <fmt/format.h>
@@ -346,6 +347,7 @@ void check_cross_fields(const Experiment& experiment) {
   check_placement_list(experiment);
   check_plan_size(experiment, experiment.iterations);
   detail::check_prefill(experiment);
+  check_memory(experiment);
 }
 
 }  // namespace detail

@@ -284,7 +284,6 @@ void check_prefill(const Experiment& experiment) {
   if (!experiment.prefill.enabled) return;
   check_sources(experiment);
   check_prefill_time(experiment);
-  check_memory(experiment);
 }
 
 void override_prefill(Experiment& experiment, const std::string& flag, bool on) {

@@ -17,7 +17,8 @@ void read_prefill(FieldReader& reader, const toml::table& root);
 
 // Checks that need the whole experiment, on its final values (after the file
 // and after every override), only when prefill is on: a source of requests,
-// a decode DC, a prefill time (a table or FLOPs) and the memory (check_memory).
+// a decode DC and a prefill time (a table or FLOPs); the memory, with the
+// served model counted, is checked with the rest (check_memory).
 void check_prefill(const Experiment& experiment);
 
 // Where errors found after reading point: the [prefill] section

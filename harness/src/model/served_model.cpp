@@ -121,21 +121,36 @@ MemoryEstimate estimate_memory(const Experiment& experiment) {
   estimate.training_gradients = estimate.training_weights;
   estimate.training_optimizer = stage_parameters * kOptimizerBytesPerParameter / tp;
   estimate.training_activations = microbatches_in_flight(experiment) * activation_bytes_per_microbatch(experiment);
-  estimate.served_weights = served_parameters(served) * served.bytes_per_value / tp;
-  estimate.kv_batch =
-      static_cast<double>(experiment.prefill.max_batch_tokens) * static_cast<double>(kv_bytes_per_token(served)) / tp;
+  if (experiment.prefill.enabled) {
+    estimate.served_weights = served_parameters(served) * served.bytes_per_value / tp;
+    estimate.kv_batch = static_cast<double>(experiment.prefill.max_batch_tokens) *
+                        static_cast<double>(kv_bytes_per_token(served)) / tp;
+  }
   estimate.capacity = experiment.gpu_memory_gb * kBytesPerGb;
   return estimate;
 }
 
+bool fits_memory(const Experiment& experiment) {
+  const MemoryEstimate estimate = estimate_memory(experiment);
+  return estimate.total() <= estimate.capacity;
+}
+
 void check_memory(const Experiment& experiment) {
-  if (!experiment.prefill.enabled) return;
   MemoryEstimate estimate = estimate_memory(experiment);
   double total = estimate.total();
   if (total <= estimate.capacity) return;
   // Every term is divided over tp: the tp that fits follows directly.
   double at_tp1 = total * experiment.parallel.tp;
   int tp_needed = static_cast<int>(std::ceil(at_tp1 / estimate.capacity));
+  if (!experiment.prefill.enabled) {
+    throw ExperimentError(fmt::format(
+        "{}: a pipeline stage does not fit in {:g} GB per GPU: weights {:.1f} + gradients {:.1f} + optimizer "
+        "{:.1f} + activations {:.1f} GB = {:.1f} GB ({:.1f} GB too many); use tp >= {}, more stages (pp) or "
+        "[gpus] memory_gb",
+        experiment.where("parallel"), experiment.gpu_memory_gb, gb(estimate.training_weights),
+        gb(estimate.training_gradients), gb(estimate.training_optimizer), gb(estimate.training_activations),
+        gb(total), gb(total - estimate.capacity), tp_needed));
+  }
   throw ExperimentError(fmt::format(
       "{}: prefill: does not fit in {:g} GB per GPU: training {:.1f} GB (weights {:.1f}, gradients {:.1f}, "
       "optimizer {:.1f}, activations {:.1f}) + served weights {:.1f} GB + KV of a batch {:.1f} GB = {:.1f} GB "

@@ -12,16 +12,13 @@
 #include "experiment/text.hpp"
 #include "wanlab/harness/plan/plan.hpp"
 #include "wanlab/harness/model/link_model.hpp"
+#include "wanlab/harness/model/served_model.hpp"
 #include "wanlab/harness/record/record.hpp"
 #include "wanlab/harness/sim/simulate.hpp"
 
 namespace wanlab::harness {
 namespace {
 
-// Mixed-precision Adam keeps 2 + 2 bytes of fp16 weights and gradients and
-// 12 of fp32 master weights, momentum and variance per parameter (ZeRO,
-// Rajbhandari et al., SC'20, section 3.1).
-constexpr double kBytesPerParameter = 16;
 constexpr int kTpWithoutFabric = 8;     // one DGX/HGX server's GPUs
 constexpr int kMaxMicrobatches = 4096;  // [model] microbatches' range
 constexpr int kDpPerShape = 1;          // the largest dp Algorithm 1 places: all free GPUs it can use
@@ -43,9 +40,13 @@ int total_gpus(const Experiment& experiment) {
   return total;
 }
 
-bool fits_memory(const Experiment& experiment, int pp, int tp) {
-  const double stage_parameters = parameter_count(experiment.model) / pp;
-  return stage_parameters * kBytesPerParameter / tp <= experiment.gpu_memory_gb * 1e9;
+// The one memory rule (served_model.hpp), on the candidate as `wanlab train`
+// would run it: with the experiment's [prefill] when it is on, so that the
+// plan ranked first is one train accepts.
+bool candidate_fits(const Experiment& experiment, const PlanCandidate& candidate) {
+  Experiment planned = with_candidate(experiment, candidate);
+  planned.prefill.enabled = experiment.prefill.enabled;
+  return fits_memory(planned);
 }
 
 std::optional<std::vector<int>> atlas_stages(const Experiment& experiment, const emulator::Scenario& scenario,
@@ -169,9 +170,10 @@ std::vector<PlanCandidate> plan_candidates(const Experiment& experiment, const e
   const int most_tp = experiment.fabric ? experiment.fabric->gpus_per_server : kTpWithoutFabric;
   for (int tp = 1; tp <= most_tp; tp *= 2) {
     for (int pp : divisors(experiment.model.layers)) {
-      if (pp <= kMaxPp && fits_memory(experiment, pp, tp)) add_shape(experiment, scenario, tp, pp, candidates);
+      if (pp <= kMaxPp) add_shape(experiment, scenario, tp, pp, candidates);
     }
   }
+  std::erase_if(candidates, [&](const PlanCandidate& candidate) { return !candidate_fits(experiment, candidate); });
   return candidates;
 }
 

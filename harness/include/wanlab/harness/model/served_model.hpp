@@ -18,7 +18,10 @@ std::uint64_t kv_bytes_per_token(const ServedModel& model);
 // What is sent to the decode host for `tokens` prompt tokens: x scale, at least 1.
 std::uint64_t kv_message_bytes(const Experiment& experiment, int tokens);
 
-// Per GPU, in bytes; docs/HARNESS.md says how each is estimated.
+// What one GPU of a pipeline stage holds, in bytes: the one memory rule that
+// `wanlab train` checks and `wanlab plan` keeps its candidates by. The served
+// model's terms count only with [prefill] enabled. docs/BUBBLETEA.md says
+// how each is estimated.
 struct MemoryEstimate {
   double training_weights = 0;  // stage parameters x bytes / tp
   double training_gradients = 0;
@@ -30,8 +33,10 @@ struct MemoryEstimate {
   double total() const;
 };
 MemoryEstimate estimate_memory(const Experiment& experiment);
-// Throws ExperimentError naming [prefill] and how many GB are missing when the
-// estimate exceeds the capacity (only with prefill enabled).
+// Whether the estimate is within the capacity.
+bool fits_memory(const Experiment& experiment);
+// Throws ExperimentError saying what does not fit and by how many GB (naming
+// [parallel], or [prefill] when it is on) when the estimate exceeds the capacity.
 void check_memory(const Experiment& experiment);
 
 }  // namespace wanlab::harness

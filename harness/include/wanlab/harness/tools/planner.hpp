@@ -2,15 +2,15 @@
 // ([gpus]) and its testbed's WAN, search the plans (tp, pp, dp, microbatches,
 // Atlas's DC selection with Algorithm 1's order or ordered by latency) and
 // rank them by simulated iteration time, with utilization and the WAN egress
-// cost per iteration ([egress], egress.hpp). docs/HARNESS.md, "The planner".
+// cost per iteration ([egress], egress.hpp). docs/PLANNER.md.
 //
 // The search keeps the experiment's global batch (dp x microbatches
 // sequences of `microbatch`): a plan with dp replicas runs batch / dp
 // microbatches, so iteration times compare like for like. Candidates:
 // - tp: 1, 2, 4, ... up to the fabric's GPUs per server (8 without one);
-// - pp: divisors of the layers, whose stage (weights, gradients and Adam's
-//   state: 16 bytes per parameter, ZeRO's count for mixed-precision Adam)
-//   fits a GPU's memory over tp GPUs;
+// - pp: divisors of the layers; a candidate is kept only where its stage fits
+//   a GPU by the one memory rule `wanlab train` checks (fits_memory,
+//   served_model.hpp), the served model counted when [prefill] is on;
 // - dp: the two largest divisors of the batch whose pp x dp x tp GPUs Atlas's
 //   Algorithm 1 can place on the free GPUs;
 // - placement: Algorithm 1's DC order, and ordered by latency (select_dcs).
