@@ -64,6 +64,12 @@ bool verify_and_print(const em::TestbedState& state, const std::function<em::Sce
     std::fflush(stdout);
     return true;
   }
+  if (const std::string nothing = result.nothing_measured(); !nothing.empty()) {
+    fmt::print("verify {}: FAILED, {}\n", state.name, nothing);
+    std::fflush(stdout);
+    fmt::print(stderr, "wanlab {}: verify failed: {}\n", command, nothing);
+    return false;
+  }
   const auto failed =
       std::count_if(result.rows.begin(), result.rows.end(), [](const auto& row) { return !row.passed(); });
   fmt::print("verify {}: {} of {} checks FAILED\n", state.name, failed, result.rows.size());

@@ -342,9 +342,14 @@ schedule = { steps = [{ time = "0s", delay = "25ms" }, { time = "1000s", delay =
     const auto flip = test::wanlab(
         {"set", "east", "west", "--testbed", kName, "--one-way", "--schedule", csv.path.string(), "--period", "200ms"});
     BOOST_TEST_REQUIRE(flip.status == 0, flip.output);
+    // The only pair cannot be measured: nothing was, and that is no pass.
     const auto flipping = test::wanlab({"verify", "--testbed", kName});
-    BOOST_TEST(flipping.status == 0, flipping.output);
+    BOOST_TEST(flipping.status == 1, flipping.output);
     BOOST_TEST(flipping.output.find("not measured: its schedule changes") != std::string::npos, flipping.output);
+    BOOST_TEST(flipping.output.find("wanlab verify: verify failed: no pair could be measured: east <-> west rtt: its "
+                                    "schedule changes") != std::string::npos,
+               flipping.output);
+    BOOST_TEST(flipping.output.find("every pair within its bounds") == std::string::npos, flipping.output);
   }
   BOOST_TEST(test::leftovers(kName).empty(), test::leftovers(kName));
 }
