@@ -2,11 +2,15 @@
 // one-line error naming file:line, and the map entries the program reads.
 #include <boost/test/unit_test.hpp>
 
+#include <malloc.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -16,7 +20,41 @@
 using namespace wanlab::emulator;
 namespace fs = std::filesystem;
 
+// The heap this program holds, and the most it held since peak_heap_growth
+// began: every operator new goes through here, so a parser's peak is
+// measured exactly.
 namespace {
+std::atomic<std::size_t> heap_bytes{0}, heap_peak{0};
+void count_allocation(void* p) {
+  const std::size_t now = heap_bytes += malloc_usable_size(p);
+  for (std::size_t peak = heap_peak; now > peak && !heap_peak.compare_exchange_weak(peak, now);) {
+  }
+}
+}  // namespace
+
+void* operator new(std::size_t size) {
+  void* p = std::malloc(size == 0 ? 1 : size);
+  if (p == nullptr) throw std::bad_alloc();
+  count_allocation(p);
+  return p;
+}
+void operator delete(void* p) noexcept {
+  if (p == nullptr) return;
+  heap_bytes -= malloc_usable_size(p);
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept { operator delete(p); }
+
+namespace {
+
+// The most the heap grew above its size now while `body` ran.
+template <typename Body>
+std::size_t peak_heap_growth(Body body) {
+  const std::size_t before = heap_bytes;
+  heap_peak = before;
+  body();
+  return heap_peak - before;
+}
 
 constexpr std::uint64_t kMs = 1'000'000;
 constexpr std::uint64_t kMbit = 1'000'000;
@@ -236,4 +274,16 @@ BOOST_AUTO_TEST_CASE(bad_schedules_in_a_scenario_give_one_line_naming_the_field)
   BOOST_TEST(error_of([] {
                parse_scenario(kTwoDcs + "[intra_dc]\nschedule = { file = \"a.csv\" }\n", "t.toml");
              }).find("unknown key \"schedule\" in [intra_dc]") != std::string::npos);
+}
+
+// A 12-byte trace of an hour's period is 4,194,304 windows but two steps; the
+// parser holds what it makes, not a count per window or per line.
+BOOST_AUTO_TEST_CASE(a_mahimahi_trace_is_parsed_in_memory_that_follows_its_steps) {
+  Schedule s;
+  const std::size_t grown = peak_heap_growth([&] { s = parse_mahimahi_trace("1\n4194304\n", "t.up", kMs); });
+  BOOST_REQUIRE(s.steps.size() == 2u);
+  BOOST_TEST(s.steps[0].rate_bps == 12 * kMbit);  // ms 0 (the period's line) and ms 1
+  BOOST_TEST(s.steps[1].at_ns == 2 * kMs);
+  BOOST_TEST(s.steps[1].rate_bps == 0u);
+  BOOST_TEST(grown < 64u * 1024, grown << " bytes");
 }

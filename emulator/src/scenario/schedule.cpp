@@ -44,22 +44,42 @@ std::vector<std::string_view> split(std::string_view line) {
   return cells;
 }
 
-// Lines with their 1-based numbers, blank ones and '#' comments left out.
+// Lines with their 1-based numbers, blank ones and '#' comments left out,
+// one at a time: a trace's memory is what it parses to, not its lines.
 struct Line {
-  std::size_t number;
+  std::size_t number = 0;
   std::string_view text;
 };
-std::vector<Line> content_lines(std::string_view text) {
-  std::vector<Line> lines;
-  std::size_t number = 0;
-  while (!text.empty()) {
-    ++number;
-    const std::size_t end = text.find('\n');
-    std::string_view line = trim(text.substr(0, end));
-    text = end == std::string_view::npos ? std::string_view{} : text.substr(end + 1);
-    if (!line.empty() && line.front() != '#') lines.push_back({number, line});
+class ContentLines {
+ public:
+  explicit ContentLines(std::string_view text) : rest_(text) {}
+
+  bool next(Line& line) {
+    while (!rest_.empty()) {
+      ++number_;
+      const std::size_t end = rest_.find('\n');
+      const std::string_view text = trim(rest_.substr(0, end));
+      rest_ = end == std::string_view::npos ? std::string_view{} : rest_.substr(end + 1);
+      if (!text.empty() && text.front() != '#') {
+        line = {number_, text};
+        return true;
+      }
+    }
+    return false;
   }
-  return lines;
+
+ private:
+  std::string_view rest_;
+  std::size_t number_ = 0;
+};
+
+// The number of the content line at `index` (from 0), for a message.
+std::size_t content_line_number(std::string_view text, std::size_t index) {
+  ContentLines lines(text);
+  Line line;
+  for (std::size_t i = 0; i <= index && lines.next(line); ++i) {
+  }
+  return line.number;
 }
 
 [[noreturn]] void fail_at(const std::string& path, std::size_t line, std::string_view message) {
@@ -182,89 +202,131 @@ std::string read_trace_file(const std::string& path) {
 }
 
 Schedule parse_schedule_csv(std::string_view text, const std::string& path, std::uint64_t period_ns) {
-  const std::vector<Line> lines = content_lines(text);
-  if (lines.empty()) fail_at(path, 1, R"(no header row; the first line names the columns, as in "time,rate")");
+  ContentLines lines(text);
+  Line header;
+  if (!lines.next(header)) fail_at(path, 1, R"(no header row; the first line names the columns, as in "time,rate")");
   Schedule schedule;
   schedule.where = path;
   schedule.period_ns = period_ns;
   std::vector<unsigned> columns;
-  const std::vector<std::string_view> names = split(lines[0].text);
+  const std::vector<std::string_view> names = split(header.text);
   for (std::string_view name : names) {
     try {
       columns.push_back(schedule_column(name));
     } catch (const std::invalid_argument& error) {
-      fail_at(path, lines[0].number, error.what());
+      fail_at(path, header.number, error.what());
     }
-    if (columns.size() == 1 && columns[0] != 0) fail_at(path, lines[0].number, "the first column must be time");
+    if (columns.size() == 1 && columns[0] != 0) fail_at(path, header.number, "the first column must be time");
     if (columns.size() > 1 && (columns.back() == 0 || (schedule.columns & columns.back())))
-      fail_at(path, lines[0].number, fmt::format("column {} given twice", base::quoted(name)));
+      fail_at(path, header.number, fmt::format("column {} given twice", base::quoted(name)));
     schedule.columns |= columns.back();
   }
-  if (schedule.columns == 0) fail_at(path, lines[0].number, "no column besides time (rate, delay, loss, share)");
-  if (lines.size() == 1) fail_at(path, lines[0].number, "no rows after the header");
-  if (lines.size() - 1 > WANLAB_SCHED_MAX_STEPS)
-    fail_at(path, lines[WANLAB_SCHED_MAX_STEPS + 1].number, fmt::format("more than {} rows", WANLAB_SCHED_MAX_STEPS));
-  for (std::size_t row = 1; row < lines.size(); ++row) {
-    const std::vector<std::string_view> cells = split(lines[row].text);
+  if (schedule.columns == 0) fail_at(path, header.number, "no column besides time (rate, delay, loss, share)");
+  for (Line row; lines.next(row);) {
+    if (schedule.steps.size() == WANLAB_SCHED_MAX_STEPS)
+      fail_at(path, row.number, fmt::format("more than {} rows", WANLAB_SCHED_MAX_STEPS));
+    const std::vector<std::string_view> cells = split(row.text);
     if (cells.size() != columns.size())
-      fail_at(path, lines[row].number,
-              fmt::format("{} values, the header names {} columns", cells.size(), columns.size()));
+      fail_at(path, row.number, fmt::format("{} values, the header names {} columns", cells.size(), columns.size()));
     ScheduleStep step;
     for (std::size_t i = 0; i < cells.size(); ++i) {
       try {
         set_schedule_cell(step, columns[i], cells[i]);
       } catch (const std::invalid_argument& error) {
-        fail_at(path, lines[row].number, fmt::format("{}: {}", names[i], error.what()));
+        fail_at(path, row.number, fmt::format("{}: {}", names[i], error.what()));
       }
     }
     schedule.steps.push_back(step);
   }
+  if (schedule.steps.empty()) fail_at(path, header.number, "no rows after the header");
   try {
     finish_schedule(schedule);
   } catch (const ScheduleStepError& error) {
-    fail_at(path, lines[error.step() + 1].number, error.what());
+    fail_at(path, content_line_number(text, error.step() + 1), error.what());
   } catch (const std::invalid_argument& error) {
     throw ScenarioError(fmt::format("{}: {}", path, error.what()));
   }
   return schedule;
 }
 
+namespace {
+
+std::uint64_t mahimahi_ms(const Line& line, const std::string& path) {
+  std::uint64_t ms = 0;
+  const char* end = line.text.data() + line.text.size();
+  auto [stop, error] = std::from_chars(line.text.data(), end, ms);
+  if (error != std::errc{} || stop != end || ms > units::kMaxTimeNs / kNsPerMs)
+    fail_at(path, line.number, fmt::format("expected a time in whole milliseconds, got {}", base::quoted(line.text)));
+  return ms;
+}
+
+// A Mahimahi trace's last time (its period) and how many opportunities fall
+// on it (they are the next round's first), every line checked.
+struct MahimahiEnd {
+  std::uint64_t last_ms = 0;
+  std::uint64_t at_last = 0;
+};
+MahimahiEnd scan_mahimahi(std::string_view text, const std::string& path) {
+  MahimahiEnd end;
+  std::size_t last_line = 0;
+  ContentLines lines(text);
+  for (Line line; lines.next(line);) {
+    const std::uint64_t ms = mahimahi_ms(line, path);
+    if (last_line != 0 && ms < end.last_ms)
+      fail_at(path, line.number, fmt::format("{} ms is before the previous line's {} ms", ms, end.last_ms));
+    end.at_last = last_line != 0 && ms == end.last_ms ? end.at_last + 1 : 1;
+    end.last_ms = ms;
+    last_line = line.number;
+  }
+  if (last_line == 0 || end.last_ms == 0)
+    fail_at(path, last_line == 0 ? 1 : last_line, "the trace must end after 0 ms (its last time is its period)");
+  return end;
+}
+
+// Appends the rate of `opportunities` in `window` as a step, unless the last
+// step has that rate already: the steps grow with the trace's changes, not
+// with its windows.
+void add_window(Schedule& schedule, std::uint64_t window, std::uint64_t opportunities, std::uint64_t resolution_ns) {
+  const std::uint64_t at = window * resolution_ns;
+  const std::uint64_t length = std::min(resolution_ns, schedule.period_ns - at);
+  const double bits = static_cast<double>(opportunities * kMahimahiPacketBytes * 8);
+  const auto rate = static_cast<std::uint64_t>(std::llround(bits * kNsPerSecond / static_cast<double>(length)));
+  if (schedule.steps.empty() || schedule.steps.back().rate_bps != rate) schedule.steps.push_back({at, rate, 0, 0, 0});
+}
+
+}  // namespace
+
 Schedule parse_mahimahi_trace(std::string_view text, const std::string& path, std::uint64_t resolution_ns) {
   if (resolution_ns == 0) throw ScenarioError(fmt::format("{}: resolution must be greater than 0", path));
-  std::vector<std::uint64_t> times_ms;
-  std::vector<std::size_t> numbers;
-  for (const Line& line : content_lines(text)) {
-    std::uint64_t ms = 0;
-    const char* end = line.text.data() + line.text.size();
-    auto [stop, error] = std::from_chars(line.text.data(), end, ms);
-    if (error != std::errc{} || stop != end || ms > units::kMaxTimeNs / kNsPerMs)
-      fail_at(path, line.number, fmt::format("expected a time in whole milliseconds, got {}", base::quoted(line.text)));
-    if (!times_ms.empty() && ms < times_ms.back())
-      fail_at(path, line.number, fmt::format("{} ms is before the previous line's {} ms", ms, times_ms.back()));
-    times_ms.push_back(ms);
-    numbers.push_back(line.number);
-  }
-  if (times_ms.empty() || times_ms.back() == 0)
-    fail_at(path, numbers.empty() ? 1 : numbers.back(), "the trace must end after 0 ms (its last time is its period)");
+  const MahimahiEnd end = scan_mahimahi(text, path);
   Schedule schedule;
   schedule.where = path;
   schedule.columns = WANLAB_SCHED_RATE;
-  schedule.period_ns = times_ms.back() * kNsPerMs;
+  schedule.period_ns = end.last_ms * kNsPerMs;
   const std::uint64_t windows = (schedule.period_ns + resolution_ns - 1) / resolution_ns;
   if (windows > WANLAB_SCHED_MAX_STEPS)
     throw ScenarioError(fmt::format("{}: {} windows of {} (more than {}); use a coarser resolution", path, windows,
                                     units::format_time(resolution_ns), WANLAB_SCHED_MAX_STEPS));
-  std::vector<std::uint64_t> opportunities(windows, 0);
-  // An opportunity at the period's end is the next round's first (Mahimahi
-  // adds the last time to its base and starts the trace again).
-  for (std::uint64_t ms : times_ms) ++opportunities[(ms * kNsPerMs % schedule.period_ns) / resolution_ns];
-  for (std::uint64_t w = 0; w < windows; ++w) {
-    const std::uint64_t at = w * resolution_ns;
-    const std::uint64_t length = std::min(resolution_ns, schedule.period_ns - at);
-    const double bits = static_cast<double>(opportunities[w] * kMahimahiPacketBytes * 8);
-    const auto rate = static_cast<std::uint64_t>(std::llround(bits * kNsPerSecond / static_cast<double>(length)));
-    schedule.steps.push_back({at, rate, 0, 0, 0});
+  // Window by window in time order; a run of empty windows is one pause. An
+  // opportunity at the period's end is the next round's first (Mahimahi adds
+  // the last time to its base and starts the trace again): window 0's.
+  std::uint64_t window = 0, opportunities = end.at_last;
+  ContentLines lines(text);
+  for (Line line; lines.next(line);) {
+    const std::uint64_t ms = mahimahi_ms(line, path);
+    if (ms == end.last_ms) break;
+    const std::uint64_t in = ms * kNsPerMs / resolution_ns;
+    if (in == window) {
+      ++opportunities;
+      continue;
+    }
+    add_window(schedule, window, opportunities, resolution_ns);
+    if (in > window + 1) add_window(schedule, window + 1, 0, resolution_ns);
+    window = in;
+    opportunities = 1;
   }
+  add_window(schedule, window, opportunities, resolution_ns);
+  if (window + 1 < windows) add_window(schedule, window + 1, 0, resolution_ns);
   try {
     finish_schedule(schedule);
   } catch (const std::invalid_argument& error) {

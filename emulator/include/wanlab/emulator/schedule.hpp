@@ -65,7 +65,9 @@ class ScheduleStepError : public std::invalid_argument {
 void finish_schedule(Schedule& schedule);
 
 // The text of a trace file: a regular file of at most 256 MiB (a Mahimahi
-// trace at 1 Gbit/s is about 500,000 lines a minute). Throws ScenarioError
+// trace at 1 Gbit/s is about 500,000 lines a minute). The parsers below
+// read it line by line: what they hold grows with the steps they make, not
+// with the trace's lines or milliseconds. Throws ScenarioError
 // "PATH: cannot read trace: reason".
 std::string read_trace_file(const std::string& path);
 
