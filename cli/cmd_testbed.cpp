@@ -307,12 +307,16 @@ int cmd_set(const Options& options) {
     throw UsageError("nothing to set: give at least one link setting (--rate, --delay, ...; wanlab set --help)");
   const auto state = em::load_state(em::resolve_testbed(testbed_option(options)));
   std::vector<std::string> said;
-  if (!change.fields.empty()) em::apply_change(state, change);
-  for (const auto& [field, value] : change.fields) said.push_back(field + "=" + value);
-  if (schedule_changes) {
-    em::set_schedule_live(state, change, schedule ? &*schedule : nullptr);
-    said.push_back(schedule ? fmt::format("schedule of {} steps from now", schedule->schedule.steps.size())
-                            : "no schedule");
+  try {
+    if (!change.fields.empty()) em::apply_change(state, change);
+    for (const auto& [field, value] : change.fields) said.push_back(field + "=" + value);
+    if (schedule_changes) {
+      em::set_schedule_live(state, change, schedule ? &*schedule : nullptr);
+      said.push_back(schedule ? fmt::format("schedule of {} steps from now", schedule->schedule.steps.size())
+                              : "no schedule");
+    }
+  } catch (const em::ChangeRefused& refused) {
+    throw UsageError(refused.what());
   }
   fmt::print("{} {} {}: {}\n", change.from, change.symmetric ? "<->" : "->", change.to, fmt::join(said, " "));
   return 0;

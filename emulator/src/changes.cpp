@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <set>
@@ -181,12 +182,39 @@ int detail::dc_of_change(const TestbedState& state, const std::string& dc) {
   return static_cast<int>(found - state.dcs.begin());
 }
 
+namespace {
+
+// A new rate must leave each pair's schedule, as the data plane holds it,
+// something to send (one that shares the pair's rate; the others give their
+// own). Only the change's pairs, and only their map's head unless it shares.
+void check_schedules_send_at(const TestbedState& state, const Change& change, const LinkParams& checked) {
+  const Scenario scenario = current_scenario(state);
+  const Datapath datapath = Datapath::open_pinned(bpffs_dir(state.name));
+  std::vector<std::pair<int, int>> pairs{{dc_of_change(state, change.from), dc_of_change(state, change.to)}};
+  if (change.symmetric) pairs.emplace_back(pairs[0].second, pairs[0].first);
+  for (const auto& [src, dst] : pairs) {
+    const std::optional<Datapath::ScheduleMap> map = datapath.schedule_map(src, dst);
+    if (!map || !shares_pair_rate(map->head.columns)) continue;
+    PairParams pair = scenario.pair(src, dst);
+    pair.apply(checked);
+    try {
+      check_link_sends(datapath.schedule(src, dst), make_pair_config(pair, 0, scenario.seed, 0));
+    } catch (const std::invalid_argument& error) {
+      throw ChangeRefused(fmt::format("--rate: {} -> {}: its schedule: {}", state.dcs[static_cast<std::size_t>(src)],
+                                      state.dcs[static_cast<std::size_t>(dst)], error.what()));
+    }
+  }
+}
+
+}  // namespace
+
 void apply_change(const TestbedState& state, const Change& change) {
   for (const auto& dc : {change.from, change.to}) dc_of_change(state, dc);
   LinkParams checked;
   for (const auto& [field, value] : change.fields) checked = parse_link_option(checked, field, value);
 
   TestbedLock lock(state.name);
+  if (checked.rate_bps) check_schedules_send_at(state, change, checked);
   toml::table fields;
   for (const auto& [field, value] : change.fields) fields.insert_or_assign(field, value);
   record_change(state, toml::table{{"at_mono_ns", static_cast<std::int64_t>(base::monotonic_ns())},

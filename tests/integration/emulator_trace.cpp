@@ -72,6 +72,10 @@ struct Testbed {
   std::vector<wanlab_sched_entry> schedule() const {
     return em::Datapath::open_pinned(em::bpffs_dir(kName)).schedule(0, 1);
   }
+  // The map each scheduled pair reads its schedule from.
+  std::vector<em::Datapath::ScheduleMap> schedule_maps() const {
+    return em::Datapath::open_pinned(em::bpffs_dir(kName)).schedule_maps();
+  }
 };
 
 // A file in the temporary directory, removed with the object.
@@ -350,6 +354,42 @@ schedule = { steps = [{ time = "0s", delay = "25ms" }, { time = "1000s", delay =
                                     "schedule changes") != std::string::npos,
                flipping.output);
     BOOST_TEST(flipping.output.find("every pair within its bounds") == std::string::npos, flipping.output);
+  }
+  BOOST_TEST(test::leftovers(kName).empty(), test::leftovers(kName));
+}
+
+// `wanlab set` refused the change: exit 2, its one line first (then the usage).
+void check_refused(const test::CliResult& set, const std::string& line) {
+  BOOST_TEST(set.status == 2, set.output);
+  BOOST_TEST(set.output.find("wanlab set: " + line + "\n") == 0u, set.output);
+}
+
+// A live change at which a schedule as the data plane holds it would never
+// let the link send is refused before anything changes: a rate that a
+// share-only schedule leaves nothing of, or such a schedule on a pair whose
+// rate is that low. Exit 2, the option named.
+BOOST_AUTO_TEST_CASE(set_refuses_a_rate_or_schedule_at_which_the_link_never_sends) {
+  const TempFile half("half.csv", "time,share\n0s,50%\n");
+  {
+    Testbed bed(
+        "[defaults]\ndelay = \"5ms\"\nrate = \"50mbit\"\n"
+        "[[link]]\nfrom = \"east\"\nto = \"west\"\n"
+        "schedule = { steps = [{ time = \"0s\", share = \"50%\" }] }\n");
+    const std::string changes = em::run_dir(kName) + "/changes.toml";
+    check_refused(test::wanlab({"set", "east", "west", "--testbed", kName, "--rate", "1bit"}),
+                  "--rate: east -> west: its schedule: the link never sends: every step pauses it (this one: the "
+                  "link's rate 1bit less a share of 50% leaves less than 1 bit/s)");
+    BOOST_TEST(!std::filesystem::exists(changes));
+    BOOST_TEST(em::current_scenario(bed.state).pair(0, 1).rate_bps == 50'000'000u);
+    // The other direction has no schedule: 1 bit/s is its to have.
+    const auto other = test::wanlab({"set", "west", "east", "--one-way", "--testbed", kName, "--rate", "1bit"});
+    BOOST_TEST(other.status == 0, other.output);
+    check_refused(
+        test::wanlab({"set", "west", "east", "--one-way", "--testbed", kName, "--schedule", half.path.string()}),
+        "--schedule: " + half.path.string() +
+            ": west -> east: the link never sends: every step pauses it (this one: the link's rate 1bit less a share "
+            "of 50% leaves less than 1 bit/s)");
+    BOOST_TEST(bed.schedule_maps().size() == 1u);
   }
   BOOST_TEST(test::leftovers(kName).empty(), test::leftovers(kName));
 }

@@ -137,7 +137,7 @@ BOOST_AUTO_TEST_CASE(bad_csv_gives_one_line_naming_file_and_line) {
       {"time,rate\n5ms,1mbit\n", "t.csv:2: the first step is at 5ms; it must be at 0s"},
       {"time,rate\n0s,1mbit\n\n# c\n2ms,2mbit\n1ms,3mbit\n", "t.csv:6: time 1ms is not after the previous step's 2ms"},
       {"time,rate\n0s,1mbit\n0s,2mbit\n", "t.csv:3: time 0s is not after"},
-      {"time,rate\n0s,0\n1ms,0\n", "t.csv: the link never sends"},
+      {"time,rate\n0s,0\n1ms,0\n", "t.csv:2: the link never sends: every step pauses it (this one: rate 0)"},
       {"time,rate\n0s,1mbit\n1ms,0\n", "t.csv:3: the last step stops the link for good"},
       {"time,share\n0s,0%\n1ms,100%\n", "t.csv:3: the last step stops the link for good"},
   };
@@ -261,7 +261,7 @@ BOOST_AUTO_TEST_CASE(bad_schedules_in_a_scenario_give_one_line_naming_the_field)
       {"schedule = { steps = [{ time = \"0s\", rate = \"1mbit\" }, { time = \"0s\", rate = \"2mbit\" }] }",
        "t.toml:8:56: defaults.schedule.steps[1]: time 0s is not after"},
       {"schedule = { steps = [{ time = \"0s\", share = \"5%\" }] }",
-       "t.toml:8:12: schedule: a share column needs a rate for east -> west"},
+       "t.toml:8:12: schedule: east -> west: a share column needs a rate"},
   };
   for (const Case& c : cases) {
     BOOST_TEST_CONTEXT(c.table) {
@@ -274,6 +274,85 @@ BOOST_AUTO_TEST_CASE(bad_schedules_in_a_scenario_give_one_line_naming_the_field)
   BOOST_TEST(error_of([] {
                parse_scenario(kTwoDcs + "[intra_dc]\nschedule = { file = \"a.csv\" }\n", "t.toml");
              }).find("unknown key \"schedule\" in [intra_dc]") != std::string::npos);
+}
+
+// The data plane holds shares in 32-bit fixed point and rates in whole bit/s
+// (wanlab_edt_sched_rate): a share that rounds to 100%, or a rate a share
+// leaves below 1 bit/s, pauses the link however the file wrote it.
+BOOST_AUTO_TEST_CASE(a_link_that_sends_nothing_as_the_data_plane_holds_it_is_an_error) {
+  struct Case {
+    std::string text, expected;
+  };
+  const Case cases[] = {
+      {"time,rate,share\n0s,100mbit,99.9999999999%\n",
+       "t.csv:2: the link never sends: every step pauses it (this one: a share of 99.9999999999% is 100% as the data "
+       "plane holds it, in steps of 2^-32)"},
+      {"time,rate,share\n0s,1bit,50%\n",
+       "t.csv:2: the link never sends: every step pauses it (this one: rate 1bit less a share of 50% leaves less than "
+       "1 bit/s)"},
+      {"time,rate,share\n0s,1mbit,0%\n1ms,1mbit,99.99999999999%\n",
+       "t.csv:3: the last step stops the link for good (a share of 99.99999999999% is 100% as the data plane holds it"},
+  };
+  for (const Case& c : cases) {
+    BOOST_TEST_CONTEXT(c.text) {
+      const std::string error = csv_error(c.text);
+      BOOST_TEST(error.find(c.expected) == 0u, error);
+      BOOST_TEST(error.find('\n') == std::string::npos);
+    }
+  }
+  // Just enough: 1 bit/s left, a share a step below 100%.
+  BOOST_TEST(csv_error("time,rate,share\n0s,2bit,50%\n") == "(no error)");
+  BOOST_TEST(csv_error("time,rate,share\n0s,100mbit,99.99999%\n") == "(no error)");
+}
+
+BOOST_AUTO_TEST_CASE(a_scheduled_pair_must_send_at_every_rate_it_has) {
+  struct Case {
+    std::string tables, expected;
+  };
+  const std::string half = "schedule = { steps = [{ time = \"0s\", share = \"50%\" }] }\n";
+  const Case cases[] = {
+      {"schedule = { steps = [{ time = \"0s\", share = \"99.9999999999%\" }] }\nrate = \"100mbit\"\n",
+       "t.toml:8:23: defaults.schedule.steps[0]: the link never sends: every step pauses it (this one: a share of "
+       "99.9999999999% is 100%"},
+      // The pair's rate, which a share-only schedule shares, from [defaults], a [[link]] or an [[event]].
+      {half + "rate = \"1bit\"\n",
+       "t.toml:8:12: schedule: east -> west: the link never sends: every step pauses it (this one: the "
+       "link's rate 1bit less a share of 50% leaves less than 1 bit/s)"},
+      {half + "rate = \"100mbit\"\n[[link]]\nfrom = \"west\"\nto = \"east\"\nrate = \"1bit\"\n",
+       "t.toml:8:12: schedule: west -> east: the link never sends: every step pauses it (this one: the link's rate "
+       "1bit"},
+      {half + "rate = \"100mbit\"\n[[event]]\nat = \"10s\"\nbetween = [\"east\", \"west\"]\nrate = \"1bit\"\n",
+       "t.toml:10:1: event.rate: the schedule of t.toml:8:12: east -> west: the link never sends: every step pauses "
+       "it (this one: the link's rate 1bit"},
+  };
+  for (const Case& c : cases) {
+    BOOST_TEST_CONTEXT(c.tables) {
+      const std::string error = error_of([&] { parse_scenario(kTwoDcs + c.tables, "t.toml"); });
+      BOOST_TEST(error.find(c.expected) == 0u, error);
+      BOOST_TEST(error.find('\n') == std::string::npos);
+    }
+  }
+  BOOST_TEST(error_of([&] { parse_scenario(kTwoDcs + half + "rate = \"2bit\"\n", "t.toml"); }) == "(no error)");
+}
+
+// What `wanlab set --rate` checks against the data plane's copy of a schedule.
+BOOST_AUTO_TEST_CASE(a_schedule_as_the_data_plane_holds_it_is_checked_by_the_same_rule) {
+  const Schedule s = parse_schedule_csv("time,share\n0s,50%\n1ms,10%\n", "t.csv", 2 * kMs);
+  const std::vector<wanlab_sched_entry> entries = schedule_entries(s, 0);
+  wanlab_pair_config config{};
+  config.rate_bps = 2;  // 1 bit/s and 1.8 (1) left
+  BOOST_CHECK_NO_THROW(check_link_sends(entries, config));
+  config.rate_bps = 1;
+  try {
+    check_link_sends(entries, config);
+    BOOST_FAIL("no error");
+  } catch (const ScheduleStepError& error) {
+    BOOST_TEST(std::string(error.what()) ==
+               "the link never sends: every step pauses it (this one: the link's rate 1bit less a share of 50% leaves "
+               "less than 1 bit/s)");
+  }
+  config.rate_bps = 0;
+  BOOST_CHECK_THROW(check_link_sends(entries, config), std::invalid_argument);  // nothing to share
 }
 
 // A 12-byte trace of an hour's period is 4,194,304 windows but two steps; the

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <vector>
@@ -76,7 +77,7 @@ void Datapath::clear_schedule(int src, int dst) {
 namespace {
 
 // The pair's schedule map, or -1 when it has none.
-base::UniqueFd schedule_map(int outer, __u32 index, const std::string& pair) {
+base::UniqueFd schedule_map_fd(int outer, __u32 index, const std::string& pair) {
   __u32 id = 0;
   if (bpf_map_lookup_elem(outer, &index, &id) != 0) {
     if (errno == ENOENT) return base::UniqueFd(-1);
@@ -113,7 +114,7 @@ wanlab_sched_step schedule_step_at(int map, const wanlab_sched_head& head, std::
 
 std::vector<wanlab_sched_entry> Datapath::schedule(int src, int dst) const {
   const base::UniqueFd map =
-      schedule_map(impl_->map(kPairSched), impl_->pair_index(src, dst), fmt::format("{}->{}", src, dst));
+      schedule_map_fd(impl_->map(kPairSched), impl_->pair_index(src, dst), fmt::format("{}->{}", src, dst));
   if (map.get() < 0) return {};
   const __u32 count = map_info(map.get(), "pair_sched").max_entries;
   std::vector<wanlab_sched_entry> entries(count);
@@ -128,10 +129,25 @@ std::vector<wanlab_sched_entry> Datapath::schedule(int src, int dst) const {
   return entries;
 }
 
+std::optional<Datapath::ScheduleMap> Datapath::schedule_map(int src, int dst) const {
+  const std::string name = fmt::format("{}->{}", src, dst);
+  const base::UniqueFd map = schedule_map_fd(impl_->map(kPairSched), impl_->pair_index(src, dst), name);
+  if (map.get() < 0) return std::nullopt;
+  return ScheduleMap{src, dst, map_info(map.get(), "pair_sched").id, schedule_entry(map.get(), 0, name).head};
+}
+
+std::vector<Datapath::ScheduleMap> Datapath::schedule_maps() const {
+  std::vector<ScheduleMap> maps;
+  for (int src = 0; src < impl_->num_dcs; ++src)
+    for (int dst = 0; dst < impl_->num_dcs; ++dst)
+      if (auto map = schedule_map(src, dst)) maps.push_back(*map);
+  return maps;
+}
+
 Datapath::PairAt Datapath::pair_at(int src, int dst, std::uint64_t t_ns) const {
   PairAt at{pair(src, dst)};
   const std::string name = fmt::format("{}->{}", src, dst);
-  const base::UniqueFd map = schedule_map(impl_->map(kPairSched), impl_->pair_index(src, dst), name);
+  const base::UniqueFd map = schedule_map_fd(impl_->map(kPairSched), impl_->pair_index(src, dst), name);
   if (map.get() < 0) return at;
   const wanlab_sched_head head = schedule_entry(map.get(), 0, name).head;
   if (head.steps == 0) return at;

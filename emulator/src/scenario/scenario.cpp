@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <utility>
 
@@ -65,7 +66,7 @@ class Parser : detail::ScenarioReader {
     read_links(root);
     read_events(root);
     check_every_pair_has_delay();
-    check_shares_have_rates();
+    check_scheduled_pairs_send();
     return std::move(scenario_);
   }
 
@@ -200,24 +201,41 @@ class Parser : detail::ScenarioReader {
     return detail::read_schedule_table(*this, parent, owner, files_);
   }
 
-  // Without a rate column, a share is of the link's own rate; an unlimited
-  // link has nothing to share.
-  void check_shares_have_rates() const {
+  // Every scheduled pair sends at each rate it will have: its own and each
+  // one an [[event]] gives it (a schedule without a rate column shares the
+  // pair's rate).
+  void check_scheduled_pairs_send() const {
+    std::set<std::pair<const Schedule*, std::uint64_t>> checked;
     const int n = static_cast<int>(scenario_.dcs.size());
     for (int src = 0; src < n; ++src) {
       for (int dst = 0; dst < n; ++dst) {
         const std::shared_ptr<const Schedule> schedule = src == dst ? nullptr : scenario_.schedule(src, dst);
-        if (!schedule || (schedule->columns & WANLAB_SCHED_SHARE) == 0 || (schedule->columns & WANLAB_SCHED_RATE) != 0)
-          continue;
-        if (scenario_.pair(src, dst).rate_bps == 0)
-          throw ScenarioError(
-              fmt::format("{}: schedule: a share column needs a rate for {} -> {}: give the link a "
-                          "rate or the schedule a rate column",
-                          schedule->where, scenario_.dcs[static_cast<std::size_t>(src)].name,
-                          scenario_.dcs[static_cast<std::size_t>(dst)].name));
+        if (!schedule || !shares_pair_rate(schedule->columns)) continue;  // finish_schedule checked the others
+        PairParams pair = scenario_.pair(src, dst);
+        if (checked.emplace(schedule.get(), pair.rate_bps).second)
+          check_pair_sends(*schedule, src, dst, pair, schedule->where + ": schedule");
+        for (const Event& event : scenario_.events) {
+          if (!event.link.params.rate_bps || !event.link.matches(dc_name(src), dc_name(dst))) continue;
+          pair.rate_bps = *event.link.params.rate_bps;
+          if (checked.emplace(schedule.get(), pair.rate_bps).second)
+            check_pair_sends(*schedule, src, dst, pair,
+                             fmt::format("{}: event.rate: the schedule of {}", event.link.where, schedule->where));
+        }
       }
     }
   }
+
+  void check_pair_sends(const Schedule& schedule, int src, int dst, const PairParams& pair,
+                        const std::string& where) const {
+    try {
+      // Only the config's rate reaches a schedule's steps.
+      check_link_sends(schedule, make_pair_config(pair, 0, scenario_.seed, 0));
+    } catch (const std::invalid_argument& error) {
+      throw ScenarioError(fmt::format("{}: {} -> {}: {}", where, dc_name(src), dc_name(dst), error.what()));
+    }
+  }
+
+  const std::string& dc_name(int dc) const { return scenario_.dcs[static_cast<std::size_t>(dc)].name; }
 
   void read_link_table(const toml::table& root, std::string_view key, LinkParams& params) {
     const toml::table* table = optional_table(root, key);

@@ -7,6 +7,7 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "wanlab/base/files.hpp"
@@ -14,6 +15,10 @@
 #include "wanlab/emulator/input.hpp"
 #include "wanlab/emulator/scenario.hpp"
 #include "wanlab/emulator/units.hpp"
+
+extern "C" {
+#include "wanlab_edt.h"
+}
 
 namespace wanlab::emulator {
 namespace {
@@ -91,12 +96,6 @@ void check_step_count(std::size_t steps) {
     throw std::invalid_argument(fmt::format("more than {} steps", WANLAB_SCHED_MAX_STEPS));
 }
 
-bool pauses(const Schedule& schedule, const ScheduleStep& step) {
-  const bool no_rate = (schedule.columns & WANLAB_SCHED_RATE) && step.rate_bps == 0;
-  const bool all_shared = (schedule.columns & WANLAB_SCHED_SHARE) && step.share >= 1;
-  return no_rate || all_shared;
-}
-
 void check_order(const Schedule& schedule) {
   const auto& steps = schedule.steps;
   if (steps.empty()) throw std::invalid_argument("no steps");
@@ -115,16 +114,52 @@ void check_order(const Schedule& schedule) {
                                       units::format_time(schedule.period_ns)));
 }
 
+// Why the data plane sends nothing during a step (`held`, as it holds it):
+// a rate of 0, or a share that leaves nothing of the rate.
+std::string pause_reason(unsigned columns, const wanlab_sched_step& held, std::uint64_t pair_rate_bps,
+                         const std::string& share) {
+  const bool own_rate = (columns & WANLAB_SCHED_RATE) != 0;
+  const std::uint64_t rate = own_rate ? held.rate_bps : pair_rate_bps;
+  if (rate == 0) return "rate 0";
+  if (held.share_p32 == 0xffffffffu)
+    return fmt::format("a share of {} is 100% as the data plane holds it, in steps of 2^-32", share);
+  return fmt::format("{} {} less a share of {} leaves less than 1 bit/s", own_rate ? "rate" : "the link's rate",
+                     units::format_rate(rate), share);
+}
+
 // The data plane waits through a pause for the next step; a pause with no
-// step after it would hold packets for ever.
-void check_link_runs(const Schedule& schedule) {
-  const auto& steps = schedule.steps;
-  if (std::all_of(steps.begin(), steps.end(), [&](const ScheduleStep& s) { return pauses(schedule, s); }))
-    throw std::invalid_argument("the link never sends: every step has rate 0 (or a share of 100%)");
-  if (schedule.period_ns == 0 && pauses(schedule, steps.back()))
-    throw ScheduleStepError(steps.size() - 1,
-                            "the last step stops the link for good; end with a rate above 0 or "
-                            "give a period to loop");
+// step after it would hold packets for ever. Whether a step pauses is the
+// program's own rule (wanlab_edt_sched_paused) on the values it holds, so a
+// share that rounds to 100% or a rate too small to share pauses here too.
+// `held(i)`: step i as the data plane holds it; `share(i)`: its share as text.
+template <typename Held, typename Share>
+void check_sends(std::size_t count, bool loops, unsigned columns, const wanlab_pair_config& config, Held held,
+                 Share share) {
+  if (shares_pair_rate(columns) && config.rate_bps == 0)
+    throw std::invalid_argument(
+        "a share column needs a rate: give the link a rate or the schedule a rate column (an unlimited link has "
+        "nothing to share)");
+  auto paused = [&](std::size_t i) {
+    const wanlab_sched_step step = held(i);
+    return wanlab_edt_sched_paused(&config, columns, &step) != 0;
+  };
+  auto reason = [&](std::size_t i) { return pause_reason(columns, held(i), config.rate_bps, share(i)); };
+  std::size_t sending = 0;
+  while (sending < count && paused(sending)) ++sending;
+  if (sending == count)
+    throw ScheduleStepError(0, fmt::format("the link never sends: every step pauses it (this one: {})", reason(0)));
+  if (!loops && paused(count - 1))
+    throw ScheduleStepError(count - 1, fmt::format("the last step stops the link for good ({}); end with a step that "
+                                                   "sends or give a period to loop",
+                                                   reason(count - 1)));
+}
+
+// A pair config with the largest rate: a schedule that pauses the link at
+// it pauses it at any rate.
+wanlab_pair_config any_rate() {
+  wanlab_pair_config config{};
+  config.rate_bps = std::numeric_limits<std::uint64_t>::max();
+  return config;
 }
 
 void merge_equal_neighbours(Schedule& schedule) {
@@ -171,8 +206,34 @@ void set_schedule_cell(ScheduleStep& step, unsigned column, std::string_view tex
 void finish_schedule(Schedule& schedule) {
   check_step_count(schedule.steps.size());
   check_order(schedule);
-  check_link_runs(schedule);
+  check_link_sends(schedule, any_rate());
   merge_equal_neighbours(schedule);
+}
+
+wanlab_sched_step data_plane_step(const ScheduleStep& step) {
+  wanlab_sched_step held{};
+  held.at_ns = step.at_ns;
+  held.rate_bps = step.rate_bps;
+  held.delay_ns = step.delay_ns;
+  held.loss_p32 = probability_p32(step.loss);
+  held.share_p32 = probability_p32(step.share);
+  return held;
+}
+
+void check_link_sends(const Schedule& schedule, const wanlab_pair_config& config) {
+  const auto& steps = schedule.steps;
+  check_sends(
+      steps.size(), schedule.period_ns != 0, schedule.columns, config,
+      [&](std::size_t i) { return data_plane_step(steps[i]); },
+      [&](std::size_t i) { return units::format_percent(steps[i].share); });
+}
+
+void check_link_sends(std::span<const wanlab_sched_entry> entries, const wanlab_pair_config& config) {
+  if (entries.size() < 2) return;
+  const wanlab_sched_head& head = entries[0].head;
+  check_sends(
+      entries.size() - 1, head.period_ns != 0, head.columns, config, [&](std::size_t i) { return entries[i + 1].step; },
+      [&](std::size_t i) { return fmt::format("{:g}%", 100.0 * entries[i + 1].step.share_p32 / 4294967296.0); });
 }
 
 const ScheduleStep& Schedule::step_at(std::uint64_t offset_ns) const {
@@ -342,15 +403,7 @@ std::vector<wanlab_sched_entry> schedule_entries(const Schedule& schedule, std::
   head.period_ns = schedule.period_ns;
   head.steps = static_cast<__u32>(schedule.steps.size());
   head.columns = schedule.columns;
-  for (std::size_t i = 0; i < schedule.steps.size(); ++i) {
-    const ScheduleStep& step = schedule.steps[i];
-    wanlab_sched_step& out = entries[i + 1].step;
-    out.at_ns = step.at_ns;
-    out.rate_bps = step.rate_bps;
-    out.delay_ns = step.delay_ns;
-    out.loss_p32 = probability_p32(step.loss);
-    out.share_p32 = probability_p32(step.share);
-  }
+  for (std::size_t i = 0; i < schedule.steps.size(); ++i) entries[i + 1].step = data_plane_step(schedule.steps[i]);
   return entries;
 }
 

@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -64,6 +65,16 @@ class Datapath {
   void clear_schedule(int src, int dst);
   // The pair's schedule as the program reads it; empty when it has none.
   std::vector<wanlab_sched_entry> schedule(int src, int dst) const;
+  // The map each scheduled pair reads its schedule from: the kernel's id
+  // (pairs that share a map show the same) and its head, without its steps.
+  struct ScheduleMap {
+    int src = 0;
+    int dst = 0;
+    std::uint32_t id = 0;
+    wanlab_sched_head head{};
+  };
+  std::optional<ScheduleMap> schedule_map(int src, int dst) const;  // nullopt: none
+  std::vector<ScheduleMap> schedule_maps() const;                   // every scheduled pair's
   // What the program uses for a packet the link starts at t_ns
   // (CLOCK_MONOTONIC): the pair's config with its schedule's step at t_ns
   // laid over it. `paused`: the step sends nothing (config.rate_bps is then 0).

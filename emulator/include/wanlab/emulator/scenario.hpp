@@ -155,7 +155,8 @@ struct Scenario {
 
 // Reads, validates and returns the scenario, or throws ScenarioError. Validation
 // covers unknown keys, bad units, negative values, duplicate names, unknown DCs
-// in links/events, and every DC pair lacking a delay.
+// in links/events, every DC pair lacking a delay, and a scheduled pair that
+// would never send at a rate it has (check_link_sends).
 //
 // A schedule's trace file is named relative to the scenario's directory.
 // ScheduleFiles::skip leaves trace files unread (their schedules null): how a

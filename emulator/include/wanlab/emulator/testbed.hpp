@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -138,7 +139,17 @@ Scenario current_scenario(const TestbedState& state);
 // `with_changes` the testbed's changes too; current_scenario is the testbed's
 // own file with changes.
 Scenario scenario_now(const TestbedState& state, Scenario scenario, bool with_changes);
+// A live change refused for what the testbed runs: a rate at which a
+// pair's schedule would never send, or a schedule that would not send at the
+// pair's rate. what() is one line that starts with the option ("--rate:
+// ..."); `wanlab set` exits 2.
+class ChangeRefused : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
 // Validates and records a change, then rewrites the data plane's pairs.
+// Throws ChangeRefused for a rate at which a pair's schedule (as the data
+// plane holds it) would never send.
 void apply_change(const TestbedState& state, const Change& change);
 // A schedule `wanlab set` loads: the trace's bytes as they were read (the
 // testbed keeps a copy of them, so the record outlives the file) and what
@@ -157,7 +168,9 @@ LiveSchedule read_live_mahimahi(const std::string& path, std::uint64_t resolutio
 // read), time 0 now; a null one removes theirs. Recorded in changes.toml as a
 // change (the trace's copy under the run directory, time 0 its at_mono_ns)
 // that a later schedule or removal of the same pairs supersedes; `wanlab set`
-// with link keys leaves it in place.
+// with link keys leaves it in place. Throws ChangeRefused when a pair would
+// never send under it, at its rate now or at one an [[event]] still to come
+// gives it.
 void set_schedule_live(const TestbedState& state, const Change& selection, const LiveSchedule* live);
 // Rewrites every pair of the running data plane from current_scenario().
 void refresh_data_plane(const TestbedState& state);
