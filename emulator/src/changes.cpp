@@ -250,13 +250,8 @@ void write_pairs(Datapath& datapath, const Scenario& scenario) {
 }
 
 void write_schedules(Datapath& datapath, const Scenario& scenario, std::uint64_t start_ns) {
-  const int n = static_cast<int>(scenario.dcs.size());
-  for (int src = 0; src < n; ++src) {
-    for (int dst = 0; dst < n; ++dst) {
-      if (const auto schedule = scenario.schedule(src, dst))
-        datapath.set_schedule(src, dst, schedule_entries(*schedule, start_ns));
-    }
-  }
+  for (const Scenario::SharedSchedule& shared : scenario.shared_schedules())
+    datapath.set_schedule(shared.pairs, schedule_entries(*shared.schedule, start_ns));
 }
 
 }  // namespace wanlab::emulator

@@ -5,6 +5,7 @@
 // as it was loaded even when the file given to `set` is gone or changed.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -117,6 +118,23 @@ void check_pairs_send(const TestbedState& state, const Scenario& scenario, const
   }
 }
 
+// The testbed's schedules once `live` replaces those of `pairs`: the maps
+// the other pairs keep (each once, however many pairs share it) and its own.
+void check_total_with(const Datapath& datapath, const LiveSchedule& live,
+                      const std::vector<std::pair<int, int>>& pairs) {
+  std::set<std::uint32_t> kept;
+  std::uint64_t steps = live.schedule.steps.size();
+  for (const Datapath::ScheduleMap& map : datapath.schedule_maps()) {
+    if (std::find(pairs.begin(), pairs.end(), std::pair{map.src, map.dst}) != pairs.end()) continue;
+    if (kept.insert(map.id).second) steps += map.head.steps;
+  }
+  try {
+    check_schedule_total(steps);
+  } catch (const std::invalid_argument& error) {
+    throw ChangeRefused(fmt::format("{}: {}: {}", option_of(live), live.schedule.where, error.what()));
+  }
+}
+
 }  // namespace
 
 void read_change_schedule(const StrictToml& file, const toml::table& change, const std::string& field, LinkSpec& spec) {
@@ -162,7 +180,11 @@ void set_schedule_live(const TestbedState& state, const Change& selection, const
   TestbedLock lock(state.name);
   // Reads the changes strictly: a broken file stops here, before anything changes.
   const Scenario scenario = current_scenario(state);
-  if (live) check_pairs_send(state, scenario, *live, pairs);
+  Datapath datapath = Datapath::open_pinned(bpffs_dir(state.name));
+  if (live) {
+    check_pairs_send(state, scenario, *live, pairs);
+    check_total_with(datapath, *live, pairs);
+  }
   const std::uint64_t start = base::monotonic_ns();
   toml::table change{{"at_mono_ns", static_cast<std::int64_t>(start)},
                      {"from", selection.from},
@@ -173,13 +195,10 @@ void set_schedule_live(const TestbedState& state, const Change& selection, const
   else
     change.insert("no_schedule", true);
   const toml::array changes = record_change(state, std::move(change));
-  Datapath datapath = Datapath::open_pinned(bpffs_dir(state.name));
-  for (const auto& [src, dst] : pairs) {
-    if (live)
-      datapath.set_schedule(src, dst, schedule_entries(live->schedule, start));
-    else
-      datapath.clear_schedule(src, dst);
-  }
+  if (live)
+    datapath.set_schedule(pairs, schedule_entries(live->schedule, start));
+  else
+    for (const auto& [src, dst] : pairs) datapath.clear_schedule(src, dst);
   remove_unnamed_copies(state, changes);
 }
 

@@ -60,7 +60,8 @@ std::uint64_t monotonic_ns() { return static_cast<std::uint64_t>(wanlab::base::m
 struct Testbed {
   test::ScenarioFile file;
   em::TestbedState state;
-  explicit Testbed(const std::string& wan) : file(kName, std::string("name = \"") + kName + "\"\n" + wan + kHosts) {
+  explicit Testbed(const std::string& wan, const std::string& hosts = kHosts)
+      : file(kName, std::string("name = \"") + kName + "\"\n" + wan + hosts) {
     const auto up = test::wanlab({"up", file.path(), "--quiet", "--release", test::release_choice()});
     BOOST_TEST_REQUIRE(up.status == 0, up.output);
     state = em::load_state(kName);
@@ -176,6 +177,10 @@ delay = "5ms"
 schedule = { period = "2s", steps = [{ time = "0s", delay = "10ms" }, { time = "1s", delay = "40ms" }] }
 )");
     const std::uint64_t start = bed.schedule()[0].head.start_ns;
+    // [defaults]' schedule is one map for both pairs.
+    const auto maps = bed.schedule_maps();
+    BOOST_REQUIRE(maps.size() == 2u);
+    BOOST_TEST(maps[0].id == maps[1].id);
     const auto echoes = [&] {
       MeasureAheadOfOtherWork ahead;
       return em::measure_echoes_paced(bed.endpoint("east-0"), bed.endpoint("west-0"), 100, 50);
@@ -310,6 +315,9 @@ BOOST_AUTO_TEST_CASE(a_live_schedule_is_recorded_in_changes_toml) {
     BOOST_TEST(std::distance(std::filesystem::directory_iterator(copies), {}) == 1);
     const auto both = em::current_scenario(bed.state);
     BOOST_TEST((both.schedule(0, 1) != nullptr && both.schedule(1, 0) != nullptr));
+    const auto maps = bed.schedule_maps();  // both directions: one map
+    BOOST_REQUIRE(maps.size() == 2u);
+    BOOST_TEST(maps[0].id == maps[1].id);
 
     const auto off = test::wanlab({"set", "east", "west", "--testbed", kName, "--no-schedule"});
     BOOST_TEST_REQUIRE(off.status == 0, off.output);
@@ -390,6 +398,44 @@ BOOST_AUTO_TEST_CASE(set_refuses_a_rate_or_schedule_at_which_the_link_never_send
             ": west -> east: the link never sends: every step pauses it (this one: the link's rate 1bit less a share "
             "of 50% leaves less than 1 bit/s)");
     BOOST_TEST(bed.schedule_maps().size() == 1u);
+  }
+  BOOST_TEST(test::leftovers(kName).empty(), test::leftovers(kName));
+}
+
+// Mahimahi traces that alternate every millisecond: `steps` steps each.
+std::string alternating_trace(std::uint64_t steps) {
+  std::string text;
+  for (std::uint64_t ms = 2; ms <= steps; ms += 2) text += std::to_string(ms) + "\n";
+  return text;
+}
+
+// The testbed's schedule maps are bounded in all (kMaxTestbedScheduleSteps):
+// a live schedule that would take them past it is refused, saying the total
+// and the limit; one that replaces a pair's own counts in its place.
+BOOST_AUTO_TEST_CASE(live_schedules_are_bounded_in_all) {
+  const std::uint64_t steps = 3'000'000;
+  const TempFile first("a.up", alternating_trace(steps)), second("b.up", alternating_trace(steps + 2)),
+      third("c.up", alternating_trace(steps + 4));
+  {
+    Testbed bed("[defaults]\ndelay = \"5ms\"\nrate = \"50mbit\"\n",
+                "[[dc]]\nname = \"east\"\n[[dc]]\nname = \"west\"\n[[dc]]\nname = \"south\"\n");
+    auto set = [&](const std::string& from, const std::string& to, const TempFile& trace) {
+      return test::wanlab({"set", from, to, "--one-way", "--testbed", kName, "--mahimahi", trace.path.string()});
+    };
+    const auto a = set("east", "west", first);
+    BOOST_TEST_REQUIRE(a.status == 0, a.output);
+    const auto b = set("west", "east", second);
+    BOOST_TEST_REQUIRE(b.status == 0, b.output);
+    check_refused(set("east", "south", third), "--mahimahi: " + third.path.string() +
+                                                   ": the testbed's schedules come to 9000006 steps (274 MiB of "
+                                                   "maps), more than 8388608 (256 MiB) for one testbed");
+    BOOST_TEST(bed.schedule_maps().size() == 2u);
+    // In east -> west's place: 6,000,006 steps.
+    const auto replaced = set("east", "west", third);
+    BOOST_TEST(replaced.status == 0, replaced.output);
+    const auto maps = bed.schedule_maps();
+    BOOST_REQUIRE(maps.size() == 2u);
+    BOOST_TEST(maps[0].head.steps == steps + 4);
   }
   BOOST_TEST(test::leftovers(kName).empty(), test::leftovers(kName));
 }

@@ -366,3 +366,55 @@ BOOST_AUTO_TEST_CASE(a_mahimahi_trace_is_parsed_in_memory_that_follows_its_steps
   BOOST_TEST(s.steps[1].rate_bps == 0u);
   BOOST_TEST(grown < 64u * 1024, grown << " bytes");
 }
+
+// Mahimahi traces that alternate every millisecond: `steps` steps each.
+std::string alternating_trace(std::uint64_t steps) {
+  std::string text;
+  for (std::uint64_t ms = 2; ms <= steps; ms += 2) text += std::to_string(ms) + "\n";
+  return text;
+}
+
+// Each distinct schedule is one map in the data plane: equal ones count once
+// toward the testbed's total, and a total above it is one line saying both.
+BOOST_AUTO_TEST_CASE(a_testbeds_schedules_are_bounded_in_all_and_equal_ones_count_once) {
+  TraceDir traces;
+  const std::uint64_t steps = 3'000'000;
+  for (int i = 0; i < 3; ++i)
+    traces.write("t" + std::to_string(i) + ".up", alternating_trace(steps + 2 * static_cast<std::uint64_t>(i)));
+  const std::string three =
+      "name = \"t\"\n[[dc]]\nname = \"a\"\n[[dc]]\nname = \"b\"\n[[dc]]\nname = \"c\"\n[defaults]\ndelay = \"5ms\"\n";
+  auto links = [&](const std::string& second, const std::string& third) {
+    return three + "[[link]]\nbetween = [\"a\", \"b\"]\nschedule = { mahimahi = \"t0.up\" }\n" +
+           "[[link]]\nbetween = [\"a\", \"c\"]\nschedule = { mahimahi = \"" + second + "\" }\n" +
+           "[[link]]\nbetween = [\"b\", \"c\"]\nschedule = { mahimahi = \"" + third + "\" }\n";
+  };
+  {
+    // 9,000,000 steps if each link counted its own.
+    const Scenario same = load_scenario(traces.write("same.toml", links("t0.up", "t0.up")));
+    const std::vector<Scenario::SharedSchedule> shared = same.shared_schedules();
+    BOOST_REQUIRE(shared.size() == 1u);
+    BOOST_TEST(shared[0].pairs.size() == 6u);
+    BOOST_TEST(shared[0].schedule->steps.size() == steps);
+  }
+
+  const std::string path = traces.write("over.toml", links("t1.up", "t2.up"));
+  const std::string error = error_of([&] { load_scenario(path); });
+  BOOST_TEST(error == path +
+                          ":18:12: link.schedule: the testbed's schedules come to 9000006 steps (274 MiB of maps), "
+                          "more than 8388608 (256 MiB) for one testbed",
+             error);
+}
+
+BOOST_AUTO_TEST_CASE(equal_schedules_of_several_pairs_are_one) {
+  const std::string steps = "schedule = { steps = [{ time = \"0s\", delay = \"20ms\" }] }\n";
+  const Scenario scenario = parse_scenario(
+      "name = \"t\"\n[[dc]]\nname = \"a\"\n[[dc]]\nname = \"b\"\n[[dc]]\nname = \"c\"\n[defaults]\ndelay = \"5ms\"\n" +
+          steps + "[[link]]\nfrom = \"a\"\nto = \"b\"\n" + steps +
+          "[[link]]\nfrom = \"b\"\nto = \"a\"\nschedule = { steps = [{ time = \"0s\", delay = \"30ms\" }] }\n",
+      "t.toml");
+  BOOST_TEST(scenario.schedule(0, 1) == scenario.schedule(0, 2));  // the link's equals [defaults]'
+  const std::vector<Scenario::SharedSchedule> shared = scenario.shared_schedules();
+  BOOST_REQUIRE(shared.size() == 2u);
+  BOOST_TEST(shared[0].pairs.size() == 5u);
+  BOOST_TEST((shared[1].pairs == std::vector<std::pair<int, int>>{{1, 0}}));
+}

@@ -58,14 +58,24 @@ base::UniqueFd make_schedule_map(std::span<const wanlab_sched_entry> entries, co
 
 }  // namespace
 
-void Datapath::set_schedule(int src, int dst, std::span<const wanlab_sched_entry> entries) {
-  __u32 index = impl_->pair_index(src, dst);
-  const std::string pair = fmt::format("{}->{}", src, dst);
-  check_schedule(entries, pair);
-  base::UniqueFd map = make_schedule_map(entries, pair);
+void Datapath::set_schedule(std::span<const std::pair<int, int>> pairs, std::span<const wanlab_sched_entry> entries) {
+  if (pairs.empty()) return;
+  std::vector<__u32> indices;
+  for (const auto& [src, dst] : pairs) indices.push_back(impl_->pair_index(src, dst));
+  std::string names = fmt::format("{}->{}", pairs[0].first, pairs[0].second);
+  if (pairs.size() > 1) names += fmt::format(" (and {} more)", pairs.size() - 1);
+  check_schedule(entries, names);
+  const base::UniqueFd map = make_schedule_map(entries, names);
   __u32 fd = static_cast<__u32>(map.get());
-  if (bpf_map_update_elem(impl_->map(kPairSched), &index, &fd, BPF_ANY) != 0)
-    fail(fmt::format("pair_sched: setting the schedule of pair {}", pair), errno);
+  for (std::size_t i = 0; i < indices.size(); ++i) {
+    if (bpf_map_update_elem(impl_->map(kPairSched), &indices[i], &fd, BPF_ANY) != 0)
+      fail(fmt::format("pair_sched: setting the schedule of pair {}->{}", pairs[i].first, pairs[i].second), errno);
+  }
+}
+
+void Datapath::set_schedule(int src, int dst, std::span<const wanlab_sched_entry> entries) {
+  const std::pair<int, int> pair{src, dst};
+  set_schedule(std::span(&pair, 1), entries);
 }
 
 void Datapath::clear_schedule(int src, int dst) {

@@ -197,8 +197,21 @@ class Parser : detail::ScenarioReader {
 
   // ---- schedules: scenario_schedule.cpp ----
 
-  std::shared_ptr<const Schedule> read_schedule(const toml::table& parent, std::string_view owner) const {
-    return detail::read_schedule_table(*this, parent, owner, files_);
+  // Equal schedules are one object (the data plane gives their pairs one
+  // map), and the distinct ones stay within the testbed's total.
+  std::shared_ptr<const Schedule> read_schedule(const toml::table& parent, std::string_view owner) {
+    std::shared_ptr<const Schedule> schedule = detail::read_schedule_table(*this, parent, owner, files_);
+    if (!schedule) return nullptr;
+    for (const auto& known : schedules_)
+      if (known->same_steps(*schedule)) return known;
+    schedule_steps_ += schedule->steps.size();
+    try {
+      check_schedule_total(schedule_steps_);
+    } catch (const std::invalid_argument& error) {
+      fail(parent.get("schedule")->source(), fmt::format("{}.schedule: {}", owner, error.what()));
+    }
+    schedules_.push_back(schedule);
+    return schedule;
   }
 
   // Every scheduled pair sends at each rate it will have: its own and each
@@ -433,6 +446,8 @@ class Parser : detail::ScenarioReader {
 
   ScheduleFiles files_;
   Scenario scenario_;
+  std::vector<std::shared_ptr<const Schedule>> schedules_;  // distinct, as read
+  std::uint64_t schedule_steps_ = 0;                        // theirs in all
   std::vector<toml::source_region> dc_where_;
 };
 
@@ -474,6 +489,23 @@ std::shared_ptr<const Schedule> Scenario::schedule(int src, int dst) const {
     if ((link->schedule || link->removes_schedule) && link->matches(src_dc.name, dst_dc.name)) return link->schedule;
   }
   return defaults_schedule;
+}
+
+std::vector<Scenario::SharedSchedule> Scenario::shared_schedules() const {
+  std::vector<SharedSchedule> shared;
+  const int n = static_cast<int>(dcs.size());
+  for (int src = 0; src < n; ++src) {
+    for (int dst = 0; dst < n; ++dst) {
+      std::shared_ptr<const Schedule> found = schedule(src, dst);
+      if (!found) continue;
+      auto same = std::find_if(shared.begin(), shared.end(), [&](const SharedSchedule& known) {
+        return known.schedule == found || known.schedule->same_steps(*found);
+      });
+      if (same == shared.end()) same = shared.insert(shared.end(), SharedSchedule{std::move(found), {}});
+      same->pairs.emplace_back(src, dst);
+    }
+  }
+  return shared;
 }
 
 Scenario parse_scenario(std::string_view toml_text, const std::string& path, ScheduleFiles files) {

@@ -236,6 +236,19 @@ void check_link_sends(std::span<const wanlab_sched_entry> entries, const wanlab_
       [&](std::size_t i) { return fmt::format("{:g}%", 100.0 * entries[i + 1].step.share_p32 / 4294967296.0); });
 }
 
+void check_schedule_total(std::uint64_t steps) {
+  constexpr std::uint64_t kMiB = 1u << 20;
+  if (steps > kMaxTestbedScheduleSteps)
+    throw std::invalid_argument(
+        fmt::format("the testbed's schedules come to {} steps ({} MiB of maps), more than {} ({} MiB) for one testbed",
+                    steps, steps * sizeof(wanlab_sched_entry) / kMiB, kMaxTestbedScheduleSteps,
+                    kMaxTestbedScheduleSteps * sizeof(wanlab_sched_entry) / kMiB));
+}
+
+bool Schedule::same_steps(const Schedule& other) const {
+  return columns == other.columns && period_ns == other.period_ns && steps == other.steps;
+}
+
 const ScheduleStep& Schedule::step_at(std::uint64_t offset_ns) const {
   if (period_ns != 0) offset_ns %= period_ns;
   auto after = std::upper_bound(steps.begin(), steps.end(), offset_ns,

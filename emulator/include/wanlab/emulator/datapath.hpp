@@ -18,6 +18,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 extern "C" {
@@ -56,10 +57,13 @@ class Datapath {
   // differs from the one the state was seeded for.
   void set_pair(int src, int dst, const wanlab_pair_config& config);
   wanlab_pair_config pair(int src, int dst) const;
-  // Gives the pair a schedule (wanlab_shared.h: the head, then its steps),
-  // replacing the one it had in a single map update, so packets see either
-  // the old or the new one. Throws std::invalid_argument for entries that are
-  // not a schedule (steps out of order, more than WANLAB_SCHED_MAX_STEPS, ...).
+  // Gives each of `pairs` ((src, dst)) a schedule (wanlab_shared.h: the
+  // head, then its steps), all of them one map, so the kernel holds it once;
+  // each pair's old one is replaced in a single map update, so its packets
+  // see either the old or the new one. Throws std::invalid_argument for
+  // entries that are not a schedule (steps out of order, more than
+  // WANLAB_SCHED_MAX_STEPS, ...).
+  void set_schedule(std::span<const std::pair<int, int>> pairs, std::span<const wanlab_sched_entry> entries);
   void set_schedule(int src, int dst, std::span<const wanlab_sched_entry> entries);
   // The pair goes back to its config alone; no-op without a schedule.
   void clear_schedule(int src, int dst);

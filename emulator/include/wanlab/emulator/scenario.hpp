@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "wanlab/emulator/schedule.hpp"
@@ -149,14 +150,22 @@ struct Scenario {
   // (a [[link]]'s, then live ones from changes.toml), else [defaults]'
   // (src != dst); null if none, or if the file was read with ScheduleFiles::skip.
   std::shared_ptr<const Schedule> schedule(int src, int dst) const;
+  // The distinct schedules of the pairs (equal ones once, however many
+  // pairs run them) and the pairs of each: one map each in the data plane.
+  struct SharedSchedule {
+    std::shared_ptr<const Schedule> schedule;
+    std::vector<std::pair<int, int>> pairs;  // (src, dst)
+  };
+  std::vector<SharedSchedule> shared_schedules() const;
   // The /24 of DC `dc`: the dc-th /24 inside pool.
   Ipv4Prefix dc_prefix(int dc) const;
 };
 
 // Reads, validates and returns the scenario, or throws ScenarioError. Validation
 // covers unknown keys, bad units, negative values, duplicate names, unknown DCs
-// in links/events, every DC pair lacking a delay, and a scheduled pair that
-// would never send at a rate it has (check_link_sends).
+// in links/events, every DC pair lacking a delay, a scheduled pair that would
+// never send at a rate it has (check_link_sends), and schedules above the
+// testbed's total (kMaxTestbedScheduleSteps; equal ones count once).
 //
 // A schedule's trace file is named relative to the scenario's directory.
 // ScheduleFiles::skip leaves trace files unread (their schedules null): how a

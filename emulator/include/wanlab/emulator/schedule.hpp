@@ -40,6 +40,8 @@ struct Schedule {
   const ScheduleStep& step_at(std::uint64_t offset_ns) const;
   // The time-weighted mean rate over one period (or up to the last step).
   double mean_rate_bps() const;
+  // The same columns, period and steps (`where` aside): one map in the data plane.
+  bool same_steps(const Schedule& other) const;
 };
 
 // The columns of CSV traces and inline steps, in this order: time first.
@@ -85,6 +87,14 @@ wanlab_sched_step data_plane_step(const ScheduleStep& step);
 void check_link_sends(const Schedule& schedule, const wanlab_pair_config& config);
 // The same for a schedule as the data plane holds it (Datapath::schedule).
 void check_link_sends(std::span<const wanlab_sched_entry> entries, const wanlab_pair_config& config);
+
+// The most schedule steps one testbed's data plane holds in all, counting
+// each distinct schedule once (pairs with equal schedules share one map):
+// two of the largest, 256 MiB of maps.
+inline constexpr std::uint64_t kMaxTestbedScheduleSteps = 2ull * WANLAB_SCHED_MAX_STEPS;
+// Throws std::invalid_argument saying the total and the limit when `steps`
+// is above kMaxTestbedScheduleSteps.
+void check_schedule_total(std::uint64_t steps);
 
 // The text of a trace file: a regular file of at most 256 MiB (a Mahimahi
 // trace at 1 Gbit/s is about 500,000 lines a minute). The parsers below

@@ -140,9 +140,9 @@ Scenario current_scenario(const TestbedState& state);
 // own file with changes.
 Scenario scenario_now(const TestbedState& state, Scenario scenario, bool with_changes);
 // A live change refused for what the testbed runs: a rate at which a
-// pair's schedule would never send, or a schedule that would not send at the
-// pair's rate. what() is one line that starts with the option ("--rate:
-// ..."); `wanlab set` exits 2.
+// pair's schedule would never send, a schedule that would not send at the
+// pair's rate, or schedules above the testbed's total. what() is one line
+// that starts with the option ("--rate: ..."); `wanlab set` exits 2.
 class ChangeRefused : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
@@ -165,12 +165,13 @@ struct LiveSchedule {
 LiveSchedule read_live_csv(const std::string& path, std::uint64_t period_ns);
 LiveSchedule read_live_mahimahi(const std::string& path, std::uint64_t resolution_ns);
 // Loads `live` into the pairs `selection` names (its link fields are not
-// read), time 0 now; a null one removes theirs. Recorded in changes.toml as a
-// change (the trace's copy under the run directory, time 0 its at_mono_ns)
-// that a later schedule or removal of the same pairs supersedes; `wanlab set`
-// with link keys leaves it in place. Throws ChangeRefused when a pair would
-// never send under it, at its rate now or at one an [[event]] still to come
-// gives it.
+// read), time 0 now, one map for both directions; a null one removes theirs.
+// Recorded in changes.toml as a change (the trace's copy under the run
+// directory, time 0 its at_mono_ns) that a later schedule or removal of the
+// same pairs supersedes; `wanlab set` with link keys leaves it in place.
+// Throws ChangeRefused when a pair would never send under it, at its rate now
+// or at one an [[event]] still to come gives it, or when the testbed's
+// schedules would come to more than kMaxTestbedScheduleSteps.
 void set_schedule_live(const TestbedState& state, const Change& selection, const LiveSchedule* live);
 // Rewrites every pair of the running data plane from current_scenario().
 void refresh_data_plane(const TestbedState& state);
