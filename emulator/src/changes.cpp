@@ -49,7 +49,8 @@ std::string read_dc(const StrictToml& file, const toml::table& table, std::strin
   return dc;
 }
 
-TimedSpec read_change(const StrictToml& file, const toml::node& node, std::size_t position, const TestbedState& state) {
+TimedSpec read_change(const StrictToml& file, const toml::node& node, std::size_t position, const TestbedState& state,
+                      ScheduleFiles copies) {
   const std::string field = fmt::format("change[{}]", position);
   const toml::table& table = file.entry(node, field, kChangeKeys);
   TimedSpec timed;
@@ -69,23 +70,24 @@ TimedSpec read_change(const StrictToml& file, const toml::node& node, std::size_
       }
     }
   }
-  read_change_schedule(file, table, field, timed.spec);
+  read_change_schedule(file, table, field, timed.spec, copies);
   const bool sets_fields = fields != nullptr && !fields->as_table()->empty();
-  if (!sets_fields && !timed.spec.schedule && !timed.spec.removes_schedule)
+  if (!sets_fields && !timed.spec.gives_schedule && !timed.spec.removes_schedule)
     file.fail(table, field, "changes nothing: give fields, schedule or no_schedule");
   return timed;
 }
 
 // Changes keep the CLI's own words ("200mbit") and are parsed again with the
 // same function, so a change reads back exactly as it was given. Returns the
-// changes and the file's table (empty when there is no file yet).
-std::pair<std::vector<TimedSpec>, toml::table> read_changes(const TestbedState& state) {
+// changes and the file's table (empty when there is no file yet). The copies
+// of live schedules' traces are read only with ScheduleFiles::read.
+std::pair<std::vector<TimedSpec>, toml::table> read_changes(const TestbedState& state, ScheduleFiles copies) {
   std::vector<TimedSpec> changes;
   if (!fs::exists(changes_path(state.name))) return {changes, toml::table{{"change", toml::array{}}}};
   const StrictToml file(changes_path(state.name), kMaxChangesBytes);
   file.only_keys(file.root(), kChangesKeys, "changes");
   const toml::array& list = file.array(file.root(), "change", "change");
-  for (std::size_t i = 0; i < list.size(); ++i) changes.push_back(read_change(file, list[i], i, state));
+  for (std::size_t i = 0; i < list.size(); ++i) changes.push_back(read_change(file, list[i], i, state, copies));
   return {changes, file.root()};
 }
 
@@ -138,7 +140,7 @@ TestbedLock::TestbedLock(const std::string& testbed)
 }
 
 toml::array record_change(const TestbedState& state, toml::table change) {
-  toml::table root = read_changes(state).second;
+  toml::table root = read_changes(state, ScheduleFiles::skip).second;
   toml::array& changes = *root["change"].as_array();
   changes.push_back(std::move(change));
   drop_overridden(changes);
@@ -155,11 +157,11 @@ std::uint64_t event_due_mono_ns(const TestbedState& state, std::uint64_t at_ns) 
   return due < at_ns ? UINT64_MAX : due;
 }
 
-Scenario current_scenario(const TestbedState& state) {
-  return scenario_now(state, load_scenario(state.scenario_path, ScheduleFiles::skip), true);
+Scenario current_scenario(const TestbedState& state, ScheduleFiles copies) {
+  return scenario_now(state, load_scenario(state.scenario_path, ScheduleFiles::skip), true, copies);
 }
 
-Scenario scenario_now(const TestbedState& state, Scenario scenario, bool with_changes) {
+Scenario scenario_now(const TestbedState& state, Scenario scenario, bool with_changes, ScheduleFiles copies) {
   std::vector<TimedSpec> timeline;
   const std::uint64_t now = base::monotonic_ns();
   for (const Event& event : scenario.events) {
@@ -167,7 +169,7 @@ Scenario scenario_now(const TestbedState& state, Scenario scenario, bool with_ch
     if (due <= now) timeline.push_back({due, event.link});
   }
   if (with_changes)
-    for (auto& change : read_changes(state).first) timeline.push_back(std::move(change));
+    for (auto& change : read_changes(state, copies).first) timeline.push_back(std::move(change));
   std::stable_sort(timeline.begin(), timeline.end(),
                    [](const TimedSpec& a, const TimedSpec& b) { return a.at_mono_ns < b.at_mono_ns; });
   for (auto& timed : timeline) scenario.links.push_back(std::move(timed.spec));

@@ -137,7 +137,8 @@ void check_total_with(const Datapath& datapath, const LiveSchedule& live,
 
 }  // namespace
 
-void read_change_schedule(const StrictToml& file, const toml::table& change, const std::string& field, LinkSpec& spec) {
+void read_change_schedule(const StrictToml& file, const toml::table& change, const std::string& field, LinkSpec& spec,
+                          ScheduleFiles copies) {
   if (const toml::node* removes = change.get("no_schedule")) {
     const std::string name = field + ".no_schedule";
     if (change.contains("schedule")) file.fail(*removes, name, "give schedule or no_schedule, not both");
@@ -148,7 +149,8 @@ void read_change_schedule(const StrictToml& file, const toml::table& change, con
   const toml::node* schedule = change.get("schedule");
   if (schedule == nullptr) return;
   check_copy_names(file, *schedule, field);
-  spec.schedule = read_schedule_table(file, change, field, ScheduleFiles::read);
+  spec.schedule = read_schedule_table(file, change, field, copies);
+  spec.gives_schedule = true;
 }
 
 }  // namespace detail

@@ -292,7 +292,7 @@ BOOST_AUTO_TEST_CASE(a_live_schedule_is_recorded_in_changes_toml) {
     const std::string recorded = read_text(changes);
     BOOST_TEST(recorded.find("period = '200s'") != std::string::npos, recorded);
     BOOST_TEST(count_of(recorded, "schedules/") == 1u, recorded);
-    const auto now = em::current_scenario(bed.state);
+    const auto now = em::current_scenario(bed.state, em::ScheduleFiles::read);
     BOOST_TEST_REQUIRE(now.schedule(0, 1) != nullptr);
     BOOST_TEST(now.schedule(0, 1)->steps.size() == 2u);
     BOOST_TEST(now.schedule(0, 1)->steps[0].rate_bps == 30'000'000u);
@@ -302,7 +302,7 @@ BOOST_AUTO_TEST_CASE(a_live_schedule_is_recorded_in_changes_toml) {
     // Link keys leave the schedule (and its record) in place.
     const auto rate = test::wanlab({"set", "east", "west", "--testbed", kName, "--rate", "40mbit"});
     BOOST_TEST_REQUIRE(rate.status == 0, rate.output);
-    BOOST_TEST(em::current_scenario(bed.state).schedule(0, 1) != nullptr);
+    BOOST_TEST(em::current_scenario(bed.state, em::ScheduleFiles::read).schedule(0, 1) != nullptr);
     BOOST_TEST(bed.schedule().size() == 3u);
 
     // A replacement supersedes the record both ways; its copy is the only one.
@@ -313,7 +313,7 @@ BOOST_AUTO_TEST_CASE(a_live_schedule_is_recorded_in_changes_toml) {
     BOOST_TEST(count_of(replaced, "schedules/") == 1u, replaced);
     BOOST_TEST(replaced.find("resolution = '1ms'") != std::string::npos, replaced);
     BOOST_TEST(std::distance(std::filesystem::directory_iterator(copies), {}) == 1);
-    const auto both = em::current_scenario(bed.state);
+    const auto both = em::current_scenario(bed.state, em::ScheduleFiles::read);
     BOOST_TEST((both.schedule(0, 1) != nullptr && both.schedule(1, 0) != nullptr));
     const auto maps = bed.schedule_maps();  // both directions: one map
     BOOST_REQUIRE(maps.size() == 2u);
@@ -326,7 +326,7 @@ BOOST_AUTO_TEST_CASE(a_live_schedule_is_recorded_in_changes_toml) {
     BOOST_TEST(removed.find("no_schedule = true") != std::string::npos, removed);
     BOOST_TEST(removed.find("rate = '40mbit'") != std::string::npos, removed);
     BOOST_TEST(std::filesystem::is_empty(copies));
-    const auto none = em::current_scenario(bed.state);
+    const auto none = em::current_scenario(bed.state, em::ScheduleFiles::read);
     BOOST_TEST((none.schedule(0, 1) == nullptr && none.schedule(1, 0) == nullptr));
     BOOST_TEST(none.pair(0, 1).rate_bps == 40'000'000u);
     BOOST_TEST(bed.schedule().empty());

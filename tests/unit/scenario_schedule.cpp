@@ -418,3 +418,19 @@ BOOST_AUTO_TEST_CASE(equal_schedules_of_several_pairs_are_one) {
   BOOST_TEST(shared[0].pairs.size() == 5u);
   BOOST_TEST((shared[1].pairs == std::vector<std::pair<int, int>>{{1, 0}}));
 }
+
+// A [[link]] whose trace was left unread (ScheduleFiles::skip) has a
+// schedule all the same: not [defaults]'.
+BOOST_AUTO_TEST_CASE(an_unread_trace_does_not_fall_back_to_the_defaults_schedule) {
+  TraceDir traces;
+  traces.write("square.csv", "time,rate\n0s,100mbit\n100ms,50mbit\n");
+  const std::string path =
+      traces.write("s.toml", kTwoDcs +
+                                 "schedule = { steps = [{ time = \"0s\", delay = \"20ms\" }] }\n"
+                                 "[[link]]\nfrom = \"east\"\nto = \"west\"\nschedule = { file = \"square.csv\" }\n");
+  const Scenario skipped = load_scenario(path, ScheduleFiles::skip);
+  BOOST_TEST(!skipped.schedule(0, 1));
+  BOOST_REQUIRE(skipped.schedule(1, 0));
+  BOOST_TEST(skipped.schedule(1, 0)->steps[0].delay_ns == 20 * kMs);
+  BOOST_TEST(load_scenario(path).schedule(0, 1)->steps.size() == 2u);
+}

@@ -311,6 +311,7 @@ class Parser : detail::ScenarioReader {
       LinkSpec link = read_selection(*table, "link");
       link.params = read_link_params(*table, "link");
       link.schedule = read_schedule(*table, "link");
+      link.gives_schedule = table->contains("schedule");
       check_not_duplicate(link, *table, first_link);
       scenario_.links.push_back(std::move(link));
     }
@@ -486,7 +487,8 @@ std::shared_ptr<const Schedule> Scenario::schedule(int src, int dst) const {
   const Dc& dst_dc = dcs.at(static_cast<std::size_t>(dst));
   if (src == dst) return nullptr;
   for (auto link = links.rbegin(); link != links.rend(); ++link) {
-    if ((link->schedule || link->removes_schedule) && link->matches(src_dc.name, dst_dc.name)) return link->schedule;
+    if ((link->gives_schedule || link->removes_schedule) && link->matches(src_dc.name, dst_dc.name))
+      return link->schedule;
   }
   return defaults_schedule;
 }

@@ -98,7 +98,8 @@ struct LinkSpec {
   std::string to;
   bool symmetric = false;  // `between = [a, b]`
   LinkParams params;
-  std::shared_ptr<const Schedule> schedule;  // its `schedule`, if any
+  std::shared_ptr<const Schedule> schedule;  // its `schedule`, if given and read
+  bool gives_schedule = false;               // it gives one (null when ScheduleFiles::skip left it unread)
   bool removes_schedule = false;             // `wanlab set --no-schedule`: no schedule from here on
   std::string where;                         // "file:line:column" of the table, for later errors
 

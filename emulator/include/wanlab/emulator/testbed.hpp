@@ -132,13 +132,18 @@ struct Change {
 std::uint64_t event_due_mono_ns(const TestbedState& state, std::uint64_t at_ns);
 
 // The scenario as it runs now: the file, plus the [[event]]s already due and
-// the changes made so far, in time order.
-Scenario current_scenario(const TestbedState& state);
+// the changes made so far, in time order. The copies of live schedules'
+// traces are read only with ScheduleFiles::read: nothing but their steps
+// needs them (the data plane holds those), and reading a large one takes
+// seconds, so a `set`, an [[event]] or `verify` leaves them unread (their
+// pairs' schedule() is then null, as for the file's own traces).
+Scenario current_scenario(const TestbedState& state, ScheduleFiles copies = ScheduleFiles::skip);
 // `scenario` (the testbed's own or another file with its DCs) with its
 // [[event]]s due by now, counted from the testbed's `up`, and with
 // `with_changes` the testbed's changes too; current_scenario is the testbed's
 // own file with changes.
-Scenario scenario_now(const TestbedState& state, Scenario scenario, bool with_changes);
+Scenario scenario_now(const TestbedState& state, Scenario scenario, bool with_changes,
+                      ScheduleFiles copies = ScheduleFiles::skip);
 // A live change refused for what the testbed runs: a rate at which a
 // pair's schedule would never send, a schedule that would not send at the
 // pair's rate, or schedules above the testbed's total. what() is one line
