@@ -106,11 +106,12 @@ struct wanlab_flow_state {
 };
 
 /* Schedules: a pair's rate, delay, loss and cross-traffic share over time.
- * Each scheduled pair has an array map of its own in pair_sched (an array of
- * maps, n^2 entries): entry 0 is the head, entries 1..steps the steps in
- * ascending at_ns, the first at 0. The program finds the step for a packet's
- * time itself, so a change lands at its time to the nanosecond, however often
- * the schedule changes. Replacing a pair's map is one update: atomic. */
+ * Each scheduled pair has an array map in pair_sched (an array of maps, n^2
+ * entries; pairs with equal schedules share one): entry 0 is the head,
+ * entries 1..steps the steps in ascending at_ns, the first at 0. The program
+ * finds the step for a packet's time itself, so a change lands at its time to
+ * the nanosecond, however often the schedule changes. Replacing a pair's map
+ * is one update: atomic. */
 #define WANLAB_SCHED_RATE 0x1u  /* steps give rate_bps (0: nothing leaves) */
 #define WANLAB_SCHED_DELAY 0x2u /* steps give delay_ns */
 #define WANLAB_SCHED_LOSS 0x4u  /* steps give loss_p32 */

@@ -67,9 +67,9 @@ struct {
   __type(value, struct wanlab_pair_stats);
 } pair_stats SEC(".maps");
 
-/* A pair's schedule (wanlab_shared.h): its own array map, head at 0. The
- * control plane makes one per scheduled pair, sized to its steps
- * (BPF_F_INNER_MAP lets the sizes differ). */
+/* A pair's schedule (wanlab_shared.h): an array map, head at 0. The control
+ * plane makes one per distinct schedule, sized to its steps (BPF_F_INNER_MAP
+ * lets the sizes differ); pairs with equal schedules point at the same one. */
 struct wanlab_sched_map {
   __uint(type, BPF_MAP_TYPE_ARRAY);
   __uint(map_flags, BPF_F_INNER_MAP);

@@ -64,6 +64,12 @@ bool verify_and_print(const em::TestbedState& state, const std::function<em::Sce
     std::fflush(stdout);
     return true;
   }
+  if (const std::string nothing = result.nothing_measured(); !nothing.empty()) {
+    fmt::print("verify {}: FAILED, {}\n", state.name, nothing);
+    std::fflush(stdout);
+    fmt::print(stderr, "wanlab {}: verify failed: {}\n", command, nothing);
+    return false;
+  }
   const auto failed =
       std::count_if(result.rows.begin(), result.rows.end(), [](const auto& row) { return !row.passed(); });
   fmt::print("verify {}: {} of {} checks FAILED\n", state.name, failed, result.rows.size());
@@ -301,12 +307,16 @@ int cmd_set(const Options& options) {
     throw UsageError("nothing to set: give at least one link setting (--rate, --delay, ...; wanlab set --help)");
   const auto state = em::load_state(em::resolve_testbed(testbed_option(options)));
   std::vector<std::string> said;
-  if (!change.fields.empty()) em::apply_change(state, change);
-  for (const auto& [field, value] : change.fields) said.push_back(field + "=" + value);
-  if (schedule_changes) {
-    em::set_schedule_live(state, change, schedule ? &*schedule : nullptr);
-    said.push_back(schedule ? fmt::format("schedule of {} steps from now", schedule->schedule.steps.size())
-                            : "no schedule");
+  try {
+    if (!change.fields.empty()) em::apply_change(state, change);
+    for (const auto& [field, value] : change.fields) said.push_back(field + "=" + value);
+    if (schedule_changes) {
+      em::set_schedule_live(state, change, schedule ? &*schedule : nullptr);
+      said.push_back(schedule ? fmt::format("schedule of {} steps from now", schedule->schedule.steps.size())
+                              : "no schedule");
+    }
+  } catch (const em::ChangeRefused& refused) {
+    throw UsageError(refused.what());
   }
   fmt::print("{} {} {}: {}\n", change.from, change.symmetric ? "<->" : "->", change.to, fmt::join(said, " "));
   return 0;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <set>
@@ -48,7 +49,8 @@ std::string read_dc(const StrictToml& file, const toml::table& table, std::strin
   return dc;
 }
 
-TimedSpec read_change(const StrictToml& file, const toml::node& node, std::size_t position, const TestbedState& state) {
+TimedSpec read_change(const StrictToml& file, const toml::node& node, std::size_t position, const TestbedState& state,
+                      ScheduleFiles copies) {
   const std::string field = fmt::format("change[{}]", position);
   const toml::table& table = file.entry(node, field, kChangeKeys);
   TimedSpec timed;
@@ -68,23 +70,24 @@ TimedSpec read_change(const StrictToml& file, const toml::node& node, std::size_
       }
     }
   }
-  read_change_schedule(file, table, field, timed.spec);
+  read_change_schedule(file, table, field, timed.spec, copies);
   const bool sets_fields = fields != nullptr && !fields->as_table()->empty();
-  if (!sets_fields && !timed.spec.schedule && !timed.spec.removes_schedule)
+  if (!sets_fields && !timed.spec.gives_schedule && !timed.spec.removes_schedule)
     file.fail(table, field, "changes nothing: give fields, schedule or no_schedule");
   return timed;
 }
 
 // Changes keep the CLI's own words ("200mbit") and are parsed again with the
 // same function, so a change reads back exactly as it was given. Returns the
-// changes and the file's table (empty when there is no file yet).
-std::pair<std::vector<TimedSpec>, toml::table> read_changes(const TestbedState& state) {
+// changes and the file's table (empty when there is no file yet). The copies
+// of live schedules' traces are read only with ScheduleFiles::read.
+std::pair<std::vector<TimedSpec>, toml::table> read_changes(const TestbedState& state, ScheduleFiles copies) {
   std::vector<TimedSpec> changes;
   if (!fs::exists(changes_path(state.name))) return {changes, toml::table{{"change", toml::array{}}}};
   const StrictToml file(changes_path(state.name), kMaxChangesBytes);
   file.only_keys(file.root(), kChangesKeys, "changes");
   const toml::array& list = file.array(file.root(), "change", "change");
-  for (std::size_t i = 0; i < list.size(); ++i) changes.push_back(read_change(file, list[i], i, state));
+  for (std::size_t i = 0; i < list.size(); ++i) changes.push_back(read_change(file, list[i], i, state, copies));
   return {changes, file.root()};
 }
 
@@ -137,7 +140,7 @@ TestbedLock::TestbedLock(const std::string& testbed)
 }
 
 toml::array record_change(const TestbedState& state, toml::table change) {
-  toml::table root = read_changes(state).second;
+  toml::table root = read_changes(state, ScheduleFiles::skip).second;
   toml::array& changes = *root["change"].as_array();
   changes.push_back(std::move(change));
   drop_overridden(changes);
@@ -154,11 +157,11 @@ std::uint64_t event_due_mono_ns(const TestbedState& state, std::uint64_t at_ns) 
   return due < at_ns ? UINT64_MAX : due;
 }
 
-Scenario current_scenario(const TestbedState& state) {
-  return scenario_now(state, load_scenario(state.scenario_path, ScheduleFiles::skip), true);
+Scenario current_scenario(const TestbedState& state, ScheduleFiles copies) {
+  return scenario_now(state, load_scenario(state.scenario_path, ScheduleFiles::skip), true, copies);
 }
 
-Scenario scenario_now(const TestbedState& state, Scenario scenario, bool with_changes) {
+Scenario scenario_now(const TestbedState& state, Scenario scenario, bool with_changes, ScheduleFiles copies) {
   std::vector<TimedSpec> timeline;
   const std::uint64_t now = base::monotonic_ns();
   for (const Event& event : scenario.events) {
@@ -166,7 +169,7 @@ Scenario scenario_now(const TestbedState& state, Scenario scenario, bool with_ch
     if (due <= now) timeline.push_back({due, event.link});
   }
   if (with_changes)
-    for (auto& change : read_changes(state).first) timeline.push_back(std::move(change));
+    for (auto& change : read_changes(state, copies).first) timeline.push_back(std::move(change));
   std::stable_sort(timeline.begin(), timeline.end(),
                    [](const TimedSpec& a, const TimedSpec& b) { return a.at_mono_ns < b.at_mono_ns; });
   for (auto& timed : timeline) scenario.links.push_back(std::move(timed.spec));
@@ -181,12 +184,39 @@ int detail::dc_of_change(const TestbedState& state, const std::string& dc) {
   return static_cast<int>(found - state.dcs.begin());
 }
 
+namespace {
+
+// A new rate must leave each pair's schedule, as the data plane holds it,
+// something to send (one that shares the pair's rate; the others give their
+// own). Only the change's pairs, and only their map's head unless it shares.
+void check_schedules_send_at(const TestbedState& state, const Change& change, const LinkParams& checked) {
+  const Scenario scenario = current_scenario(state);
+  const Datapath datapath = Datapath::open_pinned(bpffs_dir(state.name));
+  std::vector<std::pair<int, int>> pairs{{dc_of_change(state, change.from), dc_of_change(state, change.to)}};
+  if (change.symmetric) pairs.emplace_back(pairs[0].second, pairs[0].first);
+  for (const auto& [src, dst] : pairs) {
+    const std::optional<Datapath::ScheduleMap> map = datapath.schedule_map(src, dst);
+    if (!map || !shares_pair_rate(map->head.columns)) continue;
+    PairParams pair = scenario.pair(src, dst);
+    pair.apply(checked);
+    try {
+      check_link_sends(datapath.schedule(src, dst), make_pair_config(pair, 0, scenario.seed, 0));
+    } catch (const std::invalid_argument& error) {
+      throw ChangeRefused(fmt::format("--rate: {} -> {}: its schedule: {}", state.dcs[static_cast<std::size_t>(src)],
+                                      state.dcs[static_cast<std::size_t>(dst)], error.what()));
+    }
+  }
+}
+
+}  // namespace
+
 void apply_change(const TestbedState& state, const Change& change) {
   for (const auto& dc : {change.from, change.to}) dc_of_change(state, dc);
   LinkParams checked;
   for (const auto& [field, value] : change.fields) checked = parse_link_option(checked, field, value);
 
   TestbedLock lock(state.name);
+  if (checked.rate_bps) check_schedules_send_at(state, change, checked);
   toml::table fields;
   for (const auto& [field, value] : change.fields) fields.insert_or_assign(field, value);
   record_change(state, toml::table{{"at_mono_ns", static_cast<std::int64_t>(base::monotonic_ns())},
@@ -222,13 +252,8 @@ void write_pairs(Datapath& datapath, const Scenario& scenario) {
 }
 
 void write_schedules(Datapath& datapath, const Scenario& scenario, std::uint64_t start_ns) {
-  const int n = static_cast<int>(scenario.dcs.size());
-  for (int src = 0; src < n; ++src) {
-    for (int dst = 0; dst < n; ++dst) {
-      if (const auto schedule = scenario.schedule(src, dst))
-        datapath.set_schedule(src, dst, schedule_entries(*schedule, start_ns));
-    }
-  }
+  for (const Scenario::SharedSchedule& shared : scenario.shared_schedules())
+    datapath.set_schedule(shared.pairs, schedule_entries(*shared.schedule, start_ns));
 }
 
 }  // namespace wanlab::emulator

@@ -5,6 +5,7 @@
 // as it was loaded even when the file given to `set` is gone or changed.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -85,22 +86,59 @@ toml::table keep_copy(const TestbedState& state, const LiveSchedule& live, std::
   return table;
 }
 
-// A share without a rate column is of the link's rate: an unlimited link has none.
-void check_share_has_rate(const TestbedState& state, const Scenario& scenario, const Schedule& schedule,
-                          const std::vector<std::pair<int, int>>& pairs) {
-  if (!(schedule.columns & WANLAB_SCHED_SHARE) || (schedule.columns & WANLAB_SCHED_RATE)) return;
+// The option that loaded `live`, for messages.
+std::string option_of(const LiveSchedule& live) { return live.mahimahi ? "--mahimahi" : "--schedule"; }
+
+// Each pair sends under the schedule at its rate now and at each rate an
+// [[event]] still to come gives it (a schedule without a rate column shares
+// the pair's rate).
+void check_pairs_send(const TestbedState& state, const Scenario& scenario, const LiveSchedule& live,
+                      const std::vector<std::pair<int, int>>& pairs) {
+  if (!shares_pair_rate(live.schedule.columns)) return;  // finish_schedule checked it
+  const std::uint64_t now = base::monotonic_ns();
   for (const auto& [src, dst] : pairs) {
-    if (scenario.pair(src, dst).rate_bps == 0)
-      throw std::runtime_error(fmt::format(
-          "{}: a share column needs a rate for {} -> {}: set the link's rate or give "
-          "the schedule a rate column",
-          schedule.where, state.dcs[static_cast<std::size_t>(src)], state.dcs[static_cast<std::size_t>(dst)]));
+    const std::string& from = state.dcs[static_cast<std::size_t>(src)];
+    const std::string& to = state.dcs[static_cast<std::size_t>(dst)];
+    PairParams pair = scenario.pair(src, dst);
+    auto check = [&](const std::string& whose) {
+      try {
+        check_link_sends(live.schedule, make_pair_config(pair, 0, scenario.seed, 0));
+      } catch (const std::invalid_argument& error) {
+        throw ChangeRefused(
+            fmt::format("{}: {}: {} -> {}{}: {}", option_of(live), live.schedule.where, from, to, whose, error.what()));
+      }
+    };
+    check("");
+    for (const Event& event : scenario.events) {
+      if (!event.link.params.rate_bps || !event.link.matches(from, to) || event_due_mono_ns(state, event.at_ns) <= now)
+        continue;
+      pair.rate_bps = *event.link.params.rate_bps;
+      check(fmt::format(" (its [[event]] at {})", units::format_time(event.at_ns)));
+    }
+  }
+}
+
+// The testbed's schedules once `live` replaces those of `pairs`: the maps
+// the other pairs keep (each once, however many pairs share it) and its own.
+void check_total_with(const Datapath& datapath, const LiveSchedule& live,
+                      const std::vector<std::pair<int, int>>& pairs) {
+  std::set<std::uint32_t> kept;
+  std::uint64_t steps = live.schedule.steps.size();
+  for (const Datapath::ScheduleMap& map : datapath.schedule_maps()) {
+    if (std::find(pairs.begin(), pairs.end(), std::pair{map.src, map.dst}) != pairs.end()) continue;
+    if (kept.insert(map.id).second) steps += map.head.steps;
+  }
+  try {
+    check_schedule_total(steps);
+  } catch (const std::invalid_argument& error) {
+    throw ChangeRefused(fmt::format("{}: {}: {}", option_of(live), live.schedule.where, error.what()));
   }
 }
 
 }  // namespace
 
-void read_change_schedule(const StrictToml& file, const toml::table& change, const std::string& field, LinkSpec& spec) {
+void read_change_schedule(const StrictToml& file, const toml::table& change, const std::string& field, LinkSpec& spec,
+                          ScheduleFiles copies) {
   if (const toml::node* removes = change.get("no_schedule")) {
     const std::string name = field + ".no_schedule";
     if (change.contains("schedule")) file.fail(*removes, name, "give schedule or no_schedule, not both");
@@ -111,7 +149,8 @@ void read_change_schedule(const StrictToml& file, const toml::table& change, con
   const toml::node* schedule = change.get("schedule");
   if (schedule == nullptr) return;
   check_copy_names(file, *schedule, field);
-  spec.schedule = read_schedule_table(file, change, field, ScheduleFiles::read);
+  spec.schedule = read_schedule_table(file, change, field, copies);
+  spec.gives_schedule = true;
 }
 
 }  // namespace detail
@@ -143,7 +182,11 @@ void set_schedule_live(const TestbedState& state, const Change& selection, const
   TestbedLock lock(state.name);
   // Reads the changes strictly: a broken file stops here, before anything changes.
   const Scenario scenario = current_scenario(state);
-  if (live) check_share_has_rate(state, scenario, live->schedule, pairs);
+  Datapath datapath = Datapath::open_pinned(bpffs_dir(state.name));
+  if (live) {
+    check_pairs_send(state, scenario, *live, pairs);
+    check_total_with(datapath, *live, pairs);
+  }
   const std::uint64_t start = base::monotonic_ns();
   toml::table change{{"at_mono_ns", static_cast<std::int64_t>(start)},
                      {"from", selection.from},
@@ -154,13 +197,10 @@ void set_schedule_live(const TestbedState& state, const Change& selection, const
   else
     change.insert("no_schedule", true);
   const toml::array changes = record_change(state, std::move(change));
-  Datapath datapath = Datapath::open_pinned(bpffs_dir(state.name));
-  for (const auto& [src, dst] : pairs) {
-    if (live)
-      datapath.set_schedule(src, dst, schedule_entries(live->schedule, start));
-    else
-      datapath.clear_schedule(src, dst);
-  }
+  if (live)
+    datapath.set_schedule(pairs, schedule_entries(live->schedule, start));
+  else
+    for (const auto& [src, dst] : pairs) datapath.clear_schedule(src, dst);
   remove_unnamed_copies(state, changes);
 }
 

@@ -51,8 +51,10 @@ int dc_of_change(const TestbedState& state, const std::string& dc);
 // changes that remain.
 toml::array record_change(const TestbedState& state, toml::table change);
 // A change's schedule keys (schedule = { file = "schedules/N.csv", ... },
-// no_schedule = true) into `spec`; `field` names the change in errors.
-void read_change_schedule(const StrictToml& file, const toml::table& change, const std::string& field, LinkSpec& spec);
+// no_schedule = true) into `spec`; `field` names the change in errors. The
+// copy a schedule names is read with ScheduleFiles::read alone.
+void read_change_schedule(const StrictToml& file, const toml::table& change, const std::string& field, LinkSpec& spec,
+                          ScheduleFiles copies);
 
 // ---- release path (release_path.cpp) ----
 // Picks the release path; `probe` is an rtnetlink socket in a namespace of

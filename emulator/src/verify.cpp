@@ -137,9 +137,9 @@ class Schedules {
   // `pair` (src -> dst as configured) over the next `window_ns`.
   View over(const PairParams& pair, int src, int dst, std::uint64_t window_ns) const {
     View view{pair, "", ""};
-    if (datapath_->schedule(src, dst).empty()) return view;
     const std::uint64_t now = static_cast<std::uint64_t>(base::monotonic_ns());
     const Datapath::PairAt first = datapath_->pair_at(src, dst, now);
+    if (!first.scheduled) return view;
     if (first.paused) {
       view.unsteady = "its schedule pauses the link now";
       return view;
@@ -166,6 +166,12 @@ class Schedules {
   std::optional<Datapath> datapath_;
 };
 
+VerifyRow not_measured(VerifyRow row, const std::string& why) {
+  row.unmeasured = why;
+  row.how = "not measured: " + why;
+  return row;
+}
+
 std::uint64_t seconds_ns(double seconds) { return static_cast<std::uint64_t>(seconds * 1e9); }
 
 VerifyRow verify_rtt(const TestbedState& state, const std::function<Scenario()>& configured, const Schedules& schedules,
@@ -182,14 +188,11 @@ VerifyRow verify_rtt(const TestbedState& state, const std::function<Scenario()>&
   row.pair = state.dcs[static_cast<std::size_t>(a)] + " <-> " + state.dcs[static_cast<std::size_t>(b)];
   row.check = VerifyRow::Check::rtt;
   row.configured = fmt::format("{:.2f} ms", plan.expected_ms);
-  if (const std::string& why = !there_now.unsteady.empty() ? there_now.unsteady : back_now.unsteady; !why.empty()) {
-    row.how = "not measured: " + why;
-    return row;
-  }
-  if (!plan.measurable) {
-    row.how = fmt::format("not measured: configured loss answers {:.1f}% of echoes", 100 * plan.answer_probability);
-    return row;
-  }
+  if (const std::string& why = !there_now.unsteady.empty() ? there_now.unsteady : back_now.unsteady; !why.empty())
+    return not_measured(std::move(row), why);
+  if (!plan.measurable)
+    return not_measured(std::move(row),
+                        fmt::format("configured loss answers {:.1f}% of echoes", 100 * plan.answer_probability));
   measure_into(row, [&] {
     const std::vector<double> rtts =
         measure_rtt_ms(endpoint(first_host(state, a)), endpoint(first_host(state, b)), plan.probes, plan.interval_ms);
@@ -232,14 +235,10 @@ VerifyRow verify_goodput(const TestbedState& state, const std::function<Scenario
   row.check = VerifyRow::Check::goodput;
   row.configured = pair.rate_bps ? units::format_rate(pair.rate_bps) : "unlimited";
   if (pair.flow_rate_bps) row.configured += ", flow " + units::format_rate(pair.flow_rate_bps);
-  if (const std::string& why = !now.unsteady.empty() ? now.unsteady : back.unsteady; !why.empty()) {
-    row.how = "not measured: " + why;
-    return row;
-  }
-  if (mean_loss(pair) > kMaxGoodputLoss || mean_loss(before.pair(dst, src)) > kMaxGoodputLoss) {
-    row.how = "not measured: loss above 10% leaves TCP's goodput unrelated to the rate";
-    return row;
-  }
+  if (const std::string& why = !now.unsteady.empty() ? now.unsteady : back.unsteady; !why.empty())
+    return not_measured(std::move(row), why);
+  if (mean_loss(pair) > kMaxGoodputLoss || mean_loss(before.pair(dst, src)) > kMaxGoodputLoss)
+    return not_measured(std::move(row), "loss above 10% leaves TCP's goodput unrelated to the rate");
   measure_into(row, [&] {
     GoodputOptions goodput;
     goodput.seconds = options.goodput_seconds;
@@ -372,7 +371,19 @@ std::string describe_failure(const VerifyRow& row, const VerifyOptions& options)
 }
 
 bool VerifyResult::passed() const {
-  return std::all_of(rows.begin(), rows.end(), [](const VerifyRow& row) { return row.passed(); });
+  return nothing_measured().empty() &&
+         std::all_of(rows.begin(), rows.end(), [](const VerifyRow& row) { return row.passed(); });
+}
+
+std::string VerifyResult::nothing_measured() const {
+  constexpr std::size_t kNamed = 3;
+  if (rows.empty()) return "no pair could be measured: the testbed has one DC (verify measures between DCs)";
+  if (std::any_of(rows.begin(), rows.end(), [](const VerifyRow& row) { return row.unmeasured.empty(); })) return "";
+  std::string why;
+  for (std::size_t i = 0; i < std::min(rows.size(), kNamed); ++i)
+    why += fmt::format("{}{} {}: {}", i == 0 ? "" : "; ", rows[i].pair, name(rows[i].check), rows[i].unmeasured);
+  if (rows.size() > kNamed) why += fmt::format("; and {} more", rows.size() - kNamed);
+  return "no pair could be measured: " + why;
 }
 
 VerifyResult verify_testbed(const TestbedState& state, const std::function<Scenario()>& configured,

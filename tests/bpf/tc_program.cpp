@@ -798,3 +798,34 @@ BOOST_AUTO_TEST_CASE(before_its_start_a_schedule_gives_its_first_step_without_wa
   const Outcome out = send_train(dcs.datapath, 1, 100)[0];
   BOOST_TEST(within(out.tstamp, out.before + 30 * kMs, out.after + 30 * kMs));
 }
+
+// Pairs given one schedule read it from one map (the kernel holds it once);
+// a pair given another later leaves the others theirs.
+BOOST_AUTO_TEST_CASE(pairs_given_one_schedule_share_its_map) {
+  ThreeDcs dcs;
+  dcs.datapath.set_pair(0, 1, link(0, 7 * kMs));
+  Schedule schedule;
+  schedule.columns = WANLAB_SCHED_DELAY;
+  schedule.steps = {ScheduleStep{0, 0, 30 * kMs, 0, 0}};
+  const std::pair<int, int> pairs[] = {{0, 1}, {1, 0}, {0, 2}};
+  dcs.datapath.set_schedule(pairs, wanlab::emulator::schedule_entries(schedule, monotonic_ns()));
+  std::vector<Datapath::ScheduleMap> maps = dcs.datapath.schedule_maps();
+  BOOST_REQUIRE(maps.size() == 3u);
+  for (const Datapath::ScheduleMap& map : maps) {
+    BOOST_TEST_INFO("pair " << map.src << "->" << map.dst);
+    BOOST_TEST(map.id == maps[0].id);
+    BOOST_TEST(map.head.steps == 1u);
+  }
+  const Outcome out = send_train(dcs.datapath, 1, 100)[0];
+  BOOST_TEST(within(out.tstamp, out.before + 30 * kMs, out.after + 30 * kMs));
+
+  schedule.steps[0].delay_ns = 40 * kMs;
+  dcs.datapath.set_schedule(0, 1, wanlab::emulator::schedule_entries(schedule, monotonic_ns()));
+  const std::uint32_t shared = maps[0].id;
+  maps = dcs.datapath.schedule_maps();
+  BOOST_REQUIRE(maps.size() == 3u);
+  BOOST_TEST((maps[0].src == 0 && maps[0].dst == 1));
+  BOOST_TEST(maps[0].id != shared);
+  BOOST_TEST(maps[1].id == shared);
+  BOOST_TEST(maps[2].id == shared);
+}

@@ -60,7 +60,8 @@ std::uint64_t monotonic_ns() { return static_cast<std::uint64_t>(wanlab::base::m
 struct Testbed {
   test::ScenarioFile file;
   em::TestbedState state;
-  explicit Testbed(const std::string& wan) : file(kName, std::string("name = \"") + kName + "\"\n" + wan + kHosts) {
+  explicit Testbed(const std::string& wan, const std::string& hosts = kHosts)
+      : file(kName, std::string("name = \"") + kName + "\"\n" + wan + hosts) {
     const auto up = test::wanlab({"up", file.path(), "--quiet", "--release", test::release_choice()});
     BOOST_TEST_REQUIRE(up.status == 0, up.output);
     state = em::load_state(kName);
@@ -71,6 +72,10 @@ struct Testbed {
   // The schedule of east -> west as the data plane holds it.
   std::vector<wanlab_sched_entry> schedule() const {
     return em::Datapath::open_pinned(em::bpffs_dir(kName)).schedule(0, 1);
+  }
+  // The map each scheduled pair reads its schedule from.
+  std::vector<em::Datapath::ScheduleMap> schedule_maps() const {
+    return em::Datapath::open_pinned(em::bpffs_dir(kName)).schedule_maps();
   }
 };
 
@@ -172,6 +177,10 @@ delay = "5ms"
 schedule = { period = "2s", steps = [{ time = "0s", delay = "10ms" }, { time = "1s", delay = "40ms" }] }
 )");
     const std::uint64_t start = bed.schedule()[0].head.start_ns;
+    // [defaults]' schedule is one map for both pairs.
+    const auto maps = bed.schedule_maps();
+    BOOST_REQUIRE(maps.size() == 2u);
+    BOOST_TEST(maps[0].id == maps[1].id);
     const auto echoes = [&] {
       MeasureAheadOfOtherWork ahead;
       return em::measure_echoes_paced(bed.endpoint("east-0"), bed.endpoint("west-0"), 100, 50);
@@ -283,7 +292,7 @@ BOOST_AUTO_TEST_CASE(a_live_schedule_is_recorded_in_changes_toml) {
     const std::string recorded = read_text(changes);
     BOOST_TEST(recorded.find("period = '200s'") != std::string::npos, recorded);
     BOOST_TEST(count_of(recorded, "schedules/") == 1u, recorded);
-    const auto now = em::current_scenario(bed.state);
+    const auto now = em::current_scenario(bed.state, em::ScheduleFiles::read);
     BOOST_TEST_REQUIRE(now.schedule(0, 1) != nullptr);
     BOOST_TEST(now.schedule(0, 1)->steps.size() == 2u);
     BOOST_TEST(now.schedule(0, 1)->steps[0].rate_bps == 30'000'000u);
@@ -293,7 +302,7 @@ BOOST_AUTO_TEST_CASE(a_live_schedule_is_recorded_in_changes_toml) {
     // Link keys leave the schedule (and its record) in place.
     const auto rate = test::wanlab({"set", "east", "west", "--testbed", kName, "--rate", "40mbit"});
     BOOST_TEST_REQUIRE(rate.status == 0, rate.output);
-    BOOST_TEST(em::current_scenario(bed.state).schedule(0, 1) != nullptr);
+    BOOST_TEST(em::current_scenario(bed.state, em::ScheduleFiles::read).schedule(0, 1) != nullptr);
     BOOST_TEST(bed.schedule().size() == 3u);
 
     // A replacement supersedes the record both ways; its copy is the only one.
@@ -304,8 +313,11 @@ BOOST_AUTO_TEST_CASE(a_live_schedule_is_recorded_in_changes_toml) {
     BOOST_TEST(count_of(replaced, "schedules/") == 1u, replaced);
     BOOST_TEST(replaced.find("resolution = '1ms'") != std::string::npos, replaced);
     BOOST_TEST(std::distance(std::filesystem::directory_iterator(copies), {}) == 1);
-    const auto both = em::current_scenario(bed.state);
+    const auto both = em::current_scenario(bed.state, em::ScheduleFiles::read);
     BOOST_TEST((both.schedule(0, 1) != nullptr && both.schedule(1, 0) != nullptr));
+    const auto maps = bed.schedule_maps();  // both directions: one map
+    BOOST_REQUIRE(maps.size() == 2u);
+    BOOST_TEST(maps[0].id == maps[1].id);
 
     const auto off = test::wanlab({"set", "east", "west", "--testbed", kName, "--no-schedule"});
     BOOST_TEST_REQUIRE(off.status == 0, off.output);
@@ -314,7 +326,7 @@ BOOST_AUTO_TEST_CASE(a_live_schedule_is_recorded_in_changes_toml) {
     BOOST_TEST(removed.find("no_schedule = true") != std::string::npos, removed);
     BOOST_TEST(removed.find("rate = '40mbit'") != std::string::npos, removed);
     BOOST_TEST(std::filesystem::is_empty(copies));
-    const auto none = em::current_scenario(bed.state);
+    const auto none = em::current_scenario(bed.state, em::ScheduleFiles::read);
     BOOST_TEST((none.schedule(0, 1) == nullptr && none.schedule(1, 0) == nullptr));
     BOOST_TEST(none.pair(0, 1).rate_bps == 40'000'000u);
     BOOST_TEST(bed.schedule().empty());
@@ -342,9 +354,88 @@ schedule = { steps = [{ time = "0s", delay = "25ms" }, { time = "1000s", delay =
     const auto flip = test::wanlab(
         {"set", "east", "west", "--testbed", kName, "--one-way", "--schedule", csv.path.string(), "--period", "200ms"});
     BOOST_TEST_REQUIRE(flip.status == 0, flip.output);
+    // The only pair cannot be measured: nothing was, and that is no pass.
     const auto flipping = test::wanlab({"verify", "--testbed", kName});
-    BOOST_TEST(flipping.status == 0, flipping.output);
+    BOOST_TEST(flipping.status == 1, flipping.output);
     BOOST_TEST(flipping.output.find("not measured: its schedule changes") != std::string::npos, flipping.output);
+    BOOST_TEST(flipping.output.find("wanlab verify: verify failed: no pair could be measured: east <-> west rtt: its "
+                                    "schedule changes") != std::string::npos,
+               flipping.output);
+    BOOST_TEST(flipping.output.find("every pair within its bounds") == std::string::npos, flipping.output);
+  }
+  BOOST_TEST(test::leftovers(kName).empty(), test::leftovers(kName));
+}
+
+// `wanlab set` refused the change: exit 2, its one line first (then the usage).
+void check_refused(const test::CliResult& set, const std::string& line) {
+  BOOST_TEST(set.status == 2, set.output);
+  BOOST_TEST(set.output.find("wanlab set: " + line + "\n") == 0u, set.output);
+}
+
+// A live change at which a schedule as the data plane holds it would never
+// let the link send is refused before anything changes: a rate that a
+// share-only schedule leaves nothing of, or such a schedule on a pair whose
+// rate is that low. Exit 2, the option named.
+BOOST_AUTO_TEST_CASE(set_refuses_a_rate_or_schedule_at_which_the_link_never_sends) {
+  const TempFile half("half.csv", "time,share\n0s,50%\n");
+  {
+    Testbed bed(
+        "[defaults]\ndelay = \"5ms\"\nrate = \"50mbit\"\n"
+        "[[link]]\nfrom = \"east\"\nto = \"west\"\n"
+        "schedule = { steps = [{ time = \"0s\", share = \"50%\" }] }\n");
+    const std::string changes = em::run_dir(kName) + "/changes.toml";
+    check_refused(test::wanlab({"set", "east", "west", "--testbed", kName, "--rate", "1bit"}),
+                  "--rate: east -> west: its schedule: the link never sends: every step pauses it (this one: the "
+                  "link's rate 1bit less a share of 50% leaves less than 1 bit/s)");
+    BOOST_TEST(!std::filesystem::exists(changes));
+    BOOST_TEST(em::current_scenario(bed.state).pair(0, 1).rate_bps == 50'000'000u);
+    // The other direction has no schedule: 1 bit/s is its to have.
+    const auto other = test::wanlab({"set", "west", "east", "--one-way", "--testbed", kName, "--rate", "1bit"});
+    BOOST_TEST(other.status == 0, other.output);
+    check_refused(
+        test::wanlab({"set", "west", "east", "--one-way", "--testbed", kName, "--schedule", half.path.string()}),
+        "--schedule: " + half.path.string() +
+            ": west -> east: the link never sends: every step pauses it (this one: the link's rate 1bit less a share "
+            "of 50% leaves less than 1 bit/s)");
+    BOOST_TEST(bed.schedule_maps().size() == 1u);
+  }
+  BOOST_TEST(test::leftovers(kName).empty(), test::leftovers(kName));
+}
+
+// Mahimahi traces that alternate every millisecond: `steps` steps each.
+std::string alternating_trace(std::uint64_t steps) {
+  std::string text;
+  for (std::uint64_t ms = 2; ms <= steps; ms += 2) text += std::to_string(ms) + "\n";
+  return text;
+}
+
+// The testbed's schedule maps are bounded in all (kMaxTestbedScheduleSteps):
+// a live schedule that would take them past it is refused, saying the total
+// and the limit; one that replaces a pair's own counts in its place.
+BOOST_AUTO_TEST_CASE(live_schedules_are_bounded_in_all) {
+  const std::uint64_t steps = 3'000'000;
+  const TempFile first("a.up", alternating_trace(steps)), second("b.up", alternating_trace(steps + 2)),
+      third("c.up", alternating_trace(steps + 4));
+  {
+    Testbed bed("[defaults]\ndelay = \"5ms\"\nrate = \"50mbit\"\n",
+                "[[dc]]\nname = \"east\"\n[[dc]]\nname = \"west\"\n[[dc]]\nname = \"south\"\n");
+    auto set = [&](const std::string& from, const std::string& to, const TempFile& trace) {
+      return test::wanlab({"set", from, to, "--one-way", "--testbed", kName, "--mahimahi", trace.path.string()});
+    };
+    const auto a = set("east", "west", first);
+    BOOST_TEST_REQUIRE(a.status == 0, a.output);
+    const auto b = set("west", "east", second);
+    BOOST_TEST_REQUIRE(b.status == 0, b.output);
+    check_refused(set("east", "south", third), "--mahimahi: " + third.path.string() +
+                                                   ": the testbed's schedules come to 9000006 steps (274 MiB of "
+                                                   "maps), more than 8388608 (256 MiB) for one testbed");
+    BOOST_TEST(bed.schedule_maps().size() == 2u);
+    // In east -> west's place: 6,000,006 steps.
+    const auto replaced = set("east", "west", third);
+    BOOST_TEST(replaced.status == 0, replaced.output);
+    const auto maps = bed.schedule_maps();
+    BOOST_REQUIRE(maps.size() == 2u);
+    BOOST_TEST(maps[0].head.steps == steps + 4);
   }
   BOOST_TEST(test::leftovers(kName).empty(), test::leftovers(kName));
 }

@@ -109,6 +109,33 @@ BOOST_AUTO_TEST_CASE(run_verify_runs_the_command_only_after_verify_passed_and_le
   BOOST_TEST(test::eventually([] { return test::leftovers(kName).empty(); }), test::leftovers(kName));
 }
 
+// A testbed whose every pair's schedule changes during the measurement (or
+// pauses the link) has nothing verify could measure: that is no pass, and
+// `run --verify` does not start its command on it.
+BOOST_AUTO_TEST_CASE(run_verify_does_not_start_the_command_when_no_pair_could_be_measured) {
+  const test::ScenarioFile file(kName, std::string("name = \"") + kName + R"("
+[defaults]
+delay = "10ms"
+rate = "100mbit"
+schedule = { period = "200ms", steps = [{ time = "0s", delay = "10ms" }, { time = "100ms", delay = "20ms" }] }
+[[dc]]
+name = "east"
+[[dc]]
+name = "west"
+)");
+  const auto flipping = test::wanlab({"run", file.path(), "--quiet", "--release", test::release_choice(), "--verify",
+                                      "--", "echo", "the-command-ran"});
+  BOOST_TEST(flipping.status == 1, flipping.output);
+  BOOST_TEST(has(flipping, "not measured: its schedule changes"), flipping.output);
+  BOOST_TEST(has(flipping,
+                 "wanlab run: verify failed: no pair could be measured: east <-> west rtt: its schedule "
+                 "changes"),
+             flipping.output);
+  BOOST_TEST(!has(flipping, "every pair within its bounds"), flipping.output);
+  BOOST_TEST(!has(flipping, "the-command-ran"), flipping.output);
+  BOOST_TEST(test::eventually([] { return test::leftovers(kName).empty(); }), test::leftovers(kName));
+}
+
 BOOST_AUTO_TEST_CASE(bad_verify_options_exit_2_naming_the_option_before_anything_is_built) {
   struct Case {
     std::vector<std::string> args;

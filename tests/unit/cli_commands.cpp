@@ -14,6 +14,7 @@
 #include <iterator>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "commands.hpp"
@@ -225,19 +226,25 @@ BOOST_AUTO_TEST_CASE(set_checks_a_schedule_before_looking_for_the_testbed) {
     }
   }
   // A bad trace is one line naming its file and line, before any testbed is
-  // looked for (there is none called trnone).
-  char path[] = "/tmp/wanlab-cli-trace-XXXXXX";
-  const int fd = ::mkstemp(path);
-  BOOST_REQUIRE(fd >= 0);
-  const std::string text = "time,rate\n0s,fast\n";
-  BOOST_REQUIRE(::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()));
-  ::close(fd);
-  const Outcome result = run_wanlab({"set", "east", "west", "--testbed", "trnone", "--schedule", path});
-  ::unlink(path);
-  BOOST_TEST(result.status == 1);
-  BOOST_TEST(
-      result.err == "wanlab set: " + std::string(path) + ":2: rate: expected a rate like \"100mbit\", got \"fast\"\n",
-      result.err);
+  // looked for (there is none called trnone); so is one that would never let
+  // the link send as the data plane holds it (a share that rounds to 100%).
+  const std::pair<std::string, std::string> traces[] = {
+      {"time,rate\n0s,fast\n", ":2: rate: expected a rate like \"100mbit\", got \"fast\"\n"},
+      {"time,rate,share\n0s,100mbit,99.9999999999%\n",
+       ":2: the link never sends: every step pauses it (this one: a share of 99.9999999999% is 100% as the data plane "
+       "holds it, in steps of 2^-32)\n"},
+  };
+  for (const auto& [text, message] : traces) {
+    char path[] = "/tmp/wanlab-cli-trace-XXXXXX";
+    const int fd = ::mkstemp(path);
+    BOOST_REQUIRE(fd >= 0);
+    BOOST_REQUIRE(::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+    ::close(fd);
+    const Outcome result = run_wanlab({"set", "east", "west", "--testbed", "trnone", "--schedule", path});
+    ::unlink(path);
+    BOOST_TEST(result.status == 1);
+    BOOST_TEST(result.err == "wanlab set: " + std::string(path) + message, result.err);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(whatif_runs_a_shipped_sweep_and_plot_names_its_options) {

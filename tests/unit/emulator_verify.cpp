@@ -243,3 +243,40 @@ BOOST_AUTO_TEST_CASE(rows_fail_outside_their_range_and_say_why) {
   result.rows = {goodput};
   BOOST_TEST(result.passed());
 }
+
+// Rows none of which could be measured (a schedule that changes during the
+// measurement or pauses the link, too much loss) say nothing of the testbed:
+// verify fails, saying why, and `run --verify` does not start its command.
+BOOST_AUTO_TEST_CASE(nothing_measured_is_not_a_pass) {
+  em::VerifyRow rtt;
+  rtt.pair = "east <-> west";
+  rtt.unmeasured = "its schedule changes 50 ms into the measurement";
+  em::VerifyRow goodput;
+  goodput.pair = "east -> west";
+  goodput.check = em::VerifyRow::Check::goodput;
+  goodput.unmeasured = "its schedule pauses the link now";
+  BOOST_TEST(rtt.passed());
+  em::VerifyResult result;
+  result.rows = {rtt, goodput};
+  BOOST_TEST(!result.passed());
+  BOOST_TEST(result.nothing_measured() ==
+             "no pair could be measured: east <-> west rtt: its schedule changes 50 ms into the measurement; "
+             "east -> west goodput: its schedule pauses the link now");
+  result.rows = {rtt, goodput, goodput, goodput, goodput};
+  BOOST_TEST(result.nothing_measured().ends_with("pauses the link now; and 2 more"), result.nothing_measured());
+
+  // One measured row is enough; the others pass unmeasured.
+  em::VerifyRow measured;
+  measured.pair = "east <-> south";
+  measured.allowed = em::Range{16, 24};
+  measured.measured = 20;
+  result.rows = {rtt, measured, goodput};
+  BOOST_TEST(result.passed());
+  BOOST_TEST(result.nothing_measured().empty());
+
+  // A testbed of one DC has no pair to measure.
+  result.rows.clear();
+  BOOST_TEST(!result.passed());
+  BOOST_TEST(result.nothing_measured() ==
+             "no pair could be measured: the testbed has one DC (verify measures between DCs)");
+}

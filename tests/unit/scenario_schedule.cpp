@@ -2,11 +2,15 @@
 // one-line error naming file:line, and the map entries the program reads.
 #include <boost/test/unit_test.hpp>
 
+#include <malloc.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -16,7 +20,41 @@
 using namespace wanlab::emulator;
 namespace fs = std::filesystem;
 
+// The heap this program holds, and the most it held since peak_heap_growth
+// began: every operator new goes through here, so a parser's peak is
+// measured exactly.
 namespace {
+std::atomic<std::size_t> heap_bytes{0}, heap_peak{0};
+void count_allocation(void* p) {
+  const std::size_t now = heap_bytes += malloc_usable_size(p);
+  for (std::size_t peak = heap_peak; now > peak && !heap_peak.compare_exchange_weak(peak, now);) {
+  }
+}
+}  // namespace
+
+void* operator new(std::size_t size) {
+  void* p = std::malloc(size == 0 ? 1 : size);
+  if (p == nullptr) throw std::bad_alloc();
+  count_allocation(p);
+  return p;
+}
+void operator delete(void* p) noexcept {
+  if (p == nullptr) return;
+  heap_bytes -= malloc_usable_size(p);
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept { operator delete(p); }
+
+namespace {
+
+// The most the heap grew above its size now while `body` ran.
+template <typename Body>
+std::size_t peak_heap_growth(Body body) {
+  const std::size_t before = heap_bytes;
+  heap_peak = before;
+  body();
+  return heap_peak - before;
+}
 
 constexpr std::uint64_t kMs = 1'000'000;
 constexpr std::uint64_t kMbit = 1'000'000;
@@ -99,7 +137,7 @@ BOOST_AUTO_TEST_CASE(bad_csv_gives_one_line_naming_file_and_line) {
       {"time,rate\n5ms,1mbit\n", "t.csv:2: the first step is at 5ms; it must be at 0s"},
       {"time,rate\n0s,1mbit\n\n# c\n2ms,2mbit\n1ms,3mbit\n", "t.csv:6: time 1ms is not after the previous step's 2ms"},
       {"time,rate\n0s,1mbit\n0s,2mbit\n", "t.csv:3: time 0s is not after"},
-      {"time,rate\n0s,0\n1ms,0\n", "t.csv: the link never sends"},
+      {"time,rate\n0s,0\n1ms,0\n", "t.csv:2: the link never sends: every step pauses it (this one: rate 0)"},
       {"time,rate\n0s,1mbit\n1ms,0\n", "t.csv:3: the last step stops the link for good"},
       {"time,share\n0s,0%\n1ms,100%\n", "t.csv:3: the last step stops the link for good"},
   };
@@ -262,7 +300,7 @@ BOOST_AUTO_TEST_CASE(bad_schedules_in_a_scenario_give_one_line_naming_the_field)
       {"schedule = { steps = [{ time = \"0s\", rate = \"1mbit\" }, { time = \"0s\", rate = \"2mbit\" }] }",
        "t.toml:8:56: defaults.schedule.steps[1]: time 0s is not after"},
       {"schedule = { steps = [{ time = \"0s\", share = \"5%\" }] }",
-       "t.toml:8:12: schedule: a share column needs a rate for east -> west"},
+       "t.toml:8:12: schedule: east -> west: a share column needs a rate"},
   };
   for (const Case& c : cases) {
     BOOST_TEST_CONTEXT(c.table) {
@@ -275,4 +313,163 @@ BOOST_AUTO_TEST_CASE(bad_schedules_in_a_scenario_give_one_line_naming_the_field)
   BOOST_TEST(error_of([] {
                parse_scenario(kTwoDcs + "[intra_dc]\nschedule = { file = \"a.csv\" }\n", "t.toml");
              }).find("unknown key \"schedule\" in [intra_dc]") != std::string::npos);
+}
+
+// The data plane holds shares in 32-bit fixed point and rates in whole bit/s
+// (wanlab_edt_sched_rate): a share that rounds to 100%, or a rate a share
+// leaves below 1 bit/s, pauses the link however the file wrote it.
+BOOST_AUTO_TEST_CASE(a_link_that_sends_nothing_as_the_data_plane_holds_it_is_an_error) {
+  struct Case {
+    std::string text, expected;
+  };
+  const Case cases[] = {
+      {"time,rate,share\n0s,100mbit,99.9999999999%\n",
+       "t.csv:2: the link never sends: every step pauses it (this one: a share of 99.9999999999% is 100% as the data "
+       "plane holds it, in steps of 2^-32)"},
+      {"time,rate,share\n0s,1bit,50%\n",
+       "t.csv:2: the link never sends: every step pauses it (this one: rate 1bit less a share of 50% leaves less than "
+       "1 bit/s)"},
+      {"time,rate,share\n0s,1mbit,0%\n1ms,1mbit,99.99999999999%\n",
+       "t.csv:3: the last step stops the link for good (a share of 99.99999999999% is 100% as the data plane holds it"},
+  };
+  for (const Case& c : cases) {
+    BOOST_TEST_CONTEXT(c.text) {
+      const std::string error = csv_error(c.text);
+      BOOST_TEST(error.find(c.expected) == 0u, error);
+      BOOST_TEST(error.find('\n') == std::string::npos);
+    }
+  }
+  // Just enough: 1 bit/s left, a share a step below 100%.
+  BOOST_TEST(csv_error("time,rate,share\n0s,2bit,50%\n") == "(no error)");
+  BOOST_TEST(csv_error("time,rate,share\n0s,100mbit,99.99999%\n") == "(no error)");
+}
+
+BOOST_AUTO_TEST_CASE(a_scheduled_pair_must_send_at_every_rate_it_has) {
+  struct Case {
+    std::string tables, expected;
+  };
+  const std::string half = "schedule = { steps = [{ time = \"0s\", share = \"50%\" }] }\n";
+  const Case cases[] = {
+      {"schedule = { steps = [{ time = \"0s\", share = \"99.9999999999%\" }] }\nrate = \"100mbit\"\n",
+       "t.toml:8:23: defaults.schedule.steps[0]: the link never sends: every step pauses it (this one: a share of "
+       "99.9999999999% is 100%"},
+      // The pair's rate, which a share-only schedule shares, from [defaults], a [[link]] or an [[event]].
+      {half + "rate = \"1bit\"\n",
+       "t.toml:8:12: schedule: east -> west: the link never sends: every step pauses it (this one: the "
+       "link's rate 1bit less a share of 50% leaves less than 1 bit/s)"},
+      {half + "rate = \"100mbit\"\n[[link]]\nfrom = \"west\"\nto = \"east\"\nrate = \"1bit\"\n",
+       "t.toml:8:12: schedule: west -> east: the link never sends: every step pauses it (this one: the link's rate "
+       "1bit"},
+      {half + "rate = \"100mbit\"\n[[event]]\nat = \"10s\"\nbetween = [\"east\", \"west\"]\nrate = \"1bit\"\n",
+       "t.toml:10:1: event.rate: the schedule of t.toml:8:12: east -> west: the link never sends: every step pauses "
+       "it (this one: the link's rate 1bit"},
+  };
+  for (const Case& c : cases) {
+    BOOST_TEST_CONTEXT(c.tables) {
+      const std::string error = error_of([&] { parse_scenario(kTwoDcs + c.tables, "t.toml"); });
+      BOOST_TEST(error.find(c.expected) == 0u, error);
+      BOOST_TEST(error.find('\n') == std::string::npos);
+    }
+  }
+  BOOST_TEST(error_of([&] { parse_scenario(kTwoDcs + half + "rate = \"2bit\"\n", "t.toml"); }) == "(no error)");
+}
+
+// What `wanlab set --rate` checks against the data plane's copy of a schedule.
+BOOST_AUTO_TEST_CASE(a_schedule_as_the_data_plane_holds_it_is_checked_by_the_same_rule) {
+  const Schedule s = parse_schedule_csv("time,share\n0s,50%\n1ms,10%\n", "t.csv", 2 * kMs);
+  const std::vector<wanlab_sched_entry> entries = schedule_entries(s, 0);
+  wanlab_pair_config config{};
+  config.rate_bps = 2;  // 1 bit/s and 1.8 (1) left
+  BOOST_CHECK_NO_THROW(check_link_sends(entries, config));
+  config.rate_bps = 1;
+  try {
+    check_link_sends(entries, config);
+    BOOST_FAIL("no error");
+  } catch (const ScheduleStepError& error) {
+    BOOST_TEST(std::string(error.what()) ==
+               "the link never sends: every step pauses it (this one: the link's rate 1bit less a share of 50% leaves "
+               "less than 1 bit/s)");
+  }
+  config.rate_bps = 0;
+  BOOST_CHECK_THROW(check_link_sends(entries, config), std::invalid_argument);  // nothing to share
+}
+
+// A 12-byte trace of an hour's period is 4,194,304 windows but two steps; the
+// parser holds what it makes, not a count per window or per line.
+BOOST_AUTO_TEST_CASE(a_mahimahi_trace_is_parsed_in_memory_that_follows_its_steps) {
+  Schedule s;
+  const std::size_t grown = peak_heap_growth([&] { s = parse_mahimahi_trace("1\n4194304\n", "t.up", kMs); });
+  BOOST_REQUIRE(s.steps.size() == 2u);
+  BOOST_TEST(s.steps[0].rate_bps == 12 * kMbit);  // ms 0 (the period's line) and ms 1
+  BOOST_TEST(s.steps[1].at_ns == 2 * kMs);
+  BOOST_TEST(s.steps[1].rate_bps == 0u);
+  BOOST_TEST(grown < 64u * 1024, grown << " bytes");
+}
+
+// Mahimahi traces that alternate every millisecond: `steps` steps each.
+std::string alternating_trace(std::uint64_t steps) {
+  std::string text;
+  for (std::uint64_t ms = 2; ms <= steps; ms += 2) text += std::to_string(ms) + "\n";
+  return text;
+}
+
+// Each distinct schedule is one map in the data plane: equal ones count once
+// toward the testbed's total, and a total above it is one line saying both.
+BOOST_AUTO_TEST_CASE(a_testbeds_schedules_are_bounded_in_all_and_equal_ones_count_once) {
+  TraceDir traces;
+  const std::uint64_t steps = 3'000'000;
+  for (int i = 0; i < 3; ++i)
+    traces.write("t" + std::to_string(i) + ".up", alternating_trace(steps + 2 * static_cast<std::uint64_t>(i)));
+  const std::string three =
+      "name = \"t\"\n[[dc]]\nname = \"a\"\n[[dc]]\nname = \"b\"\n[[dc]]\nname = \"c\"\n[defaults]\ndelay = \"5ms\"\n";
+  auto links = [&](const std::string& second, const std::string& third) {
+    return three + "[[link]]\nbetween = [\"a\", \"b\"]\nschedule = { mahimahi = \"t0.up\" }\n" +
+           "[[link]]\nbetween = [\"a\", \"c\"]\nschedule = { mahimahi = \"" + second + "\" }\n" +
+           "[[link]]\nbetween = [\"b\", \"c\"]\nschedule = { mahimahi = \"" + third + "\" }\n";
+  };
+  {
+    // 9,000,000 steps if each link counted its own.
+    const Scenario same = load_scenario(traces.write("same.toml", links("t0.up", "t0.up")));
+    const std::vector<Scenario::SharedSchedule> shared = same.shared_schedules();
+    BOOST_REQUIRE(shared.size() == 1u);
+    BOOST_TEST(shared[0].pairs.size() == 6u);
+    BOOST_TEST(shared[0].schedule->steps.size() == steps);
+  }
+
+  const std::string path = traces.write("over.toml", links("t1.up", "t2.up"));
+  const std::string error = error_of([&] { load_scenario(path); });
+  BOOST_TEST(error == path +
+                          ":18:12: link.schedule: the testbed's schedules come to 9000006 steps (274 MiB of maps), "
+                          "more than 8388608 (256 MiB) for one testbed",
+             error);
+}
+
+BOOST_AUTO_TEST_CASE(equal_schedules_of_several_pairs_are_one) {
+  const std::string steps = "schedule = { steps = [{ time = \"0s\", delay = \"20ms\" }] }\n";
+  const Scenario scenario = parse_scenario(
+      "name = \"t\"\n[[dc]]\nname = \"a\"\n[[dc]]\nname = \"b\"\n[[dc]]\nname = \"c\"\n[defaults]\ndelay = \"5ms\"\n" +
+          steps + "[[link]]\nfrom = \"a\"\nto = \"b\"\n" + steps +
+          "[[link]]\nfrom = \"b\"\nto = \"a\"\nschedule = { steps = [{ time = \"0s\", delay = \"30ms\" }] }\n",
+      "t.toml");
+  BOOST_TEST(scenario.schedule(0, 1) == scenario.schedule(0, 2));  // the link's equals [defaults]'
+  const std::vector<Scenario::SharedSchedule> shared = scenario.shared_schedules();
+  BOOST_REQUIRE(shared.size() == 2u);
+  BOOST_TEST(shared[0].pairs.size() == 5u);
+  BOOST_TEST((shared[1].pairs == std::vector<std::pair<int, int>>{{1, 0}}));
+}
+
+// A [[link]] whose trace was left unread (ScheduleFiles::skip) has a
+// schedule all the same: not [defaults]'.
+BOOST_AUTO_TEST_CASE(an_unread_trace_does_not_fall_back_to_the_defaults_schedule) {
+  TraceDir traces;
+  traces.write("square.csv", "time,rate\n0s,100mbit\n100ms,50mbit\n");
+  const std::string path =
+      traces.write("s.toml", kTwoDcs +
+                                 "schedule = { steps = [{ time = \"0s\", delay = \"20ms\" }] }\n"
+                                 "[[link]]\nfrom = \"east\"\nto = \"west\"\nschedule = { file = \"square.csv\" }\n");
+  const Scenario skipped = load_scenario(path, ScheduleFiles::skip);
+  BOOST_TEST(!skipped.schedule(0, 1));
+  BOOST_REQUIRE(skipped.schedule(1, 0));
+  BOOST_TEST(skipped.schedule(1, 0)->steps[0].delay_ns == 20 * kMs);
+  BOOST_TEST(load_scenario(path).schedule(0, 1)->steps.size() == 2u);
 }

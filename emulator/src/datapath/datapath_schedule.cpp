@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <vector>
@@ -57,14 +58,24 @@ base::UniqueFd make_schedule_map(std::span<const wanlab_sched_entry> entries, co
 
 }  // namespace
 
-void Datapath::set_schedule(int src, int dst, std::span<const wanlab_sched_entry> entries) {
-  __u32 index = impl_->pair_index(src, dst);
-  const std::string pair = fmt::format("{}->{}", src, dst);
-  check_schedule(entries, pair);
-  base::UniqueFd map = make_schedule_map(entries, pair);
+void Datapath::set_schedule(std::span<const std::pair<int, int>> pairs, std::span<const wanlab_sched_entry> entries) {
+  if (pairs.empty()) return;
+  std::vector<__u32> indices;
+  for (const auto& [src, dst] : pairs) indices.push_back(impl_->pair_index(src, dst));
+  std::string names = fmt::format("{}->{}", pairs[0].first, pairs[0].second);
+  if (pairs.size() > 1) names += fmt::format(" (and {} more)", pairs.size() - 1);
+  check_schedule(entries, names);
+  const base::UniqueFd map = make_schedule_map(entries, names);
   __u32 fd = static_cast<__u32>(map.get());
-  if (bpf_map_update_elem(impl_->map(kPairSched), &index, &fd, BPF_ANY) != 0)
-    fail(fmt::format("pair_sched: setting the schedule of pair {}", pair), errno);
+  for (std::size_t i = 0; i < indices.size(); ++i) {
+    if (bpf_map_update_elem(impl_->map(kPairSched), &indices[i], &fd, BPF_ANY) != 0)
+      fail(fmt::format("pair_sched: setting the schedule of pair {}->{}", pairs[i].first, pairs[i].second), errno);
+  }
+}
+
+void Datapath::set_schedule(int src, int dst, std::span<const wanlab_sched_entry> entries) {
+  const std::pair<int, int> pair{src, dst};
+  set_schedule(std::span(&pair, 1), entries);
 }
 
 void Datapath::clear_schedule(int src, int dst) {
@@ -76,7 +87,7 @@ void Datapath::clear_schedule(int src, int dst) {
 namespace {
 
 // The pair's schedule map, or -1 when it has none.
-base::UniqueFd schedule_map(int outer, __u32 index, const std::string& pair) {
+base::UniqueFd schedule_map_fd(int outer, __u32 index, const std::string& pair) {
   __u32 id = 0;
   if (bpf_map_lookup_elem(outer, &index, &id) != 0) {
     if (errno == ENOENT) return base::UniqueFd(-1);
@@ -113,7 +124,7 @@ wanlab_sched_step schedule_step_at(int map, const wanlab_sched_head& head, std::
 
 std::vector<wanlab_sched_entry> Datapath::schedule(int src, int dst) const {
   const base::UniqueFd map =
-      schedule_map(impl_->map(kPairSched), impl_->pair_index(src, dst), fmt::format("{}->{}", src, dst));
+      schedule_map_fd(impl_->map(kPairSched), impl_->pair_index(src, dst), fmt::format("{}->{}", src, dst));
   if (map.get() < 0) return {};
   const __u32 count = map_info(map.get(), "pair_sched").max_entries;
   std::vector<wanlab_sched_entry> entries(count);
@@ -128,10 +139,25 @@ std::vector<wanlab_sched_entry> Datapath::schedule(int src, int dst) const {
   return entries;
 }
 
+std::optional<Datapath::ScheduleMap> Datapath::schedule_map(int src, int dst) const {
+  const std::string name = fmt::format("{}->{}", src, dst);
+  const base::UniqueFd map = schedule_map_fd(impl_->map(kPairSched), impl_->pair_index(src, dst), name);
+  if (map.get() < 0) return std::nullopt;
+  return ScheduleMap{src, dst, map_info(map.get(), "pair_sched").id, schedule_entry(map.get(), 0, name).head};
+}
+
+std::vector<Datapath::ScheduleMap> Datapath::schedule_maps() const {
+  std::vector<ScheduleMap> maps;
+  for (int src = 0; src < impl_->num_dcs; ++src)
+    for (int dst = 0; dst < impl_->num_dcs; ++dst)
+      if (auto map = schedule_map(src, dst)) maps.push_back(*map);
+  return maps;
+}
+
 Datapath::PairAt Datapath::pair_at(int src, int dst, std::uint64_t t_ns) const {
   PairAt at{pair(src, dst)};
   const std::string name = fmt::format("{}->{}", src, dst);
-  const base::UniqueFd map = schedule_map(impl_->map(kPairSched), impl_->pair_index(src, dst), name);
+  const base::UniqueFd map = schedule_map_fd(impl_->map(kPairSched), impl_->pair_index(src, dst), name);
   if (map.get() < 0) return at;
   const wanlab_sched_head head = schedule_entry(map.get(), 0, name).head;
   if (head.steps == 0) return at;

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <utility>
 
@@ -65,7 +66,7 @@ class Parser : detail::ScenarioReader {
     read_links(root);
     read_events(root);
     check_every_pair_has_delay();
-    check_shares_have_rates();
+    check_scheduled_pairs_send();
     return std::move(scenario_);
   }
 
@@ -196,28 +197,58 @@ class Parser : detail::ScenarioReader {
 
   // ---- schedules: scenario_schedule.cpp ----
 
-  std::shared_ptr<const Schedule> read_schedule(const toml::table& parent, std::string_view owner) const {
-    return detail::read_schedule_table(*this, parent, owner, files_);
+  // Equal schedules are one object (the data plane gives their pairs one
+  // map), and the distinct ones stay within the testbed's total.
+  std::shared_ptr<const Schedule> read_schedule(const toml::table& parent, std::string_view owner) {
+    std::shared_ptr<const Schedule> schedule = detail::read_schedule_table(*this, parent, owner, files_);
+    if (!schedule) return nullptr;
+    for (const auto& known : schedules_)
+      if (known->same_steps(*schedule)) return known;
+    schedule_steps_ += schedule->steps.size();
+    try {
+      check_schedule_total(schedule_steps_);
+    } catch (const std::invalid_argument& error) {
+      fail(parent.get("schedule")->source(), fmt::format("{}.schedule: {}", owner, error.what()));
+    }
+    schedules_.push_back(schedule);
+    return schedule;
   }
 
-  // Without a rate column, a share is of the link's own rate; an unlimited
-  // link has nothing to share.
-  void check_shares_have_rates() const {
+  // Every scheduled pair sends at each rate it will have: its own and each
+  // one an [[event]] gives it (a schedule without a rate column shares the
+  // pair's rate).
+  void check_scheduled_pairs_send() const {
+    std::set<std::pair<const Schedule*, std::uint64_t>> checked;
     const int n = static_cast<int>(scenario_.dcs.size());
     for (int src = 0; src < n; ++src) {
       for (int dst = 0; dst < n; ++dst) {
         const std::shared_ptr<const Schedule> schedule = src == dst ? nullptr : scenario_.schedule(src, dst);
-        if (!schedule || (schedule->columns & WANLAB_SCHED_SHARE) == 0 || (schedule->columns & WANLAB_SCHED_RATE) != 0)
-          continue;
-        if (scenario_.pair(src, dst).rate_bps == 0)
-          throw ScenarioError(
-              fmt::format("{}: schedule: a share column needs a rate for {} -> {}: give the link a "
-                          "rate or the schedule a rate column",
-                          schedule->where, scenario_.dcs[static_cast<std::size_t>(src)].name,
-                          scenario_.dcs[static_cast<std::size_t>(dst)].name));
+        if (!schedule || !shares_pair_rate(schedule->columns)) continue;  // finish_schedule checked the others
+        PairParams pair = scenario_.pair(src, dst);
+        if (checked.emplace(schedule.get(), pair.rate_bps).second)
+          check_pair_sends(*schedule, src, dst, pair, schedule->where + ": schedule");
+        for (const Event& event : scenario_.events) {
+          if (!event.link.params.rate_bps || !event.link.matches(dc_name(src), dc_name(dst))) continue;
+          pair.rate_bps = *event.link.params.rate_bps;
+          if (checked.emplace(schedule.get(), pair.rate_bps).second)
+            check_pair_sends(*schedule, src, dst, pair,
+                             fmt::format("{}: event.rate: the schedule of {}", event.link.where, schedule->where));
+        }
       }
     }
   }
+
+  void check_pair_sends(const Schedule& schedule, int src, int dst, const PairParams& pair,
+                        const std::string& where) const {
+    try {
+      // Only the config's rate reaches a schedule's steps.
+      check_link_sends(schedule, make_pair_config(pair, 0, scenario_.seed, 0));
+    } catch (const std::invalid_argument& error) {
+      throw ScenarioError(fmt::format("{}: {} -> {}: {}", where, dc_name(src), dc_name(dst), error.what()));
+    }
+  }
+
+  const std::string& dc_name(int dc) const { return scenario_.dcs[static_cast<std::size_t>(dc)].name; }
 
   void read_link_table(const toml::table& root, std::string_view key, LinkParams& params) {
     const toml::table* table = optional_table(root, key);
@@ -280,6 +311,7 @@ class Parser : detail::ScenarioReader {
       LinkSpec link = read_selection(*table, "link");
       link.params = read_link_params(*table, "link");
       link.schedule = read_schedule(*table, "link");
+      link.gives_schedule = table->contains("schedule");
       check_not_duplicate(link, *table, first_link);
       scenario_.links.push_back(std::move(link));
     }
@@ -415,6 +447,8 @@ class Parser : detail::ScenarioReader {
 
   ScheduleFiles files_;
   Scenario scenario_;
+  std::vector<std::shared_ptr<const Schedule>> schedules_;  // distinct, as read
+  std::uint64_t schedule_steps_ = 0;                        // theirs in all
   std::vector<toml::source_region> dc_where_;
 };
 
@@ -453,9 +487,27 @@ std::shared_ptr<const Schedule> Scenario::schedule(int src, int dst) const {
   const Dc& dst_dc = dcs.at(static_cast<std::size_t>(dst));
   if (src == dst) return nullptr;
   for (auto link = links.rbegin(); link != links.rend(); ++link) {
-    if ((link->schedule || link->removes_schedule) && link->matches(src_dc.name, dst_dc.name)) return link->schedule;
+    if ((link->gives_schedule || link->removes_schedule) && link->matches(src_dc.name, dst_dc.name))
+      return link->schedule;
   }
   return defaults_schedule;
+}
+
+std::vector<Scenario::SharedSchedule> Scenario::shared_schedules() const {
+  std::vector<SharedSchedule> shared;
+  const int n = static_cast<int>(dcs.size());
+  for (int src = 0; src < n; ++src) {
+    for (int dst = 0; dst < n; ++dst) {
+      std::shared_ptr<const Schedule> found = schedule(src, dst);
+      if (!found) continue;
+      auto same = std::find_if(shared.begin(), shared.end(), [&](const SharedSchedule& known) {
+        return known.schedule == found || known.schedule->same_steps(*found);
+      });
+      if (same == shared.end()) same = shared.insert(shared.end(), SharedSchedule{std::move(found), {}});
+      same->pairs.emplace_back(src, dst);
+    }
+  }
+  return shared;
 }
 
 Scenario parse_scenario(std::string_view toml_text, const std::string& path, ScheduleFiles files) {

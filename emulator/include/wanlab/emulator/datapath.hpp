@@ -14,9 +14,11 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 extern "C" {
@@ -55,15 +57,28 @@ class Datapath {
   // differs from the one the state was seeded for.
   void set_pair(int src, int dst, const wanlab_pair_config& config);
   wanlab_pair_config pair(int src, int dst) const;
-  // Gives the pair a schedule (wanlab_shared.h: the head, then its steps),
-  // replacing the one it had in a single map update, so packets see either
-  // the old or the new one. Throws std::invalid_argument for entries that are
-  // not a schedule (steps out of order, more than WANLAB_SCHED_MAX_STEPS, ...).
+  // Gives each of `pairs` ((src, dst)) a schedule (wanlab_shared.h: the
+  // head, then its steps), all of them one map, so the kernel holds it once;
+  // each pair's old one is replaced in a single map update, so its packets
+  // see either the old or the new one. Throws std::invalid_argument for
+  // entries that are not a schedule (steps out of order, more than
+  // WANLAB_SCHED_MAX_STEPS, ...).
+  void set_schedule(std::span<const std::pair<int, int>> pairs, std::span<const wanlab_sched_entry> entries);
   void set_schedule(int src, int dst, std::span<const wanlab_sched_entry> entries);
   // The pair goes back to its config alone; no-op without a schedule.
   void clear_schedule(int src, int dst);
   // The pair's schedule as the program reads it; empty when it has none.
   std::vector<wanlab_sched_entry> schedule(int src, int dst) const;
+  // The map each scheduled pair reads its schedule from: the kernel's id
+  // (pairs that share a map show the same) and its head, without its steps.
+  struct ScheduleMap {
+    int src = 0;
+    int dst = 0;
+    std::uint32_t id = 0;
+    wanlab_sched_head head{};
+  };
+  std::optional<ScheduleMap> schedule_map(int src, int dst) const;  // nullopt: none
+  std::vector<ScheduleMap> schedule_maps() const;                   // every scheduled pair's
   // What the program uses for a packet the link starts at t_ns
   // (CLOCK_MONOTONIC): the pair's config with its schedule's step at t_ns
   // laid over it. `paused`: the step sends nothing (config.rate_bps is then 0).

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "wanlab/emulator/schedule.hpp"
@@ -97,7 +98,8 @@ struct LinkSpec {
   std::string to;
   bool symmetric = false;  // `between = [a, b]`
   LinkParams params;
-  std::shared_ptr<const Schedule> schedule;  // its `schedule`, if any
+  std::shared_ptr<const Schedule> schedule;  // its `schedule`, if given and read
+  bool gives_schedule = false;               // it gives one (null when ScheduleFiles::skip left it unread)
   bool removes_schedule = false;             // `wanlab set --no-schedule`: no schedule from here on
   std::string where;                         // "file:line:column" of the table, for later errors
 
@@ -149,13 +151,22 @@ struct Scenario {
   // (a [[link]]'s, then live ones from changes.toml), else [defaults]'
   // (src != dst); null if none, or if the file was read with ScheduleFiles::skip.
   std::shared_ptr<const Schedule> schedule(int src, int dst) const;
+  // The distinct schedules of the pairs (equal ones once, however many
+  // pairs run them) and the pairs of each: one map each in the data plane.
+  struct SharedSchedule {
+    std::shared_ptr<const Schedule> schedule;
+    std::vector<std::pair<int, int>> pairs;  // (src, dst)
+  };
+  std::vector<SharedSchedule> shared_schedules() const;
   // The /24 of DC `dc`: the dc-th /24 inside pool.
   Ipv4Prefix dc_prefix(int dc) const;
 };
 
 // Reads, validates and returns the scenario, or throws ScenarioError. Validation
 // covers unknown keys, bad units, negative values, duplicate names, unknown DCs
-// in links/events, and every DC pair lacking a delay.
+// in links/events, every DC pair lacking a delay, a scheduled pair that would
+// never send at a rate it has (check_link_sends), and schedules above the
+// testbed's total (kMaxTestbedScheduleSteps; equal ones count once).
 //
 // A schedule's trace file is named relative to the scenario's directory.
 // ScheduleFiles::skip leaves trace files unread (their schedules null): how a

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -39,6 +40,8 @@ struct Schedule {
   const ScheduleStep& step_at(std::uint64_t offset_ns) const;
   // The time-weighted mean rate over one period (or up to the last step).
   double mean_rate_bps() const;
+  // The same columns, period and steps (`where` aside): one map in the data plane.
+  bool same_steps(const Schedule& other) const;
 };
 
 // The columns of CSV traces and inline steps, in this order: time first.
@@ -60,12 +63,43 @@ class ScheduleStepError : public std::invalid_argument {
 };
 
 // Checks the steps (the first at 0, times ascending, inside the period, the
-// link not stopped for good) and merges equal neighbours. Throws
-// std::invalid_argument, ScheduleStepError for a step's own fault.
+// link not stopped for good at any pair's rate: check_link_sends) and merges
+// equal neighbours. Throws std::invalid_argument, ScheduleStepError for a
+// step's own fault.
 void finish_schedule(Schedule& schedule);
 
+// Whether a schedule's steps share the pair's own rate (a share column
+// without a rate column): the one kind whose pauses depend on the pair.
+inline bool shares_pair_rate(unsigned columns) {
+  return (columns & WANLAB_SCHED_SHARE) != 0 && (columns & WANLAB_SCHED_RATE) == 0;
+}
+// A step as the data plane holds it: its loss and share in fixed point
+// (probability_p32). schedule_entries' steps.
+wanlab_sched_step data_plane_step(const ScheduleStep& step);
+// Whether a pair whose config is `config` (make_pair_config's; its rate is
+// what a schedule without a rate column shares) ever sends under the
+// schedule, judged by the tc program's own rule (wanlab_edt_sched_paused) on
+// the values the data plane holds: a share that rounds to 100%, or a rate
+// that a share leaves below 1 bit/s, pauses the link as rate 0 does. Throws
+// ScheduleStepError when every step pauses the link (naming the first step)
+// or, without a period, the last one does; std::invalid_argument for a share
+// of an unlimited link.
+void check_link_sends(const Schedule& schedule, const wanlab_pair_config& config);
+// The same for a schedule as the data plane holds it (Datapath::schedule).
+void check_link_sends(std::span<const wanlab_sched_entry> entries, const wanlab_pair_config& config);
+
+// The most schedule steps one testbed's data plane holds in all, counting
+// each distinct schedule once (pairs with equal schedules share one map):
+// two of the largest, 256 MiB of maps.
+inline constexpr std::uint64_t kMaxTestbedScheduleSteps = 2ull * WANLAB_SCHED_MAX_STEPS;
+// Throws std::invalid_argument saying the total and the limit when `steps`
+// is above kMaxTestbedScheduleSteps.
+void check_schedule_total(std::uint64_t steps);
+
 // The text of a trace file: a regular file of at most 256 MiB (a Mahimahi
-// trace at 1 Gbit/s is about 500,000 lines a minute). Throws ScenarioError
+// trace at 1 Gbit/s is about 500,000 lines a minute). The parsers below
+// read it line by line: what they hold grows with the steps they make, not
+// with the trace's lines or milliseconds. Throws ScenarioError
 // "PATH: cannot read trace: reason".
 std::string read_trace_file(const std::string& path);
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -131,14 +132,29 @@ struct Change {
 std::uint64_t event_due_mono_ns(const TestbedState& state, std::uint64_t at_ns);
 
 // The scenario as it runs now: the file, plus the [[event]]s already due and
-// the changes made so far, in time order.
-Scenario current_scenario(const TestbedState& state);
+// the changes made so far, in time order. The copies of live schedules'
+// traces are read only with ScheduleFiles::read: nothing but their steps
+// needs them (the data plane holds those), and reading a large one takes
+// seconds, so a `set`, an [[event]] or `verify` leaves them unread (their
+// pairs' schedule() is then null, as for the file's own traces).
+Scenario current_scenario(const TestbedState& state, ScheduleFiles copies = ScheduleFiles::skip);
 // `scenario` (the testbed's own or another file with its DCs) with its
 // [[event]]s due by now, counted from the testbed's `up`, and with
 // `with_changes` the testbed's changes too; current_scenario is the testbed's
 // own file with changes.
-Scenario scenario_now(const TestbedState& state, Scenario scenario, bool with_changes);
+Scenario scenario_now(const TestbedState& state, Scenario scenario, bool with_changes,
+                      ScheduleFiles copies = ScheduleFiles::skip);
+// A live change refused for what the testbed runs: a rate at which a
+// pair's schedule would never send, a schedule that would not send at the
+// pair's rate, or schedules above the testbed's total. what() is one line
+// that starts with the option ("--rate: ..."); `wanlab set` exits 2.
+class ChangeRefused : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
 // Validates and records a change, then rewrites the data plane's pairs.
+// Throws ChangeRefused for a rate at which a pair's schedule (as the data
+// plane holds it) would never send.
 void apply_change(const TestbedState& state, const Change& change);
 // A schedule `wanlab set` loads: the trace's bytes as they were read (the
 // testbed keeps a copy of them, so the record outlives the file) and what
@@ -154,10 +170,13 @@ struct LiveSchedule {
 LiveSchedule read_live_csv(const std::string& path, std::uint64_t period_ns);
 LiveSchedule read_live_mahimahi(const std::string& path, std::uint64_t resolution_ns);
 // Loads `live` into the pairs `selection` names (its link fields are not
-// read), time 0 now; a null one removes theirs. Recorded in changes.toml as a
-// change (the trace's copy under the run directory, time 0 its at_mono_ns)
-// that a later schedule or removal of the same pairs supersedes; `wanlab set`
-// with link keys leaves it in place.
+// read), time 0 now, one map for both directions; a null one removes theirs.
+// Recorded in changes.toml as a change (the trace's copy under the run
+// directory, time 0 its at_mono_ns) that a later schedule or removal of the
+// same pairs supersedes; `wanlab set` with link keys leaves it in place.
+// Throws ChangeRefused when a pair would never send under it, at its rate now
+// or at one an [[event]] still to come gives it, or when the testbed's
+// schedules would come to more than kMaxTestbedScheduleSteps.
 void set_schedule_live(const TestbedState& state, const Change& selection, const LiveSchedule* live);
 // Rewrites every pair of the running data plane from current_scenario().
 void refresh_data_plane(const TestbedState& state);

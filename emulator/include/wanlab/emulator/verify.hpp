@@ -91,6 +91,7 @@ struct VerifyRow {
   Range allowed;                   // ms or bit/s; unbounded: shown, not checked
   std::string how;                 // "median of 20/20 echoes", "4 streams, 2 s"
   std::string problem;             // why it fails when not for the range ("no echo came back")
+  std::string unmeasured;          // why it was not measured ("its schedule pauses the link now"); passes
   bool passed() const { return problem.empty() && (!allowed.bounded() || allowed.contains(measured)); }
 };
 
@@ -102,7 +103,12 @@ std::string describe_failure(const VerifyRow& row, const VerifyOptions& options)
 
 struct VerifyResult {
   std::vector<VerifyRow> rows;
+  // Every row passed and at least one was measured: rows none of which
+  // could be measured say nothing of the testbed.
   bool passed() const;
+  // When no row was measured, one line saying why ("no pair could be
+  // measured: east <-> west rtt: its schedule pauses the link now"); else empty.
+  std::string nothing_measured() const;
 };
 
 // Measures a namespace testbed between the first hosts of every two DCs: all
