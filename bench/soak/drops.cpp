@@ -5,11 +5,13 @@
 
 #include <fmt/format.h>
 
+#include "wanlab/emulator/tcp_window.hpp"
+
 namespace wanlab::bench::soak {
 namespace em = wanlab::emulator;
 
 double QueueBound::backlog_bytes() const {
-  return 2.0 * streams * (static_cast<double>(wmem_bytes) + 65536.0) * 1514.0 / 1448.0;
+  return 2.0 * streams * (static_cast<double>(wmem_bytes) + 65536.0) * emulator::kFrameBytes / emulator::kSegmentPayloadBytes;
 }
 
 double QueueBound::backlog_ns() const {

@@ -11,12 +11,13 @@
 
 #include "wanlab/base/process.hpp"
 #include "wanlab/emulator/probe.hpp"
+#include "wanlab/emulator/tcp_window.hpp"
 
 namespace wanlab::bench::trace {
 
 // Mahimahi's link counts IP packets: a delivery opportunity is one 1500-byte
 // packet (PACKET_SIZE 1504 with the TUN header), of which TCP carries 1448.
-inline constexpr double kMahimahiPayloadShare = 1448.0 / 1500.0;
+inline constexpr double kMahimahiPayloadShare = emulator::kSegmentPayloadBytes / 1500.0;
 inline constexpr std::uint64_t kMahimahiOpportunityBits = 1500 * 8;
 
 // The square wave at `bps` as a Mahimahi trace.

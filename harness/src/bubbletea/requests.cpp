@@ -20,7 +20,7 @@ constexpr std::string_view kHeader = "arrival_s,prompt_tokens,output_tokens";
 // kMaxRequests rows of about 30 characters, with room for comments.
 constexpr std::size_t kMaxTraceBytes = 64u << 20;
 constexpr double kMaxArrivalS = 1e9;  // about 32 years: far below where int64 ns wrap
-constexpr int kMaxTokens = 1'000'000;
+constexpr int kMaxTokens = PrefillConfig::kMaxTokens;
 // Output lengths do not matter to prefill; generated requests say 128, the
 // output length splitwise-sim's performance model measured prefill with
 // (data/perf_model.csv, token_size; REFERENCES.md).

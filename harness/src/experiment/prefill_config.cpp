@@ -27,7 +27,7 @@ constexpr std::array kServedModelKeys{"layers"sv,   "hidden"sv,          "kv_hea
                                       "head_dim"sv, "bytes_per_value"sv, "parameters"sv};
 constexpr std::array kTimeKeys{"tokens"sv, "ms"sv};
 
-constexpr int kMaxTokens = 1'000'000;                   // a prompt, a batch, a table point
+constexpr int kMaxTokens = PrefillConfig::kMaxTokens;
 constexpr double kMaxRatePerS = 10'000;                 // requests per second
 constexpr std::uint64_t kMaxSloNs = 3'600'000'000'000;  // an hour
 constexpr std::uint64_t kMaxGuardNs = 60'000'000'000;   // a minute

@@ -34,10 +34,14 @@ inline constexpr double kReceiveBufferWindowShare = 0.76;
 // log2(size) between the measured sizes, the nearest one's outside them.
 double send_buffer_window_share(double wmem_bytes);
 
-// TCP payload per byte the data plane charges: 1448 of a 1514-byte frame
-// (1500-byte MTU less IPv4, TCP and timestamp headers, over the frame with its
-// 14-byte Ethernet header). A link's goodput is its rate x this.
-inline constexpr double kPayloadShare = 1448.0 / 1514.0;
+// A full-size TCP segment on the emulated links: a 1500-byte MTU less 20
+// bytes of IPv4, 20 of TCP and 12 of the timestamp option Linux sends leaves
+// 1448 bytes of payload, in a frame of 1514 with the 14-byte Ethernet header,
+// which is what the data plane charges a link for.
+inline constexpr double kSegmentPayloadBytes = 1448;
+inline constexpr double kFrameBytes = 1514;
+// TCP payload per byte the data plane charges. A link's goodput is its rate x this.
+inline constexpr double kPayloadShare = kSegmentPayloadBytes / kFrameBytes;
 
 // The window ceiling of one stream in bytes: the smaller of the send and the
 // receive side's, each from the scenario's buffer or the kernel's default.

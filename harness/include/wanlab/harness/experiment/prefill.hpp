@@ -57,6 +57,8 @@ struct PrefillConfig {
   std::vector<double> time_ms;
   // Requests beyond this many are not read (a bound on a run's memory).
   static constexpr std::size_t kMaxRequests = 1'000'000;
+  // The most tokens of a prompt, a batch or a prefill-time table's point.
+  static constexpr int kMaxTokens = 1'000'000;
 };
 
 }  // namespace wanlab::harness

@@ -37,9 +37,11 @@
 #include <cstdint>
 #include <limits>
 
+#include "wanlab/emulator/tcp_window.hpp"
+
 namespace wanlab::harness {
 
-inline constexpr double kSegmentBytes = 1448;  // TCP payload of a 1500-byte frame with timestamps
+inline constexpr double kSegmentBytes = emulator::kSegmentPayloadBytes;
 inline constexpr double kInitialWindowBytes = 10 * kSegmentBytes;
 inline constexpr double kMinRtoS = 0.2;               // Linux's TCP_RTO_MIN
 inline constexpr double kPacingSlowStartRatio = 2.0;  // net.ipv4.tcp_pacing_ss_ratio = 200 (%)
