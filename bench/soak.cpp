@@ -1,4 +1,4 @@
-// The soak benchmark (issue 11, item 6): a three-DC testbed under mixed load
+// The soak benchmark: a three-DC testbed under mixed load
 // for a long time — `wanlab perf` streams on every directed DC pair all the
 // way through, a `wanlab set` change every second, processes started and
 // killed on the emulated hosts — sampling the releaser daemon's CPU, memory

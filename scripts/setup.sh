@@ -73,7 +73,7 @@ case "$what" in
     experiment=scenarios/experiments/bubbletea-3dc.toml
     out=results/demo
     rm -rf "$out"
-    "$build/cli/wanlab" train "$experiment" --iterations 3 --quiet --schedule 1f1b --prefill off --out "$out/1f1b"
+    "$build/cli/wanlab" train "$experiment" --iterations 3 --quiet --pipeline 1f1b --prefill off --out "$out/1f1b"
     "$build/cli/wanlab" train "$experiment" --iterations 3 --quiet --prefill off --out "$out/atlas"
     "$build/cli/wanlab" train "$experiment" --iterations 3 --quiet --out "$out/atlas+bubbletea"
     echo "== demo: the three runs side by side"

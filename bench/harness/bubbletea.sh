@@ -207,10 +207,10 @@ EOF
 threedc() {
   local bt=$root/scenarios/experiments/bubbletea-3dc.toml
   echo "three DCs: Atlas + BubbleTea against Atlas, 1F1B and GPipe"
-  run 3dc-1f1b "$bt" --schedule 1f1b --prefill off
-  run 3dc-1f1b+bt "$bt" --schedule 1f1b
-  run 3dc-gpipe "$bt" --schedule gpipe --prefill off
-  run 3dc-gpipe+bt "$bt" --schedule gpipe
+  run 3dc-1f1b "$bt" --pipeline 1f1b --prefill off
+  run 3dc-1f1b+bt "$bt" --pipeline 1f1b
+  run 3dc-gpipe "$bt" --pipeline gpipe --prefill off
+  run 3dc-gpipe+bt "$bt" --pipeline gpipe
   run 3dc-atlas "$bt" --prefill off
   run 3dc-atlas+bt "$bt"
   csv 3dc-1f1b 3dc-1f1b+bt 3dc-gpipe 3dc-gpipe+bt 3dc-atlas 3dc-atlas+bt > "$OUT/threedc.csv"

@@ -228,12 +228,12 @@ threedc() {
   local atlas=$root/scenarios/experiments/atlas-3dc.toml
   local common=(--scale "$SCALE" --iterations "$ITERATIONS")
   echo "three DCs (atlas-3dc.toml's model, scale $SCALE, $ITERATIONS iterations)"
-  run 3dc-1f1b "$atlas" "${common[@]}" --schedule 1f1b
-  run 3dc-gpipe "$atlas" "${common[@]}" --schedule gpipe
-  run 3dc-1f1b+streams "$atlas" "${common[@]}" --schedule 1f1b --streams 8
-  run 3dc-1f1b+sharing "$atlas" "${common[@]}" --schedule 1f1b --temporal-sharing on
-  run 3dc-1f1b+placement "$atlas" "${common[@]}" --schedule 1f1b --placement atlas
-  run 3dc-1f1b+streams+sharing "$atlas" "${common[@]}" --schedule 1f1b --streams 8 --temporal-sharing on
+  run 3dc-1f1b "$atlas" "${common[@]}" --pipeline 1f1b
+  run 3dc-gpipe "$atlas" "${common[@]}" --pipeline gpipe
+  run 3dc-1f1b+streams "$atlas" "${common[@]}" --pipeline 1f1b --streams 8
+  run 3dc-1f1b+sharing "$atlas" "${common[@]}" --pipeline 1f1b --temporal-sharing on
+  run 3dc-1f1b+placement "$atlas" "${common[@]}" --pipeline 1f1b --placement atlas
+  run 3dc-1f1b+streams+sharing "$atlas" "${common[@]}" --pipeline 1f1b --streams 8 --temporal-sharing on
   run 3dc-atlas+no-sharing "$atlas" "${common[@]}" --temporal-sharing off
   run 3dc-atlas "$atlas" "${common[@]}"
   # The same two Atlas runs on hosts that keep their congestion windows
@@ -243,7 +243,7 @@ threedc() {
   run 3dc-atlas-tuned "$OUT/files/atlas-3dc-tuned.toml" "${common[@]}"
   run 3dc-atlas+no-sharing-tuned "$OUT/files/atlas-3dc-tuned.toml" "${common[@]}" --temporal-sharing off
   # Its gradients cross the WAN: about 100 s per iteration; two iterations.
-  run 3dc-dp-across-dc "$atlas" --scale "$SCALE" --iterations 2 --schedule 1f1b --placement dp-across-dc
+  run 3dc-dp-across-dc "$atlas" --scale "$SCALE" --iterations 2 --pipeline 1f1b --placement dp-across-dc
   {
     table "Atlas and baselines on three DCs (speedup against 1F1B)" 3dc-1f1b \
       3dc-gpipe 3dc-1f1b 3dc-dp-across-dc 3dc-atlas

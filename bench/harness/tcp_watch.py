@@ -9,7 +9,7 @@
 # namespace's `ss -tinmH` output. This is how the HyStart exit in
 # bench/results/harness/hystart-20261126/README.md was caught:
 #   python3 bench/harness/tcp_watch.py /tmp/ss.txt east-1 europe-0 &
-#   wanlab train scenarios/experiments/atlas-3dc.toml --scale 0.1 --schedule 1f1b ...
+#   wanlab train scenarios/experiments/atlas-3dc.toml --scale 0.1 --pipeline 1f1b ...
 import argparse
 import re
 import subprocess

@@ -1,4 +1,4 @@
-// The soak benchmark's run (issue 11, item 6): a three-DC testbed under mixed
+// The soak benchmark's run: a three-DC testbed under mixed
 // load for a long time (load.hpp), a row every sample (sampler.hpp), every
 // drop judged against the configuration in force (drops.hpp); then `wanlab
 // down`, a search for anything the testbed left behind
@@ -24,7 +24,7 @@ namespace wanlab::bench::soak {
 
 class Soak {
  public:
-  Soak(const Config& config, std::string work_dir) : config_(config), work_(std::move(work_dir)) {}
+  Soak(const Config& config, std::string work_dir): config_(config), work_(std::move(work_dir)) {}
   // 0 when every verdict passes, 3 when one fails. A signal ends it at the
   // next second, and the members take down what they hold: the processes,
   // then the testbed.

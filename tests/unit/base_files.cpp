@@ -25,7 +25,7 @@ struct Scratch {
   fs::path dir;
   Scratch() {
     std::string pattern = (fs::temp_directory_path() / "wanlab-files-XXXXXX").string();
-    dir = ::mkdtemp(pattern.data());
+    dir =::mkdtemp(pattern.data());
   }
   ~Scratch() { fs::remove_all(dir); }
   std::string at(const std::string& name) const { return (dir / name).string(); }
@@ -92,7 +92,7 @@ BOOST_AUTO_TEST_CASE(a_name_with_a_nul_byte_is_refused_not_cut) {
   BOOST_TEST(error_of(name) == "\"" + scratch.at("a") + "\\x00b\": a file name with a NUL byte");
 }
 
-// Issue 8: a link planted where a root process writes must not have its
+// A link planted where a root process writes must not have its
 // target overwritten.
 BOOST_AUTO_TEST_CASE(replacing_never_writes_through_a_planted_link) {
   Scratch scratch;
@@ -110,7 +110,7 @@ BOOST_AUTO_TEST_CASE(replacing_never_writes_through_a_planted_link) {
   BOOST_TEST((st.st_mode & 0777) == 0600u);
   // Nothing but the file, the victim and the planted link are left behind.
   int entries = 0;
-  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(scratch.dir)) ++entries;
+  for ([[maybe_unused]] const auto& entry: fs::directory_iterator(scratch.dir)) ++entries;
   BOOST_TEST(entries == 3);
 }
 
@@ -138,7 +138,7 @@ std::string output_error(const std::function<void()>& write) {
 
 std::size_t entries_in(const fs::path& dir) {
   std::size_t entries = 0;
-  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir)) ++entries;
+  for ([[maybe_unused]] const auto& entry: fs::directory_iterator(dir)) ++entries;
   return entries;
 }
 
@@ -184,7 +184,7 @@ BOOST_AUTO_TEST_CASE(links_planted_in_an_output_dir_are_refused) {
 // /dev/null), a FIFO or a directory stays what it was.
 BOOST_AUTO_TEST_CASE(devices_fifos_and_directories_are_never_replaced_by_an_output) {
   Scratch scratch;
-  BOOST_REQUIRE(::mknod(scratch.at("null").c_str(), S_IFCHR | 0666, ::makedev(1, 3)) == 0);
+  BOOST_REQUIRE(::mknod(scratch.at("null").c_str(), S_IFCHR | 0666,::makedev(1, 3)) == 0);
   BOOST_REQUIRE(::mkfifo(scratch.at("fifo").c_str(), 0600) == 0);
   fs::create_directory(scratch.at("dir"));
   BOOST_TEST(output_error([&] { b::write_output_file(scratch.at("null"), "x"); }) ==
@@ -223,7 +223,7 @@ BOOST_AUTO_TEST_CASE(a_named_output_dir_may_be_a_link_the_user_made) {
 BOOST_AUTO_TEST_CASE(output_names_stay_in_their_directory) {
   Scratch scratch;
   const auto out = b::OutputDir::open(scratch.at("out"));
-  for (const std::string& name : std::vector<std::string>{"..", ".", "", "a/b", std::string("a\0b", 3)})
+  for (const std::string& name: std::vector<std::string>{"..", ".", "", "a/b", std::string("a\0b", 3)})
     BOOST_TEST(output_error([&] { out.write(name, "x"); }).ends_with(": not a plain file name"), name);
   BOOST_TEST(output_error([&] { b::OutputDir::open(std::string("out\0x", 5)); }).ends_with(": a NUL byte in the path"));
   BOOST_TEST(entries_in(scratch.dir / "out") == 0u);

@@ -174,7 +174,13 @@ BOOST_AUTO_TEST_CASE(bad_values_name_their_option_and_exit_2) {
   // Experiment options, through the experiment's.
   check_bad_value({"train", experiment, "--streams", "8x"}, "--streams", "a whole number from 1 to 64");
   check_bad_value({"train", experiment, "--scale", "2"}, "--scale", "a number");
+  check_bad_value({"train", experiment, "--pipeline", "zigzag"}, "--pipeline", "gpipe, 1f1b or atlas");
+  // The old name of --pipeline still works, and says it is the old name.
   check_bad_value({"train", experiment, "--schedule", "zigzag"}, "--schedule", "gpipe, 1f1b or atlas");
+  const Outcome old_name =
+      run_wanlab({"train", experiment, "--schedule", "gpipe", "--simulate", "--iterations", "1", "--quiet"});
+  BOOST_TEST(old_name.status == 0, old_name.err);
+  BOOST_TEST(old_name.err.find("--schedule is the old name of --pipeline") != std::string::npos, old_name.err);
   // The commands' own numbers, times, percentages and choices.
   check_bad_value({"train", experiment, "--timeout", "soon"}, "--timeout", "a whole number");
   check_bad_value({"train", experiment, "--runtime", "docker"}, "--runtime", "auto, podman, sandbox or external");

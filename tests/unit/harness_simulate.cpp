@@ -1,4 +1,4 @@
-// The simulator: schedule arithmetic with free communication (the issue's
+// The simulator: schedule arithmetic with free communication (hand-worked
 // numbers), transfer times, link sharing, temporal sharing, streams, the
 // all-reduce, and Atlas's DC ordering against Algorithm 1's.
 #include <boost/test/unit_test.hpp>

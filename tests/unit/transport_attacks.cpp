@@ -1,7 +1,7 @@
 // Attacks over real loopback TCP on what a peer can make a server hold
 // (docs/TRANSPORT.md, "Limits on what a peer can make us hold"): a slow
 // hello, channels left idle, hundreds of idle sockets, memory held by one
-// channel against another, and the issue 8 attacks on a real `wanlab perf
+// channel against another, and the memory attacks on a real `wanlab perf
 // server` process whose resident memory is read from /proc.
 #include <atomic>
 #include <boost/test/unit_test.hpp>
@@ -239,7 +239,7 @@ namespace {
 using transport_attack::PerfServerProcess;
 using transport_attack::run_wanlab;
 
-// The attack of issue 8 on one channel: 1 KiB chunks 2 MiB apart over a
+// The huge-page attack on one channel: 1 KiB chunks 2 MiB apart over a
 // message of the largest size the server allows.
 std::unique_ptr<RawPeer> sparse_attack(std::uint16_t port, std::uint64_t* sent) {
   auto peer = std::make_unique<RawPeer>(port);
@@ -307,9 +307,9 @@ BOOST_AUTO_TEST_CASE(a_real_perf_server_stays_under_its_memory_budget_and_still_
       }
     });
   }
-  for (auto& filler : fillers) filler.join();
+  for (auto& filler: fillers) filler.join();
   BOOST_REQUIRE_EQUAL(refused.load(), 0);
-  for (const auto bytes : filled_bytes) fill_sent += bytes;
+  for (const auto bytes: filled_bytes) fill_sent += bytes;
   std::vector<std::unique_ptr<RawPeer>> attackers;
   for (int i = 0; i < 4; ++i) attackers.push_back(sparse_attack(server.port(), &sparse_sent));
   std::this_thread::sleep_for(500ms);
@@ -323,8 +323,8 @@ BOOST_AUTO_TEST_CASE(a_real_perf_server_stays_under_its_memory_budget_and_still_
   BOOST_CHECK_LT(during.peak - before.peak, budget + 16 * kMiB);  // ...within its budget
 
   // The idle timeout ends every attacker, and their memory is given back.
-  for (auto* group : {&attackers, &filled}) {
-    for (auto& attacker : *group) BOOST_CHECK(attacker->closed_by_peer(10s));
+  for (auto* group: {&attackers, &filled}) {
+    for (auto& attacker: *group) BOOST_CHECK(attacker->closed_by_peer(10s));
   }
   std::this_thread::sleep_for(200ms);
   BOOST_CHECK_LT(server.memory().rss, before.rss + 16 * kMiB);

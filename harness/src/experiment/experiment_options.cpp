@@ -122,8 +122,10 @@ void set_prefill(Experiment& experiment, const std::string& flag, std::string_vi
 }
 
 constexpr std::array kOptions{
-    ExperimentOption{"schedule", "gpipe|1f1b|atlas", "the pipeline schedule (re-derives what it implies)",
+    ExperimentOption{"pipeline", "gpipe|1f1b|atlas", "the pipeline's compute order (re-derives what it implies)",
                      set_schedule},
+    // The old name, kept: `wanlab set --schedule` loads a link's schedule.
+    ExperimentOption{"schedule", "gpipe|1f1b|atlas", "the old name of --pipeline", set_schedule},
     ExperimentOption{"placement", "P", "atlas, pp-across-dc, dp-across-dc or DCs \"east,east,west,west\"",
                      set_placement},
     ExperimentOption{"streams", "N", "TCP connections per cross-DC channel (1 to 64)", set_streams},

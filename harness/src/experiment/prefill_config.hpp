@@ -1,6 +1,6 @@
 // The experiment's [prefill] section (BubbleTea): reading it, checking it
 // against the rest of the experiment, and the --prefill option. Used by the
-// experiment parser (experiment.cpp); the keys are in docs/HARNESS.md.
+// experiment parser (experiment.cpp); the keys are in docs/EXPERIMENT.md.
 #pragma once
 
 #include <string>

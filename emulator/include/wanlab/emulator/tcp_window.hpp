@@ -1,6 +1,6 @@
 // How much one TCP stream keeps in flight with a scenario's socket buffers:
 // the one rule the simulator, `wanlab demo`, `wanlab verify` and the
-// benchmarks use (docs/HARNESS.md, "The transfer model").
+// benchmarks use (docs/SIMULATOR.md, "The transfer model").
 #pragma once
 
 #include <cstdint>

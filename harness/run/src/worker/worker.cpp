@@ -21,6 +21,7 @@
 
 #include "protocol/control_socket.hpp"
 #include "protocol/data_header.hpp"
+#include "worker/data_channels.hpp"
 #include "worker/gpu_lease.hpp"
 #include "protocol/notifier.hpp"
 #include "process/process_life.hpp"
@@ -50,18 +51,6 @@ constexpr auto kDrainPoll = std::chrono::milliseconds(1);
 // computes, 347 ms).
 constexpr std::uint64_t kComputeHoldNs = 1'000'000;
 
-struct InboxKey {
-  int iteration, sender, microbatch, step;
-  auto operator<=>(const InboxKey&) const = default;
-};
-
-struct Arrived {
-  std::int64_t at_ns = 0;
-  std::int64_t first_byte_ns = 0;
-  std::uint64_t payload_bytes = 0;
-  int sender_op = 0;
-};
-
 class WorkerProcess {
  public:
   WorkerProcess(std::string control_path, int id) : control_path_(std::move(control_path)), id_(id) {}
@@ -69,9 +58,7 @@ class WorkerProcess {
   int run() {
     const int code = life_.run(main_loop(), control_);
     // Sockets close while the io_context lives; coroutines holding them end with it.
-    for (auto& [peer, channel] : channels_) channel->close();
-    channels_.clear();
-    acceptors_.clear();
+    data_.clear();
     if (control_) control_->close();
     control_.reset();
     return code;
@@ -84,8 +71,7 @@ class WorkerProcess {
   bool run_over() const { return stop_ || life_.ending() || (assign_ && iterations_reported_ >= assign_->iterations); }
 
   void finish() {
-    for (auto& [peer, channel] : channels_) channel->close();
-    for (auto& acceptor : acceptors_) acceptor.close();
+    data_.close();
     life_.end();
   }
 
@@ -96,12 +82,11 @@ class WorkerProcess {
     const auto connect_deadline = Clock::now() + kConnectPhase;
     if (!co_await changed_.wait_for([&] { return assign_.has_value(); }, connect_deadline))
       throw WorkerFailure(fmt::format("no assignment from the coordinator within {} s", kConnectPhase.count()));
-    size_payload_buffer();
-    listen();
+    data_.listen();
     control_->post(ctl::Listening{});
     if (!co_await changed_.wait_for([&] { return connect_; }, connect_deadline))
       throw WorkerFailure(fmt::format("no connect from the coordinator within {} s", kConnectPhase.count()));
-    co_await open_channels(connect_deadline);
+    co_await data_.open(connect_deadline);
     control_->post(ctl::Ready{});
     for (;;) {
       co_await changed_.wait_for([&] { return stop_ || !starts_.empty(); });
@@ -143,6 +128,7 @@ class WorkerProcess {
       check_announced(*assign);
       assign_ = std::move(*assign);
       layout_.emplace(*assign_, id_);
+      data_.assign(*assign_, *layout_);
       share_gpu();
     } else if (std::holds_alternative<ctl::Connect>(message)) {
       connect_ = true;
@@ -212,148 +198,6 @@ class WorkerProcess {
     gpu_.share(&*lease_);
   }
 
-  // ---- channels ------------------------------------------------------------
-
-  transport::ChannelOptions channel_options(bool cross_dc) {
-    const ctl::ChannelTuning& tuning = cross_dc ? assign_->cross_dc : assign_->intra_dc;
-    transport::ChannelOptions options;
-    options.connections = cross_dc ? static_cast<unsigned>(assign_->cross_dc_streams) : 1;
-    options.chunk_size = tuning.chunk_size;
-    options.socket.not_sent_lowat = tuning.not_sent_lowat;
-    options.connect_timeout = std::chrono::seconds(20);
-    options.handshake_timeout = std::chrono::seconds(20);
-    // Peers send what the plan says and nothing larger; the identity message is 8 bytes.
-    options.max_message_size = layout_->largest_payload(true) + kDataHeaderBytes;
-    options.shared_memory_budget = memory_budget(options.max_message_size);
-    // Channels idle for as long as the emulated GPU computes, and the peers are
-    // this run's own workers: keepalive, not an idle timeout, finds one that vanished.
-    options.idle_timeout = std::chrono::milliseconds(0);
-    // The transfer records: which streams carried a message, their cwnd and srtt.
-    options.record_streams = cross_dc;
-    return options;
-  }
-
-  // One budget for every channel of this worker: room for a message of the
-  // largest planned size from every peer at once, plus the headroom the
-  // budget keeps for each channel's next message (MemoryBudget).
-  std::shared_ptr<transport::MemoryBudget> memory_budget(std::uint64_t largest_message) {
-    if (!budget_) {
-      const auto one = transport::MemoryBudget::charge_of(largest_message, transport::kMinChunkSize);
-      const auto room = std::max(transport::ChannelOptions{}.memory_budget, (assign_->peers.size() + 1) * one);
-      budget_ = std::make_shared<transport::MemoryBudget>(room);
-    }
-    return budget_;
-  }
-
-  // One acceptor per kind of channel (its options set the chunk size of
-  // what this side sends), each only if a lower peer of that kind connects.
-  void listen() {
-    for (const bool cross : {false, true}) {
-      const bool needed = std::any_of(assign_->peers.begin(), assign_->peers.end(),
-                                      [&](const ctl::PeerAddress& p) { return p.worker < id_ && p.cross_dc == cross; });
-      if (!needed) continue;
-      const auto port = cross ? assign_->cross_dc.port : assign_->intra_dc.port;
-      const asio::ip::tcp::endpoint endpoint(asio::ip::address_v4(assign_->ipv4), port);
-      try {
-        // The connecting side decides the number of streams.
-        acceptors_.push_back(transport::Acceptor::listen(io_.get_executor(), endpoint, channel_options(cross)));
-      } catch (const std::exception& error) {
-        throw WorkerFailure(
-            fmt::format("listening on {}:{}: {}", endpoint.address().to_string(), endpoint.port(), error.what()));
-      }
-      acceptor_is_cross_.push_back(cross);
-    }
-  }
-
-  // Lower ids connect to higher ids; each accepted channel's first message names its worker.
-  asio::awaitable<void> open_channels(Clock::time_point deadline) {
-    for (std::size_t i = 0; i < acceptors_.size(); ++i) {
-      const bool cross = acceptor_is_cross_[i];
-      const auto expected = std::count_if(assign_->peers.begin(), assign_->peers.end(), [&](const ctl::PeerAddress& p) {
-        return p.worker < id_ && p.cross_dc == cross;
-      });
-      asio::co_spawn(io_, guarded(accept_channels(acceptors_[i], static_cast<int>(expected), cross)), asio::detached);
-    }
-    for (const auto& p : assign_->peers) {
-      if (p.worker <= id_) continue;
-      const std::string address = asio::ip::address_v4(p.ipv4).to_string();
-      try {
-        auto channel = co_await Channel::connect(io_.get_executor(), address, p.port, channel_options(p.cross_dc));
-        const auto identity = encode_identity(id_);
-        co_await channel.send_borrowed(std::span<const std::byte>(identity)).wait();
-        add_channel(p.worker, std::move(channel));
-      } catch (const std::exception& error) {
-        throw WorkerFailure(
-            fmt::format("opening a channel to worker {} at {}:{}: {}", p.worker, address, p.port, error.what()));
-      }
-    }
-    if (!co_await changed_.wait_for([&] { return channels_.size() == assign_->peers.size(); }, deadline))
-      throw WorkerFailure(
-          fmt::format("only {} of {} peers' channels open after 60 s", channels_.size(), assign_->peers.size()));
-  }
-
-  asio::awaitable<void> accept_channels(transport::Acceptor& acceptor, int count, bool cross) {
-    for (int accepted = 0; accepted < count; ++accepted) {
-      auto channel = co_await acceptor.accept();
-      auto first = co_await channel.receive();
-      const auto worker = first ? decode_identity(first->bytes()) : std::nullopt;
-      if (!worker || *worker >= id_ || channels_.count(*worker) || layout_->peer(*worker).cross_dc != cross)
-        throw WorkerFailure(fmt::format("a channel from {} did not name an expected worker",
-                                        channel.remote_endpoint().address().to_string()));
-      add_channel(*worker, std::move(channel));
-    }
-  }
-
-  void add_channel(int worker, Channel channel) {
-    if (const auto rate = layout_->peer(worker).pacing_rate; rate > 0) {
-      try {
-        channel.set_max_pacing_rate(rate);
-      } catch (const std::exception& error) {
-        throw WorkerFailure(fmt::format("pacing the channel to worker {} at {} B/s: {}", worker, rate, error.what()));
-      }
-    }
-    auto shared = std::make_shared<Channel>(std::move(channel));
-    channels_[worker] = shared;
-    asio::co_spawn(io_, guarded(read_channel(worker, shared)), asio::detached);
-    changed_.notify();
-  }
-
-  asio::awaitable<void> read_channel(int worker, std::shared_ptr<Channel> channel) {
-    for (;;) {
-      std::optional<transport::Received> received;
-      try {
-        received = co_await channel->receive_timed();
-      } catch (const std::exception& error) {
-        if (run_over()) co_return;
-        throw WorkerFailure(fmt::format("channel from worker {}: {}", worker, error.what()));
-      }
-      if (!received) {
-        if (!run_over()) throw WorkerFailure(fmt::format("worker {} closed its channel", worker));
-        co_return;
-      }
-      const auto at = monotonic_ns();
-      const transport::Message* message = &received->message;
-      DataHeader header;
-      try {
-        header = decode_header(message->bytes());
-      } catch (const std::exception& error) {
-        throw WorkerFailure(fmt::format("from worker {}: {}", worker, error.what()));
-      }
-      if (header.sender != worker)
-        throw WorkerFailure(fmt::format("worker {}'s channel carried a message of worker {}", worker, header.sender));
-      const InboxKey key{header.iteration, header.sender, header.microbatch, header.step};
-      if (header.modelled_bytes > 0 && !layout_->same_host(worker))
-        throw WorkerFailure(fmt::format("worker {} is on another host but sent a message standing for {} bytes", worker,
-                                        header.modelled_bytes));
-      const auto payload_bytes = message->size() - kDataHeaderBytes + header.modelled_bytes;
-      const Arrived arrived{at, std::min(at, monotonic_ns(received->first_chunk_at)), payload_bytes, header.sender_op};
-      if (!inbox_.emplace(key, arrived).second)
-        throw WorkerFailure(fmt::format("worker {} sent microbatch {} step {} of iteration {} twice", worker,
-                                        header.microbatch, header.step, header.iteration));
-      changed_.notify();
-    }
-  }
-
   // ---- one iteration -------------------------------------------------------
 
   asio::awaitable<void> run_iteration(int iteration) {
@@ -421,43 +265,8 @@ class WorkerProcess {
     return false;
   }
 
-  Channel& channel_to(int worker) {
-    const auto it = channels_.find(worker);
-    if (it == channels_.end()) throw WorkerFailure(fmt::format("no channel to worker {}", worker));
-    return *it->second;
-  }
-
-  // Zeros that every data message's payload is borrowed from: sized once for
-  // the largest message, since sends in flight keep pointing into it.
-  void size_payload_buffer() { zeros_.assign(layout_->largest_payload(false), std::byte{0}); }
-
-  std::span<const std::byte> payload(std::uint64_t bytes) const {
-    if (bytes > zeros_.size()) throw WorkerFailure(fmt::format("a message of {} bytes, larger than planned", bytes));
-    return {zeros_.data(), bytes};
-  }
-
-  // Returns the message's ticket once every byte is written to the sockets.
-  asio::awaitable<transport::SendTicket> transmit(int to, DataHeader header, std::uint64_t bytes) {
-    if (layout_->same_host(to)) {
-      header.modelled_bytes = bytes;
-      bytes = 0;
-    }
-    const auto head = encode_header(header);
-    // Keep the channel alive while its ticket is pending.
-    const auto keep = channels_.at(to);
-    const auto body = payload(bytes);
-    auto ticket = keep->send_borrowed(
-        std::vector<asio::const_buffer>{asio::buffer(head), asio::buffer(body.data(), body.size())});
-    try {
-      co_await ticket.wait();
-    } catch (const std::exception& error) {
-      throw WorkerFailure(fmt::format("sending to worker {}: {}", to, error.what()));
-    }
-    co_return ticket;
-  }
-
   asio::awaitable<void> send(int iteration, int op_index, const Op& op) {
-    channel_to(op.peer);
+    data_.to(op.peer);
     const auto queued = monotonic_ns();
     const bool gated = op.cross_dc && op.link_slot >= 0;
     const bool announced = is_announced(op_index);
@@ -468,7 +277,7 @@ class WorkerProcess {
       grants_.erase({iteration, op_index});
     }
     const auto start = monotonic_ns();
-    const auto ticket = co_await transmit(op.peer, DataHeader{iteration, id_, op.microbatch, -1, op_index}, op.bytes);
+    const auto ticket = co_await data_.transmit(op.peer, DataHeader{iteration, id_, op.microbatch, -1, op_index}, op.bytes);
     const auto written = monotonic_ns();
     if (gated || announced) {
       // Temporal sharing hands the link on once the message's bytes have all
@@ -478,7 +287,7 @@ class WorkerProcess {
       // the next sender's streams overflowed the queue beside them (measured at
       // scale 0.01: cwnd below the initial window after losses, 168 KB taking
       // 0.33-0.75 s where alone it takes 0.25 s).
-      co_await channels_.at(op.peer)->drain(kDrainPoll);
+      co_await data_.to(op.peer)->drain(kDrainPoll);
       control_->post(ctl::GateRelease{iteration, op_index});
     }
     if (op.cross_dc) sends_.push_back(send_record(op_index, queued, ticket));
@@ -488,24 +297,13 @@ class WorkerProcess {
     changed_.notify();
   }
 
-  // Waits for a message and takes it out of the inbox; returns its arrival time.
-  asio::awaitable<std::int64_t> take(const InboxKey& key, std::uint64_t expected_bytes, const char* what) {
-    co_await changed_.wait_for([&] { return inbox_.count(key) != 0; });
-    const Arrived arrived = inbox_.at(key);
-    inbox_.erase(key);
-    if (arrived.payload_bytes != expected_bytes)
-      throw WorkerFailure(fmt::format("{} from worker {} (iteration {}): {} bytes where the plan says {}", what,
-                                      key.sender, key.iteration, arrived.payload_bytes, expected_bytes));
-    if (key.step < 0)
-      arrivals_.push_back(ctl::Arrival{key.sender, arrived.sender_op, arrived.at_ns, arrived.first_byte_ns});
-    co_return arrived.at_ns;
-  }
-
   asio::awaitable<void> receive(int iteration, int op_index, const Op& op) {
-    channel_to(op.peer);
+    data_.to(op.peer);
     const auto start = monotonic_ns();
-    const auto arrival = co_await take(InboxKey{iteration, op.peer, op.microbatch, -1}, op.bytes, "microbatch message");
-    events_.push_back(event_of(iteration, op_index, op, start, std::max(start, arrival)));
+    const Arrived arrived =
+        co_await data_.take(InboxKey{iteration, op.peer, op.microbatch, -1}, op.bytes, "microbatch message");
+    arrivals_.push_back(ctl::Arrival{op.peer, arrived.sender_op, arrived.at_ns, arrived.first_byte_ns});
+    events_.push_back(event_of(iteration, op_index, op, start, std::max(start, arrived.at_ns)));
   }
 
   // Ring all-reduce: 2(n-1) steps, each sending bytes / (2(n-1)) to the next
@@ -521,8 +319,8 @@ class WorkerProcess {
       const int steps = 2 * (static_cast<int>(group.size()) - 1);
       const std::uint64_t piece = layout_->allreduce_piece(op.bytes);
       for (int step = 0; step < steps; ++step) {
-        co_await transmit(next, DataHeader{iteration, id_, -1, step, op_index}, piece);
-        co_await take(InboxKey{iteration, previous, -1, step}, piece, "allreduce piece");
+        co_await data_.transmit(next, DataHeader{iteration, id_, -1, step, op_index}, piece);
+        co_await data_.take(InboxKey{iteration, previous, -1, step}, piece, "allreduce piece");
       }
     }
     events_.push_back(event_of(iteration, op_index, op, start, monotonic_ns()));
@@ -540,11 +338,10 @@ class WorkerProcess {
   std::set<std::pair<int, int>> grants_;  // (iteration, op_index)
   std::set<int> announced_now_;           // announced sends announced in the running iteration
   int running_iteration_ = -1;
-  std::shared_ptr<transport::MemoryBudget> budget_;  // before the channels and acceptors that charge it
-  std::vector<transport::Acceptor> acceptors_;       // intra-DC and/or cross-DC
-  std::vector<bool> acceptor_is_cross_;
-  std::map<int, std::shared_ptr<Channel>> channels_;
-  std::map<InboxKey, Arrived> inbox_;
+  DataChannels data_{io_, id_, changed_, [this](asio::awaitable<void> work) {
+                        asio::co_spawn(io_, guarded(std::move(work)), asio::detached);
+                      },
+                      [this] { return run_over(); }};
   std::optional<run_detail::GpuLease> lease_;  // before the GPU that points to it
   EmulatedGpu gpu_;
   std::vector<Event> events_;
@@ -552,7 +349,6 @@ class WorkerProcess {
   std::vector<ctl::SendRecord> sends_;  // this iteration's cross-DC sends
   int sends_in_flight_ = 0;
   int iterations_reported_ = 0;
-  std::vector<std::byte> zeros_;
   // Last: destroyed first, with the coroutines it still holds, while the
   // members they refer to are alive.
   asio::io_context io_{1};

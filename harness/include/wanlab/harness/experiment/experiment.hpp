@@ -20,7 +20,7 @@
 
 namespace wanlab::harness {
 
-class ExperimentError : public std::runtime_error {
+class ExperimentError: public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
@@ -81,7 +81,7 @@ struct Experiment {
   bool reorder_dcs = true;
   // Pace each cross-DC connection at its pair's rate / streams (the
   // transport's SO_MAX_PACING_RATE), so a window does not go out as one burst
-  // that the link's queue drops (docs/HARNESS.md, "Pacing"). Real runs only.
+  // that the link's queue drops (docs/RUNTIME.md, "Pacing"). Real runs only.
   bool pacing = true;
 
   // Which schedule-dependent settings the file or an override gave; the others

@@ -1,5 +1,5 @@
 // The network inside a datacenter as the simulator sees it at scale: an
-// experiment's [fabric] section (docs/HARNESS.md, "The DC fabric").
+// experiment's [fabric] section (docs/SCALE.md, "[fabric]").
 //
 // Without [fabric] the simulator models the emulated testbed: inside a DC all
 // traffic shares the scenario's [intra_dc] pair, as the tc program shapes it,

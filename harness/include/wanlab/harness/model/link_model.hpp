@@ -69,7 +69,7 @@ int ring_flows_between(const Plan& plan, int src, int dst);
 // streams were paced at the link's whole rate, the rings' slow starts
 // overfilled the queue together, and the ring that lost most crept on in
 // congestion avoidance at 40-50% of the link after the other had finished
-// (docs/HARNESS.md, "Pacing"). The coordinator paces by it; the simulator
+// (docs/SIMULATOR.md, "Pacing, as both runners take it"). The coordinator paces by it; the simulator
 // caps by it.
 double ring_stream_pacing_bps(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model, int src,
                               int dst);

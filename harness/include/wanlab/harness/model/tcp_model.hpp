@@ -1,7 +1,7 @@
 // How the simulator models TCP on an emulated path: how long a message takes
 // on N streams, and what the streams' congestion windows carry from one
 // message to the next. Linux cubic as it runs on these links, in rounds of
-// one round trip (docs/HARNESS.md, "The transfer model", has the measurements
+// one round trip (docs/SIMULATOR.md, "The transfer model", has the measurements
 // behind each rule):
 // - A stream starts with the initial window (10 segments of 1448 bytes).
 // - In a round, the streams send what their windows allow (at most the

@@ -13,7 +13,7 @@
 // - allreduce waits for every member of allreduce_group (the same stage of every
 //   replica) and returns when the ring all-reduce is done.
 // - Worker ids are replica x pp + stage; plan.workers[id].worker.id == id.
-// The formulas are in docs/HARNESS.md.
+// The formulas are in docs/PLANNER.md.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // results.json as a type: what a run reports (made from its RunRecord by
 // make_results), written by to_json and read back by results_from_json, the
-// one codec of the document, beside each other (docs/HARNESS.md lists the fields).
+// one codec of the document, beside each other (docs/REPORTS.md lists the fields).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -61,7 +61,7 @@ struct Results {
 
 // A results.json that cannot be read: one line, "LABEL: what" or
 // "LABEL.configuration: \"streams\" is not a whole number".
-class ResultsError : public std::runtime_error {
+class ResultsError: public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };

@@ -5,7 +5,7 @@
 // concurrent transfers share it (or queue, with temporal sharing).
 // Unit tests check schedule arithmetic with free communication.
 //
-// The model in detail (docs/HARNESS.md has the formulas):
+// The model in detail (docs/SIMULATOR.md has the formulas):
 // - One link per directed DC pair, the intra-DC pair included, as the tc
 //   program shapes them; its capacity is the pair's rate x scale (0: unlimited).
 // - A transfer is on the wire for bits / its rate, then arrives one pair delay

@@ -51,7 +51,7 @@
 
 namespace wanlab::harness::control {
 
-class ControlError : public std::runtime_error {
+class ControlError: public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
@@ -71,7 +71,7 @@ struct PeerAddress {
   // Bytes/s at most per connection of the channel to this peer for what this
   // worker sends (SO_MAX_PACING_RATE; 0: unpaced): the directed pair's rate
   // over the streams, so that a window goes onto the WAN spread over its
-  // round trip instead of as a burst its queue drops (docs/HARNESS.md).
+  // round trip instead of as a burst its queue drops (docs/RUNTIME.md, "Pacing").
   std::uint64_t pacing_rate = 0;
 };
 
