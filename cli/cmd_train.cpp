@@ -29,15 +29,15 @@ void apply_overrides(hs::Experiment& experiment, const Options& options) {
   const auto known = hs::experiment_options();
   for (const auto& [name, value] : options.ordered()) {
     if (std::none_of(known.begin(), known.end(), [&](const auto& option) { return option.name == name; })) continue;
-    if (name == "schedule")
-      fmt::print(stderr,
-                 "wanlab train: --schedule is the old name of --pipeline (the compute order); `wanlab set "
-                 "--schedule` loads a link's schedule\n");
     try {
       hs::apply_override(experiment, name, value);
     } catch (const hs::ExperimentError& error) {
       throw UsageError(error.what());
     }
+    if (name == "schedule")
+      fmt::print(stderr,
+                 "wanlab train: --schedule is the old name of --pipeline (the compute order); `wanlab set "
+                 "--schedule` loads a link's schedule\n");
   }
 }
 
