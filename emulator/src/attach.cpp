@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 #include <filesystem>
 #include <ctime>
+#include <optional>
 #include <stdexcept>
 #include <system_error>
 
@@ -159,7 +160,16 @@ void detail::detach_interface(const TestbedState& state) {
     }
   };
   if (!netns_exists(state.netns)) return;
-  NetnsScope in_ns(state.netns);
+  std::optional<NetnsScope> in_ns;
+  try {
+    in_ns.emplace(state.netns);
+  } catch (const std::system_error& error) {
+    // The name is made before it is bound to the namespace (name_current_netns),
+    // and attach names it before it touches the interface: a name not bound yet
+    // (an attach stopped, or still running, between the two) left nothing to detach.
+    if (error.code().value() == EINVAL) return;
+    throw;
+  }
   Rtnl rtnl;
   int ifindex = 0;
   attempt([&] { ifindex = rtnl.link_index(state.dev); });
