@@ -168,12 +168,29 @@ int cmd_train(const Options& options) {
   return 0;
 }
 
+// compare's output: the table, or one of --markdown, --csv and --ttfts.
+std::string compare_format(const Options& options) {
+  std::string chosen;
+  for (const char* format : {"markdown", "csv", "ttfts"}) {
+    if (!options.flag(format)) continue;
+    if (!chosen.empty()) throw UsageError(fmt::format("--{}: not with --{}", format, chosen));
+    chosen = format;
+  }
+  return chosen;
+}
+
 int cmd_compare(const Options& options) {
-  if (options.positionals().empty())
-    throw UsageError("expected one or more result directories (or results.json files)");
+  const std::string format = compare_format(options);
+  const auto& paths = options.positionals();
+  if (paths.empty()) throw UsageError("expected one or more result directories (or results.json files)");
+  if (format == "ttfts" && paths.size() != 1)
+    throw UsageError(fmt::format("--ttfts: expected one result, got {}", paths.size()));
   std::vector<hs::ResultRow> rows;
-  for (const auto& path : options.positionals()) rows.push_back(hs::read_result(path));
-  fmt::print("{}", hs::compare_table(rows));
+  for (const auto& path : paths) rows.push_back(hs::read_result(path));
+  if (format == "markdown") fmt::print("{}", hs::compare_markdown(rows));
+  if (format == "csv") fmt::print("{}", hs::compare_csv(rows));
+  if (format == "ttfts") fmt::print("{}", hs::ttft_csv(rows.front()));
+  if (format.empty()) fmt::print("{}", hs::compare_table(rows));
   return 0;
 }
 

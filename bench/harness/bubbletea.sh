@@ -26,6 +26,8 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
+# shellcheck source=results-csv.sh source-path=SCRIPTDIR
+. "$here/results-csv.sh"
 WANLAB=${WANLAB:-$root/build/cli/wanlab}
 OUT=${OUT:-$root/bench/results/bubbletea/bubbletea-$(date +%Y%m%d-%H%M%S)}
 ITERATIONS=${ITERATIONS:-4}
@@ -86,29 +88,31 @@ run() {
   fi
 }
 
-# csv NAME... > FILE: one row per run (measured and simulated columns) from results.json.
+# csv NAME... > FILE: one row per run (measured and simulated columns).
 csv() {
-  python3 - "$OUT" "$@" <<'EOF'
-import json, os, sys
-out, names = sys.argv[1], sys.argv[2:]
-def load(name):
-    path = os.path.join(out, name, "results.json")
-    return json.load(open(path)) if os.path.exists(path) else None
+  local runs
+  # shellcheck disable=SC2046  # run names have no spaces
+  runs=$(results_csv $(with_sims "$@"))
+  python3 - "$runs" "$@" <<'EOF'
+import csv, os, sys
+names = sys.argv[2:]
+rows = {os.path.basename(r["label"]): r for r in csv.DictReader(sys.argv[1].splitlines())}
 def figures(r):
     if r is None:
         return ["-"] * 7
-    p = r.get("prefill")
-    util = r["mean_gpu_utilization"]
-    return [f"{r['mean_iteration_s']:.4f}", f"{util:.4f}",
-            f"{p['mean_gpu_utilization']:.4f}" if p else f"{util:.4f}",
-            f"{p['prefill_tokens_per_s']:.1f}" if p else "0",
-            f"{p['ttft_s']['p50']:.3f}" if p and p['requests']['served'] else "-",
-            f"{p['ttft_s']['p99']:.3f}" if p and p['requests']['served'] else "-",
-            f"{p['requests']['served']}/{p['requests']['rejected']}/{p['requests']['failed']}" if p else "-"]
+    p = r["served"] != ""  # ran with prefill
+    served = p and int(r["served"]) > 0
+    util = f"{float(r['utilization']):.4f}"
+    return [f"{float(r['iteration_s']):.4f}", util,
+            f"{float(r['utilization_with_prefill']):.4f}" if p else util,
+            f"{float(r['prefill_tokens_per_s']):.1f}" if p else "0",
+            f"{float(r['ttft_p50_s']):.3f}" if served else "-",
+            f"{float(r['ttft_p99_s']):.3f}" if served else "-",
+            f"{r['served']}/{r['rejected']}/{r['failed']}" if p else "-"]
 cols = ["iteration_s", "training_util", "util_with_prefill", "prefill_tokens_per_s", "ttft_p50_s", "ttft_p99_s", "served_rejected_failed"]
 print("run," + ",".join(cols) + "," + ",".join("sim_" + c for c in cols))
 for name in names:
-    print(name + "," + ",".join(figures(load(name))) + "," + ",".join(figures(load(name + "-sim"))))
+    print(name + "," + ",".join(figures(rows.get(name))) + "," + ",".join(figures(rows.get(name + "-sim"))))
 EOF
 }
 
@@ -218,14 +222,7 @@ threedc() {
   # TTFT distribution of Atlas + BubbleTea: every served request's.
   for name in 3dc-atlas+bt 3dc-atlas+bt-sim; do
     [ -f "$OUT/$name/results.json" ] || continue
-    python3 - "$OUT/$name/results.json" > "$OUT/$name-ttft.csv" <<'EOF'
-import json, sys
-outcomes = json.load(open(sys.argv[1]))["prefill"]["request_outcomes"]
-ttfts = sorted(o[4] for o in outcomes if o[3] == "served")
-print("percentile,ttft_s")
-for i, t in enumerate(ttfts):
-    print(f"{100 * (i + 1) / len(ttfts):.2f},{t:.4f}")
-EOF
+    "$WANLAB" compare --ttfts "$OUT/$name" > "$OUT/$name-ttft.csv"
     ttft_plot "$name"
   done
 }
@@ -260,32 +257,35 @@ saturate() {
   run sat-atlas+bt "$bt"
   csv sat-atlas sat-atlas+bt > "$OUT/saturate.csv"
   markdown "$OUT/saturate.csv" | tee "$OUT/saturate.md"
-  python3 - "$OUT" <<'EOF' | tee "$OUT/saturate-targets.md"
-import json, os, sys
-out = sys.argv[1]
-def load(name):
-    path = os.path.join(out, name, "results.json")
-    return json.load(open(path)) if os.path.exists(path) else None
+  saturate_targets | tee "$OUT/saturate-targets.md"
+}
+
+# saturate_targets: saturate's targets, measured and simulated.
+saturate_targets() {
+  local runs
+  # shellcheck disable=SC2046  # run names have no spaces
+  runs=$(results_csv $(with_sims sat-atlas sat-atlas+bt))
+  python3 - "$runs" <<'EOF'
+import csv, os, sys
+runs = {os.path.basename(r["label"]): r for r in csv.DictReader(sys.argv[1].splitlines())}
 print("| target | measured | simulated |")
 print("|---|---|---|")
 rows = {"utilization with prefill (target >= 90%)": [], "iteration time / prefill off (target <= 1.01)": [],
         "TTFT p99 / SLO (target <= 1)": [], "served requests over the SLO (arrived in iteration 0)": [],
         "training held up by prefill (s)": []}
 for suffix in ("", "-sim"):
-    off, on = load("sat-atlas" + suffix), load("sat-atlas+bt" + suffix)
+    off, on = runs.get("sat-atlas" + suffix), runs.get("sat-atlas+bt" + suffix)
     if off is None or on is None:
         for v in rows.values(): v.append("-")
         continue
-    p = on["prefill"]
-    slo = on["configuration"]["prefill"]["ttft_slo_s"]
-    rows["utilization with prefill (target >= 90%)"].append(f"{100 * p['mean_gpu_utilization']:.1f}%")
-    rows["iteration time / prefill off (target <= 1.01)"].append(f"{on['mean_iteration_s'] / off['mean_iteration_s']:.3f}")
-    rows["TTFT p99 / SLO (target <= 1)"].append(f"{p['ttft_s']['p99'] / slo:.2f}" if p["requests"]["served"] else "-")
-    first_end = on["iterations"][0]["time_s"]
-    late = [r for r in p["request_outcomes"] if r[3] == "served" and r[4] > slo]
+    slo = float(on["ttft_slo_s"])
+    rows["utilization with prefill (target >= 90%)"].append(f"{100 * float(on['utilization_with_prefill']):.1f}%")
+    rows["iteration time / prefill off (target <= 1.01)"].append(
+        f"{float(on['iteration_s']) / float(off['iteration_s']):.3f}")
+    rows["TTFT p99 / SLO (target <= 1)"].append(f"{float(on['ttft_p99_s']) / slo:.2f}" if int(on["served"]) else "-")
     rows["served requests over the SLO (arrived in iteration 0)"].append(
-        f"{len(late)} of {p['requests']['served']} ({sum(1 for r in late if r[1] < first_end)})")
-    rows["training held up by prefill (s)"].append(f"{p['training_delay_s']:.3f}")
+        f"{on['served_over_slo']} of {on['served']} ({on['served_over_slo_first_iteration']})")
+    rows["training held up by prefill (s)"].append(f"{float(on['training_delay_s']):.3f}")
 for name, values in rows.items():
     print(f"| {name} | " + " | ".join(values) + " |")
 EOF

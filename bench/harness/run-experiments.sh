@@ -30,6 +30,8 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
+# shellcheck source=results-csv.sh source-path=SCRIPTDIR
+. "$here/results-csv.sh"
 WANLAB=${WANLAB:-$root/build/cli/wanlab}
 OUT=${OUT:-$root/bench/results/harness/$(date +%Y%m%d-%H%M%S)}
 ITERATIONS=${ITERATIONS:-3}
@@ -54,42 +56,50 @@ run() {
   [ "$SIMULATE_ONLY" = 1 ] && return 0
   local started=$SECONDS
   if "$WANLAB" train "$experiment" "$@" --out "$OUT/$name" > "$OUT/$name.log" 2>&1; then
-    echo "  $name: $(jq -r '.mean_iteration_s * 1000 | round / 1000' "$OUT/$name/results.json") s per iteration ($((SECONDS - started)) s)"
+    echo "  $name: $(iteration_s "$name") s per iteration ($((SECONDS - started)) s)"
   else
     echo "  $name: FAILED, see $OUT/$name.log" >&2
   fi
 }
 
+# iteration_s RUN: its mean iteration time in seconds, to the millisecond.
+iteration_s() {
+  local runs
+  runs=$(results_csv "$1")
+  python3 - "$runs" <<'EOF'
+import csv, math, sys
+r = next(csv.DictReader(sys.argv[1].splitlines()))
+print(f"{math.floor(float(r['iteration_s']) * 1000 + 0.5) / 1000:.15g}")
+EOF
+}
+
 # table TITLE BASELINE_RUN RUN...: measured and simulated side by side.
 table() {
-  local title=$1 baseline=$2
+  local title=$1 baseline=$2 runs
   shift 2
-  python3 - "$OUT" "$title" "$baseline" "$@" <<'EOF'
-import json, os, sys
-out, title, baseline, runs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
-def load(name):
-    path = os.path.join(out, name, "results.json")
-    return json.load(open(path)) if os.path.exists(path) else None
-def wan_mb(r):
-    its = r["iterations"]
-    return sum(sum(i["wan_bytes"].values()) for i in its) / len(its) / 1e6
+  # shellcheck disable=SC2046  # run names have no spaces
+  runs=$(results_csv $(with_sims "$baseline" "$@"))
+  python3 - "$runs" "$title" "$baseline" "$@" <<'EOF'
+import csv, os, sys
+title, baseline, runs = sys.argv[2], sys.argv[3], sys.argv[4:]
+rows = {os.path.basename(r["label"]): r for r in csv.DictReader(sys.argv[1].splitlines())}
+def figure(r, column, scale=1):
+    return scale * float(r[column]) if r else None
 def fmt(value, spec, unit=""):
     return "-" if value is None else format(value, spec) + unit
-base, base_sim = load(baseline), load(baseline + "-sim")
+base, base_sim = rows.get(baseline), rows.get(baseline + "-sim")
 print(f"\n{title}\n")
 print(f"| run | iteration (s) | simulated (s) | ratio | GPU util | simulated util | bubble | WAN MB/iter (as sent) | vs {baseline} | simulated vs {baseline} | runtime |")
 print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 for name in runs:
-    r, s = load(name), load(name + "-sim")
-    it = r["mean_iteration_s"] if r else None
-    sit = s["mean_iteration_s"] if s else None
+    r, s = rows.get(name), rows.get(name + "-sim")
+    it, sit = figure(r, "iteration_s"), figure(s, "iteration_s")
     ratio = it / sit if r and s else None
-    rel = base["mean_iteration_s"] / it if r and base else None
-    srel = base_sim["mean_iteration_s"] / sit if s and base_sim else None
-    util = 100 * r["mean_gpu_utilization"] if r else None
-    sutil = 100 * s["mean_gpu_utilization"] if s else None
-    bubble = 100 * r["mean_bubble_fraction"] if r else None
-    wan = wan_mb(r) if r else (wan_mb(s) if s else None)
+    rel = figure(base, "iteration_s") / it if r and base else None
+    srel = figure(base_sim, "iteration_s") / sit if s and base_sim else None
+    util, sutil = figure(r, "utilization", 100), figure(s, "utilization", 100)
+    bubble = figure(r, "bubble", 100)
+    wan = figure(r or s, "wan_mb_per_iteration")
     print(f"| {name} | {fmt(it, '.3f')} | {fmt(sit, '.3f')} | {fmt(ratio, '.2f')} | {fmt(util, '.1f', '%')} | {fmt(sutil, '.1f', '%')} "
           f"| {fmt(bubble, '.1f', '%')} | {fmt(wan, '.1f')} | {fmt(rel, '.2f', 'x')} | {fmt(srel, '.2f', 'x')} "
           f"| {r['runtime'] if r else '-'} |")
@@ -101,13 +111,15 @@ EOF
 # gain at least 70% of the simulated one on Atlas, and never slower than
 # sharing off.
 targets() {
-  python3 - "$OUT" "$@" <<'EOF'
-import functools, json, os, sys
-out, runs = sys.argv[1], sys.argv[2:]
-@functools.cache
+  local runs
+  # shellcheck disable=SC2046  # run names have no spaces
+  runs=$(results_csv $(with_sims "$@"))
+  python3 - "$runs" "$@" <<'EOF'
+import csv, os, sys
+runs = sys.argv[2:]
+rows = {os.path.basename(r["label"]): r for r in csv.DictReader(sys.argv[1].splitlines())}
 def mean(name):
-    path = os.path.join(out, name, "results.json")
-    return json.load(open(path))["mean_iteration_s"] if os.path.exists(path) else None
+    return float(rows[name]["iteration_s"]) if name in rows else None
 ratios = {n: mean(n) / mean(n + "-sim") for n in runs if mean(n) and mean(n + "-sim")}
 if not ratios:
     sys.exit(0)
@@ -134,20 +146,24 @@ EOF
 # slowdown_table: the sweep, as slowdown against the no-WAN job per placement;
 # the ratios also into $OUT/slowdown.csv, which slowdown_plot draws.
 slowdown_table() {
-  python3 - "$OUT" <<'EOF'
-import json, os, sys
-out = sys.argv[1]
+  local runs placement delay
+  # shellcheck disable=SC2046  # run names have no spaces
+  runs=$(results_csv $(for placement in pp dp; do for delay in "${sweep_delays[@]}"; do
+    with_sims "sweep-$placement-$delay"; done; done))
+  python3 - "$runs" "$OUT" "${sweep_delays[@]}" <<'EOF'
+import csv, os, sys
+out, delays = sys.argv[2], sys.argv[3:]
+rows = {os.path.basename(r["label"]): r for r in csv.DictReader(sys.argv[1].splitlines())}
 ratios = []
 def it(name):
-    path = os.path.join(out, name, "results.json")
-    return json.load(open(path))["mean_iteration_s"] if os.path.exists(path) else None
+    return float(rows[name]["iteration_s"]) if name in rows else None
 def cell(name, base):
     a, b = it(name), it(base)
     return "-" if a is None or b is None else f"{a:.3f} s ({a / b:.2f}x)"
 print("\nSlowdown against the same job with no WAN: measured (simulated), iteration time and ratio\n")
 print("| one-way delay | pp-across-dc | pp-across-dc simulated | dp-across-dc | dp-across-dc simulated |")
 print("|---|---:|---:|---:|---:|")
-for delay in ["nowan", "0", "10", "20", "40", "80"]:
+for delay in delays:
     label = "no WAN" if delay == "nowan" else f"{delay} ms"
     row = [cell(f"sweep-{p}-{delay}{sim}", f"sweep-{p}-nowan{sim}") for p in ("pp", "dp") for sim in ("", "-sim")]
     print(f"| {label} | " + " | ".join(row) + " |")
@@ -165,9 +181,12 @@ slowdown_plot() {
     --xlabel "one-way delay between the DCs (ms)" --ylabel "iteration time / no WAN" --out "$OUT/slowdown.svg"
 }
 
+# The sweep's one-way delays in ms; nowan: the job with no WAN.
+sweep_delays=(nowan 0 10 20 40 80)
+
 sweep() {
   echo "latency sweep (2 DCs, pp 2 x dp 2, 1F1B, 1 stream, scale $SCALE, $ITERATIONS iterations)"
-  for delay in nowan 0 10 20 40 80; do
+  for delay in "${sweep_delays[@]}"; do
     local link
     if [ "$delay" = nowan ]; then link=$'delay = "50us"\nrate = "10gbit"'; else link="delay = \"${delay}ms\""; fi
     cat > "$OUT/files/sweep-$delay.toml" <<EOF

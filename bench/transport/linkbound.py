@@ -12,8 +12,9 @@ channel that has just carried one (warm), each against its ideal
     bench/transport/linkbound.py --wanlab build/cli/wanlab [--markdown F] [--repeats K]
                                  [--rates 5000] [--no-message | --message-only]
 
-Reuses transport_bench.py's testbed and runners (ABBA order, best of the
-repeats, goodput after a slow-start warm-up); its testbed is tbench-lb.
+Reuses the transport benchmark's testbed and runners (transport_testbed.py,
+transport_runs.py: ABBA order, best of the repeats, goodput after a slow-start
+warm-up); its testbed is tbench-lb.
 """
 import argparse
 import datetime
@@ -24,7 +25,11 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import transport_bench as tb  # noqa: E402
+import transport_runs  # noqa: E402
+from transport_runs import run_iperf, run_message, run_perf  # noqa: E402
+from transport_grid import Condition  # noqa: E402
+from transport_tables import pct  # noqa: E402
+from transport_testbed import CHILDREN, SEND_BUFFER_CAP, Testbed, loadavg, log  # noqa: E402
 
 # The window one stream keeps in flight with tcp_wmem max 4 MiB and tcp_rmem
 # max 32 MiB: min(0.66 x wmem, 0.76 x rmem), the shares measured in
@@ -34,20 +39,20 @@ import transport_bench as tb  # noqa: E402
 # RTT in docs/TRANSPORT.md, and the warm 1 GiB message on 16 streams at
 # 5 Gbit/s in bench/results/transport/linkbound-16cpu.md), so N is chosen with
 # room to spare.
-WINDOW_BYTES = min(0.66 * tb.SEND_BUFFER_CAP, 0.76 * (32 << 20))
+WINDOW_BYTES = min(0.66 * SEND_BUFFER_CAP, 0.76 * (32 << 20))
 FILL = 1.3  # N streams' ceilings must add up to this many times the link
 STREAM_CHOICES = [2, 4, 8, 16, 32, 64]
 TARGET = 0.97  # perf within 3% of iperf3 (or better)
 # Counted over 10 s, not the main bench's 4: bytes that crossed before the
 # window and are read inside it are up to 4% of a 4 s window on this machine,
 # more than the 3% the target allows.
-tb.MEASURE_S = 10
+transport_runs.MEASURE_S = 10
 
 
 def cell(rate_mbit, delay_ms, queue):
     label = f"{rate_mbit / 1000:g} Gbit/s, {delay_ms} ms, {queue}"
-    c = tb.Condition(label, delay_ms=delay_ms, rate_mbit=rate_mbit, loss="0%", loss_text="0", cap_mbit=None,
-                     cc="cubic", streams=[], message_streams=[], queue=queue)
+    c = Condition(label, delay_ms=delay_ms, rate_mbit=rate_mbit, loss="0%", loss_text="0", cap_mbit=None,
+                  cc="cubic", streams=[], message_streams=[], queue=queue)
     per_stream_bps = WINDOW_BYTES * 8 / c.rtt_s
     fitting = [n for n in STREAM_CHOICES if n * per_stream_bps >= FILL * c.rate_bps]
     if fitting:
@@ -69,53 +74,53 @@ def measure(testbed, cells, repeats, message):
     try:
         testbed.down()
         testbed.up()
-        tb.log(f"testbed {testbed.name} up; release path {testbed.release}")
+        log(f"testbed {testbed.name} up; release path {testbed.release}")
         for c, per_stream in cells:
             if not c.streams:
                 skipped.append((c, per_stream))
-                tb.log(f"== {c.label}: window-bound ({STREAM_CHOICES[-1]} streams carry at most "
-                       f"{STREAM_CHOICES[-1] * per_stream / 1e6:.0f} Mbit/s), not measured")
+                log(f"== {c.label}: window-bound ({STREAM_CHOICES[-1]} streams carry at most "
+                    f"{STREAM_CHOICES[-1] * per_stream / 1e6:.0f} Mbit/s), not measured")
                 continue
             testbed.set_link(c)
             n = c.streams[0]
-            tb.log(f"== {c.label}, N={n} (load {tb.loadavg()})")
+            log(f"== {c.label}, N={n} (load {loadavg()})")
             time.sleep(0.5)
             runs = {"perf": [], "iperf3": []}
             for rep in range(repeats):
                 for tool in (("perf", "iperf3") if rep % 2 == 0 else ("iperf3", "perf")):
                     try:
-                        r = tb.run_perf(testbed, c, n, c.omit_s) if tool == "perf" else tb.run_iperf(testbed, n, c.cc, c.omit_s)
+                        r = run_perf(testbed, c, n, c.omit_s) if tool == "perf" else run_iperf(testbed, n, c.cc, c.omit_s)
                         runs[tool].append(r["goodput_bps"])
-                        tb.log(f"  {tool:6} rep {rep}: {r['goodput_bps'] / 1e6:8.1f} Mbit/s, retr {r['retransmits']}")
+                        log(f"  {tool:6} rep {rep}: {r['goodput_bps'] / 1e6:8.1f} Mbit/s, retr {r['retransmits']}")
                     except RuntimeError as error:
                         failures.append(f"{c.label}, {tool}: {error}")
             rows.append((c, n, runs))
         if message is not None:
             measure_messages(testbed, repeats, message, failures)
     finally:
-        for child in tb.CHILDREN:
+        for child in CHILDREN:
             child.stop()
         testbed.down()
     return rows, skipped, failures
 
 
 MESSAGE_STREAMS = [16, 32]
-MESSAGE = tb.Condition("1 GiB message", delay_ms=50, rate_mbit=5000, loss="0%", loss_text="0", cap_mbit=None,
-                       cc="cubic", streams=[], message_streams=MESSAGE_STREAMS)
+MESSAGE = Condition("1 GiB message", delay_ms=50, rate_mbit=5000, loss="0%", loss_text="0", cap_mbit=None,
+                    cc="cubic", streams=[], message_streams=MESSAGE_STREAMS)
 
 
 def warm_message(testbed, streams):
     """The median of three 1 GiB messages on one channel, each sent once the
     one before is acknowledged: the second and third find the windows open
     (the gap is one acknowledgement's way, far below an RTO)."""
-    r = tb.run_message(testbed, MESSAGE, streams, count=3)
+    r = run_message(testbed, MESSAGE, streams, count=3)
     return {**r, "seconds": r["completion_p50_ms"] / 1e3}
 
 
 def measure_messages(testbed, repeats, message, failures):
     testbed.set_link(MESSAGE)
-    runners = {"perf cold": lambda n: tb.run_message(testbed, MESSAGE, n),
-               "iperf3 cold": lambda n: tb.run_iperf(testbed, n, MESSAGE.cc, 0, size="1G"),
+    runners = {"perf cold": lambda n: run_message(testbed, MESSAGE, n),
+               "iperf3 cold": lambda n: run_iperf(testbed, n, MESSAGE.cc, 0, size="1G"),
                "perf warm": lambda n: warm_message(testbed, n)}
     for n in MESSAGE_STREAMS:
         for rep in range(repeats):
@@ -124,8 +129,8 @@ def measure_messages(testbed, repeats, message, failures):
                 try:
                     r = runners[tool](n)
                     message.append({**r, "tool": tool, "streams": n})
-                    tb.log(f"  1 GiB message, {tool}, N={n}, rep {rep}: {r['seconds']:.2f} s, "
-                           f"machine busy {tb.pct(r['machine_busy'])}")
+                    log(f"  1 GiB message, {tool}, N={n}, rep {rep}: {r['seconds']:.2f} s, "
+                        f"machine busy {pct(r['machine_busy'])}")
                 except RuntimeError as error:
                     failures.append(f"1 GiB message, {tool}, N={n}: {error}")
 
@@ -160,7 +165,7 @@ def message_report(message):
                    f"{seconds(warm)} | {ideal:.2f} | {ratio(cold, ideal)} | {ratio(anchor, ideal)} | "
                    f"{ratio(warm, ideal)} | {cpu} |")
     out += ["", "Every run:", "", "| tool | N | seconds | machine busy |", "| --- | --- | --- | --- |"]
-    out += [f"| {r['tool']} | {r['streams']} | {r['seconds']:.2f} | {tb.pct(r['machine_busy'])} |" for r in message]
+    out += [f"| {r['tool']} | {r['streams']} | {r['seconds']:.2f} | {pct(r['machine_busy'])} |" for r in message]
     return out
 
 
@@ -171,7 +176,8 @@ def report(rows, skipped, failures, message, meta):
            f"{meta['elapsed_s'] / 60:.1f} min; command: `{meta['command']}`",
            f"- Two DCs, one host each, cubic, tcp_wmem max 4 MiB, tcp_rmem max 32 MiB; N: the fewest of "
            f"{STREAM_CHOICES} whose window ceilings ({WINDOW_BYTES / 2**20:.2f} MiB per RTT each) reach {FILL}x the link; "
-           f"best of {meta['repeats']} runs per tool, ABBA order; goodput after a warm-up, over {tb.MEASURE_S} s."]
+           f"best of {meta['repeats']} runs per tool, ABBA order; goodput after a warm-up, over "
+           f"{transport_runs.MEASURE_S} s."]
     if rows or skipped:
         out += cells_report(rows, skipped)
     if message:
@@ -216,17 +222,17 @@ def main():
     if os.geteuid() != 0:
         parser.error("needs root (namespaces, BPF, iptables)")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    testbed = tb.Testbed(os.path.realpath(args.wanlab), args.name)
+    testbed = Testbed(os.path.realpath(args.wanlab), args.name)
     started = time.monotonic()
     meta = {"date": f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M:%S} UTC",
-            "machine": f"{platform.system()} {platform.release()}; {os.cpu_count()} CPUs", "load_start": tb.loadavg(),
+            "machine": f"{platform.system()} {platform.release()}; {os.cpu_count()} CPUs", "load_start": loadavg(),
             "repeats": args.repeats, "command": "bench/transport/linkbound.py " + " ".join(sys.argv[1:])}
     if args.message_only and (args.quick or args.no_message):
         parser.error("--message-only: not with --quick or --no-message")
     message = [] if not (args.quick or args.no_message) else None
     cells = [] if args.message_only else grid(args.quick, args.rates)
     rows, skipped, failures = measure(testbed, cells, args.repeats, message)
-    meta.update(release=testbed.release, load_end=tb.loadavg(), elapsed_s=time.monotonic() - started)
+    meta.update(release=testbed.release, load_end=loadavg(), elapsed_s=time.monotonic() - started)
     text = report(rows, skipped, failures, message, meta)
     print(text)
     if args.markdown:

@@ -284,3 +284,37 @@ BOOST_AUTO_TEST_CASE(whatif_runs_a_shipped_sweep_and_plot_names_its_options) {
   BOOST_TEST(no_column.err.starts_with("wanlab plot: " + csv + ": no column \"rate\""), no_column.err);
   BOOST_TEST(!std::filesystem::exists(svg));
 }
+
+BOOST_AUTO_TEST_CASE(compare_prints_one_format_and_names_what_it_cannot_read) {
+  const std::string run = source("bench/results/bubbletea/bubbletea-20261126/3dc-atlas+bt");
+  const Outcome csv = run_wanlab({"compare", "--csv", run, run + "/results.json"});
+  BOOST_TEST(csv.status == 0, csv.err);
+  BOOST_TEST(csv.out.starts_with("label,experiment,runtime,"), csv.out);
+  BOOST_TEST(std::count(csv.out.begin(), csv.out.end(), '\n') == 3);
+  const Outcome markdown = run_wanlab({"compare", "--markdown", run});
+  BOOST_TEST(markdown.status == 0, markdown.err);
+  BOOST_TEST(markdown.out.starts_with("| | "), markdown.out);
+  const Outcome ttfts = run_wanlab({"compare", "--ttfts", run});
+  BOOST_TEST(ttfts.status == 0, ttfts.err);
+  BOOST_TEST(ttfts.out.starts_with("percentile,ttft_s\n"), ttfts.out);
+
+  struct Case {
+    std::vector<std::string> argv;
+    std::string expected;
+  };
+  for (const Case& c : {Case{{"compare", "--csv", "--markdown", run}, "--csv: not with --markdown"},
+                        Case{{"compare", "--ttfts", run, run}, "--ttfts: expected one result, got 2"},
+                        Case{{"compare", "--csv"}, "expected one or more result directories"},
+                        Case{{"compare", "--tsv", run}, "unknown option \"--tsv\""}}) {
+    const Outcome result = run_wanlab(c.argv);
+    BOOST_TEST(result.status == 2);
+    BOOST_TEST(result.err.starts_with("wanlab compare: " + c.expected), result.err);
+  }
+  // A directory with no results.json: one line naming the file, exit 1.
+  const std::string empty = source("scenarios");
+  const Outcome missing = run_wanlab({"compare", "--csv", empty});
+  BOOST_TEST(missing.status == 1);
+  BOOST_TEST(missing.err.starts_with("wanlab compare: " + empty + "/results.json: cannot read results: "), missing.err);
+  BOOST_TEST(std::count(missing.err.begin(), missing.err.end(), '\n') == 1, missing.err);
+  BOOST_TEST(missing.out.empty(), missing.out);
+}

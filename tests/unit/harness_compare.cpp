@@ -6,6 +6,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -265,4 +266,159 @@ BOOST_AUTO_TEST_CASE(a_large_results_file_is_read_in_little_memory) {
   BOOST_TEST(row.iterations == static_cast<int>(count) + 2);
   BOOST_TEST(row.wan_bytes_per_iteration == (2.0 * count + 8e6) / (count + 2), boost::test_tools::tolerance(1e-9));
   BOOST_TEST(grown_mb < 100, grown_mb << " MB more at the peak");
+}
+
+namespace {
+
+// A run with prefill: requests served (TTFT 4, 1, 5 and 2 s; arrived at 0.5,
+// 1, 2.5 and 3 s), one rejected, an SLO of 3 s and a first iteration of 2 s.
+Results with_requests() {
+  Results r = results(1.5, 0.3, "atlas", 8);
+  r.configuration["prefill"] = {{"enabled", true}, {"ttft_slo_s", 3.0}};
+  PrefillResults prefill;
+  prefill.summary = PrefillSummary{.gpu_utilization = {},
+                                   .mean_gpu_utilization = 0.9,
+                                   .prefill_tokens_per_s = 1000.25,
+                                   .requests = 5,
+                                   .served = 4,
+                                   .rejected = 1,
+                                   .ttft_p50_s = 3,
+                                   .ttft_p90_s = {},
+                                   .ttft_p99_s = 4.97,
+                                   .kv_bytes = {},
+                                   .training_delay_s = 0.125};
+  prefill.requests = {{0, 0.5, 100, "served", 4.0, ""},
+                      {1, 1.0, 100, "served", 1.0, ""},
+                      {2, 2.0, 100, "rejected", std::nullopt, "TTFT SLO of 3 s cannot be met"},
+                      {3, 2.5, 100, "served", 5.0, ""},
+                      {4, 3.0, 100, "served", 2.0, ""}};
+  r.prefill = prefill;
+  return r;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) out.push_back(line);
+  return out;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(csv_has_a_line_per_run_under_the_documented_columns) {
+  const auto plain = parse_result(text(results(2.0, 0.25, "1f1b", 1)), "runs/plain");
+  const auto bt = parse_result(text(with_requests()), "runs/bt");
+  const std::vector<std::string> lines = lines_of(compare_csv({plain, bt}));
+  BOOST_TEST_REQUIRE(lines.size() == 3u);
+  BOOST_TEST(lines[0] ==
+             "label,experiment,runtime,schedule,placement,streams,temporal_sharing,scale,iterations,iteration_s,"
+             "utilization,bubble,wan_mb_per_iteration,utilization_with_prefill,prefill_tokens_per_s,ttft_p50_s,"
+             "ttft_p99_s,served,rejected,failed,training_delay_s,ttft_slo_s,served_over_slo,"
+             "served_over_slo_first_iteration");
+  BOOST_TEST(lines[1] == "runs/plain,atlas-3dc,podman,1f1b,\"east,west\",1,true,0.5,2,2,0.25,0.75,4,,,,,,,,,,,");
+  // Over the SLO of 3 s: the requests of 4 and 5 s; of them, the one that
+  // arrived before the first iteration's end (2 s).
+  BOOST_TEST(lines[2] ==
+             "runs/bt,atlas-3dc,podman,atlas,\"east,west\",8,true,0.5,2,1.5,0.3,0.7,4,0.9,1000.25,3,4.97,4,1,0,0.125,3,"
+             "2,1");
+}
+
+BOOST_AUTO_TEST_CASE(csv_numbers_read_back_the_same_and_text_cannot_split_a_line) {
+  Results r = results(0.1 + 0.2, 1.0 / 3, "1f1b", 1);
+  r.experiment = "a \"quoted\", name\nwith a newline";
+  const std::vector<std::string> lines = lines_of(compare_csv({parse_result(text(r), "x")}));
+  BOOST_TEST_REQUIRE(lines.size() == 2u);
+  BOOST_TEST(lines[1].starts_with("x,\"a \\\"\"quoted\\\"\", name\\x0awith a newline\",podman,"), lines[1]);
+  BOOST_TEST(lines[1].find(",0.30000000000000004,0.3333333333333333,") != std::string::npos, lines[1]);
+}
+
+BOOST_AUTO_TEST_CASE(markdown_is_the_table_with_a_column_per_run) {
+  const auto plain = parse_result(text(results(2.0, 0.25, "1f1b", 1)), "runs/a|b");
+  const auto bt = parse_result(text(with_requests()), "runs/bt");
+  const std::string markdown = compare_markdown({plain, bt});
+  const std::vector<std::string> lines = lines_of(markdown);
+  BOOST_TEST_REQUIRE(lines.size() > 4u);
+  BOOST_TEST(lines[0] == "| | runs/a\\|b | runs/bt |");
+  BOOST_TEST(lines[1] == "|---|---:|---:|");
+  BOOST_TEST(lines[2] == "| experiment | atlas-3dc | atlas-3dc |");
+  BOOST_TEST(markdown.find("| placement | east,west | east,west |\n") != std::string::npos, markdown);
+  BOOST_TEST(markdown.find("| speedup | 1.00x | 1.33x |\n") != std::string::npos, markdown);
+  BOOST_TEST(markdown.find("| requests served | - | 4 |\n") != std::string::npos, markdown);
+  // The same lines as the table, and its notes under them.
+  const std::string table = compare_table({plain, bt});
+  BOOST_TEST(std::count(markdown.begin(), markdown.end(), '\n') == std::count(table.begin(), table.end(), '\n') + 2);
+  BOOST_TEST(markdown.ends_with(table.substr(table.find("speedup: "))), markdown);
+}
+
+BOOST_AUTO_TEST_CASE(ttfts_are_every_served_request_in_order) {
+  const auto bt = parse_result(text(with_requests()), "runs/bt");
+  BOOST_TEST(ttft_csv(bt) == "percentile,ttft_s\n25.00,1.0000\n50.00,2.0000\n75.00,4.0000\n100.00,5.0000\n");
+  Results none = with_requests();
+  none.prefill->requests = {{0, 0.5, 100, "rejected", std::nullopt, "no room"}};
+  BOOST_TEST(ttft_csv(parse_result(text(none), "none")) == "percentile,ttft_s\n");
+  std::string message;
+  try {
+    ttft_csv(parse_result(text(results(1, 0.5, "1f1b", 1)), "runs/plain"));
+  } catch (const ResultsError& error) {
+    message = error.what();
+  }
+  BOOST_TEST(message == "runs/plain: ran without prefill: no TTFTs");
+}
+
+// Request rows are read one at a time, each checked as results_from_json
+// checks it; a bad one is named with its index.
+BOOST_AUTO_TEST_CASE(bad_request_rows_are_named_with_their_index) {
+  const std::string good = text(with_requests());
+  const std::string second = "[\n        1,";
+  BOOST_TEST_REQUIRE(good.find(second) != std::string::npos, good);
+  auto replaced = [&](const std::string& row) {
+    std::string out = good;
+    const auto at = out.find(second);
+    out.replace(at, out.find(']', at) + 1 - at, row);
+    return out;
+  };
+  const std::string where = "runs/x/results.json.prefill.request_outcomes[1]: ";
+  const std::string shape = where + "is not [id, arrival_s, prompt_tokens, state, ttft_s, reason]";
+  BOOST_TEST(error_of(replaced("[1, 1.0, 100, \"served\", 1.0]")) == shape);
+  BOOST_TEST(error_of(replaced("[1, 1.0, 100, \"served\", 1.0, \"\", 7, 8, 9]")) == shape);
+  BOOST_TEST(error_of(replaced("{\"id\": 1}")) == shape);
+  BOOST_TEST(error_of(replaced("7")) == shape);
+  BOOST_TEST(error_of(replaced("[1, 1.0, 100, [\"served\"], 1.0, \"\"]")) == where + "\"state\" is not a string");
+  BOOST_TEST(error_of(replaced("[1, \"soon\", 100, \"served\", 1.0, \"\"]")) ==
+             where + "\"arrival_s\" is not a number");
+  std::string no_rows = good;
+  no_rows.replace(no_rows.find("\"request_outcomes\""), 18, "\"request_outcome\"");
+  BOOST_TEST(error_of(no_rows) == "runs/x/results.json.prefill: no \"request_outcomes\"");
+}
+
+BOOST_AUTO_TEST_CASE(a_directory_without_results_is_one_line_naming_the_file) {
+  const TempDir dir("wanlab-test-compare-empty");
+  std::string message;
+  try {
+    read_result(dir.path.string());
+  } catch (const ResultsError& error) {
+    message = error.what();
+  }
+  BOOST_TEST(message.starts_with((dir.path / "results.json").string() + ": cannot read results: "), message);
+  BOOST_TEST(message.find('\n') == std::string::npos, message);
+}
+
+// The served requests are kept (what the SLO counts and the TTFTs are made
+// from), a few bytes each: a 32 MB file of them costs less than its text.
+BOOST_AUTO_TEST_CASE(many_requests_cost_less_than_their_text) {
+  const std::string good = text(with_requests());
+  const std::string one = R"([7, 1.25, 1469, "served", 2.5, ""],)";
+  const std::size_t count = (32u << 20) / one.size();
+  const std::string rows = "\"request_outcomes\": [";
+  std::string big = good.substr(0, good.find(rows) + rows.size());
+  big.reserve((32u << 20) + good.size());
+  for (std::size_t i = 0; i < count; ++i) big += one;
+  big += good.substr(good.find(rows) + rows.size());
+  const long before_kb = max_rss_kb();
+  const auto row = parse_result(big, "big");
+  const long grown_mb = (max_rss_kb() - before_kb) / 1024;
+  BOOST_REQUIRE(row.prefill.has_value());
+  BOOST_TEST(row.prefill->ttfts_s.size() == count + 4);
+  BOOST_TEST(row.prefill->served_over_slo.value_or(0) == 2);
+  BOOST_TEST(grown_mb < 32, grown_mb << " MB more at the peak");
 }

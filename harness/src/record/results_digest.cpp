@@ -24,6 +24,8 @@ enum class Role {
   iteration,  // an iteration: counted; must be an object with "wan_bytes"
   wan_bytes,  // an iteration's bytes per link: summed, never kept
   link_bytes,
+  request,       // a row of prefill.request_outcomes: checked, kept if served
+  request_cell,  // one of its cells
 };
 
 // The members compare reads, by path ("#": any index of an array).
@@ -58,6 +60,10 @@ constexpr Member kDigestMembers[] = {
     {"/prefill/ttft_s/p50", Role::keep},
     {"/prefill/ttft_s/p99", Role::keep},
     {"/prefill/training_delay_s", Role::keep},
+    {"/prefill/request_outcomes", Role::keep},  // its rows are not kept in the document
+    {"/prefill/request_outcomes/#", Role::request},
+    {"/configuration/prefill", Role::keep},
+    {"/configuration/prefill/ttft_slo_s", Role::keep},
 };
 
 // The SAX events of nlohmann's parser, kept where compare reads and dropped
@@ -76,10 +82,16 @@ class DigestReader final : public nlohmann::json_sax<Json> {
     digest.runtime = fields.text("runtime");
     detail::read_shown_means(fields, digest.run);
     if (fields.has("prefill")) digest.prefill = detail::prefill_shown(fields.object("prefill"));
-    fields.array("iterations");
     digest.iterations = iterations_;
+    digest.first_iteration_s = first_iteration_s(fields);
     digest.wan_bytes = wan_bytes_;
-    digest.configuration = detail::view_of(fields.object("configuration"));
+    const Fields configuration = fields.object("configuration");
+    digest.configuration = detail::view_of(configuration);
+    if (digest.prefill) {
+      fields.object("prefill").array("request_outcomes");  // there, and an array: its rows were read
+      digest.served = std::move(served_);
+      digest.ttft_slo_s = ttft_slo_s(configuration);
+    }
     return digest;
   }
 
@@ -117,12 +129,32 @@ class DigestReader final : public nlohmann::json_sax<Json> {
     Role role;
   };
 
+  // iterations[0].time_s: of an iteration's members, the one the digest keeps.
+  double first_iteration_s(const Fields& root) const {
+    const Json& kept = root.array("iterations");
+    if (iterations_ == 0) return 0;
+    static const Json kNone = Json::object();
+    return Fields(kept.empty() ? kNone : kept[0], label_ + ".iterations[0]").number("time_s");
+  }
+
+  // The SLO a prefill run had (written with prefill on; absent from older files).
+  static std::optional<double> ttft_slo_s(const Fields& configuration) {
+    if (!configuration.has("prefill")) return std::nullopt;
+    const Fields prefill = configuration.object("prefill");
+    if (!prefill.has("ttft_slo_s")) return std::nullopt;
+    return prefill.number("ttft_slo_s");
+  }
+
   // The member the next value is, if compare reads it.
   std::optional<Found> next() {
     Level& parent = levels_.back();
     const std::size_t index = parent.items++;
-    // An iteration's members and its links, many in a long run: no path to make.
+    // An iteration's members and its links, and a request's cells, many in a
+    // long run: no path to make.
     if (parent.role == Role::wan_bytes) return Found{"", "", Role::link_bytes};
+    if (parent.role == Role::request) return Found{"", "", Role::request_cell};
+    if (parent.role == Role::iteration && key_ == "time_s" && iterations_ == 1)
+      return Found{parent.path + "/time_s", parent.pointer + "/time_s", Role::keep};
     if (parent.role == Role::iteration && key_ != "wan_bytes") return std::nullopt;
     std::string path = parent.path + "/" + (parent.array ? "#" : key_);
     for (const Member& member : kDigestMembers) {
@@ -149,8 +181,28 @@ class DigestReader final : public nlohmann::json_sax<Json> {
       case Role::iteration: fail(iteration_where(), "is not an object");
       case Role::wan_bytes: fail(iteration_where(), "\"wan_bytes\" is not an object");
       case Role::link_bytes: add_bytes(value); break;
+      case Role::request: add_request(value); break;  // not a row: request_from says so
+      case Role::request_cell: add_cell(std::move(value)); break;
     }
     return true;
+  }
+
+  // "LABEL.prefill.request_outcomes[3]" for the row `list`'s last item.
+  std::string request_where(const Level& list) const {
+    return fmt::format("{}.prefill.request_outcomes[{}]", label_, list.items - 1);
+  }
+
+  // A row's cells, up to one more than a row has (request_from then refuses
+  // its length): a long row costs no memory.
+  void add_cell(Json value) {
+    if (row_.size() <= std::size(detail::kRequestColumns)) row_.push_back(std::move(value));
+  }
+
+  // A row, checked as results_from_json checks it; a served one kept.
+  void add_request(const Json& row) {
+    const RequestRow request = detail::request_from(row, request_where(levels_.back()));
+    if (request.state == to_string(RequestState::served) && request.ttft_s)
+      served_.push_back(ServedRequest{request.arrival_s, *request.ttft_s});
   }
 
   void add_bytes(const Json& value) {
@@ -181,6 +233,13 @@ class DigestReader final : public nlohmann::json_sax<Json> {
         break;
       case Role::link_bytes:
         fail(iteration_where() + ".wan_bytes", fmt::format("{} is not a whole number", base::quoted(key_)));
+      case Role::request:
+        if (!array) add_request(Json::object());  // not a row: request_from says so
+        row_ = Json::array();
+        break;
+      case Role::request_cell:  // a cell that is a container: its type, for request_from to refuse
+        add_cell(array ? Json::array() : Json::object());
+        return skip();
     }
     levels_.push_back(Level{found->path, found->pointer, array, found->role, 0, false});
     return true;
@@ -198,7 +257,9 @@ class DigestReader final : public nlohmann::json_sax<Json> {
     }
     if (levels_.back().role == Role::iteration && !levels_.back().has_wan_bytes)
       fail(iteration_where(), "no \"wan_bytes\"");
+    const bool row = levels_.back().role == Role::request;
     levels_.pop_back();
+    if (row) add_request(row_);
     return true;
   }
 
@@ -210,6 +271,8 @@ class DigestReader final : public nlohmann::json_sax<Json> {
   Json kept_ = Json::object();
   std::size_t iterations_ = 0;
   double wan_bytes_ = 0;
+  Json row_ = Json::array();  // the request row that is open
+  std::vector<ServedRequest> served_;
 };
 
 }  // namespace

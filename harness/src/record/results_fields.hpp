@@ -117,6 +117,11 @@ PrefillSummary prefill_shown(const Fields& prefill);
 // mean_iteration_s, mean_gpu_utilization and mean_bubble_fraction.
 void read_shown_means(const Fields& root, RunSummary& run);
 ConfigurationView view_of(const Fields& configuration);
+// A request_outcomes row's columns.
+inline constexpr const char* kRequestColumns[] = {"id", "arrival_s", "prompt_tokens", "state", "ttft_s", "reason"};
+// One row of prefill.request_outcomes, checked ("WHERE: is not [id, arrival_s, ...]"
+// or the column named): `where` is "LABEL.prefill.request_outcomes[3]".
+RequestRow request_from(const Json& row, const std::string& where);
 
 // A JSON error on one line: "line 3, column 13: what", or "what" without a
 // `position` (std::string_view::npos). Nothing of the text is quoted.

@@ -22,9 +22,6 @@ namespace {
 using detail::Fields;
 using detail::Json;
 
-// A request_outcomes row's columns.
-constexpr const char* kRequestColumns[] = {"id", "arrival_s", "prompt_tokens", "state", "ttft_s", "reason"};
-
 // --- writing ---
 
 Json percentiles_json(const TransferPercentiles& p) { return {{"p50", p.p50_s}, {"p90", p.p90_s}, {"p99", p.p99_s}}; }
@@ -151,24 +148,6 @@ IterationSummary iteration_from(const Fields& fields) {
   return summary;
 }
 
-RequestRow request_from(const Json& row, const std::string& where) {
-  constexpr std::size_t kColumns = std::size(kRequestColumns);
-  if (!row.is_array() || row.size() != kColumns)
-    throw ResultsError(fmt::format("{}: is not [id, arrival_s, prompt_tokens, state, ttft_s, reason]", where));
-  // The row's cells by their column's name, so that errors name the column.
-  Json cells = Json::object();
-  for (std::size_t i = 0; i < kColumns; ++i) cells[kRequestColumns[i]] = row[i];
-  const Fields fields(cells, where);
-  RequestRow out;
-  out.id = fields.whole<int>("id");
-  out.arrival_s = fields.number("arrival_s");
-  out.prompt_tokens = fields.whole<int>("prompt_tokens");
-  out.state = fields.text("state");
-  if (!cells["ttft_s"].is_null()) out.ttft_s = fields.number("ttft_s");
-  out.reason = fields.text("reason");
-  return out;
-}
-
 PrefillResults prefill_from(const Fields& fields) {
   PrefillResults prefill;
   PrefillSummary& s = prefill.summary = detail::prefill_shown(fields);
@@ -187,7 +166,8 @@ PrefillResults prefill_from(const Fields& fields) {
   prefill.notes = fields.texts("notes");
   const Json& rows = fields.array("request_outcomes");
   for (std::size_t i = 0; i < rows.size(); ++i)
-    prefill.requests.push_back(request_from(rows[i], fmt::format("{}.request_outcomes[{}]", fields.where(), i)));
+    prefill.requests.push_back(
+        detail::request_from(rows[i], fmt::format("{}.request_outcomes[{}]", fields.where(), i)));
   return prefill;
 }
 
@@ -206,6 +186,24 @@ Json parse_document(std::string_view text, const std::string& label) {
 namespace detail {
 
 // --- what the digest (results_digest.cpp) reads the same way ---
+
+RequestRow request_from(const Json& row, const std::string& where) {
+  constexpr std::size_t kColumns = std::size(kRequestColumns);
+  if (!row.is_array() || row.size() != kColumns)
+    throw ResultsError(fmt::format("{}: is not [id, arrival_s, prompt_tokens, state, ttft_s, reason]", where));
+  // The row's cells by their column's name, so that errors name the column.
+  Json cells = Json::object();
+  for (std::size_t i = 0; i < kColumns; ++i) cells[kRequestColumns[i]] = row[i];
+  const Fields fields(cells, where);
+  RequestRow out;
+  out.id = fields.whole<int>("id");
+  out.arrival_s = fields.number("arrival_s");
+  out.prompt_tokens = fields.whole<int>("prompt_tokens");
+  out.state = fields.text("state");
+  if (!cells["ttft_s"].is_null()) out.ttft_s = fields.number("ttft_s");
+  out.reason = fields.text("reason");
+  return out;
+}
 
 // The prefill figures compare shows (the digest reads these alone).
 PrefillSummary prefill_shown(const Fields& fields) {

@@ -11,7 +11,21 @@
 namespace wanlab::harness {
 namespace {
 
-PrefillColumns prefill_columns(const PrefillSummary& summary) {
+// The served requests over the SLO, and of them those that arrived during the first iteration.
+void count_over_slo(const ResultsDigest& results, PrefillColumns& columns) {
+  if (!results.ttft_slo_s) return;
+  int over = 0, first = 0;
+  for (const ServedRequest& request : results.served) {
+    if (request.ttft_s <= *results.ttft_slo_s) continue;
+    ++over;
+    if (request.arrival_s < results.first_iteration_s) ++first;
+  }
+  columns.served_over_slo = over;
+  columns.served_over_slo_first_iteration = first;
+}
+
+PrefillColumns prefill_columns(const ResultsDigest& results) {
+  const PrefillSummary& summary = *results.prefill;
   PrefillColumns columns;
   columns.utilization = summary.mean_gpu_utilization;
   columns.tokens_per_s = summary.prefill_tokens_per_s;
@@ -21,6 +35,11 @@ PrefillColumns prefill_columns(const PrefillSummary& summary) {
   columns.rejected = summary.rejected;
   columns.failed = summary.failed;
   columns.training_delay_s = summary.training_delay_s;
+  columns.ttft_slo_s = results.ttft_slo_s;
+  count_over_slo(results, columns);
+  columns.ttfts_s.reserve(results.served.size());
+  for (const ServedRequest& request : results.served) columns.ttfts_s.push_back(request.ttft_s);
+  std::sort(columns.ttfts_s.begin(), columns.ttfts_s.end());
   return columns;
 }
 
@@ -114,6 +133,57 @@ std::string layout(const std::vector<ResultRow>& rows, const std::vector<Line>& 
   return out;
 }
 
+bool any_prefill(const std::vector<ResultRow>& rows) {
+  return std::any_of(rows.begin(), rows.end(), [](const ResultRow& row) { return row.prefill.has_value(); });
+}
+
+// The training lines, then the prefill lines when any result ran prefill.
+std::vector<Line> table_lines(const std::vector<ResultRow>& rows) {
+  std::vector<Line> lines = training_lines(rows);
+  if (any_prefill(rows)) {
+    std::vector<Line> prefill = prefill_lines(rows);
+    lines.insert(lines.end(), prefill.begin(), prefill.end());
+  }
+  return lines;
+}
+
+// What the table's figures mean, under it.
+std::string notes(const std::vector<ResultRow>& rows) {
+  const bool mixed_scale =
+      std::any_of(rows.begin(), rows.end(), [&](const ResultRow& row) { return row.scale != rows.front().scale; });
+  std::string out =
+      "speedup: the first result's iteration time over each one's; WAN MB as sent (scaled by each run's scale)";
+  out += mixed_scale ? "; scales differ between these results\n" : "\n";
+  if (any_prefill(rows))
+    out +=
+        "utilization + prefill: training and prefill; prefill tokens/s: prompt tokens prefilled per second; "
+        "training delay: training compute held up by prefill\n";
+  return out;
+}
+
+// A Markdown cell: '|' would end it.
+std::string markdown_cell(const std::string& text) {
+  std::string out;
+  for (const char c : text) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
+
+// The lines as a Markdown table: the labels as the heads, figures right-aligned.
+std::string markdown(const std::vector<ResultRow>& rows, const std::vector<Line>& lines) {
+  std::string head = "| |", rule = "|---|";
+  for (const ResultRow& row : rows) {
+    head += fmt::format(" {} |", markdown_cell(shown(row.label)));
+    rule += "---:|";
+  }
+  std::string out = head + "\n" + rule + "\n";
+  for (const Line& l : lines) {
+    out += fmt::format("| {} |", l.name);
+    for (const std::string& cell : l.cells) out += fmt::format(" {} |", markdown_cell(cell));
+    out += "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 ResultRow result_row(const ResultsDigest& results, const std::string& label) {
@@ -132,7 +202,7 @@ ResultRow result_row(const ResultsDigest& results, const std::string& label) {
   row.bubble = results.run.mean_bubble_fraction;
   row.wan_bytes_per_iteration =
       results.iterations == 0 ? 0 : results.wan_bytes / static_cast<double>(results.iterations);
-  if (results.prefill) row.prefill = prefill_columns(*results.prefill);
+  if (results.prefill) row.prefill = prefill_columns(results);
   return row;
 }
 
@@ -144,23 +214,12 @@ ResultRow read_result(const std::string& path) { return result_row(read_results_
 
 std::string compare_table(const std::vector<ResultRow>& rows) {
   if (rows.empty()) return "";
-  std::vector<Line> lines = training_lines(rows);
-  const bool any_prefill =
-      std::any_of(rows.begin(), rows.end(), [](const ResultRow& row) { return row.prefill.has_value(); });
-  if (any_prefill) {
-    std::vector<Line> prefill = prefill_lines(rows);
-    lines.insert(lines.end(), prefill.begin(), prefill.end());
-  }
-  const bool mixed_scale =
-      std::any_of(rows.begin(), rows.end(), [&](const ResultRow& row) { return row.scale != rows.front().scale; });
-  std::string out = layout(rows, lines);
-  out += "speedup: the first result's iteration time over each one's; WAN MB as sent (scaled by each run's scale)";
-  out += mixed_scale ? "; scales differ between these results\n" : "\n";
-  if (any_prefill)
-    out +=
-        "utilization + prefill: training and prefill; prefill tokens/s: prompt tokens prefilled per second; "
-        "training delay: training compute held up by prefill\n";
-  return out;
+  return layout(rows, table_lines(rows)) + notes(rows);
+}
+
+std::string compare_markdown(const std::vector<ResultRow>& rows) {
+  if (rows.empty()) return "";
+  return markdown(rows, table_lines(rows)) + "\n" + notes(rows);
 }
 
 }  // namespace wanlab::harness

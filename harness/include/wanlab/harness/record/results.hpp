@@ -92,6 +92,13 @@ struct ConfigurationView {
 };
 ConfigurationView configuration_view(const Results& results, const std::string& label);
 
+// A served request as the digest keeps it: when it arrived and its TTFT.
+struct ServedRequest {
+  double arrival_s = 0;
+  double ttft_s = 0;
+  bool operator==(const ServedRequest&) const = default;
+};
+
 // What `wanlab compare` shows of a results.json, read as a stream: the
 // document is never held (a 100 MB file took 1.9 GB as a tree); only these
 // members are kept, each checked as results_from_json checks it.
@@ -101,10 +108,15 @@ struct ResultsDigest {
   RunSummary run;  // mean_iteration_s, mean_gpu_utilization, mean_bubble_fraction; the rest 0
   ConfigurationView configuration;
   std::size_t iterations = 0;
-  double wan_bytes = 0;  // over every iteration and link
+  double first_iteration_s = 0;  // iterations[0].time_s (0 without iterations)
+  double wan_bytes = 0;          // over every iteration and link
   // utilization with prefill, tokens/s, TTFT p50 and p99, served, rejected,
   // failed and training delay; the rest 0
   std::optional<PrefillSummary> prefill;
+  // With prefill: its request_outcomes' served requests, in the file's order
+  // (every row is checked as results_from_json checks it; only these are kept).
+  std::vector<ServedRequest> served;
+  std::optional<double> ttft_slo_s;  // configuration.prefill.ttft_slo_s, written when prefill is on
 };
 // Throws ResultsError like results_from_json ("LABEL.iterations[2].wan_bytes: ...").
 ResultsDigest results_digest_from_json(std::string_view text, const std::string& label);

@@ -1,5 +1,6 @@
 // `wanlab compare`: any number of results.json files side by side, a column
-// per run. Needs no kernel: it lives in wanlab_harness_plan.
+// per run, as a table, as Markdown or as CSV (a row per run), and one run's
+// TTFTs as CSV. Needs no kernel: it lives in wanlab_harness_core.
 #pragma once
 
 #include <optional>
@@ -21,6 +22,13 @@ struct PrefillColumns {
   int rejected = 0;
   int failed = 0;
   double training_delay_s = 0;
+  std::optional<double> ttft_slo_s;  // configuration.prefill.ttft_slo_s
+  // Served requests whose TTFT passed the SLO, and of those the ones that
+  // arrived during the first iteration (before iterations[0].time_s); none
+  // without an SLO.
+  std::optional<int> served_over_slo;
+  std::optional<int> served_over_slo_first_iteration;
+  std::vector<double> ttfts_s;  // every served request's, ascending
 };
 
 // What a comparison shows of one results.json.
@@ -55,5 +63,21 @@ ResultRow parse_result(std::string_view json_text, const std::string& label);
 // prefill figures follow (utilization without and with prefill, prefill
 // tokens/s, TTFT, requests, training delay), "-" for a result without.
 std::string compare_table(const std::vector<ResultRow>& rows);
+// The same table in Markdown: a column per result, the same lines and notes,
+// '|' in a cell escaped.
+std::string compare_markdown(const std::vector<ResultRow>& rows);
+
+// The columns of compare_csv, in order (docs/REPORTS.md says what each holds).
+std::vector<std::string_view> compare_csv_columns();
+// A header of compare_csv_columns(), then a line per result: numbers as the
+// shortest text that reads back as the same double, text escaped as in the
+// table but not cut (quoted where it holds ',' or '"'), the prefill columns
+// empty for a result without prefill, the TTFTs also where nothing was served
+// and the SLO counts where no SLO was written.
+std::string compare_csv(const std::vector<ResultRow>& rows);
+// "percentile,ttft_s", then a line per served request in TTFT order: the share
+// of the served requests up to it (%, two decimals) and its TTFT (s, four
+// decimals). Throws ResultsError "LABEL: ran without prefill: no TTFTs".
+std::string ttft_csv(const ResultRow& row);
 
 }  // namespace wanlab::harness
