@@ -26,6 +26,10 @@ inline constexpr std::uint64_t kDefaultTcpRmemMax = 6u << 20;
 //   of 2 MiB (1 Gbit/s, 100 Mbit/s), 0.64-0.67 of 4 MiB (the kernel's
 //   default), 0.65 of 16 MiB. One share of 0.66 for every size made the
 //   simulated one-stream runs at scale 0.1 10-20% slower than measured.
+//   An unpaced bulk stream keeps a little more: `wanlab demo` on three-dc.toml
+//   (4 MiB, 66-136 ms, 2026-11-27) got 0.71-0.72 of 4 MiB (goodput x RTT),
+//   107-108% of this rule; the harness paces its streams, so the rule is
+//   the paced one.
 // - receive: the advertised window is rmem x the kernel's scaling_ratio
 //   (payload / truesize of what arrives; tcp_win_from_space).
 inline constexpr double kReceiveBufferWindowShare = 0.76;
