@@ -106,7 +106,7 @@ Table table_of(const Config& config, const std::vector<Row>& rows, double anchor
                             config.scenario, config.streams);
   table.header = {"message",       "fresh (GB/s)",  "warm (GB/s)",     "Sailor (GB/s)",
                   "warm / Sailor", "warm / anchor", "Sailor / its max"};
-  for (const Row& r: rows) {
+  for (const Row& r : rows) {
     const double sailor = sailor_gbs(r.bytes);
     table.rows.push_back({size_text(r.bytes), fmt::format("{:.3f}", r.fresh_gbs),
                           fmt::format("{:.3f} ({})", r.warm_gbs, r.timed), fmt::format("{:.3f}", sailor),
@@ -176,7 +176,7 @@ int run(const Options& options) {
   const double one_way_s = static_cast<double>(scenario.pair(0, 1).delay_ns) / 1e9;
   const Row anchor = measure(bed, config, config.anchor_streams, 256u << 20, one_way_s);
   std::vector<Row> rows;
-  for (const std::uint64_t bytes: config.sizes) rows.push_back(measure(bed, config, config.streams, bytes, one_way_s));
+  for (const std::uint64_t bytes : config.sizes) rows.push_back(measure(bed, config, config.streams, bytes, one_way_s));
   const double minutes = std::chrono::duration<double>(Clock::now() - start).count() / 60;
   const Table table = table_of(config, rows, anchor.warm_gbs, started, load, minutes);
   fmt::print("\n{}", table.text());

@@ -67,7 +67,7 @@ struct Clock {
 
   static double cpu_seconds() {
     timespec now{};
-   ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
     return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) / 1e9;
   }
 };
@@ -125,9 +125,9 @@ void print_table(const std::string& title, const std::vector<Point>& points) {
   rows.reserve(points.size());
   // The growth of value(row) from the row before.
   const auto growth = [&](const Row& row, auto value) {
-    return previous ? fmt::format("{:.1f}x", static_cast<double>(value(row)) / value(*previous)): std::string("-");
+    return previous ? fmt::format("{:.1f}x", static_cast<double>(value(row)) / value(*previous)) : std::string("-");
   };
-  for (const Point& point: points) {
+  for (const Point& point : points) {
     rows.push_back(measure(point));
     const Row& row = rows.back();
     const int dp = row.point.gpus / (8 * row.point.dcs);

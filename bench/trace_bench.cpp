@@ -62,7 +62,7 @@ struct Config {
 
 // Where a result's windows go in --csv-dir.
 std::string csv_name(bool mahimahi, const std::string& rate) {
-  return (mahimahi ? "trace-mahimahi-": "trace-") + rate + ".csv";
+  return (mahimahi ? "trace-mahimahi-" : "trace-") + rate + ".csv";
 }
 
 struct Window {
@@ -105,7 +105,7 @@ name = "west"
                      2 * kHalfNs / kMs, kHalfNs / kMs, kTcpWmemMax, kTcpRmemMax);
 }
 
-int streams_at(std::uint64_t bps) { return bps >= 1'000'000'000 ? 4: 1; }
+int streams_at(std::uint64_t bps) { return bps >= 1'000'000'000 ? 4 : 1; }
 
 // Cubic streams across the link, goodput counted at the receiver in windows
 // of the schedule's clock: `origin_ns` (CLOCK_MONOTONIC) is a time the square
@@ -131,7 +131,7 @@ RateResult measure_windows(const Config& config, const std::string& emulator, co
     const std::uint64_t in_half = begin % kHalfNs;
     Window window;
     window.at_s = static_cast<double>(w) * kWindowS;
-    window.configured_bps = static_cast<double>(bps) * (high ? 1.0: kLowShare);
+    window.configured_bps = static_cast<double>(bps) * (high ? 1.0 : kLowShare);
     window.measured_bps = report.interval_bps[w];
     window.settled = in_half >= rtt && in_half + 100 * kMs <= kHalfNs;
     window.stalled = report.interval_max_gap_s[w] > kStallS || (w > 0 && report.interval_max_gap_s[w - 1] > kStallS);
@@ -172,9 +172,9 @@ RateResult measure_mahimahi(const Config& config, const std::string& work, const
     const double busy = cpu.read().system_pct_of_all;
     result.payload_share = kMahimahiPayloadShare;
     std::vector<double> high, low;  // settled windows' goodput
-    for (const Window& w: result.windows)
-      if (w.settled) (w.configured_bps == static_cast<double>(bps) ? high: low).push_back(w.measured_bps);
-    auto median_of = [](const std::vector<double>& v) { return v.empty() ? 0.0: em::median(v); };
+    for (const Window& w : result.windows)
+      if (w.settled) (w.configured_bps == static_cast<double>(bps) ? high : low).push_back(w.measured_bps);
+    auto median_of = [](const std::vector<double>& v) { return v.empty() ? 0.0 : em::median(v); };
     const double payload_bps = static_cast<double>(bps) * kMahimahiPayloadShare;
     if (median_of(high) < kCarriedShare * payload_bps)
       result.unable = fmt::format(
@@ -192,7 +192,7 @@ RateResult measure_mahimahi(const Config& config, const std::string& work, const
 }
 
 double percentile_of(std::vector<double> values, double p) {
-  return values.empty() ? std::nan(""): em::percentile(std::move(values), p);
+  return values.empty() ? std::nan("") : em::percentile(std::move(values), p);
 }
 
 std::vector<std::string> row_of(const RateResult& result) {
@@ -213,7 +213,7 @@ std::vector<std::string> row_of(const RateResult& result) {
   }
   std::vector<double> errors, all_errors;
   int stalled = 0, within = 0;
-  for (const Window& w: result.windows) {
+  for (const Window& w : result.windows) {
     if (!w.settled) continue;
     const double error = std::abs(tracking_ratio(result, w) - 1);
     all_errors.push_back(error);
@@ -224,7 +224,7 @@ std::vector<std::string> row_of(const RateResult& result) {
     errors.push_back(error);
     within += error <= 0.05;
   }
-  auto pct = [](double v) { return std::isnan(v) ? std::string("-"): fmt::format("{:.1f}%", 100 * v); };
+  auto pct = [](double v) { return std::isnan(v) ? std::string("-") : fmt::format("{:.1f}%", 100 * v); };
   return {result.emulator,
           result.rate,
           std::to_string(result.streams),
@@ -266,12 +266,12 @@ Config config_of(const Options& options) {
   config.mahimahi_user = options.get("mahimahi-user").value_or(config.mahimahi_user);
   if (const auto dir = options.get("mahimahi")) {
     config.mahimahi = fs::absolute(*dir).string();
-    for (const char* name: {"mm-delay", "mm-link"})
+    for (const char* name : {"mm-delay", "mm-link"})
       if (::access((config.mahimahi + "/" + name).c_str(), X_OK) != 0)
         throw UsageError("--mahimahi: no executable " + config.mahimahi + "/" + name);
   }
   config.csv_dir = base::output_dir_option(options, "csv-dir", [&](const base::OutputDir& dir) {
-    for (const std::string& rate: config.rates) {
+    for (const std::string& rate : config.rates) {
       dir.check(csv_name(false, rate));
       if (!config.mahimahi.empty()) dir.check(csv_name(true, rate));
     }
@@ -281,10 +281,10 @@ Config config_of(const Options& options) {
 
 void write_csv(const wanlab::base::OutputDir& dir, const std::string& name, const RateResult& result) {
   dir.write(name, [&](std::ostream& out) {
-  out << "time_s,configured_mbit,measured_mbit,settled,stalled\n";
-  for (const Window& w: result.windows)
-    out << fmt::format("{:.1f},{:.3f},{:.3f},{},{}\n", w.at_s, w.configured_bps * result.payload_share / 1e6,
-                       w.measured_bps / 1e6, w.settled ? 1: 0, w.stalled ? 1: 0);
+    out << "time_s,configured_mbit,measured_mbit,settled,stalled\n";
+    for (const Window& w : result.windows)
+      out << fmt::format("{:.1f},{:.3f},{:.3f},{},{}\n", w.at_s, w.configured_bps * result.payload_share / 1e6,
+                         w.measured_bps / 1e6, w.settled ? 1 : 0, w.stalled ? 1 : 0);
   });
 }
 
@@ -293,7 +293,7 @@ Table table_of(const Config& config, const std::vector<RateResult>& results, con
   table.title = fmt::format("Goodput against a square-wave rate trace, per 100 ms window ({})", now_text());
   table.header = {"emulator",  "rate",      "streams",   "windows",   "host stalled",     "error mean",
                   "error p50", "error p90", "error max", "within 5%", "p90 incl. stalled"};
-  for (const RateResult& result: results) table.rows.push_back(row_of(result));
+  for (const RateResult& result : results) table.rows.push_back(row_of(result));
   table.notes = {
       fmt::format("Square wave: the rate for {0} ms, {1:.0f}% of it for {0} ms; delay 10 ms each way, queue 4 BDP "
                   "at the rate, cubic; wanlab's nfqueue release path unless the kernel has sch_fq.",
@@ -315,7 +315,7 @@ Table table_of(const Config& config, const std::vector<RateResult>& results, con
                     "opens it (a FIFO) as the start of that CLOCK_REALTIME ms, Mahimahi's own clock: up to 1 ms "
                     "off, and mm-link serves each ms's line from that ms on, about 1 ms after wanlab would.",
                     config.mahimahi_user, 2 * kHalfNs / kMs));
-    for (const RateResult& result: results)
+    for (const RateResult& result : results)
       if (!result.unable.empty()) table.notes.push_back(result.unable + ".");
   }
   if (!config.command.empty()) table.notes.push_back("Command: " + config.command);
@@ -328,7 +328,7 @@ int run(const Options& options) {
   const WorkDir work("wanlab-trace-bench");
   const std::string load_start = load_average();
   std::vector<RateResult> results;
-  for (const std::string& rate: config.rates) {
+  for (const std::string& rate : config.rates) {
     base::check_interrupted();
     results.push_back(measure(config, work.path, rate));
     if (!config.mahimahi.empty()) results.push_back(measure_mahimahi(config, work.path, rate));
@@ -337,7 +337,7 @@ int run(const Options& options) {
   fmt::print("{}\n", table.text());
   if (!config.markdown.empty()) base::write_output_file(config.markdown, table.markdown());
   if (config.csv_dir)
-    for (const RateResult& result: results)
+    for (const RateResult& result : results)
       if (!result.windows.empty())
         write_csv(*config.csv_dir, csv_name(result.emulator != "wanlab", result.rate), result);
   return 0;

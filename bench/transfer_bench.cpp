@@ -111,16 +111,16 @@ void write_tables(const Config& config, const std::vector<Cell>& cells, double m
                   "cwnd at start (segments)"};
   int within = 0;
   int steady_within = 0;
-  for (const Cell& c: cells) {
+  for (const Cell& c : cells) {
     const double ratio = c.measured_s / c.modelled_s;
-    within += std::abs(ratio - 1) <= 0.10 ? 1: 0;
-    steady_within += std::abs(c.measured_s / c.steady_s - 1) <= 0.10 ? 1: 0;
+    within += std::abs(ratio - 1) <= 0.10 ? 1 : 0;
+    steady_within += std::abs(c.measured_s / c.steady_s - 1) <= 0.10 ? 1 : 0;
     table.rows.push_back({fmt::format("{} Mbit/s", c.rate_bps / 1'000'000), fmt::format("{} ms", c.delay_ms),
                           std::to_string(c.streams), size_text(c.bytes), c.state, fmt::format("{:.3f}", c.measured_s),
                           fmt::format("{:.3f}", c.modelled_s), fmt::format("{:.2f}", ratio),
                           fmt::format("{:.3f}", c.steady_s), std::to_string(c.cwnd_segments)});
   }
-  const double share = cells.empty() ? 0: 100.0 * within / static_cast<double>(cells.size());
+  const double share = cells.empty() ? 0 : 100.0 * within / static_cast<double>(cells.size());
   table.notes = {
       fmt::format("{} of {} cells ({:.0f}%) within 10% of the model (target: 90%): {}; the steady model (no slow "
                   "start, the simulator before rounds): {} of {}.",
@@ -129,7 +129,7 @@ void write_tables(const Config& config, const std::vector<Cell>& cells, double m
           "cubic, tcp_wmem_max {}, tcp_rmem_max {}, queue 1 BDP, tcp_slow_start_after_idle {}, pacing {} "
           "(each stream at the payload rate / streams, as wanlab train does), chunk 16 KiB; cells whose steady time "
           "exceeds {} s left out; {:.1f} minutes.",
-          config.wmem, config.rmem, config.slow_start_after_idle, config.pace ? "on": "off", config.max_seconds,
+          config.wmem, config.rmem, config.slow_start_after_idle, config.pace ? "on" : "off", config.max_seconds,
           minutes),
       "cold: first message on a new channel; warm: sent once the previous one is acknowledged (one way after it "
       "arrived); idle: 1 s after that."};
@@ -141,9 +141,9 @@ void write_tables(const Config& config, const std::vector<Cell>& cells, double m
   if (!config.csv.empty())
     wanlab::base::write_output_file(config.csv, [&](std::ostream& out) {
       out << "rate_bps,delay_ms,streams,bytes,state,measured_s,model_s,steady_s,cwnd_segments\n";
-    for (const Cell& c: cells)
-      out << fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f},{}\n", c.rate_bps, c.delay_ms, c.streams, c.bytes,
-                         c.state, c.measured_s, c.modelled_s, c.steady_s, c.cwnd_segments);
+      for (const Cell& c : cells)
+        out << fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f},{}\n", c.rate_bps, c.delay_ms, c.streams, c.bytes,
+                           c.state, c.measured_s, c.modelled_s, c.steady_s, c.cwnd_segments);
     });
 }
 
@@ -209,7 +209,7 @@ hs::TcpPath model_path(const Config& config, std::uint64_t rate_bps, int delay_m
   em::PairParams there;
   there.rate_bps = rate_bps;
   there.delay_ns = static_cast<std::uint64_t>(delay_ms) * 1'000'000;
-  return hs::tcp_path_for(there, 2 * delay_ms / 1e3, hs::link_model_for(scenario, 1.0), 1.0, config.pace ? streams: 0);
+  return hs::tcp_path_for(there, 2 * delay_ms / 1e3, hs::link_model_for(scenario, 1.0), 1.0, config.pace ? streams : 0);
 }
 
 // One channel's messages in order (cold, warm, idle): the model's time for
@@ -270,7 +270,7 @@ std::vector<Cell> measure_channel(const Config& config, const Testbed& bed, cons
                                   const Cell& shape) {
   // Paced as wanlab train paces (its coordinator's pacing_rate): the model
   // path's pacing, the link's payload rate over the streams.
-  const std::uint64_t pacing = config.pace ? static_cast<std::uint64_t>(path.max_pacing_bps / 8): 0;
+  const std::uint64_t pacing = config.pace ? static_cast<std::uint64_t>(path.max_pacing_bps / 8) : 0;
   const auto measured =
       time_rounds(bed.host_of_dc(0), bed.host_of_dc(1), {shape.streams, shape.bytes, pacing, kChunk, kPort},
                   states_after_one_way(path.delay_s));
@@ -281,12 +281,12 @@ std::vector<Cell> measure_channel(const Config& config, const Testbed& bed, cons
     cell.measured_s = measured[k].seconds;
     const auto& shares = measured[k].first_shares;
     std::uint64_t cwnd_sum = 0;
-    for (const auto& share: shares) cwnd_sum += share.cwnd;
+    for (const auto& share : shares) cwnd_sum += share.cwnd;
     if (!shares.empty()) cell.cwnd_segments = static_cast<std::uint32_t>(cwnd_sum / shares.size());
     channel.push_back(cell);
   }
   model_channel(path, channel);
-  for (const Cell& cell: channel) print_cell(cell);
+  for (const Cell& cell : channel) print_cell(cell);
   return channel;
 }
 
@@ -303,9 +303,9 @@ void measure_link(const Config& config, const std::string& work_dir, std::uint64
   spec.rmem_max = config.rmem;
   spec.slow_start_after_idle = config.slow_start_after_idle != 0;
   const Testbed bed(config.wanlab, work_dir, spec);
-  for (const int streams: config.streams) {
+  for (const int streams : config.streams) {
     const hs::TcpPath path = model_path(config, rate, delay, streams);
-    for (const std::uint64_t bytes: config.sizes) {
+    for (const std::uint64_t bytes : config.sizes) {
       wanlab::base::check_interrupted();
       const double ideal = hs::steady_transfer_s(path, streams, static_cast<double>(bytes));
       if (ideal > config.max_seconds) continue;
@@ -324,8 +324,8 @@ int run(const Options& options) {
   const WorkDir work("wanlab-transfer-bench");
   std::vector<Cell> cells;
   const auto started = Clock::now();
-  for (const std::uint64_t rate: config.rates_bps)
-    for (const int delay: config.delays_ms) measure_link(config, work.path, rate, delay, cells);
+  for (const std::uint64_t rate : config.rates_bps)
+    for (const int delay : config.delays_ms) measure_link(config, work.path, rate, delay, cells);
   write_tables(config, cells, std::chrono::duration<double>(Clock::now() - started).count() / 60);
   return 0;
 }

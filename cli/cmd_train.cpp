@@ -163,8 +163,8 @@ int cmd_train(const Options& options) {
   if (run.runtime == hs::RuntimeChoice::automatic && record.runtime == "sandbox")
     fmt::print(stderr, "wanlab train: workers ran in wanlab's sandbox, not podman: {}\n", record.runtime_detail);
   if (out)
-    fmt::print("{}\n", hs::write_run_outputs(
-                           record, scenario, {command_line(), std::filesystem::current_path().string(), ""}, *out));
+    fmt::print("{}\n", hs::write_run_outputs(record, scenario,
+                                             {command_line(), std::filesystem::current_path().string(), ""}, *out));
   return 0;
 }
 

@@ -31,7 +31,8 @@ std::vector<std::string> write_sweep(const hs::Sweep& sweep, const std::vector<h
   write("points.csv", hs::points_csv(sweep, results));
   if (!results.empty()) {
     const base::OutputDir points = dir.subdir("points");
-    for (std::size_t i = 0; i < results.size(); ++i) points.subdir(std::to_string(i + 1)).write("card.yaml", results[i].card);
+    for (std::size_t i = 0; i < results.size(); ++i)
+      points.subdir(std::to_string(i + 1)).write("card.yaml", results[i].card);
     written.push_back(fmt::format("{}/{{1..{}}}/card.yaml", points.path(), results.size()));
   }
   if (!sweep.labels.empty()) {
@@ -62,8 +63,7 @@ std::string required(const Options& options, const std::string& name, std::strin
 int cmd_whatif(const Options& options) {
   if (options.positionals().size() != 1) throw UsageError("expected one sweep file");
   const hs::Sweep sweep = hs::load_sweep(options.positionals().front());
-  const auto out =
-      out_dir_option(options, [&](const base::OutputDir& dir) { check_sweep_outputs(sweep, dir); });
+  const auto out = out_dir_option(options, [&](const base::OutputDir& dir) { check_sweep_outputs(sweep, dir); });
   const bool quiet = options.flag("quiet");
   if (!quiet)
     fmt::print("{}: {} points ({}) of {}\n", sweep.path, sweep.size(),

@@ -139,7 +139,8 @@ std::string join(std::string_view dir, std::string_view name) {
 // A path for a message: as it is, or quoted and escaped where it holds a
 // byte a terminal or a C string would mangle (a NUL would cut the message).
 std::string shown_path(std::string_view path) {
-  const bool plain = std::all_of(path.begin(), path.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x20 && c != 0x7f; });
+  const bool plain =
+      std::all_of(path.begin(), path.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x20 && c != 0x7f; });
   return plain ? std::string(path) : quoted(path, 256);
 }
 
@@ -236,7 +237,8 @@ std::pair<std::string, std::string> split_last(const std::string& path) {
 
 void replace_file(const std::string& path, std::string_view contents, mode_t mode) {
   const auto [dir, name] = split_last(path);
-  const UniqueFd dir_fd = open_named_directory(dir.empty() ? "." : dir, path, "creating a file in " + directory_of(path));
+  const UniqueFd dir_fd =
+      open_named_directory(dir.empty() ? "." : dir, path, "creating a file in " + directory_of(path));
   replace_at(dir_fd.get(), dir, name, fill_with(contents), mode, Target::anything);
 }
 

@@ -11,7 +11,8 @@ namespace wanlab::bench::soak {
 namespace em = wanlab::emulator;
 
 double QueueBound::backlog_bytes() const {
-  return 2.0 * streams * (static_cast<double>(wmem_bytes) + 65536.0) * emulator::kFrameBytes / emulator::kSegmentPayloadBytes;
+  return 2.0 * streams * (static_cast<double>(wmem_bytes) + 65536.0) * emulator::kFrameBytes /
+         emulator::kSegmentPayloadBytes;
 }
 
 double QueueBound::backlog_ns() const {

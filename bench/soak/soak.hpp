@@ -24,7 +24,7 @@ namespace wanlab::bench::soak {
 
 class Soak {
  public:
-  Soak(const Config& config, std::string work_dir): config_(config), work_(std::move(work_dir)) {}
+  Soak(const Config& config, std::string work_dir) : config_(config), work_(std::move(work_dir)) {}
   // 0 when every verdict passes, 3 when one fails. A signal ends it at the
   // next second, and the members take down what they hold: the processes,
   // then the testbed.

@@ -40,7 +40,7 @@ struct PrivateMounts {
     fs::create_directories("/run/wanlab-test-bin");
     fs::copy_file(binary, "/run/wanlab-test-bin/wanlab");
     fs::permissions("/run/wanlab-test-bin/wanlab", fs::perms::owner_all);
-   ::setenv("WANLAB_BIN", "/run/wanlab-test-bin/wanlab", 1);
+    ::setenv("WANLAB_BIN", "/run/wanlab-test-bin/wanlab", 1);
     mount_tmpfs("/tmp");
   }
   static void mount_tmpfs(const char* dir) {
@@ -81,7 +81,7 @@ bool one_line_with(const test::CliResult& result, const std::string& part) {
 
 // A testbed brought up through the CLI and always taken down.
 struct Testbed {
-  explicit Testbed(const std::string& name, const std::string& text = kScenario): file(name, text), name(name) {
+  explicit Testbed(const std::string& name, const std::string& text = kScenario) : file(name, text), name(name) {
     const auto up = test::wanlab({"up", file.path(), "--name", name, "--quiet"});
     BOOST_TEST_REQUIRE(up.status == 0, up.output);
   }
@@ -104,7 +104,7 @@ BOOST_AUTO_TEST_CASE(names_never_become_paths_outside_the_run_root) {
   fs::create_directories("/tmp/v/sub");
   fs::create_directories("/run/wanlab/keep");
   write_text("/run/wanlab/keep/state.toml", "not ours\n");
-  for (const std::string name: {"../../tmp/v", "", ".", "..", "a.x", "a UP;$(id)", "/tmp/v"}) {
+  for (const std::string name : {"../../tmp/v", "", ".", "..", "a.x", "a UP;$(id)", "/tmp/v"}) {
     BOOST_TEST_CONTEXT("down \"" << name << "\"") {
       const auto down = test::wanlab({"down", name});
       BOOST_TEST(down.status == 2);
@@ -115,7 +115,7 @@ BOOST_AUTO_TEST_CASE(names_never_become_paths_outside_the_run_root) {
   BOOST_TEST(read_text("/run/wanlab/keep/state.toml") == "not ours\n");
 
   test::ScenarioFile file("names", kScenario);
-  for (const std::string& name: std::vector<std::string>{"../../tmp/y", "a UP;$(id)", "a.x", std::string(5000, 'n')}) {
+  for (const std::string& name : std::vector<std::string>{"../../tmp/y", "a UP;$(id)", "a.x", std::string(5000, 'n')}) {
     BOOST_TEST_CONTEXT("up --name \"" << name.substr(0, 20) << "\"") {
       const auto up = test::wanlab({"up", file.path(), "--name", name, "--quiet"});
       BOOST_TEST(up.status == 2);
@@ -130,9 +130,9 @@ BOOST_AUTO_TEST_CASE(names_never_become_paths_outside_the_run_root) {
   const auto hosts = test::wanlab({"hosts", "--testbed", ".."});
   BOOST_TEST(hosts.status == 2);
   BOOST_TEST(one_line_with(hosts, "--testbed: testbed name \"..\""), hosts.output);
- ::setenv("WANLAB_TESTBED", "../../tmp/v", 1);
+  ::setenv("WANLAB_TESTBED", "../../tmp/v", 1);
   const auto from_env = test::wanlab({"hosts"});
- ::unsetenv("WANLAB_TESTBED");
+  ::unsetenv("WANLAB_TESTBED");
   BOOST_TEST(from_env.status == 1);
   BOOST_TEST(one_line_with(from_env, "$WANLAB_TESTBED: testbed name"), from_env.output);
 }
@@ -228,7 +228,7 @@ BOOST_AUTO_TEST_CASE(a_live_schedules_record_is_read_strictly) {
       {"schedul = true", R"(unknown key "schedul" in change[0]; did you mean "schedule"?)"},
       {"", "changes.toml:1:1: change[0]: changes nothing: give fields, schedule or no_schedule"},
   };
-  for (const auto& [line, message]: cases) {
+  for (const auto& [line, message] : cases) {
     write_text(bed.dir() + "/changes.toml", head + line + "\n");
     const auto set = test::wanlab({"set", "east", "west", "--rate", "50mbit", "--testbed", "sched"});
     BOOST_TEST(set.status == 1, line);
@@ -240,7 +240,7 @@ BOOST_AUTO_TEST_CASE(a_live_schedules_record_is_read_strictly) {
        ": change[0].schedule.file: " + bed.dir() + "/schedules/1.csv: cannot read trace"},
       {R"(schedule = { file = "schedules/2.csv" })", bed.dir() + "/schedules/2.csv:2: rate: expected a rate"},
   };
-  for (const auto& [line, message]: copies) {  // (the set rewrote changes.toml: its lines moved)
+  for (const auto& [line, message] : copies) {  // (the set rewrote changes.toml: its lines moved)
     write_text(bed.dir() + "/changes.toml", head + line + "\n");
     const auto set = test::wanlab({"set", "east", "west", "--rate", "50mbit", "--testbed", "sched"});
     BOOST_TEST(set.status == 0, line << ": " << set.output);
@@ -261,7 +261,7 @@ BOOST_AUTO_TEST_CASE(a_live_schedules_record_is_read_strictly) {
 // Links planted where the daemon and `set` write; the targets stay untouched.
 BOOST_AUTO_TEST_CASE(root_writes_never_follow_planted_links) {
   Testbed bed("links");
-  for (const char* victim:
+  for (const char* victim :
        {"/tmp/victim-stats-tmp", "/tmp/victim-stats", "/tmp/victim-changes-tmp", "/tmp/victim-changes"})
     write_text(victim, "keep\n");
   fs::create_symlink("/tmp/victim-stats-tmp", bed.dir() + "/releaser.toml.tmp");
@@ -276,7 +276,7 @@ BOOST_AUTO_TEST_CASE(root_writes_never_follow_planted_links) {
   const auto set = test::wanlab({"set", "east", "west", "--rate", "50mbit", "--testbed", "links"});
   BOOST_TEST(set.status == 0, set.output);
   std::this_thread::sleep_for(2500ms);  // the daemon publishes its statistics every second
-  for (const char* victim:
+  for (const char* victim :
        {"/tmp/victim-stats-tmp", "/tmp/victim-stats", "/tmp/victim-changes-tmp", "/tmp/victim-changes"})
     BOOST_TEST(read_text(victim) == "keep\n", victim);
   BOOST_TEST(!fs::is_symlink(bed.dir() + "/changes.toml"));
@@ -323,7 +323,7 @@ BOOST_AUTO_TEST_CASE(input_files_must_be_small_regular_files) {
        "/tmp/fifo.toml: cannot read experiment: not a regular file (a FIFO)"},
       {{"compare", "/dev/zero"}, "/dev/zero: cannot read results: not a regular file (a character device)"},
   };
-  for (const auto& c: cases) {
+  for (const auto& c : cases) {
     BOOST_TEST_CONTEXT(c.args[0] << " " << c.args[1]) {
       const auto start = std::chrono::steady_clock::now();
       const auto result = test::wanlab(c.args);
@@ -357,7 +357,7 @@ BOOST_AUTO_TEST_CASE(numbers_on_the_command_line_are_checked_before_anything_run
       {{"down", "-x"}, "unknown option \"-x\""},
       {{"down", "--all", "hostile"}, "give testbed names or --all, not both"},
   };
-  for (const auto& c: cases) {
+  for (const auto& c : cases) {
     BOOST_TEST_CONTEXT(c.args[0] << " " << c.args[1] << " " << c.args.back()) {
       const auto result = test::wanlab(c.args);
       BOOST_TEST(result.status == 2);

@@ -69,13 +69,13 @@ west = 2
 
 struct Files {
   Files(int iterations = 3)
-     : scenario("hfar", kFarScenario), experiment("harness-itest", experiment_text(scenario.path(), iterations)) {}
+      : scenario("hfar", kFarScenario), experiment("harness-itest", experiment_text(scenario.path(), iterations)) {}
   test::ScenarioFile scenario;
   test::ScenarioFile experiment;
 };
 
 struct TempDir {
-  TempDir(): path(fs::temp_directory_path() / ("wanlab-test-harness-" + std::to_string(::getpid()))) {
+  TempDir() : path(fs::temp_directory_path() / ("wanlab-test-harness-" + std::to_string(::getpid()))) {
     fs::create_directories(path);
   }
   ~TempDir() { fs::remove_all(path); }
@@ -86,7 +86,7 @@ struct TempDir {
 // container's /usr/bin/wanlab), as pid -> worker id.
 std::map<pid_t, int> worker_processes(const std::string& name) {
   std::map<pid_t, int> found;
-  for (const auto& entry: fs::directory_iterator("/proc")) {
+  for (const auto& entry : fs::directory_iterator("/proc")) {
     const std::string pid = entry.path().filename();
     if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
     std::ifstream in(entry.path() / "cmdline");
@@ -102,7 +102,7 @@ std::map<pid_t, int> worker_processes(const std::string& name) {
 // Everything a run could leave behind.
 std::string run_leftovers(const std::string& name) {
   std::string found = test::leftovers(name);
-  for (const auto& [pid, id]: worker_processes(name))
+  for (const auto& [pid, id] : worker_processes(name))
     found += " worker:" + std::to_string(id) + "(pid " + std::to_string(pid) + ")";
   return found + test::container_leftovers(name);
 }
@@ -117,10 +117,10 @@ class TrainProcess {
   explicit TrainProcess(const std::vector<std::string>& args) { pid_ = test::spawn_wanlab(args, &fd_); }
   ~TrainProcess() {
     if (pid_ > 0) {
-     ::kill(pid_, SIGTERM);
+      ::kill(pid_, SIGTERM);
       wait(60s);
     }
-    if (fd_ >= 0)::close(fd_);
+    if (fd_ >= 0) ::close(fd_);
   }
 
   // Reads until `text` appears; false at EOF or timeout.
@@ -133,7 +133,7 @@ class TrainProcess {
       pollfd p{fd_, POLLIN, 0};
       if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
       char buffer[4096];
-      const ssize_t n =::read(fd_, buffer, sizeof(buffer));
+      const ssize_t n = ::read(fd_, buffer, sizeof(buffer));
       if (n <= 0) return false;
       output_.append(buffer, static_cast<std::size_t>(n));
     }
@@ -147,15 +147,15 @@ class TrainProcess {
     int status = 0;
     while (::waitpid(pid_, &status, WNOHANG) == 0) {
       if (std::chrono::steady_clock::now() > deadline) {
-       ::kill(pid_, SIGKILL);
-       ::waitpid(pid_, &status, 0);
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &status, 0);
         pid_ = -1;
         return -1;
       }
       std::this_thread::sleep_for(50ms);
     }
     pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status): 128 + WTERMSIG(status);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
 
   std::string testbed_name() const {
@@ -198,10 +198,10 @@ constexpr double kRttUs = 80'000;  // the scenario's 40 ms one way, both ways
 // window and an RTT near the WAN's.
 void check_transfer_records(const hs::RunRecord& record, const hs::Plan& plan) {
   std::map<std::tuple<int, int, int>, const hs::TransferRecord*> transfers;
-  for (const auto& t: record.transfers)
+  for (const auto& t : record.transfers)
     BOOST_TEST(transfers.emplace(std::make_tuple(t.iteration, t.worker, t.op_index), &t).second);
   std::size_t cross_dc_sends = 0;
-  for (const hs::Event& e: record.events) {
+  for (const hs::Event& e : record.events) {
     if (e.kind != hs::OpKind::send || !e.cross_dc) continue;
     ++cross_dc_sends;
     const auto found = transfers.find({e.iteration, e.worker, e.op_index});
@@ -220,7 +220,7 @@ void check_transfer_records(const hs::RunRecord& record, const hs::Plan& plan) {
       BOOST_TEST(t.last_received_ns == e.end_ns);
       BOOST_TEST_REQUIRE(!t.streams.empty());
       std::uint64_t carried = 0;
-      for (const auto& stream: t.streams) {
+      for (const auto& stream : t.streams) {
         carried += stream.bytes;
         BOOST_TEST(stream.stream < plan.experiment.streams);
         BOOST_TEST(stream.cwnd >= 1u);
@@ -238,19 +238,19 @@ void check_transfer_records(const hs::RunRecord& record, const hs::Plan& plan) {
   // tcpi_total_retrans counts from the connection's start: on each stream it
   // never falls from one message to the next.
   std::vector<const hs::TransferRecord*> in_order;
-  for (const auto& t: record.transfers) in_order.push_back(&t);
+  for (const auto& t : record.transfers) in_order.push_back(&t);
   std::sort(in_order.begin(), in_order.end(),
             [](const auto* a, const auto* b) { return a->first_sent_ns < b->first_sent_ns; });
   std::map<std::tuple<int, int, int>, std::uint32_t> retransmitted;
-  for (const auto* t: in_order) {
-    for (const auto& stream: t->streams) {
+  for (const auto* t : in_order) {
+    for (const auto& stream : t->streams) {
       auto [last, fresh] = retransmitted.try_emplace({t->worker, t->peer, stream.stream}, stream.retransmitted);
       BOOST_TEST(stream.retransmitted >= last->second, "worker " << t->worker << " stream " << stream.stream);
       last->second = stream.retransmitted;
     }
   }
   // Measured beside simulated, per link.
-  for (const auto& link: hs::summarize_transfers(record)) {
+  for (const auto& link : hs::summarize_transfers(record)) {
     BOOST_TEST_REQUIRE(link.measured.has_value());
     BOOST_TEST_REQUIRE(link.simulated.has_value());
     BOOST_TEST(link.measured->transfer.messages == link.simulated->transfer.messages);
@@ -269,7 +269,7 @@ void check_transfer_records(const hs::RunRecord& record, const hs::Plan& plan) {
 // A testbed brought up through the CLI (the daemon is the wanlab binary's),
 // always taken down.
 struct CliTestbed {
-  CliTestbed(const std::string& scenario_path, std::string testbed): name(std::move(testbed)) {
+  CliTestbed(const std::string& scenario_path, std::string testbed) : name(std::move(testbed)) {
     const auto up = test::wanlab({"up", scenario_path, "--name", name, "--quiet"});
     BOOST_TEST_REQUIRE(up.status == 0, up.output);
   }
@@ -302,7 +302,7 @@ BOOST_AUTO_TEST_CASE(a_two_dc_run_records_every_planned_event) {
 
   // Every planned op of every worker in every iteration, exactly once, as planned.
   std::map<std::tuple<int, int, int>, const hs::Event*> seen;
-  for (const hs::Event& e: record.events) {
+  for (const hs::Event& e : record.events) {
     BOOST_TEST_REQUIRE(e.worker < static_cast<int>(plan.workers.size()));
     const auto& ops = plan.workers[e.worker].ops;
     BOOST_TEST_REQUIRE(e.op_index < static_cast<int>(ops.size()));
@@ -311,7 +311,7 @@ BOOST_AUTO_TEST_CASE(a_two_dc_run_records_every_planned_event) {
     BOOST_TEST(seen.emplace(std::make_tuple(e.iteration, e.worker, e.op_index), &e).second);
   }
   std::size_t planned = 0;
-  for (const auto& worker: plan.workers) planned += worker.ops.size();
+  for (const auto& worker : plan.workers) planned += worker.ops.size();
   BOOST_TEST(seen.size() == 3 * planned);
 
   // Utilization in (0, 1]; never faster than compute alone allows.
@@ -320,7 +320,7 @@ BOOST_AUTO_TEST_CASE(a_two_dc_run_records_every_planned_event) {
   const hs::RunRecord modelled = hs::simulate(plan, scenario, hs::link_model_for(scenario, plan.experiment.scale), 1);
   const double modelled_s = static_cast<double>(modelled.iteration_end_ns[0] - modelled.iteration_start_ns[0]) / 1e9;
   const auto summaries = hs::summarize(record);
-  for (const auto& s: summaries) {
+  for (const auto& s : summaries) {
     std::cout << "  iteration " << s.index << ": " << s.time_s << " s measured, " << modelled_s << " s simulated, "
               << bound_s << " s without communication; utilization " << s.mean_gpu_utilization << "\n";
     BOOST_TEST(s.mean_gpu_utilization > 0);
@@ -337,14 +337,14 @@ BOOST_AUTO_TEST_CASE(a_two_dc_run_records_every_planned_event) {
   for (int iteration = 0; iteration < 3; ++iteration) {
     std::map<std::pair<int, int>, std::vector<std::pair<int, std::int64_t>>>
         by_link;  // (from dc, to dc) -> (slot, start)
-    for (const auto& [key, e]: seen) {
+    for (const auto& [key, e] : seen) {
       const auto& op = plan.workers[e->worker].ops[e->op_index];
       if (std::get<0>(key) != iteration || op.kind != hs::OpKind::send || op.link_slot < 0) continue;
       by_link[{plan.workers[e->worker].worker.dc, plan.workers[op.peer].worker.dc}].emplace_back(op.link_slot,
                                                                                                  e->start_ns);
     }
     BOOST_TEST(!by_link.empty());
-    for (auto& [link, sends]: by_link) {
+    for (auto& [link, sends] : by_link) {
       std::sort(sends.begin(), sends.end());
       for (std::size_t i = 1; i < sends.size(); ++i) BOOST_TEST(sends[i].second >= sends[i - 1].second);
     }
@@ -361,7 +361,7 @@ BOOST_AUTO_TEST_CASE(atlas_beats_the_dp_across_dc_single_stream_baseline) {
       test::wanlab({"train", files.experiment.path(), "--pipeline", "1f1b", "--placement", "dp-across-dc", "--streams",
                     "1", "--out", (out.path / "baseline").string(), "--quiet"});
   BOOST_TEST_REQUIRE(baseline.status == 0, baseline.output);
-  for (const char* file: {"results.json", "trace.json", "timeline.svg", "card.yaml", "ranks/rank-0.json"}) {
+  for (const char* file : {"results.json", "trace.json", "timeline.svg", "card.yaml", "ranks/rank-0.json"}) {
     BOOST_TEST(fs::file_size(out.path / "atlas" / file) > 0u, file);
   }
   // The card of a real run says so, and how to run it again.
@@ -411,7 +411,7 @@ BOOST_AUTO_TEST_CASE(atlas_beats_the_dp_across_dc_single_stream_baseline) {
   // 2-core machine; bench/harness/run-experiments.sh prints the real ratios.
   const std::vector<std::pair<std::string, std::vector<std::string>>> runs{
       {"atlas", {}}, {"baseline", {"--pipeline", "1f1b", "--placement", "dp-across-dc", "--streams", "1"}}};
-  for (const auto& [run, flags]: runs) {
+  for (const auto& [run, flags] : runs) {
     std::vector<std::string> argv{
         "train", files.experiment.path(), "--simulate", "--quiet", "--out", (out.path / (run + "-sim")).string()};
     argv.insert(argv.end(), flags.begin(), flags.end());
@@ -446,13 +446,13 @@ void kill_a_worker_mid_run(const std::string& runtime) {
   // Each worker: its own mount, PID and UTS namespaces, its host's network namespace.
   const em::TestbedState state = em::load_state(name);
   std::set<std::string> host_namespaces;
-  for (const auto& h: state.hosts) {
+  for (const auto& h : state.hosts) {
     struct stat st {};
     BOOST_TEST_REQUIRE(::stat(("/run/netns/" + h.netns).c_str(), &st) == 0);
     host_namespaces.insert("net:[" + std::to_string(st.st_ino) + "]");
   }
-  for (const auto& [pid, id]: workers) {
-    for (const char* kind: {"mnt", "pid", "uts"})
+  for (const auto& [pid, id] : workers) {
+    for (const char* kind : {"mnt", "pid", "uts"})
       BOOST_TEST(namespace_of(pid, kind) != namespace_of(::getpid(), kind));
     BOOST_TEST(host_namespaces.count(namespace_of(pid, "net")) == 1u,
                "worker " << id << " is in none of the hosts' namespaces");
@@ -463,14 +463,14 @@ void kill_a_worker_mid_run(const std::string& runtime) {
       BOOST_TEST(containers.find("wanlab-" + name + "-w" + std::to_string(id)) != std::string::npos, containers);
   }
   std::set<std::string> mount_namespaces;
-  for (const auto& [pid, id]: workers) mount_namespaces.insert(namespace_of(pid, "mnt"));
+  for (const auto& [pid, id] : workers) mount_namespaces.insert(namespace_of(pid, "mnt"));
   BOOST_TEST(mount_namespaces.size() == workers.size());
 
   pid_t victim = 0;
-  for (const auto& [pid, id]: workers)
+  for (const auto& [pid, id] : workers)
     if (id == 1) victim = pid;
   BOOST_TEST_REQUIRE(victim > 0);
- ::kill(victim, SIGKILL);
+  ::kill(victim, SIGKILL);
   const int status = train.wait(90s);
   std::cout << train.output().substr(train.output().rfind("iteration")) << "\n";
   BOOST_TEST(status == 1, train.output());
@@ -489,7 +489,7 @@ namespace {
 
 // A podman image, removed with the object.
 struct Image {
-  explicit Image(std::string name): tag(std::move(name)) {}
+  explicit Image(std::string name) : tag(std::move(name)) {}
   ~Image() { test::run({"podman", "rmi", "--force", "--ignore", tag}); }
   std::string tag;
 };

@@ -25,7 +25,7 @@ struct Scratch {
   fs::path dir;
   Scratch() {
     std::string pattern = (fs::temp_directory_path() / "wanlab-files-XXXXXX").string();
-    dir =::mkdtemp(pattern.data());
+    dir = ::mkdtemp(pattern.data());
   }
   ~Scratch() { fs::remove_all(dir); }
   std::string at(const std::string& name) const { return (dir / name).string(); }
@@ -110,7 +110,7 @@ BOOST_AUTO_TEST_CASE(replacing_never_writes_through_a_planted_link) {
   BOOST_TEST((st.st_mode & 0777) == 0600u);
   // Nothing but the file, the victim and the planted link are left behind.
   int entries = 0;
-  for ([[maybe_unused]] const auto& entry: fs::directory_iterator(scratch.dir)) ++entries;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(scratch.dir)) ++entries;
   BOOST_TEST(entries == 3);
 }
 
@@ -138,7 +138,7 @@ std::string output_error(const std::function<void()>& write) {
 
 std::size_t entries_in(const fs::path& dir) {
   std::size_t entries = 0;
-  for ([[maybe_unused]] const auto& entry: fs::directory_iterator(dir)) ++entries;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir)) ++entries;
   return entries;
 }
 
@@ -184,7 +184,7 @@ BOOST_AUTO_TEST_CASE(links_planted_in_an_output_dir_are_refused) {
 // /dev/null), a FIFO or a directory stays what it was.
 BOOST_AUTO_TEST_CASE(devices_fifos_and_directories_are_never_replaced_by_an_output) {
   Scratch scratch;
-  BOOST_REQUIRE(::mknod(scratch.at("null").c_str(), S_IFCHR | 0666,::makedev(1, 3)) == 0);
+  BOOST_REQUIRE(::mknod(scratch.at("null").c_str(), S_IFCHR | 0666, ::makedev(1, 3)) == 0);
   BOOST_REQUIRE(::mkfifo(scratch.at("fifo").c_str(), 0600) == 0);
   fs::create_directory(scratch.at("dir"));
   BOOST_TEST(output_error([&] { b::write_output_file(scratch.at("null"), "x"); }) ==
@@ -195,8 +195,9 @@ BOOST_AUTO_TEST_CASE(devices_fifos_and_directories_are_never_replaced_by_an_outp
              scratch.at("dir") + ": a directory; outputs are written only as regular files");
   BOOST_TEST(output_error([&] { b::write_output_file(scratch.at("dir") + "/", "x"); }) ==
              scratch.at("dir") + "/: names a directory, not a file");
-  BOOST_TEST(output_error([&] { b::write_output_file(scratch.at("missing/plot.svg"), "x"); })
-                 .starts_with(scratch.at("missing/plot.svg") + ": its directory " + scratch.at("missing")));
+  BOOST_TEST(output_error([&] {
+               b::write_output_file(scratch.at("missing/plot.svg"), "x");
+             }).starts_with(scratch.at("missing/plot.svg") + ": its directory " + scratch.at("missing")));
   struct stat st {};
   BOOST_REQUIRE(::lstat(scratch.at("null").c_str(), &st) == 0);
   BOOST_TEST(S_ISCHR(st.st_mode));
@@ -223,7 +224,7 @@ BOOST_AUTO_TEST_CASE(a_named_output_dir_may_be_a_link_the_user_made) {
 BOOST_AUTO_TEST_CASE(output_names_stay_in_their_directory) {
   Scratch scratch;
   const auto out = b::OutputDir::open(scratch.at("out"));
-  for (const std::string& name: std::vector<std::string>{"..", ".", "", "a/b", std::string("a\0b", 3)})
+  for (const std::string& name : std::vector<std::string>{"..", ".", "", "a/b", std::string("a\0b", 3)})
     BOOST_TEST(output_error([&] { out.write(name, "x"); }).ends_with(": not a plain file name"), name);
   BOOST_TEST(output_error([&] { b::OutputDir::open(std::string("out\0x", 5)); }).ends_with(": a NUL byte in the path"));
   BOOST_TEST(entries_in(scratch.dir / "out") == 0u);

@@ -20,7 +20,7 @@ const char* const kHostile[] = {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(good_names_pass) {
-  for (const char* name: {"a", "two-dc", "three-dc", "abcdefghijkl", "0", "a-", "run-123456"}) {
+  for (const char* name : {"a", "two-dc", "three-dc", "abcdefghijkl", "0", "a-", "run-123456"}) {
     BOOST_TEST_CONTEXT(name) {
       BOOST_TEST(em::is_valid_testbed_name(name));
       BOOST_CHECK_NO_THROW(em::check_testbed_name(name, "--name"));
@@ -29,7 +29,7 @@ BOOST_AUTO_TEST_CASE(good_names_pass) {
 }
 
 BOOST_AUTO_TEST_CASE(hostile_names_are_refused_with_where_they_came_from) {
-  for (const char* name: kHostile) {
+  for (const char* name : kHostile) {
     BOOST_TEST_CONTEXT(name) {
       BOOST_TEST(!em::is_valid_testbed_name(name));
       try {
@@ -58,7 +58,7 @@ BOOST_AUTO_TEST_CASE(a_huge_name_gives_a_short_message) {
 // Every path and namespace builder checks the name itself, so a caller that
 // forgot to cannot make a path outside the run root.
 BOOST_AUTO_TEST_CASE(paths_and_namespaces_are_built_only_from_good_names) {
-  for (const char* name: kHostile) {
+  for (const char* name : kHostile) {
     BOOST_TEST_CONTEXT(name) {
       BOOST_CHECK_THROW(em::run_dir(name), em::InvalidName);
       BOOST_CHECK_THROW(em::bpffs_dir(name), em::InvalidName);
@@ -76,12 +76,12 @@ BOOST_AUTO_TEST_CASE(paths_and_namespaces_are_built_only_from_good_names) {
 BOOST_AUTO_TEST_CASE(host_dc_and_interface_names) {
   BOOST_TEST(em::is_valid_host_name("east-0"));
   BOOST_TEST(em::is_valid_host_name("dc12-253"));
-  for (const char* bad: {"east", "east-", "-0", "east-01", "east-1000", "East-0", "east.x-0", "east-0/"})
+  for (const char* bad : {"east", "east-", "-0", "east-01", "east-1000", "East-0", "east.x-0", "east-0/"})
     BOOST_TEST(!em::is_valid_host_name(bad), bad);
   BOOST_TEST(em::is_valid_dc_name("east"));
   BOOST_TEST(!em::is_valid_dc_name("9east"));
   BOOST_TEST(em::is_valid_interface_name("h1-eth0"));
   BOOST_TEST(em::is_valid_interface_name("veth@if3"));
-  for (const char* bad: {"", "eth+", "a b", "0123456789abcdef", "eth0;id"})
+  for (const char* bad : {"", "eth+", "a b", "0123456789abcdef", "eth0;id"})
     BOOST_TEST(!em::is_valid_interface_name(bad), bad);
 }

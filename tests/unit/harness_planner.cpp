@@ -186,8 +186,7 @@ BOOST_AUTO_TEST_SUITE(stage_memory)
 // accepted silently while only [prefill] checked memory), saying by how much.
 BOOST_AUTO_TEST_CASE(a_stage_that_does_not_fit_is_refused_with_or_without_prefill) {
   // 4 layers of hidden 1024: 50M parameters, 0.8 GB of state at 16 bytes each.
-  const std::string message =
-      error_of([&] { parsed(job(1, 1, 8, "[gpus]\na = 8\nmemory_gb = 0.6\n")); });
+  const std::string message = error_of([&] { parsed(job(1, 1, 8, "[gpus]\na = 8\nmemory_gb = 0.6\n")); });
   BOOST_TEST(message ==
                  "p.toml:9:1: a pipeline stage does not fit in 0.6 GB per GPU: weights 0.1 + gradients 0.1 + "
                  "optimizer 0.6 + activations 0.1 GB = 0.9 GB (0.3 GB too many); use tp >= 2, more stages (pp) or "

@@ -155,7 +155,8 @@ BOOST_AUTO_TEST_CASE(writers_write_files_and_report_failures) {
     write_trace_json(run.record, out);
     BOOST_FAIL("wrote over a directory");
   } catch (const wanlab::base::FileError& error) {
-    BOOST_TEST(std::string(error.what()) == (dir / "trace.json").string() + ": a directory; outputs are written only as regular files");
+    BOOST_TEST(std::string(error.what()) ==
+               (dir / "trace.json").string() + ": a directory; outputs are written only as regular files");
   }
   std::size_t entries = 0;
   for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir)) ++entries;

@@ -320,7 +320,7 @@ PairParams pair_with(std::uint64_t rate_bps, QueueLimit queue) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(every_bad_input_names_its_position_and_field) {
-  for (const BadInput& item: bad_inputs()) {
+  for (const BadInput& item : bad_inputs()) {
     std::string message = error_of(item.toml);
     BOOST_TEST_CONTEXT(item.description << "\n  got:      " << message << "\n  expected: " << item.expected) {
       BOOST_TEST(message.find(item.expected) != std::string::npos);
@@ -351,7 +351,7 @@ BOOST_AUTO_TEST_CASE(layering_of_defaults_intra_dc_and_links) {
   BOOST_TEST(scenario.dcs[static_cast<std::size_t>(west)].hosts == 1);
 
   // A symmetric link overrides [defaults] in both directions.
-  for (auto [src, dst]: {std::pair{east, west}, std::pair{west, east}}) {
+  for (auto [src, dst] : {std::pair{east, west}, std::pair{west, east}}) {
     PairParams params = scenario.pair(src, dst);
     BOOST_TEST(params.delay_ns == 35 * kMs);
     BOOST_TEST(params.rate_bps == 1'000'000'000u);
@@ -486,7 +486,7 @@ BOOST_AUTO_TEST_CASE(queue_limits_parse_and_format) {
   QueueLimit bytes = parse_queue("4mb");
   BOOST_TEST((bytes.kind == QueueLimit::Kind::bytes));
   BOOST_TEST(bytes.value == 4.0 * 1024 * 1024);
-  for (const char* text: {"1bdp", "0.5bdp", "50ms", "4mb", "1500b", "250us"}) {
+  for (const char* text : {"1bdp", "0.5bdp", "50ms", "4mb", "1500b", "250us"}) {
     BOOST_TEST(format_queue(parse_queue(text)) == text);
   }
   BOOST_CHECK_THROW(parse_queue("bdp"), std::invalid_argument);
@@ -591,7 +591,7 @@ BOOST_AUTO_TEST_CASE(pair_config_fields_and_fixed_point) {
 BOOST_AUTO_TEST_CASE(pair_seeds_are_deterministic_distinct_and_nonzero) {
   PairParams params;
   std::vector<std::uint64_t> seeds;
-  for (std::uint64_t scenario_seed: {0ULL, 1ULL, 2ULL}) {
+  for (std::uint64_t scenario_seed : {0ULL, 1ULL, 2ULL}) {
     for (std::uint32_t pair = 0; pair < 16; ++pair) {
       std::uint64_t seed = make_pair_config(params, 0, scenario_seed, pair).seed;
       BOOST_TEST(seed == make_pair_config(params, 0, scenario_seed, pair).seed);
@@ -634,7 +634,7 @@ BOOST_AUTO_TEST_CASE(command_line_errors_name_the_option) {
     const char* value;
     const char* expected;
   };
-  for (const Case& item: std::vector<Case>{
+  for (const Case& item : std::vector<Case>{
            {"rate", "fast", R"(--rate: expected a rate like "100mbit", got "fast")"},
            {"flow_rate", "10", R"(--flow-rate: expected a rate like "100mbit", got "10")"},
            {"delay", "-1ms", "--delay: "},
@@ -669,7 +669,7 @@ BOOST_AUTO_TEST_CASE(missing_file_is_a_scenario_error) {
 BOOST_AUTO_TEST_CASE(shipped_scenarios_load) {
   std::filesystem::path dir = source_dir() / "scenarios";
   int loaded = 0;
-  for (const auto& entry: std::filesystem::directory_iterator(dir)) {
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().extension() != ".toml") continue;
     BOOST_TEST_CONTEXT(entry.path()) {
       Scenario scenario;
@@ -702,7 +702,7 @@ BOOST_AUTO_TEST_CASE(shipped_two_dc_and_ci_scenarios_match_their_description) {
 
   Scenario three_dc = load_scenario((source_dir() / "scenarios/three-dc.toml").string());
   BOOST_REQUIRE(three_dc.dcs.size() == 3u);
-  for (const Dc& dc: three_dc.dcs) BOOST_TEST(dc.hosts == 2);
+  for (const Dc& dc : three_dc.dcs) BOOST_TEST(dc.hosts == 2);
 
   // three-dc-40g is three-dc with 40 Gbit/s between a DC's hosts, and nothing else.
   Scenario fabric = load_scenario((source_dir() / "scenarios/three-dc-40g.toml").string());
@@ -717,7 +717,7 @@ BOOST_AUTO_TEST_CASE(shipped_two_dc_and_ci_scenarios_match_their_description) {
     BOOST_TEST(fabric.dcs[a].hosts == three_dc.dcs[a].hosts);
     for (int b = 0; b < 3; ++b) {
       const PairParams mine = fabric.pair(a, b), theirs = three_dc.pair(a, b);
-      BOOST_TEST(mine.rate_bps == (a == b ? 40'000'000'000u: theirs.rate_bps));
+      BOOST_TEST(mine.rate_bps == (a == b ? 40'000'000'000u : theirs.rate_bps));
       BOOST_TEST(mine.delay_ns == theirs.delay_ns);
       BOOST_TEST(mine.jitter_ns == theirs.jitter_ns);
       BOOST_TEST(mine.flow_rate_bps == theirs.flow_rate_bps);

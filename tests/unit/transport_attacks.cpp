@@ -307,9 +307,9 @@ BOOST_AUTO_TEST_CASE(a_real_perf_server_stays_under_its_memory_budget_and_still_
       }
     });
   }
-  for (auto& filler: fillers) filler.join();
+  for (auto& filler : fillers) filler.join();
   BOOST_REQUIRE_EQUAL(refused.load(), 0);
-  for (const auto bytes: filled_bytes) fill_sent += bytes;
+  for (const auto bytes : filled_bytes) fill_sent += bytes;
   std::vector<std::unique_ptr<RawPeer>> attackers;
   for (int i = 0; i < 4; ++i) attackers.push_back(sparse_attack(server.port(), &sparse_sent));
   std::this_thread::sleep_for(500ms);
@@ -323,8 +323,8 @@ BOOST_AUTO_TEST_CASE(a_real_perf_server_stays_under_its_memory_budget_and_still_
   BOOST_CHECK_LT(during.peak - before.peak, budget + 16 * kMiB);  // ...within its budget
 
   // The idle timeout ends every attacker, and their memory is given back.
-  for (auto* group: {&attackers, &filled}) {
-    for (auto& attacker: *group) BOOST_CHECK(attacker->closed_by_peer(10s));
+  for (auto* group : {&attackers, &filled}) {
+    for (auto& attacker : *group) BOOST_CHECK(attacker->closed_by_peer(10s));
   }
   std::this_thread::sleep_for(200ms);
   BOOST_CHECK_LT(server.memory().rss, before.rss + 16 * kMiB);

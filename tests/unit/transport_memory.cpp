@@ -78,7 +78,7 @@ BOOST_AUTO_TEST_CASE(budget_charges_whole_messages_and_keeps_headroom_for_the_ne
   BOOST_CHECK_EQUAL(MemoryBudget::charge_of(1ull << 30, 1024), (1ull << 30) + 128 * 1024 + 513 * 8 + 128);
   BOOST_CHECK_EQUAL(MemoryBudget::charge_of(UINT64_MAX, 1024), UINT64_MAX);  // saturates instead of wrapping
   // largest_message() is the inverse, at the smallest chunk size.
-  for (const std::uint64_t size: std::initializer_list<std::uint64_t>{1, 1000, 64 * kMiB, 1ull << 30, 1ull << 34}) {
+  for (const std::uint64_t size : std::initializer_list<std::uint64_t>{1, 1000, 64 * kMiB, 1ull << 30, 1ull << 34}) {
     const auto charge = MemoryBudget::charge_of(size, wt::kMinChunkSize);
     BOOST_CHECK_EQUAL(MemoryBudget::largest_message(charge), size);
     BOOST_CHECK_EQUAL(MemoryBudget::largest_message(charge - 1), size - 1);
@@ -212,7 +212,7 @@ struct Receiver {
     bool any = false;
   };
   Receiver(const wt::ReceiveLimits& limits, unsigned connections)
-     : chunk_size(limits.chunk_size),
+      : chunk_size(limits.chunk_size),
         reassembler(std::make_unique<wt::Reassembler>(limits, connections)),
         last(connections) {
     for (unsigned i = 0; i < connections; ++i) readers.emplace_back(*reassembler, i);
@@ -232,7 +232,7 @@ struct Receiver {
 // slices of any length.
 class Liar {
  public:
-  Liar(std::uint64_t seed, std::uint64_t max_message): random_(seed), max_message_(max_message) {}
+  Liar(std::uint64_t seed, std::uint64_t max_message) : random_(seed), max_message_(max_message) {}
 
   std::vector<std::byte> next_frame(Receiver& receiver, unsigned connection) {
     const auto chunk_size = receiver.chunk_size;
@@ -245,7 +245,7 @@ class Liar {
       const auto after = last.offset / chunk_size + 1;
       if (after >= chunks) return next_frame_after(receiver, connection);
       // Half the time the next chunk (dense runs earn huge pages), else anywhere after it.
-      index = below(2) == 0 ? after: after + below(chunks - after);
+      index = below(2) == 0 ? after : after + below(chunks - after);
     }
     auto header = chunk_header(id, size, chunk_size * index, chunk_size);
     if (below(100) == 0) header.length += 1;  // a lie about the length
@@ -255,8 +255,8 @@ class Liar {
     frame.resize(frame.size() + header.length, std::byte{0x33});
     return frame;
   }
-  std::size_t slice(std::size_t left) { return 1 + below(std::min<std::uint64_t>(left, below(2) ? 7: 70000)); }
-  std::uint64_t below(std::uint64_t n) { return n == 0 ? 0: random_() % n; }
+  std::size_t slice(std::size_t left) { return 1 + below(std::min<std::uint64_t>(left, below(2) ? 7 : 70000)); }
+  std::uint64_t below(std::uint64_t n) { return n == 0 ? 0 : random_() % n; }
 
  private:
   std::uint64_t declared_size(std::uint32_t chunk_size) {
@@ -285,7 +285,7 @@ BOOST_AUTO_TEST_CASE(sparse_oversized_and_slow_input_never_exceeds_the_budget_or
   MemoryBudget budget(3 * one);
   // 1 KiB chunks as in the huge-page attack; larger ones fill regions densely enough for huge pages.
   std::vector<std::unique_ptr<Receiver>> receivers;
-  for (const std::uint32_t chunk: {1024u, 16384u, 65536u}) {
+  for (const std::uint32_t chunk : {1024u, 16384u, 65536u}) {
     receivers.push_back(
         std::make_unique<Receiver>(wt::ReceiveLimits{chunk, max_message, 2 * one, &budget}, connections));
   }
@@ -298,7 +298,7 @@ BOOST_AUTO_TEST_CASE(sparse_oversized_and_slow_input_never_exceeds_the_budget_or
   auto check = [&](bool resident_too) {
     BOOST_REQUIRE_LE(budget.used(), budget.limit());
     std::uint64_t charged = 0;
-    for (const auto& receiver: receivers) {
+    for (const auto& receiver : receivers) {
       charged += receiver->reassembler->buffered_bytes();
       if (!resident_too) continue;
       const auto resident = receiver->reassembler->resident_bytes();

@@ -35,14 +35,14 @@ std::string error_of(const std::function<void()>& parse) {
 }
 
 void check_accepted(const std::vector<Accepted>& cases, const std::function<std::uint64_t(std::string_view)>& parse) {
-  for (const Accepted& item: cases) {
+  for (const Accepted& item : cases) {
     BOOST_TEST_CONTEXT("parsing \"" << item.text << "\"") { BOOST_TEST(parse(item.text) == item.value); }
   }
 }
 
 template <typename Parse>
 void check_rejected(const std::vector<Rejected>& cases, const char* expected, Parse parse) {
-  for (const Rejected& item: cases) {
+  for (const Rejected& item : cases) {
     std::string message = error_of([&] { parse(item.text); });
     BOOST_TEST_CONTEXT("parsing \"" << item.text << "\" gave: " << message) {
       BOOST_TEST(message.find(expected) != std::string::npos);
@@ -230,14 +230,14 @@ BOOST_AUTO_TEST_CASE(formatting_picks_the_shortest_exact_form) {
 }
 
 BOOST_AUTO_TEST_CASE(formatting_reads_back_exactly) {
-  for (std::uint64_t value: sample_values()) {
+  for (std::uint64_t value : sample_values()) {
     BOOST_TEST_CONTEXT("value " << value) {
       if (value <= units::kMaxTimeNs) BOOST_TEST(units::parse_time(units::format_time(value)) == value);
       BOOST_TEST(units::parse_size(units::format_size(value)) == value);
       if (value != 0) BOOST_TEST(units::parse_rate(units::format_rate(value)) == value);
     }
   }
-  for (double fraction: {0.0, 1e-9, 0.001, 0.0123, 1.0 / 3, 0.25, 0.999999, 1.0}) {
+  for (double fraction : {0.0, 1e-9, 0.001, 0.0123, 1.0 / 3, 0.25, 0.999999, 1.0}) {
     BOOST_TEST_CONTEXT("fraction " << fraction) {
       BOOST_TEST(units::parse_percent(units::format_percent(fraction)) == fraction);
     }

@@ -123,8 +123,8 @@ MemoryEstimate estimate_memory(const Experiment& experiment) {
   estimate.training_activations = microbatches_in_flight(experiment) * activation_bytes_per_microbatch(experiment);
   if (experiment.prefill.enabled) {
     estimate.served_weights = served_parameters(served) * served.bytes_per_value / tp;
-    estimate.kv_batch = static_cast<double>(experiment.prefill.max_batch_tokens) *
-                        static_cast<double>(kv_bytes_per_token(served)) / tp;
+    estimate.kv_batch =
+        static_cast<double>(experiment.prefill.max_batch_tokens) * static_cast<double>(kv_bytes_per_token(served)) / tp;
   }
   estimate.capacity = experiment.gpu_memory_gb * kBytesPerGb;
   return estimate;
@@ -148,8 +148,8 @@ void check_memory(const Experiment& experiment) {
         "{:.1f} + activations {:.1f} GB = {:.1f} GB ({:.1f} GB too many); use tp >= {}, more stages (pp) or "
         "[gpus] memory_gb",
         experiment.where("parallel"), experiment.gpu_memory_gb, gb(estimate.training_weights),
-        gb(estimate.training_gradients), gb(estimate.training_optimizer), gb(estimate.training_activations),
-        gb(total), gb(total - estimate.capacity), tp_needed));
+        gb(estimate.training_gradients), gb(estimate.training_optimizer), gb(estimate.training_activations), gb(total),
+        gb(total - estimate.capacity), tp_needed));
   }
   throw ExperimentError(fmt::format(
       "{}: prefill: does not fit in {:g} GB per GPU: training {:.1f} GB (weights {:.1f}, gradients {:.1f}, "

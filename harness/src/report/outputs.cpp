@@ -14,8 +14,8 @@ void check_run_outputs(const base::OutputDir& dir) {
   dir.check("ranks", /*directory=*/true);
 }
 
-std::string write_run_outputs(const RunRecord& record, const emulator::Scenario& scenario,
-                              const Invocation& invocation, const base::OutputDir& dir) {
+std::string write_run_outputs(const RunRecord& record, const emulator::Scenario& scenario, const Invocation& invocation,
+                              const base::OutputDir& dir) {
   write_results_json(record, scenario.source, dir);
   write_workload_card(record, scenario, invocation, dir);
   write_rank_traces(record, dir);

@@ -69,7 +69,7 @@ bool in_ring(const Worker& worker, int peer) {
 std::set<int> peers_of(const WorkerPlan& worker) {
   std::set<int> peers;
   bool reduces = false;
-  for (const Op& op: worker.ops) {
+  for (const Op& op : worker.ops) {
     if ((op.kind == OpKind::send || op.kind == OpKind::recv) && op.peer >= 0) peers.insert(op.peer);
     if (op.kind == OpKind::allreduce && op.bytes > 0) reduces = true;
   }
@@ -95,11 +95,11 @@ ctl::Assign make_assignment(const Plan& plan, const em::Scenario& scenario, cons
   assign.cross_dc = cross_dc_tuning(id);
   // The simulator's link model of this testbed: its pacing is the coordinator's.
   const LinkModel model = link_model_for(scenario, plan.experiment.scale);
-  for (int peer: peers_of(self)) {
+  for (int peer : peers_of(self)) {
     const Worker& other = plan.workers.at(static_cast<std::size_t>(peer)).worker;
     const bool cross = other.dc != self.worker.dc;
-    const auto port = cross ? cross_dc_tuning(peer).port: intra_dc_tuning(peer).port;
-    std::uint64_t pacing = cross ? pacing_rate(plan, scenario, model, self.worker, other): 0;
+    const auto port = cross ? cross_dc_tuning(peer).port : intra_dc_tuning(peer).port;
+    std::uint64_t pacing = cross ? pacing_rate(plan, scenario, model, self.worker, other) : 0;
     if (pacing > 0 && in_ring(self.worker, peer))
       pacing = ring_pacing_rate(plan, scenario, model, self.worker, other, pacing);
     assign.peers.push_back(ctl::PeerAddress{peer, hosts.at(static_cast<std::size_t>(peer))->ipv4, port, cross, pacing});

@@ -152,8 +152,7 @@ void DataChannels::arrive(int worker, transport::Received received, std::int64_t
     throw WorkerFailure(fmt::format("worker {} is on another host but sent a message standing for {} bytes", worker,
                                     header.modelled_bytes));
   const auto payload_bytes = message.size() - kDataHeaderBytes + header.modelled_bytes;
-  const Arrived arrived{at_ns, std::min(at_ns, monotonic_ns(received.first_chunk_at)), payload_bytes,
-                        header.sender_op};
+  const Arrived arrived{at_ns, std::min(at_ns, monotonic_ns(received.first_chunk_at)), payload_bytes, header.sender_op};
   if (!inbox_.emplace(key, arrived).second)
     throw WorkerFailure(fmt::format("worker {} sent microbatch {} step {} of iteration {} twice", worker,
                                     header.microbatch, header.step, header.iteration));

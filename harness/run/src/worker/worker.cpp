@@ -277,7 +277,8 @@ class WorkerProcess {
       grants_.erase({iteration, op_index});
     }
     const auto start = monotonic_ns();
-    const auto ticket = co_await data_.transmit(op.peer, DataHeader{iteration, id_, op.microbatch, -1, op_index}, op.bytes);
+    const auto ticket =
+        co_await data_.transmit(op.peer, DataHeader{iteration, id_, op.microbatch, -1, op_index}, op.bytes);
     const auto written = monotonic_ns();
     if (gated || announced) {
       // Temporal sharing hands the link on once the message's bytes have all
@@ -338,10 +339,10 @@ class WorkerProcess {
   std::set<std::pair<int, int>> grants_;  // (iteration, op_index)
   std::set<int> announced_now_;           // announced sends announced in the running iteration
   int running_iteration_ = -1;
-  DataChannels data_{io_, id_, changed_, [this](asio::awaitable<void> work) {
-                        asio::co_spawn(io_, guarded(std::move(work)), asio::detached);
-                      },
-                      [this] { return run_over(); }};
+  DataChannels data_{
+      io_, id_, changed_,
+      [this](asio::awaitable<void> work) { asio::co_spawn(io_, guarded(std::move(work)), asio::detached); },
+      [this] { return run_over(); }};
   std::optional<run_detail::GpuLease> lease_;  // before the GPU that points to it
   EmulatedGpu gpu_;
   std::vector<Event> events_;

@@ -20,7 +20,7 @@
 
 namespace wanlab::harness {
 
-class ExperimentError: public std::runtime_error {
+class ExperimentError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };

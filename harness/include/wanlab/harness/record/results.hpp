@@ -61,7 +61,7 @@ struct Results {
 
 // A results.json that cannot be read: one line, "LABEL: what" or
 // "LABEL.configuration: \"streams\" is not a whole number".
-class ResultsError: public std::runtime_error {
+class ResultsError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };

@@ -18,7 +18,7 @@ namespace wanlab::harness {
 void check_run_outputs(const base::OutputDir& dir);
 // Writes them all; the timeline is of the last iteration, the steady state.
 // Returns the line that says what was written ("wrote DIR/results.json, ...").
-std::string write_run_outputs(const RunRecord& record, const emulator::Scenario& scenario,
-                              const Invocation& invocation, const base::OutputDir& dir);
+std::string write_run_outputs(const RunRecord& record, const emulator::Scenario& scenario, const Invocation& invocation,
+                              const base::OutputDir& dir);
 
 }  // namespace wanlab::harness

@@ -14,8 +14,8 @@ namespace wanlab::harness {
 
 // BubbleTea's figures of a run with prefill (results.json "prefill").
 struct PrefillColumns {
-  double utilization = 0;   // training + prefill
-  double tokens_per_s = 0;  // prompt tokens prefilled per second
+  double utilization = 0;            // training + prefill
+  double tokens_per_s = 0;           // prompt tokens prefilled per second
   std::optional<double> ttft_p50_s;  // none: nothing was served
   std::optional<double> ttft_p99_s;
   int served = 0;

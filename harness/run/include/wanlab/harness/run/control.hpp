@@ -51,7 +51,7 @@
 
 namespace wanlab::harness::control {
 
-class ControlError: public std::runtime_error {
+class ControlError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
