@@ -1,6 +1,7 @@
 // A scenario's schedule tables (schedule.hpp, SCENARIO.md#schedules): a
 // trace file (CSV or Mahimahi) or inline steps, read and checked with
-// positions in the scenario file.
+// positions in the scenario file; and which schedule each DC pair runs.
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 
@@ -184,3 +185,35 @@ std::shared_ptr<const Schedule> read_schedule_table(const base::TomlReader& read
 }
 
 }  // namespace wanlab::emulator::detail
+
+namespace wanlab::emulator {
+
+std::shared_ptr<const Schedule> Scenario::schedule(int src, int dst) const {
+  const Dc& src_dc = dcs.at(static_cast<std::size_t>(src));
+  const Dc& dst_dc = dcs.at(static_cast<std::size_t>(dst));
+  if (src == dst) return nullptr;
+  for (auto link = links.rbegin(); link != links.rend(); ++link) {
+    if ((link->gives_schedule || link->removes_schedule) && link->matches(src_dc.name, dst_dc.name))
+      return link->schedule;
+  }
+  return defaults_schedule;
+}
+
+std::vector<Scenario::SharedSchedule> Scenario::shared_schedules() const {
+  std::vector<SharedSchedule> shared;
+  const int n = static_cast<int>(dcs.size());
+  for (int src = 0; src < n; ++src) {
+    for (int dst = 0; dst < n; ++dst) {
+      std::shared_ptr<const Schedule> found = schedule(src, dst);
+      if (!found) continue;
+      auto same = std::find_if(shared.begin(), shared.end(), [&](const SharedSchedule& known) {
+        return known.schedule == found || known.schedule->same_steps(*found);
+      });
+      if (same == shared.end()) same = shared.insert(shared.end(), SharedSchedule{std::move(found), {}});
+      same->pairs.emplace_back(src, dst);
+    }
+  }
+  return shared;
+}
+
+}  // namespace wanlab::emulator
