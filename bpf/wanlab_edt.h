@@ -277,7 +277,7 @@ WANLAB_EDT_INLINE __u32 wanlab_edt_hold_mark(__u64 depart_ns, __u64 now_ns) {
   return WANLAB_MARK_HOLD | (__u32)((depart_ns / 1000) & WANLAB_MARK_TIME_MASK);
 }
 
-/* The releaser's side (emulator/src/releaser.cpp): the departure time (ns) a
+/* The releaser's side (emulator/src/daemon/releaser.cpp): the departure time (ns) a
  * hold mark stands for, the one decoding of the mark. A departure is never
  * more than 60 s ahead (kMaxHoldPartNs x 3), so a mark less than half the
  * period (2^30 us, about 17.9 minutes) ahead of now_ns is in the future and

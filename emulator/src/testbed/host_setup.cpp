@@ -7,7 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "testbed_internal.hpp"
+#include "testbed/testbed_internal.hpp"
 #include "wanlab/base/files.hpp"
 #include "wanlab/base/sys.hpp"
 #include "wanlab/emulator/datapath.hpp"

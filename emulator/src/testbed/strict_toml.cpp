@@ -1,4 +1,4 @@
-#include "strict_toml.hpp"
+#include "testbed/strict_toml.hpp"
 
 #include <fmt/format.h>
 

@@ -14,8 +14,8 @@
 
 #include "wanlab/base/clock.hpp"
 #include "wanlab/base/parse.hpp"
-#include "strict_toml.hpp"
-#include "testbed_internal.hpp"
+#include "testbed/strict_toml.hpp"
+#include "testbed/testbed_internal.hpp"
 #include "wanlab/base/files.hpp"
 #include "wanlab/emulator/datapath.hpp"
 #include "wanlab/base/sys.hpp"

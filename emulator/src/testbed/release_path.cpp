@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "testbed_internal.hpp"
+#include "testbed/testbed_internal.hpp"
 #include "wanlab/base/parse.hpp"
 #include "wanlab/emulator/process.hpp"
 #include "wanlab/emulator/rtnl.hpp"

@@ -11,8 +11,8 @@
 #include <sstream>
 #include <toml++/toml.h>
 
-#include "strict_toml.hpp"
-#include "testbed_internal.hpp"
+#include "testbed/strict_toml.hpp"
+#include "testbed/testbed_internal.hpp"
 #include "wanlab/base/files.hpp"
 #include "wanlab/base/parse.hpp"
 #include "wanlab/base/sys.hpp"

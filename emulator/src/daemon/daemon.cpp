@@ -20,7 +20,7 @@
 #include <optional>
 #include <sstream>
 
-#include "testbed_internal.hpp"
+#include "testbed/testbed_internal.hpp"
 #include "wanlab/base/files.hpp"
 #include "wanlab/base/process.hpp"
 #include "wanlab/base/sys.hpp"

@@ -6,7 +6,7 @@
 #include <optional>
 #include <stdexcept>
 
-#include "testbed_internal.hpp"
+#include "testbed/testbed_internal.hpp"
 #include "wanlab/base/clock.hpp"
 #include "wanlab/emulator/datapath.hpp"
 #include "wanlab/base/interrupts.hpp"

@@ -14,7 +14,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "testbed_internal.hpp"
+#include "testbed/testbed_internal.hpp"
 #include "wanlab/base/clock.hpp"
 #include "wanlab/base/interrupts.hpp"
 #include "wanlab/base/process.hpp"

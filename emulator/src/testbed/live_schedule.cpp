@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "scenario/scenario_reader.hpp"
-#include "strict_toml.hpp"
-#include "testbed_internal.hpp"
+#include "testbed/strict_toml.hpp"
+#include "testbed/testbed_internal.hpp"
 #include "wanlab/base/clock.hpp"
 #include "wanlab/base/files.hpp"
 #include "wanlab/base/parse.hpp"

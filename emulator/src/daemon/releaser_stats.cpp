@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <limits>
 
-#include "strict_toml.hpp"
+#include "testbed/strict_toml.hpp"
 #include "wanlab/base/files.hpp"
 #include "wanlab/emulator/releaser.hpp"
 #include "wanlab/emulator/testbed.hpp"

@@ -14,7 +14,7 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "testbed_internal.hpp"
+#include "testbed/testbed_internal.hpp"
 #include "wanlab/base/interrupts.hpp"
 #include "wanlab/base/clock.hpp"
 #include "wanlab/base/parse.hpp"
