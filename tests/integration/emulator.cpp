@@ -5,6 +5,7 @@
 
 #include <boost/test/unit_test.hpp>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "support/wanlab_cli.hpp"
@@ -118,11 +119,11 @@ BOOST_AUTO_TEST_CASE(set_changes_rtt_live_and_stats_show_drops) {
 
   const auto stats = test::wanlab({"stats", "--json", "--interval", "0.2", "--testbed", "itest"});
   BOOST_TEST_REQUIRE(stats.status == 0, stats.output);
-  const std::string east_west = test::json_object_with(stats.output, "\"from\": \"east\"", "\"to\": \"west\"");
-  BOOST_TEST_REQUIRE(!east_west.empty(), stats.output);
-  BOOST_TEST(test::json_number(east_west, "drops_loss") > 20);
-  BOOST_TEST(test::json_number(east_west, "drops_queue") > 0);
-  BOOST_TEST(test::json_number(east_west, "packets") > 100);
+  const auto east_west = test::json_object_with(stats.output, {{"from", "east"}, {"to", "west"}});
+  BOOST_TEST_REQUIRE(!east_west.is_null(), stats.output);
+  BOOST_TEST(test::json_number(east_west, "drops_loss") > 20, east_west);
+  BOOST_TEST(test::json_number(east_west, "drops_queue") > 0, east_west);
+  BOOST_TEST(test::json_number(east_west, "packets") > 100, east_west);
 
   // Gilbert-Elliott through `set` (every link key is an option): P(good -> bad)
   // 100% and --ge-r 0% keep the pair in the bad state, which loses everything;
@@ -239,18 +240,16 @@ BOOST_AUTO_TEST_CASE(run_returns_the_command_exit_code_and_cleans_up) {
 
 BOOST_AUTO_TEST_CASE(down_leaves_nothing_also_with_processes_running_on_hosts) {
   const int programs_before = test::wanlab_programs_loaded();
-  pid_t server = -1;
-  int server_out = -1;
+  test::Started server;
   {
     Testbed bed(kTwoDc);
     // A program left running on a host must not survive the testbed.
-    server = test::spawn_wanlab({"exec", "west-0", "--testbed", "itest", "--", "sleep", "600"}, &server_out);
+    server = test::start_wanlab({"exec", "west-0", "--testbed", "itest", "--", "sleep", "600"});
     BOOST_TEST_REQUIRE(test::eventually([&] { return !emulator::netns_pids(bed.state.host("west-0").netns).empty(); }));
   }
-  int status = 0;
-  BOOST_TEST(test::eventually([&] { return ::waitpid(server, &status, WNOHANG) == server; }, 5000ms));
-  BOOST_TEST(WIFSIGNALED(status));
-  ::close(server_out);
+  std::optional<int> status;
+  BOOST_TEST(test::eventually([&] { return (status = server.child.try_wait()).has_value(); }, 5000ms));
+  BOOST_TEST(status.value_or(0) > 128, "exit code " << status.value_or(-1) << " (128 + signal when killed)");
   BOOST_TEST(test::leftovers("itest").empty(), test::leftovers("itest"));
   BOOST_TEST(test::eventually([&] { return test::wanlab_programs_loaded() <= programs_before; }));
 }
@@ -263,12 +262,11 @@ BOOST_AUTO_TEST_CASE(killed_up_is_cleaned_by_down_and_interrupted_up_cleans_itse
   const int programs_before = test::wanlab_programs_loaded();
 
   for (int sig : {SIGKILL, SIGTERM}) {
-    int out = -1;
-    const pid_t up = test::spawn_wanlab({"up", file.path(), "--release", test::release_choice()}, &out);
+    test::Started up = test::start_wanlab({"up", file.path(), "--release", test::release_choice()});
     BOOST_TEST_REQUIRE(test::eventually([] { return emulator::list_netns("wanlab-itest.").size() >= 3; }));
-    ::kill(up, sig);
-    const std::string said = test::read_all(out);
-    ::waitpid(up, nullptr, 0);
+    ::kill(up.child.pid(), sig);
+    const std::string said = test::read_to_eof(up.output.get());
+    up.child.wait();
     if (sig == SIGKILL) {
       BOOST_TEST(!test::leftovers("itest").empty());  // nothing could clean up yet
       // By name: --all would also take down testbeds this test did not make.

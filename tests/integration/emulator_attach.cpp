@@ -107,8 +107,7 @@ BOOST_AUTO_TEST_CASE(attach_shapes_existing_interfaces_and_down_removes_only_its
   const auto stats = test::wanlab({"stats", "--testbed", "itest-att2", "--json", "--interval", "0.1"});
   BOOST_TEST_REQUIRE(stats.status == 0, stats.output);
   const auto packets = [&](const std::string& from, const std::string& to) {
-    return test::json_number(
-        test::json_object_with(stats.output, "\"from\": \"" + from + "\"", "\"to\": \"" + to + "\""), "packets");
+    return test::json_number(test::json_object_with(stats.output, {{"from", from}, {"to", to}}), "packets");
   };
   BOOST_TEST(packets(shaped_from, shaped_to) >= 20, stats.output);
   BOOST_TEST(packets(shaped_to, shaped_from) <= 0, stats.output);

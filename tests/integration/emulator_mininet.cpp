@@ -24,15 +24,6 @@ namespace {
 
 const std::vector<std::string> kTestbeds = {"itmn-east", "itmn-west", "itmn-north"};
 
-// The value of "key": "..." in a flat JSON object whose spaces were removed.
-std::string json_string(const std::string& object, const std::string& key) {
-  const std::string open = "\"" + key + "\":\"";
-  const std::size_t at = object.find(open);
-  if (at == std::string::npos) return "";
-  const std::size_t start = at + open.size();
-  return object.substr(start, object.find('"', start) - start);
-}
-
 // What the example's Mininet network would leave in this namespace: the bridge
 // and its ports (wlbr1, wlbr1-ethN), the shells Mininet starts for its nodes
 // ("bash ... mininet:east1"), and any iptables rule of our testbeds.
@@ -65,7 +56,10 @@ void require_mininet() {
                      "(scripts/setup.sh build installs mininet and bridge-utils): " +
                          mininet.output);
   BOOST_TEST_REQUIRE(test::run({"brctl", "show"}).status == 0, "brctl does not run (apt-get install bridge-utils)");
-  BOOST_TEST_REQUIRE(mininet_leftovers().empty(), "the example's network is up already:" + mininet_leftovers());
+  BOOST_TEST_REQUIRE(mininet_leftovers().empty(),
+                     "the example's network is up already (a killed run leaves it: `wanlab down itmn-east "
+                     "itmn-west itmn-north` and Mininet's `mn -c` clean up):" +
+                         mininet_leftovers());
 }
 
 std::vector<std::string> example_argv(const std::string& wanlab = test::wanlab_bin()) {
@@ -97,9 +91,9 @@ BOOST_AUTO_TEST_CASE(mininet_example_gets_the_wan_handles_a_tclink_and_leaves_no
   const bool fq = choice == "fq" || (choice == "auto" && test::kernel_has_sch_fq());
 
   // Plain links: the release path asked for, and the delay of wan.toml.
-  const std::string plain = test::json_object_with(example.output, "\"phase\": \"plain\"", "\"rtt_ms\"");
-  BOOST_TEST_REQUIRE(!plain.empty(), example.output);
-  BOOST_TEST(json_string(plain, "release") == (fq ? "fq" : "nfqueue"), plain);
+  const auto plain = test::json_object_with(example.output, {{"phase", "plain"}, {"rtt_ms", nullptr}});
+  BOOST_TEST_REQUIRE(!plain.is_null(), example.output);
+  BOOST_TEST(test::json_string(plain, "release") == (fq ? "fq" : "nfqueue"), plain);
   BOOST_TEST(test::json_number(plain, "configured_ms") == 40.0, plain);
   BOOST_TEST(test::json_number(plain, "answered") == 20, plain);
   BOOST_TEST(test::json_number(plain, "baseline_ms") < 10.0, plain);
@@ -109,17 +103,17 @@ BOOST_AUTO_TEST_CASE(mininet_example_gets_the_wan_handles_a_tclink_and_leaves_no
 
   // The TCLink: refused on the fq path with what to do, composed on nfqueue;
   // its htb root qdisc is the same before, during and after.
-  const std::string tclink = test::json_object_with(example.output, "\"phase\": \"tclink\"", "\"rtt_ms\"");
-  BOOST_TEST_REQUIRE(!tclink.empty(), example.output);
-  BOOST_TEST(json_string(tclink, "fq_attach") == (fq ? "refused" : "composed"), tclink);
+  const auto tclink = test::json_object_with(example.output, {{"phase", "tclink"}, {"rtt_ms", nullptr}});
+  BOOST_TEST_REQUIRE(!tclink.is_null(), example.output);
+  BOOST_TEST(test::json_string(tclink, "fq_attach") == (fq ? "refused" : "composed"), tclink);
   if (fq) {
     BOOST_TEST(example.output.find("north1-eth0 has a root qdisc already (htb 5:") != std::string::npos,
                example.output);
     BOOST_TEST(example.output.find("attach with --release nfqueue") != std::string::npos, example.output);
   }
-  BOOST_TEST(json_string(tclink, "release") == "nfqueue", tclink);
+  BOOST_TEST(test::json_string(tclink, "release") == "nfqueue", tclink);
   for (const char* when : {"root_before", "root_during", "root_after"})
-    BOOST_TEST(json_string(tclink, when) == "htb5:", tclink);
+    BOOST_TEST(test::json_string(tclink, when) == "htb 5:", tclink);
   BOOST_TEST(test::json_number(tclink, "configured_ms") == 20.0, tclink);
   const double tclink_rtt = test::json_number(tclink, "rtt_ms");
   BOOST_TEST(tclink_rtt >= 20.0, tclink);
@@ -139,18 +133,19 @@ BOOST_AUTO_TEST_CASE(mininet_example_gets_the_wan_handles_a_tclink_and_leaves_no
 // testbeds down and stops Mininet before it exits.
 BOOST_AUTO_TEST_CASE(mininet_example_cleans_up_when_terminated) {
   require_mininet();
-  int output_fd = -1;
-  const pid_t pid = test::spawn(example_argv(), &output_fd);
+  test::Started example = test::start(example_argv());
   // Both plain-link testbeds up: the example is attaching the second or pinging.
   const bool attached = test::eventually(
       [] {
         return std::filesystem::exists("/run/wanlab/itmn-east") && std::filesystem::exists("/run/wanlab/itmn-west");
       },
       std::chrono::seconds(60));
-  ::kill(pid, SIGTERM);
-  const std::string output = test::read_all(output_fd);
+  ::kill(example.child.pid(), SIGTERM);
+  const std::string output = test::read_to_eof(example.output.get());
+  // Reaped here, not by child.wait(): an exit(143) of its own is what counts,
+  // not death by the signal, and the exit code alone cannot tell them apart.
   int status = 0;
-  ::waitpid(pid, &status, 0);
+  ::waitpid(example.child.release(), &status, 0);
   BOOST_TEST_MESSAGE(output);
   BOOST_TEST_REQUIRE(attached, output);
   BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 143), "exit status " << status << ": " << output);

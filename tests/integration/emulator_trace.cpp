@@ -242,7 +242,7 @@ BOOST_AUTO_TEST_CASE(set_loads_a_schedule_live_and_stats_shows_its_rate) {
     auto rate_set = [&] {
       const auto stats = test::wanlab({"stats", "--testbed", kName, "--json", "--interval", "0.05"});
       BOOST_TEST_REQUIRE(stats.status == 0, stats.output);
-      return test::json_number(test::json_object_with(stats.output, R"("from": "east")", R"("to": "west")"),
+      return test::json_number(test::json_object_with(stats.output, {{"from", "east"}, {"to", "west"}}),
                                "rate_set_bps");
     };
     BOOST_TEST(rate_set() == 50e6);

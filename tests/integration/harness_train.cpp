@@ -4,13 +4,12 @@
 // with podman's reason, where podman does not work (scripts/setup.sh makes it
 // work); the sandbox, the fallback a user picks with --runtime sandbox, has a
 // test of its own.
-#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
+#include <nlohmann/json.hpp>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -111,67 +110,13 @@ std::string namespace_of(pid_t pid, const char* kind) {
   return fs::read_symlink(fs::path("/proc") / std::to_string(pid) / "ns" / kind).string();
 }
 
-// A running `wanlab train` whose output is read as it comes.
-class TrainProcess {
- public:
-  explicit TrainProcess(const std::vector<std::string>& args) { pid_ = test::spawn_wanlab(args, &fd_); }
-  ~TrainProcess() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      wait(60s);
-    }
-    if (fd_ >= 0) ::close(fd_);
-  }
-
-  // Reads until `text` appears; false at EOF or timeout.
-  bool read_until(const std::string& text, std::chrono::seconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (output_.find(text) == std::string::npos) {
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) return false;
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
-      char buffer[4096];
-      const ssize_t n = ::read(fd_, buffer, sizeof(buffer));
-      if (n <= 0) return false;
-      output_.append(buffer, static_cast<std::size_t>(n));
-    }
-    return true;
-  }
-
-  // Reads to EOF and reaps; the exit status (or -1 after the timeout).
-  int wait(std::chrono::seconds timeout) {
-    read_until("\x01never", timeout);
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    int status = 0;
-    while (::waitpid(pid_, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, &status, 0);
-        pid_ = -1;
-        return -1;
-      }
-      std::this_thread::sleep_for(50ms);
-    }
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-
-  std::string testbed_name() const {
-    const auto at = output_.find("testbed ");
-    if (at == std::string::npos) return "";
-    const auto end = output_.find(' ', at + 8);
-    return output_.substr(at + 8, end - at - 8);
-  }
-
-  const std::string& output() const { return output_; }
-
- private:
-  pid_t pid_ = -1;
-  int fd_ = -1;
-  std::string output_;
-};
+// The testbed a running `wanlab train` named in its output ("" before it did).
+std::string testbed_name(const std::string& output) {
+  const auto at = output.find("testbed ");
+  if (at == std::string::npos) return "";
+  const auto end = output.find(' ', at + 8);
+  return output.substr(at + 8, end - at - 8);
+}
 
 // The first line of `text` that holds `piece`, else its last line: the reason a
 // run gives, ahead of its whole output in a failure message.
@@ -185,9 +130,11 @@ std::string line_with(const std::string& text, const std::string& piece) {
   return last;
 }
 
-int count_of(const std::string& text, const std::string& piece) {
-  int count = 0;
-  for (auto at = text.find(piece); at != std::string::npos; at = text.find(piece, at + piece.size())) ++count;
+// How many objects below `json` have the key `key`.
+int keys_named(const nlohmann::json& json, const std::string& key) {
+  int count = json.is_object() && json.contains(key) ? 1 : 0;
+  if (json.is_structured())
+    for (const auto& child : json) count += keys_named(child, key);
   return count;
 }
 
@@ -373,22 +320,23 @@ BOOST_AUTO_TEST_CASE(atlas_beats_the_dp_across_dc_single_stream_baseline) {
   // (3 iterations x 2 replicas x 4 microbatches x 2 directions), streams
   // included; results.json the percentiles, measured beside simulated.
   std::ifstream trace_file(out.path / "atlas" / "trace.json");
-  const std::string trace((std::istreambuf_iterator<char>(trace_file)), std::istreambuf_iterator<char>());
+  const auto trace = nlohmann::json::parse(trace_file, nullptr, false);
+  BOOST_TEST_REQUIRE(trace.contains("traceEvents"));
   int records = 0;
-  std::istringstream lines(trace);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.find("\"cat\":\"wan\"") == std::string::npos || line.find("\"first_sent_us\"") == std::string::npos)
+  for (const auto& event : trace["traceEvents"]) {
+    if (event.value("cat", "") != "wan" || !event.contains("args") || !event["args"].contains("first_sent_us"))
       continue;
     ++records;
-    BOOST_TEST(line.find("\"streams\":[{\"stream\":") != std::string::npos, line);
-    BOOST_TEST(line.find("\"srtt_us\":") != std::string::npos, line);
+    const auto streams = event["args"].value("streams", nlohmann::json::array());
+    BOOST_TEST((!streams.empty() && streams[0].contains("stream") && streams[0].contains("srtt_us")), event.dump());
   }
   BOOST_TEST(records == 3 * 2 * 4 * 2);
   std::ifstream results_file(out.path / "atlas" / "results.json");
-  const std::string results((std::istreambuf_iterator<char>(results_file)), std::istreambuf_iterator<char>());
-  BOOST_TEST(results.find("\"transfers\": {") != std::string::npos);
-  BOOST_TEST(count_of(results, "\"measured\":") == 2);  // east->west, west->east
-  BOOST_TEST(count_of(results, "\"simulated\":") == 2);
+  const auto results = nlohmann::json::parse(results_file, nullptr, false);
+  BOOST_TEST_REQUIRE(results.contains("transfers"));
+  BOOST_TEST(results["transfers"].is_object());
+  BOOST_TEST(keys_named(results["transfers"], "measured") == 2);  // east->west, west->east
+  BOOST_TEST(keys_named(results["transfers"], "simulated") == 2);
   BOOST_TEST(atlas.output.find("transfers east->west") != std::string::npos, atlas.output);
 
   const auto compare = test::wanlab({"compare", (out.path / "baseline").string(), (out.path / "atlas").string()});
@@ -430,14 +378,14 @@ BOOST_AUTO_TEST_CASE(atlas_beats_the_dp_across_dc_single_stream_baseline) {
 // One run per runtime: the workers' namespaces, then a worker killed mid-run.
 void kill_a_worker_mid_run(const std::string& runtime) {
   Files files(200);
-  TrainProcess train({"train", files.experiment.path(), "--runtime", runtime});
+  test::Running train(test::wanlab_argv({"train", files.experiment.path(), "--runtime", runtime}));
   if (!train.read_until("iteration 2/200", 120s)) {
-    const int status = train.wait(60s);
+    const int status = train.finish(60s);
     BOOST_FAIL("the run did not reach iteration 2 (status "
                << status << "): " << line_with(train.output(), "does not work here") << "\n"
                << train.output());
   }
-  const std::string name = train.testbed_name();
+  const std::string name = testbed_name(train.output());
   BOOST_TEST_REQUIRE(!name.empty(), train.output());
   BOOST_TEST(train.output().find("workers run in " + runtime + " (") != std::string::npos, train.output());
   const auto workers = worker_processes(name);
@@ -471,7 +419,7 @@ void kill_a_worker_mid_run(const std::string& runtime) {
     if (id == 1) victim = pid;
   BOOST_TEST_REQUIRE(victim > 0);
   ::kill(victim, SIGKILL);
-  const int status = train.wait(90s);
+  const int status = train.finish(90s);
   std::cout << train.output().substr(train.output().rfind("iteration")) << "\n";
   BOOST_TEST(status == 1, train.output());
   BOOST_TEST(train.output().find("worker 1 (stage 1, replica 0") != std::string::npos, train.output());

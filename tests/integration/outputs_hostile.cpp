@@ -71,7 +71,8 @@ PrivateDevResult wanlab_with_private_dev(const std::vector<std::string>& args) {
     ::_exit(0);
   }
   ::close(report[1]);
-  std::istringstream in(t::read_all(report[0]));
+  std::istringstream in(t::read_to_eof(report[0]));
+  ::close(report[0]);
   int status = 0;
   ::waitpid(pid, &status, 0);
   PrivateDevResult result;

@@ -4,25 +4,23 @@
 // overhead); eight streams of one channel must get at least three times the
 // goodput of one. Drives the real binary: `wanlab up`, `wanlab exec ... wanlab
 // perf server --one-off` and `... perf client --json`, `wanlab down`.
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "support/json.hpp"
+#include "support/process.hpp"
+
 namespace {
 
+namespace test = wanlab::test;
+
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
 
 const char* kTestbed = "tperf-itest";
 
@@ -47,98 +45,11 @@ delay = "50ms"
 )";
 }
 
-std::string wanlab_bin() {
-  const char* bin = std::getenv("WANLAB_BIN");
-  BOOST_TEST_REQUIRE(bin != nullptr, "WANLAB_BIN is not set (run through ctest)");
-  return bin;
-}
-
-// A child process whose stdout and stderr come back through a pipe.
-class Child {
- public:
-  explicit Child(const std::vector<std::string>& command) {
-    int fds[2];
-    BOOST_TEST_REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
-    pid_ = ::fork();
-    BOOST_TEST_REQUIRE(pid_ >= 0);
-    if (pid_ == 0) {
-      ::dup2(fds[1], STDOUT_FILENO);
-      ::dup2(fds[1], STDERR_FILENO);
-      std::vector<char*> argv;
-      for (const auto& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-    ::close(fds[1]);
-    out_ = fds[0];
-  }
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
-  ~Child() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-    ::close(out_);
-  }
-
-  // Reads output until `part` appears or `limit` passes; true if it appeared.
-  bool read_until(const std::string& part, std::chrono::milliseconds limit) {
-    const auto deadline = Clock::now() + limit;
-    while (output_.find(part) == std::string::npos) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-      if (left <= 0 || !read_some(static_cast<int>(left))) return false;
-    }
-    return true;
-  }
-  // Reads to EOF and reaps the process; returns its exit status (-1 on timeout).
-  int finish(std::chrono::milliseconds limit) {
-    const auto deadline = Clock::now() + limit;
-    for (;;) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-      if (left <= 0) return -1;
-      if (!read_some(static_cast<int>(left))) break;
-    }
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-  const std::string& output() const { return output_; }
-
- private:
-  bool read_some(int timeout_ms) {
-    pollfd entry{out_, POLLIN, 0};
-    if (::poll(&entry, 1, timeout_ms) <= 0) return false;
-    char buffer[4096];
-    const auto n = ::read(out_, buffer, sizeof(buffer));
-    if (n <= 0) return false;
-    output_.append(buffer, static_cast<std::size_t>(n));
-    return true;
-  }
-  pid_t pid_ = -1;
-  int out_ = -1;
-  std::string output_;
-};
-
-int wanlab(const std::vector<std::string>& args, std::string* output = nullptr) {
-  std::vector<std::string> command{wanlab_bin()};
-  command.insert(command.end(), args.begin(), args.end());
-  Child child(command);
+int run_wanlab(const std::vector<std::string>& args, std::string* output = nullptr) {
+  test::Running child(test::wanlab_argv(args));
   const int status = child.finish(120s);
   if (output) *output = child.output();
   return status;
-}
-
-// Every number that follows `"key":` in `json`, in order.
-std::vector<double> json_numbers(const std::string& json, const std::string& key) {
-  std::vector<double> values;
-  const std::string needle = "\"" + key + "\":";
-  for (auto at = json.find(needle); at != std::string::npos; at = json.find(needle, at + 1)) {
-    values.push_back(std::strtod(json.c_str() + at + needle.size(), nullptr));
-  }
-  return values;
 }
 
 struct Testbed {
@@ -146,12 +57,12 @@ struct Testbed {
     file = std::filesystem::temp_directory_path() / (std::string(kTestbed) + ".toml");
     std::ofstream(file) << scenario();
     std::string output;
-    wanlab({"down", kTestbed});  // a leftover from an interrupted run
-    BOOST_TEST_REQUIRE(wanlab({"up", file.string(), "--quiet"}, &output) == 0, output);
+    run_wanlab({"down", kTestbed});  // a leftover from an interrupted run
+    BOOST_TEST_REQUIRE(run_wanlab({"up", file.string(), "--quiet"}, &output) == 0, output);
   }
   ~Testbed() {
     std::string output;
-    if (wanlab({"down", kTestbed}, &output) != 0) BOOST_TEST_MESSAGE("wanlab down: " << output);
+    if (run_wanlab({"down", kTestbed}, &output) != 0) BOOST_TEST_MESSAGE("wanlab down: " << output);
     std::filesystem::remove(file);
   }
   std::filesystem::path file;
@@ -164,34 +75,27 @@ struct Run {
 };
 
 Run perf(const std::string& server_address, unsigned streams) {
-  const auto bin = wanlab_bin();
-  Child server({bin, "exec", "west-0", "--testbed", kTestbed, "--", bin, "perf", "server", "--one-off"});
+  const auto bin = test::wanlab_bin();
+  test::Running server({bin, "exec", "west-0", "--testbed", kTestbed, "--", bin, "perf", "server", "--one-off"});
   BOOST_TEST_REQUIRE(server.read_until("listening on", 10s), server.output());
   std::string json;
-  const int status = wanlab({"exec", "east-0", "--testbed", kTestbed, "--", bin, "perf", "client", server_address, "-P",
-                             std::to_string(streams), "-t", "10", "--json"},
-                            &json);
+  const int status = run_wanlab({"exec", "east-0", "--testbed", kTestbed, "--", bin, "perf", "client", server_address,
+                                 "-P", std::to_string(streams), "-t", "10", "--json"},
+                                &json);
   BOOST_TEST_REQUIRE(status == 0, json);
   BOOST_TEST(server.finish(10s) == 0, server.output());  // --one-off: the server exits after its client
 
   Run run;
   run.json = json;
-  const auto goodput = json_numbers(json, "goodput_bps");
-  BOOST_TEST_REQUIRE(!goodput.empty(), json);
-  run.goodput_bps = goodput.front();
-  const auto starts = json_numbers(json, "start");
-  const auto ends = json_numbers(json, "end");
-  // "bytes" also appears at the top, in "server" and per stream: the interval ones are the last.
-  const auto bytes = json_numbers(json, "bytes");
-  BOOST_TEST_REQUIRE(starts.size() == ends.size());
-  BOOST_TEST_REQUIRE(bytes.size() >= starts.size());
-  const auto interval_bytes =
-      std::vector<double>(bytes.end() - static_cast<std::ptrdiff_t>(starts.size()), bytes.end());
+  const nlohmann::json report = nlohmann::json::parse(json, nullptr, false);
+  BOOST_TEST_REQUIRE((report.is_object() && report.contains("goodput_bps") && report.contains("intervals")), json);
+  run.goodput_bps = report["goodput_bps"].get<double>();
   double steady_bytes = 0, steady_seconds = 0;
-  for (std::size_t i = 0; i < starts.size(); ++i) {
-    if (starts[i] < 3.0) continue;
-    steady_bytes += interval_bytes[i];
-    steady_seconds += ends[i] - starts[i];
+  for (const auto& interval : report["intervals"]) {
+    const double start = interval.at("start").get<double>(), end = interval.at("end").get<double>();
+    if (start < 3.0) continue;
+    steady_bytes += interval.at("bytes").get<double>();
+    steady_seconds += end - start;
   }
   BOOST_TEST_REQUIRE(steady_seconds > 4.0, json);
   run.steady_goodput_bps = 8 * steady_bytes / steady_seconds;
@@ -203,14 +107,11 @@ Run perf(const std::string& server_address, unsigned streams) {
 BOOST_AUTO_TEST_CASE(eight_streams_get_three_times_the_goodput_of_one_on_a_long_fat_pipe) {
   Testbed bed;
   std::string hosts;
-  BOOST_TEST_REQUIRE(wanlab({"hosts", "--testbed", kTestbed, "--json"}, &hosts) == 0, hosts);
-  // The west host's IPv4 address: the "ipv4" value in the object naming west-0.
-  const auto west = hosts.find("\"west-0\"");
-  BOOST_TEST_REQUIRE(west != std::string::npos, hosts);
-  const auto object = hosts.rfind('{', west);
-  const auto ipv4 = hosts.find("\"ipv4\"", object);
-  const auto quote = hosts.find('"', hosts.find(':', ipv4) + 1);
-  const auto address = hosts.substr(quote + 1, hosts.find('"', quote + 1) - quote - 1);
+  BOOST_TEST_REQUIRE(run_wanlab({"hosts", "--testbed", kTestbed, "--json"}, &hosts) == 0, hosts);
+  // The west host's IPv4 address.
+  const auto west = test::json_object_with(hosts, {{"name", "west-0"}});
+  const std::string address = test::json_string(west, "ipv4");
+  BOOST_TEST_REQUIRE(!address.empty(), hosts);
 
   const auto one = perf(address, 1);
   const auto eight = perf(address, 8);

@@ -7,7 +7,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -17,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/json.hpp"
 #include "support/process.hpp"
 #include "wanlab/emulator/leftovers.hpp"
 #include "wanlab/emulator/netns.hpp"
@@ -108,36 +108,6 @@ bool eventually(Predicate predicate, std::chrono::milliseconds timeout = std::ch
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return predicate();
-}
-
-// The innermost {...} of a JSON text that contains both fragments ("" if
-// none); whitespace is ignored on both sides.
-inline std::string without_spaces(const std::string& text) {
-  std::string out;
-  for (char c : text)
-    if (!std::isspace(static_cast<unsigned char>(c))) out += c;
-  return out;
-}
-
-inline std::string json_object_with(const std::string& spaced_json, const std::string& spaced_a,
-                                    const std::string& spaced_b) {
-  const std::string json = without_spaces(spaced_json), a = without_spaces(spaced_a), b = without_spaces(spaced_b);
-  for (std::size_t open = json.find('{'); open != std::string::npos; open = json.find('{', open + 1)) {
-    const std::size_t close = json.find('}', open);
-    const std::size_t nested = json.find('{', open + 1);
-    if (close == std::string::npos || (nested != std::string::npos && nested < close)) continue;
-    const std::string object = json.substr(open, close - open + 1);
-    if (object.find(a) != std::string::npos && object.find(b) != std::string::npos) return object;
-  }
-  return "";
-}
-
-// The number after "key": in a flat JSON object (-1 if absent).
-inline double json_number(const std::string& object, const std::string& key) {
-  const std::size_t at = object.find("\"" + key + "\"");
-  if (at == std::string::npos) return -1;
-  const std::size_t colon = object.find(':', at);
-  return std::stod(object.substr(colon + 1));
 }
 
 }  // namespace wanlab::test

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <regex>
 #include <span>
 #include <stdexcept>
@@ -118,7 +119,6 @@ class RawPeer {
   int fd_;
 };
 
-using wanlab::test::spawn;
 using wanlab::test::wanlab_bin;
 
 struct Memory {
@@ -133,7 +133,7 @@ class PerfServerProcess {
   explicit PerfServerProcess(const std::vector<std::string>& args) {
     std::vector<std::string> argv{wanlab_bin(), "perf", "server", "--bind", "127.0.0.1", "--port", "0"};
     argv.insert(argv.end(), args.begin(), args.end());
-    pid_ = spawn(argv, &output_fd_);
+    process_ = wanlab::test::start(argv);
     reader_ = std::thread([this] { drain(); });
     const std::regex listening("listening on 127\\.0\\.0\\.1:([0-9]+)");
     const auto deadline = Clock::now() + 10s;
@@ -153,11 +153,11 @@ class PerfServerProcess {
   ~PerfServerProcess() { stop(); }
 
   std::uint16_t port() const { return port_; }
-  pid_t pid() const { return pid_; }
-  bool running() const { return ::kill(pid_, 0) == 0; }
+  pid_t pid() const { return process_.child.pid(); }
+  bool running() const { return pid() > 0 && ::kill(pid(), 0) == 0; }
 
   Memory memory() const {
-    std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
+    std::ifstream status("/proc/" + std::to_string(pid()) + "/status");
     Memory memory;
     std::string key;
     std::uint64_t kib = 0;
@@ -177,31 +177,25 @@ class PerfServerProcess {
   void drain() {
     char buffer[4096];
     for (;;) {
-      const auto n = ::read(output_fd_, buffer, sizeof(buffer));
+      const auto n = ::read(process_.output.get(), buffer, sizeof(buffer));
       if (n <= 0) return;
       std::lock_guard lock(mutex_);
       output_.append(buffer, static_cast<std::size_t>(n));
     }
   }
 
+  // SIGTERM, up to 5 s to go, then SIGKILL (base::Child's drop).
   void stop() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      int status = 0;
-      for (int i = 0; i < 100 && ::waitpid(pid_, &status, WNOHANG) == 0; ++i) std::this_thread::sleep_for(50ms);
-      if (::waitpid(pid_, &status, WNOHANG) == 0) {
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, &status, 0);
-      }
-      pid_ = -1;
+    if (process_.child.pid() > 0) {
+      ::kill(pid(), SIGTERM);
+      for (int i = 0; i < 100 && !process_.child.try_wait(); ++i) std::this_thread::sleep_for(50ms);
+      process_.child = wanlab::base::Child();
     }
     if (reader_.joinable()) reader_.join();
-    if (output_fd_ >= 0) ::close(output_fd_);
-    output_fd_ = -1;
+    process_.output.reset();
   }
 
-  pid_t pid_ = -1;
-  int output_fd_ = -1;
+  wanlab::test::Started process_;
   std::uint16_t port_ = 0;
   std::thread reader_;
   mutable std::mutex mutex_;
@@ -217,29 +211,15 @@ struct CommandResult {
 inline CommandResult run_wanlab(const std::vector<std::string>& args, std::chrono::seconds limit = 60s) {
   std::vector<std::string> argv{wanlab_bin()};
   argv.insert(argv.end(), args.begin(), args.end());
-  int fd = -1;
-  const pid_t pid = spawn(argv, &fd);
+  wanlab::test::Started process = wanlab::test::start(argv);
   CommandResult result;
-  std::thread reader([&] {
-    char buffer[4096];
-    ssize_t n;
-    while ((n = ::read(fd, buffer, sizeof(buffer))) > 0) result.output.append(buffer, static_cast<std::size_t>(n));
-  });
-  int status = 0;
+  std::thread reader([&] { result.output = wanlab::test::read_to_eof(process.output.get()); });
+  std::optional<int> status;
   const auto deadline = Clock::now() + limit;
-  bool killed = false;
-  while (::waitpid(pid, &status, WNOHANG) == 0) {
-    if (Clock::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      killed = true;
-      break;
-    }
-    std::this_thread::sleep_for(20ms);
-  }
+  while (!(status = process.child.try_wait()) && Clock::now() < deadline) std::this_thread::sleep_for(20ms);
+  if (!status) process.child = wanlab::base::Child();  // killed and reaped: past the limit
   reader.join();
-  ::close(fd);
-  if (!killed) result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.status = status.value_or(-1);
   return result;
 }
 
