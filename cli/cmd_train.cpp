@@ -12,6 +12,7 @@
 #include "wanlab/harness/report/card.hpp"
 #include "wanlab/harness/tools/compare.hpp"
 #include "wanlab/harness/experiment/experiment.hpp"
+#include "wanlab/harness/record/health.hpp"
 #include "wanlab/harness/record/prefill_summary.hpp"
 #include "wanlab/harness/sim/simulate.hpp"
 #include "wanlab/harness/report/outputs.hpp"
@@ -165,6 +166,8 @@ int cmd_train(const Options& options) {
   if (out)
     fmt::print("{}\n", hs::write_run_outputs(record, scenario,
                                              {command_line(), std::filesystem::current_path().string(), ""}, *out));
+  // Last, so that it is what the user sees: whether the figures above can be trusted.
+  if (record.emulation) fmt::print("{}\n", hs::judge_emulation(*record.emulation).verdict);
   return 0;
 }
 
@@ -186,9 +189,18 @@ int cmd_compare(const Options& options) {
   if (format == "ttfts" && paths.size() != 1)
     throw UsageError(fmt::format("--ttfts: expected one result, got {}", paths.size()));
   std::vector<hs::ResultRow> rows;
-  for (const auto& path : paths) rows.push_back(hs::read_result(path));
+  for (const auto& path : paths) {
+    hs::ResultRow row = hs::read_result(path);
+    // A benchmark publishes no figure of a run whose emulation fell behind.
+    if (options.flag("kept-up-only") && row.emulation_kept_up == false) {
+      fmt::print(stderr, "wanlab compare: left out {}: {}\n", path, row.emulation_verdict);
+      continue;
+    }
+    rows.push_back(std::move(row));
+  }
   if (format == "markdown") fmt::print("{}", hs::compare_markdown(rows));
   if (format == "csv") fmt::print("{}", hs::compare_csv(rows));
+  if (format == "ttfts" && rows.empty()) return 1;  // the one result fell behind, as printed
   if (format == "ttfts") fmt::print("{}", hs::ttft_csv(rows.front()));
   if (format.empty()) fmt::print("{}", hs::compare_table(rows));
   return 0;

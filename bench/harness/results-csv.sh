@@ -5,7 +5,9 @@
 
 # results_csv NAME...: `wanlab compare --csv` of the runs $OUT/NAME that
 # finished (have a results.json), each once; nothing when none did. A line's
-# label is $OUT/NAME: readers key it by its last part, the run's name.
+# label is $OUT/NAME: readers key it by its last part, the run's name. A real
+# run whose emulation fell behind is left out (its figures are not faithful;
+# compare names it on stderr), so tables show "-" for it.
 results_csv() {
   local runs=() name
   local -A seen=()
@@ -13,7 +15,7 @@ results_csv() {
     [ -f "$OUT/$name/results.json" ] && [ -z "${seen[$name]:-}" ] && runs+=("$OUT/$name")
     seen[$name]=1
   done
-  [ ${#runs[@]} -eq 0 ] || "$WANLAB" compare --csv "${runs[@]}"
+  [ ${#runs[@]} -eq 0 ] || "$WANLAB" compare --csv --kept-up-only "${runs[@]}"
 }
 
 # with_sims RUN...: each run, then its simulated twin (the runs' names have no spaces).

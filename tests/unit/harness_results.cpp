@@ -48,6 +48,14 @@ Results full_results() {
   prefill.requests = {RequestRow{0, 0.5, 1500, "served", 0.75, ""},
                       RequestRow{1, 0.5, 9000, "rejected", std::nullopt, "TTFT SLO of 3 s cannot be met"}};
   r.prefill = prefill;
+  EmulationSamples samples;
+  samples.wake_late_ns = {50'000, 70'000, 2'000'000};
+  samples.compute_ns = 400'000'000;
+  samples.cpu_busy = {0.5, 0.97};
+  samples.cpus = 2;
+  samples.release_path = "nfqueue";
+  samples.releaser = ReleaserLateness{1000, 40, 5, 1, 0, 1'200'000};
+  r.emulation = judge_emulation(samples);
   r.configuration = {
       {"schedule", "atlas"}, {"placement", "atlas"}, {"streams", 4}, {"temporal_sharing", false}, {"scale", 0.25}};
   r.plan = {{"workers", nlohmann::ordered_json::array()}};
@@ -109,6 +117,7 @@ BOOST_AUTO_TEST_CASE(top_level_fields_keep_their_names_and_order) {
                                           "prefill",
                                           "iterations",
                                           "transfers",
+                                          "emulation",
                                           "configuration",
                                           "plan",
                                           "seed",

@@ -70,6 +70,7 @@ ctl::Report sample_report() {
   report.arrivals = {{1, 5, 999, 900}};
   report.delayed_ns = 1234;
   report.sends = {{1, 100, 200, 300, {{0, 600, 10, 80'123, 4'000'000'000u}, {3, 424, 12, 81'000, 0}}}};
+  report.wake_late_us = {0, 57, 2'000'000'000};
   return report;
 }
 
@@ -154,6 +155,7 @@ BOOST_AUTO_TEST_CASE(report_and_small_messages_round_trip) {
   BOOST_TEST(send.streams[1].cwnd == 12u);
   BOOST_TEST(send.streams[0].srtt_us == 80'123u);
   BOOST_TEST(send.streams[0].retransmitted == 4'000'000'000u);
+  BOOST_TEST((report.wake_late_us == std::vector<int>{0, 57, 2'000'000'000}));
 
   BOOST_TEST(std::get<ctl::Hello>(round_trip(ctl::Hello{12, 4321})).pid == 4321);
   BOOST_TEST(std::get<ctl::Start>(round_trip(ctl::Start{9})).iteration == 9);
@@ -248,10 +250,18 @@ BOOST_AUTO_TEST_CASE(malformed_transfer_records_in_a_report_are_errors_that_say_
 
   // A stream count beyond the bytes that follow.
   auto inflated = body_of(ctl::encode(sample_report()));
-  const std::size_t streams_count_at = inflated.size() - 2 * (4 + 8 + 4 + 4 + 4) - 4;
+  // (The report ends with the streams, then wake_late_us: a count and three values.)
+  const std::size_t wake_bytes = 4 + 3 * 4;
+  const std::size_t streams_count_at = inflated.size() - wake_bytes - 2 * (4 + 8 + 4 + 4 + 4) - 4;
   put_u32(inflated, streams_count_at, 1000);
-  BOOST_TEST(decode_error(inflated).find("send.streams says 1000 items, but only 48 bytes follow") !=
+  BOOST_TEST(decode_error(inflated).find("send.streams says 1000 items, but only 64 bytes follow") !=
              std::string::npos);
+
+  // A wake-up lateness below 0 is no figure.
+  auto early_wake = body_of(ctl::encode(sample_report()));
+  put_u32(early_wake, early_wake.size() - 4, 0xffffffffu);
+  BOOST_TEST(decode_error(early_wake).find("wake_late_us[] is -1, expected >= 0") != std::string::npos,
+             decode_error(early_wake));
 
   auto negative_stream = sample_report();
   negative_stream.sends[0].streams[0].stream = -2;

@@ -218,7 +218,10 @@ void NfqueueReleaser::queue_verdict(std::uint32_t packet_id, std::uint64_t depar
   stats_.packets++;
   stats_.late_sum_ns += late;
   if (late > stats_.late_max_ns) stats_.late_max_ns = late;
+  if (late > 10'000) stats_.late_over_10us++;
   if (late > 100'000) stats_.late_over_100us++;
+  if (late > 1'000'000) stats_.late_over_1ms++;
+  if (late > 10'000'000) stats_.late_over_10ms++;
 }
 
 void NfqueueReleaser::flush_verdicts() {

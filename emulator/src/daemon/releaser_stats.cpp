@@ -23,7 +23,10 @@ constexpr std::array kCounters{
     Counter{"held", &ReleaserStats::held},
     Counter{"late_sum_ns", &ReleaserStats::late_sum_ns},
     Counter{"late_max_ns", &ReleaserStats::late_max_ns},
+    Counter{"late_over_10us", &ReleaserStats::late_over_10us},
     Counter{"late_over_100us", &ReleaserStats::late_over_100us},
+    Counter{"late_over_1ms", &ReleaserStats::late_over_1ms},
+    Counter{"late_over_10ms", &ReleaserStats::late_over_10ms},
 };
 constexpr auto kKeys = [] {
   std::array<std::string_view, kCounters.size()> keys{};

@@ -141,6 +141,7 @@ Results make_results(const RunRecord& record, const std::string& scenario_text) 
   results.run = summarize_run(results.iterations);
   if (record.prefill) results.prefill = prefill_results(record);
   results.transfers = summarize_transfers(record);
+  if (record.emulation) results.emulation = judge_emulation(*record.emulation);
   results.configuration = configuration_json(experiment);
   results.plan = plan_json(record.plan);
   results.seed = experiment.seed;

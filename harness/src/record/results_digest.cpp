@@ -64,6 +64,9 @@ constexpr Member kDigestMembers[] = {
     {"/prefill/request_outcomes/#", Role::request},
     {"/configuration/prefill", Role::keep},
     {"/configuration/prefill/ttft_slo_s", Role::keep},
+    {"/emulation", Role::keep},
+    {"/emulation/kept_up", Role::keep},
+    {"/emulation/verdict", Role::keep},
 };
 
 // The SAX events of nlohmann's parser, kept where compare reads and dropped
@@ -87,6 +90,11 @@ class DigestReader final : public nlohmann::json_sax<Json> {
     digest.wan_bytes = wan_bytes_;
     const Fields configuration = fields.object("configuration");
     digest.configuration = detail::view_of(configuration);
+    if (fields.has("emulation")) {
+      const Fields emulation = fields.object("emulation");
+      digest.emulation_kept_up = emulation.flag("kept_up");
+      digest.emulation_verdict = emulation.text("verdict");
+    }
     if (digest.prefill) {
       fields.object("prefill").array("request_outcomes");  // there, and an array: its rows were read
       digest.served = std::move(served_);

@@ -72,6 +72,24 @@ Json request_json(const RequestRow& row) {
   return Json::array({row.id, row.arrival_s, row.prompt_tokens, row.state, or_null(row.ttft_s), row.reason});
 }
 
+Json emulation_json(const EmulationHealth& h) {
+  Json json = Json::object();
+  json["kept_up"] = h.kept_up;
+  json["verdict"] = h.verdict;
+  json["compute_ops"] = h.compute_ops;
+  json["wake_late_ms"] = {{"p50", h.wake_late_p50_ms}, {"p99", h.wake_late_p99_ms}, {"max", h.wake_late_max_ms}};
+  json["wake_late_share"] = h.wake_late_share;
+  json["cpus"] = h.cpus;
+  json["cpu_busy"] = {{"mean", h.cpu_mean}, {"max", h.cpu_max}, {"saturated_share", h.cpu_saturated_share}};
+  json["release_path"] = h.release_path;
+  if (h.releaser) {
+    const ReleaserLateness& r = *h.releaser;
+    json["releaser"] = {{"verdicts", r.verdicts}, {"over_10us", r.over_10us}, {"over_100us", r.over_100us},
+                        {"over_1ms", r.over_1ms},   {"over_10ms", r.over_10ms}, {"max_ns", r.max_ns}};
+  }
+  return json;
+}
+
 Json prefill_json(const PrefillResults& prefill) {
   const PrefillSummary& s = prefill.summary;
   Json json = Json::object();
@@ -205,6 +223,31 @@ RequestRow request_from(const Json& row, const std::string& where) {
   return out;
 }
 
+EmulationHealth emulation_from(const Fields& fields) {
+  EmulationHealth h;
+  h.kept_up = fields.flag("kept_up");
+  h.verdict = fields.text("verdict");
+  h.compute_ops = fields.whole<std::size_t>("compute_ops");
+  const Fields wake = fields.object("wake_late_ms");
+  h.wake_late_p50_ms = wake.number("p50");
+  h.wake_late_p99_ms = wake.number("p99");
+  h.wake_late_max_ms = wake.number("max");
+  h.wake_late_share = fields.number("wake_late_share");
+  h.cpus = fields.whole<int>("cpus");
+  const Fields cpu = fields.object("cpu_busy");
+  h.cpu_mean = cpu.number("mean");
+  h.cpu_max = cpu.number("max");
+  h.cpu_saturated_share = cpu.number("saturated_share");
+  h.release_path = fields.text("release_path");
+  if (fields.has("releaser")) {
+    const Fields r = fields.object("releaser");
+    h.releaser = ReleaserLateness{r.whole<std::uint64_t>("verdicts"),  r.whole<std::uint64_t>("over_10us"),
+                                  r.whole<std::uint64_t>("over_100us"), r.whole<std::uint64_t>("over_1ms"),
+                                  r.whole<std::uint64_t>("over_10ms"),  r.whole<std::uint64_t>("max_ns")};
+  }
+  return h;
+}
+
 // The prefill figures compare shows (the digest reads these alone).
 PrefillSummary prefill_shown(const Fields& fields) {
   PrefillSummary s;
@@ -311,6 +354,7 @@ Json to_json(const Results& r) {
   Json& iterations = root["iterations"] = Json::array();
   for (const IterationSummary& summary : r.iterations) iterations.push_back(iteration_json(summary));
   root["transfers"] = transfers_json(r.transfers);
+  if (r.emulation) root["emulation"] = emulation_json(*r.emulation);
   root["configuration"] = r.configuration;
   root["plan"] = r.plan;
   root["seed"] = r.seed;
@@ -334,6 +378,7 @@ Results results_from_json(std::string_view text, const std::string& label) {
   if (fields.has("prefill")) r.prefill = prefill_from(fields.object("prefill"));
   r.iterations = each_object(fields, "iterations", iteration_from);
   r.transfers = transfers_from(fields);
+  if (fields.has("emulation")) r.emulation = detail::emulation_from(fields.object("emulation"));
   r.configuration = fields.object("configuration").json();
   r.plan = fields.object("plan").json();
   r.seed = fields.whole<std::uint64_t>("seed");

@@ -72,6 +72,12 @@ Line prefill_line(std::string name, const std::vector<ResultRow>& rows,
   return line(std::move(name), rows, [&](const ResultRow& row) { return row.prefill ? cell(*row.prefill) : "-"; });
 }
 
+// A real run's verdict on its emulation; "-" for a simulated one.
+std::string emulation_cell(const ResultRow& row) {
+  if (!row.emulation_kept_up) return "-";
+  return *row.emulation_kept_up ? "kept up" : "FELL BEHIND";
+}
+
 std::string percent(double fraction) { return fmt::format("{:.1f}%", 100 * fraction); }
 
 std::vector<Line> training_lines(const std::vector<ResultRow>& rows) {
@@ -83,6 +89,7 @@ std::vector<Line> training_lines(const std::vector<ResultRow>& rows) {
       line("streams", rows, [](const ResultRow& r) { return std::to_string(r.streams); }),
       line("temporal sharing", rows, [](const ResultRow& r) { return std::string(r.temporal_sharing ? "on" : "off"); }),
       line("runtime", rows, [](const ResultRow& r) { return shown(r.runtime); }),
+      line("emulation", rows, [](const ResultRow& r) { return emulation_cell(r); }),
       line("scale", rows, [](const ResultRow& r) { return fmt::format("{:g}", r.scale); }),
       line("iterations", rows, [](const ResultRow& r) { return std::to_string(r.iterations); }),
       line("iteration (s)", rows, [](const ResultRow& r) { return fmt::format("{:.3f}", r.iteration_s); }),
@@ -158,6 +165,8 @@ std::string notes(const std::vector<ResultRow>& rows) {
     out +=
         "utilization + prefill: training and prefill; prefill tokens/s: prompt tokens prefilled per second; "
         "training delay: training compute held up by prefill\n";
+  for (const ResultRow& row : rows)
+    if (row.emulation_kept_up == false) out += shown(row.label) + ": " + base::escaped(row.emulation_verdict, 400) + "\n";
   return out;
 }
 
@@ -203,6 +212,8 @@ ResultRow result_row(const ResultsDigest& results, const std::string& label) {
   row.wan_bytes_per_iteration =
       results.iterations == 0 ? 0 : results.wan_bytes / static_cast<double>(results.iterations);
   if (results.prefill) row.prefill = prefill_columns(results);
+  row.emulation_kept_up = results.emulation_kept_up;
+  row.emulation_verdict = results.emulation_verdict;
   return row;
 }
 

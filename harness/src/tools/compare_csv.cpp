@@ -65,6 +65,8 @@ const std::vector<Column>& columns() {
       prefill("ttft_slo_s", [](P p) { return number(p.ttft_slo_s); }),
       prefill("served_over_slo", [](P p) { return count(p.served_over_slo); }),
       prefill("served_over_slo_first_iteration", [](P p) { return count(p.served_over_slo_first_iteration); }),
+      {"emulation_kept_up",
+       [](R r) { return r.emulation_kept_up ? std::string(*r.emulation_kept_up ? "true" : "false") : ""; }},
   };
   return table;
 }

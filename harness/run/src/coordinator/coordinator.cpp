@@ -23,6 +23,7 @@
 #include "protocol/control_socket.hpp"
 #include "coordinator/assignment.hpp"
 #include "process/exit_status.hpp"
+#include "coordinator/health_probe.hpp"
 #include "coordinator/iteration_reports.hpp"
 #include "prefill/prefill_service.hpp"
 #include "protocol/notifier.hpp"
@@ -394,9 +395,20 @@ class Coordinator {
           fmt::format("report of iteration {} while iteration {} runs", report.iteration, current_iteration_));
     const int iteration = report.iteration;
     const std::int64_t delayed_ns = report.delayed_ns;
+    add_wake_ups(*workers_[id].plan, report.wake_late_us);
     reports_.accept(id, *workers_[id].plan, std::move(report));
     workers_[id].reported = iteration;
     if (prefill_) prefill_->add_training_delay(id, delayed_ns);
+  }
+
+  // The emulation's health: how late the worker's timers woke it after its
+  // compute ops of one iteration, and the compute those ops planned.
+  void add_wake_ups(const WorkerPlan& plan, const std::vector<int>& wake_late_us) {
+    EmulationSamples& samples = record_.emulation ? *record_.emulation : record_.emulation.emplace();
+    for (const int late_us : wake_late_us) samples.wake_late_ns.push_back(std::int64_t{late_us} * 1000);
+    for (const Op& op : plan.ops)
+      if (op.kind == OpKind::forward || op.kind == OpKind::backward)
+        samples.compute_ns += static_cast<std::int64_t>(op.duration_ns);
   }
 
   void finish_iteration(int i, std::int64_t start) {
@@ -483,8 +495,10 @@ RunRecord run_plan(const Plan& plan, const emulator::Scenario& scenario, const e
   // Before any worker starts: the events of an oversized run would not fit.
   check_emulated_run(plan, plan.experiment.iterations);
   base::InterruptGuard interrupts;
+  run_detail::HealthProbe health(testbed);
   Coordinator coordinator(plan, scenario, testbed, options);
   RunRecord record = coordinator.run();
+  health.finish(record.emulation ? *record.emulation : record.emulation.emplace());
   // The same plan's transfers as the simulator moves them, for results.json.
   record.simulated_transfers =
       simulate_training(plan, scenario, link_model_for(scenario, plan.experiment.scale), plan.experiment.iterations)

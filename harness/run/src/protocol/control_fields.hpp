@@ -145,6 +145,7 @@ void fields(Wire& w, Is<Report> auto& m) {
   w.list("arrivals", m.arrivals);
   w.i64("delayed_ns", m.delayed_ns);
   w.list("sends", m.sends);
+  w.indexes("wake_late_us", m.wake_late_us);
 }
 
 template <typename Wire>

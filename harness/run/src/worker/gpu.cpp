@@ -9,6 +9,7 @@
 #include <asio/steady_timer.hpp>
 #include <asio/use_awaitable.hpp>
 #include <chrono>
+#include <limits>
 #include <stdexcept>
 
 namespace wanlab::harness {
@@ -41,6 +42,10 @@ asio::awaitable<EmulatedGpu::Interval> EmulatedGpu::compute(asio::any_io_executo
   asio::steady_timer timer(executor, std::chrono::steady_clock::time_point(std::chrono::nanoseconds(interval.end_ns)));
   std::error_code ec;
   co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  if (!ec) {
+    const std::int64_t late_us = (monotonic_ns() - interval.end_ns) / 1000;
+    wake_late_us_.push_back(static_cast<int>(std::clamp<std::int64_t>(late_us, 0, std::numeric_limits<int>::max())));
+  }
   co_return interval;
 }
 

@@ -223,7 +223,7 @@ class WorkerProcess {
     }
     co_await changed_.wait_for([&] { return sends_in_flight_ == 0; });
     control_->post(ctl::Report{iteration, std::move(events_), std::move(arrivals_), gpu_.delayed_ns() - delayed_before,
-                               std::move(sends_)});
+                               std::move(sends_), gpu_.take_wake_late_us()});
     events_.clear();
     arrivals_.clear();
     sends_.clear();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "wanlab/harness/bubbletea/bubbles.hpp"
+#include "wanlab/harness/record/health.hpp"
 #include "wanlab/harness/plan/plan.hpp"
 
 namespace wanlab::harness {
@@ -145,6 +146,8 @@ struct RunRecord {
   // A real run: the simulator's transfers for the same plan and iterations,
   // to report beside the measured ones. Empty for the simulator itself.
   std::vector<TransferRecord> simulated_transfers;
+  // A real run: what it measured about its own emulation (none when simulated).
+  std::optional<EmulationSamples> emulation;
 };
 
 std::vector<IterationSummary> summarize(const RunRecord& record);

@@ -48,6 +48,7 @@ struct Results {
   std::optional<PrefillResults> prefill;
   std::vector<IterationSummary> iterations;
   std::vector<LinkTransfers> transfers;  // per WAN link
+  std::optional<EmulationHealth> emulation;  // real runs: whether the emulation kept up
   // The experiment and the plan as they ran: echoes of the inputs, kept as
   // JSON (configuration: every experiment key; plan: sizes, stage DCs, workers).
   nlohmann::ordered_json configuration = nlohmann::ordered_json::object();
@@ -117,6 +118,8 @@ struct ResultsDigest {
   // (every row is checked as results_from_json checks it; only these are kept).
   std::vector<ServedRequest> served;
   std::optional<double> ttft_slo_s;  // configuration.prefill.ttft_slo_s, written when prefill is on
+  std::optional<bool> emulation_kept_up;  // real runs: emulation.kept_up
+  std::string emulation_verdict;          // and emulation.verdict
 };
 // Throws ResultsError like results_from_json ("LABEL.iterations[2].wan_bytes: ...").
 ResultsDigest results_digest_from_json(std::string_view text, const std::string& label);

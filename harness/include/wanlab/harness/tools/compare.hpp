@@ -47,6 +47,8 @@ struct ResultRow {
   double bubble = 0;                      // mean_bubble_fraction
   double wan_bytes_per_iteration = 0;     // summed over links, mean over iterations (as sent, scaled)
   std::optional<PrefillColumns> prefill;  // runs with [prefill] enabled
+  std::optional<bool> emulation_kept_up;  // real runs: whether the emulation kept up
+  std::string emulation_verdict;          // and the line that says so
 };
 
 ResultRow result_row(const ResultsDigest& results, const std::string& label);

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "wanlab/base/clock.hpp"
@@ -50,6 +51,10 @@ class EmulatedGpu {
   // Nanoseconds compute() started later than asked because the other process
   // held the GPU (0 without a lease).
   std::int64_t delayed_ns() const { return delayed_ns_; }
+  // Per compute() since the last call, in order: how many microseconds after
+  // the planned end the timer woke this process (the emulation's own lag;
+  // whatever follows starts that much later).
+  std::vector<int> take_wake_late_us() { return std::exchange(wake_late_us_, {}); }
 
   const std::vector<Interval>& busy() const { return busy_; }
   // Busy nanoseconds inside [from_ns, to_ns).
@@ -63,6 +68,7 @@ class EmulatedGpu {
   std::vector<Interval> busy_;  // sorted by start, non-overlapping
   run_detail::GpuLease* lease_ = nullptr;
   std::int64_t delayed_ns_ = 0;
+  std::vector<int> wake_late_us_;
 };
 
 }  // namespace wanlab::harness

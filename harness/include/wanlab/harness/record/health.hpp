@@ -1,0 +1,78 @@
+// Whether a real run's emulation kept up: what the run measured about its own
+// machinery (the workers' timer wake-ups, the nfqueue releaser's verdicts, the
+// box's CPUs), and the verdict it prints and results.json carries as
+// "emulation". docs/RUNTIME.md#emulation-health says why each limit is where
+// it is.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace wanlab::harness {
+
+// The nfqueue releaser's verdicts given during a run: how many, and how many
+// left later than each bound after their departure time.
+struct ReleaserLateness {
+  std::uint64_t verdicts = 0;
+  std::uint64_t over_10us = 0;
+  std::uint64_t over_100us = 0;
+  std::uint64_t over_1ms = 0;
+  std::uint64_t over_10ms = 0;
+  std::uint64_t max_ns = 0;  // the latest verdict since the testbed came up
+  bool operator==(const ReleaserLateness&) const = default;
+};
+
+// What a real run measured about itself (RunRecord::emulation).
+struct EmulationSamples {
+  // Per compute op of every worker: how long after the op's planned end the
+  // worker's timer woke it. Whatever comes next starts that much later.
+  std::vector<std::int64_t> wake_late_ns;
+  std::int64_t compute_ns = 0;  // the planned length of those ops, summed
+  // The box's CPUs (all of them, /proc/stat): the share busy in each sampling
+  // interval of the run.
+  std::vector<double> cpu_busy;
+  double cpu_interval_s = 0;
+  int cpus = 0;
+  std::string release_path;                  // "fq" or "nfqueue"
+  std::optional<ReleaserLateness> releaser;  // the nfqueue path only
+};
+
+// Where "kept up" ends. A figure a run reports is compared with another at 2%
+// (an iteration with prefill against one without), so the emulation may add
+// at most half of that to what it emulates.
+struct HealthLimits {
+  // Late wake-ups, summed, as a share of the compute they end.
+  double wake_late_share = 0.01;
+  // The share of releaser verdicts that may leave more than 100 us late: the
+  // smallest delay a scenario gives a WAN pair is some milliseconds, and
+  // 100 us is 2% of 5 ms.
+  double releaser_late_share = 0.01;
+  // A box whose CPUs are this busy in most of the run's intervals has no room
+  // for the kernel's own packet timing, which no counter shows on the fq path.
+  double cpu_busy = 0.95;
+  double cpu_saturated_share = 0.5;
+};
+
+// results.json "emulation": the figures the verdict rests on, and the verdict.
+struct EmulationHealth {
+  bool kept_up = true;
+  std::string verdict;  // the line the run prints last
+  std::size_t compute_ops = 0;
+  double wake_late_p50_ms = 0;
+  double wake_late_p99_ms = 0;
+  double wake_late_max_ms = 0;
+  double wake_late_share = 0;  // of the planned compute
+  int cpus = 0;
+  double cpu_mean = 0;             // share busy, mean over the intervals
+  double cpu_max = 0;              // the busiest interval
+  double cpu_saturated_share = 0;  // intervals at least HealthLimits::cpu_busy busy
+  std::string release_path;
+  std::optional<ReleaserLateness> releaser;
+  bool operator==(const EmulationHealth&) const = default;
+};
+
+EmulationHealth judge_emulation(const EmulationSamples& samples, const HealthLimits& limits = {});
+
+}  // namespace wanlab::harness

@@ -1,0 +1,88 @@
+// The machine's side of a run's emulation health (health_probe.hpp).
+#include "coordinator/health_probe.hpp"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace wanlab::harness::run_detail {
+namespace em = wanlab::emulator;
+
+std::optional<CpuTimes> read_cpu_times(const std::string& path) {
+  std::ifstream file(path);
+  std::string line;
+  if (!std::getline(file, line) || !line.starts_with("cpu ")) return std::nullopt;
+  // cpu user nice system idle iowait irq softirq steal guest guest_nice
+  // (guest time is inside user already: proc(5)).
+  std::istringstream fields(line.substr(4));
+  std::uint64_t value = 0;
+  CpuTimes times;
+  for (int index = 0; index < 8 && fields >> value; ++index) {
+    times.total += value;
+    if (index != 3 && index != 4) times.busy += value;  // idle and iowait are not busy
+  }
+  if (times.total == 0) return std::nullopt;
+  return times;
+}
+
+double busy_share(const CpuTimes& before, const CpuTimes& after) {
+  if (after.total <= before.total || after.busy < before.busy) return 0;
+  return static_cast<double>(after.busy - before.busy) / static_cast<double>(after.total - before.total);
+}
+
+HealthProbe::HealthProbe(const em::TestbedState& testbed, std::chrono::milliseconds interval)
+    : releaser_path_(em::releaser_stats_path(testbed.name)),
+      release_path_(em::to_string(testbed.release)),
+      interval_(interval) {
+  try {
+    releaser_before_ = em::read_releaser_stats_if_present(releaser_path_);
+  } catch (const std::exception&) {
+    // A counter file being replaced: the run's releaser figures start at 0.
+  }
+  thread_ = std::thread([this] { sample(); });
+}
+
+HealthProbe::~HealthProbe() { stop(); }
+
+void HealthProbe::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void HealthProbe::sample() {
+  std::optional<CpuTimes> last = read_cpu_times();
+  std::unique_lock lock(mutex_);
+  while (!wake_.wait_for(lock, interval_, [this] { return stopping_; })) {
+    const std::optional<CpuTimes> now = read_cpu_times();
+    if (last && now) busy_.push_back(busy_share(*last, *now));
+    last = now;
+  }
+}
+
+void HealthProbe::finish(EmulationSamples& samples) {
+  stop();
+  samples.cpu_busy = busy_;
+  samples.cpu_interval_s = std::chrono::duration<double>(interval_).count();
+  samples.cpus = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
+  samples.release_path = release_path_;
+  std::optional<em::ReleaserStats> after;
+  try {
+    after = em::read_releaser_stats_if_present(releaser_path_);
+  } catch (const std::exception&) {
+  }
+  if (!after) return;
+  const em::ReleaserStats before = releaser_before_.value_or(em::ReleaserStats{});
+  samples.releaser = ReleaserLateness{after->packets - before.packets,
+                                      after->late_over_10us - before.late_over_10us,
+                                      after->late_over_100us - before.late_over_100us,
+                                      after->late_over_1ms - before.late_over_1ms,
+                                      after->late_over_10ms - before.late_over_10ms,
+                                      after->late_max_ns};
+}
+
+}  // namespace wanlab::harness::run_detail

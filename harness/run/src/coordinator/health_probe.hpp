@@ -1,0 +1,60 @@
+// What a real run measures about the machine beside its workers, for the
+// emulation's verdict (record/health.hpp): the box's CPUs, sampled every
+// interval on a thread of its own, and the nfqueue releaser's counters from
+// the run's start to its end.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "wanlab/emulator/releaser.hpp"
+#include "wanlab/emulator/testbed.hpp"
+#include "wanlab/harness/record/health.hpp"
+
+namespace wanlab::harness::run_detail {
+
+// All CPUs' time counters of /proc/stat's "cpu" line, in clock ticks.
+struct CpuTimes {
+  std::uint64_t busy = 0;
+  std::uint64_t total = 0;
+};
+// Nothing if /proc/stat cannot be read or has no "cpu" line.
+std::optional<CpuTimes> read_cpu_times(const std::string& path = "/proc/stat");
+// The share of the CPUs busy between two readings (0 if no time passed).
+double busy_share(const CpuTimes& before, const CpuTimes& after);
+
+class HealthProbe {
+ public:
+  // Starts sampling. `testbed` is the run's own: its releaser's counters, if
+  // it has one, are read now and at finish().
+  explicit HealthProbe(const emulator::TestbedState& testbed,
+                       std::chrono::milliseconds interval = std::chrono::milliseconds(500));
+  ~HealthProbe();
+  HealthProbe(const HealthProbe&) = delete;
+  HealthProbe& operator=(const HealthProbe&) = delete;
+
+  // Stops sampling and adds what it measured to `samples`.
+  void finish(EmulationSamples& samples);
+
+ private:
+  void sample();
+  void stop();
+
+  std::string releaser_path_;
+  std::string release_path_;
+  std::optional<emulator::ReleaserStats> releaser_before_;
+  std::chrono::milliseconds interval_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::vector<double> busy_;  // guarded by mutex_
+  std::thread thread_;        // last: started once the rest is ready
+};
+
+}  // namespace wanlab::harness::run_detail

@@ -1,0 +1,111 @@
+// The emulation's verdict on itself (record/health.hpp), on given samples:
+// each limit flags its own cause and nothing else, the figures behind the
+// verdict, and the one line the run prints.
+#include <boost/test/unit_test.hpp>
+
+#include "wanlab/harness/record/health.hpp"
+
+using namespace wanlab::harness;
+
+namespace {
+
+// A healthy run: 100 compute ops of 10 ms that woke 50 us late (0.5%), CPUs
+// half busy, a releaser whose verdicts are all within 10 us.
+EmulationSamples healthy() {
+  EmulationSamples s;
+  s.wake_late_ns.assign(100, 50'000);
+  s.compute_ns = 100 * 10'000'000;
+  s.cpu_busy = {0.4, 0.5, 0.6};
+  s.cpu_interval_s = 0.5;
+  s.cpus = 2;
+  s.release_path = "nfqueue";
+  s.releaser = ReleaserLateness{10'000, 0, 0, 0, 0, 9'000};
+  return s;
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_healthy_run_kept_up_and_says_what_it_measured) {
+  const EmulationHealth h = judge_emulation(healthy());
+  BOOST_TEST(h.kept_up);
+  BOOST_TEST(h.compute_ops == 100u);
+  BOOST_TEST(h.wake_late_p50_ms == 0.05);
+  BOOST_TEST(h.wake_late_p99_ms == 0.05);
+  BOOST_TEST(h.wake_late_share == 0.005);
+  BOOST_TEST(h.cpu_mean == 0.5, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(h.cpu_max == 0.6);
+  BOOST_TEST(h.cpu_saturated_share == 0.0);
+  BOOST_TEST(h.verdict ==
+                 "emulation kept up: workers woke 0.5% of compute late (p99 0.05 ms), releaser p99 <= 10 us over 10000 "
+                 "verdicts (0.00% over 100 us), CPU 50% (max 60%, 2 CPUs)",
+             h.verdict);
+}
+
+BOOST_AUTO_TEST_CASE(late_wake_ups_past_one_percent_of_compute_fall_behind) {
+  EmulationSamples s = healthy();
+  s.wake_late_ns.assign(100, 100'000);  // exactly 1%: still kept up
+  BOOST_TEST(judge_emulation(s).kept_up);
+  s.wake_late_ns.back() = 2'000'000;  // one op 2 ms late: 1.19%
+  const EmulationHealth h = judge_emulation(s);
+  BOOST_TEST(!h.kept_up);
+  BOOST_TEST(h.wake_late_max_ms == 2.0);
+  BOOST_TEST(h.verdict.starts_with("emulation fell behind: workers woke 1.2% of compute late (p99 0.10 ms) - "),
+             h.verdict);
+  BOOST_TEST(has(h.verdict, "not faithful; lower `scale` or the request rate"), h.verdict);
+  BOOST_TEST(!has(h.verdict, "CPU"), h.verdict);  // only what fell behind
+}
+
+BOOST_AUTO_TEST_CASE(releaser_verdicts_late_by_100_us_past_one_percent_fall_behind) {
+  EmulationSamples s = healthy();
+  s.releaser = ReleaserLateness{10'000, 3000, 100, 0, 0, 400'000};  // 1% over 100 us: kept up
+  EmulationHealth h = judge_emulation(s);
+  BOOST_TEST(h.kept_up);
+  BOOST_TEST(has(h.verdict, "releaser p99 <= 100 us over 10000 verdicts (1.00% over 100 us)"), h.verdict);
+  s.releaser = ReleaserLateness{10'000, 5000, 500, 200, 0, 4'000'000};
+  h = judge_emulation(s);
+  BOOST_TEST(!h.kept_up);
+  BOOST_TEST(has(h.verdict, "fell behind: releaser p99 <= 10 ms over 10000 verdicts (5.00% over 100 us)"), h.verdict);
+  s.releaser = ReleaserLateness{100, 100, 100, 100, 100, 40'000'000};
+  BOOST_TEST(has(judge_emulation(s).verdict, "releaser p99 > 10 ms"));
+}
+
+BOOST_AUTO_TEST_CASE(the_fq_path_has_no_releaser_and_says_the_kernel_times_packets) {
+  EmulationSamples s = healthy();
+  s.release_path = "fq";
+  s.releaser.reset();
+  const EmulationHealth h = judge_emulation(s);
+  BOOST_TEST(h.kept_up);
+  BOOST_TEST(!h.releaser.has_value());
+  BOOST_TEST(has(h.verdict, "release path fq (the kernel times packets)"), h.verdict);
+}
+
+BOOST_AUTO_TEST_CASE(a_box_saturated_most_of_the_run_falls_behind) {
+  EmulationSamples s = healthy();
+  s.cpu_busy = {0.99, 0.97, 0.5, 0.4};  // half the intervals: kept up
+  BOOST_TEST(judge_emulation(s).kept_up);
+  s.cpu_busy = {0.99, 0.97, 0.96, 0.4};
+  const EmulationHealth h = judge_emulation(s);
+  BOOST_TEST(!h.kept_up);
+  BOOST_TEST(h.cpu_saturated_share == 0.75);
+  BOOST_TEST(has(h.verdict, "fell behind: CPU at least 95% busy in 75% of the run (2 CPUs)"), h.verdict);
+}
+
+BOOST_AUTO_TEST_CASE(every_cause_is_named_when_several_fell_behind) {
+  EmulationSamples s = healthy();
+  s.wake_late_ns.assign(100, 1'000'000);
+  s.cpu_busy = {1.0, 1.0};
+  const EmulationHealth h = judge_emulation(s);
+  BOOST_TEST(!h.kept_up);
+  BOOST_TEST(has(h.verdict, "workers woke 10.0% of compute late"), h.verdict);
+  BOOST_TEST(has(h.verdict, ", CPU at least 95% busy in 100% of the run"), h.verdict);
+}
+
+BOOST_AUTO_TEST_CASE(limits_can_be_given) {
+  EmulationSamples s = healthy();
+  HealthLimits strict;
+  strict.wake_late_share = 0.001;
+  BOOST_TEST(!judge_emulation(s, strict).kept_up);
+  BOOST_TEST(judge_emulation(s).kept_up);
+}

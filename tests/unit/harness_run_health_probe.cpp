@@ -1,0 +1,64 @@
+// The machine's side of a run's emulation health (coordinator/health_probe):
+// /proc/stat read into busy and total ticks, the busy share between two
+// readings, and a probe that samples the CPUs while it lives.
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "coordinator/health_probe.hpp"
+
+namespace rd = wanlab::harness::run_detail;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string stat_file(const std::string& name, const std::string& text) {
+  const fs::path path = fs::temp_directory_path() / ("wanlab-health-" + name);
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(proc_stat_is_busy_and_total_ticks_with_idle_and_iowait_not_busy) {
+  // user nice system idle iowait irq softirq steal guest guest_nice
+  const std::string path = stat_file("stat", "cpu  100 5 50 800 40 3 2 0 7 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n");
+  const auto times = rd::read_cpu_times(path);
+  BOOST_TEST_REQUIRE(times.has_value());
+  BOOST_TEST(times->busy == 160u);    // user, nice, system, irq, softirq, steal
+  BOOST_TEST(times->total == 1000u);  // guest is inside user already
+  fs::remove(path);
+  const std::string bad = stat_file("bad", "intr 1 2 3\n");
+  BOOST_TEST(!rd::read_cpu_times(bad).has_value());
+  fs::remove(bad);
+  BOOST_TEST(!rd::read_cpu_times("/nonexistent/stat").has_value());
+}
+
+BOOST_AUTO_TEST_CASE(busy_share_is_the_busy_ticks_over_all_ticks_between_readings) {
+  BOOST_TEST(rd::busy_share({100, 1000}, {400, 2000}) == 0.3);
+  BOOST_TEST(rd::busy_share({100, 1000}, {100, 1000}) == 0.0);  // no time passed
+  BOOST_TEST(rd::busy_share({100, 1000}, {50, 2000}) == 0.0);   // counters went back: not a figure
+}
+
+BOOST_AUTO_TEST_CASE(the_probe_samples_this_machine_while_it_lives) {
+  wanlab::emulator::TestbedState testbed;
+  testbed.name = "probe-test";  // no such testbed: no releaser counters
+  rd::HealthProbe probe(testbed, std::chrono::milliseconds(100));
+  // Keep a CPU busy: at least its share shows.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(600);
+  volatile unsigned spin = 0;
+  while (std::chrono::steady_clock::now() < until) spin = spin + 1;
+  wanlab::harness::EmulationSamples samples;
+  probe.finish(samples);
+  BOOST_TEST(samples.cpu_busy.size() >= 3u);  // 600 ms at 100 ms, on a loaded machine
+  BOOST_TEST(samples.cpus >= 1);
+  for (const double busy : samples.cpu_busy) BOOST_TEST((busy >= 0.0 && busy <= 1.0), busy);
+  double most = 0;
+  for (const double busy : samples.cpu_busy) most = std::max(most, busy);
+  BOOST_TEST(most >= 0.9 / samples.cpus, most);  // one core spinning, of cpus
+  BOOST_TEST(!samples.releaser.has_value());
+  BOOST_TEST(samples.cpu_interval_s == 0.1);
+}
