@@ -67,6 +67,15 @@ constexpr Member kDigestMembers[] = {
     {"/emulation", Role::keep},
     {"/emulation/kept_up", Role::keep},
     {"/emulation/verdict", Role::keep},
+    {"/emulation/wake_late_ms", Role::keep},
+    {"/emulation/wake_late_ms/p99", Role::keep},
+    {"/emulation/wake_late_share", Role::keep},
+    {"/emulation/cpu_busy", Role::keep},
+    {"/emulation/cpu_busy/mean", Role::keep},
+    {"/emulation/cpu_busy/saturated_share", Role::keep},
+    {"/emulation/releaser", Role::keep},
+    {"/emulation/releaser/verdicts", Role::keep},
+    {"/emulation/releaser/over_100us", Role::keep},
 };
 
 // The SAX events of nlohmann's parser, kept where compare reads and dropped
@@ -94,6 +103,7 @@ class DigestReader final : public nlohmann::json_sax<Json> {
       const Fields emulation = fields.object("emulation");
       digest.emulation_kept_up = emulation.flag("kept_up");
       digest.emulation_verdict = emulation.text("verdict");
+      digest.emulation = detail::emulation_figures(emulation);
     }
     if (digest.prefill) {
       fields.object("prefill").array("request_outcomes");  // there, and an array: its rows were read

@@ -85,7 +85,7 @@ Json emulation_json(const EmulationHealth& h) {
   if (h.releaser) {
     const ReleaserLateness& r = *h.releaser;
     json["releaser"] = {{"verdicts", r.verdicts}, {"over_10us", r.over_10us}, {"over_100us", r.over_100us},
-                        {"over_1ms", r.over_1ms},   {"over_10ms", r.over_10ms}, {"max_ns", r.max_ns}};
+                        {"over_1ms", r.over_1ms}, {"over_10ms", r.over_10ms}, {"max_ns", r.max_ns}};
   }
   return json;
 }
@@ -241,11 +241,28 @@ EmulationHealth emulation_from(const Fields& fields) {
   h.release_path = fields.text("release_path");
   if (fields.has("releaser")) {
     const Fields r = fields.object("releaser");
-    h.releaser = ReleaserLateness{r.whole<std::uint64_t>("verdicts"),  r.whole<std::uint64_t>("over_10us"),
+    h.releaser = ReleaserLateness{r.whole<std::uint64_t>("verdicts"),   r.whole<std::uint64_t>("over_10us"),
                                   r.whole<std::uint64_t>("over_100us"), r.whole<std::uint64_t>("over_1ms"),
                                   r.whole<std::uint64_t>("over_10ms"),  r.whole<std::uint64_t>("max_ns")};
   }
   return h;
+}
+
+// The emulation figures compare shows (the digest reads these alone).
+EmulationFigures emulation_figures(const Fields& fields) {
+  EmulationFigures f;
+  f.wake_late_share = fields.number("wake_late_share");
+  f.wake_late_p99_ms = fields.object("wake_late_ms").number("p99");
+  const Fields cpu = fields.object("cpu_busy");
+  f.cpu_mean = cpu.number("mean");
+  f.cpu_saturated_share = cpu.number("saturated_share");
+  if (fields.has("releaser")) {
+    const Fields r = fields.object("releaser");
+    const auto verdicts = r.whole<std::uint64_t>("verdicts");
+    f.releaser_late_share =
+        verdicts ? static_cast<double>(r.whole<std::uint64_t>("over_100us")) / static_cast<double>(verdicts) : 0.0;
+  }
+  return f;
 }
 
 // The prefill figures compare shows (the digest reads these alone).

@@ -214,6 +214,7 @@ ResultRow result_row(const ResultsDigest& results, const std::string& label) {
   if (results.prefill) row.prefill = prefill_columns(results);
   row.emulation_kept_up = results.emulation_kept_up;
   row.emulation_verdict = results.emulation_verdict;
+  row.emulation = results.emulation;
   return row;
 }
 

@@ -36,10 +36,16 @@ Column prefill(std::string_view name, std::function<std::string(const PrefillCol
   return {name, [cell = std::move(cell)](const ResultRow& r) { return r.prefill ? cell(*r.prefill) : ""; }};
 }
 
+// An emulation column: empty for a simulated result.
+Column emulation(std::string_view name, std::function<std::string(const EmulationFigures&)> cell) {
+  return {name, [cell = std::move(cell)](const ResultRow& r) { return r.emulation_kept_up ? cell(r.emulation) : ""; }};
+}
+
 // The columns, in order: what docs/REPORTS.md lists.
 const std::vector<Column>& columns() {
   using R = const ResultRow&;
   using P = const PrefillColumns&;
+  using E = const EmulationFigures&;
   static const std::vector<Column> table = {
       {"label", [](R r) { return text_cell(r.label); }},
       {"experiment", [](R r) { return text_cell(r.experiment); }},
@@ -67,6 +73,11 @@ const std::vector<Column>& columns() {
       prefill("served_over_slo_first_iteration", [](P p) { return count(p.served_over_slo_first_iteration); }),
       {"emulation_kept_up",
        [](R r) { return r.emulation_kept_up ? std::string(*r.emulation_kept_up ? "true" : "false") : ""; }},
+      emulation("wake_late_share", [](E e) { return number(e.wake_late_share); }),
+      emulation("wake_late_p99_ms", [](E e) { return number(e.wake_late_p99_ms); }),
+      emulation("cpu_busy_mean", [](E e) { return number(e.cpu_mean); }),
+      emulation("cpu_saturated_share", [](E e) { return number(e.cpu_saturated_share); }),
+      emulation("releaser_late_share", [](E e) { return number(e.releaser_late_share); }),
   };
   return table;
 }

@@ -103,6 +103,16 @@ struct ServedRequest {
 // What `wanlab compare` shows of a results.json, read as a stream: the
 // document is never held (a 100 MB file took 1.9 GB as a tree); only these
 // members are kept, each checked as results_from_json checks it.
+// What compare shows of results.json "emulation" beside the verdict.
+struct EmulationFigures {
+  double wake_late_share = 0;
+  double wake_late_p99_ms = 0;
+  double cpu_mean = 0;
+  double cpu_saturated_share = 0;
+  std::optional<double> releaser_late_share;  // verdicts over 100 us late; the nfqueue path only
+  bool operator==(const EmulationFigures&) const = default;
+};
+
 struct ResultsDigest {
   std::string experiment;
   std::string runtime;
@@ -118,8 +128,10 @@ struct ResultsDigest {
   // (every row is checked as results_from_json checks it; only these are kept).
   std::vector<ServedRequest> served;
   std::optional<double> ttft_slo_s;  // configuration.prefill.ttft_slo_s, written when prefill is on
-  std::optional<bool> emulation_kept_up;  // real runs: emulation.kept_up
-  std::string emulation_verdict;          // and emulation.verdict
+  // Real runs: emulation.kept_up, .verdict, and the figures compare's CSV shows.
+  std::optional<bool> emulation_kept_up;
+  std::string emulation_verdict;
+  EmulationFigures emulation;
 };
 // Throws ResultsError like results_from_json ("LABEL.iterations[2].wan_bytes: ...").
 ResultsDigest results_digest_from_json(std::string_view text, const std::string& label);

@@ -49,6 +49,7 @@ struct ResultRow {
   std::optional<PrefillColumns> prefill;  // runs with [prefill] enabled
   std::optional<bool> emulation_kept_up;  // real runs: whether the emulation kept up
   std::string emulation_verdict;          // and the line that says so
+  EmulationFigures emulation;             // and what it rests on
 };
 
 ResultRow result_row(const ResultsDigest& results, const std::string& label);
