@@ -10,6 +10,7 @@
 
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +22,7 @@
 #include <tuple>
 
 #include "support/two_dc.hpp"
+#include "wanlab/base/process.hpp"
 #include "support/wanlab_cli.hpp"
 #include "wanlab/emulator/netns.hpp"
 #include "wanlab/emulator/scenario.hpp"
@@ -213,6 +215,46 @@ void check_transfer_records(const hs::RunRecord& record, const hs::Plan& plan) {
 
 }  // namespace
 
+// What a real run measured about its emulation: a wake-up per compute op of
+// every worker and iteration, CPU samples, the releaser on the nfqueue path.
+void check_emulation_samples(const hs::RunRecord& record, const hs::Plan& plan, int iterations) {
+  BOOST_TEST_REQUIRE(record.emulation.has_value());
+  const hs::EmulationSamples& samples = *record.emulation;
+  std::size_t compute_ops = 0;
+  std::int64_t compute_ns = 0;
+  for (const auto& worker : plan.workers)
+    for (const auto& op : worker.ops)
+      if (op.kind == hs::OpKind::forward || op.kind == hs::OpKind::backward) {
+        ++compute_ops;
+        compute_ns += static_cast<std::int64_t>(op.duration_ns);
+      }
+  BOOST_TEST(samples.wake_late_ns.size() == static_cast<std::size_t>(iterations) * compute_ops);
+  BOOST_TEST(samples.compute_ns == iterations * compute_ns);
+  for (const std::int64_t late : samples.wake_late_ns) BOOST_TEST(late >= 0);
+  BOOST_TEST(samples.cpu_busy.size() >= 2u);  // a run of seconds, sampled every 0.5 s
+  BOOST_TEST(samples.cpus >= 1);
+  BOOST_TEST(samples.releaser.has_value() == (samples.release_path == "nfqueue"), samples.release_path);
+  if (samples.releaser) BOOST_TEST(samples.releaser->verdicts > 0u);
+  const hs::EmulationHealth health = hs::judge_emulation(samples);
+  std::cout << "  " << health.verdict << "\n";
+  BOOST_TEST(health.verdict.starts_with(health.kept_up ? "emulation kept up: " : "emulation fell behind: "));
+}
+
+// Busy-looping processes, `count` of them, killed and reaped when dropped.
+std::vector<base::Child> cpu_hogs(int count) {
+  std::vector<base::Child> hogs;
+  for (int i = 0; i < count; ++i) {
+    const pid_t pid = ::fork();
+    BOOST_TEST_REQUIRE(pid >= 0);
+    if (pid == 0) {
+      std::atomic<unsigned> spin{0};
+      for (;;) spin.fetch_add(1, std::memory_order_relaxed);
+    }
+    hogs.emplace_back(pid, "cpu hog");
+  }
+  return hogs;
+}
+
 // A testbed brought up through the CLI (the daemon is the wanlab binary's),
 // always taken down.
 struct CliTestbed {
@@ -279,6 +321,7 @@ BOOST_AUTO_TEST_CASE(a_two_dc_run_records_every_planned_event) {
   }
 
   check_transfer_records(record, plan);
+  check_emulation_samples(record, plan, 3);
 
   // Temporal sharing: on each directed WAN link, gated sends start in slot order.
   for (int iteration = 0; iteration < 3; ++iteration) {
@@ -296,6 +339,20 @@ BOOST_AUTO_TEST_CASE(a_two_dc_run_records_every_planned_event) {
       for (std::size_t i = 1; i < sends.size(); ++i) BOOST_TEST(sends[i].second >= sends[i - 1].second);
     }
   }
+}
+
+// A run beside busy loops on every CPU, twice over, must say that its
+// emulation fell behind and why.
+BOOST_AUTO_TEST_CASE(a_run_beside_cpu_hogs_says_its_emulation_fell_behind) {
+  Files files(2);
+  const auto hogs = cpu_hogs(2 * static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)));
+  const auto run = test::wanlab({"train", files.experiment.path(), "--quiet"});
+  BOOST_TEST_REQUIRE(run.status == 0, run.output);
+  const std::string verdict = line_with(run.output, "emulation ");
+  BOOST_TEST(verdict.starts_with("emulation fell behind: "), run.output);
+  BOOST_TEST(verdict.find("CPU at least 95% busy in") != std::string::npos, verdict);
+  BOOST_TEST(verdict.find("not faithful") != std::string::npos, verdict);
+  BOOST_TEST(run.output.ends_with(verdict + "\n"), "the verdict is the last line:\n" << run.output);
 }
 
 BOOST_AUTO_TEST_CASE(atlas_beats_the_dp_across_dc_single_stream_baseline) {
