@@ -34,7 +34,7 @@ std::string error_reading(const Scratch& scratch, const std::string& text) {
 BOOST_AUTO_TEST_CASE(stats_written_are_read_back) {
   Scratch scratch("releaser-stats");
   const std::string path = (scratch.dir / "releaser.toml").string();
-  const em::ReleaserStats stats{123456789, 17, 9'000'000'000'000ull, 250'000, 40, 3, 2, 1};
+  const em::ReleaserStats stats{123456789, 17, 9'000'000'000'000ull, 250'000, 40, 6, 5, 3, 2, 1};
   em::write_releaser_stats(path, stats);
   BOOST_TEST((em::read_releaser_stats(path) == stats));
   BOOST_TEST((em::read_releaser_stats_if_present(path) == stats));

@@ -19,7 +19,7 @@ EmulationSamples healthy() {
   s.cpu_interval_s = 0.5;
   s.cpus = 2;
   s.release_path = "nfqueue";
-  s.releaser = ReleaserLateness{10'000, 0, 0, 0, 0, 9'000};
+  s.releaser = ReleaserLateness{10'000, 0, 0, 0, 0, 0, 0, 9'000};
   return s;
 }
 
@@ -59,16 +59,35 @@ BOOST_AUTO_TEST_CASE(late_wake_ups_past_one_percent_of_compute_fall_behind) {
 
 BOOST_AUTO_TEST_CASE(releaser_verdicts_late_by_100_us_past_one_percent_fall_behind) {
   EmulationSamples s = healthy();
-  s.releaser = ReleaserLateness{10'000, 3000, 100, 0, 0, 400'000};  // 1% over 100 us: kept up
+  s.releaser = ReleaserLateness{10'000, 3000, 100, 0, 0, 0, 0, 400'000};  // 1% over 100 us: kept up
   EmulationHealth h = judge_emulation(s);
   BOOST_TEST(h.kept_up);
   BOOST_TEST(has(h.verdict, "releaser p99 <= 100 us over 10000 verdicts (1.00% over 100 us)"), h.verdict);
-  s.releaser = ReleaserLateness{10'000, 5000, 500, 200, 0, 4'000'000};
+  s.releaser = ReleaserLateness{10'000, 5000, 500, 300, 200, 50, 0, 4'000'000};
   h = judge_emulation(s);
   BOOST_TEST(!h.kept_up);
-  BOOST_TEST(has(h.verdict, "fell behind: releaser p99 <= 10 ms over 10000 verdicts (5.00% over 100 us)"), h.verdict);
-  s.releaser = ReleaserLateness{100, 100, 100, 100, 100, 40'000'000};
+  BOOST_TEST(has(h.verdict, "fell behind: releaser p99 <= 3 ms over 10000 verdicts (5.00% over 100 us)"), h.verdict);
+  s.releaser = ReleaserLateness{100, 100, 100, 100, 100, 100, 100, 40'000'000};
   BOOST_TEST(has(judge_emulation(s).verdict, "releaser p99 > 10 ms"));
+}
+
+// The releaser is judged at 2% of the run's smallest WAN delay, as the largest
+// counter bound below that: 100 us for 5 ms (and when unknown), 300 us for
+// 33 ms, 1 ms for 80 ms; 10 us when even that is more than 2%.
+BOOST_AUTO_TEST_CASE(the_releaser_limit_follows_the_smallest_wan_delay) {
+  EmulationSamples s = healthy();
+  s.releaser = ReleaserLateness{10'000, 5000, 500, 50, 20, 0, 0, 2'000'000};  // 5% over 100 us, 0.5% over 300 us
+  BOOST_TEST(!judge_emulation(s).kept_up);
+  BOOST_TEST(judge_emulation(s).releaser_limit_ns == 100'000u);
+  s.smallest_wan_delay_ns = 33'000'000;
+  EmulationHealth h = judge_emulation(s);
+  BOOST_TEST(h.kept_up, h.verdict);
+  BOOST_TEST(h.releaser_limit_ns == 300'000u);
+  BOOST_TEST(has(h.verdict, "(0.50% over 300 us)"), h.verdict);
+  s.smallest_wan_delay_ns = 80'000'000;
+  BOOST_TEST(judge_emulation(s).releaser_limit_ns == 1'000'000u);
+  s.smallest_wan_delay_ns = 100'000;  // 2 us: no counter is that fine
+  BOOST_TEST(judge_emulation(s).releaser_limit_ns == 10'000u);
 }
 
 BOOST_AUTO_TEST_CASE(the_fq_path_has_no_releaser_and_says_the_kernel_times_packets) {

@@ -43,10 +43,31 @@ BOOST_AUTO_TEST_CASE(busy_share_is_the_busy_ticks_over_all_ticks_between_reading
   BOOST_TEST(rd::busy_share({100, 1000}, {50, 2000}) == 0.0);   // counters went back: not a figure
 }
 
+BOOST_AUTO_TEST_CASE(the_smallest_wan_delay_is_over_pairs_of_different_dcs) {
+  const auto scenario = wanlab::emulator::parse_scenario(R"(name = "t"
+[defaults]
+delay = "40ms"
+[intra_dc]
+delay = "50us"
+[[dc]]
+name = "a"
+[[dc]]
+name = "b"
+[[dc]]
+name = "c"
+[[link]]
+between = ["a", "c"]
+delay = "33ms"
+)",
+                                                         "t.toml");
+  BOOST_TEST(rd::smallest_wan_delay_ns(scenario) == 33'000'000u);  // not the 50 us inside a DC
+}
+
 BOOST_AUTO_TEST_CASE(the_probe_samples_this_machine_while_it_lives) {
   wanlab::emulator::TestbedState testbed;
   testbed.name = "probe-test";  // no such testbed: no releaser counters
-  rd::HealthProbe probe(testbed, std::chrono::milliseconds(100));
+  wanlab::emulator::Scenario scenario;  // no DCs: no WAN delay
+  rd::HealthProbe probe(testbed, scenario, std::chrono::milliseconds(100));
   // Keep a CPU busy: at least its share shows.
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(600);
   while (std::chrono::steady_clock::now() < until) {
@@ -61,4 +82,5 @@ BOOST_AUTO_TEST_CASE(the_probe_samples_this_machine_while_it_lives) {
   BOOST_TEST(most >= 0.9 / samples.cpus, most);  // one core spinning, of cpus
   BOOST_TEST(!samples.releaser.has_value());
   BOOST_TEST(samples.cpu_interval_s == 0.1);
+  BOOST_TEST(samples.smallest_wan_delay_ns == 0u);
 }

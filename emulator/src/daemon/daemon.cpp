@@ -10,6 +10,10 @@
 #include <asio/io_context.hpp>
 #include <asio/signal_set.hpp>
 #include <asio/steady_timer.hpp>
+#include <utility>
+#include <thread>
+#include <mutex>
+#include <condition_variable>
 #include <chrono>
 #include <climits>
 #include <cstring>
@@ -158,6 +162,63 @@ std::vector<std::unique_ptr<asio::steady_timer>> schedule_events(asio::io_contex
 
 }  // namespace
 
+namespace {
+
+// Writes releaser.toml on a thread of its own, the latest counters each time:
+// on the releaser's loop a file system call holds every verdict as long as it
+// takes, and a rename under /run/wanlab took 60 ms while a run's containers
+// were up (perf trace of the daemon; the run's verdicts then left in blocks of
+// hundreds, 10-50 ms late). A write that fails is said on stderr (daemon.log)
+// and tried again with the next counters.
+class StatsWriter {
+ public:
+  explicit StatsWriter(std::string path) : path_(std::move(path)), thread_([this] { write_latest(); }) {}
+  StatsWriter(const StatsWriter&) = delete;
+  StatsWriter& operator=(const StatsWriter&) = delete;
+  ~StatsWriter() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
+  }
+
+  void publish(const ReleaserStats& stats) {
+    {
+      std::lock_guard lock(mutex_);
+      latest_ = stats;
+    }
+    wake_.notify_one();
+  }
+
+ private:
+  void write_latest() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [this] { return stopping_ || latest_.has_value(); });
+      if (stopping_) return;
+      const ReleaserStats stats = *std::exchange(latest_, std::nullopt);
+      lock.unlock();
+      try {
+        write_releaser_stats(path_, stats);
+      } catch (const std::exception& error) {
+        fmt::print(stderr, "wanlab daemon: {}\n", error.what());
+      }
+      lock.lock();
+    }
+  }
+
+  std::string path_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::optional<ReleaserStats> latest_;  // guarded by mutex_
+  bool stopping_ = false;                // guarded by mutex_
+  std::thread thread_;                   // last: started once the rest is ready
+};
+
+}  // namespace
+
 int run_daemon(const DaemonOptions& options) {
   int ready_fd = options.ready_fd;
   try {
@@ -174,9 +235,11 @@ int run_daemon(const DaemonOptions& options) {
     }
     const auto event_timers = schedule_events(io, state, scenario);
 
+    std::optional<StatsWriter> stats_writer;
+    if (releaser) stats_writer.emplace(releaser_stats_path(state.name));
     asio::steady_timer stats_timer(io);
     std::function<void()> publish_stats = [&] {
-      if (releaser) write_releaser_stats(releaser_stats_path(state.name), releaser->stats());
+      if (releaser) stats_writer->publish(releaser->stats());
       stats_timer.expires_after(std::chrono::seconds(1));
       stats_timer.async_wait([&](const asio::error_code& ec) {
         if (!ec) publish_stats();

@@ -10,6 +10,8 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <fstream>
+#include <optional>
 #include <chrono>
 
 #include "wanlab/base/clock.hpp"
@@ -27,6 +29,14 @@ namespace {
 constexpr std::uint64_t kEarlySlackNs = 2'000;
 constexpr std::uint64_t kMinWakeLeadNs = 20'000;
 constexpr std::uint64_t kMaxWakeLeadNs = 250'000;
+
+// A number from a /proc/sys file; nothing if it cannot be read.
+std::optional<long long> proc_sys_number(const char* path) {
+  std::ifstream file(path);
+  long long value = 0;
+  if (!(file >> value)) return std::nullopt;
+  return value;
+}
 
 nlmsghdr* put_nfq_header(char* buf, std::uint8_t msg_type, std::uint16_t queue_num, std::uint16_t flags) {
   nlmsghdr* nlh = mnl_nlmsg_put_header(buf);
@@ -65,6 +75,26 @@ NfqueueReleaser::NfqueueReleaser(asio::io_context& io, std::uint16_t queue_num, 
   }
   // Timer slack would add up to 50 us to every release.
   ::prctl(PR_SET_TIMERSLACK, 1UL);
+  // The daemon runs SCHED_FIFO, and the kernel lets real-time tasks use a CPU
+  // for sched_rt_runtime_us of every sched_rt_period_us (950 ms of 1 s by
+  // default), then holds them off for the rest so that others run. Spinning
+  // through a long transfer reached that: verdicts then left in blocks of
+  // hundreds, 50 ms late, once a second (gone with the limit lifted). So the
+  // releaser busy-waits for at most half that budget per period and sleeps on
+  // its timer for the rest.
+  const auto period_us = proc_sys_number("/proc/sys/kernel/sched_rt_period_us");
+  const auto runtime_us = proc_sys_number("/proc/sys/kernel/sched_rt_runtime_us");
+  if (period_us && *period_us > 0) spin_window_ns_ = static_cast<std::uint64_t>(*period_us) * 1000;
+  spin_budget_ns_ =
+      runtime_us && *runtime_us >= 0 ? static_cast<std::uint64_t>(*runtime_us) * 1000 / 2 : spin_window_ns_ / 2;
+}
+
+bool NfqueueReleaser::may_spin(std::uint64_t now_ns) {
+  if (now_ns - spin_window_start_ns_ >= spin_window_ns_) {
+    spin_window_start_ns_ = now_ns;
+    spun_ns_ = 0;
+  }
+  return spun_ns_ < spin_budget_ns_;
 }
 
 NfqueueReleaser::~NfqueueReleaser() {
@@ -182,7 +212,9 @@ void NfqueueReleaser::release_due(std::uint64_t now_ns) {
 void NfqueueReleaser::arm_timer() {
   if (held_.empty()) return;
   const std::uint64_t next = held_.top().depart_ns;
-  const std::uint64_t wake = next > wake_lead_ns_ ? next - wake_lead_ns_ : next;
+  // Without spin budget left, wake at the departure itself: one wake-up late.
+  const std::uint64_t lead = may_spin(base::monotonic_ns()) ? wake_lead_ns_ : 0;
+  const std::uint64_t wake = next > lead ? next - lead : next;
   if (timer_at_ns_ != 0 && timer_at_ns_ <= wake) return;  // an earlier wake-up is pending
   timer_at_ns_ = wake;
   timer_.expires_at(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(wake)));
@@ -191,9 +223,13 @@ void NfqueueReleaser::arm_timer() {
     timer_at_ns_ = 0;
     std::uint64_t now = base::monotonic_ns();
     learn_wake_latency(now > wake ? now - wake : 0);
-    while (!held_.empty() && held_.top().depart_ns > now + kEarlySlackNs &&
-           held_.top().depart_ns - now <= 2 * kMaxWakeLeadNs) {
-      now = base::monotonic_ns();
+    if (may_spin(now)) {
+      const std::uint64_t spin_start = now;
+      while (!held_.empty() && held_.top().depart_ns > now + kEarlySlackNs &&
+             held_.top().depart_ns - now <= 2 * kMaxWakeLeadNs) {
+        now = base::monotonic_ns();
+      }
+      spun_ns_ += now - spin_start;
     }
     release_due(now);
   });
@@ -220,7 +256,9 @@ void NfqueueReleaser::queue_verdict(std::uint32_t packet_id, std::uint64_t depar
   if (late > stats_.late_max_ns) stats_.late_max_ns = late;
   if (late > 10'000) stats_.late_over_10us++;
   if (late > 100'000) stats_.late_over_100us++;
+  if (late > 300'000) stats_.late_over_300us++;
   if (late > 1'000'000) stats_.late_over_1ms++;
+  if (late > 3'000'000) stats_.late_over_3ms++;
   if (late > 10'000'000) stats_.late_over_10ms++;
 }
 

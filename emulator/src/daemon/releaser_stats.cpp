@@ -25,7 +25,9 @@ constexpr std::array kCounters{
     Counter{"late_max_ns", &ReleaserStats::late_max_ns},
     Counter{"late_over_10us", &ReleaserStats::late_over_10us},
     Counter{"late_over_100us", &ReleaserStats::late_over_100us},
+    Counter{"late_over_300us", &ReleaserStats::late_over_300us},
     Counter{"late_over_1ms", &ReleaserStats::late_over_1ms},
+    Counter{"late_over_3ms", &ReleaserStats::late_over_3ms},
     Counter{"late_over_10ms", &ReleaserStats::late_over_10ms},
 };
 constexpr auto kKeys = [] {

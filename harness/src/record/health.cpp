@@ -18,11 +18,26 @@ double percentile_ms(std::vector<std::int64_t> sorted_ns, double p) {
 
 struct Bound {
   const char* text;
+  std::uint64_t ns;
   std::uint64_t ReleaserLateness::*over;
 };
-constexpr std::array kBounds{Bound{"10 us", &ReleaserLateness::over_10us},
-                             Bound{"100 us", &ReleaserLateness::over_100us}, Bound{"1 ms", &ReleaserLateness::over_1ms},
-                             Bound{"10 ms", &ReleaserLateness::over_10ms}};
+constexpr std::array kBounds{Bound{"10 us", 10'000, &ReleaserLateness::over_10us},
+                             Bound{"100 us", 100'000, &ReleaserLateness::over_100us},
+                             Bound{"300 us", 300'000, &ReleaserLateness::over_300us},
+                             Bound{"1 ms", 1'000'000, &ReleaserLateness::over_1ms},
+                             Bound{"3 ms", 3'000'000, &ReleaserLateness::over_3ms},
+                             Bound{"10 ms", 10'000'000, &ReleaserLateness::over_10ms}};
+constexpr std::uint64_t kUnknownWanDelayNs = 5'000'000;
+
+// The largest bound at most `share` of the smallest WAN delay (the first bound if none is).
+const Bound& judged_bound(std::uint64_t smallest_wan_delay_ns, double share) {
+  const double limit =
+      share * static_cast<double>(smallest_wan_delay_ns ? smallest_wan_delay_ns : kUnknownWanDelayNs);
+  const Bound* chosen = &kBounds.front();
+  for (const Bound& bound : kBounds)
+    if (static_cast<double>(bound.ns) <= limit) chosen = &bound;
+  return *chosen;
+}
 
 double share_over(const ReleaserLateness& r, std::uint64_t ReleaserLateness::*over) {
   return r.verdicts ? static_cast<double>(r.*over) / static_cast<double>(r.verdicts) : 0;
@@ -61,9 +76,11 @@ void judge_releaser(const EmulationSamples& samples, const HealthLimits& limits,
     return;
   }
   const ReleaserLateness& r = *samples.releaser;
-  const double late = share_over(r, &ReleaserLateness::over_100us);
-  const std::string text =
-      fmt::format("releaser {} over {} verdicts ({:.2f}% over 100 us)", releaser_p99(r), r.verdicts, 100 * late);
+  const Bound& bound = judged_bound(samples.smallest_wan_delay_ns, limits.releaser_late_of_delay);
+  health.releaser_limit_ns = bound.ns;
+  const double late = share_over(r, bound.over);
+  const std::string text = fmt::format("releaser {} over {} verdicts ({:.2f}% over {})", releaser_p99(r), r.verdicts,
+                                       100 * late, bound.text);
   (late > limits.releaser_late_share ? behind : shown).push_back(text);
 }
 

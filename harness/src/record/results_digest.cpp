@@ -75,7 +75,13 @@ constexpr Member kDigestMembers[] = {
     {"/emulation/cpu_busy/saturated_share", Role::keep},
     {"/emulation/releaser", Role::keep},
     {"/emulation/releaser/verdicts", Role::keep},
+    {"/emulation/releaser/limit_ns", Role::keep},
+    {"/emulation/releaser/over_10us", Role::keep},
     {"/emulation/releaser/over_100us", Role::keep},
+    {"/emulation/releaser/over_300us", Role::keep},
+    {"/emulation/releaser/over_1ms", Role::keep},
+    {"/emulation/releaser/over_3ms", Role::keep},
+    {"/emulation/releaser/over_10ms", Role::keep},
 };
 
 // The SAX events of nlohmann's parser, kept where compare reads and dropped

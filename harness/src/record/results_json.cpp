@@ -85,7 +85,8 @@ Json emulation_json(const EmulationHealth& h) {
   if (h.releaser) {
     const ReleaserLateness& r = *h.releaser;
     json["releaser"] = {{"verdicts", r.verdicts}, {"over_10us", r.over_10us}, {"over_100us", r.over_100us},
-                        {"over_1ms", r.over_1ms}, {"over_10ms", r.over_10ms}, {"max_ns", r.max_ns}};
+                        {"over_300us", r.over_300us}, {"over_1ms", r.over_1ms}, {"over_3ms", r.over_3ms},
+                        {"over_10ms", r.over_10ms}, {"max_ns", r.max_ns}, {"limit_ns", h.releaser_limit_ns}};
   }
   return json;
 }
@@ -241,11 +242,23 @@ EmulationHealth emulation_from(const Fields& fields) {
   h.release_path = fields.text("release_path");
   if (fields.has("releaser")) {
     const Fields r = fields.object("releaser");
-    h.releaser = ReleaserLateness{r.whole<std::uint64_t>("verdicts"),   r.whole<std::uint64_t>("over_10us"),
-                                  r.whole<std::uint64_t>("over_100us"), r.whole<std::uint64_t>("over_1ms"),
+    h.releaser = ReleaserLateness{r.whole<std::uint64_t>("verdicts"),  r.whole<std::uint64_t>("over_10us"),
+                                  r.whole<std::uint64_t>("over_100us"), r.whole<std::uint64_t>("over_300us"),
+                                  r.whole<std::uint64_t>("over_1ms"),   r.whole<std::uint64_t>("over_3ms"),
                                   r.whole<std::uint64_t>("over_10ms"),  r.whole<std::uint64_t>("max_ns")};
+    h.releaser_limit_ns = r.whole<std::uint64_t>("limit_ns");
   }
   return h;
+}
+
+// The releaser's verdicts later than its judged limit ("limit_ns" names one of the counters).
+std::uint64_t over_limit(const Fields& releaser) {
+  const auto limit = releaser.whole<std::uint64_t>("limit_ns");
+  for (const auto& [ns, key] : {std::pair<std::uint64_t, const char*>{10'000, "over_10us"}, {100'000, "over_100us"},
+                                {300'000, "over_300us"}, {1'000'000, "over_1ms"}, {3'000'000, "over_3ms"},
+                                {10'000'000, "over_10ms"}})
+    if (limit == ns) return releaser.whole<std::uint64_t>(key);
+  releaser.fail(fmt::format("\"limit_ns\" is {}, not a counter's bound", limit));
 }
 
 // The emulation figures compare shows (the digest reads these alone).
@@ -260,7 +273,7 @@ EmulationFigures emulation_figures(const Fields& fields) {
     const Fields r = fields.object("releaser");
     const auto verdicts = r.whole<std::uint64_t>("verdicts");
     f.releaser_late_share =
-        verdicts ? static_cast<double>(r.whole<std::uint64_t>("over_100us")) / static_cast<double>(verdicts) : 0.0;
+        verdicts ? static_cast<double>(over_limit(r)) / static_cast<double>(verdicts) : 0.0;
   }
   return f;
 }

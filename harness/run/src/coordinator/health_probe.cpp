@@ -31,9 +31,23 @@ double busy_share(const CpuTimes& before, const CpuTimes& after) {
   return static_cast<double>(after.busy - before.busy) / static_cast<double>(after.total - before.total);
 }
 
-HealthProbe::HealthProbe(const em::TestbedState& testbed, std::chrono::milliseconds interval)
+std::uint64_t smallest_wan_delay_ns(const em::Scenario& scenario) {
+  std::uint64_t smallest = 0;
+  const int dcs = static_cast<int>(scenario.dcs.size());
+  for (int src = 0; src < dcs; ++src)
+    for (int dst = 0; dst < dcs; ++dst) {
+      if (src == dst) continue;
+      const std::uint64_t delay = scenario.pair(src, dst).delay_ns;
+      if (smallest == 0 || delay < smallest) smallest = delay;
+    }
+  return smallest;
+}
+
+HealthProbe::HealthProbe(const em::TestbedState& testbed, const em::Scenario& scenario,
+                         std::chrono::milliseconds interval)
     : releaser_path_(em::releaser_stats_path(testbed.name)),
       release_path_(em::to_string(testbed.release)),
+      smallest_wan_delay_ns_(smallest_wan_delay_ns(scenario)),
       interval_(interval) {
   try {
     releaser_before_ = em::read_releaser_stats_if_present(releaser_path_);
@@ -70,6 +84,7 @@ void HealthProbe::finish(EmulationSamples& samples) {
   samples.cpu_interval_s = std::chrono::duration<double>(interval_).count();
   samples.cpus = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
   samples.release_path = release_path_;
+  samples.smallest_wan_delay_ns = smallest_wan_delay_ns_;
   std::optional<em::ReleaserStats> after;
   try {
     after = em::read_releaser_stats_if_present(releaser_path_);
@@ -80,7 +95,9 @@ void HealthProbe::finish(EmulationSamples& samples) {
   samples.releaser = ReleaserLateness{after->packets - before.packets,
                                       after->late_over_10us - before.late_over_10us,
                                       after->late_over_100us - before.late_over_100us,
+                                      after->late_over_300us - before.late_over_300us,
                                       after->late_over_1ms - before.late_over_1ms,
+                                      after->late_over_3ms - before.late_over_3ms,
                                       after->late_over_10ms - before.late_over_10ms,
                                       after->late_max_ns};
 }

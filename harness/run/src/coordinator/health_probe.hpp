@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "wanlab/emulator/releaser.hpp"
+#include "wanlab/emulator/scenario.hpp"
 #include "wanlab/emulator/testbed.hpp"
 #include "wanlab/harness/record/health.hpp"
 
@@ -28,13 +29,16 @@ struct CpuTimes {
 std::optional<CpuTimes> read_cpu_times(const std::string& path = "/proc/stat");
 // The share of the CPUs busy between two readings (0 if no time passed).
 double busy_share(const CpuTimes& before, const CpuTimes& after);
+// The smallest one-way delay between two different DCs of `scenario`, before
+// events (0 with a single DC).
+std::uint64_t smallest_wan_delay_ns(const emulator::Scenario& scenario);
 
 class HealthProbe {
  public:
   // Starts sampling. `testbed` is the run's own: its releaser's counters, if
   // it has one, are read now and at finish().
-  explicit HealthProbe(const emulator::TestbedState& testbed,
-                       std::chrono::milliseconds interval = std::chrono::milliseconds(500));
+  HealthProbe(const emulator::TestbedState& testbed, const emulator::Scenario& scenario,
+              std::chrono::milliseconds interval = std::chrono::milliseconds(500));
   ~HealthProbe();
   HealthProbe(const HealthProbe&) = delete;
   HealthProbe& operator=(const HealthProbe&) = delete;
@@ -48,6 +52,7 @@ class HealthProbe {
 
   std::string releaser_path_;
   std::string release_path_;
+  std::uint64_t smallest_wan_delay_ns_ = 0;
   std::optional<emulator::ReleaserStats> releaser_before_;
   std::chrono::milliseconds interval_;
   std::mutex mutex_;
