@@ -318,3 +318,22 @@ BOOST_AUTO_TEST_CASE(compare_prints_one_format_and_names_what_it_cannot_read) {
   BOOST_TEST(std::count(missing.err.begin(), missing.err.end(), '\n') == 1, missing.err);
   BOOST_TEST(missing.out.empty(), missing.out);
 }
+
+// --kept-up-only: a real run whose emulation fell behind is left out, named on
+// stderr with its verdict (the health bench's committed runs: idle, one hog).
+BOOST_AUTO_TEST_CASE(compare_kept_up_only_leaves_out_runs_that_fell_behind) {
+  const std::string kept = source("bench/results/harness/health-20261127-091741/hogs-0");
+  const std::string behind = source("bench/results/harness/health-20261127-091741/hogs-1");
+  const Outcome all = run_wanlab({"compare", "--csv", kept, behind});
+  BOOST_TEST(all.status == 0, all.err);
+  BOOST_TEST(std::count(all.out.begin(), all.out.end(), '\n') == 3, all.out);
+  const Outcome only = run_wanlab({"compare", "--csv", "--kept-up-only", kept, behind});
+  BOOST_TEST(only.status == 0, only.err);
+  BOOST_TEST(std::count(only.out.begin(), only.out.end(), '\n') == 2, only.out);
+  BOOST_TEST(only.out.find(kept + ",") != std::string::npos, only.out);
+  BOOST_TEST(only.out.find(behind) == std::string::npos, only.out);
+  BOOST_TEST(only.err.starts_with("wanlab compare: left out " + behind + ": emulation fell behind: "), only.err);
+  BOOST_TEST(std::count(only.err.begin(), only.err.end(), '\n') == 1, only.err);
+  const Outcome table = run_wanlab({"compare", kept, behind});
+  BOOST_TEST(table.out.find("FELL BEHIND") != std::string::npos, table.out);
+}
