@@ -34,12 +34,27 @@ std::string error_reading(const Scratch& scratch, const std::string& text) {
 BOOST_AUTO_TEST_CASE(stats_written_are_read_back) {
   Scratch scratch("releaser-stats");
   const std::string path = (scratch.dir / "releaser.toml").string();
-  const em::ReleaserStats stats{123456789, 17, 9'000'000'000'000ull, 250'000, 40, 6, 5, 3, 2, 1};
+  const em::ReleaserStats stats{123456789, 17, 9'000'000'000'000ull, 250'000, 40, 6, 5, 3, 2, 1, 7, 8};
   em::write_releaser_stats(path, stats);
   BOOST_TEST((em::read_releaser_stats(path) == stats));
   BOOST_TEST((em::read_releaser_stats_if_present(path) == stats));
   BOOST_TEST(!em::read_releaser_stats_if_present((scratch.dir / "absent.toml").string()).has_value());
   BOOST_TEST(em::releaser_stats_path("tb").ends_with("/tb/releaser.toml"));
+}
+
+// /proc/net/netfilter/nfnetlink_queue: a line per bound queue; the drops are
+// its sixth and seventh fields.
+BOOST_AUTO_TEST_CASE(the_kernel_counts_of_a_queue_are_read_from_its_line) {
+  const std::string proc =
+      "    0  12345     0 2 65531     0     0       14  1\n"
+      "30002  4242    17 1     0   123    45   999999  1\n";
+  const auto drops = em::nfqueue_drops(proc, 30002);
+  BOOST_TEST_REQUIRE(drops.has_value());
+  BOOST_TEST(drops->first == 123u);
+  BOOST_TEST(drops->second == 45u);
+  BOOST_TEST((em::nfqueue_drops(proc, 0) == std::pair<std::uint64_t, std::uint64_t>{0, 0}));
+  BOOST_TEST(!em::nfqueue_drops(proc, 7).has_value());
+  BOOST_TEST(!em::nfqueue_drops("", 0).has_value());
 }
 
 BOOST_AUTO_TEST_CASE(a_corrupt_file_is_one_line_naming_the_key) {

@@ -90,6 +90,14 @@ BOOST_AUTO_TEST_CASE(the_releaser_limit_follows_the_smallest_wan_delay) {
   BOOST_TEST(judge_emulation(s).releaser_limit_ns == 10'000u);
 }
 
+BOOST_AUTO_TEST_CASE(a_packet_the_release_queue_dropped_falls_behind) {
+  EmulationSamples s = healthy();
+  s.releaser->dropped = 3;
+  const EmulationHealth h = judge_emulation(s);
+  BOOST_TEST(!h.kept_up);
+  BOOST_TEST(has(h.verdict, "fell behind: the release queue dropped 3 packets - "), h.verdict);
+}
+
 BOOST_AUTO_TEST_CASE(the_fq_path_has_no_releaser_and_says_the_kernel_times_packets) {
   EmulationSamples s = healthy();
   s.release_path = "fq";

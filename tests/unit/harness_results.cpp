@@ -54,7 +54,7 @@ Results full_results() {
   samples.cpu_busy = {0.5, 0.97};
   samples.cpus = 2;
   samples.release_path = "nfqueue";
-  samples.releaser = ReleaserLateness{1000, 40, 5, 3, 1, 0, 0, 1'200'000};
+  samples.releaser = ReleaserLateness{1000, 40, 5, 3, 1, 0, 0, 1'200'000, 2};
   r.emulation = judge_emulation(samples);
   r.configuration = {
       {"schedule", "atlas"}, {"placement", "atlas"}, {"streams", 4}, {"temporal_sharing", false}, {"scale", 0.25}};

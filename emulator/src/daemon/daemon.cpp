@@ -20,6 +20,9 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <functional>
+#include <tuple>
+#include <iterator>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -172,7 +175,8 @@ namespace {
 // and tried again with the next counters.
 class StatsWriter {
  public:
-  explicit StatsWriter(std::string path) : path_(std::move(path)), thread_([this] { write_latest(); }) {}
+  StatsWriter(std::string path, std::uint16_t queue_num)
+      : path_(std::move(path)), queue_num_(queue_num), thread_([this] { write_latest(); }) {}
   StatsWriter(const StatsWriter&) = delete;
   StatsWriter& operator=(const StatsWriter&) = delete;
   ~StatsWriter() {
@@ -198,8 +202,9 @@ class StatsWriter {
     for (;;) {
       wake_.wait(lock, [this] { return stopping_ || latest_.has_value(); });
       if (stopping_) return;
-      const ReleaserStats stats = *std::exchange(latest_, std::nullopt);
+      ReleaserStats stats = *std::exchange(latest_, std::nullopt);
       lock.unlock();
+      add_queue_drops(stats);
       try {
         write_releaser_stats(path_, stats);
       } catch (const std::exception& error) {
@@ -209,7 +214,16 @@ class StatsWriter {
     }
   }
 
+  // The kernel's drops of our queue, as /proc/net (this process's namespace,
+  // the testbed's) counts them; left at 0 if it cannot be read.
+  void add_queue_drops(ReleaserStats& stats) const {
+    std::ifstream file("/proc/net/netfilter/nfnetlink_queue");
+    const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    if (const auto drops = nfqueue_drops(text, queue_num_)) std::tie(stats.queue_dropped, stats.user_dropped) = *drops;
+  }
+
   std::string path_;
+  std::uint16_t queue_num_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::optional<ReleaserStats> latest_;  // guarded by mutex_
@@ -236,7 +250,7 @@ int run_daemon(const DaemonOptions& options) {
     const auto event_timers = schedule_events(io, state, scenario);
 
     std::optional<StatsWriter> stats_writer;
-    if (releaser) stats_writer.emplace(releaser_stats_path(state.name));
+    if (releaser) stats_writer.emplace(releaser_stats_path(state.name), state.queue_num);
     asio::steady_timer stats_timer(io);
     std::function<void()> publish_stats = [&] {
       if (releaser) stats_writer->publish(releaser->stats());

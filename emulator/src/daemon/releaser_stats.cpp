@@ -4,6 +4,7 @@
 #include <array>
 #include <filesystem>
 #include <limits>
+#include <sstream>
 
 #include "testbed/strict_toml.hpp"
 #include "wanlab/base/files.hpp"
@@ -29,6 +30,8 @@ constexpr std::array kCounters{
     Counter{"late_over_1ms", &ReleaserStats::late_over_1ms},
     Counter{"late_over_3ms", &ReleaserStats::late_over_3ms},
     Counter{"late_over_10ms", &ReleaserStats::late_over_10ms},
+    Counter{"queue_dropped", &ReleaserStats::queue_dropped},
+    Counter{"user_dropped", &ReleaserStats::user_dropped},
 };
 constexpr auto kKeys = [] {
   std::array<std::string_view, kCounters.size()> keys{};
@@ -66,6 +69,18 @@ ReleaserStats read_releaser_stats(const std::string& path) {
     stats.*counter.field = static_cast<std::uint64_t>(
         file.integer(file.root(), counter.key, counter.key, 0, std::numeric_limits<std::int64_t>::max()));
   return stats;
+}
+
+std::optional<std::pair<std::uint64_t, std::uint64_t>> nfqueue_drops(std::string_view proc_text,
+                                                                     std::uint16_t queue_num) {
+  std::istringstream lines{std::string(proc_text)};
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    std::uint64_t number = 0, portid = 0, total = 0, copy_mode = 0, copy_range = 0, queue_dropped = 0, user_dropped = 0;
+    if (!(fields >> number >> portid >> total >> copy_mode >> copy_range >> queue_dropped >> user_dropped)) continue;
+    if (number == queue_num) return std::pair{queue_dropped, user_dropped};
+  }
+  return std::nullopt;
 }
 
 std::optional<ReleaserStats> read_releaser_stats_if_present(const std::string& path) {

@@ -21,18 +21,15 @@ struct Bound {
   std::uint64_t ns;
   std::uint64_t ReleaserLateness::*over;
 };
-constexpr std::array kBounds{Bound{"10 us", 10'000, &ReleaserLateness::over_10us},
-                             Bound{"100 us", 100'000, &ReleaserLateness::over_100us},
-                             Bound{"300 us", 300'000, &ReleaserLateness::over_300us},
-                             Bound{"1 ms", 1'000'000, &ReleaserLateness::over_1ms},
-                             Bound{"3 ms", 3'000'000, &ReleaserLateness::over_3ms},
-                             Bound{"10 ms", 10'000'000, &ReleaserLateness::over_10ms}};
+constexpr std::array kBounds{
+    Bound{"10 us", 10'000, &ReleaserLateness::over_10us},    Bound{"100 us", 100'000, &ReleaserLateness::over_100us},
+    Bound{"300 us", 300'000, &ReleaserLateness::over_300us}, Bound{"1 ms", 1'000'000, &ReleaserLateness::over_1ms},
+    Bound{"3 ms", 3'000'000, &ReleaserLateness::over_3ms},   Bound{"10 ms", 10'000'000, &ReleaserLateness::over_10ms}};
 constexpr std::uint64_t kUnknownWanDelayNs = 5'000'000;
 
 // The largest bound at most `share` of the smallest WAN delay (the first bound if none is).
 const Bound& judged_bound(std::uint64_t smallest_wan_delay_ns, double share) {
-  const double limit =
-      share * static_cast<double>(smallest_wan_delay_ns ? smallest_wan_delay_ns : kUnknownWanDelayNs);
+  const double limit = share * static_cast<double>(smallest_wan_delay_ns ? smallest_wan_delay_ns : kUnknownWanDelayNs);
   const Bound* chosen = &kBounds.front();
   for (const Bound& bound : kBounds)
     if (static_cast<double>(bound.ns) <= limit) chosen = &bound;
@@ -82,6 +79,8 @@ void judge_releaser(const EmulationSamples& samples, const HealthLimits& limits,
   const std::string text = fmt::format("releaser {} over {} verdicts ({:.2f}% over {})", releaser_p99(r), r.verdicts,
                                        100 * late, bound.text);
   (late > limits.releaser_late_share ? behind : shown).push_back(text);
+  // A packet dropped on its way to the releaser is lost to the emulation, not to the scenario.
+  if (r.dropped > 0) behind.push_back(fmt::format("the release queue dropped {} packets", r.dropped));
 }
 
 void judge_cpu(const EmulationSamples& samples, const HealthLimits& limits, EmulationHealth& health,

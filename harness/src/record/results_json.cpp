@@ -84,9 +84,10 @@ Json emulation_json(const EmulationHealth& h) {
   json["release_path"] = h.release_path;
   if (h.releaser) {
     const ReleaserLateness& r = *h.releaser;
-    json["releaser"] = {{"verdicts", r.verdicts}, {"over_10us", r.over_10us}, {"over_100us", r.over_100us},
-                        {"over_300us", r.over_300us}, {"over_1ms", r.over_1ms}, {"over_3ms", r.over_3ms},
-                        {"over_10ms", r.over_10ms}, {"max_ns", r.max_ns}, {"limit_ns", h.releaser_limit_ns}};
+    json["releaser"] = {{"verdicts", r.verdicts},         {"over_10us", r.over_10us}, {"over_100us", r.over_100us},
+                        {"over_300us", r.over_300us},     {"over_1ms", r.over_1ms},   {"over_3ms", r.over_3ms},
+                        {"over_10ms", r.over_10ms},       {"max_ns", r.max_ns},       {"dropped", r.dropped},
+                        {"limit_ns", h.releaser_limit_ns}};
   }
   return json;
 }
@@ -242,10 +243,12 @@ EmulationHealth emulation_from(const Fields& fields) {
   h.release_path = fields.text("release_path");
   if (fields.has("releaser")) {
     const Fields r = fields.object("releaser");
-    h.releaser = ReleaserLateness{r.whole<std::uint64_t>("verdicts"),  r.whole<std::uint64_t>("over_10us"),
+    h.releaser = ReleaserLateness{r.whole<std::uint64_t>("verdicts"),   r.whole<std::uint64_t>("over_10us"),
                                   r.whole<std::uint64_t>("over_100us"), r.whole<std::uint64_t>("over_300us"),
                                   r.whole<std::uint64_t>("over_1ms"),   r.whole<std::uint64_t>("over_3ms"),
                                   r.whole<std::uint64_t>("over_10ms"),  r.whole<std::uint64_t>("max_ns")};
+    // Written since the release queue's drops were counted; 0 in older files.
+    if (r.has("dropped")) h.releaser->dropped = r.whole<std::uint64_t>("dropped");
     h.releaser_limit_ns = r.whole<std::uint64_t>("limit_ns");
   }
   return h;
@@ -254,8 +257,11 @@ EmulationHealth emulation_from(const Fields& fields) {
 // The releaser's verdicts later than its judged limit ("limit_ns" names one of the counters).
 std::uint64_t over_limit(const Fields& releaser) {
   const auto limit = releaser.whole<std::uint64_t>("limit_ns");
-  for (const auto& [ns, key] : {std::pair<std::uint64_t, const char*>{10'000, "over_10us"}, {100'000, "over_100us"},
-                                {300'000, "over_300us"}, {1'000'000, "over_1ms"}, {3'000'000, "over_3ms"},
+  for (const auto& [ns, key] : {std::pair<std::uint64_t, const char*>{10'000, "over_10us"},
+                                {100'000, "over_100us"},
+                                {300'000, "over_300us"},
+                                {1'000'000, "over_1ms"},
+                                {3'000'000, "over_3ms"},
                                 {10'000'000, "over_10ms"}})
     if (limit == ns) return releaser.whole<std::uint64_t>(key);
   releaser.fail(fmt::format("\"limit_ns\" is {}, not a counter's bound", limit));
@@ -272,8 +278,7 @@ EmulationFigures emulation_figures(const Fields& fields) {
   if (fields.has("releaser")) {
     const Fields r = fields.object("releaser");
     const auto verdicts = r.whole<std::uint64_t>("verdicts");
-    f.releaser_late_share =
-        verdicts ? static_cast<double>(over_limit(r)) / static_cast<double>(verdicts) : 0.0;
+    f.releaser_late_share = verdicts ? static_cast<double>(over_limit(r)) / static_cast<double>(verdicts) : 0.0;
   }
   return f;
 }

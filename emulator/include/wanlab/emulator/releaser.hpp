@@ -33,6 +33,11 @@ struct ReleaserStats {
   std::uint64_t late_over_1ms = 0;
   std::uint64_t late_over_3ms = 0;
   std::uint64_t late_over_10ms = 0;
+  // Packets the kernel dropped instead of handing them to the releaser: its
+  // queue was full (queue_dropped) or the netlink socket was (user_dropped).
+  // Lost to the emulation, not to the scenario.
+  std::uint64_t queue_dropped = 0;
+  std::uint64_t user_dropped = 0;
   bool operator==(const ReleaserStats&) const = default;
 };
 
@@ -48,6 +53,11 @@ std::string format_releaser_stats(const ReleaserStats& stats);
 std::vector<std::pair<std::string_view, std::uint64_t>> releaser_counters(const ReleaserStats& stats);
 void write_releaser_stats(const std::string& path, const ReleaserStats& stats);  // replaced whole, never through a link
 ReleaserStats read_releaser_stats(const std::string& path);
+// The drops of NFQUEUE `queue_num` from the text of /proc/net/netfilter/nfnetlink_queue
+// (a line per bound queue: number, peer port id, total, copy mode, copy range,
+// queue_dropped, user_dropped, ...); nothing if the queue has no line.
+std::optional<std::pair<std::uint64_t, std::uint64_t>> nfqueue_drops(std::string_view proc_text,
+                                                                     std::uint16_t queue_num);
 // Absent (before the daemon's first second, or on the fq path): nullopt.
 std::optional<ReleaserStats> read_releaser_stats_if_present(const std::string& path);
 

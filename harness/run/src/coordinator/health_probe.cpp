@@ -92,14 +92,16 @@ void HealthProbe::finish(EmulationSamples& samples) {
   }
   if (!after) return;
   const em::ReleaserStats before = releaser_before_.value_or(em::ReleaserStats{});
-  samples.releaser = ReleaserLateness{after->packets - before.packets,
-                                      after->late_over_10us - before.late_over_10us,
-                                      after->late_over_100us - before.late_over_100us,
-                                      after->late_over_300us - before.late_over_300us,
-                                      after->late_over_1ms - before.late_over_1ms,
-                                      after->late_over_3ms - before.late_over_3ms,
-                                      after->late_over_10ms - before.late_over_10ms,
-                                      after->late_max_ns};
+  samples.releaser =
+      ReleaserLateness{after->packets - before.packets,
+                       after->late_over_10us - before.late_over_10us,
+                       after->late_over_100us - before.late_over_100us,
+                       after->late_over_300us - before.late_over_300us,
+                       after->late_over_1ms - before.late_over_1ms,
+                       after->late_over_3ms - before.late_over_3ms,
+                       after->late_over_10ms - before.late_over_10ms,
+                       after->late_max_ns,
+                       after->queue_dropped + after->user_dropped - before.queue_dropped - before.user_dropped};
 }
 
 }  // namespace wanlab::harness::run_detail

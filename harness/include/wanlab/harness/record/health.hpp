@@ -22,7 +22,8 @@ struct ReleaserLateness {
   std::uint64_t over_1ms = 0;
   std::uint64_t over_3ms = 0;
   std::uint64_t over_10ms = 0;
-  std::uint64_t max_ns = 0;  // the latest verdict since the testbed came up
+  std::uint64_t max_ns = 0;   // the latest verdict since the testbed came up
+  std::uint64_t dropped = 0;  // packets the kernel dropped before the releaser had them (queue or socket full)
   bool operator==(const ReleaserLateness&) const = default;
 };
 
