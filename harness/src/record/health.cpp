@@ -108,6 +108,12 @@ std::string joined(const std::vector<std::string>& parts) {
 
 }  // namespace
 
+std::optional<double> releaser_late_share(const ReleaserLateness& r, std::uint64_t bound_ns) {
+  for (const Bound& bound : kBounds)
+    if (bound.ns == bound_ns) return share_over(r, bound.over);
+  return std::nullopt;
+}
+
 EmulationHealth judge_emulation(const EmulationSamples& samples, const HealthLimits& limits) {
   EmulationHealth health;
   std::vector<std::string> shown, behind;

@@ -82,6 +82,8 @@ constexpr Member kDigestMembers[] = {
     {"/emulation/releaser/over_1ms", Role::keep},
     {"/emulation/releaser/over_3ms", Role::keep},
     {"/emulation/releaser/over_10ms", Role::keep},
+    {"/emulation/releaser/max_ns", Role::keep},
+    {"/emulation/releaser/dropped", Role::keep},
 };
 
 // The SAX events of nlohmann's parser, kept where compare reads and dropped

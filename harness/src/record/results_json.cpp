@@ -225,6 +225,17 @@ RequestRow request_from(const Json& row, const std::string& where) {
   return out;
 }
 
+// results.json's emulation.releaser counters.
+ReleaserLateness releaser_from(const Fields& r) {
+  ReleaserLateness lateness{r.whole<std::uint64_t>("verdicts"),   r.whole<std::uint64_t>("over_10us"),
+                            r.whole<std::uint64_t>("over_100us"), r.whole<std::uint64_t>("over_300us"),
+                            r.whole<std::uint64_t>("over_1ms"),   r.whole<std::uint64_t>("over_3ms"),
+                            r.whole<std::uint64_t>("over_10ms"),  r.whole<std::uint64_t>("max_ns")};
+  // Written since the release queue's drops were counted; 0 in older files.
+  if (r.has("dropped")) lateness.dropped = r.whole<std::uint64_t>("dropped");
+  return lateness;
+}
+
 EmulationHealth emulation_from(const Fields& fields) {
   EmulationHealth h;
   h.kept_up = fields.flag("kept_up");
@@ -243,28 +254,10 @@ EmulationHealth emulation_from(const Fields& fields) {
   h.release_path = fields.text("release_path");
   if (fields.has("releaser")) {
     const Fields r = fields.object("releaser");
-    h.releaser = ReleaserLateness{r.whole<std::uint64_t>("verdicts"),   r.whole<std::uint64_t>("over_10us"),
-                                  r.whole<std::uint64_t>("over_100us"), r.whole<std::uint64_t>("over_300us"),
-                                  r.whole<std::uint64_t>("over_1ms"),   r.whole<std::uint64_t>("over_3ms"),
-                                  r.whole<std::uint64_t>("over_10ms"),  r.whole<std::uint64_t>("max_ns")};
-    // Written since the release queue's drops were counted; 0 in older files.
-    if (r.has("dropped")) h.releaser->dropped = r.whole<std::uint64_t>("dropped");
+    h.releaser = releaser_from(r);
     h.releaser_limit_ns = r.whole<std::uint64_t>("limit_ns");
   }
   return h;
-}
-
-// The releaser's verdicts later than its judged limit ("limit_ns" names one of the counters).
-std::uint64_t over_limit(const Fields& releaser) {
-  const auto limit = releaser.whole<std::uint64_t>("limit_ns");
-  for (const auto& [ns, key] : {std::pair<std::uint64_t, const char*>{10'000, "over_10us"},
-                                {100'000, "over_100us"},
-                                {300'000, "over_300us"},
-                                {1'000'000, "over_1ms"},
-                                {3'000'000, "over_3ms"},
-                                {10'000'000, "over_10ms"}})
-    if (limit == ns) return releaser.whole<std::uint64_t>(key);
-  releaser.fail(fmt::format("\"limit_ns\" is {}, not a counter's bound", limit));
 }
 
 // The emulation figures compare shows (the digest reads these alone).
@@ -277,8 +270,9 @@ EmulationFigures emulation_figures(const Fields& fields) {
   f.cpu_saturated_share = cpu.number("saturated_share");
   if (fields.has("releaser")) {
     const Fields r = fields.object("releaser");
-    const auto verdicts = r.whole<std::uint64_t>("verdicts");
-    f.releaser_late_share = verdicts ? static_cast<double>(over_limit(r)) / static_cast<double>(verdicts) : 0.0;
+    const auto limit = r.whole<std::uint64_t>("limit_ns");
+    f.releaser_late_share = releaser_late_share(releaser_from(r), limit);
+    if (!f.releaser_late_share) r.fail(fmt::format("\"limit_ns\" is {}, not a counter's bound", limit));
   }
   return f;
 }

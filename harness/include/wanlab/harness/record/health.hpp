@@ -83,4 +83,8 @@ struct EmulationHealth {
 
 EmulationHealth judge_emulation(const EmulationSamples& samples, const HealthLimits& limits = {});
 
+// The share of `r`'s verdicts later than `bound_ns`, one of its counters'
+// bounds (EmulationHealth::releaser_limit_ns); nothing for any other bound.
+std::optional<double> releaser_late_share(const ReleaserLateness& r, std::uint64_t bound_ns);
+
 }  // namespace wanlab::harness
