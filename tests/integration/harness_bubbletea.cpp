@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -23,6 +24,7 @@
 #include "wanlab/harness/run/gpu.hpp"
 #include "wanlab/harness/experiment/experiment.hpp"
 #include "wanlab/harness/run/run.hpp"
+#include "wanlab/emulator/netns.hpp"
 
 using namespace wanlab;
 using namespace std::chrono_literals;
@@ -175,17 +177,43 @@ struct CliTestbed {
 
 std::string testbed_name() { return "hbt-" + std::to_string(::getpid() % 100000); }
 
+// Bytes through the loopback of every host of `state` so far (/proc/net/dev
+// of each host's namespace: lo's receive count, which is its send count).
+std::uint64_t loopback_bytes(const em::TestbedState& state) {
+  std::uint64_t total = 0;
+  for (const em::Host& host : state.hosts) {
+    const em::NetnsScope in(host.netns);
+    std::ifstream dev("/proc/thread-self/net/dev");
+    for (std::string line; std::getline(dev, line);) {
+      const auto name = line.find_first_not_of(' ');
+      if (name != std::string::npos && line.compare(name, 3, "lo:") == 0) total += std::stoull(line.substr(name + 3));
+    }
+  }
+  return total;
+}
+
+struct RunChoices {
+  bool prefill = true;
+  std::string decode_dc;  // empty: the experiment's
+  std::optional<double> intra_host_bps;
+  std::uint64_t* loopback_bytes = nullptr;  // when given: through the hosts' loopback during the run
+};
+
 // The coordinator in this process (run_plan) on a testbed of the CLI's, at
 // scale 1 so that the testbed is the scenario as written.
-hs::RunRecord run(const Files& files, bool prefill, const hs::RunOptions& options, const std::string& decode_dc = "") {
+hs::RunRecord run(const Files& files, const RunChoices& choices, const hs::RunOptions& options) {
   hs::Experiment experiment = hs::load_experiment(files.experiment.path());
   experiment.scale = 1;
-  if (!prefill) hs::apply_override(experiment, "prefill", "off");
-  if (!decode_dc.empty()) experiment.prefill.decode_dc = decode_dc;
+  if (!choices.prefill) hs::apply_override(experiment, "prefill", "off");
+  if (!choices.decode_dc.empty()) experiment.prefill.decode_dc = choices.decode_dc;
+  if (choices.intra_host_bps) experiment.prefill.intra_host_bps = *choices.intra_host_bps;
   const em::Scenario scenario = hs::load_testbed(experiment);
   const hs::Plan plan = hs::make_plan(experiment, scenario);
   CliTestbed testbed(files.scenario.path(), testbed_name());
-  hs::RunRecord record = hs::run_plan(plan, scenario, em::load_state(testbed.name), options);
+  const em::TestbedState state = em::load_state(testbed.name);
+  const std::uint64_t loopback_before = choices.loopback_bytes ? loopback_bytes(state) : 0;
+  hs::RunRecord record = hs::run_plan(plan, scenario, state, options);
+  if (choices.loopback_bytes) *choices.loopback_bytes = loopback_bytes(state) - loopback_before;
   BOOST_TEST(!fs::exists("/run/wanlab/" + testbed.name + "/harness"));
   BOOST_TEST(record.runtime == "podman", "workers ran in " << record.runtime << ": " << record.runtime_detail);
   return record;
@@ -209,8 +237,10 @@ std::int64_t percentile_50(std::vector<std::int64_t> values) {
 
 BOOST_AUTO_TEST_CASE(prefill_fills_bubbles_without_slowing_training) {
   Files files(4);  // the means skip the first iteration: 3 measured
-  const Run training = measure(run(files, false, options()));
-  const Run bubbletea = measure(run(files, true, options([](const hs::Progress& p) {
+  RunChoices prefill_off;
+  prefill_off.prefill = false;
+  const Run training = measure(run(files, prefill_off, options()));
+  const Run bubbletea = measure(run(files, {}, options([](const hs::Progress& p) {
                                       std::cout << "  progress: iteration " << p.iteration + 1 << ", utilization "
                                                 << p.utilization_so_far << ", with prefill "
                                                 << p.utilization_with_prefill_so_far.value_or(-1) << ", served "
@@ -281,22 +311,49 @@ BOOST_AUTO_TEST_CASE(prefill_fills_bubbles_without_slowing_training) {
 }
 
 // decode_dc = "local": a decode sink in each DC that trains (east and west),
-// each receiving the caches of its own DC's workers, none over the WAN.
+// each receiving the caches of its own DC's workers, none over the WAN. The
+// caches of workers on a sink's own host go to the decode GPUs over NVLink:
+// timed at intra_host_rate (here 1 Gbit/s, so that a cache of 0.4-2 MB
+// takes 3-16 ms), their bytes not sent through the host's loopback.
 BOOST_AUTO_TEST_CASE(local_decode_serves_from_a_sink_in_every_training_dc) {
   Files files(3);
-  const hs::RunRecord record = run(files, true, options(), "local");
+  constexpr double kIntraHostBps = 1e9;
+  std::uint64_t loopback = 0;
+  RunChoices choices;
+  choices.decode_dc = "local";
+  choices.intra_host_bps = kIntraHostBps;
+  choices.loopback_bytes = &loopback;
+  const hs::RunRecord record = run(files, choices, options());
   BOOST_TEST(test::eventually([&] { return leftovers(testbed_name()).empty(); }), leftovers(testbed_name()));
   BOOST_TEST_REQUIRE(record.prefill.has_value());
   std::set<std::string> dcs_served;
+  std::uint64_t on_host_bytes = 0;
+  int on_host = 0;
   for (const auto& kv : record.prefill->kv) {
     BOOST_TEST(kv.link.empty(), "batch " << kv.batch << " crossed " << kv.link);
-    dcs_served.insert(record.plan.workers.at(static_cast<std::size_t>(kv.worker)).worker.dc_name);
+    const hs::Worker& worker = record.plan.workers.at(static_cast<std::size_t>(kv.worker)).worker;
+    dcs_served.insert(worker.dc_name);
+    if (worker.host != worker.dc_name + "-0") continue;
+    // From its first byte's turn to its arrival: the NVLink's time, and not
+    // much more (a timer's and a header's delay on a loaded machine).
+    const auto wire_ns = static_cast<std::int64_t>(static_cast<double>(kv.bytes) * 8e9 / kIntraHostBps);
+    const std::int64_t took_ns = kv.end_ns - kv.start_ns;
+    BOOST_TEST(took_ns >= wire_ns, "batch " << kv.batch << ": " << took_ns << " ns for " << kv.bytes << " bytes");
+    BOOST_TEST(took_ns <= wire_ns + 50'000'000, "batch " << kv.batch << ": " << took_ns << " ns, timed " << wire_ns);
+    on_host_bytes += kv.bytes;
+    ++on_host;
   }
   int served = 0;
   for (const auto& r : record.prefill->requests) served += r.state == hs::RequestState::served;
-  std::cout << "  local decode: " << served << " requests served, KV caches from " << dcs_served.size() << " DCs\n";
+  std::cout << "  local decode: " << served << " requests served, KV caches from " << dcs_served.size() << " DCs, "
+            << on_host << " (" << on_host_bytes << " B) timed on a sink's host; " << loopback
+            << " B through the hosts' loopback\n";
   BOOST_TEST(served > 0);
   BOOST_TEST(dcs_served == (std::set<std::string>{"east", "west"}));
+  BOOST_TEST_REQUIRE(on_host > 0);
+  // Training's messages between workers of one host and each KV cache's
+  // header cross the loopback; the caches' bytes do not.
+  BOOST_TEST(loopback < on_host_bytes / 4, loopback << " B through loopback, " << on_host_bytes << " B of caches");
 }
 
 BOOST_AUTO_TEST_CASE(a_killed_prefill_worker_fails_its_requests_only) {
@@ -307,7 +364,7 @@ BOOST_AUTO_TEST_CASE(a_killed_prefill_worker_fails_its_requests_only) {
   std::string error;
   std::thread runner([&] {
     try {
-      record = run(files, true, options([&](const hs::Progress& p) { finished = p.iteration; }));
+      record = run(files, {}, options([&](const hs::Progress& p) { finished = p.iteration; }));
     } catch (const std::exception& e) {
       error = e.what();
     }
@@ -356,7 +413,7 @@ BOOST_AUTO_TEST_CASE(a_killed_training_worker_still_ends_the_run_and_its_prefill
   std::string error;
   std::thread runner([&] {
     try {
-      run(files, true, options([&](const hs::Progress& p) { finished = p.iteration; }));
+      run(files, {}, options([&](const hs::Progress& p) { finished = p.iteration; }));
     } catch (const hs::RunError& e) {
       error = e.what();
     }

@@ -9,7 +9,6 @@
 #include <map>
 #include <random>
 
-#include "prefill/kv_order.hpp"
 #include "harness_support.hpp"
 #include "wanlab/base/stats.hpp"
 #include "wanlab/harness/bubbletea/admission.hpp"
@@ -674,32 +673,9 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(kv_routes)
 
-// A prefill worker's caches go in placement order (batch ids): a ready cache
-// waits for an earlier-placed one still in prefill, and no longer for one
-// whose prefill missed.
-BOOST_AUTO_TEST_CASE(a_worker_sends_its_caches_in_placement_order) {
-  wanlab::harness::run_detail::KvSendOrder order;
-  for (int batch : {3, 5, 8}) order.placed(batch);
-  order.ready(5, 500);
-  order.ready(8, 800);
-  BOOST_TEST(!order.can_take());  // 3 is still in prefill
-  BOOST_TEST(!order.take().has_value());
-  order.ready(3, 300);
-  BOOST_TEST_REQUIRE(order.can_take());
-  BOOST_TEST(order.take()->first == 3);
-  BOOST_TEST(order.take()->first == 5);
-  order.placed(9);
-  order.placed(11);
-  order.ready(11, 1100);
-  BOOST_TEST(order.take()->second == 800u);
-  BOOST_TEST(!order.can_take());  // 9 ahead of 11
-  order.dropped(9);               // its prefill missed
-  BOOST_TEST(order.take()->first == 11);
-  BOOST_TEST(!order.can_take());
-}
-
 // Atlas on a, a, c, c with two hosts per DC: with decode_dc = "local" the
-// workers on a DC's first host (its decode host) send over loopback, the
+// workers on a DC's first host (its decode host) send over their own NVLink
+// (tp x [prefill] intra_host_rate x scale, no delay, a queue each), the
 // others over their DC's own link (10 Gbit/s, 50 us), which they share.
 BOOST_AUTO_TEST_CASE(local_decode_routes_stay_in_the_workers_dc) {
   Experiment e = experiment("schedule = \"atlas\"\nplacement = [\"a\", \"a\", \"c\", \"c\"]", 4, 2, 8, 100, 200);
@@ -709,7 +685,7 @@ BOOST_AUTO_TEST_CASE(local_decode_routes_stay_in_the_workers_dc) {
   Plan plan = make_plan(e, scenario);
   KvRoutes routes(plan, scenario, harness_test::steady_links(scenario));  // the link's rate, no frame overhead
   const int dcs = static_cast<int>(scenario.dcs.size());
-  int loopback = 0;
+  int on_host = 0;
   int on_dc_link = 0;
   for (std::size_t w = 0; w < plan.workers.size(); ++w) {
     const Worker& worker = plan.workers[w].worker;
@@ -717,9 +693,10 @@ BOOST_AUTO_TEST_CASE(local_decode_routes_stay_in_the_workers_dc) {
     BOOST_TEST(decode_dc_of(e, scenario, worker.dc) == worker.dc);
     BOOST_TEST(route.link.empty());
     if (worker.host == decode_host_name(scenario, worker.dc)) {
-      BOOST_TEST(std::isinf(route.rate_bps));
+      BOOST_TEST(route.rate_bps == e.parallel.tp * 3600e9 * e.scale);
+      BOOST_TEST(route.link_index == -1);
       BOOST_TEST(route.delay_ns == 0);
-      ++loopback;
+      ++on_host;
     } else {
       BOOST_TEST(route.link_index == worker.dc * dcs + worker.dc);
       BOOST_TEST(route.rate_bps == 10e9);
@@ -727,7 +704,7 @@ BOOST_AUTO_TEST_CASE(local_decode_routes_stay_in_the_workers_dc) {
       ++on_dc_link;
     }
   }
-  BOOST_TEST(loopback > 0);
+  BOOST_TEST(on_host > 0);
   BOOST_TEST(on_dc_link > 0);
   // Two workers on a's second host: a cache of one waits for the other's.
   std::vector<int> second_host;
@@ -737,6 +714,16 @@ BOOST_AUTO_TEST_CASE(local_decode_routes_stay_in_the_workers_dc) {
   const std::uint64_t bytes = 12'500'000;  // 10 ms at 10 Gbit/s
   routes.queue(second_host[0], 0, bytes);
   BOOST_TEST(routes.estimate_ns(second_host[1], bytes, 0) == 50'000 + 20 * kMs);
+  // Two workers on a's decode host: each has its own NVLink, so neither waits for the other.
+  std::vector<int> decode_host;
+  for (std::size_t w = 0; w < plan.workers.size(); ++w)
+    if (plan.workers[w].worker.host == "a-0") decode_host.push_back(static_cast<int>(w));
+  BOOST_REQUIRE(decode_host.size() >= 2u);
+  const auto nvlink_ns = routes.route(decode_host[0]).wire_ns(bytes);
+  BOOST_TEST(nvlink_ns == std::llround(bytes * 8e9 / (e.parallel.tp * 3600e9 * e.scale)));
+  routes.queue(decode_host[0], 0, bytes);
+  BOOST_TEST(routes.estimate_ns(decode_host[1], bytes, 0) == nvlink_ns);
+  BOOST_TEST(routes.estimate_ns(decode_host[0], bytes, 0) == 2 * nvlink_ns);
 
   // Training's sends between a's hosts take part of its link; admission's
   // estimate stretches a cache's wire time by the share they leave.
@@ -753,7 +740,7 @@ BOOST_AUTO_TEST_CASE(local_decode_routes_stay_in_the_workers_dc) {
              50'000 + static_cast<std::int64_t>(std::llround(10.0 * kMs / share)));
   for (std::size_t w = 0; w < plan.workers.size(); ++w)
     if (plan.workers[w].worker.host == decode_host_name(scenario, plan.workers[w].worker.dc))
-      BOOST_TEST(shared.route(static_cast<int>(w)).share == 1.0);  // loopback: no link to share
+      BOOST_TEST(shared.route(static_cast<int>(w)).share == 1.0);  // NVLink: no link to share
 }
 
 // Worker 0 holds stage 0 in a; the decode DC is b, 10 ms and 1 Gbit/s away.

@@ -82,6 +82,12 @@ const std::vector<BadFile>& bad_files() {
       {"guard of two minutes", inserted(12, "guard = \"2min\""), "e.toml:12:9: prefill.guard: expected a time"},
       {"guard above a minute", inserted(12, "guard = \"61s\""),
        R"(e.toml:12:9: prefill.guard: expected a time like "5ms" from 0s to 60s, got "61s")"},
+      {"intra-host rate without a unit", inserted(12, "intra_host_rate = \"900\""),
+       "e.toml:12:19: prefill.intra_host_rate: expected a rate"},
+      {"zero intra-host rate", inserted(12, "intra_host_rate = \"0gbit\""),
+       "e.toml:12:19: prefill.intra_host_rate: expected a rate"},
+      {"intra-host rate as a number", inserted(12, "intra_host_rate = 900"),
+       R"(e.toml:12:19: prefill.intra_host_rate: expected a rate like "400gbit", got 900)"},
       {"zero batch", inserted(12, "max_batch_tokens = 0"),
        "e.toml:12:20: prefill.max_batch_tokens: expected an integer from 1 to 1000000, got 0"},
       {"rate without a unit", with_line(12, R"(arrivals = { rate = "4", prompt_median = 1469, prompt_p90 = 5194 })"),
@@ -174,6 +180,7 @@ BOOST_AUTO_TEST_CASE(the_base_file_parses_with_defaults) {
   BOOST_TEST(prefill.ttft_slo_ns == 3'000'000'000u);
   BOOST_TEST(prefill.guard_ns == 5'000'000u);
   BOOST_TEST(prefill.max_batch_tokens == 8192);
+  BOOST_TEST(prefill.intra_host_bps == Fabric{}.nvlink_bps);  // one default for both
   BOOST_TEST(prefill.model.layers == 8);
   BOOST_TEST(prefill.model.bytes_per_value == 2);  // the struct's default
   BOOST_TEST(prefill.time_tokens.size() == 5u);
@@ -196,7 +203,9 @@ BOOST_AUTO_TEST_CASE(every_key_is_read) {
   BOOST_TEST(experiment.gpu_memory_gb == 141.5);
   // memory_gb is not a DC.
   BOOST_TEST((experiment.gpus == std::vector<std::pair<std::string, int>>{{"c", 2}}));
-  Experiment timed = parsed(inserted(12, "ttft_slo = \"2.5s\"\nguard = \"0s\"\nmax_batch_tokens = 4096"));
+  Experiment timed = parsed(
+      inserted(12, "ttft_slo = \"2.5s\"\nguard = \"0s\"\nmax_batch_tokens = 4096\nintra_host_rate = \"64gbit\""));
+  BOOST_TEST(timed.prefill.intra_host_bps == 64e9);
   BOOST_TEST(timed.prefill.ttft_slo_ns == 2'500'000'000u);
   BOOST_TEST(timed.prefill.guard_ns == 0u);
   BOOST_TEST(timed.prefill.max_batch_tokens == 4096);

@@ -283,6 +283,7 @@ ctl::PrefillAssign sample_prefill_assign() {
   m.gated = true;
   m.piece_bytes = 131072;
   m.max_kv_bytes = 268435456;
+  m.intra_host_bps = 36'000'000'000;
   m.step_ns = 5'000'000;
   return m;
 }
@@ -306,6 +307,7 @@ BOOST_AUTO_TEST_CASE(bubbletea_messages_round_trip) {
   BOOST_TEST(assign.gated);
   BOOST_TEST(assign.piece_bytes == 131072u);
   BOOST_TEST(assign.max_kv_bytes == 268435456u);
+  BOOST_TEST(assign.intra_host_bps == 36'000'000'000u);
   BOOST_TEST(assign.step_ns == 5'000'000u);
 
   const auto task = std::get<ctl::PrefillTask>(round_trip(sample_task()));
@@ -461,6 +463,10 @@ BOOST_AUTO_TEST_CASE(kv_headers_round_trip_and_bad_ones_are_refused) {
   BOOST_TEST(back.batch == 17);
   BOOST_TEST(back.piece == 4);
   BOOST_TEST(back.pieces == 9);
+  BOOST_TEST(back.modelled_bytes == 0u);
+  // A cache timed on its decode host: the header alone stands for its bytes (above 4 GiB too).
+  const auto timed = rd::decode_kv_header(rd::encode_kv_header(rd::KvHeader{3, 17, 0, 1, 5'000'000'001}));
+  BOOST_TEST(timed.modelled_bytes == 5'000'000'001u);
   const auto error_of = [](std::span<const std::byte> b) {
     try {
       rd::decode_kv_header(b);
@@ -472,7 +478,11 @@ BOOST_AUTO_TEST_CASE(kv_headers_round_trip_and_bad_ones_are_refused) {
   BOOST_TEST(error_of(rd::encode_kv_header(rd::KvHeader{3, 17, 9, 9})) ==
              "KV message with a bad header (worker 3, batch 17, piece 9 of 9)");
   BOOST_TEST(error_of(std::span<const std::byte>(bytes.data(), 10)) ==
-             "KV message of 10 bytes, shorter than its 20-byte header");
+             "KV message of 10 bytes, shorter than its 28-byte header");
+  std::vector<std::byte> both(rd::kKvHeaderBytes + 10);
+  const auto head = rd::encode_kv_header(rd::KvHeader{3, 17, 0, 1, 4096});
+  std::copy(head.begin(), head.end(), both.begin());
+  BOOST_TEST(error_of(both) == "KV message standing for 4096 bytes also carries 10");
   const auto data = rd::encode_header(rd::DataHeader{1, 2, 0, -1, 3, 0});
   BOOST_TEST(error_of(data).find("KV message with bad magic") == 0u);
 }

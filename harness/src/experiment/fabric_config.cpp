@@ -26,8 +26,8 @@ class FabricReader {
     reader_.check_known_keys(section_, kFabricKeys, "[fabric]");
     reader_.remember("fabric", section_);
     Fabric fabric;
-    fabric.nic_bps = rate("nic_rate", fabric.nic_bps);
-    fabric.nvlink_bps = rate("nvlink_rate", fabric.nvlink_bps);
+    fabric.nic_bps = reader_.read_rate(section_, "nic_rate", "fabric.nic_rate").value_or(fabric.nic_bps);
+    fabric.nvlink_bps = reader_.read_rate(section_, "nvlink_rate", "fabric.nvlink_rate").value_or(fabric.nvlink_bps);
     fabric.gpus_per_server = FieldReader::to_int(
         reader_.read_int(section_, "gpus_per_server", "fabric.gpus_per_server", {1, kMaxGpusPerServer}),
         fabric.gpus_per_server);
@@ -39,15 +39,6 @@ class FabricReader {
   }
 
  private:
-  double rate(std::string_view key, double otherwise) {
-    const toml::node* node = section_.get(key);
-    if (node == nullptr) return otherwise;
-    const std::string field = fmt::format("fabric.{}", key);
-    const auto bps = reader_.parse_string(*node, field, R"(a rate like "400gbit")", emulator::units::parse_rate);
-    reader_.remember(field, *node);
-    return static_cast<double>(bps);
-  }
-
   std::uint64_t latency(std::uint64_t otherwise) {
     const toml::node* node = section_.get("latency");
     if (node == nullptr) return otherwise;

@@ -20,8 +20,8 @@ namespace {
 using namespace std::string_view_literals;
 using base::describe_value;
 
-constexpr std::array kPrefillKeys{"enabled"sv, "requests"sv,         "arrivals"sv, "decode_dc"sv, "ttft_slo"sv,
-                                  "guard"sv,   "max_batch_tokens"sv, "model"sv,    "time"sv};
+constexpr std::array kPrefillKeys{"enabled"sv, "requests"sv,         "arrivals"sv,        "decode_dc"sv, "ttft_slo"sv,
+                                  "guard"sv,   "max_batch_tokens"sv, "intra_host_rate"sv, "model"sv,     "time"sv};
 constexpr std::array kArrivalKeys{"rate"sv, "prompt_median"sv, "prompt_p90"sv, "seed"sv};
 constexpr std::array kServedModelKeys{"layers"sv,   "hidden"sv,          "kv_heads"sv,
                                       "head_dim"sv, "bytes_per_value"sv, "parameters"sv};
@@ -70,6 +70,8 @@ class PrefillReader {
     config_.max_batch_tokens =
         FieldReader::to_int(reader_.read_int(section_, "max_batch_tokens", "prefill.max_batch_tokens", {1, kMaxTokens}),
                             config_.max_batch_tokens);
+    config_.intra_host_bps =
+        reader_.read_rate(section_, "intra_host_rate", "prefill.intra_host_rate").value_or(config_.intra_host_bps);
     read_model();
     read_time_table();
   }

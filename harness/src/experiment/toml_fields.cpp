@@ -8,6 +8,7 @@
 
 #include "experiment/text.hpp"
 #include "wanlab/base/parse.hpp"
+#include "wanlab/emulator/units.hpp"
 
 namespace wanlab::harness::detail {
 
@@ -60,6 +61,14 @@ std::optional<double> FieldReader::read_positive(const toml::table& table, std::
   }
   remember(field, *node);
   return number;
+}
+
+std::optional<double> FieldReader::read_rate(const toml::table& table, std::string_view key, const std::string& field) {
+  const toml::node* node = table.get(key);
+  if (node == nullptr) return std::nullopt;
+  const auto bps = parse_string(*node, field, R"(a rate like "400gbit")", emulator::units::parse_rate);
+  remember(field, *node);
+  return static_cast<double>(bps);
 }
 
 std::optional<bool> FieldReader::read_bool(const toml::table& table, std::string_view key, const std::string& field) {

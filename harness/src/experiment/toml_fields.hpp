@@ -56,6 +56,8 @@ class FieldReader : public base::TomlReader {
   std::optional<double> read_positive(const toml::table& table, std::string_view key, const std::string& field,
                                       double max, double min = 0);
   std::optional<bool> read_bool(const toml::table& table, std::string_view key, const std::string& field);
+  // A rate as scenario files write them ("400gbit"), in bits per second.
+  std::optional<double> read_rate(const toml::table& table, std::string_view key, const std::string& field);
   static int to_int(std::optional<std::int64_t> value, int fallback);
 
  protected:

@@ -59,9 +59,13 @@ KvRoutes::KvRoutes(const Plan& plan, const emulator::Scenario& scenario, const L
     Route route;
     route.delay_ns = static_cast<std::int64_t>(rate.delay_ns);
     route.rate_bps = detail::alone_rate_bps(rate, cross ? experiment.streams : 1);
-    // On the decode host itself the cache goes over loopback, which the emulator does not shape.
-    if (model.free_communication || worker_plan.worker.host == decode_host_name(scenario, decode)) {
+    if (model.free_communication) {
       route.rate_bps = std::numeric_limits<double>::infinity();
+      route.delay_ns = 0;
+    } else if (worker_plan.worker.host == decode_host_name(scenario, decode)) {
+      // On the decode host itself: to the decode GPUs inside the server, each
+      // of the worker's tp GPUs over its own NVLink ([prefill] intra_host_rate).
+      route.rate_bps = experiment.parallel.tp * experiment.prefill.intra_host_bps * experiment.scale;
       route.delay_ns = 0;
     } else if (!cross) {
       route.link_index = src * dcs + src;  // the DC's own link, shared by its workers' caches
@@ -120,7 +124,7 @@ void KvRoutes::leave_to_training(const RunRecord& training) {
 }
 
 namespace {
-// Caches on a link queue per link; over loopback (infinite rate) per worker.
+// Caches on a link queue per link; from the decode host itself per worker (its own NVLink).
 int queue_key(const KvRoutes::Route& route, int worker) {
   return route.link_index >= 0 ? route.link_index : -1 - worker;
 }
@@ -133,10 +137,7 @@ double KvRoutes::slowdown(int worker) const {
 
 std::int64_t KvRoutes::wire_ns(int worker, std::uint64_t bytes) const {
   const std::int64_t modelled = route(worker).expected_ns(bytes);
-  if (modelled <= 0) {  // unshaped: what the real run measured, if anything
-    const auto learned = unshaped_ns_per_byte_.find(queue_key(route(worker), worker));
-    return learned == unshaped_ns_per_byte_.end() ? 0 : std::llround(static_cast<double>(bytes) * learned->second);
-  }
+  if (modelled <= 0) return 0;  // free communication
   return static_cast<std::int64_t>(std::llround(static_cast<double>(modelled) * slowdown(worker)));
 }
 
@@ -184,21 +185,12 @@ void KvRoutes::observe(int worker, std::uint64_t bytes, std::int64_t took_ns) {
   const Route& r = route(worker);
   const std::int64_t modelled = r.expected_ns(bytes);
   const double measured = static_cast<double>(std::max<std::int64_t>(0, took_ns - r.delay_ns));
+  if (modelled <= 0) return;  // free communication: nothing to stretch
   // A moving average: one slow cache moves the estimate, a run of them sets it.
   constexpr double kWeight = 0.3;
-  const auto learn = [&](std::map<int, double>& estimates, double sample) {
-    auto [it, first] = estimates.try_emplace(queue_key(r, worker), sample);
-    if (!first) it->second = (1 - kWeight) * it->second + kWeight * sample;
-  };
-  if (modelled > 0) {
-    learn(slowdown_, std::max(1.0, measured / static_cast<double>(modelled)));
-  } else if (bytes > 0) {
-    // Loopback, which the emulator does not shape, still copies every byte
-    // through this machine's CPUs: 0.7-3.5 Gbit/s measured for caches of
-    // 10-140 MB on a sink's host, seconds for the largest, which an
-    // estimate of 0 let past the SLO.
-    learn(unshaped_ns_per_byte_, measured / static_cast<double>(bytes));
-  }
+  const double sample = std::max(1.0, measured / static_cast<double>(modelled));
+  auto [it, first] = slowdown_.try_emplace(queue_key(r, worker), sample);
+  if (!first) it->second = (1 - kWeight) * it->second + kWeight * sample;
 }
 
 }  // namespace wanlab::harness

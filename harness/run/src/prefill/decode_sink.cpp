@@ -143,8 +143,11 @@ class DecodeSink {
       const KvHeader header = decode_kv_header(message->bytes());
       if (header.worker != *worker)
         throw SinkFailure(fmt::format("prefill worker {}'s channel carried KV of worker {}", *worker, header.worker));
+      if (header.modelled_bytes > 0 && channel->remote_endpoint().address() != asio::ip::address_v4(assign_->ipv4))
+        throw SinkFailure(fmt::format("prefill worker {} is on another host but sent KV standing for {} bytes", *worker,
+                                      header.modelled_bytes));
       auto& bytes = received[header.batch];
-      bytes += message->size() - kKvHeaderBytes;
+      bytes += message->size() - kKvHeaderBytes + header.modelled_bytes;
       if (header.piece + 1 == header.pieces) {
         control_->post(ctl::KvArrived{header.batch, *worker, bytes, at});
         received.erase(header.batch);

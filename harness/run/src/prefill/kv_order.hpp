@@ -1,16 +1,42 @@
-// The order in which a prefill worker sends its KV caches: the order
-// admission placed their batches (batch ids grow with placement). Admission's
-// estimate for a cache (KvRoutes) counts the caches placed before it on its
-// route and never one placed after; sent in the order prefill ended, a cache
-// counted as early could wait behind later ones and miss its deadline.
+// How a prefill worker sends its KV caches: in what pieces (KvSendShape),
+// and in which order (KvSendOrder): the order admission placed their batches (batch ids grow with placement).
+// Admission's estimate for a cache (KvRoutes) counts the caches placed before it on its route and never one placed
+// after; sent in the order prefill ended, a cache counted as early could wait behind later ones and miss its deadline.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <utility>
 
+#include "wanlab/harness/run/control.hpp"
+
 namespace wanlab::harness::run_detail {
+
+// One cache of `bytes` as its assignment has it sent: `pieces` messages of
+// `piece_bytes` (the last one the rest), each after a grant when gated; or,
+// from the decode host itself, no bytes at all: `timed_ns` of waiting (its
+// NVLink's time) and then one header that stands for them.
+struct KvSendShape {
+  std::uint64_t piece_bytes = 0;  // zeros per piece on the wire; 0 when timed
+  int pieces = 1;
+  std::int64_t timed_ns = 0;
+  std::uint64_t modelled_bytes = 0;
+};
+
+inline KvSendShape kv_send_shape(const control::PrefillAssign& assign, std::uint64_t bytes) {
+  if (assign.intra_host_bps > 0) {
+    const auto ns = static_cast<double>(bytes) * 8e9 / static_cast<double>(assign.intra_host_bps);
+    return {0, 1, static_cast<std::int64_t>(ns + 0.5), bytes};
+  }
+  // Never more than this cache: a piece's size bounds the zeros kept to
+  // send, and the largest cache of a run (its longest prompt's) can be
+  // gigabytes, whose first touch once held a worker's KV back for 8-13 s.
+  const std::uint64_t piece =
+      assign.gated && assign.piece_bytes > 0 ? std::min(assign.piece_bytes, bytes) : std::max<std::uint64_t>(1, bytes);
+  return {piece, static_cast<int>(std::max<std::uint64_t>(1, (bytes + piece - 1) / piece)), 0, 0};
+}
 
 class KvSendOrder {
  public:

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 
@@ -88,6 +89,11 @@ ctl::PrefillAssign PrefillService::assignment(int worker) const {
         std::clamp<std::uint64_t>(a.piece_bytes / 4, kMinDcChunk, transport::kDefaultChunkSize));
   } else {
     a.piece_bytes = largest_kv_bytes();
+    // On its decode host: timed at its NVLink's rate, its bytes not sent (a
+    // real server would not move them through this box's CPUs: over loopback
+    // they took 0.7-3.5 Gbit/s of them, seconds for the largest caches).
+    const double rate_bps = kv_routes_->route(worker).rate_bps;
+    if (std::isfinite(rate_bps)) a.intra_host_bps = static_cast<std::uint64_t>(std::max(1.0, rate_bps));
   }
   a.max_kv_bytes = largest_kv_bytes();
   a.step_ns = std::max(kMinStepNs, experiment_.prefill.guard_ns);

@@ -218,30 +218,26 @@ class PrefillProcess {
   }
 
   asio::awaitable<void> send_kv(int batch, std::uint64_t bytes) {
-    // Never more than this cache: a piece's size bounds the zeros kept to
-    // send, and the largest cache of a run (its longest prompt's) can be
-    // gigabytes, whose first touch once held a worker's KV back for 8-13 s.
-    const std::uint64_t piece =
-        assign_->gated && assign_->piece_bytes > 0 ? std::min<std::uint64_t>(assign_->piece_bytes, bytes) : bytes;
-    const int pieces = static_cast<int>((bytes + piece - 1) / piece);
-    if (zeros_.size() < piece) zeros_.assign(piece, std::byte{0});  // no send is in flight here
+    const KvSendShape shape = kv_send_shape(*assign_, bytes);
+    if (zeros_.size() < shape.piece_bytes) zeros_.assign(shape.piece_bytes, std::byte{0});  // no send is in flight
     // From its first byte's turn: admission's estimate counts the caches
     // queued ahead of it on the route, so its measured time must not again.
     std::int64_t start = -1;
     if (assign_->gated) control_->post(ctl::KvGateRequest{batch, 0});
-    for (int p = 0; p < pieces; ++p) {
+    for (int p = 0; p < shape.pieces; ++p) {
       if (assign_->gated) {
         co_await changed_.wait_for([&] { return stop_ || grants_.count({batch, p}) != 0; });
         if (stop_) co_return;
         grants_.erase({batch, p});
         // Asked for while this piece goes: granted as soon as it is released,
         // without a round trip between the two.
-        if (p + 1 < pieces) control_->post(ctl::KvGateRequest{batch, p + 1});
+        if (p + 1 < shape.pieces) control_->post(ctl::KvGateRequest{batch, p + 1});
       }
       if (start < 0) start = monotonic_ns();
-      const auto size = std::min<std::uint64_t>(piece, bytes - static_cast<std::uint64_t>(p) * piece);
+      if (shape.timed_ns > 0) co_await sleep_until_ns(start + shape.timed_ns);
+      const auto size = std::min(shape.piece_bytes, bytes - static_cast<std::uint64_t>(p) * shape.piece_bytes);
       try {
-        co_await send_piece(KvHeader{id_, batch, p, pieces}, size).wait();
+        co_await send_piece(KvHeader{id_, batch, p, shape.pieces, shape.modelled_bytes}, size).wait();
       } catch (const std::exception& error) {
         if (stop_) co_return;
         throw PrefillFailure(fmt::format("sending batch {}'s KV cache to the decode sink: {}", batch, error.what()));

@@ -188,6 +188,7 @@ void fields(Wire& w, Is<PrefillAssign> auto& m) {
   w.boolean("gated", m.gated);
   w.u64("piece_bytes", m.piece_bytes);
   w.u64("max_kv_bytes", m.max_kv_bytes);
+  w.u64("intra_host_bps", m.intra_host_bps);
   w.u64("step_ns", m.step_ns);
 }
 

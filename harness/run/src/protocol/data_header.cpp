@@ -58,6 +58,8 @@ std::array<std::byte, kKvHeaderBytes> encode_kv_header(const KvHeader& header) {
   put(&bytes[8], static_cast<std::uint32_t>(header.batch));
   put(&bytes[12], static_cast<std::uint32_t>(header.piece));
   put(&bytes[16], static_cast<std::uint32_t>(header.pieces));
+  put(&bytes[20], static_cast<std::uint32_t>(header.modelled_bytes));
+  put(&bytes[24], static_cast<std::uint32_t>(header.modelled_bytes >> 32));
   return bytes;
 }
 
@@ -67,10 +69,14 @@ KvHeader decode_kv_header(std::span<const std::byte> bytes) {
         fmt::format("KV message of {} bytes, shorter than its {}-byte header", bytes.size(), kKvHeaderBytes));
   if (get(&bytes[0]) != kKvMagic)
     throw std::runtime_error(fmt::format("KV message with bad magic {:#x}", get(&bytes[0])));
-  const KvHeader header{get_int(&bytes[4]), get_int(&bytes[8]), get_int(&bytes[12]), get_int(&bytes[16])};
+  const KvHeader header{get_int(&bytes[4]), get_int(&bytes[8]), get_int(&bytes[12]), get_int(&bytes[16]),
+                        get(&bytes[20]) | std::uint64_t{get(&bytes[24])} << 32};
   if (header.worker < 0 || header.batch < 0 || header.piece < 0 || header.pieces < 1 || header.piece >= header.pieces)
     throw std::runtime_error(fmt::format("KV message with a bad header (worker {}, batch {}, piece {} of {})",
                                          header.worker, header.batch, header.piece, header.pieces));
+  if (header.modelled_bytes > 0 && bytes.size() != kKvHeaderBytes)
+    throw std::runtime_error(fmt::format("KV message standing for {} bytes also carries {}", header.modelled_bytes,
+                                         bytes.size() - kKvHeaderBytes));
   return header;
 }
 

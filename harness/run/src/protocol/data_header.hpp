@@ -36,13 +36,16 @@ DataHeader decode_header(std::span<const std::byte> bytes);
 // decode sink, followed by its zeros. A batch's pieces come in order on the
 // worker's one channel; the last one completes the batch.
 inline constexpr std::uint32_t kKvMagic = 0x43564b57;  // "WKVC"
-inline constexpr std::size_t kKvHeaderBytes = 20;
+inline constexpr std::size_t kKvHeaderBytes = 28;
 
 struct KvHeader {
   int worker = 0;
   int batch = 0;
   int piece = 0;
   int pieces = 1;
+  // > 0: a cache timed at its NVLink's rate, not sent (PrefillAssign::intra_host_bps):
+  // the header alone stands for this many bytes.
+  std::uint64_t modelled_bytes = 0;
 };
 
 std::array<std::byte, kKvHeaderBytes> encode_kv_header(const KvHeader& header);

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "wanlab/harness/experiment/fabric.hpp"
+
 namespace wanlab::harness {
 
 // The served model (Llama-2-70B by default; REFERENCES.md, splitwise-sim).
@@ -49,6 +51,11 @@ struct PrefillConfig {
   std::uint64_t ttft_slo_ns = 3'000'000'000;
   int max_batch_tokens = 8192;
   std::uint64_t guard_ns = 5'000'000;  // kept free before the next predicted training op
+  // A KV cache from a worker on its decode host itself goes to the decode
+  // GPUs inside the server (NVLink), not over the emulated network: per GPU of
+  // the worker's tp group, as [fabric]'s nvlink_rate. Real runs time it at
+  // tp x this x scale instead of sending its bytes through the box's CPU.
+  double intra_host_bps = Fabric{}.nvlink_bps;
   ServedModel model;
   // Prefill time of one worker (a GPU group of tp GPUs) against batched prompt
   // tokens, interpolated linearly (extrapolated from the last two points).

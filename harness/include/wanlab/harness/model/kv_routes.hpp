@@ -37,18 +37,19 @@ std::string decode_host_name(const emulator::Scenario& scenario, int dc);
 // BubbleTea: how each worker's KV caches reach the decode DC, one model for
 // both runners' admission (KvEstimate) and the simulator's transfers. A route
 // is the directed link to the decode DC ("" inside the DC, where the caches
-// of the DC's workers share its own link; free from the decode host itself,
-// over loopback), its delay, and the
+// of the DC's workers share its own link; "" too from the decode host
+// itself, each worker's own NVLink to the decode GPUs), its delay, and the
 // rate one transfer gets alone there (min(link rate x scale, streams x
 // per-stream ceiling x scale), as a training transfer; halved without
-// temporal sharing, where it shares the link with training). Caches on one
+// temporal sharing, where it shares the link with training; from the decode
+// host tp x [prefill] intra_host_rate x scale, no delay). Caches on one
 // route go one after the other: queue() records one, and estimate_ns()
 // counts what is still ahead of a new one.
 class KvRoutes {
  public:
   struct Route {
     std::string link;
-    int link_index = -1;  // src x DCs + dst across DCs, else -1
+    int link_index = -1;  // src x DCs + dst (src x DCs + src: a DC's own link); -1 from the decode host
     double rate_bps = 0;  // infinite: no wire time
     std::int64_t delay_ns = 0;
     // Of the link's time, what training's sends leave to caches (leave_to_training).
@@ -105,8 +106,7 @@ class KvRoutes {
   // sending to its arrival. Later estimates and queue times on that route
   // stretch the wire time by how much slower than the model caches went
   // (a moving average, never below 1): gate waits, sharing with training,
-  // the emulator's own overhead. On a route the model gives no wire time
-  // (loopback on a sink's host) they take the measured time per byte.
+  // the emulator's own overhead.
   void observe(int worker, std::uint64_t bytes, std::int64_t took_ns);
   double slowdown(int worker) const;
   // The real run: a cache arrived `late_ns` after admission predicted its
@@ -128,9 +128,8 @@ class KvRoutes {
   const Plan* plan_ = nullptr;
   int dcs_ = 0;
   bool temporal_sharing_ = false;
-  std::map<int, std::int64_t> free_at_;         // per link_index (-1 - worker inside a DC): when its queue empties
-  std::map<int, double> slowdown_;              // per the same key: measured / modelled wire time
-  std::map<int, double> unshaped_ns_per_byte_;  // per the same key, on a route with no modelled wire time: measured
+  std::map<int, std::int64_t> free_at_;  // per link_index (-1 - worker on its decode host): when its queue empties
+  std::map<int, double> slowdown_;       // per the same key: measured / modelled wire time
   std::map<int, std::vector<std::int64_t>> lateness_;  // per the same key: the last caches' lateness, oldest first
 };
 

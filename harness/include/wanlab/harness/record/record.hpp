@@ -54,7 +54,7 @@ struct TransferRecord {
   int op_index = 0;  // the sender's send op
   int peer = 0;
   int microbatch = -1;
-  std::uint64_t bytes = 0;  // as sent (scaled)
+  std::uint64_t bytes = 0;  // scaled; from the decode host timed at NVLink's rate, not sent
   std::int64_t queued_ns = 0;
   std::int64_t first_sent_ns = 0;
   std::int64_t last_sent_ns = 0;
@@ -96,7 +96,7 @@ struct KvTransfer {  // a batch's KV cache to the decode host
   int batch = 0;
   int worker = 0;           // whose GPU computed it
   std::string link;         // "east->europe"; empty when it stayed in the DC
-  std::uint64_t bytes = 0;  // as sent (scaled)
+  std::uint64_t bytes = 0;  // scaled; from the decode host timed at NVLink's rate, not sent
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;  // fully arrived at the decode host
   // What admission promised: the first token it predicted at placement, and

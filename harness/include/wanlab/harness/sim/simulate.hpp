@@ -61,7 +61,8 @@
 //   training_delay_ns stays 0 for every worker.
 // - KV cache, per finished batch, to the decode host (the first host of
 //   decode_dc, or of the worker's own DC with decode_dc = "local"). From that
-//   host itself: free (loopback). Inside the DC: link "", the intra-DC pair's
+//   host itself: bytes / (tp x [prefill] intra_host_rate x scale), its NVLink,
+//   one cache at a time per worker. Inside the DC: link "", the intra-DC pair's
 //   delay + bytes / rate, one cache at a time on the DC's link. Across DCs: rate = min(link
 //   rate x scale, streams x per-stream ceiling), as a training transfer gets
 //   alone. With temporal sharing it goes on the wire at the first time from

@@ -190,6 +190,10 @@ struct PrefillAssign {
   bool gated = false;
   std::uint64_t piece_bytes = 0;
   std::uint64_t max_kv_bytes = 0;
+  // From a worker on its decode host itself (not gated): the cache is not
+  // sent but timed at this rate (bits/s; the route's NVLink), then its header
+  // goes alone, standing for its bytes. 0: its bytes go over the channel.
+  std::uint64_t intra_host_bps = 0;
   // The GPU time prefill holds at once (the experiment's guard, at least
   // 1 ms): training that wants the GPU back waits at most this long.
   std::uint64_t step_ns = 0;

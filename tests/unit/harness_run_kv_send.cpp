@@ -1,0 +1,74 @@
+// How a prefill worker sends its KV caches (prefill/kv_order.hpp): in
+// placement order, in gated pieces over a link, and from the decode host
+// itself timed at its NVLink's rate with no bytes sent at all.
+#include <boost/test/unit_test.hpp>
+
+#include "prefill/kv_order.hpp"
+
+namespace rd = wanlab::harness::run_detail;
+namespace ctl = wanlab::harness::control;
+
+// A prefill worker's caches go in placement order (batch ids): a ready cache
+// waits for an earlier-placed one still in prefill, and no longer for one
+// whose prefill missed.
+BOOST_AUTO_TEST_CASE(a_worker_sends_its_caches_in_placement_order) {
+  rd::KvSendOrder order;
+  for (int batch : {3, 5, 8}) order.placed(batch);
+  order.ready(5, 500);
+  order.ready(8, 800);
+  BOOST_TEST(!order.can_take());  // 3 is still in prefill
+  BOOST_TEST(!order.take().has_value());
+  order.ready(3, 300);
+  BOOST_TEST_REQUIRE(order.can_take());
+  BOOST_TEST(order.take()->first == 3);
+  BOOST_TEST(order.take()->first == 5);
+  order.placed(9);
+  order.placed(11);
+  order.ready(11, 1100);
+  BOOST_TEST(order.take()->second == 800u);
+  BOOST_TEST(!order.can_take());  // 9 ahead of 11
+  order.dropped(9);               // its prefill missed
+  BOOST_TEST(order.take()->first == 11);
+  BOOST_TEST(!order.can_take());
+}
+
+// Across a gated link: pieces of piece_bytes, the last one the rest, never
+// larger than the cache; ungated, the whole cache at once.
+BOOST_AUTO_TEST_CASE(a_cache_on_a_link_goes_in_pieces_of_its_bytes) {
+  ctl::PrefillAssign gated;
+  gated.gated = true;
+  gated.piece_bytes = 1'000'000;
+  const rd::KvSendShape pieces = rd::kv_send_shape(gated, 2'500'000);
+  BOOST_TEST(pieces.piece_bytes == 1'000'000u);
+  BOOST_TEST(pieces.pieces == 3);
+  BOOST_TEST(pieces.timed_ns == 0);
+  BOOST_TEST(pieces.modelled_bytes == 0u);
+  BOOST_TEST(rd::kv_send_shape(gated, 300).piece_bytes == 300u);
+  BOOST_TEST(rd::kv_send_shape(gated, 300).pieces == 1);
+
+  ctl::PrefillAssign bulk;
+  bulk.piece_bytes = 1'000'000;  // ignored without a gate
+  const rd::KvSendShape whole = rd::kv_send_shape(bulk, 2'500'000);
+  BOOST_TEST(whole.piece_bytes == 2'500'000u);
+  BOOST_TEST(whole.pieces == 1);
+  BOOST_TEST(whole.modelled_bytes == 0u);
+}
+
+// On the decode host itself a cache is timed, not sent: 2.5 MB at
+// 36 Gbit/s (tp 1, 3600 Gbit/s NVLink at scale 0.01) is 0.556 ms of waiting
+// and one header standing for all of its bytes, no zeros on the channel.
+BOOST_AUTO_TEST_CASE(a_cache_on_its_decode_host_is_timed_not_sent) {
+  ctl::PrefillAssign local;
+  local.intra_host_bps = 36'000'000'000;
+  local.piece_bytes = 1'000'000;
+  const rd::KvSendShape shape = rd::kv_send_shape(local, 2'500'000);
+  BOOST_TEST(shape.piece_bytes == 0u);
+  BOOST_TEST(shape.pieces == 1);
+  BOOST_TEST(shape.modelled_bytes == 2'500'000u);
+  BOOST_TEST(shape.timed_ns == 555'556);
+  // 8 GiB of a long prompt's cache: seconds of waiting, still not a byte sent.
+  const rd::KvSendShape large = rd::kv_send_shape(local, 8ull << 30);
+  BOOST_TEST(large.piece_bytes == 0u);
+  BOOST_TEST(large.modelled_bytes == 8ull << 30);
+  BOOST_TEST(large.timed_ns == 1'908'874'354);
+}
