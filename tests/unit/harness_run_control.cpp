@@ -66,11 +66,19 @@ ctl::Report sample_report() {
   e.start_ns = 1'000'000'000'123;
   e.end_ns = 1'000'050'000'000;
   e.cross_dc = true;
-  report.events = {e};
+  Event compute;
+  compute.worker = 3;
+  compute.iteration = 2;
+  compute.op_index = 0;
+  compute.kind = OpKind::forward;
+  compute.microbatch = 0;
+  compute.start_ns = 999'000'000'000;
+  compute.end_ns = 1'000'000'000'000;
+  compute.gpu_wait_ns = 1234;
+  compute.wake_late_ns = 57'000;
+  report.events = {compute, e};
   report.arrivals = {{1, 5, 999, 900}};
-  report.delayed_ns = 1234;
   report.sends = {{1, 100, 200, 300, {{0, 600, 10, 80'123, 4'000'000'000u}, {3, 424, 12, 81'000, 0}}}};
-  report.wake_late_us = {0, 57, 2'000'000'000};
   return report;
 }
 
@@ -134,15 +142,17 @@ BOOST_AUTO_TEST_CASE(assign_round_trips) {
 
 BOOST_AUTO_TEST_CASE(report_and_small_messages_round_trip) {
   const auto report = std::get<ctl::Report>(round_trip(sample_report()));
-  BOOST_REQUIRE(report.events.size() == 1u);
-  BOOST_TEST(report.events[0].start_ns == 1'000'000'000'123);
-  BOOST_TEST(report.events[0].end_ns == 1'000'050'000'000);
-  BOOST_TEST(report.events[0].peer == 4);
+  BOOST_REQUIRE(report.events.size() == 2u);
+  BOOST_TEST(report.events[0].gpu_wait_ns == 1234);
+  BOOST_TEST(report.events[0].wake_late_ns == 57'000);
+  BOOST_TEST(report.events[1].start_ns == 1'000'000'000'123);
+  BOOST_TEST(report.events[1].end_ns == 1'000'050'000'000);
+  BOOST_TEST(report.events[1].peer == 4);
+  BOOST_TEST(report.events[1].gpu_wait_ns == 0);
   BOOST_REQUIRE(report.arrivals.size() == 1u);
   BOOST_TEST(report.arrivals[0].sender_op == 5);
   BOOST_TEST(report.arrivals[0].arrival_ns == 999);
   BOOST_TEST(report.arrivals[0].first_byte_ns == 900);
-  BOOST_TEST(report.delayed_ns == 1234);
   BOOST_REQUIRE(report.sends.size() == 1u);
   const ctl::SendRecord& send = report.sends[0];
   BOOST_TEST(send.op_index == 1);
@@ -155,7 +165,6 @@ BOOST_AUTO_TEST_CASE(report_and_small_messages_round_trip) {
   BOOST_TEST(send.streams[1].cwnd == 12u);
   BOOST_TEST(send.streams[0].srtt_us == 80'123u);
   BOOST_TEST(send.streams[0].retransmitted == 4'000'000'000u);
-  BOOST_TEST((report.wake_late_us == std::vector<int>{0, 57, 2'000'000'000}));
 
   BOOST_TEST(std::get<ctl::Hello>(round_trip(ctl::Hello{12, 4321})).pid == 4321);
   BOOST_TEST(std::get<ctl::Start>(round_trip(ctl::Start{9})).iteration == 9);
@@ -250,18 +259,18 @@ BOOST_AUTO_TEST_CASE(malformed_transfer_records_in_a_report_are_errors_that_say_
 
   // A stream count beyond the bytes that follow.
   auto inflated = body_of(ctl::encode(sample_report()));
-  // (The report ends with the streams, then wake_late_us: a count and three values.)
-  const std::size_t wake_bytes = 4 + 3 * 4;
-  const std::size_t streams_count_at = inflated.size() - wake_bytes - 2 * (4 + 8 + 4 + 4 + 4) - 4;
+  // (The report ends with the streams.)
+  const std::size_t streams_count_at = inflated.size() - 2 * (4 + 8 + 4 + 4 + 4) - 4;
   put_u32(inflated, streams_count_at, 1000);
-  BOOST_TEST(decode_error(inflated).find("send.streams says 1000 items, but only 64 bytes follow") !=
+  BOOST_TEST(decode_error(inflated).find("send.streams says 1000 items, but only 48 bytes follow") !=
              std::string::npos);
 
-  // A wake-up lateness below 0 is no figure.
-  auto early_wake = body_of(ctl::encode(sample_report()));
-  put_u32(early_wake, early_wake.size() - 4, 0xffffffffu);
-  BOOST_TEST(decode_error(early_wake).find("wake_late_us[] is -1, expected >= 0") != std::string::npos,
-             decode_error(early_wake));
+  // A wake-up lateness or GPU wait below 0 is no figure.
+  auto early_wake = sample_report();
+  early_wake.events[0].wake_late_ns = -1;
+  BOOST_TEST(decode_error(body_of(ctl::encode(early_wake)))
+                     .find("event waited 1234 ns for the GPU and woke -1 ns late, expected >= 0") != std::string::npos,
+             decode_error(body_of(ctl::encode(early_wake))));
 
   auto negative_stream = sample_report();
   negative_stream.sends[0].streams[0].stream = -2;
@@ -382,8 +391,9 @@ BOOST_AUTO_TEST_CASE(malformed_bubbletea_messages_are_errors_that_say_why) {
   BOOST_TEST(decode_error(body_of(ctl::encode(ctl::KvSent{1, 300, 200}))).find("malformed kv_sent frame") !=
              std::string::npos);
   auto negative_delay = sample_report();
-  negative_delay.delayed_ns = -5;
-  BOOST_TEST(decode_error(body_of(ctl::encode(negative_delay))).find("delayed_ns is -5") != std::string::npos);
+  negative_delay.events[0].gpu_wait_ns = -5;
+  BOOST_TEST(decode_error(body_of(ctl::encode(negative_delay))).find("event waited -5 ns for the GPU") !=
+             std::string::npos);
   auto negative_batch = body_of(ctl::encode(ctl::KvGateGrant{1, 2}));
   put_u32(negative_batch, 1, 0xfffffffe);
   BOOST_TEST(decode_error(negative_batch).find("malformed kv_gate_grant frame at byte 5: batch is -2") !=

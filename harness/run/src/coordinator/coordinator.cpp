@@ -394,21 +394,23 @@ class Coordinator {
       throw ctl::ControlError(
           fmt::format("report of iteration {} while iteration {} runs", report.iteration, current_iteration_));
     const int iteration = report.iteration;
-    const std::int64_t delayed_ns = report.delayed_ns;
-    add_wake_ups(*workers_[id].plan, report.wake_late_us);
+    std::int64_t gpu_wait_ns = 0;
+    for (const Event& e : report.events) gpu_wait_ns += e.gpu_wait_ns;
+    add_wake_ups(report.events);
     reports_.accept(id, *workers_[id].plan, std::move(report));
     workers_[id].reported = iteration;
-    if (prefill_) prefill_->add_training_delay(id, delayed_ns);
+    if (prefill_) prefill_->add_training_delay(id, gpu_wait_ns);
   }
 
   // The emulation's health: how late the worker's timers woke it after its
   // compute ops of one iteration, and the compute those ops planned.
-  void add_wake_ups(const WorkerPlan& plan, const std::vector<int>& wake_late_us) {
+  void add_wake_ups(const std::vector<Event>& events) {
     EmulationSamples& samples = record_.emulation ? *record_.emulation : record_.emulation.emplace();
-    for (const int late_us : wake_late_us) samples.wake_late_ns.push_back(std::int64_t{late_us} * 1000);
-    for (const Op& op : plan.ops)
-      if (op.kind == OpKind::forward || op.kind == OpKind::backward)
-        samples.compute_ns += static_cast<std::int64_t>(op.duration_ns);
+    for (const Event& e : events) {
+      if (e.kind != OpKind::forward && e.kind != OpKind::backward) continue;
+      samples.wake_late_ns.push_back(e.wake_late_ns);
+      samples.compute_ns += e.end_ns - e.start_ns;
+    }
   }
 
   void finish_iteration(int i, std::int64_t start) {

@@ -72,6 +72,8 @@ void fields(Wire& w, Is<Event> auto& e) {
   w.i64("event.start_ns", e.start_ns);
   w.i64("event.end_ns", e.end_ns);
   w.boolean("event.cross_dc", e.cross_dc);
+  w.i64("event.gpu_wait_ns", e.gpu_wait_ns);
+  w.i64("event.wake_late_ns", e.wake_late_ns);
 }
 
 template <typename Wire>
@@ -143,9 +145,7 @@ void fields(Wire& w, Is<Report> auto& m) {
   w.index("iteration", m.iteration);
   w.list("events", m.events);
   w.list("arrivals", m.arrivals);
-  w.i64("delayed_ns", m.delayed_ns);
   w.list("sends", m.sends);
-  w.indexes("wake_late_us", m.wake_late_us);
 }
 
 template <typename Wire>
@@ -253,6 +253,9 @@ void check(Reader&, const M&) {}
 
 inline void check(Reader& in, const Event& e) {
   if (e.end_ns < e.start_ns) in.fail(fmt::format("event ends ({}) before it starts ({})", e.end_ns, e.start_ns));
+  if (e.gpu_wait_ns < 0 || e.wake_late_ns < 0)
+    in.fail(fmt::format("event waited {} ns for the GPU and woke {} ns late, expected >= 0", e.gpu_wait_ns,
+                        e.wake_late_ns));
 }
 
 inline void check(Reader& in, const Arrival& a) {
@@ -268,10 +271,6 @@ inline void check(Reader& in, const SendRecord& s) {
   if (s.streams.size() > transport::kMaxConnections)
     in.fail(fmt::format("send.streams says {} streams, a channel has at most {}", s.streams.size(),
                         transport::kMaxConnections));
-}
-
-inline void check(Reader& in, const Report& m) {
-  if (m.delayed_ns < 0) in.fail(fmt::format("delayed_ns is {}, expected >= 0", m.delayed_ns));
 }
 
 inline void check(Reader& in, const PrefillAssign& m) {

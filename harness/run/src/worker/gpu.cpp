@@ -32,20 +32,20 @@ asio::awaitable<EmulatedGpu::Interval> EmulatedGpu::compute(asio::any_io_executo
                                                             std::string what, std::uint64_t hold_ns) {
   std::int64_t start = monotonic_ns();
   if (!busy_.empty()) start = std::max(start, busy_.back().end_ns);
+  std::int64_t delayed = 0;
   if (lease_) {
     const auto shared = lease_->reserve(start, duration_ns, run_detail::GpuOwner::training, hold_ns);
-    delayed_ns_ += shared.delayed_ns;
+    delayed = shared.delayed_ns;
+    delayed_ns_ += delayed;
     start = shared.start_ns;
   }
-  const Interval interval = reserve(start, duration_ns, std::move(what));
+  Interval interval = reserve(start, duration_ns, std::move(what));
+  interval.delayed_ns = delayed;
   // steady_clock is CLOCK_MONOTONIC on Linux, so the deadline is the planned end.
   asio::steady_timer timer(executor, std::chrono::steady_clock::time_point(std::chrono::nanoseconds(interval.end_ns)));
   std::error_code ec;
   co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-  if (!ec) {
-    const std::int64_t late_us = (monotonic_ns() - interval.end_ns) / 1000;
-    wake_late_us_.push_back(static_cast<int>(std::clamp<std::int64_t>(late_us, 0, std::numeric_limits<int>::max())));
-  }
+  if (!ec) interval.woke_late_ns = std::max<std::int64_t>(0, monotonic_ns() - interval.end_ns);
   co_return interval;
 }
 

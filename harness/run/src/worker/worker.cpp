@@ -205,7 +205,6 @@ class WorkerProcess {
     arrivals_.clear();
     announced_now_.clear();
     running_iteration_ = iteration;
-    const auto delayed_before = gpu_.delayed_ns();
     const auto& ops = assign_->plan.ops;
     for (std::size_t index = 0; index < ops.size(); ++index) {
       const Op& op = ops[index];
@@ -222,8 +221,7 @@ class WorkerProcess {
       }
     }
     co_await changed_.wait_for([&] { return sends_in_flight_ == 0; });
-    control_->post(ctl::Report{iteration, std::move(events_), std::move(arrivals_), gpu_.delayed_ns() - delayed_before,
-                               std::move(sends_), gpu_.take_wake_late_us()});
+    control_->post(ctl::Report{iteration, std::move(events_), std::move(arrivals_), std::move(sends_)});
     events_.clear();
     arrivals_.clear();
     sends_.clear();
@@ -250,7 +248,10 @@ class WorkerProcess {
     const std::string what = fmt::format("{}{}", op.kind == OpKind::forward ? "F" : "B", op.microbatch);
     const auto interval = co_await gpu_.compute(io_.get_executor(), op.duration_ns, what,
                                                 next_needs_gpu_soon(op_index) ? kComputeHoldNs : 0);
-    events_.push_back(event_of(iteration, op_index, op, interval.start_ns, interval.end_ns));
+    Event event = event_of(iteration, op_index, op, interval.start_ns, interval.end_ns);
+    event.gpu_wait_ns = interval.delayed_ns;
+    event.wake_late_ns = interval.woke_late_ns;
+    events_.push_back(std::move(event));
   }
 
   // Whether the op after `op_index` (sends run beside) is a compute or a

@@ -29,6 +29,11 @@ struct Event {
   std::int64_t start_ns = 0;  // since the run's origin
   std::int64_t end_ns = 0;
   bool cross_dc = false;
+  // Real runs, compute only: how long prefill holding the GPU put its start
+  // off, and how late after its end the worker's timer woke (the emulation's
+  // own lag: whatever follows starts that much later). 0 when simulated.
+  std::int64_t gpu_wait_ns = 0;
+  std::int64_t wake_late_ns = 0;
 };
 
 // One TCP stream's part in a transfer (real runs): the payload bytes it

@@ -149,12 +149,7 @@ struct Report {
   int iteration = 0;
   std::vector<Event> events;
   std::vector<Arrival> arrivals;
-  // Nanoseconds its compute started late because its prefill worker held the GPU.
-  std::int64_t delayed_ns = 0;
   std::vector<SendRecord> sends;  // its cross-DC send ops
-  // Per compute op of the iteration, in order: how many microseconds after
-  // its planned end the worker's timer woke it (EmulatedGpu::take_wake_late_us).
-  std::vector<int> wake_late_us;
 };
 struct Stop {};
 struct Failed {

@@ -31,6 +31,10 @@ class EmulatedGpu {
     std::int64_t start_ns = 0;
     std::int64_t end_ns = 0;
     std::string what;  // "F3", "B3", "prefill 12"
+    // compute() only: how long the other process's hold put the start off,
+    // and how late after the end the timer woke this process.
+    std::int64_t delayed_ns = 0;
+    std::int64_t woke_late_ns = 0;
   };
 
   // Reserves [start_ns, start_ns + duration_ns). Throws std::logic_error if it
@@ -51,10 +55,6 @@ class EmulatedGpu {
   // Nanoseconds compute() started later than asked because the other process
   // held the GPU (0 without a lease).
   std::int64_t delayed_ns() const { return delayed_ns_; }
-  // Per compute() since the last call, in order: how many microseconds after
-  // the planned end the timer woke this process (the emulation's own lag;
-  // whatever follows starts that much later).
-  std::vector<int> take_wake_late_us() { return std::exchange(wake_late_us_, {}); }
 
   const std::vector<Interval>& busy() const { return busy_; }
   // Busy nanoseconds inside [from_ns, to_ns).
@@ -68,7 +68,6 @@ class EmulatedGpu {
   std::vector<Interval> busy_;  // sorted by start, non-overlapping
   run_detail::GpuLease* lease_ = nullptr;
   std::int64_t delayed_ns_ = 0;
-  std::vector<int> wake_late_us_;
 };
 
 }  // namespace wanlab::harness
