@@ -74,7 +74,7 @@ void print_prefill_summary(const hs::RunRecord& record) {
     fmt::print("  KV  {:<22} {:>10.1f} MB in all\n", link, static_cast<double>(bytes) / 1e6);
   fmt::print(
       "  bubble prediction error: start p50 {:.1f} ms, p90 {:.1f} ms; length p50 {:.1f} ms, p90 {:.1f} ms; "
-      "training held up by prefill {:.3f} s\n",
+      "compute held up by prefill {:.3f} s in all workers\n",
       1e3 * p.prediction_start_error_p50_s, 1e3 * p.prediction_start_error_p90_s, 1e3 * p.prediction_length_error_p50_s,
       1e3 * p.prediction_length_error_p90_s, p.training_delay_s);
   for (const auto& note : record.prefill->notes) fmt::print("  note: {}\n", note);
@@ -111,6 +111,8 @@ void print_summary(const hs::RunRecord& record) {
   for (const auto& [link, bytes] : iterations.back().wan_bytes)
     fmt::print("  WAN {:<22} {:>10.1f} MB per iteration\n", link, static_cast<double>(bytes) / 1e6);
   print_transfers(record);
+  // The measured slowdown against the same plan simulated, and its causes along the critical path.
+  if (record.slowdown) fmt::print("  against its plan: {}\n", hs::describe(*record.slowdown));
   if (record.prefill) print_prefill_summary(record);
 }
 

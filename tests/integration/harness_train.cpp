@@ -323,6 +323,22 @@ BOOST_AUTO_TEST_CASE(a_two_dc_run_records_every_planned_event) {
   check_transfer_records(record, plan);
   check_emulation_samples(record, plan, 3);
 
+  // The slowdown against the same plan simulated: the run's own mean
+  // iteration, the simulator's, and causes that add up to their difference.
+  BOOST_TEST_REQUIRE(record.slowdown.has_value());
+  const hs::TrainingSlowdown& slowdown = *record.slowdown;
+  std::cout << "  against its plan: " << hs::describe(slowdown) << "\n";
+  BOOST_TEST(slowdown.iterations == 2);
+  BOOST_TEST(slowdown.iteration_s == hs::summarize_run(summaries).mean_iteration_s, boost::test_tools::tolerance(1e-9));
+  const hs::RunRecord planned_run =
+      hs::simulate(plan, scenario, hs::link_model_for(scenario, plan.experiment.scale), 3);
+  BOOST_TEST(slowdown.planned_s == hs::summarize_run(hs::summarize(planned_run)).mean_iteration_s,
+             boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(slowdown.causes.total_s() == slowdown.iteration_s - slowdown.planned_s,
+             boost::test_tools::tolerance(1e-6));
+  // No prefill: no compute waited for the GPU.
+  BOOST_TEST(slowdown.causes.gpu_held_s == 0.0);
+
   // Temporal sharing: on each directed WAN link, gated sends start in slot order.
   for (int iteration = 0; iteration < 3; ++iteration) {
     std::map<std::pair<int, int>, std::vector<std::pair<int, std::int64_t>>>

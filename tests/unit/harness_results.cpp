@@ -56,6 +56,7 @@ Results full_results() {
   samples.release_path = "nfqueue";
   samples.releaser = ReleaserLateness{1000, 40, 5, 3, 1, 0, 0, 1'200'000, 2};
   r.emulation = judge_emulation(samples);
+  r.slowdown = TrainingSlowdown{3, 2.68, 2.4, SlowdownCauses{0.05, 0.001, 0.01, 0.2, 0.019}};
   r.configuration = {
       {"schedule", "atlas"}, {"placement", "atlas"}, {"streams", 4}, {"temporal_sharing", false}, {"scale", 0.25}};
   r.plan = {{"workers", nlohmann::ordered_json::array()}};
@@ -118,6 +119,7 @@ BOOST_AUTO_TEST_CASE(top_level_fields_keep_their_names_and_order) {
                                           "iterations",
                                           "transfers",
                                           "emulation",
+                                          "slowdown",
                                           "configuration",
                                           "plan",
                                           "seed",

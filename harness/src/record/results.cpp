@@ -142,6 +142,7 @@ Results make_results(const RunRecord& record, const std::string& scenario_text) 
   if (record.prefill) results.prefill = prefill_results(record);
   results.transfers = summarize_transfers(record);
   if (record.emulation) results.emulation = judge_emulation(*record.emulation);
+  results.slowdown = record.slowdown;
   results.configuration = configuration_json(experiment);
   results.plan = plan_json(record.plan);
   results.seed = experiment.seed;

@@ -92,6 +92,30 @@ Json emulation_json(const EmulationHealth& h) {
   return json;
 }
 
+Json slowdown_json(const TrainingSlowdown& s) {
+  const SlowdownCauses& c = s.causes;
+  return {{"iterations", s.iterations},
+          {"iteration_s", s.iteration_s},
+          {"planned_iteration_s", s.planned_s},
+          {"causes_s",
+           {{"gpu_held_by_prefill", c.gpu_held_s},
+            {"late_wake_ups", c.wake_ups_s},
+            {"link_gate", c.link_gate_s},
+            {"transfers", c.transfers_s},
+            {"other", c.other_s}}}};
+}
+
+TrainingSlowdown slowdown_from(const Fields& fields) {
+  TrainingSlowdown s;
+  s.iterations = fields.whole<int>("iterations");
+  s.iteration_s = fields.number("iteration_s");
+  s.planned_s = fields.number("planned_iteration_s");
+  const Fields c = fields.object("causes_s");
+  s.causes = {c.number("gpu_held_by_prefill"), c.number("late_wake_ups"), c.number("link_gate"), c.number("transfers"),
+              c.number("other")};
+  return s;
+}
+
 Json prefill_json(const PrefillResults& prefill) {
   const PrefillSummary& s = prefill.summary;
   Json json = Json::object();
@@ -384,6 +408,7 @@ Json to_json(const Results& r) {
   for (const IterationSummary& summary : r.iterations) iterations.push_back(iteration_json(summary));
   root["transfers"] = transfers_json(r.transfers);
   if (r.emulation) root["emulation"] = emulation_json(*r.emulation);
+  if (r.slowdown) root["slowdown"] = slowdown_json(*r.slowdown);
   root["configuration"] = r.configuration;
   root["plan"] = r.plan;
   root["seed"] = r.seed;
@@ -408,6 +433,7 @@ Results results_from_json(std::string_view text, const std::string& label) {
   r.iterations = each_object(fields, "iterations", iteration_from);
   r.transfers = transfers_from(fields);
   if (fields.has("emulation")) r.emulation = detail::emulation_from(fields.object("emulation"));
+  if (fields.has("slowdown")) r.slowdown = slowdown_from(fields.object("slowdown"));
   r.configuration = fields.object("configuration").json();
   r.plan = fields.object("plan").json();
   r.seed = fields.whole<std::uint64_t>("seed");

@@ -501,10 +501,17 @@ RunRecord run_plan(const Plan& plan, const emulator::Scenario& scenario, const e
   Coordinator coordinator(plan, scenario, testbed, options);
   RunRecord record = coordinator.run();
   health.finish(record.emulation ? *record.emulation : record.emulation.emplace());
-  // The same plan's transfers as the simulator moves them, for results.json.
-  record.simulated_transfers =
-      simulate_training(plan, scenario, link_model_for(scenario, plan.experiment.scale), plan.experiment.iterations)
-          .transfers;
+  // The same plan as the simulator runs it: its transfers for results.json,
+  // and its iterations, against which the run's slowdown is attributed.
+  RunRecord planned =
+      simulate_training(plan, scenario, link_model_for(scenario, plan.experiment.scale), plan.experiment.iterations);
+  try {
+    record.slowdown = attribute_slowdown(record, planned);
+  } catch (const std::invalid_argument& error) {
+    // A record the walk cannot follow gets no slowdown rather than no results.
+    if (options.log) options.log(fmt::format("no slowdown against the plan: {}", error.what()));
+  }
+  record.simulated_transfers = std::move(planned.transfers);
   return record;
 }
 

@@ -10,6 +10,7 @@
 
 #include "wanlab/harness/bubbletea/bubbles.hpp"
 #include "wanlab/harness/record/health.hpp"
+#include "wanlab/harness/record/slowdown.hpp"
 #include "wanlab/harness/plan/plan.hpp"
 
 namespace wanlab::harness {
@@ -153,6 +154,8 @@ struct RunRecord {
   std::vector<TransferRecord> simulated_transfers;
   // A real run: what it measured about its own emulation (none when simulated).
   std::optional<EmulationSamples> emulation;
+  // A real run: its iterations against the same plan simulated, and why they differ.
+  std::optional<TrainingSlowdown> slowdown;
 };
 
 std::vector<IterationSummary> summarize(const RunRecord& record);

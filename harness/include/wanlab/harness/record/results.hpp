@@ -47,8 +47,9 @@ struct Results {
   RunSummary run;              // the means
   std::optional<PrefillResults> prefill;
   std::vector<IterationSummary> iterations;
-  std::vector<LinkTransfers> transfers;  // per WAN link
+  std::vector<LinkTransfers> transfers;      // per WAN link
   std::optional<EmulationHealth> emulation;  // real runs: whether the emulation kept up
+  std::optional<TrainingSlowdown> slowdown;  // real runs: against the plan, and why
   // The experiment and the plan as they ran: echoes of the inputs, kept as
   // JSON (configuration: every experiment key; plan: sizes, stage DCs, workers).
   nlohmann::ordered_json configuration = nlohmann::ordered_json::object();
