@@ -6,10 +6,12 @@
 #
 #   bench/harness/bubbletea-general.sh                  seeds 1-10 (real runs need root; about 20-30 minutes on 2 cores)
 #   N=20 SEED=101 bench/harness/bubbletea-general.sh    seeds 101-120
+#   SEEDS="1 6 9" bench/harness/bubbletea-general.sh    these seeds
 #   SIMULATE_ONLY=1 bench/harness/bubbletea-general.sh  the simulator only (seconds, no root)
 #
 # Environment: WANLAB (default build/cli/wanlab), OUT (default
 # bench/results/bubbletea/general-DATE), N (10), SEED (the first seed, 1),
+# SEEDS (a list instead of N from SEED),
 # MAX_WORKERS (16: pp x dp at most, what two cores carry).
 set -euo pipefail
 
@@ -20,6 +22,7 @@ export SIMULATE_ONLY=${SIMULATE_ONLY:-0}
 OUT=${OUT:-$root/bench/results/bubbletea/general-$(date +%Y%m%d-%H%M%S)}
 N=${N:-10}
 SEED=${SEED:-1}
+SEEDS=${SEEDS:-$(seq "$SEED" $((SEED + N - 1)))}
 
 [ -x "$WANLAB" ] || { echo "bubbletea-general.sh: $WANLAB is not built (set WANLAB=...)" >&2; exit 2; }
 if [ "$SIMULATE_ONLY" != 1 ] && [ "$(id -u)" != 0 ]; then
@@ -27,6 +30,7 @@ if [ "$SIMULATE_ONLY" != 1 ] && [ "$(id -u)" != 0 ]; then
   exit 2
 fi
 mkdir -p "$OUT"
-echo "results in $OUT; seeds $SEED-$((SEED + N - 1)); $(uptime)"
-python3 "$here/bubbletea_general.py" "$OUT" $(seq "$SEED" $((SEED + N - 1))) | tee "$OUT/general.md"
+echo "results in $OUT; seeds ${SEEDS//$'\n'/ }; $(uptime)"
+# shellcheck disable=SC2086  # one argument per seed
+python3 "$here/bubbletea_general.py" "$OUT" $SEEDS | tee "$OUT/general.md"
 echo "done; $(uptime)"

@@ -743,6 +743,34 @@ BOOST_AUTO_TEST_CASE(local_decode_routes_stay_in_the_workers_dc) {
       BOOST_TEST(shared.route(static_cast<int>(w)).share == 1.0);  // NVLink: no link to share
 }
 
+// A cache that came late raises its route's estimates by its lateness for
+// one TTFT SLO, then no more: a route refused every request gets no cache to
+// learn from, and must not stay refused for the rest of the run.
+BOOST_AUTO_TEST_CASE(a_late_cache_raises_its_routes_estimates_for_one_slo) {
+  Experiment e = experiment("schedule = \"atlas\"\nplacement = [\"a\", \"a\", \"c\", \"c\"]", 4, 2, 8, 100, 200);
+  enable_prefill(e);
+  e.prefill.decode_dc = "local";
+  auto scenario = three_dcs();
+  Plan plan = make_plan(e, scenario);
+  KvRoutes routes(plan, scenario, harness_test::steady_links(scenario));
+  std::vector<int> second_host;
+  for (std::size_t w = 0; w < plan.workers.size(); ++w)
+    if (plan.workers[w].worker.host == "a-1") second_host.push_back(static_cast<int>(w));
+  BOOST_REQUIRE(second_host.size() >= 2u);
+  const std::uint64_t bytes = 12'500'000;  // 10 ms at 10 Gbit/s
+  const std::int64_t slo = static_cast<std::int64_t>(e.prefill.ttft_slo_ns);
+  const std::int64_t alone = routes.estimate_ns(second_host[0], bytes, 0);
+  routes.observe_lateness(second_host[0], 2'000 * kMs, 1'000 * kMs);  // at 1 s, 2 s late
+  BOOST_TEST(routes.margin_ns(second_host[0], 1'500 * kMs) == 2'000 * kMs);
+  BOOST_TEST(routes.estimate_ns(second_host[1], bytes, 1'500 * kMs) == alone + 2'000 * kMs);  // one route
+  BOOST_TEST(routes.margin_ns(second_host[0], 1'000 * kMs + slo) == 2'000 * kMs);
+  BOOST_TEST(routes.margin_ns(second_host[0], 1'000 * kMs + slo + 1) == 0);
+  BOOST_TEST(routes.estimate_ns(second_host[0], bytes, 1'000 * kMs + slo + 1) == alone);
+  // An early cache is no margin.
+  routes.observe_lateness(second_host[0], -5 * kMs, 5'000 * kMs);
+  BOOST_TEST(routes.margin_ns(second_host[0], 5'000 * kMs) == 0);
+}
+
 // Worker 0 holds stage 0 in a; the decode DC is b, 10 ms and 1 Gbit/s away.
 // 1F1B has no temporal sharing, so a KV cache gets half the link: 0.5 Gbit/s.
 BOOST_AUTO_TEST_CASE(estimates_count_delay_wire_time_the_queue_and_what_was_measured) {

@@ -315,13 +315,32 @@ BOOST_AUTO_TEST_CASE(csv_has_a_line_per_run_under_the_documented_columns) {
              "utilization,bubble,wan_mb_per_iteration,utilization_with_prefill,prefill_tokens_per_s,ttft_p50_s,"
              "ttft_p99_s,served,rejected,failed,training_delay_s,ttft_slo_s,served_over_slo,"
              "served_over_slo_first_iteration,emulation_kept_up,wake_late_share,wake_late_p99_ms,cpu_busy_mean,"
-             "cpu_saturated_share,releaser_late_share");
-  BOOST_TEST(lines[1] == "runs/plain,atlas-3dc,podman,1f1b,\"east,west\",1,true,0.5,2,2,0.25,0.75,4,,,,,,,,,,,,,,,,,");
+             "cpu_saturated_share,releaser_late_share,planned_iteration_s,slowdown_transfers_s,slowdown_link_gate_s,"
+             "slowdown_gpu_held_s,slowdown_wake_ups_s,slowdown_other_s");
+  BOOST_TEST(lines[1] ==
+             "runs/plain,atlas-3dc,podman,1f1b,\"east,west\",1,true,0.5,2,2,0.25,0.75,4,,,,,,,,,,,,,,,,,,,,,,,");
   // Over the SLO of 3 s: the requests of 4 and 5 s; of them, the one that
   // arrived before the first iteration's end (2 s).
   BOOST_TEST(lines[2] ==
              "runs/bt,atlas-3dc,podman,atlas,\"east,west\",8,true,0.5,2,1.5,0.3,0.7,4,0.9,1000.25,3,4.97,4,1,0,0.125,3,"
-             "2,1,,,,,,");
+             "2,1,,,,,,,,,,,,");
+}
+
+// A real run's slowdown against its plan: a line of the table ("-" for a
+// simulated run) and its planned iteration and causes in the CSV.
+BOOST_AUTO_TEST_CASE(the_slowdown_against_the_plan_is_shown_per_run) {
+  Results real = results(2.0, 0.25, "atlas", 1);
+  real.slowdown = TrainingSlowdown{1, 2.0, 1.6, SlowdownCauses{0.25, 0.0, 0.05, 0.125, -0.025}};
+  const std::vector<ResultRow> rows{parse_result(text(real), "real"),
+                                    parse_result(text(results(1.6, 0.3, "atlas", 1)), "simulated")};
+  BOOST_TEST_REQUIRE(rows[0].slowdown.has_value());
+  BOOST_TEST((*rows[0].slowdown == *real.slowdown));
+  BOOST_TEST(!rows[1].slowdown.has_value());
+  const std::string table = compare_table(rows);
+  BOOST_TEST((cells(table, "vs its plan") == std::vector<std::string>{"+25.0%", "-"}), table);
+  const std::vector<std::string> lines = lines_of(compare_csv(rows));
+  BOOST_TEST(lines.at(1).ends_with(",1.6,0.125,0.05,0.25,0,-0.025"), lines.at(1));
+  BOOST_TEST(lines.at(2).ends_with(",,,,,,"), lines.at(2));
 }
 
 // A real run says whether its emulation kept up: a line of the table, a note
@@ -347,9 +366,9 @@ BOOST_AUTO_TEST_CASE(the_emulation_verdict_is_shown_per_run) {
   BOOST_TEST(table.find("kept: ") == std::string::npos, table);
   const std::vector<std::string> lines = lines_of(compare_csv(rows));
   // kept_up, wake_late_share, wake_late_p99_ms, cpu_busy_mean, cpu_saturated_share, releaser_late_share
-  BOOST_TEST(lines.at(1).ends_with(",true,0.0001,0.1,0,0,"), lines.at(1));
-  BOOST_TEST(lines.at(2).ends_with(",false,0.1,100,0,0,"), lines.at(2));
-  BOOST_TEST(lines.at(3).ends_with(",,,,,,"), lines.at(3));
+  BOOST_TEST(lines.at(1).ends_with(",true,0.0001,0.1,0,0,,,,,,,"), lines.at(1));
+  BOOST_TEST(lines.at(2).ends_with(",false,0.1,100,0,0,,,,,,,"), lines.at(2));
+  BOOST_TEST(lines.at(3).ends_with(",,,,,,,,,,,,"), lines.at(3));
 }
 
 BOOST_AUTO_TEST_CASE(csv_numbers_read_back_the_same_and_text_cannot_split_a_line) {

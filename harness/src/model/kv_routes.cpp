@@ -44,7 +44,10 @@ std::string decode_host_name(const emulator::Scenario& scenario, int dc) {
 }
 
 KvRoutes::KvRoutes(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model)
-    : plan_(&plan), dcs_(static_cast<int>(scenario.dcs.size())), temporal_sharing_(plan.experiment.temporal_sharing) {
+    : plan_(&plan),
+      dcs_(static_cast<int>(scenario.dcs.size())),
+      temporal_sharing_(plan.experiment.temporal_sharing),
+      lateness_horizon_ns_(static_cast<std::int64_t>(plan.experiment.prefill.ttft_slo_ns)) {
   const Experiment& experiment = plan.experiment;
   const int dcs = dcs_;
   for (const WorkerPlan& worker_plan : plan.workers) {
@@ -145,22 +148,25 @@ std::int64_t KvRoutes::estimate_ns(int worker, std::uint64_t bytes, std::int64_t
   const Route& r = route(worker);
   const auto queued = free_at_.find(queue_key(r, worker));
   const std::int64_t backlog = queued == free_at_.end() ? 0 : std::max<std::int64_t>(0, queued->second - now_ns);
-  return r.delay_ns + wire_ns(worker, bytes) + backlog + margin_ns(worker);
+  return r.delay_ns + wire_ns(worker, bytes) + backlog + margin_ns(worker, now_ns);
 }
 
-void KvRoutes::observe_lateness(int worker, std::int64_t late_ns) {
+void KvRoutes::observe_lateness(int worker, std::int64_t late_ns, std::int64_t now_ns) {
   // Against the estimate without the margin (the prediction had it, about as
   // it is now): measured with it, a margin that worked would learn itself away.
-  const std::int64_t without_margin = late_ns + margin_ns(worker);
-  std::vector<std::int64_t>& samples = lateness_[queue_key(route(worker), worker)];
-  samples.push_back(without_margin);
+  const std::int64_t without_margin = late_ns + margin_ns(worker, now_ns);
+  std::vector<Lateness>& samples = lateness_[queue_key(route(worker), worker)];
+  samples.push_back({now_ns, without_margin});
   if (samples.size() > kLatenessSamples) samples.erase(samples.begin());
 }
 
-std::int64_t KvRoutes::margin_ns(int worker) const {
+std::int64_t KvRoutes::margin_ns(int worker, std::int64_t now_ns) const {
   const auto it = lateness_.find(queue_key(route(worker), worker));
-  if (it == lateness_.end() || it->second.empty()) return 0;
-  return std::max<std::int64_t>(0, *std::max_element(it->second.begin(), it->second.end()));
+  if (it == lateness_.end()) return 0;
+  std::int64_t margin = 0;
+  for (const Lateness& sample : it->second)
+    if (sample.at_ns >= now_ns - lateness_horizon_ns_) margin = std::max(margin, sample.late_ns);
+  return margin;
 }
 
 void KvRoutes::queue(int worker, std::int64_t ready_ns, std::uint64_t bytes) {

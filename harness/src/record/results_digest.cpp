@@ -84,6 +84,16 @@ constexpr Member kDigestMembers[] = {
     {"/emulation/releaser/over_10ms", Role::keep},
     {"/emulation/releaser/max_ns", Role::keep},
     {"/emulation/releaser/dropped", Role::keep},
+    {"/slowdown", Role::keep},
+    {"/slowdown/iterations", Role::keep},
+    {"/slowdown/iteration_s", Role::keep},
+    {"/slowdown/planned_iteration_s", Role::keep},
+    {"/slowdown/causes_s", Role::keep},
+    {"/slowdown/causes_s/gpu_held_by_prefill", Role::keep},
+    {"/slowdown/causes_s/late_wake_ups", Role::keep},
+    {"/slowdown/causes_s/link_gate", Role::keep},
+    {"/slowdown/causes_s/transfers", Role::keep},
+    {"/slowdown/causes_s/other", Role::keep},
 };
 
 // The SAX events of nlohmann's parser, kept where compare reads and dropped
@@ -113,6 +123,7 @@ class DigestReader final : public nlohmann::json_sax<Json> {
       digest.emulation_verdict = emulation.text("verdict");
       digest.emulation = detail::emulation_figures(emulation);
     }
+    if (fields.has("slowdown")) digest.slowdown = detail::slowdown_from(fields.object("slowdown"));
     if (digest.prefill) {
       fields.object("prefill").array("request_outcomes");  // there, and an array: its rows were read
       digest.served = std::move(served_);

@@ -115,6 +115,7 @@ class Fields {
 // requests served, rejected and failed, TTFT p50 and p99, training delay.
 PrefillSummary prefill_shown(const Fields& prefill);
 EmulationHealth emulation_from(const Fields& emulation);
+TrainingSlowdown slowdown_from(const Fields& slowdown);
 EmulationFigures emulation_figures(const Fields& emulation);
 // mean_iteration_s, mean_gpu_utilization and mean_bubble_fraction.
 void read_shown_means(const Fields& root, RunSummary& run);

@@ -105,17 +105,6 @@ Json slowdown_json(const TrainingSlowdown& s) {
             {"other", c.other_s}}}};
 }
 
-TrainingSlowdown slowdown_from(const Fields& fields) {
-  TrainingSlowdown s;
-  s.iterations = fields.whole<int>("iterations");
-  s.iteration_s = fields.number("iteration_s");
-  s.planned_s = fields.number("planned_iteration_s");
-  const Fields c = fields.object("causes_s");
-  s.causes = {c.number("gpu_held_by_prefill"), c.number("late_wake_ups"), c.number("link_gate"), c.number("transfers"),
-              c.number("other")};
-  return s;
-}
-
 Json prefill_json(const PrefillResults& prefill) {
   const PrefillSummary& s = prefill.summary;
   Json json = Json::object();
@@ -258,6 +247,17 @@ ReleaserLateness releaser_from(const Fields& r) {
   // Written since the release queue's drops were counted; 0 in older files.
   if (r.has("dropped")) lateness.dropped = r.whole<std::uint64_t>("dropped");
   return lateness;
+}
+
+TrainingSlowdown slowdown_from(const Fields& fields) {
+  TrainingSlowdown s;
+  s.iterations = fields.whole<int>("iterations");
+  s.iteration_s = fields.number("iteration_s");
+  s.planned_s = fields.number("planned_iteration_s");
+  const Fields c = fields.object("causes_s");
+  s.causes = {c.number("gpu_held_by_prefill"), c.number("late_wake_ups"), c.number("link_gate"), c.number("transfers"),
+              c.number("other")};
+  return s;
 }
 
 EmulationHealth emulation_from(const Fields& fields) {
@@ -433,7 +433,7 @@ Results results_from_json(std::string_view text, const std::string& label) {
   r.iterations = each_object(fields, "iterations", iteration_from);
   r.transfers = transfers_from(fields);
   if (fields.has("emulation")) r.emulation = detail::emulation_from(fields.object("emulation"));
-  if (fields.has("slowdown")) r.slowdown = slowdown_from(fields.object("slowdown"));
+  if (fields.has("slowdown")) r.slowdown = detail::slowdown_from(fields.object("slowdown"));
   r.configuration = fields.object("configuration").json();
   r.plan = fields.object("plan").json();
   r.seed = fields.whole<std::uint64_t>("seed");

@@ -93,6 +93,10 @@ std::vector<Line> training_lines(const std::vector<ResultRow>& rows) {
       line("scale", rows, [](const ResultRow& r) { return fmt::format("{:g}", r.scale); }),
       line("iterations", rows, [](const ResultRow& r) { return std::to_string(r.iterations); }),
       line("iteration (s)", rows, [](const ResultRow& r) { return fmt::format("{:.3f}", r.iteration_s); }),
+      line("vs its plan", rows,
+           [](const ResultRow& r) {
+             return r.slowdown ? fmt::format("{:+.1f}%", 100 * (r.slowdown->ratio() - 1)) : std::string("-");
+           }),
       line("speedup", rows,
            [&](const ResultRow& r) { return fmt::format("{:.2f}x", r.iteration_s > 0 ? first / r.iteration_s : 0); }),
       line("GPU utilization", rows, [](const ResultRow& r) { return percent(r.utilization); }),
@@ -166,7 +170,8 @@ std::string notes(const std::vector<ResultRow>& rows) {
         "utilization + prefill: training and prefill; prefill tokens/s: prompt tokens prefilled per second; "
         "training delay: training compute held up by prefill\n";
   for (const ResultRow& row : rows)
-    if (row.emulation_kept_up == false) out += shown(row.label) + ": " + base::escaped(row.emulation_verdict, 400) + "\n";
+    if (row.emulation_kept_up == false)
+      out += shown(row.label) + ": " + base::escaped(row.emulation_verdict, 400) + "\n";
   return out;
 }
 
@@ -215,6 +220,7 @@ ResultRow result_row(const ResultsDigest& results, const std::string& label) {
   row.emulation_kept_up = results.emulation_kept_up;
   row.emulation_verdict = results.emulation_verdict;
   row.emulation = results.emulation;
+  row.slowdown = results.slowdown;
   return row;
 }
 

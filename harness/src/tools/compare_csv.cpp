@@ -41,11 +41,17 @@ Column emulation(std::string_view name, std::function<std::string(const Emulatio
   return {name, [cell = std::move(cell)](const ResultRow& r) { return r.emulation_kept_up ? cell(r.emulation) : ""; }};
 }
 
+// A slowdown column: empty for a simulated result.
+Column slowdown(std::string_view name, std::function<double(const TrainingSlowdown&)> cell) {
+  return {name, [cell = std::move(cell)](const ResultRow& r) { return r.slowdown ? number(cell(*r.slowdown)) : ""; }};
+}
+
 // The columns, in order: what docs/REPORTS.md lists.
 const std::vector<Column>& columns() {
   using R = const ResultRow&;
   using P = const PrefillColumns&;
   using E = const EmulationFigures&;
+  using S = const TrainingSlowdown&;
   static const std::vector<Column> table = {
       {"label", [](R r) { return text_cell(r.label); }},
       {"experiment", [](R r) { return text_cell(r.experiment); }},
@@ -78,6 +84,12 @@ const std::vector<Column>& columns() {
       emulation("cpu_busy_mean", [](E e) { return number(e.cpu_mean); }),
       emulation("cpu_saturated_share", [](E e) { return number(e.cpu_saturated_share); }),
       emulation("releaser_late_share", [](E e) { return number(e.releaser_late_share); }),
+      slowdown("planned_iteration_s", [](S s) { return s.planned_s; }),
+      slowdown("slowdown_transfers_s", [](S s) { return s.causes.transfers_s; }),
+      slowdown("slowdown_link_gate_s", [](S s) { return s.causes.link_gate_s; }),
+      slowdown("slowdown_gpu_held_s", [](S s) { return s.causes.gpu_held_s; }),
+      slowdown("slowdown_wake_ups_s", [](S s) { return s.causes.wake_ups_s; }),
+      slowdown("slowdown_other_s", [](S s) { return s.causes.other_s; }),
   };
   return table;
 }

@@ -159,7 +159,8 @@ void PrefillService::kv_done(BatchState& b, const ctl::KvArrived& arrived) {
   // Admission's next estimates on this route learn how long caches really
   // take, and how late they came against its prediction.
   if (timed) kv_routes_->observe(arrived.worker, arrived.bytes, arrived.at_ns - start);
-  kv_routes_->observe_lateness(arrived.worker, arrived.at_ns - origin_ns_ - b.batch.predicted_first_token_ns);
+  kv_routes_->observe_lateness(arrived.worker, arrived.at_ns - origin_ns_ - b.batch.predicted_first_token_ns,
+                               arrived.at_ns - origin_ns_);
   if (!b.over) {  // else failed meanwhile: its requests stay failed
     b.over = true;
     for (int id : b.batch.requests) {

@@ -110,15 +110,20 @@ class KvRoutes {
   void observe(int worker, std::uint64_t bytes, std::int64_t took_ns);
   double slowdown(int worker) const;
   // The real run: a cache arrived `late_ns` after admission predicted its
-  // first token (negative: early). Estimates on the route then add the
-  // largest of its last kLatenessSamples such figures, when positive: a
-  // moving average of the wire time is short half the time, and a TTFT SLO
-  // bounds the slowest requests (bubbletea-3dc-local, 2026-11-23: without it
-  // TTFT p99 was 1.12-1.24x the SLO; with the p90 of the samples 12-23 of
-  // about 280 served requests came late, with the largest 1-10, at the same
-  // utilization).
-  void observe_lateness(int worker, std::int64_t late_ns);
-  std::int64_t margin_ns(int worker) const;
+  // first token (negative: early), at `now_ns`. Estimates on the route then
+  // add the largest of its last kLatenessSamples such figures from the last
+  // TTFT SLO, when positive: a moving average of the wire time is short half
+  // the time, and a TTFT SLO bounds the slowest requests (bubbletea-3dc-local,
+  // 2026-11-23: without it TTFT p99 was 1.12-1.24x the SLO; with the p90 of
+  // the samples 12-23 of about 280 served requests came late, with the
+  // largest 1-10, at the same utilization). Samples expire after one SLO: a
+  // route whose margin once rose past what the SLO allows is refused every
+  // request, gets no cache to learn from, and kept that margin for good
+  // (bench/harness/bubbletea-general.sh seed 6, 2026-11-27: caches 1-3 s
+  // late behind slipped prefills locked 8 of 9 workers out from 60 s into a
+  // 230 s run; 16% utilization with prefill against 70% simulated).
+  void observe_lateness(int worker, std::int64_t late_ns, std::int64_t now_ns);
+  std::int64_t margin_ns(int worker, std::int64_t now_ns) const;
   static constexpr std::size_t kLatenessSamples = 20;
 
  private:
@@ -130,7 +135,12 @@ class KvRoutes {
   bool temporal_sharing_ = false;
   std::map<int, std::int64_t> free_at_;  // per link_index (-1 - worker on its decode host): when its queue empties
   std::map<int, double> slowdown_;       // per the same key: measured / modelled wire time
-  std::map<int, std::vector<std::int64_t>> lateness_;  // per the same key: the last caches' lateness, oldest first
+  struct Lateness {
+    std::int64_t at_ns = 0;
+    std::int64_t late_ns = 0;
+  };
+  std::map<int, std::vector<Lateness>> lateness_;  // per the same key: the last caches' lateness, oldest first
+  std::int64_t lateness_horizon_ns_ = 0;           // the TTFT SLO
 };
 
 }  // namespace wanlab::harness

@@ -133,6 +133,7 @@ struct ResultsDigest {
   std::optional<bool> emulation_kept_up;
   std::string emulation_verdict;
   EmulationFigures emulation;
+  std::optional<TrainingSlowdown> slowdown;  // real runs: against the plan, by cause
 };
 // Throws ResultsError like results_from_json ("LABEL.iterations[2].wan_bytes: ...").
 ResultsDigest results_digest_from_json(std::string_view text, const std::string& label);

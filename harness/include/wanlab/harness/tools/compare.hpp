@@ -42,14 +42,15 @@ struct ResultRow {
   bool temporal_sharing = false;
   double scale = 1;
   int iterations = 0;
-  double iteration_s = 0;                 // mean_iteration_s
-  double utilization = 0;                 // mean_gpu_utilization
-  double bubble = 0;                      // mean_bubble_fraction
-  double wan_bytes_per_iteration = 0;     // summed over links, mean over iterations (as sent, scaled)
-  std::optional<PrefillColumns> prefill;  // runs with [prefill] enabled
-  std::optional<bool> emulation_kept_up;  // real runs: whether the emulation kept up
-  std::string emulation_verdict;          // and the line that says so
-  EmulationFigures emulation;             // and what it rests on
+  double iteration_s = 0;                    // mean_iteration_s
+  double utilization = 0;                    // mean_gpu_utilization
+  double bubble = 0;                         // mean_bubble_fraction
+  double wan_bytes_per_iteration = 0;        // summed over links, mean over iterations (as sent, scaled)
+  std::optional<PrefillColumns> prefill;     // runs with [prefill] enabled
+  std::optional<bool> emulation_kept_up;     // real runs: whether the emulation kept up
+  std::string emulation_verdict;             // and the line that says so
+  EmulationFigures emulation;                // and what it rests on
+  std::optional<TrainingSlowdown> slowdown;  // real runs: against the same plan simulated, by cause
 };
 
 ResultRow result_row(const ResultsDigest& results, const std::string& label);
