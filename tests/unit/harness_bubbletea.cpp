@@ -673,14 +673,27 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(kv_routes)
 
+// Atlas on a, a, c, c with two hosts per DC, decode in each worker's own DC.
+Experiment local_decode_experiment() {
+  Experiment e = experiment("schedule = \"atlas\"\nplacement = [\"a\", \"a\", \"c\", \"c\"]", 4, 2, 8, 100, 200);
+  enable_prefill(e);
+  e.prefill.decode_dc = "local";
+  return e;
+}
+
+std::vector<int> workers_on(const Plan& plan, const std::string& host) {
+  std::vector<int> ids;
+  for (std::size_t w = 0; w < plan.workers.size(); ++w)
+    if (plan.workers[w].worker.host == host) ids.push_back(static_cast<int>(w));
+  return ids;
+}
+
 // Atlas on a, a, c, c with two hosts per DC: with decode_dc = "local" the
 // workers on a DC's first host (its decode host) send over their own NVLink
 // (tp x [prefill] intra_host_rate x scale, no delay, a queue each), the
 // others over their DC's own link (10 Gbit/s, 50 us), which they share.
 BOOST_AUTO_TEST_CASE(local_decode_routes_stay_in_the_workers_dc) {
-  Experiment e = experiment("schedule = \"atlas\"\nplacement = [\"a\", \"a\", \"c\", \"c\"]", 4, 2, 8, 100, 200);
-  enable_prefill(e);
-  e.prefill.decode_dc = "local";
+  const Experiment e = local_decode_experiment();
   auto scenario = three_dcs();
   Plan plan = make_plan(e, scenario);
   KvRoutes routes(plan, scenario, harness_test::steady_links(scenario));  // the link's rate, no frame overhead
@@ -707,17 +720,13 @@ BOOST_AUTO_TEST_CASE(local_decode_routes_stay_in_the_workers_dc) {
   BOOST_TEST(on_host > 0);
   BOOST_TEST(on_dc_link > 0);
   // Two workers on a's second host: a cache of one waits for the other's.
-  std::vector<int> second_host;
-  for (std::size_t w = 0; w < plan.workers.size(); ++w)
-    if (plan.workers[w].worker.host == "a-1") second_host.push_back(static_cast<int>(w));
+  const std::vector<int> second_host = workers_on(plan, "a-1");
   BOOST_REQUIRE(second_host.size() >= 2u);
   const std::uint64_t bytes = 12'500'000;  // 10 ms at 10 Gbit/s
   routes.queue(second_host[0], 0, bytes);
   BOOST_TEST(routes.estimate_ns(second_host[1], bytes, 0) == 50'000 + 20 * kMs);
   // Two workers on a's decode host: each has its own NVLink, so neither waits for the other.
-  std::vector<int> decode_host;
-  for (std::size_t w = 0; w < plan.workers.size(); ++w)
-    if (plan.workers[w].worker.host == "a-0") decode_host.push_back(static_cast<int>(w));
+  const std::vector<int> decode_host = workers_on(plan, "a-0");
   BOOST_REQUIRE(decode_host.size() >= 2u);
   const auto nvlink_ns = routes.route(decode_host[0]).wire_ns(bytes);
   BOOST_TEST(nvlink_ns == std::llround(bytes * 8e9 / (e.parallel.tp * 3600e9 * e.scale)));
@@ -747,15 +756,11 @@ BOOST_AUTO_TEST_CASE(local_decode_routes_stay_in_the_workers_dc) {
 // one TTFT SLO, then no more: a route refused every request gets no cache to
 // learn from, and must not stay refused for the rest of the run.
 BOOST_AUTO_TEST_CASE(a_late_cache_raises_its_routes_estimates_for_one_slo) {
-  Experiment e = experiment("schedule = \"atlas\"\nplacement = [\"a\", \"a\", \"c\", \"c\"]", 4, 2, 8, 100, 200);
-  enable_prefill(e);
-  e.prefill.decode_dc = "local";
+  const Experiment e = local_decode_experiment();
   auto scenario = three_dcs();
   Plan plan = make_plan(e, scenario);
   KvRoutes routes(plan, scenario, harness_test::steady_links(scenario));
-  std::vector<int> second_host;
-  for (std::size_t w = 0; w < plan.workers.size(); ++w)
-    if (plan.workers[w].worker.host == "a-1") second_host.push_back(static_cast<int>(w));
+  const std::vector<int> second_host = workers_on(plan, "a-1");
   BOOST_REQUIRE(second_host.size() >= 2u);
   const std::uint64_t bytes = 12'500'000;  // 10 ms at 10 Gbit/s
   const std::int64_t slo = static_cast<std::int64_t>(e.prefill.ttft_slo_ns);
