@@ -20,17 +20,33 @@ namespace {
 
 bool is_compute(const Event& e) { return e.kind == OpKind::forward || e.kind == OpKind::backward; }
 
+// A record's events and transfers per iteration, sorted out once: a long run
+// has millions of events, and each iteration's view needs only its own.
+struct ByIteration {
+  std::vector<std::vector<const Event*>> events;
+  std::vector<std::vector<const TransferRecord*>> transfers;
+
+  explicit ByIteration(const RunRecord& record)
+      : events(record.iteration_start_ns.size()), transfers(record.iteration_start_ns.size()) {
+    for (const Event& e : record.events)
+      if (e.iteration >= 0 && static_cast<std::size_t>(e.iteration) < events.size()) events[e.iteration].push_back(&e);
+    for (const TransferRecord& t : record.transfers)
+      if (t.iteration >= 0 && static_cast<std::size_t>(t.iteration) < transfers.size())
+        transfers[t.iteration].push_back(&t);
+  }
+};
+
 // One iteration of one record: its events by worker and op, its cross-DC
 // transfers by sender and op, and where each worker moved on from each op.
 class IterationView {
  public:
-  IterationView(const RunRecord& record, int iteration)
+  IterationView(const RunRecord& record, const ByIteration& by_iteration, int iteration)
       : start_ns_(record.iteration_start_ns.at(static_cast<std::size_t>(iteration))),
         end_ns_(record.iteration_end_ns.at(static_cast<std::size_t>(iteration))) {
     ops_.resize(record.plan.workers.size());
     for (std::size_t w = 0; w < ops_.size(); ++w) ops_[w].assign(record.plan.workers[w].ops.size(), nullptr);
-    for (const Event& e : record.events) {
-      if (e.iteration != iteration) continue;
+    for (const Event* event : by_iteration.events.at(static_cast<std::size_t>(iteration))) {
+      const Event& e = *event;
       if (e.worker < 0 || static_cast<std::size_t>(e.worker) >= ops_.size() || e.op_index < 0 ||
           static_cast<std::size_t>(e.op_index) >= ops_[static_cast<std::size_t>(e.worker)].size())
         throw std::invalid_argument(fmt::format("event of worker {} op {} is not in the plan", e.worker, e.op_index));
@@ -38,8 +54,8 @@ class IterationView {
       ++events_;
       if (e.kind == OpKind::send) sends_[{e.worker, e.peer, e.microbatch}] = &e;
     }
-    for (const TransferRecord& t : record.transfers)
-      if (t.iteration == iteration) transfers_[{t.worker, t.op_index}] = &t;
+    for (const TransferRecord* t : by_iteration.transfers.at(static_cast<std::size_t>(iteration)))
+      transfers_[{t->worker, t->op_index}] = t;
   }
 
   std::int64_t start_ns() const { return start_ns_; }
@@ -129,7 +145,7 @@ void attribute_gap(const IterationView& real, const Event& e, CausesNs& causes) 
 
 // Walks iteration `i`'s critical path back from its last event; returns the
 // path's excess over the planned length of its pieces, by cause.
-CausesNs walk_critical_path(const IterationView& real, const IterationView& planned, const Plan& plan) {
+CausesNs walk_critical_path(const IterationView& real, const IterationView& planned) {
   CausesNs causes;
   const Event* cur = &real.last();
   causes.other += real.end_ns() - cur->end_ns;
@@ -151,18 +167,12 @@ CausesNs walk_critical_path(const IterationView& real, const IterationView& plan
       causes.link_gate += gate - planned_gate;
       causes.transfers += wire - planned_wire;
     } else {
-      const std::int64_t took = e.end_ns - e.start_ns;
-      if (e.kind == OpKind::allreduce) {
-        const Event& p = planned.event(e.worker, e.op_index);
-        causes.transfers += took - (p.end_ns - p.start_ns);
-      } else if (is_compute(e)) {
-        causes.other +=
-            took -
-            static_cast<std::int64_t>(
-                plan.workers[static_cast<std::size_t>(e.worker)].ops[static_cast<std::size_t>(e.op_index)].duration_ns);
-      } else {
-        causes.other += took;  // a receive whose message was there: ~0
-      }
+      // Against the same op planned: an all-reduce's excess is its ring's
+      // transfers; a compute op's (its planned length) or a receive's whose
+      // message was there (~0) is other.
+      const Event& p = planned.event(e.worker, e.op_index);
+      const std::int64_t excess = (e.end_ns - e.start_ns) - (p.end_ns - p.start_ns);
+      (e.kind == OpKind::allreduce ? causes.transfers : causes.other) += excess;
       attribute_gap(real, e, causes);
     }
     const int p = real.previous(e.worker, e.op_index);
@@ -195,12 +205,13 @@ TrainingSlowdown attribute_slowdown(const RunRecord& real, const RunRecord& plan
   const int first = detail::skipped_iterations(iterations);
   CausesNs sum;
   std::int64_t real_ns = 0, planned_ns = 0;
+  const ByIteration real_events(real), planned_events(planned);
   for (int i = first; i < iterations; ++i) {
-    const IterationView real_view(real, i);
-    const IterationView planned_view(planned, i);
+    const IterationView real_view(real, real_events, i);
+    const IterationView planned_view(planned, planned_events, i);
     const std::int64_t took = real_view.end_ns() - real_view.start_ns();
     const std::int64_t plan_took = planned_view.end_ns() - planned_view.start_ns();
-    CausesNs causes = walk_critical_path(real_view, planned_view, real.plan);
+    CausesNs causes = walk_critical_path(real_view, planned_view);
     // This path's planned length against the plan's iteration: the rest.
     causes.other += (took - plan_took) - causes.total();
     sum.gpu_held += causes.gpu_held;
