@@ -190,14 +190,13 @@ BOOST_AUTO_TEST_CASE(set_drops_overridden_changes_and_keeps_the_settings_of_all)
 }
 
 BOOST_AUTO_TEST_CASE(events_change_links_on_time_and_host_settings_apply) {
-  Testbed bed(std::string(kTwoDc) + R"(
-[[event]]
-at = "1500ms"
-between = ["east", "west"]
-delay = "5ms"
-)");
+  // Late enough that the first probes end before it: under TCG ten probes
+  // took more than 1.5 s once, and measured the link after the event.
+  const auto event_at = test::under_tcg() ? 6000ms : 1500ms;
+  Testbed bed(std::string(kTwoDc) + "\n[[event]]\nat = \"" + std::to_string(event_at.count()) +
+              "ms\"\nbetween = [\"east\", \"west\"]\ndelay = \"5ms\"\n");
   BOOST_TEST(median_rtt(bed, "east-0", "west-0", 10) > 39.0);
-  std::this_thread::sleep_for(1500ms);
+  std::this_thread::sleep_for(event_at);
   const double after = median_rtt(bed, "east-0", "west-0", 10);
   BOOST_TEST(after >= 10.0);
   BOOST_TEST(after <= test::rtt_upper_ms(10.0));
