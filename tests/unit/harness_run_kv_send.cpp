@@ -32,6 +32,21 @@ BOOST_AUTO_TEST_CASE(a_worker_sends_its_caches_in_placement_order) {
   BOOST_TEST(!order.can_take());
 }
 
+// On a shared route a ready cache goes ahead of an earlier-placed one whose
+// prefill has not ended only where that one still arrives by its deadline
+// behind it: from its predicted prefill end, or from when the ready one is
+// done if that is later (times in ms).
+BOOST_AUTO_TEST_CASE(a_ready_cache_goes_ahead_only_where_the_earlier_one_keeps_its_deadline) {
+  constexpr std::int64_t ms = 1'000'000;
+  // Ready at 100, delay 10, wire 200, margin 50: arrives at 360 if it starts on time.
+  const rd::EarlierCache earlier{100 * ms, 10 * ms, 200 * ms, 50 * ms, 400 * ms};
+  BOOST_TEST(rd::may_go_ahead(0, 100 * ms, earlier));        // done at 100: it starts on time
+  BOOST_TEST(rd::may_go_ahead(0, 140 * ms, earlier));        // done at 140: it arrives at 400, its deadline
+  BOOST_TEST(!rd::may_go_ahead(0, 141 * ms, earlier));       // 1 ms past it
+  BOOST_TEST(!rd::may_go_ahead(150 * ms, 1, earlier));       // its prefill ran late: no room left for another first
+  BOOST_TEST(rd::may_go_ahead(130 * ms, 10 * ms, earlier));  // late, but 10 ms still fit
+}
+
 // Across a gated link: pieces of piece_bytes, the last one the rest, never
 // larger than the cache; ungated, the whole cache at once.
 BOOST_AUTO_TEST_CASE(a_cache_on_a_link_goes_in_pieces_of_its_bytes) {

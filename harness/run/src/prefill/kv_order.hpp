@@ -38,6 +38,25 @@ inline KvSendShape kv_send_shape(const control::PrefillAssign& assign, std::uint
   return {piece, static_cast<int>(std::max<std::uint64_t>(1, (bytes + piece - 1) / piece)), 0, 0};
 }
 
+// A cache placed earlier on a shared route whose prefill has not ended, as
+// the gate sees it (times on one clock).
+struct EarlierCache {
+  std::int64_t predicted_ready_ns = 0;  // its prefill's predicted end
+  std::int64_t delay_ns = 0;            // the route's
+  std::int64_t wire_ns = 0;             // its bytes at the route's learned rate
+  std::int64_t margin_ns = 0;           // the route's lateness margin (KvRoutes::margin_ns)
+  std::int64_t deadline_ns = 0;         // its batch's TTFT deadline
+};
+
+// Whether a ready cache that holds the route for `own_wire_ns` from `now_ns`
+// may go ahead of `earlier`: only if that one still arrives by its deadline
+// behind it, from its predicted prefill end or from when this one is done,
+// whichever is later.
+inline bool may_go_ahead(std::int64_t now_ns, std::int64_t own_wire_ns, const EarlierCache& earlier) {
+  const std::int64_t starts = std::max(now_ns + own_wire_ns, earlier.predicted_ready_ns);
+  return starts + earlier.delay_ns + earlier.wire_ns + earlier.margin_ns <= earlier.deadline_ns;
+}
+
 class KvSendOrder {
  public:
   // A batch whose KV this worker will send, in placement order.

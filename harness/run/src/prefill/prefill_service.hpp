@@ -150,7 +150,8 @@ class PrefillService {
   std::int64_t batch_deadline(const Batch& batch);
   int fail_batches(const std::function<bool(const BatchState&)>& which, const std::string& reason);
   void grant_kv();
-  bool kv_turn(int worker, int batch, int piece) const;
+  bool kv_turn(int worker, int batch, int piece);
+  bool kv_requested(int batch) const;  // its first piece waits for the gate
   asio::awaitable<void> wake_kv(std::string link, std::int64_t at_ns);
   std::uint64_t piece_bytes(int worker, double seconds) const;
 

@@ -125,10 +125,11 @@ class KvRoutes {
   void observe_lateness(int worker, std::int64_t late_ns, std::int64_t now_ns);
   std::int64_t margin_ns(int worker, std::int64_t now_ns) const;
   static constexpr std::size_t kLatenessSamples = 20;
+  // A cache's wire time on `worker`'s route, stretched by slowdown(): what
+  // estimates and queue times count for it.
+  std::int64_t wire_ns(int worker, std::uint64_t bytes) const;
 
  private:
-  std::int64_t wire_ns(int worker, std::uint64_t bytes) const;  // the route's, stretched by slowdown
-
   std::vector<Route> routes_;  // per worker
   const Plan* plan_ = nullptr;
   int dcs_ = 0;
