@@ -67,15 +67,16 @@ case "$what" in
   demo)
     echo "== demo: three DCs"
     "$build/cli/wanlab" demo scenarios/three-dc.toml
-    # The harness's job in short: the same model on the same three DCs, three
-    # iterations each, as 1F1B, Atlas, and Atlas with BubbleTea's prefill.
-    echo "== demo: training across the three DCs (1F1B, Atlas, Atlas + BubbleTea; 3 iterations each)"
-    experiment=scenarios/experiments/bubbletea-3dc.toml
+    # The harness's job in short: one model on the same three DCs, three
+    # iterations each, as 1F1B, Atlas, and Atlas with BubbleTea's prefill in
+    # the bubbles. Each run ends with its emulation verdict.
+    echo "== demo: training a 34B model across the DCs (1F1B, Atlas, Atlas + BubbleTea; 3 iterations each)"
+    experiment=scenarios/experiments/bubbletea-3dc-busy.toml
     out=results/demo
     rm -rf "$out"
-    "$build/cli/wanlab" train "$experiment" --iterations 3 --quiet --pipeline 1f1b --prefill off --out "$out/1f1b"
-    "$build/cli/wanlab" train "$experiment" --iterations 3 --quiet --prefill off --out "$out/atlas"
-    "$build/cli/wanlab" train "$experiment" --iterations 3 --quiet --out "$out/atlas+bubbletea"
+    "$build/cli/wanlab" train "$experiment" --quiet --pipeline 1f1b --prefill off --out "$out/1f1b"
+    "$build/cli/wanlab" train "$experiment" --quiet --prefill off --out "$out/atlas"
+    "$build/cli/wanlab" train "$experiment" --quiet --out "$out/atlas+bubbletea"
     echo "== demo: the three runs side by side"
     "$build/cli/wanlab" compare "$out/1f1b" "$out/atlas" "$out/atlas+bubbletea"
     echo "timeline of Atlas + BubbleTea (prefill in yellow): $out/atlas+bubbletea/timeline.svg" ;;
