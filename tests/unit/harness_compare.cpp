@@ -330,7 +330,7 @@ BOOST_AUTO_TEST_CASE(csv_has_a_line_per_run_under_the_documented_columns) {
 // simulated run) and its planned iteration and causes in the CSV.
 BOOST_AUTO_TEST_CASE(the_slowdown_against_the_plan_is_shown_per_run) {
   Results real = results(2.0, 0.25, "atlas", 1);
-  real.slowdown = TrainingSlowdown{1, 2.0, 1.6, SlowdownCauses{0.25, 0.0, 0.05, 0.125, -0.025}};
+  real.slowdown = TrainingSlowdown{1, 2.0, 1.6, SlowdownCauses{0.25, 0.0, 0.05, 0.125, -0.025}, OpStartLateness{}};
   const std::vector<ResultRow> rows{parse_result(text(real), "real"),
                                     parse_result(text(results(1.6, 0.3, "atlas", 1)), "simulated")};
   BOOST_TEST_REQUIRE(rows[0].slowdown.has_value());

@@ -56,7 +56,8 @@ Results full_results() {
   samples.release_path = "nfqueue";
   samples.releaser = ReleaserLateness{1000, 40, 5, 3, 1, 0, 0, 1'200'000, 2};
   r.emulation = judge_emulation(samples);
-  r.slowdown = TrainingSlowdown{3, 2.68, 2.4, SlowdownCauses{0.05, 0.001, 0.01, 0.2, 0.019}};
+  r.slowdown = TrainingSlowdown{3, 2.68, 2.4, SlowdownCauses{0.05, 0.001, 0.01, 0.2, 0.019},
+                                OpStartLateness{96, 1.5, 180.25, 240.5}};
   r.configuration = {
       {"schedule", "atlas"}, {"placement", "atlas"}, {"streams", 4}, {"temporal_sharing", false}, {"scale", 0.25}};
   r.plan = {{"workers", nlohmann::ordered_json::array()}};

@@ -80,6 +80,7 @@ BOOST_AUTO_TEST_CASE(a_run_that_kept_its_plan_has_no_slowdown) {
   BOOST_TEST(s.iteration_s == 0.025, boost::test_tools::tolerance(1e-12));
   BOOST_TEST(s.planned_s == 0.025, boost::test_tools::tolerance(1e-12));
   BOOST_TEST((s.causes == SlowdownCauses{}));
+  BOOST_TEST((s.op_start_late == OpStartLateness{8, 0, 0, 0}));
   BOOST_TEST(describe(s) == "iteration 0.025 s against 0.025 s planned (+0.0%)");
 }
 
@@ -96,7 +97,13 @@ BOOST_AUTO_TEST_CASE(each_delay_lands_on_its_cause) {
   BOOST_TEST(s.iteration_s == 0.029, boost::test_tools::tolerance(1e-12));
   BOOST_TEST(s.causes.gpu_held_s == 0.004, boost::test_tools::tolerance(1e-12));
   BOOST_TEST(s.causes.total_s() == s.iteration_s - s.planned_s, boost::test_tools::tolerance(1e-12));
-  BOOST_TEST(describe(s) == "iteration 0.029 s against 0.025 s planned (+16.0%): prefill held the GPU +0.004 s");
+  BOOST_TEST(describe(s) ==
+             "iteration 0.029 s against 0.025 s planned (+16.0%): prefill held the GPU +0.004 s; ops started p50 "
+             "+0.0 ms, p99 +4.0 ms late");
+  // Of the 8 ops of the two iterations measured, worker 1's F0 started 4 ms late in each.
+  BOOST_TEST(s.op_start_late.ops == 8u);
+  BOOST_TEST(s.op_start_late.p50_ms == 0.0);
+  BOOST_TEST(s.op_start_late.max_ms == 4.0, boost::test_tools::tolerance(1e-12));
 
   // The message waits 3 ms for its link (the gate), then takes 2 ms longer on the wire.
   RunRecord slow = planned();
@@ -107,6 +114,7 @@ BOOST_AUTO_TEST_CASE(each_delay_lands_on_its_cause) {
   BOOST_TEST(s.causes.transfers_s == 0.002, boost::test_tools::tolerance(1e-12));
   BOOST_TEST(s.causes.gpu_held_s == 0.0);
   BOOST_TEST(s.causes.other_s == 0.0, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(s.op_start_late.max_ms == 5.0, boost::test_tools::tolerance(1e-12));  // F0 on worker 1, after the message
 
   // Worker 1 starts F0 2 ms after the message arrived, for no recorded reason (dispatch: other).
   RunRecord late = planned();

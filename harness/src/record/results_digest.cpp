@@ -94,6 +94,11 @@ constexpr Member kDigestMembers[] = {
     {"/slowdown/causes_s/link_gate", Role::keep},
     {"/slowdown/causes_s/transfers", Role::keep},
     {"/slowdown/causes_s/other", Role::keep},
+    {"/slowdown/op_start_late_ms", Role::keep},
+    {"/slowdown/op_start_late_ms/ops", Role::keep},
+    {"/slowdown/op_start_late_ms/p50", Role::keep},
+    {"/slowdown/op_start_late_ms/p99", Role::keep},
+    {"/slowdown/op_start_late_ms/max", Role::keep},
 };
 
 // The SAX events of nlohmann's parser, kept where compare reads and dropped

@@ -102,7 +102,12 @@ Json slowdown_json(const TrainingSlowdown& s) {
             {"late_wake_ups", c.wake_ups_s},
             {"link_gate", c.link_gate_s},
             {"transfers", c.transfers_s},
-            {"other", c.other_s}}}};
+            {"other", c.other_s}}},
+          {"op_start_late_ms",
+           {{"ops", s.op_start_late.ops},
+            {"p50", s.op_start_late.p50_ms},
+            {"p99", s.op_start_late.p99_ms},
+            {"max", s.op_start_late.max_ms}}}};
 }
 
 Json prefill_json(const PrefillResults& prefill) {
@@ -257,6 +262,10 @@ TrainingSlowdown slowdown_from(const Fields& fields) {
   const Fields c = fields.object("causes_s");
   s.causes = {c.number("gpu_held_by_prefill"), c.number("late_wake_ups"), c.number("link_gate"), c.number("transfers"),
               c.number("other")};
+  if (fields.has("op_start_late_ms")) {  // absent from files written before it was measured
+    const Fields o = fields.object("op_start_late_ms");
+    s.op_start_late = {o.whole<std::size_t>("ops"), o.number("p50"), o.number("p99"), o.number("max")};
+  }
   return s;
 }
 

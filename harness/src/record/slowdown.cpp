@@ -182,6 +182,30 @@ CausesNs walk_critical_path(const IterationView& real, const IterationView& plan
   return causes;
 }
 
+// Each event's start from its iteration's start, against the same op planned.
+void collect_start_lateness(const IterationView& real, const IterationView& planned,
+                            const std::vector<const Event*>& events, std::vector<std::int64_t>& late) {
+  for (const Event* e : events) {
+    const Event& p = planned.event(e->worker, e->op_index);
+    late.push_back((e->start_ns - real.start_ns()) - (p.start_ns - planned.start_ns()));
+  }
+}
+
+OpStartLateness start_lateness(std::vector<std::int64_t> late) {
+  OpStartLateness o;
+  o.ops = late.size();
+  if (late.empty()) return o;
+  std::sort(late.begin(), late.end());
+  const auto at = [&](double q) {
+    const auto i = static_cast<std::size_t>(q * static_cast<double>(late.size() - 1) + 0.5);
+    return static_cast<double>(late[std::min(i, late.size() - 1)]) / 1e6;
+  };
+  o.p50_ms = at(0.50);
+  o.p99_ms = at(0.99);
+  o.max_ms = static_cast<double>(late.back()) / 1e6;
+  return o;
+}
+
 void check_same_plan(const RunRecord& real, const RunRecord& planned) {
   if (real.plan.workers.size() != planned.plan.workers.size())
     throw std::invalid_argument(
@@ -206,9 +230,11 @@ TrainingSlowdown attribute_slowdown(const RunRecord& real, const RunRecord& plan
   CausesNs sum;
   std::int64_t real_ns = 0, planned_ns = 0;
   const ByIteration real_events(real), planned_events(planned);
+  std::vector<std::int64_t> start_late;
   for (int i = first; i < iterations; ++i) {
     const IterationView real_view(real, real_events, i);
     const IterationView planned_view(planned, planned_events, i);
+    collect_start_lateness(real_view, planned_view, real_events.events.at(static_cast<std::size_t>(i)), start_late);
     const std::int64_t took = real_view.end_ns() - real_view.start_ns();
     const std::int64_t plan_took = planned_view.end_ns() - planned_view.start_ns();
     CausesNs causes = walk_critical_path(real_view, planned_view);
@@ -230,6 +256,7 @@ TrainingSlowdown attribute_slowdown(const RunRecord& real, const RunRecord& plan
       static_cast<double>(sum.gpu_held) / per_iteration, static_cast<double>(sum.wake_ups) / per_iteration,
       static_cast<double>(sum.link_gate) / per_iteration, static_cast<double>(sum.transfers) / per_iteration,
       static_cast<double>(sum.other) / per_iteration};
+  slowdown.op_start_late = start_lateness(std::move(start_late));
   return slowdown;
 }
 
@@ -247,7 +274,11 @@ std::string describe(const TrainingSlowdown& slowdown) {
   std::string parts;
   for (const auto& [seconds, name] : causes)
     if (std::abs(seconds) >= 0.0005) parts += fmt::format("{}{} {:+.3f} s", parts.empty() ? "" : ", ", name, seconds);
-  return parts.empty() ? text : text + ": " + parts;
+  if (!parts.empty()) text += ": " + parts;
+  const OpStartLateness& o = slowdown.op_start_late;
+  if (o.ops > 0 && (o.p99_ms >= 0.5 || o.p99_ms <= -0.5))
+    text += fmt::format("; ops started p50 {:+.1f} ms, p99 {:+.1f} ms late", o.p50_ms, o.p99_ms);
+  return text;
 }
 
 }  // namespace wanlab::harness

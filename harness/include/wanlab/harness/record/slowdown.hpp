@@ -22,6 +22,7 @@
 // measured slowdown, with nothing left out.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 namespace wanlab::harness {
@@ -38,12 +39,24 @@ struct SlowdownCauses {
   bool operator==(const SlowdownCauses&) const = default;
 };
 
+// Every op of those iterations: how much later than planned it started,
+// each measured from its own iteration's start (negative: earlier). Not a
+// cause of its own: where ops drift, and how far.
+struct OpStartLateness {
+  std::size_t ops = 0;
+  double p50_ms = 0;
+  double p99_ms = 0;
+  double max_ms = 0;
+  bool operator==(const OpStartLateness&) const = default;
+};
+
 // Means per iteration over the iterations summarize_run uses.
 struct TrainingSlowdown {
   int iterations = 0;
   double iteration_s = 0;  // measured
   double planned_s = 0;    // simulated, same plan
   SlowdownCauses causes;   // add up to iteration_s - planned_s
+  OpStartLateness op_start_late;
   double ratio() const { return planned_s > 0 ? iteration_s / planned_s : 0; }
   bool operator==(const TrainingSlowdown&) const = default;
 };
@@ -53,8 +66,9 @@ struct TrainingSlowdown {
 // two records are not of one plan.
 TrainingSlowdown attribute_slowdown(const RunRecord& real, const RunRecord& planned);
 
-// "iteration 2.68 s against 2.40 s planned (+11.7%): transfers +0.20 s, ..."
-// (causes of at least 0.5 ms, largest first).
+// "iteration 2.68 s against 2.40 s planned (+11.7%): transfers +0.20 s, ...;
+// ops started p50 +1.2 ms, p99 +180.0 ms late" (causes of at least 0.5 ms,
+// largest first).
 std::string describe(const TrainingSlowdown& slowdown);
 
 }  // namespace wanlab::harness
