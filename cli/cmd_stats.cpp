@@ -105,6 +105,18 @@ nlohmann::json to_json(const std::string& testbed, const std::vector<PairRow>& r
   if (releaser) {
     nlohmann::json& counters = out["releaser"] = nlohmann::json::object();
     for (const auto& [key, value] : em::releaser_counters(*releaser)) counters[std::string(key)] = value;
+    nlohmann::json& by_pair = counters["pairs"] = nlohmann::json::array();
+    for (const em::ReleaserStats::Pair& pair : releaser->pairs)
+      by_pair.push_back({{"from", pair.from},
+                         {"to", pair.to},
+                         {"packets", pair.packets},
+                         {"late_max_ns", pair.late_max_ns},
+                         {"late_over_10us", pair.late_over_10us},
+                         {"late_over_100us", pair.late_over_100us},
+                         {"late_over_300us", pair.late_over_300us},
+                         {"late_over_1ms", pair.late_over_1ms},
+                         {"late_over_3ms", pair.late_over_3ms},
+                         {"late_over_10ms", pair.late_over_10ms}});
   }
   return out;
 }

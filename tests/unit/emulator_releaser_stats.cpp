@@ -34,7 +34,8 @@ std::string error_reading(const Scratch& scratch, const std::string& text) {
 BOOST_AUTO_TEST_CASE(stats_written_are_read_back) {
   Scratch scratch("releaser-stats");
   const std::string path = (scratch.dir / "releaser.toml").string();
-  const em::ReleaserStats stats{123456789, 17, 9'000'000'000'000ull, 250'000, 40, 6, 5, 3, 2, 1, 7, 8};
+  em::ReleaserStats stats{{123456789, 250'000, 40, 6, 5, 3, 2, 1}, 17, 9'000'000'000'000ull, 7, 8, {}};
+  stats.pairs = {{{1000, 250'000, 40, 6, 5, 3, 2, 1}, "east", "west"}, {{7, 90'000, 2, 0, 0, 0, 0, 0}, "west", "east"}};
   em::write_releaser_stats(path, stats);
   BOOST_TEST((em::read_releaser_stats(path) == stats));
   BOOST_TEST((em::read_releaser_stats_if_present(path) == stats));
@@ -57,6 +58,15 @@ BOOST_AUTO_TEST_CASE(the_kernel_counts_of_a_queue_are_read_from_its_line) {
   BOOST_TEST(!em::nfqueue_drops("", 0).has_value());
 }
 
+// Only the pairs that had a verdict are written.
+BOOST_AUTO_TEST_CASE(pairs_without_verdicts_are_left_out) {
+  em::ReleaserStats stats;
+  stats.pairs = {{{}, "east", "east"}, {{3, 20'000, 1, 0, 0, 0, 0, 0}, "east", "west"}};
+  const std::string text = em::format_releaser_stats(stats);
+  BOOST_TEST(text.find("from = 'east'\nto = 'west'") != std::string::npos, text);
+  BOOST_TEST(text.find("to = 'east'") == std::string::npos, text);
+}
+
 BOOST_AUTO_TEST_CASE(a_corrupt_file_is_one_line_naming_the_key) {
   Scratch scratch("releaser-stats");
   const std::string good = em::format_releaser_stats({});
@@ -64,11 +74,14 @@ BOOST_AUTO_TEST_CASE(a_corrupt_file_is_one_line_naming_the_key) {
     std::string text;
     std::string message;
   } cases[] = {
-      {"packets = 1\n", "held: missing key"},
+      {"packets = 1\n", "late_max_ns: missing key"},
       {good + "extra = 1\n", "unknown key \"extra\""},
       {good.substr(good.find('\n') + 1) + "packets = -1\n", "packets: expected an integer from 0"},
       {good.substr(good.find('\n') + 1) + "packets = \"many\"\n", "packets: expected an integer from 0"},
       {"packets = = 1\n", "releaser.toml:1:"},
+      {good + "[[pair]]\nfrom = \"a\"\nto = \"b\"\npackets = 1\n", "late_max_ns: missing key"},
+      {good + "[[pair]]\nfrom = \"a\"\nto = \"b\"\nwho = 1\n", "unknown key \"who\""},
+      {good + "pair = 3\n", "pair: expected an array"},
   };
   for (const auto& c : cases) {
     const std::string error = error_reading(scratch, c.text);

@@ -90,6 +90,26 @@ BOOST_AUTO_TEST_CASE(the_releaser_limit_follows_the_smallest_wan_delay) {
   BOOST_TEST(judge_emulation(s).releaser_limit_ns == 10'000u);
 }
 
+// A pair is judged on its own at the same share once it has 1000 verdicts:
+// one slow link falls behind however punctual the rest; fewer decide nothing.
+BOOST_AUTO_TEST_CASE(one_pair_late_past_one_percent_falls_behind_and_is_named) {
+  EmulationSamples s = healthy();
+  s.releaser = ReleaserLateness{100'000, 3000, 900, 0, 0, 0, 0, 200'000};  // 0.9% over 100 us
+  s.releaser_pairs = {{"east", "west", ReleaserLateness{99'000, 2000, 880, 0, 0, 0, 0, 200'000}},
+                      {"west", "europe", ReleaserLateness{1000, 1000, 20, 0, 0, 0, 0, 150'000}}};
+  EmulationHealth h = judge_emulation(s);
+  BOOST_TEST(!h.kept_up);
+  BOOST_TEST((h.releaser_pairs == s.releaser_pairs));
+  BOOST_TEST(has(h.verdict,
+                 "fell behind: releaser p99 <= 100 us over 100000 verdicts (0.90% over 100 us; west->europe p99 <= "
+                 "300 us over 1000 verdicts, 2.00% over 100 us)"),
+             h.verdict);
+  s.releaser_pairs[1].late.verdicts = 999;  // too few to judge on their own
+  h = judge_emulation(s);
+  BOOST_TEST(h.kept_up, h.verdict);
+  BOOST_TEST(has(h.verdict, "releaser p99 <= 100 us over 100000 verdicts (0.90% over 100 us),"), h.verdict);
+}
+
 BOOST_AUTO_TEST_CASE(a_packet_the_release_queue_dropped_falls_behind) {
   EmulationSamples s = healthy();
   s.releaser->dropped = 3;

@@ -55,6 +55,7 @@ Results full_results() {
   samples.cpus = 2;
   samples.release_path = "nfqueue";
   samples.releaser = ReleaserLateness{1000, 40, 5, 3, 1, 0, 0, 1'200'000, 2};
+  samples.releaser_pairs = {{"a", "b", ReleaserLateness{600, 30, 4, 2, 1, 0, 0, 1'200'000, 0}}};
   r.emulation = judge_emulation(samples);
   r.slowdown = TrainingSlowdown{3, 2.68, 2.4, SlowdownCauses{0.05, 0.001, 0.01, 0.2, 0.019},
                                 OpStartLateness{96, 1.5, 180.25, 240.5}};

@@ -63,9 +63,23 @@ delay = "33ms"
   BOOST_TEST(rd::smallest_wan_delay_ns(scenario) == 33'000'000u);  // not the 50 us inside a DC
 }
 
+// Each pair's verdicts in the run: after less before; a pair new since then
+// from 0; a pair without a verdict in the run left out; max as the releaser has it.
+BOOST_AUTO_TEST_CASE(pair_lateness_is_each_pairs_counters_after_less_before) {
+  wanlab::emulator::ReleaserStats before, after;
+  before.pairs = {{{100, 50'000, 10, 1, 0, 0, 0, 0}, "east", "west"}, {{40, 9'000, 0, 0, 0, 0, 0, 0}, "west", "east"}};
+  after.pairs = {{{350, 700'000, 30, 6, 2, 0, 0, 0}, "east", "west"},
+                 {{40, 9'000, 0, 0, 0, 0, 0, 0}, "west", "east"},
+                 {{5, 20'000, 1, 0, 0, 0, 0, 0}, "east", "europe"}};
+  const auto pairs = rd::pair_lateness(before, after);
+  BOOST_TEST_REQUIRE(pairs.size() == 2u);
+  BOOST_TEST((pairs[0] == wanlab::harness::PairReleaserLateness{"east", "west", {250, 20, 5, 2, 0, 0, 0, 700'000, 0}}));
+  BOOST_TEST((pairs[1] == wanlab::harness::PairReleaserLateness{"east", "europe", {5, 1, 0, 0, 0, 0, 0, 20'000, 0}}));
+}
+
 BOOST_AUTO_TEST_CASE(the_probe_samples_this_machine_while_it_lives) {
   wanlab::emulator::TestbedState testbed;
-  testbed.name = "probe-test";  // no such testbed: no releaser counters
+  testbed.name = "probe-test";          // no such testbed: no releaser counters
   wanlab::emulator::Scenario scenario;  // no DCs: no WAN delay
   rd::HealthProbe probe(testbed, scenario, std::chrono::milliseconds(100));
   // Keep a CPU busy: at least its share shows.

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
+#include <net/if.h>
 #include <functional>
 #include <tuple>
 #include <iterator>
@@ -146,6 +147,18 @@ void ask_for_real_time_priority() {
                std::strerror(errno));
 }
 
+// The DC behind each host's interface in the core namespace (this one), so
+// that the releaser counts its verdicts per DC pair.
+ReleaserPairs releaser_pairs(const TestbedState& state) {
+  ReleaserPairs pairs;
+  if (state.kind != TestbedKind::namespaces) return pairs;
+  pairs.dcs = state.dcs;
+  for (const Host& host : state.hosts)
+    if (const unsigned ifindex = ::if_nametoindex(host.core_ifname.c_str()); ifindex != 0)
+      pairs.dc_of_ifindex.emplace_back(ifindex, host.dc_index);
+  return pairs;
+}
+
 // One timer per [[event]]; each rewrites the pairs from the scenario as it is by then.
 std::vector<std::unique_ptr<asio::steady_timer>> schedule_events(asio::io_context& io, const TestbedState& state,
                                                                  const Scenario& scenario) {
@@ -244,7 +257,7 @@ int run_daemon(const DaemonOptions& options) {
     std::optional<NfqueueReleaser> releaser;
     if (state.release == ReleasePath::nfqueue) {
       ask_for_real_time_priority();
-      releaser.emplace(io, state.queue_num);
+      releaser.emplace(io, state.queue_num, releaser_pairs(state));
       releaser->start();
     }
     const auto event_timers = schedule_events(io, state, scenario);

@@ -51,13 +51,30 @@ nlmsghdr* put_nfq_header(char* buf, std::uint8_t msg_type, std::uint16_t queue_n
 
 }  // namespace
 
-NfqueueReleaser::NfqueueReleaser(asio::io_context& io, std::uint16_t queue_num, std::uint32_t max_queue_len)
+void LateCounts::count(std::uint64_t late_ns) {
+  packets++;
+  if (late_ns > late_max_ns) late_max_ns = late_ns;
+  if (late_ns > 10'000) late_over_10us++;
+  if (late_ns > 100'000) late_over_100us++;
+  if (late_ns > 300'000) late_over_300us++;
+  if (late_ns > 1'000'000) late_over_1ms++;
+  if (late_ns > 3'000'000) late_over_3ms++;
+  if (late_ns > 10'000'000) late_over_10ms++;
+}
+
+NfqueueReleaser::NfqueueReleaser(asio::io_context& io, std::uint16_t queue_num, ReleaserPairs pairs,
+                                 std::uint32_t max_queue_len)
     : io_(io),
       queue_num_(queue_num),
       readable_(io),
       timer_(io),
       receive_buffer_(256 * 1024),
-      verdict_batch_(64 * 1024) {
+      verdict_batch_(64 * 1024),
+      dcs_(pairs.dcs.size()) {
+  for (const auto& [ifindex, dc] : pairs.dc_of_ifindex)
+    if (dc >= 0 && static_cast<std::size_t>(dc) < dcs_) dc_of_ifindex_[ifindex] = dc;
+  for (const std::string& from : pairs.dcs)
+    for (const std::string& to : pairs.dcs) stats_.pairs.push_back(ReleaserStats::Pair{{}, from, to});
   socket_ = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC | SOCK_NONBLOCK);
   if (!socket_) base::throw_errno("opening nfnetlink socket");
   try {
@@ -175,30 +192,40 @@ void NfqueueReleaser::drain_socket() {
 
 void NfqueueReleaser::handle_packet(const nlmsghdr* nlh, std::uint64_t now_ns) {
   const nlattr* packet_header = nullptr;
-  std::uint32_t mark = 0;
+  std::uint32_t mark = 0, indev = 0, outdev = 0;
   const auto* tail = static_cast<const char*>(mnl_nlmsg_get_payload_tail(nlh));
   for (auto* attr = static_cast<const nlattr*>(mnl_nlmsg_get_payload_offset(nlh, sizeof(nfgenmsg)));
        mnl_attr_ok(attr, static_cast<int>(tail - reinterpret_cast<const char*>(attr))); attr = mnl_attr_next(attr)) {
     switch (mnl_attr_get_type(attr)) {
       case NFQA_PACKET_HDR: packet_header = attr; break;
       case NFQA_MARK: mark = ntohl(mnl_attr_get_u32(attr)); break;
+      case NFQA_IFINDEX_INDEV: indev = ntohl(mnl_attr_get_u32(attr)); break;
+      case NFQA_IFINDEX_OUTDEV: outdev = ntohl(mnl_attr_get_u32(attr)); break;
       default: break;
     }
   }
   if (!packet_header || mnl_attr_get_payload_len(packet_header) < sizeof(nfqnl_msg_packet_hdr)) return;
   const auto* hdr = static_cast<const nfqnl_msg_packet_hdr*>(mnl_attr_get_payload(packet_header));
   const std::uint32_t packet_id = ntohl(hdr->packet_id);
-  const std::uint64_t depart_ns = wanlab_edt_mark_depart_ns(mark, now_ns);
-  if (depart_ns <= now_ns + kEarlySlackNs) {
-    queue_verdict(packet_id, depart_ns, now_ns);
+  const Held packet{wanlab_edt_mark_depart_ns(mark, now_ns), arrivals_++, packet_id, pair_of(indev, outdev)};
+  if (packet.depart_ns <= now_ns + kEarlySlackNs) {
+    queue_verdict(packet, now_ns);
   } else {
-    held_.push(Held{depart_ns, arrivals_++, packet_id});
+    held_.push(packet);
   }
+}
+
+std::uint32_t NfqueueReleaser::pair_of(std::uint32_t indev, std::uint32_t outdev) const {
+  const auto from = dc_of_ifindex_.find(indev);
+  const auto to = dc_of_ifindex_.find(outdev);
+  if (from == dc_of_ifindex_.end() || to == dc_of_ifindex_.end()) return kNoPair;
+  return static_cast<std::uint32_t>(static_cast<std::size_t>(from->second) * dcs_ +
+                                    static_cast<std::size_t>(to->second));
 }
 
 void NfqueueReleaser::release_due(std::uint64_t now_ns) {
   while (!held_.empty() && held_.top().depart_ns <= now_ns + kEarlySlackNs) {
-    queue_verdict(held_.top().packet_id, held_.top().depart_ns, now_ns);
+    queue_verdict(held_.top(), now_ns);
     held_.pop();
   }
   flush_verdicts();
@@ -241,25 +268,19 @@ void NfqueueReleaser::learn_wake_latency(std::uint64_t latency_ns) {
   wake_lead_ns_ = std::clamp<std::uint64_t>(2 * wake_latency_ewma_ns_, kMinWakeLeadNs, kMaxWakeLeadNs);
 }
 
-void NfqueueReleaser::queue_verdict(std::uint32_t packet_id, std::uint64_t depart_ns, std::uint64_t now_ns) {
+void NfqueueReleaser::queue_verdict(const Held& packet, std::uint64_t now_ns) {
   if (verdict_batch_.size() - verdict_bytes_ < 256) flush_verdicts();
   nlmsghdr* nlh = put_nfq_header(verdict_batch_.data() + verdict_bytes_, NFQNL_MSG_VERDICT, queue_num_, NLM_F_REQUEST);
   nfqnl_msg_verdict_hdr verdict{};
   verdict.verdict = htonl(NF_ACCEPT);
-  verdict.id = htonl(packet_id);
+  verdict.id = htonl(packet.packet_id);
   mnl_attr_put(nlh, NFQA_VERDICT_HDR, sizeof(verdict), &verdict);
   verdict_bytes_ += nlh->nlmsg_len;
 
-  const std::uint64_t late = now_ns > depart_ns ? now_ns - depart_ns : 0;
-  stats_.packets++;
+  const std::uint64_t late = now_ns > packet.depart_ns ? now_ns - packet.depart_ns : 0;
   stats_.late_sum_ns += late;
-  if (late > stats_.late_max_ns) stats_.late_max_ns = late;
-  if (late > 10'000) stats_.late_over_10us++;
-  if (late > 100'000) stats_.late_over_100us++;
-  if (late > 300'000) stats_.late_over_300us++;
-  if (late > 1'000'000) stats_.late_over_1ms++;
-  if (late > 3'000'000) stats_.late_over_3ms++;
-  if (late > 10'000'000) stats_.late_over_10ms++;
+  stats_.count(late);
+  if (packet.pair != kNoPair) stats_.pairs[packet.pair].count(late);
 }
 
 void NfqueueReleaser::flush_verdicts() {

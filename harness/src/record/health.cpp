@@ -76,9 +76,22 @@ void judge_releaser(const EmulationSamples& samples, const HealthLimits& limits,
   const Bound& bound = judged_bound(samples.smallest_wan_delay_ns, limits.releaser_late_of_delay);
   health.releaser_limit_ns = bound.ns;
   const double late = share_over(r, bound.over);
-  const std::string text = fmt::format("releaser {} over {} verdicts ({:.2f}% over {})", releaser_p99(r), r.verdicts,
-                                       100 * late, bound.text);
-  (late > limits.releaser_late_share ? behind : shown).push_back(text);
+  std::string text =
+      fmt::format("releaser {} over {} verdicts ({:.2f}% over {}", releaser_p99(r), r.verdicts, 100 * late, bound.text);
+  // The pair latest most often, if it alone was over the limit.
+  health.releaser_pairs = samples.releaser_pairs;
+  const PairReleaserLateness* worst = nullptr;
+  for (const PairReleaserLateness& pair : samples.releaser_pairs)
+    if (pair.late.verdicts >= limits.releaser_pair_verdicts &&
+        share_over(pair.late, bound.over) > limits.releaser_late_share &&
+        (worst == nullptr || share_over(pair.late, bound.over) > share_over(worst->late, bound.over)))
+      worst = &pair;
+  if (worst != nullptr)
+    text +=
+        fmt::format("; {}->{} {} over {} verdicts, {:.2f}% over {}", worst->from, worst->to, releaser_p99(worst->late),
+                    worst->late.verdicts, 100 * share_over(worst->late, bound.over), bound.text);
+  text += ")";
+  (late > limits.releaser_late_share || worst != nullptr ? behind : shown).push_back(text);
   // A packet dropped on its way to the releaser is lost to the emulation, not to the scenario.
   if (r.dropped > 0) behind.push_back(fmt::format("the release queue dropped {} packets", r.dropped));
 }

@@ -88,6 +88,19 @@ Json emulation_json(const EmulationHealth& h) {
                         {"over_300us", r.over_300us},     {"over_1ms", r.over_1ms},   {"over_3ms", r.over_3ms},
                         {"over_10ms", r.over_10ms},       {"max_ns", r.max_ns},       {"dropped", r.dropped},
                         {"limit_ns", h.releaser_limit_ns}};
+    Json pairs = Json::array();
+    for (const PairReleaserLateness& p : h.releaser_pairs)
+      pairs.push_back({{"from", p.from},
+                       {"to", p.to},
+                       {"verdicts", p.late.verdicts},
+                       {"over_10us", p.late.over_10us},
+                       {"over_100us", p.late.over_100us},
+                       {"over_300us", p.late.over_300us},
+                       {"over_1ms", p.late.over_1ms},
+                       {"over_3ms", p.late.over_3ms},
+                       {"over_10ms", p.late.over_10ms},
+                       {"max_ns", p.late.max_ns}});
+    json["releaser"]["pairs"] = std::move(pairs);
   }
   return json;
 }
@@ -289,6 +302,10 @@ EmulationHealth emulation_from(const Fields& fields) {
     const Fields r = fields.object("releaser");
     h.releaser = releaser_from(r);
     h.releaser_limit_ns = r.whole<std::uint64_t>("limit_ns");
+    if (r.has("pairs"))  // written since verdicts were counted per pair
+      h.releaser_pairs = each_object(r, "pairs", [](const Fields& p) {
+        return PairReleaserLateness{p.text("from"), p.text("to"), releaser_from(p)};
+      });
   }
   return h;
 }

@@ -12,6 +12,7 @@
 #include <queue>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -20,31 +21,54 @@ struct nlmsghdr;
 
 namespace wanlab::emulator {
 
-struct ReleaserStats {
-  std::uint64_t packets = 0;      // verdicts given
-  std::uint64_t held = 0;         // waiting now
-  std::uint64_t late_sum_ns = 0;  // sum of (verdict time - departure time)
+// Verdicts given, and how many left more than 10 us, 100 us, 300 us, 1 ms,
+// 3 ms, 10 ms after their departure time: what a run's emulation health
+// reads its percentiles from.
+struct LateCounts {
+  std::uint64_t packets = 0;  // verdicts given
   std::uint64_t late_max_ns = 0;
-  // Verdicts given more than 10 us, 100 us, 300 us, 1 ms, 3 ms, 10 ms late:
-  // what a run's emulation health reads its percentiles from.
   std::uint64_t late_over_10us = 0;
   std::uint64_t late_over_100us = 0;
   std::uint64_t late_over_300us = 0;
   std::uint64_t late_over_1ms = 0;
   std::uint64_t late_over_3ms = 0;
   std::uint64_t late_over_10ms = 0;
+  void count(std::uint64_t late_ns);  // one more verdict, `late_ns` after its departure
+  bool operator==(const LateCounts&) const = default;
+};
+
+// The whole queue's verdicts (the counts it derives from), and per DC pair.
+struct ReleaserStats : LateCounts {
+  std::uint64_t held = 0;         // waiting now
+  std::uint64_t late_sum_ns = 0;  // sum of (verdict time - departure time)
   // Packets the kernel dropped instead of handing them to the releaser: its
   // queue was full (queue_dropped) or the netlink socket was (user_dropped).
   // Lost to the emulation, not to the scenario.
   std::uint64_t queue_dropped = 0;
   std::uint64_t user_dropped = 0;
+  // The same verdicts per DC pair (a host of `from` to a host of `to`), on a
+  // testbed of namespaces; those with a verdict since the testbed came up.
+  struct Pair : LateCounts {
+    std::string from;
+    std::string to;
+    bool operator==(const Pair&) const = default;
+  };
+  std::vector<Pair> pairs;
   bool operator==(const ReleaserStats&) const = default;
+};
+
+// Which DC pair a queued packet travels between: the DC of the host behind
+// each core-side interface (the FORWARD hook's in and out devices).
+struct ReleaserPairs {
+  std::vector<std::string> dcs;
+  std::vector<std::pair<std::uint32_t, int>> dc_of_ifindex;  // (ifindex, DC)
 };
 
 // The daemon publishes its releaser's counters once a second to
 // /run/wanlab/<testbed>/releaser.toml; `wanlab stats` and the benchmark read
 // them. The file's one format, written and read only here: every counter a key
-// holding a whole number from 0. Reading is strict, like state.toml: a missing
+// holding a whole number from 0, then a [[pair]] table per DC pair with its
+// from, to and counters. Reading is strict, like state.toml: a missing
 // or unknown key, or a value of another type, is a std::runtime_error of one
 // line, "PATH:LINE:COLUMN: key: ...".
 std::string releaser_stats_path(const std::string& testbed);
@@ -63,7 +87,8 @@ std::optional<ReleaserStats> read_releaser_stats_if_present(const std::string& p
 
 class NfqueueReleaser {
  public:
-  NfqueueReleaser(asio::io_context& io, std::uint16_t queue_num, std::uint32_t max_queue_len = 200'000);
+  NfqueueReleaser(asio::io_context& io, std::uint16_t queue_num, ReleaserPairs pairs = {},
+                  std::uint32_t max_queue_len = 200'000);
   ~NfqueueReleaser();
   NfqueueReleaser(const NfqueueReleaser&) = delete;
   NfqueueReleaser& operator=(const NfqueueReleaser&) = delete;
@@ -76,6 +101,7 @@ class NfqueueReleaser {
     std::uint64_t depart_ns;
     std::uint64_t order;  // arrival order breaks ties, keeping FIFO
     std::uint32_t packet_id;
+    std::uint32_t pair;  // index in stats_.pairs, or kNoPair
     bool operator>(const Held& other) const {
       return depart_ns != other.depart_ns ? depart_ns > other.depart_ns : order > other.order;
     }
@@ -88,7 +114,9 @@ class NfqueueReleaser {
   void release_due(std::uint64_t now_ns);
   void arm_timer();
   void learn_wake_latency(std::uint64_t latency_ns);
-  void queue_verdict(std::uint32_t packet_id, std::uint64_t depart_ns, std::uint64_t now_ns);
+  void queue_verdict(const Held& packet, std::uint64_t now_ns);
+  std::uint32_t pair_of(std::uint32_t indev, std::uint32_t outdev) const;
+  static constexpr std::uint32_t kNoPair = UINT32_MAX;
   void flush_verdicts();
 
   asio::io_context& io_;
@@ -113,6 +141,8 @@ class NfqueueReleaser {
   std::vector<char> verdict_batch_;
   std::size_t verdict_bytes_ = 0;
   ReleaserStats stats_;
+  std::size_t dcs_ = 0;
+  std::unordered_map<std::uint32_t, int> dc_of_ifindex_;
 };
 
 }  // namespace wanlab::emulator

@@ -92,16 +92,37 @@ void HealthProbe::finish(EmulationSamples& samples) {
   }
   if (!after) return;
   const em::ReleaserStats before = releaser_before_.value_or(em::ReleaserStats{});
-  samples.releaser =
-      ReleaserLateness{after->packets - before.packets,
-                       after->late_over_10us - before.late_over_10us,
-                       after->late_over_100us - before.late_over_100us,
-                       after->late_over_300us - before.late_over_300us,
-                       after->late_over_1ms - before.late_over_1ms,
-                       after->late_over_3ms - before.late_over_3ms,
-                       after->late_over_10ms - before.late_over_10ms,
-                       after->late_max_ns,
-                       after->queue_dropped + after->user_dropped - before.queue_dropped - before.user_dropped};
+  samples.releaser = lateness_between(before, *after);
+  samples.releaser->dropped = after->queue_dropped + after->user_dropped - before.queue_dropped - before.user_dropped;
+  samples.releaser_pairs = pair_lateness(before, *after);
+}
+
+// The verdicts between two readings of the same counters; the latest is the
+// later reading's (since the testbed came up).
+ReleaserLateness lateness_between(const em::LateCounts& before, const em::LateCounts& after) {
+  return {after.packets - before.packets,
+          after.late_over_10us - before.late_over_10us,
+          after.late_over_100us - before.late_over_100us,
+          after.late_over_300us - before.late_over_300us,
+          after.late_over_1ms - before.late_over_1ms,
+          after.late_over_3ms - before.late_over_3ms,
+          after.late_over_10ms - before.late_over_10ms,
+          after.late_max_ns,
+          0};
+}
+
+// Each pair's verdicts during the run: its counters after less before (a pair
+// without any before started at 0).
+std::vector<PairReleaserLateness> pair_lateness(const em::ReleaserStats& before, const em::ReleaserStats& after) {
+  std::vector<PairReleaserLateness> pairs;
+  for (const em::ReleaserStats::Pair& a : after.pairs) {
+    em::LateCounts b;
+    for (const em::ReleaserStats::Pair& candidate : before.pairs)
+      if (candidate.from == a.from && candidate.to == a.to) b = candidate;
+    if (a.packets <= b.packets) continue;
+    pairs.push_back({a.from, a.to, lateness_between(b, a)});
+  }
+  return pairs;
 }
 
 }  // namespace wanlab::harness::run_detail

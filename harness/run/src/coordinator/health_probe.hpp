@@ -32,6 +32,10 @@ double busy_share(const CpuTimes& before, const CpuTimes& after);
 // The smallest one-way delay between two different DCs of `scenario`, before
 // events (0 with a single DC).
 std::uint64_t smallest_wan_delay_ns(const emulator::Scenario& scenario);
+ReleaserLateness lateness_between(const emulator::LateCounts& before, const emulator::LateCounts& after);
+// Each DC pair's releaser verdicts between two readings of releaser.toml.
+std::vector<PairReleaserLateness> pair_lateness(const emulator::ReleaserStats& before,
+                                                const emulator::ReleaserStats& after);
 
 class HealthProbe {
  public:

@@ -27,6 +27,15 @@ struct ReleaserLateness {
   bool operator==(const ReleaserLateness&) const = default;
 };
 
+// The same verdicts of one DC pair (packets from a host of `from` to a host
+// of `to`); max_ns is the pair's latest since the testbed came up.
+struct PairReleaserLateness {
+  std::string from;
+  std::string to;
+  ReleaserLateness late;
+  bool operator==(const PairReleaserLateness&) const = default;
+};
+
 // What a real run measured about itself (RunRecord::emulation).
 struct EmulationSamples {
   // Per compute op of every worker: how long after the op's planned end the
@@ -38,8 +47,9 @@ struct EmulationSamples {
   std::vector<double> cpu_busy;
   double cpu_interval_s = 0;
   int cpus = 0;
-  std::string release_path;                  // "fq" or "nfqueue"
-  std::optional<ReleaserLateness> releaser;  // the nfqueue path only
+  std::string release_path;                          // "fq" or "nfqueue"
+  std::optional<ReleaserLateness> releaser;          // the nfqueue path only
+  std::vector<PairReleaserLateness> releaser_pairs;  // those with verdicts in the run
   // The smallest one-way delay between two of the run's DCs (0: unknown,
   // taken as 5 ms): what a verdict's lateness is measured against.
   std::uint64_t smallest_wan_delay_ns = 0;
@@ -56,6 +66,10 @@ struct HealthLimits {
   // 5 ms, 300 us for 33 ms, 1 ms from 50 ms on).
   double releaser_late_share = 0.01;
   double releaser_late_of_delay = 0.02;
+  // Each DC pair with at least this many verdicts is judged on its own at
+  // the same share: one slow link's transfers are late however punctual the
+  // rest. Fewer, and a single late verdict or two would decide.
+  std::uint64_t releaser_pair_verdicts = 1000;
   // A box whose CPUs are this busy in most of the run's intervals has no room
   // for the kernel's own packet timing, which no counter shows on the fq path.
   double cpu_busy = 0.95;
@@ -77,6 +91,7 @@ struct EmulationHealth {
   double cpu_saturated_share = 0;  // intervals at least HealthLimits::cpu_busy busy
   std::string release_path;
   std::optional<ReleaserLateness> releaser;
+  std::vector<PairReleaserLateness> releaser_pairs;
   std::uint64_t releaser_limit_ns = 0;  // the lateness judged (a counter's bound); 0 without a releaser
   bool operator==(const EmulationHealth&) const = default;
 };
