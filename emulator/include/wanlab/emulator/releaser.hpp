@@ -129,9 +129,10 @@ class NfqueueReleaser {
   std::uint64_t wake_latency_ewma_ns_ = 50'000;
   std::uint64_t wake_lead_ns_ = 100'000;
   // Busy-waiting for departures, per window of the kernel's real-time period
-  // (may_spin()): how long so far, and the most it may.
+  // (may_spin()): the thread's CPU time at the window's start, and the most
+  // it may use in a window and still spin.
   std::uint64_t spin_window_start_ns_ = 0;
-  std::uint64_t spun_ns_ = 0;
+  std::uint64_t window_cpu_start_ns_ = 0;
   std::uint64_t spin_window_ns_ = 1'000'000'000;
   std::uint64_t spin_budget_ns_ = 0;
   bool may_spin(std::uint64_t now_ns);
