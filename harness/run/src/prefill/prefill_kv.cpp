@@ -28,7 +28,11 @@ constexpr std::uint16_t kSinkPort = 49000;
 // A KV piece under temporal sharing: about this long on its link, so that a
 // training transfer that asks for the link shares it for at most that long.
 constexpr double kPieceSeconds = 0.002;
-constexpr std::uint64_t kMinPiece = 32u << 10;
+// At least about three segments. A floor of 32 KB made a piece 8-240 ms on
+// the slow links of scaled runs (3.2 to 0.11 Gbit/s at scale 0.01), each a
+// wait for training's sends: bubbletea-general seed 14's iteration was 6%
+// over prefill off, and 1.006-1.010 with this floor (2026-11-27).
+constexpr std::uint64_t kMinPiece = 4u << 10;
 constexpr std::uint64_t kMaxPiece = 4u << 20;
 // On a DC's own link a quarter of a piece (kDcKvPieceSeconds) waits in the sockets at most.
 constexpr std::uint64_t kMinDcChunk = 16u << 10;
