@@ -112,7 +112,7 @@ void consume(std::vector<Window>& windows, const Candidate& placement) {
   for (std::size_t i = placement.chunks.size(); i-- > 0;) {
     const Chunk& chunk = placement.chunks[i];
     auto at = windows.begin() + static_cast<std::ptrdiff_t>(placement.windows[i]);
-    Window rest{at->worker, chunk.start_ns + static_cast<std::int64_t>(chunk.duration_ns), at->end_ns};
+    Window rest{at->worker, chunk.end_ns(), at->end_ns};
     windows.erase(at);
     if (rest.end_ns > rest.start_ns)
       windows.insert(std::upper_bound(windows.begin(), windows.end(), rest, earlier), rest);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "record/record_internal.hpp"
+#include "wanlab/base/stats.hpp"
 #include "wanlab/harness/record/record.hpp"
 
 namespace wanlab::harness {
@@ -191,18 +192,16 @@ void collect_start_lateness(const IterationView& real, const IterationView& plan
   }
 }
 
-OpStartLateness start_lateness(std::vector<std::int64_t> late) {
+OpStartLateness start_lateness(const std::vector<std::int64_t>& late_ns) {
   OpStartLateness o;
-  o.ops = late.size();
-  if (late.empty()) return o;
-  std::sort(late.begin(), late.end());
-  const auto at = [&](double q) {
-    const auto i = static_cast<std::size_t>(q * static_cast<double>(late.size() - 1) + 0.5);
-    return static_cast<double>(late[std::min(i, late.size() - 1)]) / 1e6;
-  };
-  o.p50_ms = at(0.50);
-  o.p99_ms = at(0.99);
-  o.max_ms = static_cast<double>(late.back()) / 1e6;
+  o.ops = late_ns.size();
+  if (late_ns.empty()) return o;
+  std::vector<double> late_ms;
+  late_ms.reserve(late_ns.size());
+  for (const std::int64_t ns : late_ns) late_ms.push_back(static_cast<double>(ns) / 1e6);
+  o.p50_ms = base::percentile(late_ms, 50);
+  o.p99_ms = base::percentile(late_ms, 99);
+  o.max_ms = *std::max_element(late_ms.begin(), late_ms.end());
   return o;
 }
 
@@ -256,7 +255,7 @@ TrainingSlowdown attribute_slowdown(const RunRecord& real, const RunRecord& plan
       static_cast<double>(sum.gpu_held) / per_iteration, static_cast<double>(sum.wake_ups) / per_iteration,
       static_cast<double>(sum.link_gate) / per_iteration, static_cast<double>(sum.transfers) / per_iteration,
       static_cast<double>(sum.other) / per_iteration};
-  slowdown.op_start_late = start_lateness(std::move(start_late));
+  slowdown.op_start_late = start_lateness(start_late);
   return slowdown;
 }
 

@@ -136,7 +136,7 @@ class PrefillSimulation {
         outcomes_[static_cast<std::size_t>(id)].reason = "admitted; not done when training ended";
       }
       const Chunk& last = batch.chunks.back();
-      routes_.queue(last.worker, last.start_ns + static_cast<std::int64_t>(last.duration_ns), batch.kv_bytes);
+      routes_.queue(last.worker, last.end_ns(), batch.kv_bytes);
       batches_.push_back(std::move(batch));
     }
     prefill_end_ns_.resize(batches_.size(), kPast);

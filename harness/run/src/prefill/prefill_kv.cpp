@@ -185,7 +185,7 @@ void PrefillService::requeue_kv(int worker) {
   for (const auto& [id, b] : batches_) {
     const Chunk& last = b.batch.chunks.back();
     if (b.over || b.arrived || b.kv_start_ns >= 0 || !kv_routes_->same_queue(worker, last.worker)) continue;
-    waiting.push_back({last.worker, last.start_ns + static_cast<std::int64_t>(last.duration_ns), b.batch.kv_bytes});
+    waiting.push_back({last.worker, last.end_ns(), b.batch.kv_bytes});
   }
   kv_routes_->requeue(worker, monotonic_ns() - origin_ns_, std::move(waiting));
 }
@@ -215,8 +215,7 @@ bool PrefillService::kv_turn(int worker, int batch, int piece) {
       continue;
     if (kv_requested(id)) return false;  // ready too, and placed first
     const Chunk& last = b.batch.chunks.back();
-    const EarlierCache earlier{last.start_ns + static_cast<std::int64_t>(last.duration_ns),
-                               kv_routes_->route(last.worker).delay_ns,
+    const EarlierCache earlier{last.end_ns(), kv_routes_->route(last.worker).delay_ns,
                                kv_routes_->wire_ns(last.worker, b.batch.kv_bytes),
                                kv_routes_->margin_ns(last.worker, now), batch_deadline(b.batch)};
     if (!may_go_ahead(now, own_ns, earlier)) return false;

@@ -377,7 +377,7 @@ void PrefillService::schedule() {
 // When a chunk's slot ends: the predicted end of the window it was placed
 // in, which placement kept `guard` clear (the chunk's own end if it is in none).
 std::int64_t PrefillService::slot_end(const Chunk& chunk) const {
-  const std::int64_t end = chunk.start_ns + static_cast<std::int64_t>(chunk.duration_ns);
+  const std::int64_t end = chunk.end_ns();
   for (const Window& w : predicted_)
     if (w.worker == chunk.worker && w.start_ns <= chunk.start_ns && chunk.start_ns < w.end_ns)
       return std::max(end, w.end_ns);
@@ -390,12 +390,10 @@ void PrefillService::place(const Batch& batch) {
   state.batch = batch;
   for (int id : batch.requests) outcome(id).batch = batch.id;
   const Chunk& last_chunk = batch.chunks.back();
-  kv_routes_->queue(last_chunk.worker, last_chunk.start_ns + static_cast<std::int64_t>(last_chunk.duration_ns),
-                    batch.kv_bytes);
+  kv_routes_->queue(last_chunk.worker, last_chunk.end_ns(), batch.kv_bytes);
   // The last chunk may finish late while its requests can still meet the
   // SLO: by their deadline less the KV cache's estimated time.
-  const std::int64_t kv_ns =
-      batch.predicted_first_token_ns - (last_chunk.start_ns + static_cast<std::int64_t>(last_chunk.duration_ns));
+  const std::int64_t kv_ns = batch.predicted_first_token_ns - last_chunk.end_ns();
   const std::int64_t give_up = batch_deadline(batch) - kv_ns;
   for (std::size_t c = 0; c < batch.chunks.size(); ++c) {
     const Chunk& chunk = batch.chunks[c];

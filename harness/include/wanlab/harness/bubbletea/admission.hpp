@@ -24,6 +24,7 @@ struct Chunk {
   std::uint64_t duration_ns = 0;
   int first_layer = 0;
   int end_layer = 0;
+  std::int64_t end_ns() const { return start_ns + static_cast<std::int64_t>(duration_ns); }
 };
 
 struct Batch {
