@@ -18,6 +18,7 @@
 #include "options.hpp"
 #include "wanlab/base/process.hpp"
 #include "wanlab/base/sys.hpp"
+#include "wanlab/emulator/launch.hpp"
 #include "wanlab/emulator/names.hpp"
 #include "wanlab/emulator/netns.hpp"
 #include "wanlab/emulator/process.hpp"
@@ -240,9 +241,33 @@ int cmd_exec(const Options& options) {
   const auto& host = state.host(one_positional(options, "host name"));
   base::UniqueFd netns = em::open_netns(host.netns);
   base::check(::setns(netns.get(), CLONE_NEWNET), host.name + ": entering its network namespace");
+  base::take_identity(em::host_identity(state, host));
   ::setenv("WANLAB_HOST", host.name.c_str(), 1);
+  ::setenv("WANLAB_DC", host.dc.c_str(), 1);
   ::setenv("WANLAB_TESTBED", state.name.c_str(), 1);
   base::exec_argv(options.rest(), host.name + ": running " + options.rest().front());
+}
+
+int cmd_launch(const Options& options) {
+  if (options.rest().empty()) throw UsageError("expected a command after --");
+  if (!options.positionals().empty()) throw UsageError("hosts go in --hosts, the command after --");
+  em::LaunchPlan plan;
+  plan.argv = options.rest();
+  const int per_host = options.integer<int>("per-host", 1, 64).value_or(1);
+  plan.master_port = options.integer<std::uint16_t>("master-port", 1, 65535).value_or(29500);
+  plan.threads_per_rank = options.integer<int>("threads", 1, 1024).value_or(0);
+  plan.grace_ms = options.integer<int>("grace", 0, 600).value_or(5) * 1000;
+  const auto state = em::load_state(em::resolve_testbed(testbed_option(options)));
+  if (state.hosts.empty()) throw UsageError(state.name + " is attached to an interface: it has no hosts to launch on");
+  std::vector<em::Host> hosts;
+  try {
+    hosts = em::select_hosts(state, options.get("hosts").value_or("all"));
+  } catch (const std::invalid_argument& error) {
+    throw UsageError(std::string("--hosts: ") + error.what());
+  }
+  for (const auto& host : hosts)
+    for (int local = 0; local < per_host; ++local) plan.ranks.push_back({host, {}});
+  return em::launch(state, plan);
 }
 
 // Every option but --testbed and --one-way is a link key, checked here by the

@@ -63,6 +63,7 @@ int cmd_run(const Options& options);
 int cmd_verify(const Options& options);
 int cmd_hosts(const Options& options);
 int cmd_exec(const Options& options);
+int cmd_launch(const Options& options);
 int cmd_set(const Options& options);
 int cmd_stats(const Options& options);
 int cmd_status(const Options& options);

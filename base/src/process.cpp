@@ -3,12 +3,16 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cstring>
 #include <iterator>
 #include <sstream>
 #include <stdexcept>
@@ -35,6 +39,22 @@ std::vector<char*> c_argv(const std::vector<std::string>& argv) {
   return out;
 }
 
+// Our environment with `overrides` set, as execve takes it (pointers into
+// `storage`), made before fork: the child may not allocate.
+std::vector<char*> environment_with(const std::vector<std::pair<std::string, std::string>>& overrides,
+                                    std::vector<std::string>& storage) {
+  for (char** entry = environ; *entry; ++entry) {
+    const std::string_view text(*entry);
+    const bool replaced = std::any_of(overrides.begin(), overrides.end(), [&](const auto& variable) {
+      return text.size() > variable.first.size() && text.starts_with(variable.first) &&
+             text[variable.first.size()] == '=';
+    });
+    if (!replaced) storage.emplace_back(text);
+  }
+  for (const auto& [name, value] : overrides) storage.push_back(name + "=" + value);
+  return c_argv(storage);
+}
+
 // /dev/null opened in the parent: read-only for stdin, write-only for the
 // others. Programs look at how their stdin is open: with a read-write one,
 // `podman run` did not exit within 3 s of its container's process being
@@ -53,6 +73,26 @@ DevNull open_devnull(const SpawnOptions& options) {
   return devnull;
 }
 
+// System calls only, so that a forked child may call it: nullptr when done,
+// else the step that failed (errno says why).
+const char* enter_identity(const HostIdentity& identity) {
+  if (::unshare(CLONE_NEWNS | CLONE_NEWUTS) < 0) return "new mount and UTS namespaces";
+  // Private first, or the bind mount would reach the machine's own namespace.
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) return "making mounts private";
+  for (const auto& file : identity.files)
+    if (::mount(file.source.c_str(), file.target.c_str(), nullptr, MS_BIND, nullptr) < 0) return file.target.c_str();
+  if (::sethostname(identity.hostname.c_str(), identity.hostname.size()) < 0) return "setting the host name";
+  return nullptr;
+}
+
+// "wanlab: WHAT: <errno's reason>" on stderr, then exit.
+[[noreturn]] void child_fail(const char* what, int code = 126) {
+  const int err = errno;
+  const char* reason = ::strerror(err);
+  for (const char* part : {"wanlab: ", what, ": ", reason, "\n"}) (void)!::write(STDERR_FILENO, part, ::strlen(part));
+  ::_exit(code);
+}
+
 // In the child, between fork and exec: system calls only (no allocation).
 void give_stream(int fd, int target, int devnull) {
   if (fd == kInherit) return;
@@ -63,20 +103,28 @@ void give_stream(int fd, int target, int devnull) {
     ::dup2(fd, target);
 }
 
-[[noreturn]] void become(char* const* argv, const SpawnOptions& options, const DevNull& devnull) {
+[[noreturn]] void become(char* const* argv, char* const* envp, const SpawnOptions& options, const DevNull& devnull,
+                         pid_t parent) {
   for (int sig : kForwarded) ::signal(sig, SIG_DFL);
   if (options.new_session) ::setsid();
   if (options.own_group) ::setpgid(0, 0);
-  if (options.netns_fd >= 0 && ::setns(options.netns_fd, CLONE_NEWNET) < 0) ::_exit(126);
+  // Streams first, so that what fails below is told where the program's errors go.
   give_stream(options.stdin_fd, STDIN_FILENO, devnull.in.get());
   give_stream(options.stdout_fd, STDOUT_FILENO, devnull.out.get());
   give_stream(options.stderr_fd, STDERR_FILENO, devnull.out.get());
+  if (options.die_with_parent) {
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) child_fail("PR_SET_PDEATHSIG");
+    if (::getppid() != parent) ::_exit(126);  // we ended before it was set
+  }
+  if (options.netns_fd >= 0 && ::setns(options.netns_fd, CLONE_NEWNET) < 0) child_fail("joining the network namespace");
+  if (options.identity)
+    if (const char* failed = enter_identity(*options.identity)) child_fail(failed);
   for (int fd : options.keep_fds) ::fcntl(fd, F_SETFD, 0);
   if (options.search_path)
-    ::execvp(argv[0], argv);
+    ::execvpe(argv[0], argv, envp);
   else
-    ::execv(argv[0], argv);
-  ::_exit(127);
+    ::execve(argv[0], argv, envp);
+  child_fail(argv[0], 127);
 }
 
 // A zombie has exited; only its parent's wait is missing (and the parent may
@@ -157,10 +205,13 @@ int exit_code(int wait_status) {
 Child spawn(const std::vector<std::string>& argv, const SpawnOptions& options) {
   if (argv.empty()) throw std::invalid_argument("spawn: empty command");
   auto args = c_argv(argv);
+  std::vector<std::string> environment_storage;
+  auto envp = environment_with(options.environment, environment_storage);
   const DevNull devnull = open_devnull(options);
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) throw_errno("starting " + argv[0]);
-  if (pid == 0) become(args.data(), options, devnull);
+  if (pid == 0) become(args.data(), envp.data(), options, devnull, parent);
   return Child(pid, argv[0]);
 }
 
@@ -187,6 +238,10 @@ Captured run_captured(const std::vector<std::string>& argv, SpawnOptions options
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.cpu_seconds = seconds_of(usage.ru_utime) + seconds_of(usage.ru_stime);
   return result;
+}
+
+void take_identity(const HostIdentity& identity) {
+  if (const char* failed = enter_identity(identity)) throw_errno(identity.hostname + ": " + failed);
 }
 
 void exec_argv(const std::vector<std::string>& argv, const std::string& what) {

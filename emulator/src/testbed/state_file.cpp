@@ -7,6 +7,8 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 
+#include <filesystem>
+
 #include <fmt/format.h>
 #include <sstream>
 #include <toml++/toml.h>
@@ -145,6 +147,7 @@ void create_run_dir(TestbedState& state, const Scenario& scenario) {
   state.scenario_path = run_dir(state.name) + "/scenario.toml";
   // The text that was parsed, not the file again: it may have changed or be a pipe.
   base::replace_file(state.scenario_path, scenario.source, 0600);
+  if (!state.hosts.empty()) write_identity_files(state);
   write_state(state);
 }
 
@@ -196,6 +199,31 @@ void write_state(const TestbedState& state) {
 }  // namespace detail
 
 using namespace detail;
+
+std::string hosts_file_text(const std::vector<Host>& hosts) {
+  std::string text =
+      "# written by wanlab: the emulated hosts of one testbed\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost "
+      "ip6-loopback\n";
+  for (const Host& host : hosts) text += fmt::format("{}\t{}\n", ipv4_to_string(host.ipv4), host.name);
+  return text;
+}
+
+std::string hosts_file_path(const std::string& testbed) { return run_dir(testbed) + "/hosts"; }
+std::string resolv_conf_path(const std::string& testbed) { return run_dir(testbed) + "/resolv.conf"; }
+
+void detail::write_identity_files(const TestbedState& state) {
+  base::replace_file(hosts_file_path(state.name), hosts_file_text(state.hosts), 0644);
+  // No name server: glibc then asks 127.0.0.1, which refuses at once.
+  base::replace_file(resolv_conf_path(state.name),
+                     "# written by wanlab: no DNS server is reachable from the emulated hosts;\n"
+                     "# their names are in /etc/hosts (wanlab hosts lists them)\n",
+                     0644);
+}
+
+base::HostIdentity host_identity(const TestbedState& state, const Host& host) {
+  if (!std::filesystem::exists(resolv_conf_path(state.name))) write_identity_files(state);
+  return {host.name, {{hosts_file_path(state.name), "/etc/hosts"}, {resolv_conf_path(state.name), "/etc/resolv.conf"}}};
+}
 
 const Host& TestbedState::host(const std::string& host_name) const {
   for (const Host& h : hosts)

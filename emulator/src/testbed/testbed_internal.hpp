@@ -26,6 +26,8 @@ namespace wanlab::emulator::detail {
 std::string state_path(const std::string& testbed);
 std::string changes_path(const std::string& testbed);
 void write_state(const TestbedState& state);
+// The hosts file and resolv.conf of the hosts' identity (testbed.hpp).
+void write_identity_files(const TestbedState& state);
 // Sets up the run directory, the copy of the scenario and the first state file.
 void create_run_dir(TestbedState& state, const Scenario& scenario);
 void mount_bpffs(const std::string& testbed);

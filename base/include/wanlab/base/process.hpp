@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace wanlab::base {
@@ -16,15 +17,32 @@ namespace wanlab::base {
 inline constexpr int kInherit = -1;
 inline constexpr int kDevNull = -2;
 
+/// What a program sees of the machine it runs on, in its own UTS and mount
+/// namespaces (nothing of ours changes): its host name, and files of its own
+/// bind-mounted over ours (/etc/hosts, say).
+struct HostIdentity {
+  struct File {
+    std::string source;  // an existing file
+    std::string target;  // an existing file it hides, "/etc/hosts"
+  };
+  std::string hostname;
+  std::vector<File> files;
+};
+
 struct SpawnOptions {
-  int netns_fd = -1;         // setns(CLONE_NEWNET) into it before exec; -1: ours
-  bool new_session = false;  // setsid(): its own session and group, no terminal
-  bool own_group = false;    // setpgid(0, 0): kill(-pid) reaches what it starts
-  int stdin_fd = kInherit;   // an fd of ours, kInherit or kDevNull
+  int netns_fd = -1;                     // setns(CLONE_NEWNET) into it before exec; -1: ours
+  std::optional<HostIdentity> identity;  // taken after joining netns_fd
+  bool die_with_parent = false;          // SIGKILL when we end, however we end
+  bool new_session = false;              // setsid(): its own session and group, no terminal
+  bool own_group = false;                // setpgid(0, 0): kill(-pid) reaches what it starts
+  int stdin_fd = kInherit;               // an fd of ours, kInherit or kDevNull
   int stdout_fd = kInherit;
   int stderr_fd = kInherit;
   std::vector<int> keep_fds;  // fds of ours the program keeps (close-on-exec cleared)
   bool search_path = true;    // argv[0] looked up on PATH; false: argv[0] is a path
+  // Set in the program's environment (ours otherwise), replacing a variable
+  // of the same name.
+  std::vector<std::pair<std::string, std::string>> environment;
 };
 
 /// A started process. Dropped before wait() or release(), it is killed
@@ -73,6 +91,11 @@ struct Captured {
 /// one pipe) to its end and returns what it printed and how long it took.
 /// Throws std::system_error if it cannot start or wait for it.
 Captured run_captured(const std::vector<std::string>& argv, SpawnOptions options = {});
+
+/// Gives the calling process (single-threaded: it is about to exec) `identity`:
+/// new UTS and mount namespaces, its host name set, its files mounted. Throws std::system_error naming the step that
+/// failed.
+void take_identity(const HostIdentity& identity);
 
 /// Replaces this process with argv (looked up on PATH). Throws
 /// std::system_error("WHAT: ...") if it cannot.

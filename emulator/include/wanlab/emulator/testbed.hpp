@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "wanlab/base/process.hpp"
 #include "wanlab/emulator/scenario.hpp"
 
 namespace wanlab::emulator {
@@ -118,6 +119,21 @@ TestbedState read_state_file(const std::string& path, const std::string& name);
 std::string resolve_testbed(const std::optional<std::string>& explicit_name);
 
 bool daemon_alive(const TestbedState& state);  // daemon.cpp
+
+// Hosts that look like machines. A program on an emulated host sees the
+// host's name as its host name; /etc/hosts replaced by the testbed's hosts
+// file (localhost, and every host's name at its IPv4 address); and
+// /etc/resolv.conf by one without name servers, since no DNS server is
+// reachable from the emulated hosts: a lookup of another name fails at once
+// instead of after the resolver's timeouts. So gethostname() + getaddrinfo()
+// (what gloo, NCCL's socket transport, MPI and torch's rendezvous do) find the
+// host's own address, not 127.0.0.1, and MASTER_ADDR may be a host name. The
+// machine's own files and host name are never touched: the program gets its
+// own UTS and mount namespaces.
+std::string hosts_file_text(const std::vector<Host>& hosts);
+std::string hosts_file_path(const std::string& testbed);   // written by `up`
+std::string resolv_conf_path(const std::string& testbed);  // written by `up`
+base::HostIdentity host_identity(const TestbedState& state, const Host& host);
 
 // A live change of link settings (`wanlab set`), in the words it was given.
 struct Change {

@@ -95,6 +95,7 @@ class Coordinator {
     setup.control_dir = control_dir_;
     setup.exe = options_.exe.empty() ? base::self_exe() : options_.exe;
     setup.image = options_.image;
+    setup.etc_files = em::host_identity(testbed_, testbed_.hosts.front()).files;
     setup.progress = options_.log;
     runtime_ = make_runtime(setup);
     log(fmt::format("workers run in {} ({})", runtime_->name(), runtime_->detail()));

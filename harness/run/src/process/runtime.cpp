@@ -242,6 +242,8 @@ class Podman final : public WorkerRuntime {
                                   "ns:" + std::string(em::kNetnsDir) + "/" + spec.netns,
                                   "--volume",
                                   setup_.control_dir + ":" + setup_.control_dir};
+    for (const auto& file : setup_.etc_files)
+      argv.insert(argv.end(), {"--volume", file.source + ":" + file.target + ":ro"});
     add_common(argv);
     argv.push_back(kWorkerExe);
     argv.insert(argv.end(), spec.args.begin(), spec.args.end());
@@ -314,6 +316,7 @@ struct SandboxChild {
   std::string control_in_rootfs;  // the mount point inside rootfs
   std::string control_dir;
   std::string proc_in_rootfs;
+  std::vector<base::HostIdentity::File> files_in_rootfs;  // targets inside rootfs
   std::string hostname;
   std::vector<std::string> argv_storage;
   std::vector<char*> argv;
@@ -343,6 +346,9 @@ int sandbox_main(void* arg) {
     child_fail("bind-mounting the control directory");
   if (::mount("proc", child->proc_in_rootfs.c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) < 0)
     child_fail("mounting /proc");
+  for (const auto& file : child->files_in_rootfs)
+    if (::mount(file.source.c_str(), file.target.c_str(), nullptr, MS_BIND, nullptr) < 0)
+      child_fail(file.target.c_str());
   if (::chdir(child->rootfs.c_str()) < 0) child_fail("entering the root file system");
   if (::syscall(SYS_pivot_root, ".", ".") < 0) child_fail("pivot_root");
   if (::umount2(".", MNT_DETACH) < 0) child_fail("detaching the old root");
@@ -365,6 +371,11 @@ class Sandbox final : public WorkerRuntime {
     child.control_dir = setup_.control_dir;
     child.control_in_rootfs = (fs::path(setup_.rootfs_dir) / fs::path(setup_.control_dir).relative_path()).string();
     child.proc_in_rootfs = setup_.rootfs_dir + "/proc";
+    for (const auto& file : setup_.etc_files) {
+      const fs::path target = fs::path(setup_.rootfs_dir) / fs::path(file.target).relative_path();
+      if (!fs::exists(target)) std::ofstream(target.string());  // a mount point
+      child.files_in_rootfs.push_back({file.source, target.string()});
+    }
     fs::create_directories(child.control_in_rootfs);
     fs::create_directories(child.proc_in_rootfs);
     child.hostname = spec.hostname;

@@ -25,6 +25,8 @@
 #include <string_view>
 #include <vector>
 
+#include "wanlab/base/process.hpp"
+
 namespace wanlab::harness {
 
 enum class RuntimeChoice { automatic, podman, sandbox, external };
@@ -59,10 +61,13 @@ class WorkerRuntime {
 
 struct RuntimeSetup {
   RuntimeChoice choice = RuntimeChoice::automatic;
-  std::string rootfs_dir;                            // made here from `exe` unless `image` is given
-  std::string control_dir;                           // bind-mounted into every worker at the same path
-  std::string exe;                                   // the wanlab binary
-  std::string image;                                 // podman only: a prebuilt image (containers/build.sh)
+  std::string rootfs_dir;   // made here from `exe` unless `image` is given
+  std::string control_dir;  // bind-mounted into every worker at the same path
+  std::string exe;          // the wanlab binary
+  std::string image;        // podman only: a prebuilt image (containers/build.sh)
+  // Files every worker sees over its own, read-only: the testbed's /etc/hosts
+  // and /etc/resolv.conf (emulator/testbed.hpp's host identity).
+  std::vector<base::HostIdentity::File> etc_files;
   std::function<void(const std::string&)> progress;  // also where `external` tells its commands
 };
 

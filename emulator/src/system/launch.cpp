@@ -1,0 +1,222 @@
+#include "wanlab/emulator/launch.hpp"
+
+#include <fmt/core.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "wanlab/base/interrupts.hpp"
+#include "wanlab/base/process.hpp"
+#include "wanlab/base/sys.hpp"
+#include "wanlab/emulator/netns.hpp"
+
+namespace wanlab::emulator {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One started rank: its process (the leader of its own group), the read end
+// of its output, and what it printed since its last full line.
+struct RunningRank {
+  std::string prefix;  // "[2 west-0] "
+  std::string label;   // "rank 2 (west-0)"
+  base::Child child;
+  pid_t group = 0;
+  base::UniqueFd output;
+  std::string partial;
+  std::optional<int> exit_code;
+};
+
+// Prints every full line of `text` (and, at the end, what is left) with the
+// rank's prefix.
+void print_lines(std::FILE* out, RunningRank& rank, std::string_view text, bool at_end) {
+  rank.partial.append(text);
+  std::size_t begin = 0;
+  for (std::size_t newline; (newline = rank.partial.find('\n', begin)) != std::string::npos; begin = newline + 1)
+    fmt::print(out, "{}{}\n", rank.prefix, std::string_view(rank.partial).substr(begin, newline - begin));
+  rank.partial.erase(0, begin);
+  if (at_end && !rank.partial.empty()) {
+    fmt::print(out, "{}{}\n", rank.prefix, rank.partial);
+    rank.partial.clear();
+  }
+  std::fflush(out);
+}
+
+// Reads what is there; closes the pipe at its end.
+void drain(std::FILE* out, RunningRank& rank) {
+  char buffer[8192];
+  const ssize_t n = ::read(rank.output.get(), buffer, sizeof(buffer));
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  if (n <= 0) {
+    print_lines(out, rank, {}, true);
+    rank.output.reset();
+    return;
+  }
+  print_lines(out, rank, std::string_view(buffer, static_cast<std::size_t>(n)), false);
+}
+
+void signal_groups(std::vector<RunningRank>& ranks, int signal) {
+  for (auto& rank : ranks)
+    if (rank.group > 0) ::kill(-rank.group, signal);
+}
+
+int count_hosts(const LaunchPlan& plan, std::size_t upto, const std::string& host, bool only_before) {
+  int count = 0;
+  for (std::size_t i = 0; i < (only_before ? upto : plan.ranks.size()); ++i)
+    if (plan.ranks[i].host.name == host) ++count;
+  return count;
+}
+
+RunningRank start_rank(const TestbedState& state, const LaunchPlan& plan, std::size_t index) {
+  const Host& host = plan.ranks[index].host;
+  RunningRank rank;
+  rank.prefix = fmt::format("[{} {}] ", index, host.name);
+  rank.label = fmt::format("rank {} ({})", index, host.name);
+  base::Pipe output = base::make_pipe(rank.label + ": a pipe for its output");
+  base::UniqueFd netns = open_netns(host.netns);
+  base::SpawnOptions options;
+  options.netns_fd = netns.get();
+  options.identity = host_identity(state, host);
+  options.own_group = true;
+  options.die_with_parent = true;
+  options.stdin_fd = base::kDevNull;
+  options.stdout_fd = options.stderr_fd = output.write.get();
+  options.environment = rank_environment(state, plan, index);
+  rank.child = base::spawn(plan.argv, options);
+  rank.group = rank.child.pid();
+  rank.output = std::move(output.read);
+  return rank;
+}
+
+}  // namespace
+
+Environment rank_environment(const TestbedState& state, const LaunchPlan& plan, std::size_t rank) {
+  if (rank >= plan.ranks.size()) throw std::out_of_range(fmt::format("rank {} of {}", rank, plan.ranks.size()));
+  const Host& host = plan.ranks[rank].host;
+  // Hosts are numbered (GROUP_RANK) in order of their first rank.
+  std::vector<std::string> hosts;
+  for (const auto& each : plan.ranks)
+    if (std::find(hosts.begin(), hosts.end(), each.host.name) == hosts.end()) hosts.push_back(each.host.name);
+  const auto group = std::find(hosts.begin(), hosts.end(), host.name) - hosts.begin();
+  const std::string world = std::to_string(plan.ranks.size());
+  const int threads =
+      plan.threads_per_rank > 0
+          ? plan.threads_per_rank
+          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / static_cast<int>(plan.ranks.size()));
+  Environment environment{
+      {"RANK", std::to_string(rank)},
+      {"WORLD_SIZE", world},
+      {"LOCAL_RANK", std::to_string(count_hosts(plan, rank, host.name, true))},
+      {"LOCAL_WORLD_SIZE", std::to_string(count_hosts(plan, rank, host.name, false))},
+      {"GROUP_RANK", std::to_string(group)},
+      {"GROUP_WORLD_SIZE", std::to_string(hosts.size())},
+      {"ROLE_RANK", std::to_string(rank)},
+      {"ROLE_WORLD_SIZE", world},
+      {"MASTER_ADDR", plan.master_addr.empty() ? plan.ranks.front().host.name : plan.master_addr},
+      {"MASTER_PORT", std::to_string(plan.master_port)},
+      {"WANLAB_TESTBED", state.name},
+      {"WANLAB_HOST", host.name},
+      {"WANLAB_DC", host.dc},
+  };
+  // A user's own setting wins, as with torchrun.
+  if (!std::getenv("OMP_NUM_THREADS")) environment.emplace_back("OMP_NUM_THREADS", std::to_string(threads));
+  for (const auto& variable : plan.ranks[rank].extra) environment.push_back(variable);
+  return environment;
+}
+
+std::vector<Host> select_hosts(const TestbedState& state, const std::string& list) {
+  if (list == "all") return state.hosts;
+  std::vector<Host> hosts;
+  std::stringstream names(list);
+  for (std::string name; std::getline(names, name, ',');) {
+    std::vector<Host> named;
+    for (const Host& host : state.hosts)
+      if (host.name == name || host.dc == name) named.push_back(host);
+    if (named.empty())
+      throw std::invalid_argument(
+          fmt::format("\"{}\" is neither a host nor a DC of testbed {} (wanlab hosts lists them)", name, state.name));
+    for (const Host& host : named) {
+      const bool twice =
+          std::any_of(hosts.begin(), hosts.end(), [&](const Host& chosen) { return chosen.name == host.name; });
+      if (twice) throw std::invalid_argument(fmt::format("host {} is named twice (as itself or in its DC)", host.name));
+      hosts.push_back(host);
+    }
+  }
+  if (hosts.empty()) throw std::invalid_argument("no hosts named");
+  return hosts;
+}
+
+int launch(const TestbedState& state, const LaunchPlan& plan) {
+  if (plan.argv.empty()) throw std::invalid_argument("launch: no command");
+  if (plan.ranks.empty()) throw std::invalid_argument("launch: no ranks");
+  base::InterruptGuard guard;
+  std::vector<RunningRank> ranks;
+  try {
+    for (std::size_t i = 0; i < plan.ranks.size(); ++i) ranks.push_back(start_rank(state, plan, i));
+  } catch (...) {
+    signal_groups(ranks, SIGKILL);
+    throw;  // each Child kills and reaps its process as it goes
+  }
+
+  int result = 0;
+  std::optional<Clock::time_point> kill_at;      // set once the ranks are being stopped
+  std::optional<Clock::time_point> outputs_end;  // set once every rank has ended
+  const auto stop_all = [&](const std::string& why) {
+    if (kill_at) return;
+    fmt::print(stderr, "wanlab launch: {}\n", why);
+    signal_groups(ranks, SIGTERM);
+    kill_at = Clock::now() + std::chrono::milliseconds(plan.grace_ms);
+  };
+  for (;;) {
+    std::vector<pollfd> fds;
+    std::vector<RunningRank*> readers;
+    for (auto& rank : ranks)
+      if (rank.output) {
+        fds.push_back({rank.output.get(), POLLIN, 0});
+        readers.push_back(&rank);
+      }
+    const bool running = std::any_of(ranks.begin(), ranks.end(), [](const auto& rank) { return !rank.exit_code; });
+    if (!running && fds.empty()) break;
+    if (::poll(fds.data(), fds.size(), 100) > 0)
+      for (std::size_t i = 0; i < fds.size(); ++i)
+        if (fds[i].revents) drain(plan.out, *readers[i]);
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+      RunningRank& rank = ranks[i];
+      if (rank.exit_code) continue;
+      rank.exit_code = rank.child.try_wait();
+      if (!rank.exit_code) continue;
+      // What it started in its group goes with it.
+      ::kill(-rank.group, SIGKILL);
+      rank.group = 0;
+      if (*rank.exit_code != 0 && result == 0 && !kill_at) {
+        result = *rank.exit_code;
+        stop_all(fmt::format("{} exited with {}; stopping the other ranks", rank.label, *rank.exit_code));
+      }
+    }
+    if (const int signal = base::interrupted_by(); signal && !kill_at) {
+      result = 128 + signal;
+      stop_all(fmt::format("interrupted by signal {}; stopping the ranks", signal));
+    }
+    if (kill_at && Clock::now() >= *kill_at) signal_groups(ranks, SIGKILL);
+    // A process that left its rank's group may hold the output open: once
+    // every rank has ended, it gets a second, then is no longer read.
+    if (!running && !outputs_end) outputs_end = Clock::now() + std::chrono::seconds(1);
+    if (outputs_end && Clock::now() >= *outputs_end)
+      for (auto& rank : ranks)
+        if (rank.output) {
+          print_lines(plan.out, rank, {}, true);
+          rank.output.reset();
+        }
+  }
+  return result;
+}
+
+}  // namespace wanlab::emulator

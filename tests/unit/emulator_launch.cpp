@@ -1,0 +1,105 @@
+// What `wanlab launch` gives each rank, which hosts a --hosts list names, and
+// the hosts file an emulated host sees: from a testbed's state, no kernel.
+#include <boost/test/unit_test.hpp>
+
+#include <cstdlib>
+#include <map>
+#include <string>
+
+#include "wanlab/emulator/launch.hpp"
+#include "wanlab/emulator/testbed.hpp"
+
+namespace em = wanlab::emulator;
+
+namespace {
+
+em::TestbedState three_dcs() {
+  em::TestbedState state;
+  state.name = "unit";
+  state.dcs = {"east", "west", "europe"};
+  std::uint32_t address = 0x0a4d0001;  // 10.77.0.1
+  for (const auto& [dc, count] : std::map<std::string, int>{{"east", 2}, {"west", 1}, {"europe", 2}})
+    for (int i = 0; i < count; ++i) {
+      em::Host host;
+      host.name = dc + "-" + std::to_string(i);
+      host.dc = dc;
+      host.ipv4 = address++;
+      state.hosts.push_back(host);
+    }
+  return state;
+}
+
+std::map<std::string, std::string> as_map(const em::Environment& environment) {
+  std::map<std::string, std::string> map;
+  for (const auto& [name, value] : environment) {
+    BOOST_TEST(!map.contains(name), name << " set twice");
+    map[name] = value;
+  }
+  return map;
+}
+
+std::vector<std::string> names(const std::vector<em::Host>& hosts) {
+  std::vector<std::string> out;
+  for (const auto& host : hosts) out.push_back(host.name);
+  return out;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(hosts_are_named_as_hosts_dcs_or_all_each_once) {
+  const auto state = three_dcs();
+  BOOST_TEST(names(em::select_hosts(state, "all")) == names(state.hosts));
+  BOOST_TEST(names(em::select_hosts(state, "west,east")) == (std::vector<std::string>{"west-0", "east-0", "east-1"}));
+  BOOST_TEST(names(em::select_hosts(state, "europe-1,east-0")) == (std::vector<std::string>{"europe-1", "east-0"}));
+  BOOST_CHECK_EXCEPTION(em::select_hosts(state, "east,mars"), std::invalid_argument, [](const auto& error) {
+    return std::string(error.what()) == "\"mars\" is neither a host nor a DC of testbed unit (wanlab hosts lists them)";
+  });
+  BOOST_CHECK_THROW(em::select_hosts(state, "east,east-1"), std::invalid_argument);
+  BOOST_CHECK_THROW(em::select_hosts(state, "east,,west"), std::invalid_argument);
+  BOOST_CHECK_THROW(em::select_hosts(state, ""), std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_CASE(each_rank_gets_torchruns_variables) {
+  ::unsetenv("OMP_NUM_THREADS");
+  const auto state = three_dcs();
+  em::LaunchPlan plan;
+  plan.argv = {"true"};
+  for (const char* name : {"west-0", "west-0", "east-1"})
+    for (const auto& host : state.hosts)
+      if (host.name == name) plan.ranks.push_back({host, {}});
+  plan.ranks[2].extra = {{"WANLAB_STAGE", "1"}};
+  plan.threads_per_rank = 3;
+  const auto second = as_map(em::rank_environment(state, plan, 1));
+  BOOST_TEST(second.at("RANK") == "1");
+  BOOST_TEST(second.at("WORLD_SIZE") == "3");
+  BOOST_TEST(second.at("LOCAL_RANK") == "1");
+  BOOST_TEST(second.at("LOCAL_WORLD_SIZE") == "2");
+  BOOST_TEST(second.at("GROUP_RANK") == "0");
+  BOOST_TEST(second.at("GROUP_WORLD_SIZE") == "2");
+  BOOST_TEST(second.at("MASTER_ADDR") == "west-0");
+  BOOST_TEST(second.at("MASTER_PORT") == "29500");
+  BOOST_TEST(second.at("OMP_NUM_THREADS") == "3");
+  BOOST_TEST(second.at("WANLAB_DC") == "west");
+  BOOST_TEST(second.at("WANLAB_TESTBED") == "unit");
+  BOOST_TEST(!second.contains("WANLAB_STAGE"));
+  const auto third = as_map(em::rank_environment(state, plan, 2));
+  BOOST_TEST(third.at("LOCAL_RANK") == "0");
+  BOOST_TEST(third.at("LOCAL_WORLD_SIZE") == "1");
+  BOOST_TEST(third.at("GROUP_RANK") == "1");
+  BOOST_TEST(third.at("WANLAB_HOST") == "east-1");
+  BOOST_TEST(third.at("WANLAB_STAGE") == "1");
+  // A user's own OMP_NUM_THREADS is kept: it is not set for the rank.
+  ::setenv("OMP_NUM_THREADS", "7", 1);
+  BOOST_TEST(!as_map(em::rank_environment(state, plan, 0)).contains("OMP_NUM_THREADS"));
+  ::unsetenv("OMP_NUM_THREADS");
+  plan.master_addr = "east-1";
+  BOOST_TEST(as_map(em::rank_environment(state, plan, 0)).at("MASTER_ADDR") == "east-1");
+  BOOST_CHECK_THROW(em::rank_environment(state, plan, 3), std::out_of_range);
+}
+
+BOOST_AUTO_TEST_CASE(the_hosts_file_names_every_host_at_its_ipv4_address) {
+  const auto text = em::hosts_file_text(three_dcs().hosts);
+  BOOST_TEST(text.find("127.0.0.1\tlocalhost\n") != std::string::npos);
+  BOOST_TEST(text.find("10.77.0.1\teast-0\n10.77.0.2\teast-1\n10.77.0.3\teurope-0\n") != std::string::npos, text);
+  BOOST_TEST(text.find("10.77.0.5\twest-0\n") != std::string::npos, text);
+}
