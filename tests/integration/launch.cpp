@@ -209,3 +209,33 @@ BOOST_AUTO_TEST_CASE(bad_input_is_one_line_and_starts_nothing) {
       missing.output);
   BOOST_TEST(bed.processes_on_hosts() == 0u);
 }
+
+// The examples' tiny GPT, trained across three DCs as a pipeline (a stage
+// per DC) and with DDP: each learns exactly what one process learns (the
+// examples' --check, to 1e-5), and no step beats the WAN.
+BOOST_AUTO_TEST_CASE(pipeline_and_ddp_across_dcs_learn_what_one_process_learns) {
+  BOOST_TEST_REQUIRE(test::run({kPython, "-c", "import torch.distributed"}).status == 0,
+                     "python3-torch is not installed: scripts/setup.sh installs it");
+  Testbed bed;
+  for (const char* example : {"pipeline_gpt.py", "ddp_gpt.py"}) {
+    const std::string json = std::string("/tmp/wanlab-test-launch-") + example + ".json";
+    std::filesystem::remove(json);
+    const auto run = test::wanlab({"launch", "--testbed", "ltest", "--", kPython,
+                                   test::source_dir() + "/examples/pytorch/" + example, "--steps", "3", "--layers",
+                                   "3", "--seq", "16", "--dim", "32", "--batch", "6", "--microbatches", "3",
+                                   "--check", "--json", json});
+    BOOST_TEST_REQUIRE(run.status == 0, example << ":\n" << run.output);
+    BOOST_TEST(run.output.find(": the same (tolerance 1e-05)") != std::string::npos, run.output);
+    nlohmann::json result;
+    std::ifstream(json) >> result;
+    std::filesystem::remove(json);
+    BOOST_TEST_REQUIRE(result["losses"].size() == 3u);
+    BOOST_TEST(result["largest_difference"].get<double>() <= 1e-5);
+    // Pipeline: two hops forward and two back on the critical path; DDP: a
+    // ring all-reduce over three ranks takes four steps of one hop. A hop
+    // is 10 ms one way at least.
+    for (const double seconds : result["step_s"].get<std::vector<double>>())
+      BOOST_TEST(seconds >= 0.040, example << ": a step in " << seconds << " s");
+  }
+  BOOST_TEST(bed.processes_on_hosts() == 0u);
+}
