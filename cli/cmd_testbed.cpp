@@ -27,6 +27,8 @@
 #include "wanlab/emulator/testbed.hpp"
 #include "wanlab/emulator/units.hpp"
 #include "wanlab/emulator/verify.hpp"
+#include "wanlab/harness/experiment/experiment.hpp"
+#include "wanlab/harness/plan/plan.hpp"
 
 namespace wanlab::cli {
 namespace em = wanlab::emulator;
@@ -248,17 +250,56 @@ int cmd_exec(const Options& options) {
   base::exec_argv(options.rest(), host.name + ": running " + options.rest().front());
 }
 
+namespace {
+
+// One rank per worker of the experiment's plan (rank = the worker's number),
+// on the host the plan puts it, with its stage and replica.
+std::vector<em::LaunchRank> experiment_ranks(const em::TestbedState& state, const std::string& file) {
+  const harness::Experiment experiment = harness::load_experiment(file);
+  const harness::Plan plan = harness::make_plan(experiment, harness::load_testbed(experiment));
+  int replicas = 0;
+  for (const auto& worker : plan.workers) replicas = std::max(replicas, worker.worker.replica + 1);
+  std::vector<em::LaunchRank> ranks;
+  for (const auto& each : plan.workers) {
+    const harness::Worker& worker = each.worker;
+    em::LaunchRank rank{state.host(worker.host), {}};
+    rank.extra = {{"WANLAB_STAGE", std::to_string(worker.stage)},
+                  {"WANLAB_STAGES", std::to_string(plan.stage_dc.size())},
+                  {"WANLAB_REPLICA", std::to_string(worker.replica)},
+                  {"WANLAB_REPLICAS", std::to_string(replicas)}};
+    ranks.push_back(std::move(rank));
+  }
+  return ranks;
+}
+
+}  // namespace
+
 int cmd_launch(const Options& options) {
   if (options.rest().empty()) throw UsageError("expected a command after --");
   if (!options.positionals().empty()) throw UsageError("hosts go in --hosts, the command after --");
+  const auto experiment = options.get("experiment");
+  if (experiment && (options.get("hosts") || options.get("per-host")))
+    throw UsageError("--experiment places the ranks: not with --hosts or --per-host");
   em::LaunchPlan plan;
   plan.argv = options.rest();
   const int per_host = options.integer<int>("per-host", 1, 64).value_or(1);
   plan.master_port = options.integer<std::uint16_t>("master-port", 1, 65535).value_or(29500);
   plan.threads_per_rank = options.integer<int>("threads", 1, 1024).value_or(0);
   plan.grace_ms = options.integer<int>("grace", 0, 600).value_or(5) * 1000;
+  const std::string runtime = options.get("runtime").value_or("process");
+  if (runtime == "podman") {
+    plan.container = em::LaunchContainer{options.get("image").value_or("")};
+  } else if (runtime != "process") {
+    throw UsageError("--runtime: expected process or podman, got " + base::quoted(runtime));
+  } else if (options.get("image")) {
+    throw UsageError("--image needs --runtime podman");
+  }
   const auto state = em::load_state(em::resolve_testbed(testbed_option(options)));
   if (state.hosts.empty()) throw UsageError(state.name + " is attached to an interface: it has no hosts to launch on");
+  if (experiment) {
+    plan.ranks = experiment_ranks(state, *experiment);
+    return em::launch(state, plan);
+  }
   std::vector<em::Host> hosts;
   try {
     hosts = em::select_hosts(state, options.get("hosts").value_or("all"));

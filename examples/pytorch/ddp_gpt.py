@@ -26,7 +26,7 @@ import torch.distributed as dist
 import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel
 
-from tiny_gpt import add_model_args, batches, build_model, check_model_args, finish, loss_of
+from tiny_gpt import add_model_args, batches, build_model, check_model_args, finish, loss_of, make_optimizer, mean_over_ranks
 
 
 def main():
@@ -38,22 +38,28 @@ def main():
     args.microbatches = world
     check_model_args(parser, args)
     model = DistributedDataParallel(nn.Sequential(*build_model(args)))
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    optimizer = make_optimizer(model.parameters(), args)
     losses, times = [], []
+    start = time.monotonic()
     for inputs, targets in batches(args):
-        dist.barrier()
-        start = time.monotonic()
         optimizer.zero_grad()
         # The mean over my share; DDP averages the gradients over the ranks.
         loss = loss_of(model(inputs[rank]), targets[rank], 1)
         loss.backward()
         optimizer.step()
-        mean = loss.detach().clone()
-        dist.all_reduce(mean)
-        times.append(time.monotonic() - start)
-        losses.append(mean.item() / world)
+        # A step ends where the next begins: DDP's all-reduce keeps the ranks
+        # in step, and a barrier or a loss all-reduce here would add a sync.
+        now = time.monotonic()
+        times.append(now - start)
+        start = now
+        losses.append(loss.item())
         if rank == 0:
-            print(f"step {len(times):3d}  loss {losses[-1]:.5f}  {times[-1]:.3f} s", flush=True)
+            print(f"step {len(times):3d}  local loss {losses[-1]:.5f}  {times[-1]:.3f} s", flush=True)
+    losses = mean_over_ranks(losses, world)
+    # The DDP model goes before its process group: torch 1.13 deadlocked
+    # here (~Reducer joining gloo's thread, which waited for the GIL) when
+    # the group went first.
+    del model, optimizer
     dist.destroy_process_group()
     if rank == 0:
         sys.exit(finish(args, f"DDP, {world} ranks", losses, times))

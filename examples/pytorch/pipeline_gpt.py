@@ -26,7 +26,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
-from tiny_gpt import add_model_args, batches, build_model, check_model_args, finish, loss_of
+from tiny_gpt import add_model_args, batches, build_model, check_model_args, finish, loss_of, make_optimizer
 
 
 def parse_args():
@@ -46,13 +46,12 @@ def stage_of(layers, stage, stages):
 
 def train_pipeline(args, rank, stages):
     model = stage_of(build_model(args), rank, stages)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    optimizer = make_optimizer(model.parameters(), args)
     first, last = rank == 0, rank == stages - 1
     shape = (args.batch // args.microbatches, args.seq, args.dim)
     losses, times = [], []
+    start = time.monotonic()
     for inputs, targets in batches(args):
-        dist.barrier()
-        start = time.monotonic()
         optimizer.zero_grad()
         kept = []  # per microbatch: (its input here, its output here)
         for micro in range(args.microbatches):
@@ -80,7 +79,10 @@ def train_pipeline(args, rank, stages):
             if not first:
                 dist.send(x.grad, dst=rank - 1)
         optimizer.step()
-        times.append(time.monotonic() - start)
+        # A step ends where the next begins: the sends keep the stages in step.
+        now = time.monotonic()
+        times.append(now - start)
+        start = now
         if last:
             losses.append(step_loss)
             print(f"step {len(times):3d}  loss {step_loss:.5f}  {times[-1]:.3f} s", flush=True)

@@ -5,6 +5,7 @@ import json
 import time
 
 import torch
+import torch.distributed as dist
 import torch.nn as nn
 
 # What the model learns to continue: any text will do.
@@ -18,6 +19,8 @@ def add_model_args(parser):
     parser.add_argument("--seq", type=int, default=64, help="sequence length in bytes (default 64)")
     parser.add_argument("--dim", type=int, default=64, help="model width (default 64)")
     parser.add_argument("--layers", type=int, default=6, help="transformer blocks (default 6)")
+    parser.add_argument("--optimizer", choices=("sgd", "adamw"), default="sgd",
+                        help="sgd (learning rate 0.1, the default) or adamw (3e-3)")
     parser.add_argument("--check", action="store_true", help="compare every step's loss with one process's")
     parser.add_argument("--tolerance", type=float, default=1e-5, help="largest loss difference allowed (1e-5)")
     parser.add_argument("--json", help="write losses and step times here (one rank)")
@@ -68,10 +71,16 @@ def loss_of(logits, targets, microbatches):
     return nn.functional.cross_entropy(logits.reshape(-1, 256), targets.reshape(-1)) / microbatches
 
 
+def make_optimizer(params, args):
+    if args.optimizer == "adamw":
+        return torch.optim.AdamW(params, lr=3e-3)
+    return torch.optim.SGD(params, lr=0.1)
+
+
 def train_alone(args):
     """The same training in one process: the reference of --check."""
     model = nn.Sequential(*build_model(args))
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    optimizer = make_optimizer(model.parameters(), args)
     losses, times = [], []
     for inputs, targets in batches(args):
         start = time.monotonic()
@@ -85,6 +94,13 @@ def train_alone(args):
         losses.append(step_loss)
         times.append(time.monotonic() - start)
     return losses, times
+
+
+def mean_over_ranks(values, world):
+    """Each step's value averaged over the ranks, in one all-reduce at the end."""
+    tensor = torch.tensor(values, dtype=torch.float64)
+    dist.all_reduce(tensor)
+    return (tensor / world).tolist()
 
 
 def median(values):

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "support/wanlab_cli.hpp"
@@ -220,10 +221,27 @@ BOOST_AUTO_TEST_CASE(pipeline_and_ddp_across_dcs_learn_what_one_process_learns) 
   for (const char* example : {"pipeline_gpt.py", "ddp_gpt.py"}) {
     const std::string json = std::string("/tmp/wanlab-test-launch-") + example + ".json";
     std::filesystem::remove(json);
-    const auto run = test::wanlab({"launch", "--testbed", "ltest", "--", kPython,
-                                   test::source_dir() + "/examples/pytorch/" + example, "--steps", "3", "--layers",
-                                   "3", "--seq", "16", "--dim", "32", "--batch", "6", "--microbatches", "3",
-                                   "--check", "--json", json});
+    const auto run = test::wanlab({"launch",
+                                   "--testbed",
+                                   "ltest",
+                                   "--",
+                                   kPython,
+                                   test::source_dir() + "/examples/pytorch/" + example,
+                                   "--steps",
+                                   "3",
+                                   "--layers",
+                                   "3",
+                                   "--seq",
+                                   "16",
+                                   "--dim",
+                                   "32",
+                                   "--batch",
+                                   "6",
+                                   "--microbatches",
+                                   "3",
+                                   "--check",
+                                   "--json",
+                                   json});
     BOOST_TEST_REQUIRE(run.status == 0, example << ":\n" << run.output);
     BOOST_TEST(run.output.find(": the same (tolerance 1e-05)") != std::string::npos, run.output);
     nlohmann::json result;
@@ -237,5 +255,72 @@ BOOST_AUTO_TEST_CASE(pipeline_and_ddp_across_dcs_learn_what_one_process_learns) 
     for (const double seconds : result["step_s"].get<std::vector<double>>())
       BOOST_TEST(seconds >= 0.040, example << ": a step in " << seconds << " s");
   }
+  // Streaming DiLoCo: two fragments synced in turn, each overlapped with a
+  // step of compute, and every rank ends.
+  const auto diloco = test::wanlab({"launch",        "--testbed",
+                                    "ltest",         "--",
+                                    kPython,         test::source_dir() + "/examples/pytorch/diloco_gpt.py",
+                                    "--steps",       "6",
+                                    "--layers",      "2",
+                                    "--seq",         "16",
+                                    "--dim",         "32",
+                                    "--batch",       "6",
+                                    "--inner-steps", "2",
+                                    "--fragments",   "2"});
+  BOOST_TEST(diloco.status == 0, diloco.output);
+  BOOST_TEST(diloco.output.find("Streaming DiLoCo, H=2, 2 fragments, 3 ranks: median step") != std::string::npos,
+             diloco.output);
   BOOST_TEST(bed.processes_on_hosts() == 0u);
+}
+
+// With an experiment file, a rank per worker of its plan, on the plan's host.
+BOOST_AUTO_TEST_CASE(an_experiment_places_a_rank_per_stage_replica) {
+  const std::string experiment = test::source_dir() + "/scenarios/experiments/ci-2dc.toml";
+  const auto up = test::wanlab({"up", test::source_dir() + "/scenarios/ci.toml", "--quiet", "--release",
+                                test::release_choice(), "--name", "lci"});
+  BOOST_TEST_REQUIRE(up.status == 0, up.output);
+  struct Down {
+    ~Down() { test::wanlab({"down", "lci"}); }
+  } down;
+  const auto run = test::wanlab({"launch", "--testbed", "lci", "--experiment", experiment, "--", "sh", "-c",
+                                 "echo $RANK/$WORLD_SIZE $WANLAB_STAGE/$WANLAB_STAGES "
+                                 "$WANLAB_REPLICA/$WANLAB_REPLICAS $WANLAB_DC"});
+  BOOST_TEST_REQUIRE(run.status == 0, run.output);
+  // ci-2dc: two stages, two replicas (pp 2, dp 2) over east and west.
+  std::set<std::string> stage_replicas;
+  std::istringstream lines(run.output);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line.substr(line.find("] ") + 2));
+    std::string rank, stage, replica, dc;
+    fields >> rank >> stage >> replica >> dc;
+    BOOST_TEST(rank.ends_with("/4"), line);
+    BOOST_TEST((dc == "east" || dc == "west"), line);
+    stage_replicas.insert(stage + " " + replica);
+  }
+  BOOST_TEST(stage_replicas == (std::set<std::string>{"0/2 0/2", "0/2 1/2", "1/2 0/2", "1/2 1/2"}), run.output);
+  const auto both =
+      test::wanlab({"launch", "--testbed", "lci", "--experiment", experiment, "--hosts", "all", "--", "true"});
+  BOOST_TEST(both.status == 2);
+  BOOST_TEST(both.output.starts_with("wanlab launch: --experiment places the ranks"), both.output);
+}
+
+// Ranks in podman containers (the machine's own root file system): the same
+// identity and environment, and no container left, also after a failure.
+BOOST_AUTO_TEST_CASE(ranks_run_in_podman_containers_and_leave_none) {
+  BOOST_TEST_REQUIRE(test::run({"podman", "--version"}).status == 0, "podman is not installed (scripts/setup.sh)");
+  Testbed bed;
+  const auto run = test::wanlab({"launch", "--testbed", "ltest", "--runtime", "podman", "--hosts", "west,europe", "--",
+                                 "sh", "-c", "echo $(hostname) $RANK $(getent hosts east-0 | cut -d' ' -f1)"});
+  BOOST_TEST_REQUIRE(run.status == 0, run.output);
+  const std::string east = em::ipv4_to_string(bed.state.host("east-0").ipv4);
+  BOOST_TEST(run.output.find("[0 west-0] west-0 0 " + east + "\n") != std::string::npos, run.output);
+  BOOST_TEST(run.output.find("[1 europe-0] europe-0 1 " + east + "\n") != std::string::npos, run.output);
+  const auto failed = test::wanlab({"launch", "--testbed", "ltest", "--runtime", "podman", "--grace", "1", "--", "sh",
+                                    "-c", "if [ $RANK = 0 ]; then exit 4; fi; exec sleep 600"});
+  BOOST_TEST(failed.status == 4, failed.output);
+  BOOST_TEST(test::container_leftovers("ltest").empty(), test::container_leftovers("ltest"));
+  BOOST_TEST(test::eventually([&] { return bed.processes_on_hosts() == 0; }));
+  const auto bad = test::wanlab({"launch", "--testbed", "ltest", "--image", "x", "--", "true"});
+  BOOST_TEST(bad.status == 2);
+  BOOST_TEST(bad.output.starts_with("wanlab launch: --image needs --runtime podman"), bad.output);
 }

@@ -3,10 +3,12 @@
 #include <fmt/core.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <cstdlib>
 #include <optional>
 #include <sstream>
@@ -75,28 +77,105 @@ int count_hosts(const LaunchPlan& plan, std::size_t upto, const std::string& hos
   return count;
 }
 
-RunningRank start_rank(const TestbedState& state, const LaunchPlan& plan, std::size_t index) {
+RunningRank start_rank(const TestbedState& state, const LaunchPlan& plan, std::size_t index,
+                       const std::string& container_name) {
   const Host& host = plan.ranks[index].host;
   RunningRank rank;
   rank.prefix = fmt::format("[{} {}] ", index, host.name);
   rank.label = fmt::format("rank {} ({})", index, host.name);
   base::Pipe output = base::make_pipe(rank.label + ": a pipe for its output");
-  base::UniqueFd netns = open_netns(host.netns);
   base::SpawnOptions options;
-  options.netns_fd = netns.get();
-  options.identity = host_identity(state, host);
   options.own_group = true;
   options.die_with_parent = true;
   options.stdin_fd = base::kDevNull;
   options.stdout_fd = options.stderr_fd = output.write.get();
-  options.environment = rank_environment(state, plan, index);
-  rank.child = base::spawn(plan.argv, options);
+  base::UniqueFd netns;
+  if (plan.container) {
+    // podman's client runs here; the container joins the host's namespace.
+    rank.child =
+        base::spawn(container_argv(state, plan, index, container_name, std::filesystem::current_path()), options);
+  } else {
+    netns = open_netns(host.netns);
+    options.netns_fd = netns.get();
+    options.identity = host_identity(state, host);
+    options.environment = rank_environment(state, plan, index);
+    rank.child = base::spawn(plan.argv, options);
+  }
   rank.group = rank.child.pid();
   rank.output = std::move(output.read);
   return rank;
 }
 
+// The containers of one launch: wanlab-<testbed>-launch-<our pid>-<rank>.
+std::string container_name(const TestbedState& state, std::size_t rank) {
+  return fmt::format("wanlab-{}-launch-{}-{}", state.name, ::getpid(), rank);
+}
+
+// Removes the launch's containers that are left (a rank killed before podman
+// removed its own). Never throws.
+void remove_containers(const TestbedState& state, const LaunchPlan& plan) noexcept {
+  if (!plan.container) return;
+  try {
+    std::vector<std::string> argv{"podman", "rm", "--force", "--ignore", "--time", "0"};
+    for (std::size_t i = 0; i < plan.ranks.size(); ++i) argv.push_back(container_name(state, i));
+    base::SpawnOptions quiet;
+    quiet.stdin_fd = base::kDevNull;
+    quiet.stdout_fd = quiet.stderr_fd = base::kDevNull;
+    base::spawn(argv, quiet).wait();
+  } catch (...) {
+  }
+}
+
 }  // namespace
+
+std::vector<std::string> podman_limit_args() {
+  rlimit files{}, processes{};
+  ::getrlimit(RLIMIT_NOFILE, &files);
+  ::getrlimit(RLIMIT_NPROC, &processes);
+  const auto limit = [](const rlimit& r, rlim_t most) {
+    const auto value = std::min<rlim_t>(r.rlim_max, most);
+    return fmt::format("{}:{}", value, value);
+  };
+  return {"--ulimit", "nofile=" + limit(files, 65536), "--ulimit", "nproc=" + limit(processes, 4096)};
+}
+
+std::vector<std::string> container_argv(const TestbedState& state, const LaunchPlan& plan, std::size_t rank,
+                                        const std::string& name, const std::string& workdir) {
+  const Host& host = plan.ranks.at(rank).host;
+  std::vector<std::string> argv{"podman",
+                                "run",
+                                "--rm",
+                                "--name",
+                                name,
+                                "--network",
+                                std::string("ns:") + kNetnsDir + "/" + host.netns,
+                                "--hostname",
+                                host.name,
+                                "--log-driver",
+                                "none",
+                                "--pull",
+                                "never",
+                                "--workdir",
+                                workdir};
+  const auto limits = podman_limit_args();
+  argv.insert(argv.end(), limits.begin(), limits.end());
+  // The same files a plain rank sees over its own.
+  for (const auto& file : host_identity(state, host).files)
+    argv.insert(argv.end(), {"--volume", file.source + ":" + file.target + ":ro"});
+  for (const auto& [name_, value] : rank_environment(state, plan, rank))
+    argv.insert(argv.end(), {"--env", name_ + "=" + value});
+  // What the rank writes in its working directory stays; elsewhere it goes
+  // with the container.
+  if (workdir != "/") argv.insert(argv.end(), {"--volume", workdir + ":" + workdir});
+  // The machine's root as the container's, under an overlay (":O") so that
+  // the OCI runtime can pivot_root into it and writes stay in the container.
+  if (plan.container->image.empty())
+    argv.insert(argv.end(), {"--rootfs", "/:O"});
+  else
+    argv.push_back(plan.container->image);
+  argv.insert(argv.end(), plan.argv.begin(), plan.argv.end());
+  return argv;
+}
 
 Environment rank_environment(const TestbedState& state, const LaunchPlan& plan, std::size_t rank) {
   if (rank >= plan.ranks.size()) throw std::out_of_range(fmt::format("rank {} of {}", rank, plan.ranks.size()));
@@ -160,10 +239,13 @@ int launch(const TestbedState& state, const LaunchPlan& plan) {
   base::InterruptGuard guard;
   std::vector<RunningRank> ranks;
   try {
-    for (std::size_t i = 0; i < plan.ranks.size(); ++i) ranks.push_back(start_rank(state, plan, i));
+    for (std::size_t i = 0; i < plan.ranks.size(); ++i)
+      ranks.push_back(start_rank(state, plan, i, container_name(state, i)));
   } catch (...) {
     signal_groups(ranks, SIGKILL);
-    throw;  // each Child kills and reaps its process as it goes
+    ranks.clear();  // each Child kills and reaps its process
+    remove_containers(state, plan);
+    throw;
   }
 
   int result = 0;
@@ -216,6 +298,7 @@ int launch(const TestbedState& state, const LaunchPlan& plan) {
           rank.output.reset();
         }
   }
+  remove_containers(state, plan);
   return result;
 }
 

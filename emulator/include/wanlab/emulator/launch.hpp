@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,6 +28,17 @@ struct LaunchRank {
   Environment extra;  // more variables for this rank (an experiment's stage and replica)
 };
 
+// Ranks in containers instead of plain processes: `podman run` in the host's
+// network namespace, with its host name, the testbed's /etc/hosts and
+// resolv.conf, the rank's environment and the launcher's working directory.
+struct LaunchContainer {
+  // An image with the program's runtime (say Python and torch); "" runs the
+  // machine's own root file system under an overlay (podman --rootfs /:O) in
+  // the container's own PID, mount, UTS, IPC and cgroup namespaces. Either
+  // way the working directory is bind-mounted at the same path.
+  std::string image;
+};
+
 struct LaunchPlan {
   std::vector<std::string> argv;  // the program; the same for every rank
   std::vector<LaunchRank> ranks;  // rank i is ranks[i]; several on one host get LOCAL_RANK 0, 1, ...
@@ -35,7 +47,20 @@ struct LaunchPlan {
   int threads_per_rank = 0;  // OMP_NUM_THREADS unless set by the user; 0: the machine's cores / ranks (at least 1)
   int grace_ms = 5000;       // between SIGTERM and SIGKILL when ranks are stopped
   std::FILE* out = stdout;   // where the prefixed output and the launcher's own lines go
+  std::optional<LaunchContainer> container;  // none: plain processes
 };
+
+// `podman run`'s --ulimit options for descriptors and processes, within our
+// own hard limits: podman's defaults exceed them on some machines, and the
+// OCI runtime then fails to set them ("setrlimit RLIMIT_NOFILE: Operation
+// not permitted"). A program gets up to 65536 descriptors and 4096
+// processes. (Here crun refused process limits above about 32k even below
+// our hard limit.) The harness's workers get the same.
+std::vector<std::string> podman_limit_args();
+
+// The `podman run` argv of a rank in a container (its name is `name`).
+std::vector<std::string> container_argv(const TestbedState& state, const LaunchPlan& plan, std::size_t rank,
+                                        const std::string& name, const std::string& workdir);
 
 // The variables rank `rank` gets: RANK, WORLD_SIZE, LOCAL_RANK,
 // LOCAL_WORLD_SIZE, GROUP_RANK (the host's number among the plan's hosts, in

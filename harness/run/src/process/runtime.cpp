@@ -22,6 +22,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "wanlab/emulator/launch.hpp"
 #include "wanlab/emulator/netns.hpp"
 #include "wanlab/base/process.hpp"
 #include "wanlab/base/sys.hpp"
@@ -267,17 +268,9 @@ class Podman final : public WorkerRuntime {
   // Limits within our own hard limits (podman's defaults exceed them here and
   // the runtime then fails to set them), the root file system or image.
   void add_common(std::vector<std::string>& argv) const {
-    // A worker needs a few threads and some hundred descriptors. (Here crun
-    // refused process limits above about 32k even below our hard limit.)
-    rlimit files{}, processes{};
-    ::getrlimit(RLIMIT_NOFILE, &files);
-    ::getrlimit(RLIMIT_NPROC, &processes);
-    const auto limit = [](const rlimit& r, rlim_t most) {
-      const auto value = std::min<rlim_t>(r.rlim_max, most);
-      return fmt::format("{}:{}", value, value);
-    };
-    argv.insert(argv.end(), {"--ulimit", "nofile=" + limit(files, 65536), "--ulimit", "nproc=" + limit(processes, 4096),
-                             "--log-driver", "none", "--pull", "never"});
+    const auto limits = em::podman_limit_args();
+    argv.insert(argv.end(), limits.begin(), limits.end());
+    argv.insert(argv.end(), {"--log-driver", "none", "--pull", "never"});
     if (setup_.image.empty()) {
       argv.insert(argv.end(), {"--rootfs", setup_.rootfs_dir});
     } else {
