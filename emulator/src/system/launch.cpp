@@ -70,11 +70,11 @@ void signal_groups(std::vector<RunningRank>& ranks, int signal) {
     if (rank.group > 0) ::kill(-rank.group, signal);
 }
 
-int count_hosts(const LaunchPlan& plan, std::size_t upto, const std::string& host, bool only_before) {
-  int count = 0;
-  for (std::size_t i = 0; i < (only_before ? upto : plan.ranks.size()); ++i)
-    if (plan.ranks[i].host.name == host) ++count;
-  return count;
+// How many of the plan's ranks are on `host`: all of them, or those before rank `before`.
+int ranks_on_host(const LaunchPlan& plan, const std::string& host, std::size_t before) {
+  const auto end = plan.ranks.begin() + static_cast<std::ptrdiff_t>(std::min(before, plan.ranks.size()));
+  return static_cast<int>(
+      std::count_if(plan.ranks.begin(), end, [&](const LaunchRank& rank) { return rank.host.name == host; }));
 }
 
 RunningRank start_rank(const TestbedState& state, const LaunchPlan& plan, std::size_t index,
@@ -193,8 +193,8 @@ Environment rank_environment(const TestbedState& state, const LaunchPlan& plan, 
   Environment environment{
       {"RANK", std::to_string(rank)},
       {"WORLD_SIZE", world},
-      {"LOCAL_RANK", std::to_string(count_hosts(plan, rank, host.name, true))},
-      {"LOCAL_WORLD_SIZE", std::to_string(count_hosts(plan, rank, host.name, false))},
+      {"LOCAL_RANK", std::to_string(ranks_on_host(plan, host.name, rank))},
+      {"LOCAL_WORLD_SIZE", std::to_string(ranks_on_host(plan, host.name, plan.ranks.size()))},
       {"GROUP_RANK", std::to_string(group)},
       {"GROUP_WORLD_SIZE", std::to_string(hosts.size())},
       {"ROLE_RANK", std::to_string(rank)},
