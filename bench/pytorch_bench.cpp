@@ -10,10 +10,9 @@
 // connection); its time runs from the send to the receiver's last byte.
 // gloo sends an unbound buffer only once the receiver has posted its own and
 // said so (a rendezvous), so the data leaves one way's delay (the notice's,
-// from the receiver) after both sides are ready. An all-reduce of n ranks is
-// modelled as a ring: 2 (n - 1) steps, each a rendezvous and a message of
-// 1/n of the tensor on every ring link at once, one after the other (gloo
-// pipelines its ring in segments, which this does not). A third run with
+// from the receiver) after both sides are ready. An all-reduce is gloo's
+// segmented ring (model_allreduce), bound by rendezvous per 1 MiB segment
+// rather than by the window. A third run with
 // (almost) no delay measures what the machine itself takes (copies,
 // reductions, the release path on its cores): the "no WAN" column.
 #include <fmt/core.h>
@@ -77,28 +76,26 @@ std::pair<double, double> model_p2p(const hs::TcpPath& path, double notice_s, do
   return {notice_s + hs::transfer_alone_s(path, 1, bytes, state), cold};
 }
 
-// A ring all-reduce over every DC (one rank each, in DC order), its
-// connections warm from a first all-reduce; the slowest link sets each step.
+// gloo's ring all-reduce (gloo/allreduce.cc, torch 1.13's) over every DC,
+// one rank each in DC order. The tensor is cut into segments of at most
+// 1 MiB (kMaxSegmentSize), at least 2 per rank, their count rounded up to a
+// multiple of the ranks; the ring's 2 (n - 1) steps each move one rank's
+// segments, two in flight, each a rendezvous (the receiver's notice one way,
+// the data the other): a segment costs one one-way delay, or its transfer at
+// the stream's rate where that is longer. The last data arrives one way later.
 double model_allreduce(const em::Scenario& scenario, double bytes) {
+  constexpr double kMaxSegmentBytes = 1 << 20;
   const int n = static_cast<int>(scenario.dcs.size());
-  std::vector<hs::TcpPath> paths;
-  std::vector<hs::TcpChannelState> states(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) paths.push_back(path_between(scenario, i, (i + 1) % n));
-  double took = 0;
-  for (int round = 0; round < 2; ++round) {
-    took = 0;
-    for (int step = 0; step < 2 * (n - 1); ++step) {
-      double slowest = 0;
-      for (int i = 0; i < n; ++i) {
-        const auto& path = paths[static_cast<std::size_t>(i)];
-        const double notice_s = static_cast<double>(scenario.pair((i + 1) % n, i).delay_ns) / 1e9;
-        slowest =
-            std::max(slowest, notice_s + hs::transfer_alone_s(path, 1, bytes / n, states[static_cast<std::size_t>(i)]));
-      }
-      took += slowest;
-    }
+  const double segment = std::min(std::ceil(bytes / (2 * n)), kMaxSegmentBytes);
+  const double segments = std::ceil(std::max(std::ceil(bytes / segment), 2.0 * n) / n) * n;
+  double slowest_segment_s = 0, delay_s = 0;
+  for (int i = 0; i < n; ++i) {
+    const hs::TcpPath path = path_between(scenario, i, (i + 1) % n);
+    const double rate_bps = std::min(path.rate_bps, path.window_bytes * 8 / path.rtt_s);
+    slowest_segment_s = std::max(slowest_segment_s, std::max(path.delay_s, segment * 8 / rate_bps));
+    delay_s = std::max(delay_s, path.delay_s);
   }
-  return took;
+  return 2 * (n - 1) * (segments / n) * slowest_segment_s + delay_s;
 }
 
 // The scenario's text with both TCP buffer maxima set to `size` ("16mb").
