@@ -85,13 +85,7 @@ const char* enter_identity(const HostIdentity& identity) {
   return nullptr;
 }
 
-// "wanlab: WHAT: <errno's reason>" on stderr, then exit.
-[[noreturn]] void child_fail(const char* what, int code = 126) {
-  const int err = errno;
-  const char* reason = ::strerror(err);
-  for (const char* part : {"wanlab: ", what, ": ", reason, "\n"}) (void)!::write(STDERR_FILENO, part, ::strlen(part));
-  ::_exit(code);
-}
+[[noreturn]] void child_fail(const char* what, int code = 126) { fail_in_child("wanlab", what, code); }
 
 // In the child, between fork and exec: system calls only (no allocation).
 void give_stream(int fd, int target, int devnull) {
@@ -238,6 +232,13 @@ Captured run_captured(const std::vector<std::string>& argv, SpawnOptions options
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.cpu_seconds = seconds_of(usage.ru_utime) + seconds_of(usage.ru_stime);
   return result;
+}
+
+void fail_in_child(const char* who, const char* what, int code) {
+  const int err = errno;
+  const char* reason = ::strerror(err);
+  for (const char* part : {who, ": ", what, ": ", reason, "\n"}) (void)!::write(STDERR_FILENO, part, ::strlen(part));
+  ::_exit(code);
 }
 
 void take_identity(const HostIdentity& identity) {

@@ -97,6 +97,10 @@ Captured run_captured(const std::vector<std::string>& argv, SpawnOptions options
 /// failed.
 void take_identity(const HostIdentity& identity);
 
+/// In a forked child that failed before its exec: "WHO: WHAT: <errno's
+/// reason>" on stderr, then _exit(code). System calls only.
+[[noreturn]] void fail_in_child(const char* who, const char* what, int code = 126);
+
 /// Replaces this process with argv (looked up on PATH). Throws
 /// std::system_error("WHAT: ...") if it cannot.
 [[noreturn]] void exec_argv(const std::vector<std::string>& argv, const std::string& what);

@@ -316,17 +316,7 @@ struct SandboxChild {
   int stdin_fd = -1;
 };
 
-[[noreturn]] void child_fail(const char* what) {
-  const int err = errno;
-  const char* reason = ::strerror(err);
-  const char prefix[] = "wanlab sandbox: ";
-  (void)!::write(STDERR_FILENO, prefix, sizeof(prefix) - 1);
-  (void)!::write(STDERR_FILENO, what, std::strlen(what));
-  (void)!::write(STDERR_FILENO, ": ", 2);
-  (void)!::write(STDERR_FILENO, reason, std::strlen(reason));
-  (void)!::write(STDERR_FILENO, "\n", 1);
-  ::_exit(126);
-}
+[[noreturn]] void child_fail(const char* what) { base::fail_in_child("wanlab sandbox", what); }
 
 int sandbox_main(void* arg) {
   auto* child = static_cast<SandboxChild*>(arg);
