@@ -30,8 +30,7 @@ using Clock = std::chrono::steady_clock;
 struct RunningRank {
   std::string prefix;  // "[2 west-0] "
   std::string label;   // "rank 2 (west-0)"
-  base::Child child;
-  pid_t group = 0;
+  base::Child child;   // the leader of the rank's process group; pid -1 once reaped
   base::UniqueFd output;
   std::string partial;
   std::optional<int> exit_code;
@@ -67,7 +66,7 @@ void drain(std::FILE* out, RunningRank& rank) {
 
 void signal_groups(std::vector<RunningRank>& ranks, int signal) {
   for (auto& rank : ranks)
-    if (rank.group > 0) ::kill(-rank.group, signal);
+    if (rank.child.pid() > 0) ::kill(-rank.child.pid(), signal);
 }
 
 // How many of the plan's ranks are on `host`: all of them, or those before rank `before`.
@@ -101,7 +100,6 @@ RunningRank start_rank(const TestbedState& state, const LaunchPlan& plan, std::s
     options.environment = rank_environment(state, plan, index);
     rank.child = base::spawn(plan.argv, options);
   }
-  rank.group = rank.child.pid();
   rank.output = std::move(output.read);
   return rank;
 }
@@ -270,14 +268,13 @@ int launch(const TestbedState& state, const LaunchPlan& plan) {
     if (::poll(fds.data(), fds.size(), 100) > 0)
       for (std::size_t i = 0; i < fds.size(); ++i)
         if (fds[i].revents) drain(plan.out, *readers[i]);
-    for (std::size_t i = 0; i < ranks.size(); ++i) {
-      RunningRank& rank = ranks[i];
+    for (RunningRank& rank : ranks) {
       if (rank.exit_code) continue;
+      const pid_t group = rank.child.pid();
       rank.exit_code = rank.child.try_wait();
       if (!rank.exit_code) continue;
       // What it started in its group goes with it.
-      ::kill(-rank.group, SIGKILL);
-      rank.group = 0;
+      ::kill(-group, SIGKILL);
       if (*rank.exit_code != 0 && result == 0 && !kill_at) {
         result = *rank.exit_code;
         stop_all(fmt::format("{} exited with {}; stopping the other ranks", rank.label, *rank.exit_code));
