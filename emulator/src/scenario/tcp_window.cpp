@@ -23,9 +23,9 @@ double send_buffer_window_share(double wmem_bytes) {
   return kMeasured.back().second;
 }
 
-double stream_window_bytes(const HostSettings& host) {
+double stream_window_bytes(const HostSettings& host, bool paced) {
   const auto wmem = static_cast<double>(host.tcp_wmem_max.value_or(kDefaultTcpWmemMax));
-  const double send = wmem * send_buffer_window_share(wmem);
+  const double send = wmem * send_buffer_window_share(wmem) * (paced ? 1.0 : kUnpacedSendShareGain);
   const double receive =
       static_cast<double>(host.tcp_rmem_max.value_or(kDefaultTcpRmemMax)) * kReceiveBufferWindowShare;
   return std::min(send, receive);
