@@ -47,18 +47,21 @@ def parse_args():
 
 
 def point_to_point_seconds(rank, tensor):
-    """Seconds from rank 0's send to rank 1's received tensor, known to rank 0 (None elsewhere)."""
+    """Rank 0's (seconds from its send to rank 1's received tensor, how long after
+    rank 0 rank 1 left the barrier before it); None elsewhere. The ranks share
+    the machine's monotonic clock."""
     dist.barrier()
-    stamp = torch.zeros(1, dtype=torch.float64)
+    left = time.monotonic()
+    stamps = torch.zeros(2, dtype=torch.float64)
     if rank == 0:
-        start = time.monotonic()
         dist.send(tensor, dst=1)
-        dist.recv(stamp, src=1)  # when rank 1 had it all
-        return stamp.item() - start
+        dist.recv(stamps, src=1)  # when rank 1 had it all, when it left the barrier
+        return stamps[0].item() - left, stamps[1].item() - left
     if rank == 1:
         dist.recv(tensor, src=0)
-        stamp[0] = time.monotonic()
-        dist.send(stamp, dst=0)
+        stamps[0] = time.monotonic()
+        stamps[1] = left
+        dist.send(stamps, dst=0)
     return None
 
 
@@ -83,16 +86,17 @@ def main():
     rows = []
     for size in args.sizes:
         tensor = torch.ones(int(size * MIB) // 4, dtype=torch.float32)
-        p2p, reduce = [], []
+        p2p, skew, reduce = [], [], []
         for round_ in range(args.repeats + 1):
-            seconds = point_to_point_seconds(rank, tensor)
+            timed = point_to_point_seconds(rank, tensor)
             reduced = all_reduce_seconds(tensor)
             if round_ == 0:
                 continue  # warm-up
-            if seconds is not None:
-                p2p.append(seconds)
+            if timed is not None:
+                p2p.append(timed[0])
+                skew.append(timed[1])
             reduce.append(reduced)
-        rows.append({"mib": size, "p2p_s": p2p, "allreduce_s": reduce})
+        rows.append({"mib": size, "p2p_s": p2p, "p2p_skew_s": skew, "allreduce_s": reduce})
     if rank == 0:
         print(f"gloo across {world} ranks: " + ", ".join(f"{name} ({dc})" for name, dc in hosts))
         print(f"{'MiB':>6} {'p2p 0->1 median s':>18} {'p2p MB/s':>9} {'all-reduce median s':>20}")

@@ -107,12 +107,14 @@ def median(values):
     return sorted(values)[len(values) // 2]
 
 
-def finish(args, name, losses, times):
-    """Prints the summary and, with --check, compares with one process; the exit code."""
+def finish(args, name, losses, times, extra=None):
+    """Prints the summary and, with --check, compares with one process; the exit code.
+
+    `extra` (a dict) goes into the --json file beside the losses and times."""
     steady = median(times[1:] or times)
     print(f"{name}: median step {steady:.3f} s (first step {times[0]:.3f} s), "
           f"loss {losses[0]:.4f} -> {losses[-1]:.4f}", flush=True)
-    result = {"losses": losses, "step_s": times}
+    result = {"losses": losses, "step_s": times, **(extra or {})}
     failed = False
     if args.check:
         alone, alone_times = train_alone(args)
