@@ -118,12 +118,22 @@ void print_summary(const hs::RunRecord& record) {
 
 }  // namespace
 
+// --ranks, checked before the run: a plan has pp x dp workers.
+hs::RankSpec ranks_option(const Options& options, const hs::Experiment& experiment) {
+  try {
+    return hs::parse_rank_spec(options.get("ranks").value_or("auto"), experiment.parallel.pp * experiment.parallel.dp);
+  } catch (const std::invalid_argument& error) {
+    throw UsageError(std::string("--ranks: ") + error.what());
+  }
+}
+
 int cmd_train(const Options& options) {
   if (options.positionals().size() != 1) throw UsageError("expected one experiment file");
   hs::Experiment experiment = hs::load_experiment(options.positionals().front());
   apply_overrides(experiment, options);
   const em::Scenario scenario = hs::load_testbed(experiment);
   const auto out = out_dir_option(options, hs::check_run_outputs);
+  const hs::RankSpec ranks = ranks_option(options, experiment);
 
   hs::RunOptions run;
   try {
@@ -166,8 +176,9 @@ int cmd_train(const Options& options) {
   if (run.runtime == hs::RuntimeChoice::automatic && record.runtime == "sandbox")
     fmt::print(stderr, "wanlab train: workers ran in wanlab's sandbox, not podman: {}\n", record.runtime_detail);
   if (out)
-    fmt::print("{}\n", hs::write_run_outputs(record, scenario,
-                                             {command_line(), std::filesystem::current_path().string(), ""}, *out));
+    fmt::print("{}\n",
+               hs::write_run_outputs(record, scenario, {command_line(), std::filesystem::current_path().string(), ""},
+                                     hs::select_ranks(record, ranks), *out));
   // Last, so that it is what the user sees: whether the figures above can be trusted.
   if (record.emulation) fmt::print("{}\n", hs::judge_emulation(*record.emulation).verdict);
   return 0;

@@ -60,8 +60,12 @@ OptionSpecs perf_options() {
 
 // `wanlab train`: every experiment override, then the run's own options.
 OptionSpecs train_options() {
-  OptionSpecs options{valued(
-      "out", "DIR", "write results.json, trace.json, timeline.svg, card.yaml and ranks/ (per-rank traces) there")};
+  OptionSpecs options{
+      valued("out", "DIR",
+             "write results.json, trace.json, timeline.svg, card.yaml and ranks/ (per-rank traces) there"),
+      valued("ranks", "auto|all|representative|ID,...",
+             "the workers --out's trace, timeline rows and ranks/ show (default auto: all, but for a simulated plan of "
+             "over 64 workers replica 0 and the last to finish of every stage)")};
   for (const harness::ExperimentOption& option : harness::experiment_options())
     options.push_back(valued(std::string(option.name), std::string(option.metavar), std::string(option.help)));
   for (OptionSpec option :

@@ -184,6 +184,9 @@ BOOST_AUTO_TEST_CASE(bad_values_name_their_option_and_exit_2) {
   // The commands' own numbers, times, percentages and choices.
   check_bad_value({"train", experiment, "--timeout", "soon"}, "--timeout", "a whole number");
   check_bad_value({"train", experiment, "--runtime", "docker"}, "--runtime", "auto, podman, sandbox or external");
+  // Checked before the run (nothing is brought up): ci-2dc has pp 2 x dp 2 workers.
+  check_bad_value({"train", experiment, "--ranks", "0,4"}, "--ranks", "auto, all, representative or worker ids");
+  check_bad_value({"train", experiment, "--ranks", "everyone"}, "--ranks", "auto, all, representative or worker ids");
   check_bad_value({"plan", experiment, "--jobs", "0"}, "--jobs", "a whole number from 1 to 1024");
   check_bad_value({"plan", experiment, "--out="}, "--out", "a directory");
   check_bad_value({"stats", "--interval", "x"}, "--interval", "a number from 0.01 to 86400");

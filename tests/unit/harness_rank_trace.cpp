@@ -62,7 +62,7 @@ BOOST_AUTO_TEST_CASE(a_rank_holds_its_workers_events_as_kernels_and_its_iteratio
 BOOST_AUTO_TEST_CASE(one_file_per_rank) {
   const harness_test::SimulatedRun run = harness_test::pp_across_dc_run();
   const auto dir = std::filesystem::temp_directory_path() / ("wanlab-ranks-" + std::to_string(::getpid()));
-  hs::write_rank_traces(run.record, wanlab::base::OutputDir::open(dir.string()));
+  hs::write_rank_traces(run.record, hs::all_ranks(run.record.plan), wanlab::base::OutputDir::open(dir.string()));
   std::size_t files = 0;
   for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir / "ranks")) ++files;
   BOOST_TEST(files == run.record.plan.workers.size());

@@ -141,8 +141,8 @@ BOOST_AUTO_TEST_CASE(writers_write_files_and_report_failures) {
       std::filesystem::temp_directory_path() / ("wanlab-report-test-" + std::to_string(::getpid()));
   const auto out = wanlab::base::OutputDir::open(dir.string());
   write_results_json(run.record, "scenario", out);
-  write_trace_json(run.record, out);
-  write_timeline_svg(run.record, 0, out);
+  write_trace_json(run.record, all_ranks(run.record.plan), out);
+  write_timeline_svg(run.record, 0, all_ranks(run.record.plan), out);
   BOOST_TEST(parse_json(read(dir / "results.json"))["runtime"].text == "simulator");
   BOOST_TEST(parse_json(read(dir / "trace.json")).has("traceEvents"));
   BOOST_TEST(read(dir / "trace.json") == trace_json(run.record));  // written event by event, the same text
@@ -152,7 +152,7 @@ BOOST_AUTO_TEST_CASE(writers_write_files_and_report_failures) {
   std::filesystem::remove(dir / "trace.json");
   std::filesystem::create_directory(dir / "trace.json");
   try {
-    write_trace_json(run.record, out);
+    write_trace_json(run.record, all_ranks(run.record.plan), out);
     BOOST_FAIL("wrote over a directory");
   } catch (const wanlab::base::FileError& error) {
     BOOST_TEST(std::string(error.what()) ==

@@ -15,14 +15,16 @@ void check_run_outputs(const base::OutputDir& dir) {
 }
 
 std::string write_run_outputs(const RunRecord& record, const emulator::Scenario& scenario, const Invocation& invocation,
-                              const base::OutputDir& dir) {
+                              const RankSelection& ranks, const base::OutputDir& dir) {
   write_results_json(record, scenario.source, dir);
   write_workload_card(record, scenario, invocation, dir);
-  write_rank_traces(record, dir);
-  write_trace_json(record, dir);
-  write_timeline_svg(record, static_cast<int>(record.iteration_end_ns.size()) - 1, dir);
-  return fmt::format("wrote {0}/results.json, {0}/trace.json, {0}/timeline.svg, {0}/card.yaml, {0}/ranks/rank-N.json",
-                     dir.path());
+  write_rank_traces(record, ranks, dir);
+  write_trace_json(record, ranks, dir);
+  write_timeline_svg(record, static_cast<int>(record.iteration_end_ns.size()) - 1, ranks, dir);
+  return fmt::format(
+      "wrote {0}/results.json, {0}/trace.json, {0}/timeline.svg, {0}/card.yaml, {0}/ranks/rank-N.json{1}", dir.path(),
+      ranks.all() ? ""
+                  : fmt::format("; trace, timeline and ranks/ show {} (--ranks all: every one)", ranks.description));
 }
 
 }  // namespace wanlab::harness

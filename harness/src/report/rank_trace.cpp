@@ -130,11 +130,12 @@ std::string rank_trace_json(const RunRecord& record, int worker) {
   return RankTrace(record, worker).json(by_rank(record).at(static_cast<std::size_t>(worker)));
 }
 
-void write_rank_traces(const RunRecord& record, const base::OutputDir& dir) {
+void write_rank_traces(const RunRecord& record, const RankSelection& shown, const base::OutputDir& dir) {
   const base::OutputDir ranks_dir = dir.subdir("ranks");
   const std::vector<RankEvents> ranks = by_rank(record);
   for (std::size_t w = 0; w < ranks.size(); ++w)
-    ranks_dir.write(fmt::format("rank-{}.json", w), RankTrace(record, static_cast<int>(w)).json(ranks[w]));
+    if (shown.shows(static_cast<int>(w)))
+      ranks_dir.write(fmt::format("rank-{}.json", w), RankTrace(record, static_cast<int>(w)).json(ranks[w]));
 }
 
 }  // namespace wanlab::harness

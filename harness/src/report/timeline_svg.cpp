@@ -1,5 +1,5 @@
-// timeline.svg: a Gantt chart of one iteration, one row per worker, rows
-// grouped by DC, with a time axis in ms and a legend.
+// timeline.svg: a Gantt chart of one iteration, one row per worker shown
+// (ranks.hpp), rows grouped by DC, with a time axis in ms and a legend.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include "report/svg.hpp"
 #include "wanlab/harness/model/served_model.hpp"
 #include "wanlab/harness/record/record.hpp"
+#include "wanlab/harness/report/ranks.hpp"
 #include "wanlab/harness/report/timeline.hpp"
 
 namespace wanlab::harness {
@@ -52,8 +53,12 @@ std::string format_ms(double ms) { return ms == std::floor(ms) ? fmt::format("{:
 
 class Chart {
  public:
-  Chart(const RunRecord& record, int iteration)
-      : record_(record), plan_(record.plan), iteration_(iteration), span_(detail::iteration_span(record, iteration)) {
+  Chart(const RunRecord& record, int iteration, const RankSelection& ranks)
+      : record_(record),
+        plan_(record.plan),
+        iteration_(iteration),
+        ranks_(ranks),
+        span_(detail::iteration_span(record, iteration)) {
     span_ms_ = std::max(1e-6, static_cast<double>(span_.end_ns - span_.start_ns) / 1e6);
     step_ms_ = tick_step_ms(span_ms_);
     axis_ms_ = std::ceil(span_ms_ / step_ms_ - 1e-9) * step_ms_;
@@ -79,7 +84,7 @@ class Chart {
   std::string render() {
     std::vector<std::vector<int>> groups = dc_groups();
     double rows_height = 0;
-    for (const auto& group : groups) rows_height += kGroupHeaderHeight + kRowHeight * static_cast<double>(group.size());
+    for (const auto& group : groups) rows_height += kGroupHeaderHeight + kRowHeight * static_cast<double>(drawn(group));
     double axis_y = kTitleHeight + rows_height + 6;
     double legend_y = axis_y + 52;
     double height = legend_y + 3 * 22 + 16;
@@ -112,7 +117,13 @@ class Chart {
     return nullptr;
   }
 
-  // Workers by DC, DCs in the order the pipeline reaches them.
+  std::size_t drawn(const std::vector<int>& group) const {
+    return static_cast<std::size_t>(
+        std::count_if(group.begin(), group.end(), [&](int id) { return ranks_.shows(id); }));
+  }
+
+  // Workers by DC, DCs in the order the pipeline reaches them (every worker;
+  // rows are drawn for those ranks_ shows).
   std::vector<std::vector<int>> dc_groups() const {
     std::vector<std::vector<int>> groups;
     int current_dc = -1;
@@ -143,12 +154,20 @@ class Chart {
           iteration_, figures->time_s * 1e3, figures->mean_gpu_utilization * 100, figures->bubble_fraction * 100,
           figures->network_blocked_s * 1e3);
     }
-    return fmt::format(
-        "<text x=\"{}\" y=\"26\" font-size=\"17\" font-weight=\"bold\">{}</text>\n"
-        "<text x=\"{}\" y=\"48\" font-size=\"12.5\" fill=\"#333\">{}</text>\n"
-        "<text x=\"{}\" y=\"{}\" font-size=\"11\" font-weight=\"bold\" fill=\"#555\" text-anchor=\"middle\">GPU "
-        "busy</text>\n",
-        kLabelX, xml_escape(headline), kLabelX, xml_escape(details), kUtilizationX + 26, kTitleHeight - 10);
+    // Rows for some workers only: say which, and that the DCs' figures cover all.
+    const std::string drawn_note =
+        ranks_.all() ? ""
+                     : fmt::format(
+                           "<text x=\"{}\" y=\"66\" font-size=\"11.5\" fill=\"#555\">rows: {}; each DC's "
+                           "line gives GPU busy over all its workers</text>\n",
+                           kLabelX, xml_escape(ranks_.description));
+    return drawn_note +
+           fmt::format(
+               "<text x=\"{}\" y=\"26\" font-size=\"17\" font-weight=\"bold\">{}</text>\n"
+               "<text x=\"{}\" y=\"48\" font-size=\"12.5\" fill=\"#333\">{}</text>\n"
+               "<text x=\"{}\" y=\"{}\" font-size=\"11\" font-weight=\"bold\" fill=\"#555\" text-anchor=\"middle\">GPU "
+               "busy</text>\n",
+               kLabelX, xml_escape(headline), kLabelX, xml_escape(details), kUtilizationX + 26, kTitleHeight - 10);
   }
 
   std::string grid(double top, double bottom) const {
@@ -165,24 +184,49 @@ class Chart {
 
   double draw_group(const std::vector<int>& group, double y, std::string& out) const {
     const Worker& first = plan_.workers[static_cast<std::size_t>(group.front())].worker;
+    out += fmt::format("<rect x=\"0\" y=\"{:.1f}\" width=\"{}\" height=\"{}\" fill=\"#f3f3f3\"/>\n", y, kWidth,
+                       kGroupHeaderHeight - 2);
+    out += fmt::format(
+        "<text x=\"{}\" y=\"{:.1f}\" font-size=\"14\" font-weight=\"bold\">DC {}</text>"
+        "<text x=\"{}\" y=\"{:.1f}\" font-size=\"11\" fill=\"#555\">{}</text>\n",
+        kLabelX, y + 16, xml_escape(first.dc_name), kLabelX + 110, y + 16, xml_escape(group_line(group)));
+    y += kGroupHeaderHeight;
+    for (int id : group) {
+      if (!ranks_.shows(id)) continue;
+      draw_row(id, y, out);
+      y += kRowHeight;
+    }
+    return y;
+  }
+
+  // "2 workers on east-0, east-1", or where rows are left out "624 workers
+  // on 8 hosts (east-0, east-1, east-2, ...), 2 drawn; GPU busy 41-43%".
+  std::string group_line(const std::vector<int>& group) const {
+    constexpr std::size_t kHostsNamed = 3;
     std::vector<std::string> hosts;
     for (int id : group) {
       const std::string& host = plan_.workers[static_cast<std::size_t>(id)].worker.host;
       if (std::find(hosts.begin(), hosts.end(), host) == hosts.end()) hosts.push_back(host);
     }
-    out += fmt::format("<rect x=\"0\" y=\"{:.1f}\" width=\"{}\" height=\"{}\" fill=\"#f3f3f3\"/>\n", y, kWidth,
-                       kGroupHeaderHeight - 2);
-    out += fmt::format(
-        "<text x=\"{}\" y=\"{:.1f}\" font-size=\"14\" font-weight=\"bold\">DC {}</text>"
-        "<text x=\"{}\" y=\"{:.1f}\" font-size=\"11\" fill=\"#555\">{} worker{} on {}</text>\n",
-        kLabelX, y + 16, xml_escape(first.dc_name), kLabelX + 110, y + 16, group.size(), group.size() == 1 ? "" : "s",
-        xml_escape(fmt::format("{}", fmt::join(hosts, ", "))));
-    y += kGroupHeaderHeight;
+    std::string on = hosts.size() <= kHostsNamed
+                         ? fmt::format("{}", fmt::join(hosts, ", "))
+                         : fmt::format("{} hosts ({}, ...)", hosts.size(),
+                                       fmt::join(hosts.begin(), hosts.begin() + kHostsNamed, ", "));
+    std::string line = fmt::format("{} worker{} on {}", group.size(), group.size() == 1 ? "" : "s", on);
+    const std::size_t rows = drawn(group);
+    if (rows == group.size()) return line;
+    line += fmt::format(", {} drawn", rows);
+    const IterationSummary* figures = summary();
+    if (figures == nullptr) return line;
+    double least = 1, most = 0;
     for (int id : group) {
-      draw_row(id, y, out);
-      y += kRowHeight;
+      if (static_cast<std::size_t>(id) >= figures->gpu_utilization.size()) continue;
+      least = std::min(least, figures->gpu_utilization[static_cast<std::size_t>(id)]);
+      most = std::max(most, figures->gpu_utilization[static_cast<std::size_t>(id)]);
     }
-    return y;
+    if (most < least) return line;
+    const std::string low = fmt::format("{:.0f}", 100 * least), high = fmt::format("{:.0f}", 100 * most);
+    return line + fmt::format("; GPU busy {}% over all {}", low == high ? low : low + "-" + high, group.size());
   }
 
   void draw_row(int id, double y, std::string& out) const {
@@ -317,6 +361,7 @@ class Chart {
   const RunRecord& record_;
   const Plan& plan_;
   int iteration_;
+  const RankSelection& ranks_;
   detail::IterationSpan span_;
   double span_ms_ = 0;
   double step_ms_ = 0;
@@ -328,16 +373,21 @@ class Chart {
 
 }  // namespace
 
-std::string timeline_svg(const RunRecord& record, int iteration) {
+std::string timeline_svg(const RunRecord& record, int iteration, const RankSelection& ranks) {
   if (iteration < 0 || iteration >= detail::iteration_count(record)) {
     throw std::out_of_range(
         fmt::format("timeline: no iteration {} (the run has {})", iteration, detail::iteration_count(record)));
   }
-  return Chart(record, iteration).render();
+  return Chart(record, iteration, ranks).render();
 }
 
-void write_timeline_svg(const RunRecord& record, int iteration, const base::OutputDir& dir) {
-  dir.write("timeline.svg", timeline_svg(record, iteration));
+std::string timeline_svg(const RunRecord& record, int iteration) {
+  return timeline_svg(record, iteration, all_ranks(record.plan));
+}
+
+void write_timeline_svg(const RunRecord& record, int iteration, const RankSelection& ranks,
+                        const base::OutputDir& dir) {
+  dir.write("timeline.svg", timeline_svg(record, iteration, ranks));
 }
 
 }  // namespace wanlab::harness

@@ -11,6 +11,7 @@
 #include "report/build_info.hpp"
 #include "record/record_internal.hpp"
 #include "wanlab/harness/record/record.hpp"
+#include "wanlab/harness/report/ranks.hpp"
 #include "wanlab/harness/report/trace.hpp"
 
 namespace wanlab::harness {
@@ -208,11 +209,11 @@ namespace {
 // would open a lane per transfer.
 constexpr int kFirstKvTid = 1 << 20;
 
-void write_prefill(const RunRecord& record, TraceOut& trace) {
+void write_prefill(const RunRecord& record, const RankSelection& ranks, TraceOut& trace) {
   LinkTracks links(kFirstKvTid);
   const Plan& plan = record.plan;
   for (const PrefillSpan& span : record.prefill->spans) {
-    if (span.worker < 0 || static_cast<std::size_t>(span.worker) >= plan.workers.size()) continue;
+    if (!ranks.shows(span.worker)) continue;
     Json args = Json::object();
     args["batch"] = span.batch;
     args["chunk"] = span.chunk;
@@ -222,7 +223,7 @@ void write_prefill(const RunRecord& record, TraceOut& trace) {
                          span.end_ns, std::move(args)));
   }
   for (const KvTransfer& kv : record.prefill->kv) {
-    if (kv.worker < 0 || static_cast<std::size_t>(kv.worker) >= plan.workers.size()) continue;
+    if (!ranks.shows(kv.worker)) continue;
     const std::string& dc = plan.workers[static_cast<std::size_t>(kv.worker)].worker.dc_name;
     const std::string link = kv.link.empty() ? fmt::format("{0}->{0} KV (inside the DC)", dc) : kv.link + " KV";
     Json args = Json::object();
@@ -237,13 +238,17 @@ void write_prefill(const RunRecord& record, TraceOut& trace) {
 }
 
 // The header, then one event per line: small enough to read, and diffs stay line-sized.
-void write_trace(const RunRecord& record, const std::function<void(std::string_view)>& write) {
+// Only the workers `ranks` shows get tracks, and only their transfers go on
+// the links' tracks.
+void write_trace(const RunRecord& record, const RankSelection& ranks,
+                 const std::function<void(std::string_view)>& write) {
   const Plan& plan = record.plan;
   Json other = Json::object();
   other["experiment"] = plan.experiment.name;
   other["runtime"] = record.runtime;
   other["schedule"] = to_string(plan.experiment.schedule);
   other["wanlab"] = detail::build_info().wanlab;
+  other["ranks"] = ranks.description;
   write("{\"displayTimeUnit\": \"ms\",\n\"otherData\": " + other.dump() + ",\n\"traceEvents\": [\n");
   TraceOut trace(write);
   trace.push(metadata("process_name", kWorkersPid, 0, named("workers (GPUs)")));
@@ -255,6 +260,7 @@ void write_trace(const RunRecord& record, const std::function<void(std::string_v
   std::vector<int> order = detail::display_order(plan);
   for (std::size_t rank = 0; rank < order.size(); ++rank) {
     const Worker& worker = plan.workers[static_cast<std::size_t>(order[rank])].worker;
+    if (!ranks.shows(worker.id)) continue;
     trace.push(metadata("thread_name", kWorkersPid, worker.id + 1, named(worker_track_name(worker))));
     trace.push(metadata("thread_sort_index", kWorkersPid, worker.id + 1, sort_index(static_cast<int>(rank) + 1)));
   }
@@ -268,13 +274,13 @@ void write_trace(const RunRecord& record, const std::function<void(std::string_v
     trace.push(complete(fmt::format("iteration {}", iteration), "iteration", kWorkersPid, 0, marker));
   }
   std::vector<const Event*> events;
-  for (const Event& event : record.events) events.push_back(&event);
+  for (const Event& event : record.events)
+    if (ranks.shows(event.worker)) events.push_back(&event);
   std::stable_sort(events.begin(), events.end(),
                    [](const Event* a, const Event* b) { return a->start_ns < b->start_ns; });
   LinkTracks links;
   const TransferIndex transfers(record.transfers);
   for (const Event* event : events) {
-    if (event->worker < 0 || static_cast<std::size_t>(event->worker) >= plan.workers.size()) continue;
     std::string name = worker_event_name(plan, *event);
     if (event->kind == OpKind::send) {
       std::string link = detail::wan_link_of(plan, *event);
@@ -298,21 +304,23 @@ void write_trace(const RunRecord& record, const std::function<void(std::string_v
       }
     }
   }
-  if (record.prefill) write_prefill(record, trace);
+  if (record.prefill) write_prefill(record, ranks, trace);
   write("\n]}\n");
 }
 
 }  // namespace
 
-std::string trace_json(const RunRecord& record) {
+std::string trace_json(const RunRecord& record, const RankSelection& ranks) {
   std::string text;
-  write_trace(record, [&](std::string_view piece) { text += piece; });
+  write_trace(record, ranks, [&](std::string_view piece) { text += piece; });
   return text;
 }
 
-void write_trace_json(const RunRecord& record, const base::OutputDir& dir) {
+std::string trace_json(const RunRecord& record) { return trace_json(record, all_ranks(record.plan)); }
+
+void write_trace_json(const RunRecord& record, const RankSelection& ranks, const base::OutputDir& dir) {
   dir.write("trace.json",
-            [&](std::ostream& file) { write_trace(record, [&](std::string_view piece) { file << piece; }); });
+            [&](std::ostream& file) { write_trace(record, ranks, [&](std::string_view piece) { file << piece; }); });
 }
 
 }  // namespace wanlab::harness

@@ -9,6 +9,7 @@
 #include "wanlab/emulator/scenario.hpp"
 #include "wanlab/harness/report/card.hpp"
 #include "wanlab/harness/record/record.hpp"
+#include "wanlab/harness/report/ranks.hpp"
 
 namespace wanlab::harness {
 
@@ -17,8 +18,10 @@ namespace wanlab::harness {
 // so a bad --out costs nothing.
 void check_run_outputs(const base::OutputDir& dir);
 // Writes them all; the timeline is of the last iteration, the steady state.
+// The trace, the timeline's rows and ranks/ hold the workers `ranks` shows;
+// results.json and the card always cover every worker.
 // Returns the line that says what was written ("wrote DIR/results.json, ...").
 std::string write_run_outputs(const RunRecord& record, const emulator::Scenario& scenario, const Invocation& invocation,
-                              const base::OutputDir& dir);
+                              const RankSelection& ranks, const base::OutputDir& dir);
 
 }  // namespace wanlab::harness

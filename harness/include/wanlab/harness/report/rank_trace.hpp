@@ -16,12 +16,13 @@
 
 #include "wanlab/base/files.hpp"
 #include "wanlab/harness/record/record.hpp"
+#include "wanlab/harness/report/ranks.hpp"
 
 namespace wanlab::harness {
 
 std::string rank_trace_json(const RunRecord& record, int worker);
-// DIR/ranks/rank-<w>.json for every worker (DIR/ranks is made); base::FileError
-// naming a path that cannot be written.
-void write_rank_traces(const RunRecord& record, const base::OutputDir& dir);
+// DIR/ranks/rank-<w>.json for every worker `shown` shows (DIR/ranks is made);
+// base::FileError naming a path that cannot be written.
+void write_rank_traces(const RunRecord& record, const RankSelection& shown, const base::OutputDir& dir);
 
 }  // namespace wanlab::harness

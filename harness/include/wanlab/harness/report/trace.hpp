@@ -6,12 +6,15 @@
 
 #include "wanlab/base/files.hpp"
 #include "wanlab/harness/record/record.hpp"
+#include "wanlab/harness/report/ranks.hpp"
 
 namespace wanlab::harness {
 
+// Every worker's track, or only those `ranks` shows (and their transfers).
 std::string trace_json(const RunRecord& record);
+std::string trace_json(const RunRecord& record, const RankSelection& ranks);
 // DIR/trace.json, written event by event (base::OutputDir: nothing planted
 // there is written through; base::FileError naming it).
-void write_trace_json(const RunRecord& record, const base::OutputDir& dir);
+void write_trace_json(const RunRecord& record, const RankSelection& ranks, const base::OutputDir& dir);
 
 }  // namespace wanlab::harness
