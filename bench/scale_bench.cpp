@@ -19,11 +19,14 @@
 #include <time.h>
 
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "bench_options.hpp"
+#include "bench_support.hpp"
+#include "wanlab/harness/report/outputs.hpp"
 #include "wanlab/harness/plan/plan.hpp"
 #include "wanlab/harness/model/link_model.hpp"
 #include "wanlab/harness/record/record.hpp"
@@ -46,6 +49,12 @@ std::string scenario_text(int dcs) {
   return text;
 }
 
+// An H100's 80 GB, but an H200's 141 GB where 96 layers over so few
+// stages need more (4 DCs: 24 layers a stage, 97 GB with tp 8): the
+// benchmark times the simulator, and make_plan refuses a stage that does
+// not fit.
+int memory_gb(int stages) { return stages < 8 ? 141 : 80; }
+
 std::string experiment_text(const Point& point) {
   const int tp = 8;
   const int pp = point.dcs;
@@ -53,8 +62,9 @@ std::string experiment_text(const Point& point) {
   std::string text = fmt::format(
       "name = \"scale\"\ntestbed = \"bench.toml\"\nschedule = \"atlas\"\niterations = 1\n"
       "[model]\nlayers = 96\nhidden = 12288\nseq_len = 2048\nmicrobatches = 32\n"
-      "[parallel]\npp = {}\ndp = {}\ntp = {}\n[compute]\npeak_tflops = 989\nmfu = 0.4\n[fabric]\n[gpus]\n",
-      pp, dp, tp);
+      "[parallel]\npp = {}\ndp = {}\ntp = {}\n[compute]\npeak_tflops = 989\nmfu = 0.4\n[fabric]\n[gpus]\n"
+      "memory_gb = {}\n",
+      pp, dp, tp, memory_gb(point.dcs));
   for (int dc = 0; dc < point.dcs; ++dc) text += fmt::format("dc{} = {}\n", dc, dp * tp);
   return text;
 }
@@ -90,7 +100,17 @@ struct Row {
   Seconds simulate;
   double iteration_s = 0;
   double utilization = 0;
+  Seconds outputs;  // `wanlab train --out`'s files, as written by default (--ranks auto)
+  double output_mb = 0;
 };
+
+// What `--out DIR` holds after write_run_outputs: every file's size.
+double megabytes_under(const std::string& dir) {
+  std::uintmax_t bytes = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir))
+    if (entry.is_regular_file()) bytes += entry.file_size();
+  return static_cast<double>(bytes) / 1e6;
+}
 
 Row measure(const Point& point) {
   const auto scenario = wanlab::emulator::parse_scenario(scenario_text(point.dcs), "bench.toml");
@@ -108,6 +128,12 @@ Row measure(const Point& point) {
   const auto summary = hs::summarize_run(hs::summarize(record));
   row.iteration_s = summary.mean_iteration_s;
   row.utilization = summary.mean_gpu_utilization;
+  const wanlab::bench::WorkDir out("wanlab-scale-outputs");
+  start = Clock{};
+  hs::write_run_outputs(record, scenario, {"wanlab_scale_bench", out.path, ""}, hs::select_ranks(record, {}),
+                        wanlab::base::OutputDir::open(out.path));
+  row.outputs = seconds_since(start);
+  row.output_mb = megabytes_under(out.path);
   return row;
 }
 
@@ -118,8 +144,8 @@ void print_table(const std::string& title, const std::vector<Point>& points) {
       "| "
       "simulate CPU (s) | growth (simulate CPU) | growth (make_plan CPU) | growth (GPUs) | simulated iteration, cold "
       "windows (s) | "
-      "GPU utilization |\n");
-  fmt::print("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+      "GPU utilization | write --out's files (s) | their size (MB) |\n");
+  fmt::print("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   const Row* previous = nullptr;
   std::vector<Row> rows;
   rows.reserve(points.size());
@@ -131,11 +157,13 @@ void print_table(const std::string& title, const std::vector<Point>& points) {
     rows.push_back(measure(point));
     const Row& row = rows.back();
     const int dp = row.point.gpus / (8 * row.point.dcs);
-    fmt::print("| {} | {} | {} x {} x 8 | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {} | {} | {} | {:.3f} | {:.1f}% |\n",
-               row.gpus_used, row.point.dcs, row.point.dcs, dp, row.ops, row.plan.wall, row.plan.cpu, row.simulate.wall,
-               row.simulate.cpu, growth(row, [](const Row& r) { return r.simulate.cpu; }),
-               growth(row, [](const Row& r) { return r.plan.cpu; }),
-               growth(row, [](const Row& r) { return r.gpus_used; }), row.iteration_s, 100 * row.utilization);
+    fmt::print(
+        "| {} | {} | {} x {} x 8 | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {} | {} | {} | {:.3f} | {:.1f}% | {:.2f} | "
+        "{:.1f} |\n",
+        row.gpus_used, row.point.dcs, row.point.dcs, dp, row.ops, row.plan.wall, row.plan.cpu, row.simulate.wall,
+        row.simulate.cpu, growth(row, [](const Row& r) { return r.simulate.cpu; }),
+        growth(row, [](const Row& r) { return r.plan.cpu; }), growth(row, [](const Row& r) { return r.gpus_used; }),
+        row.iteration_s, 100 * row.utilization, row.outputs.wall, row.output_mb);
     std::fflush(stdout);
     previous = &row;
   }
