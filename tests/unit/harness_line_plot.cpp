@@ -216,3 +216,26 @@ BOOST_AUTO_TEST_CASE(ranges_that_overflow_are_refused_and_huge_lone_values_drawn
     BOOST_TEST(well_formed(svg), value);
   }
 }
+
+// A scatter (points only) with labels, and the Pareto front it marks.
+BOOST_AUTO_TEST_CASE(a_scatter_draws_points_only_with_their_labels) {
+  hs::LinePlot plot;
+  plot.series = {{"plans", {{1, 5}, {2, 3}, {3, 4}}, false}, {"front", {{2, 3}, {1, 5}}, true, {"b", "a <1>"}}};
+  const std::string svg = hs::line_plot_svg(plot);
+  BOOST_TEST(well_formed(svg), svg);
+  BOOST_TEST(count(svg, "<path ") == 1u);    // the front's line, none for the scatter
+  BOOST_TEST(count(svg, "<circle ") == 6u);  // 5 points and the scatter's legend mark
+  BOOST_TEST(count(svg, ">a &lt;1&gt;</text>") == 1u);
+  BOOST_TEST(count(svg, "<title>front b: 2, 3</title>") == 1u);  // a label stays with its point
+}
+
+BOOST_AUTO_TEST_CASE(the_pareto_front_keeps_the_points_nothing_beats_on_both) {
+  // (cost, time): lower is better for both.
+  const std::vector<std::pair<double, double>> points{{3, 1}, {1, 5}, {2, 3}, {2, 4}, {4, 1}, {1, 6}, {5, 0.5}};
+  BOOST_TEST(hs::pareto_front(points, false) == (std::vector<std::size_t>{1, 2, 0, 6}),
+             boost::test_tools::per_element());
+  // (cost, utilization): higher utilization is better.
+  const std::vector<std::pair<double, double>> busy{{1, 0.2}, {2, 0.1}, {2, 0.5}, {3, 0.5}, {4, 0.9}};
+  BOOST_TEST(hs::pareto_front(busy, true) == (std::vector<std::size_t>{0, 2, 4}), boost::test_tools::per_element());
+  BOOST_TEST(hs::pareto_front(std::vector<std::pair<double, double>>{}, false).empty());
+}

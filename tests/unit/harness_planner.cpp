@@ -1,6 +1,8 @@
 // The planner (planner.hpp): a case whose best plan is known by hand, the
 // latency ordering beating Algorithm 1's order, [egress] prices and their errors.
 #include <boost/test/unit_test.hpp>
+
+#include <algorithm>
 #include <unistd.h>
 
 #include <filesystem>
@@ -69,7 +71,8 @@ BOOST_AUTO_TEST_CASE(the_best_plan_of_a_case_known_by_hand) {
 }
 
 // --out: plans.csv has a row per simulated plan, the table's best first, and
-// plans.svg the line plots.
+// plans.svg iteration time and utilization against egress cost, a point per
+// plan, the Pareto front labelled.
 BOOST_AUTO_TEST_CASE(out_writes_every_plan_as_csv_and_a_plot) {
   Experiment experiment = parsed(job(1, 1, 8, "[gpus]\na = 8\n[fabric]\nlatency = \"0us\"\n"));
   const PlannerReport report = search_plans(experiment, three_dcs());
@@ -84,7 +87,20 @@ BOOST_AUTO_TEST_CASE(out_writes_every_plan_as_csv_and_a_plot) {
   std::ostringstream svg;
   svg << std::ifstream(written[1]).rdbuf();
   BOOST_TEST(svg.str().starts_with("<svg"));
-  BOOST_TEST(svg.str().find("Simulated iteration time per plan") != std::string::npos);
+  BOOST_TEST(svg.str().find("Iteration time against WAN egress cost, one point per plan") != std::string::npos);
+  BOOST_TEST(svg.str().find("GPU utilization against WAN egress cost") != std::string::npos);
+  // The front's first point is the fastest of the cheapest plans: here the best plan (no WAN: $0).
+  const std::vector<LinePlot> plots = planner_plots(report);
+  BOOST_REQUIRE_EQUAL(plots.size(), 2u);
+  const auto front = std::find_if(plots[0].series.begin(), plots[0].series.end(),
+                                  [](const PlotSeries& series) { return series.name.starts_with("Pareto front"); });
+  BOOST_REQUIRE(front != plots[0].series.end());
+  BOOST_TEST(front->points.front().second == report.ranked.front().iteration_s);
+  BOOST_TEST(front->labels.front() == "tp 8 pp 1 dp 1 mb 8");
+  std::size_t plotted = 0;
+  for (const PlotSeries& series : plots[0].series)
+    if (!series.joined && !series.name.starts_with("the experiment")) plotted += series.points.size();
+  BOOST_TEST(plotted == report.ranked.size());
   std::filesystem::remove_all(dir);
 }
 

@@ -153,29 +153,45 @@ void draw_axes(const LinePlot& plot, const Frame& frame, std::string& out) {
 
 void draw_series(const LinePlot& plot, const Frame& frame, std::size_t index, std::string& out) {
   const PlotSeries& series = plot.series[index];
-  std::vector<std::pair<double, double>> points = series.points;
-  std::sort(points.begin(), points.end());
+  // In x order, each point with its label.
+  std::vector<std::size_t> order(series.points.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return series.points[a] < series.points[b]; });
+  const auto label_of = [&](std::size_t i) { return i < series.labels.size() ? series.labels[i] : std::string(); };
   const char* colour = kColours[index % kColours.size()];
   const char* dash = kDashes[(index / kColours.size()) % kDashes.size()];
   const std::string dash_attribute = *dash ? fmt::format(R"( stroke-dasharray="{}")", dash) : "";
   std::string path;
-  for (std::size_t i = 0; i < points.size(); ++i)
-    path += fmt::format("{}{}{:.1f},{:.1f}", i ? " " : "", i ? 'L' : 'M', frame.px(points[i].first),
-                        frame.py(points[i].second));
-  if (!points.empty())
+  for (std::size_t k = 0; k < order.size(); ++k)
+    path += fmt::format("{}{}{:.1f},{:.1f}", k ? " " : "", k ? 'L' : 'M', frame.px(series.points[order[k]].first),
+                        frame.py(series.points[order[k]].second));
+  if (series.joined && !order.empty())
     out += fmt::format(R"(<path d="{}" fill="none" stroke="{}" stroke-width="2"{}/>)"
                        "\n",
                        path, colour, dash_attribute);
-  for (const auto& [x, y] : points) {
-    out += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="3" fill="{}"><title>{}: {}, {}</title></circle>)"
+  for (const std::size_t i : order) {
+    const auto [x, y] = series.points[i];
+    const std::string label = label_of(i);
+    out += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="{}" fill="{}"><title>{}{}: {}, {}</title></circle>)"
                        "\n",
-                       frame.px(x), frame.py(y), colour, xml_escape(series.name), xml_escape(frame.x_label(x)),
+                       frame.px(x), frame.py(y), series.joined ? 3 : 4, colour, xml_escape(series.name),
+                       label.empty() ? "" : " " + xml_escape(label), xml_escape(frame.x_label(x)),
                        xml_escape(number_label(y, plot.percent)));
+    if (!label.empty())
+      out += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-size="9.5" fill="#333">{}</text>)"
+                         "\n",
+                         frame.px(x) + 6, frame.py(y) - 6, xml_escape(label));
   }
   const double legend_y = kTop + 10 + 20 * static_cast<double>(index);
-  out += fmt::format(R"(<line x1="{}" x2="{}" y1="{}" y2="{}" stroke="{}" stroke-width="2"{}/>)"
-                     "\n",
-                     kLeft + kPlotWidth + 14, kLeft + kPlotWidth + 38, legend_y, legend_y, colour, dash_attribute);
+  if (series.joined)
+    out += fmt::format(R"(<line x1="{}" x2="{}" y1="{}" y2="{}" stroke="{}" stroke-width="2"{}/>)"
+                       "\n",
+                       kLeft + kPlotWidth + 14, kLeft + kPlotWidth + 38, legend_y, legend_y, colour, dash_attribute);
+  else
+    out += fmt::format(R"(<circle cx="{}" cy="{}" r="4" fill="{}"/>)"
+                       "\n",
+                       kLeft + kPlotWidth + 26, legend_y, colour);
   out += fmt::format(R"(<text x="{}" y="{}" font-size="11">{}</text>)"
                      "\n",
                      kLegendTextX, legend_y + 4, xml_escape(series.name));
@@ -200,6 +216,21 @@ std::string svg_open(double width, double height) {
 }
 
 }  // namespace
+
+std::vector<std::size_t> pareto_front(std::span<const std::pair<double, double>> points, bool y_higher_is_better) {
+  std::vector<std::size_t> order(points.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  // Better y first among equal x, so that only the best of them can be on the front.
+  const auto better_y = [&](double a, double b) { return y_higher_is_better ? a > b : a < b; };
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    if (points[a].first != points[b].first) return points[a].first < points[b].first;
+    return better_y(points[a].second, points[b].second);
+  });
+  std::vector<std::size_t> front;
+  for (const std::size_t i : order)
+    if (front.empty() || better_y(points[i].second, points[front.back()].second)) front.push_back(i);
+  return front;
+}
 
 std::string line_plot_svg(const LinePlot& plot) { return line_plots_svg(std::span<const LinePlot>(&plot, 1)); }
 

@@ -34,16 +34,36 @@ std::vector<std::string> csv_cells(const PlannerReport& report, std::size_t rank
           own_shape(report, plan) ? "yes" : "no"};
 }
 
-// One plot of a metric against the rank, a line per DC order.
-LinePlot rank_plot(const PlannerReport& report, std::string title, std::string y_label,
-                   double (*value)(const PlanOutcome&)) {
-  LinePlot plot{std::move(title), "plan rank (fastest first)", std::move(y_label), {}, false, {}, {}};
-  plot.series = {{"Algorithm 1's DC order", {}}, {"DCs ordered by latency", {}}};
-  for (std::size_t i = 0; i < report.ranked.size(); ++i) {
-    const PlanOutcome& plan = report.ranked[i];
-    plot.series[plan.candidate.ordered ? 1 : 0].points.emplace_back(static_cast<double>(i + 1), value(plan));
+// "tp 8 pp 16 dp 78 mb 32", and "by latency" where the DC order is.
+std::string shape_label(const PlanCandidate& c) {
+  return fmt::format("tp {} pp {} dp {} mb {}{}", c.tp, c.pp, c.dp, c.microbatches, c.ordered ? ", by latency" : "");
+}
+
+// A metric against egress $ per iteration, one point per plan (a series per
+// DC order), the Pareto front (cheaper and better at once: nothing beats a
+// plan on it in both) joined and labelled with its shapes, and the
+// experiment's own shape under Algorithm 1 as a point of its own.
+LinePlot cost_plot(const PlannerReport& report, std::string title, std::string y_label,
+                   double (*value)(const PlanOutcome&), bool higher_is_better) {
+  LinePlot plot{std::move(title), "WAN egress $ per iteration", std::move(y_label), {}, false, {}, {}};
+  plot.series = {{"plans, Algorithm 1's DC order", {}, false}, {"plans, DCs ordered by latency", {}, false}};
+  std::vector<std::pair<double, double>> points;
+  for (const PlanOutcome& plan : report.ranked) {
+    points.emplace_back(plan.egress_usd, value(plan));
+    plot.series[plan.candidate.ordered ? 1 : 0].points.push_back(points.back());
   }
   std::erase_if(plot.series, [](const PlotSeries& series) { return series.points.empty(); });
+  PlotSeries front{"Pareto front (labelled: tp, pp, dp, microbatches)", {}};
+  for (const std::size_t i : pareto_front(points, higher_is_better)) {
+    front.points.push_back(points[i]);
+    front.labels.push_back(shape_label(report.ranked[i].candidate));
+  }
+  plot.series.push_back(std::move(front));
+  if (report.algorithm1)
+    plot.series.push_back({"the experiment's own shape (Algorithm 1)",
+                           {{report.algorithm1->egress_usd, value(*report.algorithm1)}},
+                           false,
+                           {shape_label(report.algorithm1->candidate)}});
   return plot;
 }
 
@@ -60,18 +80,14 @@ std::string planner_csv(const PlannerReport& report) {
 std::vector<LinePlot> planner_plots(const PlannerReport& report) {
   if (report.ranked.empty()) return {};
   std::vector<LinePlot> plots;
-  plots.push_back(rank_plot(report, "Simulated iteration time per plan", "iteration time (s)",
-                            [](const PlanOutcome& p) { return p.iteration_s; }));
-  if (report.algorithm1) {
-    const double own = report.algorithm1->iteration_s;
-    plots.back().series.push_back(
-        {"the experiment's own shape (Algorithm 1)", {{1.0, own}, {static_cast<double>(report.ranked.size()), own}}});
-  }
-  plots.push_back(rank_plot(report, "GPU utilization per plan", "GPU utilization",
-                            [](const PlanOutcome& p) { return p.utilization; }));
+  plots.push_back(cost_plot(
+      report, "Iteration time against WAN egress cost, one point per plan", "simulated iteration time (s)",
+      [](const PlanOutcome& p) { return p.iteration_s; },
+      /*higher_is_better=*/false));
+  plots.push_back(cost_plot(
+      report, "GPU utilization against WAN egress cost, one point per plan", "GPU utilization",
+      [](const PlanOutcome& p) { return p.utilization; }, /*higher_is_better=*/true));
   plots.back().percent = true;
-  plots.push_back(rank_plot(report, "WAN egress cost per plan", "egress $ per iteration",
-                            [](const PlanOutcome& p) { return p.egress_usd; }));
   return plots;
 }
 

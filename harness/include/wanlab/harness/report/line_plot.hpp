@@ -18,8 +18,16 @@ class PlotError : public std::runtime_error {
 };
 
 struct PlotSeries {
+  PlotSeries() = default;
+  PlotSeries(std::string name_, std::vector<std::pair<double, double>> points_, bool joined_ = true,
+             std::vector<std::string> labels_ = {})
+      : name(std::move(name_)), points(std::move(points_)), joined(joined_), labels(std::move(labels_)) {}
+
   std::string name;                               // the legend's label
   std::vector<std::pair<double, double>> points;  // (x, y), drawn in x order
+  bool joined = true;                             // false: points only (a scatter)
+  // Empty, or one per point (as given): written beside the point and in its tooltip.
+  std::vector<std::string> labels;
 };
 
 struct LinePlot {
@@ -34,12 +42,18 @@ struct LinePlot {
   std::vector<std::string> x_categories;
 };
 
-// One plot, 760 x 440, one line per series (colours, then dash patterns), a
-// legend on the right, each point with a <title> tooltip. Throws PlotError
+// One plot, 760 x 440, one line per series (colours, then dash patterns;
+// points only where a series is not joined), a legend on the right, each
+// point with a <title> tooltip. Throws PlotError
 // when no series has a point, or a value is not finite.
 std::string line_plot_svg(const LinePlot& plot);
 // Several plots stacked in one SVG (one per metric of a sweep axis).
 std::string line_plots_svg(std::span<const LinePlot> plots);
+
+// The indices of `points` on their Pareto front when both x and y are to be
+// as low as possible (or y as high, `y_higher_is_better`): no other point is
+// at least as good on both and better on one. In x order.
+std::vector<std::size_t> pareto_front(std::span<const std::pair<double, double>> points, bool y_higher_is_better);
 
 // `wanlab plot`: one line per --y column, or with `series` one per value of
 // that column (and per --y column when there are several). Rows whose y cell

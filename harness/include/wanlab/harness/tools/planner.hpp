@@ -83,9 +83,10 @@ std::string planner_table(const PlannerReport& report, std::size_t top);
 // (rank, tp, pp, dp, microbatches, DC order, stages, GPUs, iteration_s,
 // gpu_utilization, tokens_per_s, wan_gb, egress_usd, own_shape).
 std::string planner_csv(const PlannerReport& report);
-// Against the rank: iteration time (with the experiment's own shape under
-// Algorithm 1 as a flat line), GPU utilization and egress $ per iteration,
-// one line per DC order. Empty when no plan simulated.
+// Iteration time and GPU utilization against egress $ per iteration, one
+// point per plan (a colour per DC order), the Pareto front joined and
+// labelled with its shapes, the experiment's own shape under Algorithm 1 a
+// point of its own. Empty when no plan simulated.
 std::vector<LinePlot> planner_plots(const PlannerReport& report);
 // DIR/plans.csv and, when a plan simulated, DIR/plans.svg (line_plots_svg of
 // planner_plots); returns the files written. base::FileError naming a file
