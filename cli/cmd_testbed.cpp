@@ -289,6 +289,7 @@ int cmd_launch(const Options& options) {
   const std::string runtime = options.get("runtime").value_or("process");
   if (runtime == "podman") {
     plan.container = em::LaunchContainer{options.get("image").value_or("")};
+    if (!plan.container->image.empty()) image_option(plan.container->image);
   } else if (runtime != "process") {
     throw UsageError("--runtime: expected process or podman, got " + base::quoted(runtime));
   } else if (options.get("image")) {

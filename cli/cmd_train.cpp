@@ -142,6 +142,7 @@ int cmd_train(const Options& options) {
     throw UsageError(std::string("--runtime: ") + error.what());
   }
   run.image = options.get("image").value_or("");
+  if (!run.image.empty()) image_option(run.image);
   run.release = release_option(options);
   if (const auto timeout = options.integer<int>("timeout", 1, 86400))
     run.iteration_timeout = std::chrono::seconds(*timeout);

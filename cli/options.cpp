@@ -1,5 +1,6 @@
 #include "options.hpp"
 
+#include "wanlab/emulator/launch.hpp"
 #include "wanlab/emulator/names.hpp"
 
 namespace wanlab::cli {
@@ -26,6 +27,14 @@ emulator::ReleaseChoice release_option(const Options& options) {
     return emulator::parse_release_choice(options.get("release").value_or("auto"));
   } catch (const std::invalid_argument& error) {
     throw UsageError(error.what());
+  }
+}
+
+void image_option(const std::string& image) {
+  try {
+    emulator::check_image_reference(image);
+  } catch (const std::invalid_argument& error) {
+    throw UsageError(std::string("--image: ") + error.what());
   }
 }
 

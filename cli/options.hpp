@@ -27,6 +27,10 @@ emulator::ReleaseChoice release_option(const Options& options);
 // a UsageError naming the option if malformed. `goodput` is left false.
 emulator::VerifyOptions verify_options(const Options& options, const std::string& tolerance, const std::string& slack);
 
+// --image IMG of `launch` and `train`, checked as podman's argv may carry it
+// (emulator::check_image_reference): a UsageError naming --image.
+void image_option(const std::string& image);
+
 // --testbed NAME, checked against the testbed name rule (a UsageError if broken).
 std::optional<std::string> testbed_option(const Options& options);
 // A testbed name from the command line, checked the same way; `where` names

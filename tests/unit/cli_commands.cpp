@@ -184,6 +184,9 @@ BOOST_AUTO_TEST_CASE(bad_values_name_their_option_and_exit_2) {
   // The commands' own numbers, times, percentages and choices.
   check_bad_value({"train", experiment, "--timeout", "soon"}, "--timeout", "a whole number");
   check_bad_value({"train", experiment, "--runtime", "docker"}, "--runtime", "auto, podman, sandbox or external");
+  check_bad_value({"train", experiment, "--image=--privileged"}, "--image", "an image reference");
+  check_bad_value({"launch", "--runtime", "podman", "--image=-v/:/host", "--", "true"}, "--image",
+                  "an image reference");
   // Checked before the run (nothing is brought up): ci-2dc has pp 2 x dp 2 workers.
   check_bad_value({"train", experiment, "--ranks", "0,4"}, "--ranks", "auto, all, representative or worker ids");
   check_bad_value({"train", experiment, "--ranks", "everyone"}, "--ranks", "auto, all, representative or worker ids");

@@ -103,3 +103,39 @@ BOOST_AUTO_TEST_CASE(the_hosts_file_names_every_host_at_its_ipv4_address) {
   BOOST_TEST(text.find("10.77.0.1\teast-0\n10.77.0.2\teast-1\n10.77.0.3\teurope-0\n") != std::string::npos, text);
   BOOST_TEST(text.find("10.77.0.5\twest-0\n") != std::string::npos, text);
 }
+
+// --image reaches podman as one argv word: it must not read as an option or
+// as nothing podman resolves.
+BOOST_AUTO_TEST_CASE(an_image_is_a_reference_never_an_option) {
+  for (const char* good : {"localhost/wanlab-worker:0a1b", "docker.io/library/debian:12", "debian", "registry:5000/x/y",
+                           "debian@sha256:0123456789abcdef", "Debian_12.x"})
+    BOOST_CHECK_NO_THROW(em::check_image_reference(good));
+  for (const char* bad :
+       {"--privileged", "-v/:/host", "", "debian 12", "debian;true", "/abs", ".hidden", "a\nb", "debi\xc3\xa4n"}) {
+    BOOST_TEST_CONTEXT(bad) {
+      try {
+        em::check_image_reference(bad);
+        BOOST_ERROR("accepted");
+      } catch (const std::invalid_argument& error) {
+        BOOST_TEST(std::string(error.what()).starts_with("expected an image reference"), error.what());
+      }
+    }
+  }
+  BOOST_CHECK_THROW(em::check_image_reference(std::string(256, 'a')), std::invalid_argument);
+}
+
+// A working directory with ':' would split podman's --volume SRC:DST.
+BOOST_AUTO_TEST_CASE(a_container_rank_refuses_a_working_directory_podman_cannot_mount) {
+  const em::TestbedState state = three_dcs();
+  em::LaunchPlan plan;
+  plan.argv = {"true"};
+  plan.ranks = {em::LaunchRank{state.hosts.front(), {}}};
+  plan.container = em::LaunchContainer{""};
+  // (Refused before anything is written: an accepted one writes the testbed's identity files.)
+  try {
+    em::container_argv(state, plan, 0, "c", "/tmp/a:b");
+    BOOST_ERROR("accepted");
+  } catch (const std::invalid_argument& error) {
+    BOOST_TEST(std::string(error.what()).find("holds a ':'") != std::string::npos, error.what());
+  }
+}

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <cstdlib>
@@ -16,6 +17,7 @@
 #include <thread>
 
 #include "wanlab/base/interrupts.hpp"
+#include "wanlab/base/parse.hpp"
 #include "wanlab/base/process.hpp"
 #include "wanlab/base/sys.hpp"
 #include "wanlab/emulator/netns.hpp"
@@ -137,8 +139,27 @@ std::vector<std::string> podman_limit_args() {
   return {"--ulimit", "nofile=" + limit(files, 65536), "--ulimit", "nproc=" + limit(processes, 4096)};
 }
 
+void check_image_reference(std::string_view image) {
+  constexpr std::size_t kMostChars = 255;
+  const auto allowed = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+           std::string_view("._-/:@").find(c) != std::string_view::npos;
+  };
+  if (image.empty() || image.size() > kMostChars || std::isalnum(static_cast<unsigned char>(image.front())) == 0 ||
+      !std::all_of(image.begin(), image.end(), allowed))
+    throw std::invalid_argument(
+        fmt::format("expected an image reference (a letter or digit, then letters, digits and "
+                    ". _ - / : @; at most {}), got {}",
+                    kMostChars, base::quoted(image)));
+}
+
 std::vector<std::string> container_argv(const TestbedState& state, const LaunchPlan& plan, std::size_t rank,
                                         const std::string& name, const std::string& workdir) {
+  if (workdir.find(':') != std::string::npos)
+    throw std::invalid_argument(
+        fmt::format("the working directory {} holds a ':', which podman's --volume SRC:DST "
+                    "cannot carry; launch from another directory",
+                    base::quoted(workdir)));
   const Host& host = plan.ranks.at(rank).host;
   std::vector<std::string> argv{"podman",
                                 "run",
@@ -234,6 +255,7 @@ std::vector<Host> select_hosts(const TestbedState& state, const std::string& lis
 int launch(const TestbedState& state, const LaunchPlan& plan) {
   if (plan.argv.empty()) throw std::invalid_argument("launch: no command");
   if (plan.ranks.empty()) throw std::invalid_argument("launch: no ranks");
+  if (plan.container && !plan.container->image.empty()) check_image_reference(plan.container->image);
   base::InterruptGuard guard;
   std::vector<RunningRank> ranks;
   try {

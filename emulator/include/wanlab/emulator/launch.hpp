@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -58,7 +59,16 @@ struct LaunchPlan {
 // our hard limit.) The harness's workers get the same.
 std::vector<std::string> podman_limit_args();
 
+// A container image as podman's argv may carry it ("localhost/x:tag",
+// "docker.io/library/debian:12", "name@sha256:..."): a letter or digit first,
+// then letters, digits and . _ - / : @, at most 255. Anything else throws
+// std::invalid_argument: "--privileged" would reach podman as an option
+// (and the program's first word as the image), a space or ';' as nothing
+// podman resolves. `wanlab launch` and `wanlab train` check --image with it.
+void check_image_reference(std::string_view image);
+
 // The `podman run` argv of a rank in a container (its name is `name`).
+// std::invalid_argument when `workdir`, bind-mounted as SRC:DST, holds a ':'.
 std::vector<std::string> container_argv(const TestbedState& state, const LaunchPlan& plan, std::size_t rank,
                                         const std::string& name, const std::string& workdir);
 
