@@ -17,6 +17,7 @@
 #include "wanlab/harness/sim/simulate.hpp"
 #include "wanlab/harness/report/outputs.hpp"
 #include "wanlab/harness/run/run.hpp"
+#include "wanlab/emulator/units.hpp"
 
 namespace wanlab::cli {
 namespace hs = wanlab::harness;
@@ -42,21 +43,13 @@ void apply_overrides(hs::Experiment& experiment, const Options& options) {
   }
 }
 
-// The simulator takes a link's settings, not its schedule (SCENARIO.md#schedules):
-// its figures, and admission's in a real run, use a scheduled link's base settings.
-void note_unsimulated_schedules(const em::Scenario& scenario) {
-  std::string pairs;
-  const int dcs = static_cast<int>(scenario.dcs.size());
-  for (int src = 0; src < dcs; ++src)
-    for (int dst = 0; dst < dcs; ++dst)
-      if (src != dst && scenario.schedule(src, dst))
-        pairs += fmt::format("{}{}->{}", pairs.empty() ? "" : ", ", scenario.dcs[static_cast<std::size_t>(src)].name,
-                             scenario.dcs[static_cast<std::size_t>(dst)].name);
-  if (!pairs.empty())
-    fmt::print(
-        stderr,
-        "wanlab train: the simulator takes {} at their base settings; their schedules act on the emulated links only\n",
-        pairs);
+// The simulator follows the WAN's schedules and [[event]]s; BubbleTea's
+// admission, in a real run, estimates transfers at the links' base settings.
+void note_base_settings_admission(const hs::Experiment& experiment, const em::Scenario& scenario) {
+  if (experiment.prefill.enabled && em::has_timeline(scenario))
+    fmt::print(stderr,
+               "wanlab train: BubbleTea's admission estimates KV transfers at the links' base settings; their "
+               "schedules and [[event]]s act on the emulated links and the simulation\n");
 }
 
 void print_prefill_summary(const hs::RunRecord& record) {
@@ -134,6 +127,11 @@ int cmd_train(const Options& options) {
   const em::Scenario scenario = hs::load_testbed(experiment);
   const auto out = out_dir_option(options, hs::check_run_outputs);
   const hs::RankSpec ranks = ranks_option(options, experiment);
+  if (experiment.wan_start_ns != 0 && !options.flag("simulate"))
+    throw UsageError(
+        fmt::format("wan_start {}: a real run starts at its testbed's time 0; it applies to --simulate "
+                    "and whatif",
+                    em::units::format_time(experiment.wan_start_ns)));
 
   hs::RunOptions run;
   try {
@@ -168,7 +166,7 @@ int cmd_train(const Options& options) {
              experiment.prefill.enabled ? fmt::format("on (KV caches to {})", experiment.prefill.decode_dc) : "off");
   std::fflush(stdout);
 
-  note_unsimulated_schedules(scenario);
+  if (!options.flag("simulate")) note_base_settings_admission(experiment, scenario);
   // --simulate: the planner's discrete-event simulation instead of the emulated WAN.
   const hs::RunRecord record = options.flag("simulate") ? hs::simulate_experiment(experiment, scenario)
                                                         : hs::run_experiment(experiment, scenario, run);

@@ -187,6 +187,14 @@ BOOST_AUTO_TEST_CASE(bad_values_name_their_option_and_exit_2) {
   check_bad_value({"train", experiment, "--image=--privileged"}, "--image", "an image reference");
   check_bad_value({"launch", "--runtime", "podman", "--image=-v/:/host", "--", "true"}, "--image",
                   "an image reference");
+  check_bad_value({"train", experiment, "--wan-start", "soon", "--simulate"}, "--wan-start", "a time");
+  check_bad_value({"train", experiment, "--wan-start", "400000000s", "--simulate"}, "--wan-start",
+                  "a time from 0s to 31536000s");
+  // A real run's testbed starts at 0: refused before anything is brought up.
+  const Outcome real_late = run_wanlab({"train", experiment, "--wan-start", "9s"});
+  BOOST_TEST(real_late.status == 2);
+  BOOST_TEST(real_late.err.find("wan_start 9s: a real run starts at its testbed's time 0") != std::string::npos,
+             real_late.err);
   // Checked before the run (nothing is brought up): ci-2dc has pp 2 x dp 2 workers.
   check_bad_value({"train", experiment, "--ranks", "0,4"}, "--ranks", "auto, all, representative or worker ids");
   check_bad_value({"train", experiment, "--ranks", "everyone"}, "--ranks", "auto, all, representative or worker ids");

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <new>
 #include <string>
 #include <vector>
@@ -472,4 +473,51 @@ BOOST_AUTO_TEST_CASE(an_unread_trace_does_not_fall_back_to_the_defaults_schedule
   BOOST_REQUIRE(skipped.schedule(1, 0));
   BOOST_TEST(skipped.schedule(1, 0)->steps[0].delay_ns == 20 * kMs);
   BOOST_TEST(load_scenario(path).schedule(0, 1)->steps.size() == 2u);
+}
+
+// A pair over time as the data plane applies it (pair_at): the events due by
+// then over its links, then its schedule's step (a rate replaces the pair's,
+// a share takes its part, delay and loss replace theirs); and when it changes next.
+BOOST_AUTO_TEST_CASE(a_pair_over_time_is_its_events_then_its_schedules_step) {
+  const Scenario scenario = parse_scenario(
+      kTwoDcs +
+          "rate = \"100mbit\"\n"
+          "[[link]]\nfrom = \"east\"\nto = \"west\"\n"
+          "schedule = { period = \"10s\", steps = [{ time = \"0s\", rate = \"100mbit\", share = \"20%\" },"
+          " { time = \"4s\", rate = \"100mbit\", share = \"50%\" }, { time = \"6s\", rate = \"0\", share = \"0%\" },"
+          " { time = \"8s\", rate = \"200mbit\", share = \"0%\" }] }\n"
+          "[[event]]\nat = \"15s\"\nbetween = [\"east\", \"west\"]\nrate = \"300mbit\"\ndelay = \"40ms\"\n",
+      "t.toml");
+  constexpr std::uint64_t kS = 1'000'000'000;
+  struct Case {
+    std::uint64_t at_ns, rate_bps, delay_ns;
+    bool paused;
+  };
+  // east -> west: the schedule's rate less its share, looping every 10 s; the
+  // event's delay from 15 s (its rate loses to the schedule's rate column).
+  for (const Case& c : {Case{0, 80'000'000, 10'000'000, false}, Case{3 * kS, 80'000'000, 10'000'000, false},
+                        Case{4 * kS, 50'000'000, 10'000'000, false}, Case{6 * kS, 0, 10'000'000, true},
+                        Case{8 * kS, 200'000'000, 10'000'000, false}, Case{12 * kS, 80'000'000, 10'000'000, false},
+                        Case{18 * kS, 200'000'000, 40'000'000, false}}) {
+    BOOST_TEST_CONTEXT("east -> west at " << c.at_ns / kS << " s") {
+      const PairAt at = pair_at(scenario, 0, 1, c.at_ns);
+      BOOST_TEST(at.params.rate_bps == c.rate_bps);
+      BOOST_TEST(at.params.delay_ns == c.delay_ns);
+      BOOST_TEST(at.paused == c.paused);
+    }
+  }
+  // west -> east has no schedule: its base, then the event's from 15 s.
+  BOOST_TEST(pair_at(scenario, 1, 0, 14 * kS).params.rate_bps == 100'000'000u);
+  BOOST_TEST(pair_at(scenario, 1, 0, 15 * kS).params.rate_bps == 300'000'000u);
+  BOOST_TEST(pair_at(scenario, 1, 0, 15 * kS).params.delay_ns == 40'000'000u);
+  // Changes: the steps, the period's wrap, the event.
+  BOOST_TEST(next_pair_change_ns(scenario, 0, 1, 0) == 4 * kS);
+  BOOST_TEST(next_pair_change_ns(scenario, 0, 1, 5 * kS) == 6 * kS);
+  BOOST_TEST(next_pair_change_ns(scenario, 0, 1, 9 * kS) == 10 * kS);
+  BOOST_TEST(next_pair_change_ns(scenario, 0, 1, 14 * kS) == 15 * kS);
+  BOOST_TEST(next_pair_change_ns(scenario, 0, 1, 15 * kS) == 16 * kS);
+  BOOST_TEST(next_pair_change_ns(scenario, 1, 0, 1 * kS) == 15 * kS);
+  BOOST_TEST(next_pair_change_ns(scenario, 1, 0, 15 * kS) == std::numeric_limits<std::uint64_t>::max());
+  BOOST_TEST(has_timeline(scenario));
+  BOOST_TEST(!has_timeline(parse_scenario(kTwoDcs, "t.toml")));
 }

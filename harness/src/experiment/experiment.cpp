@@ -33,9 +33,9 @@ namespace {
 using namespace std::string_view_literals;
 
 constexpr std::array kTopKeys{
-    "name"sv,       "testbed"sv, "schedule"sv, "placement"sv,   "streams"sv, "temporal_sharing"sv,
-    "iterations"sv, "seed"sv,    "scale"sv,    "reorder_dcs"sv, "pacing"sv,  "model"sv,
-    "parallel"sv,   "compute"sv, "gpus"sv,     "prefill"sv,     "fabric"sv,  "egress"sv};
+    "name"sv, "testbed"sv, "schedule"sv,    "placement"sv, "streams"sv,  "temporal_sharing"sv, "iterations"sv,
+    "seed"sv, "scale"sv,   "reorder_dcs"sv, "pacing"sv,    "model"sv,    "parallel"sv,         "compute"sv,
+    "gpus"sv, "prefill"sv, "fabric"sv,      "egress"sv,    "wan_start"sv};
 constexpr std::array kModelKeys{"layers"sv,          "hidden"sv,     "seq_len"sv,
                                 "bytes_per_value"sv, "microbatch"sv, "microbatches"sv};
 constexpr std::array kParallelKeys{"pp"sv, "dp"sv, "tp"sv};
@@ -53,6 +53,7 @@ using detail::FieldReader;
 using detail::IntRange;
 using detail::kMaxIterations;
 using detail::kMaxStreams;
+using detail::kMaxWanStartNs;
 using detail::kMinScale;
 using detail::kPlacementNames;
 using detail::kScheduleNames;
@@ -182,6 +183,7 @@ class Parser : FieldReader {
     }
     if (auto scale = read_positive(root, "scale", "scale", 1.0, kMinScale)) experiment_.scale = *scale;
     if (auto reorder = read_bool(root, "reorder_dcs", "reorder_dcs")) experiment_.reorder_dcs = *reorder;
+    if (auto start = read_time(root, "wan_start", "wan_start", kMaxWanStartNs)) experiment_.wan_start_ns = *start;
   }
 
   void read_model(const toml::table& root) {

@@ -18,6 +18,8 @@ inline constexpr int kMaxIterations = 100000;
 // Below this, messages round up to one byte and link rates to a few bit/s, so
 // transfer times no longer stay those of scale 1 (and a real run would crawl).
 inline constexpr double kMinScale = 1e-6;
+// wan_start: up to a year into the testbed's timeline.
+inline constexpr std::uint64_t kMaxWanStartNs = 365ull * 24 * 3600 * 1'000'000'000;
 inline constexpr std::array kScheduleNames{"gpipe"sv, "1f1b"sv, "atlas"sv};
 inline constexpr std::array kPlacementNames{"atlas"sv, "pp-across-dc"sv, "dp-across-dc"sv};
 

@@ -11,6 +11,7 @@
 #include "experiment/prefill_config.hpp"
 #include "experiment/text.hpp"
 #include "wanlab/base/parse.hpp"
+#include "wanlab/emulator/units.hpp"
 #include "wanlab/harness/experiment/experiment.hpp"
 
 namespace wanlab::harness {
@@ -117,6 +118,20 @@ void set_scale(Experiment& experiment, const std::string& flag, std::string_view
   experiment.positions["scale"] = flag;
 }
 
+void set_wan_start(Experiment& experiment, const std::string& flag, std::string_view value) {
+  std::uint64_t ns = 0;
+  try {
+    ns = emulator::units::parse_time(value);
+  } catch (const std::invalid_argument& error) {
+    throw ExperimentError(fmt::format("{}: {}", flag, error.what()));
+  }
+  if (ns > kMaxWanStartNs)
+    throw ExperimentError(fmt::format("{}: expected a time from 0s to {}, got {}", flag,
+                                      emulator::units::format_time(kMaxWanStartNs), base::quoted(value)));
+  experiment.wan_start_ns = ns;
+  experiment.positions["wan_start"] = flag;
+}
+
 void set_prefill(Experiment& experiment, const std::string& flag, std::string_view value) {
   override_prefill(experiment, flag, parse_on_off(flag, value));
 }
@@ -135,6 +150,8 @@ constexpr std::array kOptions{
     ExperimentOption{"iterations", "N", "training iterations (1 to 100000)", set_iterations},
     ExperimentOption{"scale", "X", "multiplies message sizes and link rates (1e-6 to 1)", set_scale},
     ExperimentOption{"prefill", "on|off", "BubbleTea prefill (on needs a [prefill] section)", set_prefill},
+    ExperimentOption{"wan-start", "TIME",
+                     "where in the testbed's schedules and events a simulated run starts (\"32400s\")", set_wan_start},
 };
 
 [[noreturn]] void fail_unknown(const std::string& name) {

@@ -71,6 +71,18 @@ std::optional<double> FieldReader::read_rate(const toml::table& table, std::stri
   return static_cast<double>(bps);
 }
 
+std::optional<std::uint64_t> FieldReader::read_time(const toml::table& table, std::string_view key,
+                                                    const std::string& field, std::uint64_t max_ns) {
+  const toml::node* node = table.get(key);
+  if (node == nullptr) return std::nullopt;
+  const std::uint64_t ns = parse_string(*node, field, R"(a time like "30s")", emulator::units::parse_time);
+  if (ns > max_ns)
+    fail(node->source(), fmt::format("{}: expected a time from 0s to {}, got {}", field,
+                                     emulator::units::format_time(max_ns), describe_value(*node)));
+  remember(field, *node);
+  return ns;
+}
+
 std::optional<bool> FieldReader::read_bool(const toml::table& table, std::string_view key, const std::string& field) {
   const toml::node* node = table.get(key);
   if (node == nullptr) return std::nullopt;

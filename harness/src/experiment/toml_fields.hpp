@@ -58,6 +58,9 @@ class FieldReader : public base::TomlReader {
   std::optional<bool> read_bool(const toml::table& table, std::string_view key, const std::string& field);
   // A rate as scenario files write them ("400gbit"), in bits per second.
   std::optional<double> read_rate(const toml::table& table, std::string_view key, const std::string& field);
+  // A time as scenario files write them ("90s", "250ms"), in nanoseconds, at most `max_ns`.
+  std::optional<std::uint64_t> read_time(const toml::table& table, std::string_view key, const std::string& field,
+                                         std::uint64_t max_ns);
   static int to_int(std::optional<std::int64_t> value, int fallback);
 
  protected:

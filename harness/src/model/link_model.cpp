@@ -18,19 +18,40 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 namespace detail {
 
-LinkRate link_rate(const Experiment& experiment, const emulator::Scenario& scenario, const LinkModel& model, int src,
-                   int dst) {
-  const emulator::PairParams pair = scenario.pair(src, dst);
-  const double rtt_s = static_cast<double>(scenario.rtt_ns(src, dst)) / 1e9;
+namespace {
+
+// `pair` with round trip `rtt_s` as the model sees it; the harness paces its
+// cross-DC streams (the coordinator's pacing_rate) at `paced_pair`'s rate.
+LinkRate rate_of(const Experiment& experiment, const emulator::PairParams& pair, double rtt_s,
+                 const emulator::PairParams& paced_pair, const LinkModel& model, bool cross_dc) {
   LinkRate link;
-  // The harness paces its cross-DC streams only (coordinator's pacing_rate).
-  const int paced_streams = experiment.pacing && src != dst ? std::max(1, experiment.streams) : 0;
+  const int paced_streams = experiment.pacing && cross_dc ? std::max(1, experiment.streams) : 0;
   link.tcp = tcp_path_for(pair, rtt_s, model, experiment.scale, paced_streams);
+  if (paced_streams > 0)
+    link.tcp.max_pacing_bps = tcp_path_for(paced_pair, rtt_s, model, experiment.scale, paced_streams).max_pacing_bps;
   link.capacity_bps = link.tcp.rate_bps;
   link.delay_ns = static_cast<double>(pair.delay_ns);
   link.stream_ceiling_bps = std::min(link.tcp.flow_rate_bps, link.tcp.max_pacing_bps);
   if (model.stream_window_bytes > 0 && rtt_s > 0)
     link.stream_ceiling_bps = std::min(link.stream_ceiling_bps, link.tcp.window_bytes * 8 / rtt_s);
+  return link;
+}
+
+}  // namespace
+
+LinkRate link_rate(const Experiment& experiment, const emulator::Scenario& scenario, const LinkModel& model, int src,
+                   int dst) {
+  const emulator::PairParams pair = scenario.pair(src, dst);
+  return rate_of(experiment, pair, static_cast<double>(scenario.rtt_ns(src, dst)) / 1e9, pair, model, src != dst);
+}
+
+LinkRate link_rate_at(const Experiment& experiment, const emulator::Scenario& scenario, const LinkModel& model, int src,
+                      int dst, std::uint64_t at_ns) {
+  const emulator::PairAt there = emulator::pair_at(scenario, src, dst, at_ns);
+  const emulator::PairAt back = emulator::pair_at(scenario, dst, src, at_ns);
+  const double rtt_s = static_cast<double>(there.params.delay_ns + back.params.delay_ns) / 1e9;
+  LinkRate link = rate_of(experiment, there.params, rtt_s, scenario.pair(src, dst), model, src != dst);
+  if (there.paused) link.capacity_bps = link.tcp.rate_bps = 0;
   return link;
 }
 

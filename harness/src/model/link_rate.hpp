@@ -24,6 +24,12 @@ struct LinkRate {
 };
 LinkRate link_rate(const Experiment& experiment, const emulator::Scenario& scenario, const LinkModel& model, int src,
                    int dst);
+// The same `at_ns` into the testbed's timeline (emulator::pair_at: its
+// [[event]]s and schedules), the harness's pacing still at the pair's
+// configured rate (the coordinator sets it once); a paused step has
+// capacity 0.
+LinkRate link_rate_at(const Experiment& experiment, const emulator::Scenario& scenario, const LinkModel& model, int src,
+                      int dst, std::uint64_t at_ns);
 // The most one transfer of `streams` streams may take: streams x ceiling.
 double transfer_cap_bps(const LinkRate& link, double streams);
 // What one transfer gets alone on the link: min(capacity, its cap).

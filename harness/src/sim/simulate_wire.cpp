@@ -2,6 +2,7 @@
 // rounds and max-min fair sharing, and the step from one event to the next.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "sim/simulator.hpp"
@@ -40,6 +41,14 @@ void Simulator::make_links(const emulator::Scenario& scenario) {
       links_.push_back(link);
     }
   }
+  if (emulator::has_timeline(scenario)) {
+    timeline_ = &scenario;
+    wan_change_at_.assign(links_.size(), kInf);
+    for (int src = 0; src < dcs_; ++src)
+      for (int dst = 0; dst < dcs_; ++dst)
+        if (src != dst) follow_wan(src * dcs_ + dst);
+    next_wan_change_ = *std::min_element(wan_change_at_.begin(), wan_change_at_.end());
+  }
   if (!fabric_) return;
   // Inside DC d: links_[d x DCs + d] between its servers, links_[DCs^2 + d] inside one.
   for (int dc = 0; dc < dcs_; ++dc) {
@@ -53,6 +62,33 @@ void Simulator::make_links(const emulator::Scenario& scenario) {
     static_cast<detail::LinkRate&>(nvlink) = fabric_->nvlink;
     nvlink.tcp_rounds = false;
     links_.push_back(nvlink);
+  }
+}
+
+void Simulator::follow_wan(int link_index) {
+  const int src = link_index / dcs_, dst = link_index % dcs_;
+  const std::uint64_t at_ns = plan_.experiment.wan_start_ns + static_cast<std::uint64_t>(std::llround(now_));
+  LinkState& link = links_[static_cast<std::size_t>(link_index)];
+  static_cast<detail::LinkRate&>(link) = detail::link_rate_at(plan_.experiment, *timeline_, model_, src, dst, at_ns);
+  const std::uint64_t next_ns = emulator::next_pair_change_ns(*timeline_, src, dst, at_ns);
+  wan_change_at_[static_cast<std::size_t>(link_index)] =
+      next_ns == std::numeric_limits<std::uint64_t>::max() ? kInf : now_ + static_cast<double>(next_ns - at_ns);
+  // What is on the wire moves at the new rates from now (its TCP rounds take
+  // the new ceiling at their next round); a steady model's caps change now.
+  for (const int id : link.on_wire) {
+    Transfer& transfer = transfers_[static_cast<std::size_t>(id)];
+    if (!model_.tcp_dynamics || !link.tcp_rounds)
+      transfer.cap_bps = paced_cap_bps(link, transfer, detail::transfer_cap_bps(link, transfer.effective_streams));
+  }
+  if (!link.on_wire.empty()) rebalance(link_index);
+}
+
+void Simulator::apply_wan_changes() {
+  if (now_ < next_wan_change_) return;
+  next_wan_change_ = kInf;
+  for (std::size_t index = 0; index < wan_change_at_.size(); ++index) {
+    if (wan_change_at_[index] <= now_) follow_wan(static_cast<int>(index));
+    next_wan_change_ = std::min(next_wan_change_, wan_change_at_[index]);
   }
 }
 
@@ -263,9 +299,15 @@ void Simulator::step_time() {
     }
   }
   if (!std::isfinite(next) && !on_wire) throw std::logic_error(describe_deadlock());
+  // A link that changes (a paused one resuming) may end the step first.
+  if (next_wan_change_ < next) {
+    next = next_wan_change_;
+    first_done = -1;
+  }
   if (next > kMaxSimulatedNs) fail_too_long();
   send_until(next, first_done);
   take_sent_transfers_off_the_wire();
+  apply_wan_changes();
   while (!timed_.empty() && timed_.top().time <= now_) {
     Timed timed = timed_.top();
     timed_.pop();

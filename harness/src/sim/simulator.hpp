@@ -148,6 +148,11 @@ class Simulator {
 
   // --- the wire (simulate_wire.cpp)
   void make_links(const emulator::Scenario& scenario);
+  // A WAN whose pairs change over time (schedules, [[event]]s): link
+  // `link_index` as the testbed has it now (the experiment's wan_start on),
+  // and when it changes next.
+  void follow_wan(int link_index);
+  void apply_wan_changes();
   int link_of(int from, int to) const;
   bool same_server(int a, int b) const;
   // Returns the transfer's id.
@@ -176,7 +181,10 @@ class Simulator {
   const Plan& plan_;
   LinkModel model_;
   int dcs_;
-  std::optional<FabricLinks> fabric_;  // the experiment's [fabric]
+  const emulator::Scenario* timeline_ = nullptr;  // set when the WAN changes over time
+  std::vector<double> wan_change_at_;             // per link: when it changes next (kInf: never)
+  double next_wan_change_ = kInf;                 // the least of them
+  std::optional<FabricLinks> fabric_;             // the experiment's [fabric]
   RunRecord record_;
   std::vector<LinkState> links_;
   std::vector<Collective> collectives_;

@@ -216,4 +216,24 @@ wanlab_pair_config make_pair_config(const PairParams& params, std::uint64_t rtt_
 // 0xffffffff (certain).
 std::uint32_t probability_p32(double probability);
 
+// A DC pair over time, for a model of the testbed (the simulator): its
+// settings `at_ns` after the testbed came up, as the emulator applies them.
+// The [[event]]s due by then are layered over the pair's links in order (as
+// the daemon rewrites the pairs at each), then the pair's schedule (which
+// starts when the testbed comes up) sets its step's columns with the data
+// plane's own arithmetic (wanlab_edt.h): a rate replaces the pair's, a share
+// takes its part of the rate, delay and loss replace theirs. `paused`: the
+// step leaves the link nothing to send (params.rate_bps is then 0).
+struct PairAt {
+  PairParams params;
+  bool paused = false;
+};
+PairAt pair_at(const Scenario& scenario, int src, int dst, std::uint64_t at_ns);
+// The first time after `at_ns` at which pair_at(src, dst) may change: the
+// next [[event]] or the next step of the pair's schedule then in force;
+// UINT64_MAX when nothing changes any more.
+std::uint64_t next_pair_change_ns(const Scenario& scenario, int src, int dst, std::uint64_t at_ns);
+// Whether any pair of different DCs changes over time (a schedule or an [[event]]).
+bool has_timeline(const Scenario& scenario);
+
 }  // namespace wanlab::emulator

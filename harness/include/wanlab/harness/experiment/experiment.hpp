@@ -65,6 +65,10 @@ struct Experiment {
   int iterations = 5;
   std::uint64_t seed = 1;
   double scale = 1.0;  // multiplies every message size and every link rate; 1e-6 to 1
+  // Where in the testbed's timeline (its schedules and [[event]]s, which
+  // start when it comes up) a simulated run starts: "32400s" on a daily
+  // schedule is 9:00. A real run starts at its testbed's 0.
+  std::uint64_t wan_start_ns = 0;
   Model model;
   Parallel parallel;
   Compute compute;
