@@ -359,6 +359,47 @@ BOOST_AUTO_TEST_CASE(a_two_dc_run_records_every_planned_event) {
 
 // A run beside busy loops on every CPU, twice over, must say that its
 // emulation fell behind and why.
+// A scheduled pair, real against simulated: the schedule doubles the WAN's
+// one-way delay (40 -> 80 ms) from the testbed's start for an hour. The run's
+// own simulation (results.json's "simulated" transfers) follows the schedule
+// as the emulator does, from where the run began in the testbed's timeline:
+// before, it took the pair's base 40 ms and came out at half the measured.
+BOOST_AUTO_TEST_CASE(a_scheduled_pair_is_simulated_as_the_emulator_applies_it) {
+  const test::ScenarioFile scenario_file(
+      "hsched",
+      test::two_dc_scenario("hsched") +
+          "schedule = { steps = [{ time = \"0s\", delay = \"80ms\" }, { time = \"3600s\", delay = \"40ms\" }] }\n");
+  const test::ScenarioFile experiment_file("harness-sched", experiment_text(scenario_file.path(), 3));
+  hs::Experiment experiment = hs::load_experiment(experiment_file.path());
+  experiment.scale = 1;  // the testbed is the scenario as written
+  const em::Scenario scenario = hs::load_testbed(experiment);
+  const hs::Plan plan = hs::make_plan(experiment, scenario);
+  const std::string name = "hsch-" + std::to_string(::getpid() % 100000);
+  hs::RunRecord record;
+  {
+    CliTestbed testbed(scenario_file.path(), name);
+    hs::RunOptions options;
+    options.exe = test::wanlab_bin();
+    record = hs::run_plan(plan, scenario, em::load_state(name), options);
+  }
+  BOOST_TEST(run_leftovers(name).empty(), run_leftovers(name));
+  int links = 0;
+  for (const auto& link : hs::summarize_transfers(record)) {
+    BOOST_TEST_REQUIRE(link.measured.has_value());
+    BOOST_TEST_REQUIRE(link.simulated.has_value());
+    const double measured = link.measured->transfer.p50_s, simulated = link.simulated->transfer.p50_s;
+    std::cout << "  " << link.link << ": transfer p50 " << measured << " s measured, " << simulated << " s simulated\n";
+    // Both at the schedule's 80 ms, not the base 40 ms ...
+    BOOST_TEST(measured >= 0.080);
+    BOOST_TEST(simulated >= 0.080);
+    // ... and within the bound that holds on a loaded 2-core machine.
+    BOOST_TEST(measured / simulated >= 0.7);
+    BOOST_TEST(measured / simulated <= 1.4);
+    ++links;
+  }
+  BOOST_TEST(links == 2);
+}
+
 BOOST_AUTO_TEST_CASE(a_run_beside_cpu_hogs_says_its_emulation_fell_behind) {
   Files files(2);
   const auto hogs = cpu_hogs(2 * static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)));

@@ -87,6 +87,9 @@ class Coordinator {
 
   ~Coordinator() { cleanup(); }
 
+  // CLOCK_MONOTONIC when the first iteration began (0 before it has).
+  std::int64_t origin_ns() const { return origin_ns_; }
+
   RunRecord run() {
     fs::create_directories(control_dir_);
     RuntimeSetup setup;
@@ -504,8 +507,14 @@ RunRecord run_plan(const Plan& plan, const emulator::Scenario& scenario, const e
   health.finish(record.emulation ? *record.emulation : record.emulation.emplace());
   // The same plan as the simulator runs it: its transfers for results.json,
   // and its iterations, against which the run's slowdown is attributed.
+  // It starts where the run began in the testbed's timeline (its schedules
+  // and [[event]]s run from `up`), so that a changing WAN is the same one.
+  Plan timed = plan;
+  if (emulator::has_timeline(scenario) && coordinator.origin_ns() > 0)
+    timed.experiment.wan_start_ns = static_cast<std::uint64_t>(
+        std::max<std::int64_t>(0, coordinator.origin_ns() - static_cast<std::int64_t>(testbed.created_mono_ns)));
   RunRecord planned =
-      simulate_training(plan, scenario, link_model_for(scenario, plan.experiment.scale), plan.experiment.iterations);
+      simulate_training(timed, scenario, link_model_for(scenario, plan.experiment.scale), plan.experiment.iterations);
   try {
     record.slowdown = attribute_slowdown(record, planned);
   } catch (const std::invalid_argument& error) {
