@@ -55,6 +55,35 @@ BOOST_AUTO_TEST_CASE(rates_and_bytes_scale_delays_do_not) {
   BOOST_TEST(*scaled.host.tcp_rmem_max == 629146u);  // the 6 MiB default x 0.1, rounded
 }
 
+// A schedule's rate column scales like every rate (the simulator scales it
+// too); a pause stays a pause, shares and delays stay.
+BOOST_AUTO_TEST_CASE(a_schedules_rates_scale_and_its_shares_do_not) {
+  const em::Scenario original = em::parse_scenario(R"(
+name = "two-dc"
+[defaults]
+rate = "1gbit"
+delay = "10ms"
+schedule = { period = "10s", steps = [{ time = "0s", rate = "200mbit" }, { time = "5s", rate = "0" }] }
+[[dc]]
+name = "east"
+[[dc]]
+name = "west"
+[[link]]
+from = "east"
+to = "west"
+schedule = { steps = [{ time = "0s", share = "30%", delay = "20ms" }] }
+)",
+                                                   "two-dc.toml");
+  const em::Scenario scaled = scale_scenario(original, 0.1);
+  const auto rated = scaled.schedule(1, 0);
+  BOOST_REQUIRE(rated);
+  BOOST_TEST(rated->steps[0].rate_bps == 20'000'000u);
+  BOOST_TEST(rated->steps[1].rate_bps == 0u);
+  BOOST_TEST(original.schedule(1, 0)->steps[0].rate_bps == 200'000'000u);  // the original's own is untouched
+  BOOST_TEST(scaled.schedule(0, 1) == original.schedule(0, 1));            // a share and a delay: nothing to scale
+  BOOST_TEST(scaled.schedule(0, 1)->steps[0].delay_ns == 20'000'000u);
+}
+
 BOOST_AUTO_TEST_CASE(buffers_keep_a_floor_and_scale_one_changes_nothing) {
   const em::Scenario original = em::parse_scenario(kScenario, "three-dc.toml");
   const em::Scenario tiny = scale_scenario(original, 0.001);

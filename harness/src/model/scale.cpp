@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <stdexcept>
 
+#include "wanlab/emulator/schedule.hpp"
 #include "wanlab/emulator/tcp_window.hpp"
 #include "wanlab/harness/model/link_model.hpp"
 
@@ -34,6 +36,21 @@ void scale_link(em::LinkParams& params, double scale) {
   if (params.queue && params.queue->kind == em::QueueLimit::Kind::bytes) params.queue->value *= scale;
 }
 
+// A schedule's rate column at `scale` (a step's 0 pauses the link and stays
+// 0); its delays, losses and shares stay. Without a rate column: itself.
+std::shared_ptr<const em::Schedule> scale_schedule(const std::shared_ptr<const em::Schedule>& schedule, double scale) {
+  if (!schedule || (schedule->columns & WANLAB_SCHED_RATE) == 0) return schedule;
+  auto out = std::make_shared<em::Schedule>(*schedule);
+  for (em::ScheduleStep& step : out->steps)
+    if (step.rate_bps > 0) step.rate_bps = std::max<std::uint64_t>(1, scaled(step.rate_bps, scale));
+  return out;
+}
+
+void scale_spec(em::LinkSpec& spec, double scale) {
+  scale_link(spec.params, scale);
+  spec.schedule = scale_schedule(spec.schedule, scale);
+}
+
 }  // namespace
 
 em::Scenario scale_scenario(const em::Scenario& scenario, double scale) {
@@ -41,9 +58,10 @@ em::Scenario scale_scenario(const em::Scenario& scenario, double scale) {
   em::Scenario out = scenario;
   if (scale == 1.0) return out;
   scale_link(out.defaults, scale);
+  out.defaults_schedule = scale_schedule(out.defaults_schedule, scale);
   scale_link(out.intra_dc, scale);
-  for (auto& link : out.links) scale_link(link.params, scale);
-  for (auto& event : out.events) scale_link(event.link.params, scale);
+  for (auto& link : out.links) scale_spec(link, scale);
+  for (auto& event : out.events) scale_spec(event.link, scale);
   out.host.tcp_wmem_max =
       std::max(kMinWmemMax, scaled(scenario.host.tcp_wmem_max.value_or(em::kDefaultTcpWmemMax), scale));
   out.host.tcp_rmem_max =
