@@ -57,6 +57,21 @@ BOOST_AUTO_TEST_CASE(hosts_are_named_as_hosts_dcs_or_all_each_once) {
   BOOST_CHECK_THROW(em::select_hosts(state, "east,east-1"), std::invalid_argument);
   BOOST_CHECK_THROW(em::select_hosts(state, "east,,west"), std::invalid_argument);
   BOOST_CHECK_THROW(em::select_hosts(state, ""), std::invalid_argument);
+  // A name is quoted as what it is: a control character does not reach the terminal.
+  BOOST_CHECK_EXCEPTION(em::select_hosts(state, "e\x1b[2J"), std::invalid_argument, [](const auto& error) {
+    return std::string(error.what()).starts_with("\"e\\x1b[2J\" is neither");
+  });
+  // With a DC named "all", "all" would mean two things: refused, the DC still named by its hosts.
+  em::TestbedState with_all = state;
+  with_all.dcs.push_back("all");
+  em::Host host;
+  host.name = "all-0";
+  host.dc = "all";
+  with_all.hosts.push_back(host);
+  BOOST_CHECK_EXCEPTION(em::select_hosts(with_all, "all"), std::invalid_argument, [](const auto& error) {
+    return std::string(error.what()).find("also a DC of testbed unit") != std::string::npos;
+  });
+  BOOST_TEST(names(em::select_hosts(with_all, "all-0,west")) == (std::vector<std::string>{"all-0", "west-0"}));
 }
 
 BOOST_AUTO_TEST_CASE(each_rank_gets_torchruns_variables) {

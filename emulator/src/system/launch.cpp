@@ -231,7 +231,15 @@ Environment rank_environment(const TestbedState& state, const LaunchPlan& plan, 
 }
 
 std::vector<Host> select_hosts(const TestbedState& state, const std::string& list) {
-  if (list == "all") return state.hosts;
+  if (list == "all") {
+    // A DC named "all" would make "all" mean two things: say so, never guess.
+    if (std::find(state.dcs.begin(), state.dcs.end(), "all") != state.dcs.end())
+      throw std::invalid_argument(
+          fmt::format("\"all\" is every host, and also a DC of testbed {}: name that DC's "
+                      "hosts (all-0, ...), or every DC, instead",
+                      state.name));
+    return state.hosts;
+  }
   std::vector<Host> hosts;
   std::stringstream names(list);
   for (std::string name; std::getline(names, name, ',');) {
@@ -239,8 +247,8 @@ std::vector<Host> select_hosts(const TestbedState& state, const std::string& lis
     for (const Host& host : state.hosts)
       if (host.name == name || host.dc == name) named.push_back(host);
     if (named.empty())
-      throw std::invalid_argument(
-          fmt::format("\"{}\" is neither a host nor a DC of testbed {} (wanlab hosts lists them)", name, state.name));
+      throw std::invalid_argument(fmt::format("{} is neither a host nor a DC of testbed {} (wanlab hosts lists them)",
+                                              base::quoted(name), state.name));
     for (const Host& host : named) {
       const bool twice =
           std::any_of(hosts.begin(), hosts.end(), [&](const Host& chosen) { return chosen.name == host.name; });
