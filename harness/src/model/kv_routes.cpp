@@ -74,8 +74,8 @@ KvRoutes::KvRoutes(const Plan& plan, const emulator::Scenario& scenario, const L
       route.link_index = src * dcs + src;  // the DC's own link, shared by its workers' caches
     }
     if (cross) {
-      route.link = fmt::format("{}->{}", scenario.dcs[static_cast<std::size_t>(src)].name,
-                               scenario.dcs[static_cast<std::size_t>(decode)].name);
+      route.link = emulator::pair_name(scenario.dcs[static_cast<std::size_t>(src)].name,
+                                       scenario.dcs[static_cast<std::size_t>(decode)].name);
       route.link_index = src * dcs + decode;
       // Without temporal sharing the KV cache shares the link with training's
       // transfers: as an approximation it gets half the rate, at once.

@@ -57,7 +57,7 @@ std::string wan_link_between(const Plan& plan, int from, int to) {
   const Worker& self = plan.workers[static_cast<std::size_t>(from)].worker;
   const Worker& peer = plan.workers[static_cast<std::size_t>(to)].worker;
   if (peer.dc == self.dc) return {};
-  return fmt::format("{}->{}", self.dc_name, peer.dc_name);
+  return emulator::pair_name(self.dc_name, peer.dc_name);
 }
 
 int skipped_iterations(int iterations) { return iterations > 1 ? 1 : 0; }

@@ -216,6 +216,11 @@ wanlab_pair_config make_pair_config(const PairParams& params, std::uint64_t rtt_
 // 0xffffffff (certain).
 std::uint32_t probability_p32(double probability);
 
+// A directed DC pair's name in reports, results.json and the trace: "east->west".
+inline std::string pair_name(std::string_view from, std::string_view to) {
+  return std::string(from) + "->" + std::string(to);
+}
+
 // A DC pair over time, for a model of the testbed (the simulator): its
 // settings `at_ns` after the testbed came up, as the emulator applies them.
 // The [[event]]s due by then are layered over the pair's links in order (as

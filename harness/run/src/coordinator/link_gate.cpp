@@ -26,7 +26,7 @@ LinkGate::LinkGate(const Plan& plan) {
         throw GateError(fmt::format("worker {} op {}: send to unknown worker {}", worker.worker.id, i, op.peer));
       const Worker& to = plan.workers[op.peer].worker;
       if (op.cross_dc && op.link_slot >= 0) {
-        const std::size_t link = link_index(fmt::format("{}->{}", worker.worker.dc_name, to.dc_name));
+        const std::size_t link = link_index(emulator::pair_name(worker.worker.dc_name, to.dc_name));
         sends_of_slot[{link, op.link_slot}].emplace_back(worker.worker.id, static_cast<int>(i));
       } else if (announce && !op.cross_dc && to.host != worker.worker.host) {
         const std::size_t link = link_index(inside_link(worker.worker.dc_name));

@@ -127,7 +127,7 @@ std::string PrefillService::link_of(int worker) const {
   const Worker& w = setup_.plan->workers[worker].worker;
   const int dc = sinks_[sink_of_[worker]].dc;
   if (w.dc == dc) return "";
-  return fmt::format("{}->{}", w.dc_name, setup_.scenario->dcs[dc].name);
+  return emulator::pair_name(w.dc_name, setup_.scenario->dcs[dc].name);
 }
 
 // ---- processes -------------------------------------------------------------
