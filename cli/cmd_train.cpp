@@ -101,6 +101,15 @@ void print_summary(const hs::RunRecord& record) {
              100 * run.mean_gpu_utilization, 100 * run.mean_bubble_fraction,
              run.skipped_iterations ? fmt::format(" (means skip the first {})", run.skipped_iterations) : "");
   if (iterations.empty()) return;
+  const hs::Experiment& experiment = record.plan.experiment;
+  if (hs::is_diloco(experiment.schedule)) {
+    const hs::StepFigures steps = hs::step_figures(experiment, iterations, run);
+    fmt::print(
+        "  {}: an iteration is an outer round of {} inner steps: {:.4f} s and {:.3f} MB over the WAN per "
+        "inner step\n",
+        hs::to_string(experiment.schedule), steps.steps_per_iteration, steps.mean_step_s,
+        steps.wan_bytes_per_step / 1e6);
+  }
   for (const auto& [link, bytes] : iterations.back().wan_bytes)
     fmt::print("  WAN {:<22} {:>10.1f} MB per iteration\n", link, static_cast<double>(bytes) / 1e6);
   print_transfers(record);

@@ -266,6 +266,21 @@ struct CliTestbed {
   std::string name;
 };
 
+// `plan` run by the in-process coordinator (run_plan) on a testbed the CLI
+// brings up from `scenario_path` as `name` and takes down afterwards; the
+// run's worker processes and directory are gone before that.
+hs::RunRecord run_on_testbed(const std::string& scenario_path, const std::string& name, const hs::Plan& plan,
+                             const em::Scenario& scenario, bool log = true) {
+  CliTestbed testbed(scenario_path, name);
+  hs::RunOptions options;
+  options.exe = test::wanlab_bin();
+  if (log) options.log = [](const std::string& line) { std::cout << "  " << line << "\n"; };
+  hs::RunRecord record = hs::run_plan(plan, scenario, em::load_state(name), options);
+  BOOST_TEST(worker_processes(name).empty());
+  BOOST_TEST(!fs::exists("/run/wanlab/" + name + "/harness"));
+  return record;
+}
+
 BOOST_AUTO_TEST_CASE(a_two_dc_run_records_every_planned_event) {
   // In-process coordinator (run_plan) on a testbed of the CLI's, at scale 1 so
   // that the testbed is the scenario as written.
@@ -275,16 +290,7 @@ BOOST_AUTO_TEST_CASE(a_two_dc_run_records_every_planned_event) {
   const em::Scenario scenario = hs::load_testbed(experiment);
   const hs::Plan plan = hs::make_plan(experiment, scenario);
   const std::string name = "hrun-" + std::to_string(::getpid() % 100000);
-  hs::RunRecord record;
-  {
-    CliTestbed testbed(files.scenario.path(), name);
-    hs::RunOptions options;
-    options.exe = test::wanlab_bin();
-    options.log = [](const std::string& line) { std::cout << "  " << line << "\n"; };
-    record = hs::run_plan(plan, scenario, em::load_state(name), options);
-    BOOST_TEST(worker_processes(name).empty());
-    BOOST_TEST(!fs::exists("/run/wanlab/" + name + "/harness"));
-  }
+  const hs::RunRecord record = run_on_testbed(files.scenario.path(), name, plan, scenario);
   BOOST_TEST(record.runtime == "podman", "workers ran in " << record.runtime << ": " << record.runtime_detail);
   BOOST_TEST(run_leftovers(name).empty(), run_leftovers(name));
   BOOST_REQUIRE(record.iteration_start_ns.size() == 3u);
@@ -357,6 +363,102 @@ BOOST_AUTO_TEST_CASE(a_two_dc_run_records_every_planned_event) {
   }
 }
 
+// Streaming DiLoCo on the emulated WAN: two stages, four replicas (two in
+// each DC, sharing a host per stage), four inner steps, two fragments each
+// synced beside one inner step. Every planned op runs once, the outer syncs
+// cross the 40 ms WAN ring step after ring step while the workers compute,
+// and the waits end after their syncs.
+BOOST_AUTO_TEST_CASE(a_streaming_diloco_run_syncs_across_dcs_beside_compute) {
+  test::ScenarioFile scenario_file("hfar", kFarScenario);
+  test::ScenarioFile experiment_file("harness-diloco", R"(name = "harness-diloco"
+testbed = ")" + scenario_file.path() + R"("
+schedule = "streaming-diloco"
+iterations = 2
+scale = 0.1
+[diloco]
+inner_steps = 4
+fragments = 2
+overlap_steps = 1
+[model]
+layers = 4
+hidden = 512
+seq_len = 512
+microbatches = 2
+[parallel]
+pp = 2
+dp = 4
+[compute]
+forward_ms = 10
+backward_ms = 20
+[gpus]
+east = 4
+west = 4
+)");
+  const hs::Experiment experiment = hs::load_experiment(experiment_file.path());
+  const em::Scenario scenario = hs::load_testbed(experiment);
+  const hs::Plan plan = hs::make_plan(experiment, scenario);
+  const std::string name = "hdlc-" + std::to_string(::getpid() % 100000);
+  const hs::RunRecord record = run_on_testbed(scenario_file.path(), name, plan, scenario);
+  BOOST_TEST(run_leftovers(name).empty(), run_leftovers(name));
+  BOOST_REQUIRE(record.iteration_start_ns.size() == 2u);
+
+  std::map<std::tuple<int, int, int>, const hs::Event*> seen;  // (iteration, worker, op)
+  for (const hs::Event& e : record.events) {
+    const auto& ops = plan.workers.at(static_cast<std::size_t>(e.worker)).ops;
+    BOOST_TEST_REQUIRE(e.op_index < static_cast<int>(ops.size()));
+    BOOST_TEST((e.kind == ops[static_cast<std::size_t>(e.op_index)].kind));
+    BOOST_TEST(seen.emplace(std::make_tuple(e.iteration, e.worker, e.op_index), &e).second);
+  }
+  std::size_t planned = 0;
+  for (const auto& worker : plan.workers) planned += worker.ops.size();
+  BOOST_TEST(seen.size() == 2 * planned);
+
+  int syncs = 0, beside_compute = 0;
+  for (const auto& [key, e] : seen) {
+    const auto [iteration, worker, op_index] = key;
+    const hs::Op& op = plan.workers[static_cast<std::size_t>(worker)].ops[static_cast<std::size_t>(op_index)];
+    if (op.kind != hs::OpKind::allreduce || !op.overlapped) continue;
+    ++syncs;
+    // A ring of four over two DCs, e0 e1 w0 w1: a member's last piece comes
+    // down a chain of its 6 ring hops, every other one across the 40 ms WAN.
+    BOOST_TEST(e->end_ns - e->start_ns >= 120'000'000, "sync " << op.microbatch << " of worker " << worker << " took "
+                                                               << (e->end_ns - e->start_ns) / 1e6 << " ms");
+    bool computed = false;
+    for (const auto& [other_key, other] : seen)
+      if (std::get<0>(other_key) == iteration && std::get<1>(other_key) == worker &&
+          (other->kind == hs::OpKind::forward || other->kind == hs::OpKind::backward) &&
+          other->start_ns > e->start_ns && other->end_ns < e->end_ns)
+        computed = true;
+    beside_compute += computed ? 1 : 0;
+    const int wait = [&] {
+      const auto& ops = plan.workers[static_cast<std::size_t>(worker)].ops;
+      for (std::size_t i = 0; i < ops.size(); ++i)
+        if (ops[i].kind == hs::OpKind::allreduce_wait && ops[i].microbatch == op.microbatch) return static_cast<int>(i);
+      return -1;
+    }();
+    BOOST_TEST_REQUIRE(wait > op_index);
+    BOOST_TEST(seen.at(std::make_tuple(iteration, worker, wait))->end_ns >= e->end_ns);
+  }
+  BOOST_TEST(syncs == 2 * 8 * 2);  // iterations x workers x fragments
+  // The inner step beside a sync takes 30 ms of compute a microbatch: some of it runs while the sync is on.
+  BOOST_TEST(beside_compute == syncs);
+
+  const auto summaries = hs::summarize(record);
+  const auto run = hs::summarize_run(summaries);
+  const hs::StepFigures steps = hs::step_figures(experiment, summaries, run);
+  const hs::RunRecord modelled = hs::simulate(plan, scenario, hs::link_model_for(scenario, experiment.scale), 2);
+  const auto modelled_run = hs::summarize_run(hs::summarize(modelled));
+  std::cout << "  streaming DiLoCo: " << run.mean_iteration_s << " s a round measured, "
+            << modelled_run.mean_iteration_s << " s simulated; " << steps.mean_step_s << " s and "
+            << steps.wan_bytes_per_step << " WAN bytes per inner step\n";
+  BOOST_TEST(steps.steps_per_iteration == 4);
+  // Each stage's ring crosses each direction once a fragment: 2 stages x 2 fragments x 1.5 fragments' bytes.
+  BOOST_TEST(steps.wan_bytes_per_step == 2 * 2 * 2 * 1.5 * static_cast<double>(plan.fragment_bytes) / 4,
+             boost::test_tools::tolerance(0.01));
+  BOOST_TEST(run.mean_iteration_s >= 0.7 * modelled_run.mean_iteration_s);
+  BOOST_TEST(run.mean_iteration_s <= 2.0 * modelled_run.mean_iteration_s);
+}
+
 // A run beside busy loops on every CPU, twice over, must say that its
 // emulation fell behind and why.
 // A scheduled pair, real against simulated: the schedule doubles the WAN's
@@ -375,13 +477,7 @@ BOOST_AUTO_TEST_CASE(a_scheduled_pair_is_simulated_as_the_emulator_applies_it) {
   const em::Scenario scenario = hs::load_testbed(experiment);
   const hs::Plan plan = hs::make_plan(experiment, scenario);
   const std::string name = "hsch-" + std::to_string(::getpid() % 100000);
-  hs::RunRecord record;
-  {
-    CliTestbed testbed(scenario_file.path(), name);
-    hs::RunOptions options;
-    options.exe = test::wanlab_bin();
-    record = hs::run_plan(plan, scenario, em::load_state(name), options);
-  }
+  const hs::RunRecord record = run_on_testbed(scenario_file.path(), name, plan, scenario, false);
   BOOST_TEST(run_leftovers(name).empty(), run_leftovers(name));
   int links = 0;
   for (const auto& link : hs::summarize_transfers(record)) {

@@ -174,9 +174,11 @@ BOOST_AUTO_TEST_CASE(bad_values_name_their_option_and_exit_2) {
   // Experiment options, through the experiment's.
   check_bad_value({"train", experiment, "--streams", "8x"}, "--streams", "a whole number from 1 to 64");
   check_bad_value({"train", experiment, "--scale", "2"}, "--scale", "a number");
-  check_bad_value({"train", experiment, "--pipeline", "zigzag"}, "--pipeline", "gpipe, 1f1b or atlas");
+  check_bad_value({"train", experiment, "--pipeline", "zigzag"}, "--pipeline",
+                  "gpipe, 1f1b, atlas, diloco or streaming-diloco");
   // The old name of --pipeline still works, and says it is the old name.
-  check_bad_value({"train", experiment, "--schedule", "zigzag"}, "--schedule", "gpipe, 1f1b or atlas");
+  check_bad_value({"train", experiment, "--schedule", "zigzag"}, "--schedule",
+                  "gpipe, 1f1b, atlas, diloco or streaming-diloco");
   const Outcome old_name =
       run_wanlab({"train", experiment, "--schedule", "gpipe", "--simulate", "--iterations", "1", "--quiet"});
   BOOST_TEST(old_name.status == 0, old_name.err);

@@ -70,7 +70,7 @@ const std::vector<BadFile>& bad_files() {
        R"(e.toml:2:11: testbed: expected a scenario path like "../three-dc.toml", got 3)"},
       {"missing schedule", with_line(3, ""), R"(e.toml:1:1: missing required key "schedule")"},
       {"unknown schedule", with_line(3, "schedule = \"1f1\""),
-       R"(e.toml:3:12: schedule: expected "gpipe", "1f1b" or "atlas", got "1f1"; did you mean "1f1b"?)"},
+       R"(e.toml:3:12: schedule: expected "gpipe", "1f1b", "atlas", "diloco" or "streaming-diloco", got "1f1"; did you mean "1f1b"?)"},
       {"streams of the wrong type", inserted(4, "streams = \"8\""),
        R"(e.toml:4:11: streams: expected an integer from 1 to 64, got "8")"},
       {"zero streams", inserted(4, "streams = 0"), "e.toml:4:11: streams: expected an integer from 1 to 64, got 0"},
@@ -123,7 +123,7 @@ const std::vector<BadFile>& bad_files() {
       // Found by the experiment fuzzer (tests/data/experiment-corpus/regress-*):
       // the input's control characters reached the message as they were.
       {"newline in the schedule", with_line(3, "schedule = \"a\\nb\""),
-       R"(e.toml:3:12: schedule: expected "gpipe", "1f1b" or "atlas", got "a\x0ab")"},
+       R"(e.toml:3:12: schedule: expected "gpipe", "1f1b", "atlas", "diloco" or "streaming-diloco", got "a\x0ab")"},
       {"newline in the placement", inserted(4, "placement = \"a\\nb\""),
        R"(e.toml:4:13: placement: expected "atlas", "pp-across-dc", "dp-across-dc" or a list of DCs, one per stage, got "a\x0ab")"},
       {"newline in a gpus key", kBase + "[gpus]\n\"a\\nb\" = -1\n",
@@ -264,8 +264,9 @@ BOOST_AUTO_TEST_CASE(bad_overrides_name_the_flag) {
              R"(--iterations: expected a whole number from 1 to 100000, got "0")");
   BOOST_TEST(override_error(experiment, "--temporal-sharing", "yes") ==
              R"(--temporal-sharing: expected on or off, got "yes")");
-  BOOST_TEST(override_error(experiment, "--schedule", "gpip") ==
-             R"(--schedule: expected gpipe, 1f1b or atlas, got "gpip"; did you mean "gpipe"?)");
+  BOOST_TEST(
+      override_error(experiment, "--schedule", "gpip") ==
+      R"(--schedule: expected gpipe, 1f1b, atlas, diloco or streaming-diloco, got "gpip"; did you mean "gpipe"?)");
   BOOST_TEST(override_error(experiment, "--placement", "east,west,east") ==
              "--placement: 3 DCs for pp = 2 stages; list one DC per stage");
   BOOST_TEST(

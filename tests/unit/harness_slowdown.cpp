@@ -21,10 +21,10 @@ Plan two_stage_plan() {
   forward.kind = OpKind::forward;
   forward.microbatch = 0;
   forward.duration_ns = 10 * kMs;
-  Op send{OpKind::send, 0, 1, 1000, 0, true, -1};
-  Op recv{OpKind::recv, 0, 0, 1000, 0, true, -1};
-  plan.workers.push_back({Worker{0, 0, 0, 0, "a", "a-0", {}}, {forward, send}});
-  plan.workers.push_back({Worker{1, 1, 0, 1, "b", "b-0", {}}, {recv, forward}});
+  Op send{OpKind::send, 0, 1, 1000, 0, true, -1, false, false};
+  Op recv{OpKind::recv, 0, 0, 1000, 0, true, -1, false, false};
+  plan.workers.push_back({Worker{0, 0, 0, 0, "a", "a-0", {}, {}}, {forward, send}});
+  plan.workers.push_back({Worker{1, 1, 0, 1, "b", "b-0", {}, {}}, {recv, forward}});
   return plan;
 }
 

@@ -220,7 +220,9 @@ BOOST_AUTO_TEST_CASE(more_delay_never_makes_a_two_dc_point_faster) {
   BOOST_TEST(results[0].tokens_per_s > results[4].tokens_per_s);
 
   const std::string csv = hs::points_csv(sweep, results);
-  BOOST_TEST(csv.starts_with("point,schedule,testbed.link[0].delay,iteration_s,gpu_utilization,tokens_per_s\n"), csv);
+  BOOST_TEST(csv.starts_with(
+                 "point,schedule,testbed.link[0].delay,iteration_s,gpu_utilization,tokens_per_s,wan_bytes_per_step\n"),
+             csv);
   BOOST_TEST(std::count(csv.begin(), csv.end(), '\n') == 11);
   BOOST_TEST(contains(csv, "\n7,1f1b,5ms,"), csv);
   BOOST_TEST(!contains(csv, "prefill"));
@@ -229,7 +231,7 @@ BOOST_AUTO_TEST_CASE(more_delay_never_makes_a_two_dc_point_faster) {
 
   // The delay axis: a number of ms per value, a line per schedule.
   const auto delay = hs::axis_plots(sweep, results, 1);
-  BOOST_TEST_REQUIRE(delay.size() == 3u);
+  BOOST_TEST_REQUIRE(delay.size() == 4u);
   BOOST_TEST(delay[0].x_label == "testbed.link[0].delay (ms)");
   BOOST_TEST(delay[0].x_categories.empty());
   BOOST_TEST_REQUIRE(delay[0].series.size() == 2u);

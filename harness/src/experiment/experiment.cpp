@@ -22,6 +22,7 @@
 
 #include "experiment/experiment_internal.hpp"
 #include "experiment/text.hpp"
+#include "experiment/diloco_config.hpp"
 #include "experiment/egress_config.hpp"
 #include "experiment/fabric_config.hpp"
 #include "experiment/prefill_config.hpp"
@@ -32,10 +33,11 @@ namespace {
 
 using namespace std::string_view_literals;
 
-constexpr std::array kTopKeys{
-    "name"sv, "testbed"sv, "schedule"sv,    "placement"sv, "streams"sv,  "temporal_sharing"sv, "iterations"sv,
-    "seed"sv, "scale"sv,   "reorder_dcs"sv, "pacing"sv,    "model"sv,    "parallel"sv,         "compute"sv,
-    "gpus"sv, "prefill"sv, "fabric"sv,      "egress"sv,    "wan_start"sv};
+constexpr std::array kTopKeys{"name"sv,     "testbed"sv,          "schedule"sv,   "placement"sv,
+                              "streams"sv,  "temporal_sharing"sv, "iterations"sv, "seed"sv,
+                              "scale"sv,    "reorder_dcs"sv,      "pacing"sv,     "model"sv,
+                              "parallel"sv, "compute"sv,          "gpus"sv,       "prefill"sv,
+                              "fabric"sv,   "egress"sv,           "wan_start"sv,  "diloco"sv};
 constexpr std::array kModelKeys{"layers"sv,          "hidden"sv,     "seq_len"sv,
                                 "bytes_per_value"sv, "microbatch"sv, "microbatches"sv};
 constexpr std::array kParallelKeys{"pp"sv, "dp"sv, "tp"sv};
@@ -121,6 +123,7 @@ class Parser : FieldReader {
     detail::read_prefill(*this, root);
     detail::read_fabric(*this, root);
     detail::read_egress(*this, root);
+    detail::read_diloco(*this, root);
     apply_schedule_defaults(experiment_);
     check_cross_fields(experiment_);
     return std::move(experiment_);
@@ -154,13 +157,13 @@ class Parser : FieldReader {
   void read_schedule(const toml::table& root) {
     const toml::node* node = root.get("schedule");
     if (node == nullptr) {
-      fail_at_start(R"(missing required key "schedule" ("gpipe", "1f1b" or "atlas"))");
+      fail_at_start(fmt::format(R"(missing required key "schedule" ({}))", detail::kScheduleChoices));
     }
-    const std::string& name = expect_string(*node, "schedule", R"("gpipe", "1f1b" or "atlas")");
+    const std::string& name = expect_string(*node, "schedule", detail::kScheduleChoices);
     std::optional<Schedule> schedule = schedule_named(name);
     if (!schedule) {
-      fail(node->source(), fmt::format(R"(schedule: expected "gpipe", "1f1b" or "atlas", got {}{})", base::quoted(name),
-                                       detail::suggestion(name, kScheduleNames)));
+      fail(node->source(), fmt::format(R"(schedule: expected {}, got {}{})", detail::kScheduleChoices,
+                                       base::quoted(name), detail::suggestion(name, kScheduleNames)));
     }
     remember("schedule", *node);
     experiment_.schedule = *schedule;
@@ -323,6 +326,8 @@ std::optional<Schedule> schedule_named(std::string_view name) {
   if (name == "gpipe") return Schedule::gpipe;
   if (name == "1f1b") return Schedule::one_f_one_b;
   if (name == "atlas") return Schedule::atlas;
+  if (name == "diloco") return Schedule::diloco;
+  if (name == "streaming-diloco") return Schedule::streaming_diloco;
   return std::nullopt;
 }
 
@@ -334,13 +339,17 @@ std::optional<Placement> placement_named(std::string_view name) {
 }
 
 void apply_schedule_defaults(Experiment& experiment) {
-  bool atlas = experiment.schedule == Schedule::atlas;
+  const bool atlas = experiment.schedule == Schedule::atlas;
+  const bool diloco = is_diloco(experiment.schedule);
   if (!experiment.placement_given) {
-    experiment.placement = atlas ? Placement::atlas : Placement::pp_across_dc;
+    experiment.placement = atlas ? Placement::atlas : diloco ? Placement::dp_across_dc : Placement::pp_across_dc;
     experiment.placement_dcs.clear();
   }
-  if (!experiment.streams_given) experiment.streams = atlas ? kDefaultAtlasStreams : 1;
+  // DiLoCo's outer sync goes over the multi-stream transport as Atlas's WAN
+  // hops do; it has no cross-DC point to point for temporal sharing to order.
+  if (!experiment.streams_given) experiment.streams = atlas || diloco ? kDefaultAtlasStreams : 1;
   if (!experiment.temporal_sharing_given) experiment.temporal_sharing = atlas;
+  apply_diloco_defaults(experiment);
 }
 
 void check_cross_fields(const Experiment& experiment) {
@@ -349,10 +358,15 @@ void check_cross_fields(const Experiment& experiment) {
   check_placement_list(experiment);
   check_plan_size(experiment, experiment.iterations);
   detail::check_prefill(experiment);
+  check_diloco(experiment);
   check_memory(experiment);
 }
 
 }  // namespace detail
+
+int steps_per_iteration(const Experiment& experiment) {
+  return is_diloco(experiment.schedule) ? experiment.diloco.inner_steps : 1;
+}
 
 std::string Experiment::where(const std::string& field) const {
   auto found = positions.find(field);
@@ -385,6 +399,8 @@ std::string to_string(Schedule schedule) {
     case Schedule::gpipe: return "gpipe";
     case Schedule::one_f_one_b: return "1f1b";
     case Schedule::atlas: return "atlas";
+    case Schedule::diloco: return "diloco";
+    case Schedule::streaming_diloco: return "streaming-diloco";
   }
   return "?";
 }

@@ -20,7 +20,8 @@ inline constexpr int kMaxIterations = 100000;
 inline constexpr double kMinScale = 1e-6;
 // wan_start: up to a year into the testbed's timeline.
 inline constexpr std::uint64_t kMaxWanStartNs = 365ull * 24 * 3600 * 1'000'000'000;
-inline constexpr std::array kScheduleNames{"gpipe"sv, "1f1b"sv, "atlas"sv};
+inline constexpr std::array kScheduleNames{"gpipe"sv, "1f1b"sv, "atlas"sv, "diloco"sv, "streaming-diloco"sv};
+inline constexpr const char* kScheduleChoices = R"("gpipe", "1f1b", "atlas", "diloco" or "streaming-diloco")";
 inline constexpr std::array kPlacementNames{"atlas"sv, "pp-across-dc"sv, "dp-across-dc"sv};
 
 std::optional<Schedule> schedule_named(std::string_view name);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "experiment/diloco_config.hpp"
 #include "experiment/experiment_internal.hpp"
 #include "experiment/prefill_config.hpp"
 #include "experiment/text.hpp"
@@ -56,8 +57,8 @@ std::vector<std::string> split_commas(std::string_view text) {
 void set_schedule(Experiment& experiment, const std::string& flag, std::string_view value) {
   std::optional<Schedule> schedule = schedule_named(value);
   if (!schedule) {
-    throw ExperimentError(fmt::format("{}: expected gpipe, 1f1b or atlas, got {}{}", flag, base::quoted(value),
-                                      suggestion(value, kScheduleNames)));
+    throw ExperimentError(fmt::format("{}: expected gpipe, 1f1b, atlas, diloco or streaming-diloco, got {}{}", flag,
+                                      base::quoted(value), suggestion(value, kScheduleNames)));
   }
   experiment.schedule = *schedule;
   experiment.positions["schedule"] = flag;
@@ -132,15 +133,31 @@ void set_wan_start(Experiment& experiment, const std::string& flag, std::string_
   experiment.positions["wan_start"] = flag;
 }
 
+void set_inner_steps(Experiment& experiment, const std::string& flag, std::string_view value) {
+  override_diloco(experiment, flag, "inner_steps", value);
+}
+
+void set_fragments(Experiment& experiment, const std::string& flag, std::string_view value) {
+  override_diloco(experiment, flag, "fragments", value);
+}
+
+void set_outer_bits(Experiment& experiment, const std::string& flag, std::string_view value) {
+  override_diloco(experiment, flag, "outer_bits", value);
+}
+
+void set_overlap_steps(Experiment& experiment, const std::string& flag, std::string_view value) {
+  override_diloco(experiment, flag, "overlap_steps", value);
+}
+
 void set_prefill(Experiment& experiment, const std::string& flag, std::string_view value) {
   override_prefill(experiment, flag, parse_on_off(flag, value));
 }
 
 constexpr std::array kOptions{
-    ExperimentOption{"pipeline", "gpipe|1f1b|atlas", "the pipeline's compute order (re-derives what it implies)",
-                     set_schedule},
+    ExperimentOption{"pipeline", "gpipe|1f1b|atlas|diloco|streaming-diloco",
+                     "the training schedule (re-derives what it implies)", set_schedule},
     // The old name, kept: `wanlab set --schedule` loads a link's schedule.
-    ExperimentOption{"schedule", "gpipe|1f1b|atlas", "the old name of --pipeline", set_schedule},
+    ExperimentOption{"schedule", "S", "the old name of --pipeline", set_schedule},
     ExperimentOption{"placement", "P", "atlas, pp-across-dc, dp-across-dc or DCs \"east,east,west,west\"",
                      set_placement},
     ExperimentOption{"streams", "N", "TCP connections per cross-DC channel (1 to 64)", set_streams},
@@ -150,6 +167,11 @@ constexpr std::array kOptions{
     ExperimentOption{"iterations", "N", "training iterations (1 to 100000)", set_iterations},
     ExperimentOption{"scale", "X", "multiplies message sizes and link rates (1e-6 to 1)", set_scale},
     ExperimentOption{"prefill", "on|off", "BubbleTea prefill (on needs a [prefill] section)", set_prefill},
+    ExperimentOption{"inner-steps", "H", "DiLoCo: inner steps per outer round (1 to 100000)", set_inner_steps},
+    ExperimentOption{"fragments", "F", "Streaming DiLoCo: fragments synced in turn (1 to 1024)", set_fragments},
+    ExperimentOption{"outer-bits", "B", "DiLoCo: bits per value of the outer sync (1 to 64)", set_outer_bits},
+    ExperimentOption{"overlap-steps", "T", "Streaming DiLoCo: inner steps a fragment's sync overlaps",
+                     set_overlap_steps},
     ExperimentOption{"wan-start", "TIME",
                      "where in the testbed's schedules and events a simulated run starts (\"32400s\")", set_wan_start},
 };

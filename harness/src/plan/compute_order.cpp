@@ -1,4 +1,4 @@
-// Per-stage compute orders: GPipe and 1F1B (Atlas runs 1F1B).
+// Per-stage compute orders: GPipe and 1F1B (Atlas and DiLoCo's inner steps run 1F1B).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -42,8 +42,16 @@ std::string to_string(OpKind kind) {
     case OpKind::send: return "send";
     case OpKind::recv: return "recv";
     case OpKind::allreduce: return "allreduce";
+    case OpKind::allreduce_wait: return "allreduce_wait";
   }
   return "?";
+}
+
+std::string allreduce_name(const Experiment& experiment, int number) {
+  if (number < 0 || !is_diloco(experiment.schedule)) return "all-reduce";
+  const Diloco& diloco = experiment.diloco;
+  if (number < diloco.inner_steps) return fmt::format("in-DC all-reduce, step {}", number);
+  return fmt::format("outer sync, fragment {} of {}", number - diloco.inner_steps + 1, diloco.fragments);
 }
 
 }  // namespace wanlab::harness

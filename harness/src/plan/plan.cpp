@@ -38,6 +38,13 @@ std::uint64_t checked_ns(double ns, const Experiment& experiment, std::string_vi
   return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(ns)));
 }
 
+// What each member of a ring of `members` sends to all-reduce `bytes`: 2(R-1)/R of them.
+std::uint64_t ring_bytes(std::uint64_t bytes, std::size_t members) {
+  if (members <= 1) return 0;
+  const double r = static_cast<double>(members);
+  return static_cast<std::uint64_t>(std::llround(2.0 * (r - 1) / r * static_cast<double>(bytes)));
+}
+
 void fill_costs(Plan& plan) {
   const Experiment& experiment = plan.experiment;
   const Model& model = experiment.model;
@@ -60,11 +67,12 @@ void fill_costs(Plan& plan) {
   plan.activation_bytes = checked_bytes(activation, experiment, "an activation message");
   plan.stage_param_bytes =
       checked_bytes(stage_params * model.bytes_per_value * experiment.scale, experiment, "a stage's gradients");
-  int replicas = experiment.parallel.dp;
-  plan.allreduce_bytes =
-      replicas == 1 ? 0
-                    : static_cast<std::uint64_t>(
-                          std::llround(2.0 * (replicas - 1) / replicas * static_cast<double>(plan.stage_param_bytes)));
+  plan.allreduce_bytes = ring_bytes(plan.stage_param_bytes, experiment.parallel.dp);
+  if (is_diloco(experiment.schedule)) {
+    const Diloco& diloco = experiment.diloco;
+    const double outer = stage_params * diloco.outer_bits / 8.0 * experiment.scale / diloco.fragments;
+    plan.fragment_bytes = checked_bytes(outer, experiment, "a fragment of the outer sync");
+  }
 }
 
 void make_workers(Plan& plan, const emulator::Scenario& scenario, const std::vector<std::vector<int>>& dc_of) {
@@ -107,8 +115,13 @@ void make_workers(Plan& plan, const emulator::Scenario& scenario, const std::vec
     std::stable_sort(members.begin(), members.end(), [](const Worker* a, const Worker* b) { return a->dc < b->dc; });
     std::vector<int> ring;
     for (const Worker* member : members) ring.push_back(member->id);
-    for (const Worker* member : members)
-      plan.workers[static_cast<std::size_t>(member->id)].worker.allreduce_group = ring;
+    for (const Worker* member : members) {
+      Worker& worker = plan.workers[static_cast<std::size_t>(member->id)].worker;
+      worker.allreduce_group = ring;
+      if (!is_diloco(plan.experiment.schedule)) continue;
+      for (const Worker* other : members)
+        if (other->dc == member->dc) worker.dc_group.push_back(other->id);
+    }
   }
 }
 
@@ -122,47 +135,100 @@ Op transfer_op(OpKind kind, int microbatch, const Worker& self, const Worker& pe
   return op;
 }
 
-void add_ops(Plan& plan) {
+// One pass of the pipeline: the stage's compute in `schedule`'s order with
+// its messages; microbatch k is numbered first_microbatch + k.
+void add_pipeline_ops(const Plan& plan, Schedule schedule, const Worker& self, int first_microbatch,
+                      std::vector<Op>& ops) {
   const Experiment& experiment = plan.experiment;
-  int stages = experiment.parallel.pp;
-  for (WorkerPlan& worker_plan : plan.workers) {
-    const Worker& self = worker_plan.worker;
-    auto neighbour = [&](int stage) -> const Worker& {
-      return plan.workers[static_cast<std::size_t>(plan.worker_id(stage, self.replica))].worker;
-    };
-    std::vector<Op>& ops = worker_plan.ops;
-    for (const ComputeStep& step :
-         compute_steps(experiment.schedule, stages, experiment.model.microbatches, self.stage)) {
-      int k = step.microbatch;
-      bool has_upstream = self.stage > 0;
-      bool has_downstream = self.stage < stages - 1;
-      Op compute;
-      compute.kind = step.forward ? OpKind::forward : OpKind::backward;
-      compute.microbatch = k;
-      compute.duration_ns = step.forward ? plan.forward_ns : plan.backward_ns;
-      if (step.forward) {
-        if (has_upstream)
-          ops.push_back(transfer_op(OpKind::recv, k, self, neighbour(self.stage - 1), plan.activation_bytes));
-        ops.push_back(compute);
-        if (has_downstream)
-          ops.push_back(transfer_op(OpKind::send, k, self, neighbour(self.stage + 1), plan.activation_bytes));
-      } else {
-        if (has_downstream)
-          ops.push_back(transfer_op(OpKind::recv, k, self, neighbour(self.stage + 1), plan.activation_bytes));
-        ops.push_back(compute);
-        if (has_upstream)
-          ops.push_back(transfer_op(OpKind::send, k, self, neighbour(self.stage - 1), plan.activation_bytes));
+  const int stages = experiment.parallel.pp;
+  auto neighbour = [&](int stage) -> const Worker& {
+    return plan.workers[static_cast<std::size_t>(plan.worker_id(stage, self.replica))].worker;
+  };
+  for (const ComputeStep& step : compute_steps(schedule, stages, experiment.model.microbatches, self.stage)) {
+    const int k = first_microbatch + step.microbatch;
+    const bool has_upstream = self.stage > 0;
+    const bool has_downstream = self.stage < stages - 1;
+    Op compute;
+    compute.kind = step.forward ? OpKind::forward : OpKind::backward;
+    compute.microbatch = k;
+    compute.duration_ns = step.forward ? plan.forward_ns : plan.backward_ns;
+    if (step.forward) {
+      if (has_upstream)
+        ops.push_back(transfer_op(OpKind::recv, k, self, neighbour(self.stage - 1), plan.activation_bytes));
+      ops.push_back(compute);
+      if (has_downstream)
+        ops.push_back(transfer_op(OpKind::send, k, self, neighbour(self.stage + 1), plan.activation_bytes));
+    } else {
+      if (has_downstream)
+        ops.push_back(transfer_op(OpKind::recv, k, self, neighbour(self.stage + 1), plan.activation_bytes));
+      ops.push_back(compute);
+      if (has_upstream)
+        ops.push_back(transfer_op(OpKind::send, k, self, neighbour(self.stage - 1), plan.activation_bytes));
+    }
+  }
+}
+
+Op allreduce_op(const Plan& plan, const Worker& self, const std::vector<int>& ring, std::uint64_t bytes, int number) {
+  Op allreduce;
+  allreduce.kind = OpKind::allreduce;
+  allreduce.microbatch = number;
+  allreduce.bytes = ring_bytes(bytes, ring.size());
+  allreduce.cross_dc = std::any_of(ring.begin(), ring.end(), [&](int id) {
+    return plan.workers[static_cast<std::size_t>(id)].worker.dc != self.dc;
+  });
+  return allreduce;
+}
+
+// DiLoCo's outer round: inner_steps passes of 1F1B inside the replica's DC,
+// each ending with the in-DC all-reduce of the stage's gradients (number t),
+// and the outer sync of each fragment f (number inner_steps + f) over every
+// replica of the stage. Fragment f's block of inner steps ends at
+// b_f = floor((f + 1) H / F); its sync starts after inner step b_f - 1 -
+// overlap_steps and is waited for after inner step b_f - 1 (with no overlap:
+// one blocking all-reduce there). Plain DiLoCo is F = 1, no overlap.
+void add_diloco_ops(const Plan& plan, const Worker& self, std::vector<Op>& ops) {
+  const Diloco& diloco = plan.experiment.diloco;
+  const int steps = diloco.inner_steps;
+  const int microbatches = plan.experiment.model.microbatches;
+  auto block_end = [&](int fragment) {
+    return static_cast<int>(static_cast<std::int64_t>(fragment + 1) * steps / diloco.fragments);
+  };
+  for (int step = 0; step < steps; ++step) {
+    add_pipeline_ops(plan, Schedule::one_f_one_b, self, step * microbatches, ops);
+    if (self.dc_group.size() > 1) {
+      Op inner = allreduce_op(plan, self, self.dc_group, plan.stage_param_bytes, step);
+      inner.within_dc = true;
+      ops.push_back(inner);
+    }
+    for (int fragment = 0; fragment < diloco.fragments; ++fragment) {
+      const int number = steps + fragment;
+      if (step == block_end(fragment) - 1 && diloco.overlap_steps > 0) {
+        Op wait;
+        wait.kind = OpKind::allreduce_wait;
+        wait.microbatch = number;
+        ops.push_back(wait);
       }
     }
-    if (experiment.parallel.dp > 1) {
-      Op allreduce;
-      allreduce.kind = OpKind::allreduce;
-      allreduce.bytes = plan.allreduce_bytes;
-      allreduce.cross_dc = std::any_of(self.allreduce_group.begin(), self.allreduce_group.end(), [&](int id) {
-        return plan.workers[static_cast<std::size_t>(id)].worker.dc != self.dc;
-      });
-      ops.push_back(allreduce);
+    for (int fragment = 0; fragment < diloco.fragments; ++fragment) {
+      if (step != block_end(fragment) - 1 - diloco.overlap_steps) continue;
+      Op outer = allreduce_op(plan, self, self.allreduce_group, plan.fragment_bytes, steps + fragment);
+      outer.overlapped = diloco.overlap_steps > 0;
+      ops.push_back(outer);
     }
+  }
+}
+
+void add_ops(Plan& plan) {
+  const Experiment& experiment = plan.experiment;
+  for (WorkerPlan& worker_plan : plan.workers) {
+    const Worker& self = worker_plan.worker;
+    if (is_diloco(experiment.schedule)) {
+      add_diloco_ops(plan, self, worker_plan.ops);
+      continue;
+    }
+    add_pipeline_ops(plan, experiment.schedule, self, 0, worker_plan.ops);
+    if (experiment.parallel.dp > 1)
+      worker_plan.ops.push_back(allreduce_op(plan, self, self.allreduce_group, plan.stage_param_bytes, -1));
   }
 }
 

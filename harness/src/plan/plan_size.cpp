@@ -43,6 +43,20 @@ PlanSize plan_size(const Experiment& experiment) {
   std::uint64_t pipeline_ops = dp * 2 * microbatches * (3 * pp - 2);
   std::uint64_t workers = pp * dp;
   PlanSize size;
+  if (is_diloco(experiment.schedule)) {
+    // Each inner step: a pipeline pass and an in-DC all-reduce (counted as if
+    // every DC held two replicas or more, and as its least ring, of two: the
+    // placement decides; check_plan_size(plan) counts the plan's own); each
+    // fragment: its outer sync over all dp replicas, and a wait when it overlaps.
+    const Diloco& diloco = experiment.diloco;
+    const auto steps = static_cast<std::uint64_t>(diloco.inner_steps);
+    const auto fragments = static_cast<std::uint64_t>(diloco.fragments);
+    const std::uint64_t waits = diloco.overlap_steps > 0 ? fragments : 0;
+    size.ops_per_iteration = steps * pipeline_ops + workers * (steps + fragments + waits);
+    size.steps_per_iteration = steps * pipeline_ops + workers * (steps * ring_steps(experiment, 2) +
+                                                                 fragments * ring_steps(experiment, dp) + waits);
+    return size;
+  }
   size.ops_per_iteration = pipeline_ops + (dp > 1 ? workers : 0);
   size.steps_per_iteration = pipeline_ops + workers * ring_steps(experiment, dp);
   return size;
@@ -51,10 +65,12 @@ PlanSize plan_size(const Experiment& experiment) {
 PlanSize plan_size(const Plan& plan) {
   PlanSize size;
   for (const WorkerPlan& worker_plan : plan.workers) {
-    std::uint64_t ring = ring_steps(plan.experiment, worker_plan.worker.allreduce_group.size());
+    const Worker& worker = worker_plan.worker;
+    const std::uint64_t ring = ring_steps(plan.experiment, worker.allreduce_group.size());
+    const std::uint64_t dc_ring = ring_steps(plan.experiment, worker.dc_group.size());
     for (const Op& op : worker_plan.ops) {
       ++size.ops_per_iteration;
-      size.steps_per_iteration += op.kind == OpKind::allreduce ? ring : 1;
+      size.steps_per_iteration += op.kind == OpKind::allreduce ? (op.within_dc ? dc_ring : ring) : 1;
     }
   }
   return size;

@@ -19,6 +19,10 @@ struct IterationSpan {
 int iteration_count(const RunRecord& record);
 IterationSpan iteration_span(const RunRecord& record, int iteration);
 bool is_compute(OpKind kind);
+// The event's op of the plan, when its worker and op index are the plan's.
+const Op* op_of(const Plan& plan, const Event& event);
+// An all-reduce that ran beside the worker's ops (Op::overlapped).
+bool overlapped(const Plan& plan, const Event& event);
 // "east->west" for bytes that cross the WAN, else empty.
 std::string wan_link_of(const Plan& plan, const Event& event);
 // The same for a message from worker `from` to worker `to`.

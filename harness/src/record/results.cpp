@@ -73,6 +73,13 @@ Json configuration_json(const Experiment& experiment) {
   for (const auto& [dc, count] : experiment.gpus) gpus[dc] = count;
   config["gpu_memory_gb"] = experiment.gpu_memory_gb;
   config["prefill"] = prefill_configuration_json(experiment.prefill);
+  if (is_diloco(experiment.schedule)) {
+    const Diloco& diloco = experiment.diloco;
+    config["diloco"] = {{"inner_steps", diloco.inner_steps},
+                        {"fragments", diloco.fragments},
+                        {"outer_bits", diloco.outer_bits},
+                        {"overlap_steps", diloco.overlap_steps}};
+  }
   return config;
 }
 
@@ -82,6 +89,7 @@ Json plan_json(const Plan& plan) {
   json["activation_bytes"] = plan.activation_bytes;
   json["stage_param_bytes"] = plan.stage_param_bytes;
   json["allreduce_bytes_per_worker"] = plan.allreduce_bytes;
+  if (is_diloco(plan.experiment.schedule)) json["fragment_bytes"] = plan.fragment_bytes;
   json["forward_ms"] = static_cast<double>(plan.forward_ns) / 1e6;
   json["backward_ms"] = static_cast<double>(plan.backward_ns) / 1e6;
   json["gpus_used"] = plan.gpus_used;
@@ -139,6 +147,7 @@ Results make_results(const RunRecord& record, const std::string& scenario_text) 
   results.runtime_detail = record.runtime_detail;
   results.iterations = summarize(record);
   results.run = summarize_run(results.iterations);
+  if (is_diloco(experiment.schedule)) results.steps = step_figures(experiment, results.iterations, results.run);
   if (record.prefill) results.prefill = prefill_results(record);
   results.transfers = summarize_transfers(record);
   if (record.emulation) results.emulation = judge_emulation(*record.emulation);

@@ -429,6 +429,10 @@ Json to_json(const Results& r) {
   root["mean_bubble_fraction"] = r.run.mean_bubble_fraction;
   root["mean_tokens_per_s"] = r.run.mean_tokens_per_s;
   root["means_skip_first_iterations"] = r.run.skipped_iterations;
+  if (r.steps)
+    root["per_step"] = {{"steps_per_iteration", r.steps->steps_per_iteration},
+                        {"mean_step_s", r.steps->mean_step_s},
+                        {"wan_bytes_per_step", r.steps->wan_bytes_per_step}};
   if (r.prefill) root["prefill"] = prefill_json(*r.prefill);
   Json& iterations = root["iterations"] = Json::array();
   for (const IterationSummary& summary : r.iterations) iterations.push_back(iteration_json(summary));
@@ -455,6 +459,11 @@ Results results_from_json(std::string_view text, const std::string& label) {
   detail::read_shown_means(fields, r.run);
   r.run.mean_tokens_per_s = fields.number("mean_tokens_per_s");
   r.run.skipped_iterations = fields.whole<int>("means_skip_first_iterations");
+  if (fields.has("per_step")) {
+    const Fields per_step = fields.object("per_step");
+    r.steps = StepFigures{per_step.whole<int>("steps_per_iteration"), per_step.number("mean_step_s"),
+                          per_step.number("wan_bytes_per_step")};
+  }
   if (fields.has("prefill")) r.prefill = prefill_from(fields.object("prefill"));
   r.iterations = each_object(fields, "iterations", iteration_from);
   r.transfers = transfers_from(fields);

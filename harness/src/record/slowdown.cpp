@@ -45,7 +45,11 @@ class IterationView {
       : start_ns_(record.iteration_start_ns.at(static_cast<std::size_t>(iteration))),
         end_ns_(record.iteration_end_ns.at(static_cast<std::size_t>(iteration))) {
     ops_.resize(record.plan.workers.size());
-    for (std::size_t w = 0; w < ops_.size(); ++w) ops_[w].assign(record.plan.workers[w].ops.size(), nullptr);
+    overlapped_.resize(record.plan.workers.size());
+    for (std::size_t w = 0; w < ops_.size(); ++w) {
+      ops_[w].assign(record.plan.workers[w].ops.size(), nullptr);
+      for (const Op& op : record.plan.workers[w].ops) overlapped_[w].push_back(op.overlapped);
+    }
     for (const Event* event : by_iteration.events.at(static_cast<std::size_t>(iteration))) {
       const Event& e = *event;
       if (e.worker < 0 || static_cast<std::size_t>(e.worker) >= ops_.size() || e.op_index < 0 ||
@@ -80,10 +84,15 @@ class IterationView {
     return it == transfers_.end() ? nullptr : it->second;
   }
 
-  // The op before `op` that the worker waited for (sends run beside it), or -1.
+  // The op before `op` that the worker waited for (sends and overlapped
+  // all-reduces run beside it), or -1.
   int previous(int worker, int op) const {
-    for (int p = op - 1; p >= 0; --p)
-      if (event(worker, p).kind != OpKind::send) return p;
+    for (int p = op - 1; p >= 0; --p) {
+      const Event& e = event(worker, p);
+      if (e.kind != OpKind::send && !(e.kind == OpKind::allreduce &&
+                                      overlapped_.at(static_cast<std::size_t>(worker)).at(static_cast<std::size_t>(p))))
+        return p;
+    }
     return -1;
   }
   // When the worker reached `op`: when the op before it ended, or the iteration's start.
@@ -116,6 +125,7 @@ class IterationView {
   std::int64_t end_ns_ = 0;
   std::size_t events_ = 0;
   std::vector<std::vector<const Event*>> ops_;
+  std::vector<std::vector<bool>> overlapped_;                // by worker and op: Op::overlapped
   std::map<std::tuple<int, int, int>, const Event*> sends_;  // (sender, receiver, microbatch)
   std::map<std::pair<int, int>, const TransferRecord*> transfers_;
 };
@@ -168,12 +178,13 @@ CausesNs walk_critical_path(const IterationView& real, const IterationView& plan
       causes.link_gate += gate - planned_gate;
       causes.transfers += wire - planned_wire;
     } else {
-      // Against the same op planned: an all-reduce's excess is its ring's
-      // transfers; a compute op's (its planned length) or a receive's whose
-      // message was there (~0) is other.
+      // Against the same op planned: an all-reduce's excess (or a wait for
+      // one) is its ring's transfers; a compute op's (its planned length) or a
+      // receive's whose message was there (~0) is other.
       const Event& p = planned.event(e.worker, e.op_index);
       const std::int64_t excess = (e.end_ns - e.start_ns) - (p.end_ns - p.start_ns);
-      (e.kind == OpKind::allreduce ? causes.transfers : causes.other) += excess;
+      const bool ring = e.kind == OpKind::allreduce || e.kind == OpKind::allreduce_wait;
+      (ring ? causes.transfers : causes.other) += excess;
       attribute_gap(real, e, causes);
     }
     const int p = real.previous(e.worker, e.op_index);

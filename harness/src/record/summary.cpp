@@ -35,6 +35,18 @@ IterationSpan iteration_span(const RunRecord& record, int iteration) {
 
 bool is_compute(OpKind kind) { return kind == OpKind::forward || kind == OpKind::backward; }
 
+const Op* op_of(const Plan& plan, const Event& event) {
+  if (event.worker < 0 || static_cast<std::size_t>(event.worker) >= plan.workers.size()) return nullptr;
+  const std::vector<Op>& ops = plan.workers[static_cast<std::size_t>(event.worker)].ops;
+  if (event.op_index < 0 || static_cast<std::size_t>(event.op_index) >= ops.size()) return nullptr;
+  return &ops[static_cast<std::size_t>(event.op_index)];
+}
+
+bool overlapped(const Plan& plan, const Event& event) {
+  const Op* op = op_of(plan, event);
+  return event.kind == OpKind::allreduce && op != nullptr && op->overlapped;
+}
+
 // The link an event's bytes take, or empty when they stay inside a DC: a send
 // goes to its peer, an all-reduce's ring traffic to the worker's successor.
 std::string wan_link_of(const Plan& plan, const Event& event) {
@@ -44,7 +56,8 @@ std::string wan_link_of(const Plan& plan, const Event& event) {
   if (event.kind == OpKind::send) {
     to = event.peer;
   } else if (event.kind == OpKind::allreduce) {
-    const std::vector<int>& ring = self.allreduce_group;
+    const Op* op = op_of(plan, event);
+    const std::vector<int>& ring = op != nullptr && op->within_dc ? self.dc_group : self.allreduce_group;
     auto position = std::find(ring.begin(), ring.end(), self.id);
     if (position != ring.end()) to = ring[static_cast<std::size_t>(position - ring.begin() + 1) % ring.size()];
   }
@@ -84,7 +97,9 @@ std::vector<IterationTotals> iteration_totals(const RunRecord& record, int itera
     double length = static_cast<double>(event.end_ns - event.start_ns);
     auto worker = static_cast<std::size_t>(event.worker);
     if (detail::is_compute(event.kind)) sums.busy_ns[worker] += length;
-    if (event.kind == OpKind::recv || event.kind == OpKind::allreduce) sums.blocked_ns[worker] += length;
+    const bool waits = event.kind == OpKind::recv || event.kind == OpKind::allreduce_wait ||
+                       (event.kind == OpKind::allreduce && !detail::overlapped(record.plan, event));
+    if (waits) sums.blocked_ns[worker] += length;
     std::string link = detail::wan_link_of(record.plan, event);
     if (!link.empty()) sums.wan_bytes[link] += event.bytes;
   }
@@ -97,8 +112,9 @@ std::vector<IterationSummary> summarize(const RunRecord& record) {
   const Plan& plan = record.plan;
   const Model& model = plan.experiment.model;
   std::size_t workers = plan.workers.size();
-  double tokens =
-      static_cast<double>(plan.experiment.parallel.dp) * model.microbatches * model.microbatch * model.seq_len;
+  // A DiLoCo iteration is an outer round of inner_steps training steps.
+  double tokens = static_cast<double>(plan.experiment.parallel.dp) * model.microbatches * model.microbatch *
+                  model.seq_len * steps_per_iteration(plan.experiment);
   int iterations = detail::iteration_count(record);
   std::vector<IterationTotals> totals = iteration_totals(record, iterations);
   std::vector<IterationSummary> summaries;
@@ -141,6 +157,21 @@ RunSummary summarize_run(const std::vector<IterationSummary>& iterations) {
     run.mean_tokens_per_s += iteration->tokens_per_s / count;
   }
   return run;
+}
+
+StepFigures step_figures(const Experiment& experiment, const std::vector<IterationSummary>& iterations,
+                         const RunSummary& run) {
+  StepFigures figures;
+  figures.steps_per_iteration = steps_per_iteration(experiment);
+  const double steps = figures.steps_per_iteration;
+  figures.mean_step_s = run.mean_iteration_s / steps;
+  const auto counted = iterations.size() - std::min<std::size_t>(iterations.size(), run.skipped_iterations);
+  if (counted == 0) return figures;
+  double bytes = 0;
+  for (auto it = iterations.begin() + run.skipped_iterations; it != iterations.end(); ++it)
+    for (const auto& [link, sent] : it->wan_bytes) bytes += static_cast<double>(sent);
+  figures.wan_bytes_per_step = bytes / static_cast<double>(counted) / steps;
+  return figures;
 }
 
 }  // namespace wanlab::harness

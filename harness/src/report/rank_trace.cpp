@@ -39,6 +39,8 @@ Kernel kernel_of(const Event& event) {
       return {fmt::format("ncclDevKernel_SendRecv (recv mb {} from rank {})", event.microbatch, event.peer),
               kNcclStream};
     case OpKind::allreduce: return {fmt::format("ncclDevKernel_AllReduce_Sum_RING ({} B)", event.bytes), kNcclStream};
+    case OpKind::allreduce_wait:
+      return {fmt::format("cudaStreamWaitEvent (all-reduce {})", event.microbatch), kComputeStream};
   }
   return {"?", kComputeStream};
 }

@@ -295,7 +295,21 @@ class Chart {
         }
         break;
       case OpKind::allreduce:
-        out += box(x, bar_y, width, kBarHeight, kAllreduce.fill, fmt::format("all-reduce {}", when));
+        if (detail::overlapped(plan_, event)) {  // beside the compute: a strip under the bar
+          out += box(
+              x, bar_y + kBarHeight + 1.5, std::max(width, 1.0), kStripHeight, kAllreduce.fill,
+              fmt::format("{} ({} bytes): {}", allreduce_name(plan_.experiment, event.microbatch), event.bytes, when),
+              0.85);
+        } else {
+          out += box(x, bar_y, width, kBarHeight, kAllreduce.fill,
+                     fmt::format("{} {}", allreduce_name(plan_.experiment, event.microbatch), when));
+        }
+        break;
+      case OpKind::allreduce_wait:
+        if (event.end_ns > event.start_ns) {
+          out += box(x, bar_y, width, kBarHeight, kWaiting.fill,
+                     fmt::format("waiting for {}: {}", allreduce_name(plan_.experiment, event.microbatch), when));
+        }
         break;
       case OpKind::send:
         if (event.end_ns > event.start_ns) {

@@ -149,7 +149,8 @@ std::string worker_event_name(const Plan& plan, const Event& event) {
     case OpKind::forward: return fmt::format("F{}", event.microbatch);
     case OpKind::backward: return fmt::format("B{}", event.microbatch);
     case OpKind::recv: return fmt::format("wait for mb {} from stage {}", event.microbatch, stage_of(event.peer));
-    case OpKind::allreduce: return "all-reduce";
+    case OpKind::allreduce: return allreduce_name(plan.experiment, event.microbatch);
+    case OpKind::allreduce_wait: return "wait for " + allreduce_name(plan.experiment, event.microbatch);
     case OpKind::send: return fmt::format("send mb {} to stage {}", event.microbatch, stage_of(event.peer));
   }
   return "?";
@@ -292,14 +293,15 @@ void write_trace(const RunRecord& record, const RankSelection& ranks,
       continue;
     }
     bool waited = event->end_ns > event->start_ns;
-    if (event->kind == OpKind::recv && !waited) continue;
+    if ((event->kind == OpKind::recv || event->kind == OpKind::allreduce_wait) && !waited) continue;
     std::string_view category = detail::is_compute(event->kind) ? "compute" : "network";
-    trace.push(complete(name, category, kWorkersPid, event->worker + 1, *event));
+    // An overlapped all-reduce runs beside the worker's compute: only on its link.
+    if (!detail::overlapped(plan, *event)) trace.push(complete(name, category, kWorkersPid, event->worker + 1, *event));
     if (event->kind == OpKind::allreduce) {
       std::string link = detail::wan_link_of(plan, *event);
       if (!link.empty()) {
         const Worker& self = plan.workers[static_cast<std::size_t>(event->worker)].worker;
-        trace.push(complete(fmt::format("all-reduce stage {} r{}", self.stage, self.replica), "wan", kLinksPid,
+        trace.push(complete(fmt::format("{} stage {} r{}", name, self.stage, self.replica), "wan", kLinksPid,
                             links.lane(link, event->start_ns, event->end_ns, trace), *event));
       }
     }

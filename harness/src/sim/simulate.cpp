@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <stdexcept>
 
@@ -22,10 +23,8 @@ Simulator::Simulator(const Plan& plan, const emulator::Scenario& scenario, const
   record_.runtime = kSimulatorRuntime;
   if (plan.experiment.fabric) fabric_ = detail::fabric_links(plan, scenario.dcs.size());
   make_links(scenario);
-  for (std::size_t stage = 0; stage < static_cast<std::size_t>(plan.experiment.parallel.pp); ++stage) {
-    collectives_.push_back(Collective{plan.workers[stage].worker.allreduce_group, 0, 0, 0, {}});
-  }
   number_messages();
+  make_collectives();
   count_slots();
   channel_tcp_.reserve(2 * plan.workers.size());
 }
@@ -48,15 +47,45 @@ void Simulator::number_messages() {
       if (op.kind != OpKind::send && op.kind != OpKind::recv) continue;
       const bool send = op.kind == OpKind::send;
       const int self = static_cast<int>(id);
-      // Worker ids < 2^17 (kMaxSimulatedWorkers) and microbatches < 2^12 ([model]): one 64-bit key.
-      const std::uint64_t key = (static_cast<std::uint64_t>(send ? self : op.peer) << 32) |
-                                (static_cast<std::uint64_t>(send ? op.peer : self) << 12) |
+      // Worker ids < 2^17 (kMaxSimulatedWorkers) and microbatches < 2^29
+      // (4096 a pass, 100,000 passes in a DiLoCo round): one 64-bit key.
+      const std::uint64_t key = (static_cast<std::uint64_t>(send ? self : op.peer) << 46) |
+                                (static_cast<std::uint64_t>(send ? op.peer : self) << 29) |
                                 static_cast<std::uint64_t>(op.microbatch);
       const auto [found, inserted] = numbers.try_emplace(key, static_cast<int>(numbers.size()));
       message_of_op_[first_op_[id] + index] = found->second;
     }
   }
   messages_count_ = numbers.size();
+}
+
+void Simulator::make_collectives() {
+  collective_of_op_.assign(message_of_op_.size(), -1);
+  std::map<std::pair<int, int>, int> numbers;  // (the ring's first member, number) -> collective
+  for (std::size_t id = 0; id < plan_.workers.size(); ++id) {
+    const Worker& self = plan_.workers[id].worker;
+    const std::vector<Op>& worker_ops = plan_.workers[id].ops;
+    for (std::size_t index = 0; index < worker_ops.size(); ++index) {
+      const Op& op = worker_ops[index];
+      if (op.kind != OpKind::allreduce && op.kind != OpKind::allreduce_wait) continue;
+      // A wait names an overlapped all-reduce, whose ring is allreduce_group.
+      const std::vector<int>& ring = op.within_dc ? self.dc_group : self.allreduce_group;
+      if (ring.empty()) throw std::invalid_argument(fmt::format("simulate: worker {}'s all-reduce has no ring", id));
+      const auto [found, added] =
+          numbers.try_emplace({ring.front(), op.microbatch}, static_cast<int>(collectives_.size()));
+      if (added) {
+        Collective collective;
+        collective.ring = ring;
+        collective.members.resize(ring.size());
+        collectives_.push_back(std::move(collective));
+      }
+      Collective& collective = collectives_[static_cast<std::size_t>(found->second)];
+      // Each member sends 2(R - 1) chunks of its op's bytes / (2(R - 1)).
+      if (op.kind == OpKind::allreduce && ring.size() > 1)
+        collective.chunk_bits = static_cast<double>(op.bytes) * 8 / static_cast<double>(2 * (ring.size() - 1));
+      collective_of_op_[first_op_[id] + index] = found->second;
+    }
+  }
 }
 
 void Simulator::count_slots() {
@@ -104,10 +133,8 @@ double Simulator::run_iteration(int iteration, double start) {
     link.current_slot = 0;
     link.current_left = link.slot_sizes.empty() ? 0 : link.slot_sizes.front();
   }
-  for (Collective& collective : collectives_) {
-    collective.joined = collective.step = collective.pending = 0;
-    collective.joined_at.assign(plan_.workers.size(), 0);
-  }
+  for (Collective& collective : collectives_)
+    std::fill(collective.members.begin(), collective.members.end(), RingMember{});
   std::size_t first_event = record_.events.size();
   while (true) {
     advance_workers();
@@ -140,11 +167,11 @@ void Simulator::advance_workers() {
   }
 }
 
-Event& Simulator::add_event(int id, const Op& op, double start, double end) {
+Event& Simulator::add_event(int id, const Op& op, double start, double end, int op_index) {
   Event event;
   event.worker = id;
   event.iteration = iteration_;
-  event.op_index = static_cast<int>(states_[static_cast<std::size_t>(id)].next_op);
+  event.op_index = op_index >= 0 ? op_index : static_cast<int>(states_[static_cast<std::size_t>(id)].next_op);
   event.kind = op.kind;
   event.microbatch = op.microbatch;
   event.peer = op.peer;
@@ -196,6 +223,7 @@ void Simulator::start_op(int id) {
       break;
     }
     case OpKind::allreduce: join_collective(id); break;
+    case OpKind::allreduce_wait: wait_for_collective(id); break;
   }
 }
 
@@ -205,37 +233,96 @@ void Simulator::schedule(Timed timed) {
   stats_.peak_pending = std::max(stats_.peak_pending, timed_.size());
 }
 
-void Simulator::join_collective(int id) {
-  WorkerState& state = states_[static_cast<std::size_t>(id)];
-  Collective& collective = collectives_[static_cast<std::size_t>(worker(id).stage)];
-  state.status = Status::collective;
-  collective.joined_at[static_cast<std::size_t>(id)] = now_;
-  if (++collective.joined == static_cast<int>(collective.ring.size())) start_ring_step(worker(id).stage);
+namespace {
+
+std::size_t ring_position(const std::vector<int>& ring, int id) {
+  return static_cast<std::size_t>(std::find(ring.begin(), ring.end(), id) - ring.begin());
 }
 
-// Ring all-reduce, one step at a time: every member sends a 1/R chunk of the
-// stage's gradients to its successor; 2(R-1) steps (reduce-scatter + all-gather).
-// With a [fabric], pipelined as NCCL does: each member streams its 2(R-1)
-// chunks to its successor as one transfer, and the last chunk lands
-// 2(R-1) - 1 hop delays (the ring's longest) after that transfer's end.
-void Simulator::start_ring_step(int stage) {
-  Collective& collective = collectives_[static_cast<std::size_t>(stage)];
+}  // namespace
+
+// A ring's pieces per member: 2(R-1) steps of one chunk each; with a
+// [fabric], pipelined as NCCL does: each member streams its 2(R-1) chunks to
+// its successor as one transfer, and the last chunk lands 2(R-1) - 1 hop
+// delays (the ring's longest) after that transfer's end.
+int Simulator::ring_pieces(const Collective& collective) const {
+  const int steps = 2 * (static_cast<int>(collective.ring.size()) - 1);
+  return fabric_ ? std::min(steps, 1) : steps;
+}
+
+void Simulator::join_collective(int id) {
+  WorkerState& state = states_[static_cast<std::size_t>(id)];
+  const int index = collective_of(id);
+  Collective& collective = collectives_[static_cast<std::size_t>(index)];
+  const std::size_t position = ring_position(collective.ring, id);
+  RingMember& member = collective.members[position];
+  member.joined = true;
+  member.joined_at = now_;
+  member.op = static_cast<int>(state.next_op);
+  // Overlapped: the ring runs while the worker goes on (allreduce_wait ends it).
+  if (current_op(id).overlapped)
+    ++state.next_op;
+  else
+    state.status = Status::collective;
+  if (ring_pieces(collective) == 0) {
+    finish_member(collective, position);
+    return;
+  }
+  send_piece(index, position);
+  take_pieces(index, position);
+}
+
+void Simulator::send_piece(int index, std::size_t position) {
+  Collective& collective = collectives_[static_cast<std::size_t>(index)];
   const int members = static_cast<int>(collective.ring.size());
   const int steps = 2 * (members - 1);
   const bool pipelined = fabric_.has_value();
-  if (collective.step == (pipelined ? std::min(steps, 1) : steps)) {
-    finish_collective(collective);
+  const int from = collective.ring[position];
+  const std::size_t next = (position + 1) % collective.ring.size();
+  const int id =
+      start_transfer(from, collective.ring[next], collective.chunk_bits * (pipelined ? steps : 1), -1, -1, index);
+  Transfer& transfer = transfers_[static_cast<std::size_t>(id)];
+  transfer.ring_member = static_cast<int>(next);
+  if (pipelined) transfer.extra_delay_ns = (steps - 1) * longest_hop_delay_ns(collective.ring);
+}
+
+void Simulator::take_pieces(int index, std::size_t position) {
+  Collective& collective = collectives_[static_cast<std::size_t>(index)];
+  RingMember& member = collective.members[position];
+  while (member.joined && !member.done && member.arrived > member.received) {
+    if (++member.received == ring_pieces(collective)) {
+      finish_member(collective, position);
+      return;
+    }
+    send_piece(index, position);
+  }
+}
+
+void Simulator::finish_member(Collective& collective, std::size_t position) {
+  RingMember& member = collective.members[position];
+  member.done = true;
+  const int id = collective.ring[position];
+  WorkerState& state = states_[static_cast<std::size_t>(id)];
+  const Op& op = plan_.workers[static_cast<std::size_t>(id)].ops[static_cast<std::size_t>(member.op)];
+  add_event(id, op, member.joined_at, now_, member.op);
+  if (op.overlapped && !member.waiting) return;  // the worker goes on; its wait will find it done
+  if (member.waiting) add_event(id, current_op(id), state.since, now_);
+  ++state.next_op;
+  make_ready(id);
+}
+
+void Simulator::wait_for_collective(int id) {
+  WorkerState& state = states_[static_cast<std::size_t>(id)];
+  Collective& collective = collectives_[static_cast<std::size_t>(collective_of(id))];
+  RingMember& member = collective.members[ring_position(collective.ring, id)];
+  if (member.done) {
+    add_event(id, current_op(id), now_, now_);
+    ++state.next_op;
     return;
   }
-  const double chunk_bits = static_cast<double>(plan_.stage_param_bytes) * 8 / members;
-  const double extra_delay_ns = pipelined ? (steps - 1) * longest_hop_delay_ns(collective.ring) : 0;
-  collective.pending = members;
-  for (int i = 0; i < members; ++i) {
-    int from = collective.ring[static_cast<std::size_t>(i)];
-    int to = collective.ring[static_cast<std::size_t>((i + 1) % members)];
-    const int id = start_transfer(from, to, chunk_bits * (pipelined ? steps : 1), -1, -1, stage);
-    transfers_[static_cast<std::size_t>(id)].extra_delay_ns = extra_delay_ns;
-  }
+  state.status = Status::collective;
+  state.since = now_;
+  member.waiting = true;
 }
 
 double Simulator::longest_hop_delay_ns(const std::vector<int>& ring) const {
@@ -247,23 +334,14 @@ double Simulator::longest_hop_delay_ns(const std::vector<int>& ring) const {
   return longest;
 }
 
-void Simulator::finish_collective(const Collective& collective) {
-  for (int id : collective.ring) {
-    WorkerState& state = states_[static_cast<std::size_t>(id)];
-    add_event(id, current_op(id), collective.joined_at[static_cast<std::size_t>(id)], now_);
-    ++state.next_op;
-    make_ready(id);
-  }
-}
-
 void Simulator::arrive(int transfer_id) {
   const Transfer& transfer = transfers_[static_cast<std::size_t>(transfer_id)];
   if (transfer.collective >= 0) {
-    Collective& collective = collectives_[static_cast<std::size_t>(transfer.collective)];
-    if (--collective.pending == 0) {
-      ++collective.step;
-      start_ring_step(transfer.collective);
-    }
+    // Copied: taking the piece may start transfers, which may move transfers_.
+    const int index = transfer.collective;
+    const auto position = static_cast<std::size_t>(transfer.ring_member);
+    ++collectives_[static_cast<std::size_t>(index)].members[position].arrived;
+    take_pieces(index, position);
     return;
   }
   Message& message = messages_[static_cast<std::size_t>(transfer.message)];

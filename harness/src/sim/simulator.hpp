@@ -67,7 +67,8 @@ struct Transfer {
   double rate_bps = 0;
   int slot = -1;
   int message = -1;             // index into messages_, or
-  int collective = -1;          // stage whose all-reduce step this belongs to
+  int collective = -1;          // index into collectives_: the all-reduce whose ring step this is
+  int ring_member = -1;         // of such a step: the receiver's position in the ring
   std::pair<int, int> channel;  // (sender, receiver): one transport channel, FIFO
   // The channel's entries in channels_ and channel_tcp_, looked up once
   // (an unordered_map's elements stay where they are).
@@ -92,12 +93,26 @@ struct WorkerState {
   double since = 0;  // when the current wait began
 };
 
+// One member of a ring all-reduce, as the worker runs it (worker.cpp): on
+// joining it sends its first piece, and each piece it receives from its
+// predecessor lets it send the next, until it has received them all. The
+// members go at their own pace: a member beside fast hops is not held at
+// each step for the ring's slowest hop.
+struct RingMember {
+  bool joined = false;
+  bool done = false;
+  bool waiting = false;  // its worker is in the allreduce_wait for it
+  int arrived = 0;       // pieces in from its predecessor
+  int received = 0;      // of those, taken
+  double joined_at = 0;
+  int op = -1;  // its op index
+};
+
+// One all-reduce of an iteration: a ring and a number (Op::microbatch).
 struct Collective {
   std::vector<int> ring;
-  int joined = 0;
-  int step = 0;
-  int pending = 0;
-  std::vector<double> joined_at;  // by worker id
+  double chunk_bits = 0;            // what each member sends its successor per ring step
+  std::vector<RingMember> members;  // by position in the ring
 };
 
 enum class TimedKind { compute, arrival, round };
@@ -128,9 +143,12 @@ class Simulator {
   void make_ready(int id);
   // Runs every worker as far as it can go at now_, in id order.
   void advance_workers();
-  Event& add_event(int id, const Op& op, double start, double end);
+  // op_index -1: the worker's current op.
+  Event& add_event(int id, const Op& op, double start, double end, int op_index = -1);
   void start_op(int id);
   void number_messages();
+  // collectives_ from the plan's allreduce ops, and each op's collective.
+  void make_collectives();
   // Each link's slot_sizes, from the plan's gated sends.
   void count_slots();
   // The message of the worker's current op, a send or recv.
@@ -138,10 +156,18 @@ class Simulator {
     return message_of_op_[first_op_[static_cast<std::size_t>(id)] + states_[static_cast<std::size_t>(id)].next_op];
   }
   void schedule(Timed timed);
+  int collective_of(int id) const {
+    return collective_of_op_[first_op_[static_cast<std::size_t>(id)] + states_[static_cast<std::size_t>(id)].next_op];
+  }
+  int ring_pieces(const Collective& collective) const;
   void join_collective(int id);
-  void start_ring_step(int stage);
+  void wait_for_collective(int id);
+  // The member's next piece to its successor.
+  void send_piece(int index, std::size_t position);
+  // Takes the member's arrived pieces, sending the next for each, until it has them all.
+  void take_pieces(int index, std::size_t position);
+  void finish_member(Collective& collective, std::size_t position);
   double longest_hop_delay_ns(const std::vector<int>& ring) const;
-  void finish_collective(const Collective& collective);
   void arrive(int transfer_id);
   [[noreturn]] void fail_too_long() const;
   std::string describe_deadlock() const;
@@ -201,6 +227,7 @@ class Simulator {
   std::vector<Message> messages_;
   std::vector<std::size_t> first_op_;  // per worker, the index of its first op among all workers' ops
   std::vector<int> message_of_op_;     // by op index among all: its message, or -1
+  std::vector<int> collective_of_op_;  // by op index among all: its collective (allreduce, allreduce_wait), or -1
   std::size_t messages_count_ = 0;
   std::priority_queue<Timed, std::vector<Timed>, std::greater<>> timed_;
   std::uint64_t sequence_ = 0;

@@ -165,6 +165,12 @@ std::vector<PlanCandidate> plan_candidates(const Experiment& experiment, const e
     throw ExperimentError(
         fmt::format("{}: gpus: the planner searches the free GPUs per DC; give them in [gpus]", experiment.path));
   }
+  if (is_diloco(experiment.schedule)) {
+    throw ExperimentError(fmt::format(
+        "{}: schedule: the planner searches Atlas's pipelines across DCs; {} keeps each replica in one DC: sweep its "
+        "settings with wanlab whatif (scenarios/sweeps/atlas-diloco.toml)",
+        experiment.where("schedule"), to_string(experiment.schedule)));
+  }
   detail::check_egress_dcs(experiment, scenario);
   std::vector<PlanCandidate> candidates;
   const int most_tp = experiment.fabric ? experiment.fabric->gpus_per_server : kTpWithoutFabric;

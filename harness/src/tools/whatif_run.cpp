@@ -26,35 +26,50 @@ std::string optional_cell(const std::optional<double>& value, std::string_view f
   return value ? fmt::format(fmt::runtime(format), *value) : "";
 }
 
+bool any_outer_rounds(const std::vector<PointResult>& results) {
+  return std::any_of(results.begin(), results.end(), [](const PointResult& r) { return r.steps_per_iteration > 1; });
+}
+
+// Where a metric is shown: every sweep, or only one with some point that has it.
+enum class Shown { always, with_prefill, with_outer_rounds };
+
 // One metric of a point, as points.csv and the plots name it.
 struct Metric {
   std::string_view column;
   std::string_view label;  // the plot's y axis
   bool percent;
-  bool prefill;  // only where some point has prefill
+  Shown shown;
   std::string_view format;
   std::optional<double> (*value)(const PointResult&);
 };
 
 constexpr Metric kMetrics[] = {
-    {"iteration_s", "mean iteration time (s)", false, false, "{:.6f}",
+    {"iteration_s", "mean iteration time (s)", false, Shown::always, "{:.6f}",
      [](const PointResult& r) -> std::optional<double> { return r.iteration_s; }},
-    {"gpu_utilization", "GPU utilization (training)", true, false, "{:.4f}",
+    {"gpu_utilization", "GPU utilization (training)", true, Shown::always, "{:.4f}",
      [](const PointResult& r) -> std::optional<double> { return r.gpu_utilization; }},
-    {"tokens_per_s", "training tokens/s", false, false, "{:.1f}",
+    {"tokens_per_s", "training tokens/s", false, Shown::always, "{:.1f}",
      [](const PointResult& r) -> std::optional<double> { return r.tokens_per_s; }},
-    {"gpu_utilization_with_prefill", "GPU utilization with prefill", true, true, "{:.4f}",
+    {"step_s", "time per training step (s)", false, Shown::with_outer_rounds, "{:.6f}",
+     [](const PointResult& r) -> std::optional<double> { return r.step_s; }},
+    {"wan_bytes_per_step", "WAN bytes per training step", false, Shown::always, "{:.0f}",
+     [](const PointResult& r) -> std::optional<double> { return r.wan_bytes_per_step; }},
+    {"gpu_utilization_with_prefill", "GPU utilization with prefill", true, Shown::with_prefill, "{:.4f}",
      [](const PointResult& r) { return r.utilization_with_prefill; }},
-    {"prefill_tokens_per_s", "prefill tokens/s", false, true, "{:.1f}",
+    {"prefill_tokens_per_s", "prefill tokens/s", false, Shown::with_prefill, "{:.1f}",
      [](const PointResult& r) { return r.prefill_tokens_per_s; }},
-    {"ttft_p99_s", "TTFT p99 (s)", false, true, "{:.3f}", [](const PointResult& r) { return r.ttft_p99_s; }},
+    {"ttft_p99_s", "TTFT p99 (s)", false, Shown::with_prefill, "{:.3f}",
+     [](const PointResult& r) { return r.ttft_p99_s; }},
 };
 
 std::vector<const Metric*> metrics_of(const std::vector<PointResult>& results) {
   std::vector<const Metric*> metrics;
   const bool prefill = any_prefill(results);
+  const bool rounds = any_outer_rounds(results);
   for (const Metric& metric : kMetrics)
-    if (prefill || !metric.prefill) metrics.push_back(&metric);
+    if (metric.shown == Shown::always || (metric.shown == Shown::with_prefill && prefill) ||
+        (metric.shown == Shown::with_outer_rounds && rounds))
+      metrics.push_back(&metric);
   return metrics;
 }
 
@@ -163,11 +178,16 @@ PointResult run_point(const Sweep& sweep, std::size_t index, const SweepPoint& p
     throw SweepError(
         fmt::format("point {} of {} ({}): {}", index + 1, sweep.size(), sweep.describe(index), error.what()));
   }
-  const RunSummary run = summarize_run(summarize(record));
+  const std::vector<IterationSummary> iterations = summarize(record);
+  const RunSummary run = summarize_run(iterations);
+  const StepFigures steps = step_figures(point.experiment, iterations, run);
   PointResult result;
   result.iteration_s = run.mean_iteration_s;
   result.gpu_utilization = run.mean_gpu_utilization;
   result.tokens_per_s = run.mean_tokens_per_s;
+  result.steps_per_iteration = steps.steps_per_iteration;
+  result.step_s = steps.mean_step_s;
+  result.wan_bytes_per_step = steps.wan_bytes_per_step;
   if (record.prefill) {
     const PrefillSummary prefill = summarize_prefill(record);
     result.utilization_with_prefill = prefill.mean_gpu_utilization;

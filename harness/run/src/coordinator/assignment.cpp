@@ -68,18 +68,18 @@ bool in_ring(const Worker& worker, int peer) {
 
 std::set<int> peers_of(const WorkerPlan& worker) {
   std::set<int> peers;
-  bool reduces = false;
-  for (const Op& op : worker.ops) {
-    if ((op.kind == OpKind::send || op.kind == OpKind::recv) && op.peer >= 0) peers.insert(op.peer);
-    if (op.kind == OpKind::allreduce && op.bytes > 0) reduces = true;
-  }
-  const auto& group = worker.worker.allreduce_group;
-  const auto me = std::find(group.begin(), group.end(), worker.worker.id);
-  if (reduces && group.size() > 1 && me != group.end()) {
+  auto add_neighbours = [&](const std::vector<int>& group) {
+    const auto me = std::find(group.begin(), group.end(), worker.worker.id);
+    if (group.size() < 2 || me == group.end()) return;
     const auto n = group.size();
     const auto position = static_cast<std::size_t>(me - group.begin());
     peers.insert(group[(position + 1) % n]);
     peers.insert(group[(position + n - 1) % n]);
+  };
+  for (const Op& op : worker.ops) {
+    if ((op.kind == OpKind::send || op.kind == OpKind::recv) && op.peer >= 0) peers.insert(op.peer);
+    if (op.kind == OpKind::allreduce && op.bytes > 0)
+      add_neighbours(op.within_dc ? worker.worker.dc_group : worker.worker.allreduce_group);
   }
   peers.erase(worker.worker.id);
   return peers;

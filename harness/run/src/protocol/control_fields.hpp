@@ -30,6 +30,8 @@ void fields(Wire& w, Is<Op> auto& op) {
   w.u64("op.duration_ns", op.duration_ns);
   w.boolean("op.cross_dc", op.cross_dc);
   w.index_or_none("op.link_slot", op.link_slot);
+  w.boolean("op.within_dc", op.within_dc);
+  w.boolean("op.overlapped", op.overlapped);
 }
 
 // The worker's identity in its plan (the ops travel beside it).
@@ -42,6 +44,7 @@ void fields(Wire& w, Is<Worker> auto& worker) {
   w.string("worker.dc_name", worker.dc_name);
   w.string("worker.host", worker.host);
   w.indexes("worker.allreduce_group", worker.allreduce_group);
+  w.indexes("worker.dc_group", worker.dc_group);
 }
 
 template <typename Wire>

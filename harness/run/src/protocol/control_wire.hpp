@@ -20,7 +20,7 @@
 namespace wanlab::harness::control::wire {
 
 constexpr std::uint32_t kMaxString = 4096;
-constexpr int kMaxOpKind = static_cast<int>(OpKind::allreduce);
+constexpr int kMaxOpKind = static_cast<int>(OpKind::allreduce_wait);
 
 // The bytes an Item takes on the wire with its lists empty (control_fields.hpp),
 // which bounds a list's count by the bytes left before anything is allocated.

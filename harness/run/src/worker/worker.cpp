@@ -16,6 +16,7 @@
 #include <asio/use_awaitable.hpp>
 #include <csignal>
 #include <deque>
+#include <set>
 #include <map>
 #include <memory>
 
@@ -50,6 +51,11 @@ constexpr auto kDrainPoll = std::chrono::milliseconds(1);
 // compute back by a step (bubbletea-3dc-local, 2026-11-23 20:35: 68 of 512
 // computes, 347 ms).
 constexpr std::uint64_t kComputeHoldNs = 1'000'000;
+// A ring step's message carries (all-reduce number + 1) x this + the step in
+// its header's step field: an iteration of DiLoCo holds many all-reduces over
+// the same ring. A ring of a real run has at most kMaxEmulatedWorkers members,
+// 2(n - 1) steps; numbers stay below 2^20 ([diloco] limits), so it fits an int.
+constexpr int kRingStepsPerAllreduce = 2 * static_cast<int>(kMaxEmulatedWorkers);
 
 class WorkerProcess {
  public:
@@ -205,6 +211,7 @@ class WorkerProcess {
     arrivals_.clear();
     announced_now_.clear();
     running_iteration_ = iteration;
+    reduced_.clear();
     const auto& ops = assign_->plan.ops;
     for (std::size_t index = 0; index < ops.size(); ++index) {
       const Op& op = ops[index];
@@ -217,7 +224,15 @@ class WorkerProcess {
           asio::co_spawn(io_, guarded(send(iteration, op_index, op)), asio::detached);
           break;
         case OpKind::recv: co_await receive(iteration, op_index, op); break;
-        case OpKind::allreduce: co_await allreduce(iteration, op_index, op); break;
+        case OpKind::allreduce:
+          if (op.overlapped) {
+            ++sends_in_flight_;
+            asio::co_spawn(io_, guarded(allreduce(iteration, op_index, op)), asio::detached);
+          } else {
+            co_await allreduce(iteration, op_index, op);
+          }
+          break;
+        case OpKind::allreduce_wait: co_await wait_for_allreduce(iteration, op_index, op); break;
       }
     }
     co_await changed_.wait_for([&] { return sends_in_flight_ == 0; });
@@ -254,14 +269,15 @@ class WorkerProcess {
     events_.push_back(std::move(event));
   }
 
-  // Whether the op after `op_index` (sends run beside) is a compute or a
-  // receive, whose message may be in already: then the GPU is wanted again
-  // right away. Not before an all-reduce or at the iteration's end.
+  // Whether the op after `op_index` (sends and overlapped all-reduces run
+  // beside) is a compute or a receive, whose message may be in already: then
+  // the GPU is wanted again right away. Not before an all-reduce, a wait for
+  // one, or at the iteration's end.
   bool next_needs_gpu_soon(int op_index) const {
     const auto& ops = assign_->plan.ops;
     for (std::size_t next = static_cast<std::size_t>(op_index) + 1; next < ops.size(); ++next) {
-      if (ops[next].kind == OpKind::send) continue;
-      return ops[next].kind != OpKind::allreduce;
+      if (ops[next].kind == OpKind::send || ops[next].overlapped) continue;
+      return ops[next].kind != OpKind::allreduce && ops[next].kind != OpKind::allreduce_wait;
     }
     return false;
   }
@@ -309,22 +325,35 @@ class WorkerProcess {
   }
 
   // Ring all-reduce: 2(n-1) steps, each sending bytes / (2(n-1)) to the next
-  // member and waiting for the previous member's piece of the same step.
+  // member and waiting for the previous member's piece of the same step. An
+  // overlapped one runs beside the ops (counted as a send in flight).
   asio::awaitable<void> allreduce(int iteration, int op_index, const Op& op) {
     const auto start = monotonic_ns();
-    const auto& group = assign_->plan.worker.allreduce_group;
+    const auto& group = layout_->ring_of(op);
     if (group.size() > 1 && op.bytes > 0) {
       if (std::find(group.begin(), group.end(), id_) == group.end())
         throw WorkerFailure("allreduce: not in my own allreduce group");
-      const int next = layout_->ring_member(1);
-      const int previous = layout_->ring_member(-1);
+      const int next = layout_->ring_member(group, 1);
+      const int previous = layout_->ring_member(group, -1);
       const int steps = 2 * (static_cast<int>(group.size()) - 1);
-      const std::uint64_t piece = layout_->allreduce_piece(op.bytes);
-      for (int step = 0; step < steps; ++step) {
+      const std::uint64_t piece = WorkerLayout::allreduce_piece(group.size(), op.bytes);
+      const int first_step = (op.microbatch + 1) * kRingStepsPerAllreduce;
+      for (int step = first_step; step < first_step + steps; ++step) {
         co_await data_.transmit(next, DataHeader{iteration, id_, -1, step, op_index}, piece);
         co_await data_.take(InboxKey{iteration, previous, -1, step}, piece, "allreduce piece");
       }
     }
+    events_.push_back(event_of(iteration, op_index, op, start, monotonic_ns()));
+    if (op.overlapped) {
+      reduced_.insert(op.microbatch);
+      --sends_in_flight_;
+      changed_.notify();
+    }
+  }
+
+  asio::awaitable<void> wait_for_allreduce(int iteration, int op_index, const Op& op) {
+    const auto start = monotonic_ns();
+    co_await changed_.wait_for([&] { return reduced_.contains(op.microbatch); });
     events_.push_back(event_of(iteration, op_index, op, start, monotonic_ns()));
   }
 
@@ -349,7 +378,8 @@ class WorkerProcess {
   std::vector<Event> events_;
   std::vector<ctl::Arrival> arrivals_;
   std::vector<ctl::SendRecord> sends_;  // this iteration's cross-DC sends
-  int sends_in_flight_ = 0;
+  int sends_in_flight_ = 0;             // sends and overlapped all-reduces
+  std::set<int> reduced_;               // the running iteration's overlapped all-reduces that are done, by number
   int iterations_reported_ = 0;
   // Last: destroyed first, with the coroutines it still holds, while the
   // members they refer to are alive.

@@ -14,28 +14,31 @@ const control::PeerAddress& WorkerLayout::peer(int worker) const {
   throw WorkerFailure(fmt::format("worker {} is not among my peers", worker));
 }
 
-int WorkerLayout::ring_member(int offset) const {
-  const auto& group = assign_.plan.worker.allreduce_group;
+const std::vector<int>& WorkerLayout::ring_of(const Op& op) const {
+  return op.within_dc ? assign_.plan.worker.dc_group : assign_.plan.worker.allreduce_group;
+}
+
+int WorkerLayout::ring_member(const std::vector<int>& group, int offset) const {
   const auto me = std::find(group.begin(), group.end(), id_);
   if (group.size() < 2 || me == group.end()) return -1;
   const auto n = static_cast<int>(group.size());
   return group[static_cast<std::size_t>((static_cast<int>(me - group.begin()) + offset % n + n) % n)];
 }
 
-std::uint64_t WorkerLayout::allreduce_piece(std::uint64_t bytes) const {
-  const auto n = assign_.plan.worker.allreduce_group.size();
-  const std::uint64_t steps = n > 1 ? 2 * (n - 1) : 1;
+std::uint64_t WorkerLayout::allreduce_piece(std::size_t members, std::uint64_t bytes) {
+  const std::uint64_t steps = members > 1 ? 2 * (members - 1) : 1;
   return (bytes + steps - 1) / steps;
 }
 
 std::uint64_t WorkerLayout::largest_payload(bool incoming) const {
   std::uint64_t largest = 0;
   const OpKind point_to_point = incoming ? OpKind::recv : OpKind::send;
-  const int ring_peer = ring_member(incoming ? -1 : 1);
   for (const Op& op : assign_.plan.ops) {
     if (op.kind == point_to_point && !same_host(op.peer)) largest = std::max(largest, op.bytes);
-    if (op.kind == OpKind::allreduce && ring_peer >= 0 && !same_host(ring_peer))
-      largest = std::max(largest, allreduce_piece(op.bytes));
+    if (op.kind != OpKind::allreduce) continue;
+    const std::vector<int>& ring = ring_of(op);
+    const int ring_peer = ring_member(ring, incoming ? -1 : 1);
+    if (ring_peer >= 0 && !same_host(ring_peer)) largest = std::max(largest, allreduce_piece(ring.size(), op.bytes));
   }
   return largest;
 }

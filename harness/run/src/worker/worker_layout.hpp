@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <stdexcept>
+#include <vector>
 
 #include "wanlab/harness/run/control.hpp"
 #include "wanlab/transport/channel.hpp"
@@ -23,10 +24,12 @@ class WorkerLayout {
 
   const control::PeerAddress& peer(int worker) const;
   bool same_host(int worker) const { return peer(worker).ipv4 == assign_.ipv4; }
-  // The member `offset` places after this worker in its all-reduce ring; -1 when there is no ring.
-  int ring_member(int offset) const;
-  // Ring all-reduce: 2(n-1) steps, each moving bytes / (2(n-1)).
-  std::uint64_t allreduce_piece(std::uint64_t bytes) const;
+  // The ring an all-reduce op runs on: Worker::dc_group or allreduce_group.
+  const std::vector<int>& ring_of(const Op& op) const;
+  // The member `offset` places after this worker in `ring`; -1 when there is no ring.
+  int ring_member(const std::vector<int>& ring, int offset) const;
+  // Ring all-reduce of n members: 2(n-1) steps, each moving bytes / (2(n-1)).
+  static std::uint64_t allreduce_piece(std::size_t members, std::uint64_t bytes);
   // The largest payload this worker sends over a channel (`incoming`: receives):
   // a microbatch to (from) a worker on another host, or an all-reduce piece to
   // the next (from the previous) ring member. Messages to a worker on this

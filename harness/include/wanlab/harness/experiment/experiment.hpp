@@ -25,7 +25,14 @@ class ExperimentError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class Schedule { gpipe, one_f_one_b, atlas };
+// gpipe, 1f1b and atlas: one pipeline (across DCs or not) per iteration.
+// diloco and streaming_diloco: each replica trains inside one DC for
+// [diloco] inner_steps, its stages' gradients all-reduced inside the DC, and
+// the replicas sync across DCs once per outer round (docs/DILOCO.md).
+enum class Schedule { gpipe, one_f_one_b, atlas, diloco, streaming_diloco };
+inline bool is_diloco(Schedule schedule) {
+  return schedule == Schedule::diloco || schedule == Schedule::streaming_diloco;
+}
 enum class Placement { atlas, pp_across_dc, dp_across_dc, explicit_list };
 
 struct Model {
@@ -53,6 +60,26 @@ struct Compute {
   std::optional<double> backward_ms;
 };
 
+// [diloco]: the outer round of DiLoCo (Douillard et al. 2023) and Streaming
+// DiLoCo (Douillard et al. 2025). One iteration of such a plan is one outer
+// round of `inner_steps` inner steps; its outer sync all-reduces each stage's
+// pseudo-gradients (stage parameters x outer_bits / 8 bytes) over every
+// replica of the stage, grouped by DC. Streaming: the stage's parameters in
+// `fragments` equal parts, fragment f synced in the background over the
+// `overlap_steps` inner steps before the end of its block of inner_steps /
+// fragments steps, and waited for at that block's end.
+struct Diloco {
+  int inner_steps = 100;  // H
+  int fragments = 1;      // diloco: 1; streaming-diloco default 4
+  int outer_bits = 16;    // diloco default: the model's bytes_per_value x 8; streaming: 4
+  int overlap_steps = 0;  // diloco: 0; streaming-diloco default 1
+};
+
+struct Experiment;
+// Training steps one iteration holds: [diloco] inner_steps with a DiLoCo
+// schedule (an iteration is one outer round), else 1.
+int steps_per_iteration(const Experiment& experiment);
+
 struct Experiment {
   std::string path;
   std::string name;
@@ -70,6 +97,7 @@ struct Experiment {
   // schedule is 9:00. A real run starts at its testbed's 0.
   std::uint64_t wan_start_ns = 0;
   Model model;
+  Diloco diloco;  // with schedule diloco or streaming-diloco
   Parallel parallel;
   Compute compute;
   std::vector<std::pair<std::string, int>> gpus;  // per DC, in file order; empty: no limit
@@ -90,7 +118,9 @@ struct Experiment {
 
   // Which schedule-dependent settings the file or an override gave; the others
   // follow `schedule` (gpipe/1f1b: pp-across-dc, 1 stream, no temporal
-  // sharing; atlas: atlas, 8 streams, temporal sharing).
+  // sharing; atlas: atlas, 8 streams, temporal sharing; diloco and
+  // streaming-diloco: dp-across-dc, 8 streams, no temporal sharing, and
+  // [diloco]'s defaults above).
   bool placement_given = false;
   bool streams_given = false;
   bool temporal_sharing_given = false;

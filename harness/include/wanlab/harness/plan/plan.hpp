@@ -10,8 +10,11 @@
 //   Messages are identified by (sender, receiver, microbatch): between two
 //   workers only one direction of the pipeline flows (activations up a stage,
 //   gradients down), so that triple is unique per iteration.
-// - allreduce waits for every member of allreduce_group (the same stage of every
-//   replica) and returns when the ring all-reduce is done.
+// - allreduce waits for every member of its ring (allreduce_group: the same
+//   stage of every replica; dc_group with within_dc) and returns when the ring
+//   all-reduce is done; an `overlapped` one starts the ring and goes on at
+//   once, and allreduce_wait waits for its end. An all-reduce is named by its
+//   ring and its number (Op::microbatch), the same on every member.
 // - Worker ids are replica x pp + stage; plan.workers[id].worker.id == id.
 // The formulas are in docs/PLANNER.md.
 #pragma once
@@ -26,16 +29,21 @@
 namespace wanlab::harness {
 
 enum class OpKind {
-  forward,    // compute: forward of `microbatch`
-  backward,   // compute: backward of `microbatch`
-  send,       // bytes to `peer` (activations forward, activation gradients backward)
-  recv,       // bytes from `peer`
-  allreduce,  // ring all-reduce of the stage's gradients among `group` (end of iteration)
+  forward,         // compute: forward of `microbatch`
+  backward,        // compute: backward of `microbatch`
+  send,            // bytes to `peer` (activations forward, activation gradients backward)
+  recv,            // bytes from `peer`
+  allreduce,       // ring all-reduce of the stage's gradients among `group` (end of iteration)
+  allreduce_wait,  // waits for the overlapped all-reduce numbered `microbatch`
 };
 
 struct Op {
   OpKind kind = OpKind::forward;
-  int microbatch = -1;            // -1 for allreduce
+  // The microbatch of compute and messages (DiLoCo: inner step x microbatches
+  // + microbatch); for allreduce and allreduce_wait the all-reduce's number:
+  // -1 for the one of gpipe, 1f1b and atlas; DiLoCo's in-DC all-reduce of
+  // inner step t is t, the outer sync of fragment f is inner_steps + f.
+  int microbatch = -1;
   int peer = -1;                  // worker id for send/recv
   std::uint64_t bytes = 0;        // send/recv: message size; allreduce: bytes this worker sends in the ring
   std::uint64_t duration_ns = 0;  // forward/backward: compute time
@@ -45,6 +53,8 @@ struct Op {
   // starts once slot k - 1's last byte is sent. Set on the send and on its
   // recv; -1 when not shared or not cross-DC (and on allreduce).
   int link_slot = -1;
+  bool within_dc = false;   // allreduce: over Worker::dc_group, not allreduce_group
+  bool overlapped = false;  // allreduce: started in the background (allreduce_wait ends it)
 };
 
 struct Worker {
@@ -58,6 +68,7 @@ struct Worker {
   // it), and stages go round-robin over the DC's hosts.
   std::string host;
   std::vector<int> allreduce_group;  // worker ids of the same stage in ring order, grouped by DC
+  std::vector<int> dc_group;         // DiLoCo: those of allreduce_group in this worker's DC
 };
 
 struct WorkerPlan {
@@ -75,7 +86,10 @@ struct Plan {
   std::uint64_t activation_bytes = 0;   // per microbatch between adjacent stages (b x s x h x bytes), scaled
   std::uint64_t stage_param_bytes = 0;  // parameters of one stage x bytes, scaled
   std::uint64_t allreduce_bytes = 0;    // what one worker sends in its ring: 2(R-1)/R x stage_param_bytes
-  std::uint64_t forward_ns = 0;         // per microbatch per stage
+  // DiLoCo: one fragment of a stage's pseudo-gradients at [diloco] outer_bits
+  // (stage_param_bytes x outer_bits / (8 x bytes_per_value) / fragments).
+  std::uint64_t fragment_bytes = 0;
+  std::uint64_t forward_ns = 0;  // per microbatch per stage
   std::uint64_t backward_ns = 0;
   double parameters = 0;  // N = 12 x layers x hidden^2 (no embeddings)
   int gpus_used = 0;      // workers x tp
@@ -150,7 +164,7 @@ struct ComputeStep {
   int microbatch = 0;
 };
 
-// Compute order of one stage (gpipe: all F then all B; 1f1b and atlas:
+// Compute order of one stage (gpipe: all F then all B; 1f1b, atlas and DiLoCo's inner steps:
 // min(p - s - 1, m) warm-up forwards, then F/B pairs, then the remaining
 // backwards; stage 0 of p = 4, m = 8: F0 F1 F2 F3 B0 F4 B1 ... F7 B4 B5 B6 B7).
 std::vector<ComputeStep> compute_steps(Schedule schedule, int stages, int microbatches, int stage);
@@ -162,5 +176,8 @@ std::vector<std::string> compute_order(Schedule schedule, int stages, int microb
 double parameter_count(const Model& model);
 
 std::string to_string(OpKind kind);
+// All-reduce `number` (Op::microbatch) as reports name it: "all-reduce";
+// DiLoCo's "in-DC all-reduce, step 3" and "outer sync, fragment 1 of 4".
+std::string allreduce_name(const Experiment& experiment, int number);
 
 }  // namespace wanlab::harness

@@ -173,6 +173,17 @@ struct RunSummary {
 };
 RunSummary summarize_run(const std::vector<IterationSummary>& iterations);
 
+// The means per training step: a DiLoCo iteration is an outer round of
+// [diloco] inner_steps steps, any other iteration one step.
+struct StepFigures {
+  int steps_per_iteration = 1;
+  double mean_step_s = 0;         // mean_iteration_s / steps_per_iteration
+  double wan_bytes_per_step = 0;  // over every WAN link, the iterations the means count
+  bool operator==(const StepFigures&) const = default;
+};
+StepFigures step_figures(const Experiment& experiment, const std::vector<IterationSummary>& iterations,
+                         const RunSummary& run);
+
 // Order statistics of one set of transfers on one link.
 struct TransferPercentiles {
   std::size_t messages = 0;

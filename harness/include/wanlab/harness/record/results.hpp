@@ -42,9 +42,10 @@ struct PrefillResults {
 
 struct Results {
   std::string experiment;
-  std::string runtime;         // RunRecord::runtime
-  std::string runtime_detail;  // written only when not empty
-  RunSummary run;              // the means
+  std::string runtime;               // RunRecord::runtime
+  std::string runtime_detail;        // written only when not empty
+  RunSummary run;                    // the means
+  std::optional<StepFigures> steps;  // DiLoCo: the means per inner step
   std::optional<PrefillResults> prefill;
   std::vector<IterationSummary> iterations;
   std::vector<LinkTransfers> transfers;      // per WAN link

@@ -86,6 +86,9 @@ struct PointResult {
   double iteration_s = 0;                          // summarize_run's mean
   double gpu_utilization = 0;                      // training compute / wall
   double tokens_per_s = 0;                         // training tokens
+  int steps_per_iteration = 1;                     // DiLoCo: an outer round's inner steps
+  double step_s = 0;                               // per training step (DiLoCo: inner step)
+  double wan_bytes_per_step = 0;                   // over every WAN link
   std::optional<double> utilization_with_prefill;  // with [prefill] enabled
   std::optional<double> prefill_tokens_per_s;
   std::optional<double> ttft_p99_s;
@@ -109,8 +112,8 @@ std::vector<PointResult> run_sweep(const Sweep& sweep, const std::function<void(
                                    const Invocation* invocation = nullptr);
 
 // points.csv: point, label (with labels), one column per axis, then iteration_s, gpu_utilization,
-// tokens_per_s and, when some point has prefill, gpu_utilization_with_prefill,
-// prefill_tokens_per_s, ttft_p99_s (empty where off).
+// tokens_per_s, step_s (where some point is a DiLoCo round of several steps), wan_bytes_per_step and, when some point
+// has prefill, gpu_utilization_with_prefill, prefill_tokens_per_s, ttft_p99_s (empty where off).
 std::string points_csv(const Sweep& sweep, const std::vector<PointResult>& results);
 // The same as an aligned table for a terminal.
 std::string points_table(const Sweep& sweep, const std::vector<PointResult>& results);
