@@ -144,9 +144,11 @@ class Chart {
     std::string headline = fmt::format("{}: {} schedule, {}, {} stream{} per WAN transfer, temporal sharing {}",
                                        experiment.name, to_string(experiment.schedule), placement, experiment.streams,
                                        experiment.streams == 1 ? "" : "s", experiment.temporal_sharing ? "on" : "off");
+    const int steps = steps_per_iteration(experiment);
+    const std::string per = steps == 1 ? "per iteration" : fmt::format("per step, {} inner steps an iteration", steps);
     std::string details =
-        fmt::format("pp {} x dp {} x tp {}, {} microbatches per iteration{}; runtime: {}", experiment.parallel.pp,
-                    experiment.parallel.dp, experiment.parallel.tp, experiment.model.microbatches,
+        fmt::format("pp {} x dp {} x tp {}, {} microbatches {}{}; runtime: {}", experiment.parallel.pp,
+                    experiment.parallel.dp, experiment.parallel.tp, experiment.model.microbatches, per,
                     experiment.scale == 1 ? "" : fmt::format(", scale {:g}", experiment.scale), record_.runtime);
     if (const IterationSummary* figures = summary()) {
       details += fmt::format(
