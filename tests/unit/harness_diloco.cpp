@@ -246,20 +246,8 @@ BOOST_AUTO_TEST_CASE(every_op_has_one_event) {
 // (The real run of the same ring: integration test
 // a_streaming_diloco_run_syncs_across_dcs_beside_compute.)
 BOOST_AUTO_TEST_CASE(ring_members_go_at_their_own_pace) {
-  const auto scenario = wanlab::emulator::parse_scenario(R"(name = "fast"
-[defaults]
-rate = "100gbit"
-[[dc]]
-name = "a"
-hosts = 1
-[[dc]]
-name = "b"
-hosts = 1
-[[link]]
-between = ["a", "b"]
-delay = "50ms"
-)",
-                                                         "fast.toml");
+  const auto scenario =
+      wanlab::emulator::parse_scenario(harness_test::two_dcs_text("100gbit", "delay = \"50ms\"\n"), "fast.toml");
   const int steps = 2;
   const hs::Experiment plain = diloco_experiment("diloco", 1, 4, 1, "inner_steps = 2\nouter_bits = 1", 10, 20);
   hs::LinkModel model = harness_test::steady_links(scenario);

@@ -93,19 +93,7 @@ namespace {
 // repeating or not) and 0 to 2 random [[event]]s, drawn from `seed`.
 std::string random_timeline(std::mt19937& random) {
   auto pick = [&](int low, int high) { return std::uniform_int_distribution<int>(low, high)(random); };
-  std::string text = R"(name = "rt"
-[defaults]
-rate = "1gbit"
-[[dc]]
-name = "a"
-hosts = 1
-[[dc]]
-name = "b"
-hosts = 1
-[[link]]
-between = ["a", "b"]
-delay = "10ms"
-schedule = { steps = [)";
+  std::string text = harness_test::two_dcs_text("1gbit", "delay = \"10ms\"\nschedule = { steps = [");
   const int steps = pick(1, 4);
   const int columns = pick(0, 2);  // 0: rate and delay, 1: delay alone, 2: share
   int time_ms = 0;

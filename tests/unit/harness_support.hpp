@@ -110,6 +110,16 @@ inline wanlab::harness::LinkModel steady_links(const wanlab::emulator::Scenario&
   return model;
 }
 
+// Two DCs, a and b, one host each, joined at `rate` by one WAN link whose
+// keys are `link_keys` (lines, "delay = \"10ms\"\n..."); the caller may go
+// on writing the link's table (a schedule) or more tables after it.
+inline std::string two_dcs_text(const std::string& rate, const std::string& link_keys) {
+  return "name = \"two\"\n[defaults]\nrate = \"" + rate +
+         "\"\n[[dc]]\nname = \"a\"\nhosts = 1\n[[dc]]\nname = \"b\"\nhosts = 1\n"
+         "[[link]]\nbetween = [\"a\", \"b\"]\n" +
+         link_keys;
+}
+
 inline wanlab::emulator::Scenario three_dcs() { return wanlab::emulator::parse_scenario(kThreeDcScenario, "t3.toml"); }
 
 // An experiment with given compute times (ms) over the three-DC scenario;
