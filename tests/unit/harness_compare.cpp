@@ -470,3 +470,23 @@ BOOST_AUTO_TEST_CASE(many_requests_cost_less_than_their_text) {
   BOOST_TEST(row.prefill->served_over_slo.value_or(0) == 2);
   BOOST_TEST(grown_mb < 32, grown_mb << " MB more at the peak");
 }
+
+// A DiLoCo run's iteration is an outer round of inner steps (results.json
+// per_step): beside an Atlas run the table compares time and WAN bytes per
+// step, and the speedup is per step, not per iteration.
+BOOST_AUTO_TEST_CASE(a_diloco_round_is_compared_per_step) {
+  Results diloco = results(40.0, 0.4, "streaming-diloco", 8);
+  diloco.steps = StepFigures{20, 2.0, 200000};
+  const auto atlas_row = parse_result(text(results(4.0, 0.3, "atlas", 8)), "atlas");
+  const auto diloco_row = parse_result(text(diloco), "diloco");
+  BOOST_TEST(diloco_row.steps_per_iteration == 20);
+  BOOST_TEST(atlas_row.steps_per_iteration == 1);
+  const std::string table = compare_table({atlas_row, diloco_row});
+  BOOST_TEST(cells(table, "steps / iteration") == (std::vector<std::string>{"1", "20"}), table);
+  BOOST_TEST(cells(table, "step (s)") == (std::vector<std::string>{"4.000", "2.000"}), table);
+  BOOST_TEST(cells(table, "WAN MB / step") == (std::vector<std::string>{"4.0", "0.2"}), table);
+  BOOST_TEST(cells(table, "speedup") == (std::vector<std::string>{"1.00x", "2.00x"}), table);
+  BOOST_TEST(table.find("time per training step") != std::string::npos);
+  // Without a DiLoCo run the table stays as it was.
+  BOOST_TEST(compare_table({atlas_row}).find("step (s)") == std::string::npos);
+}

@@ -39,6 +39,8 @@ constexpr Member kDigestMembers[] = {
     {"/mean_iteration_s", Role::keep},
     {"/mean_gpu_utilization", Role::keep},
     {"/mean_bubble_fraction", Role::keep},
+    {"/per_step", Role::keep},
+    {"/per_step/steps_per_iteration", Role::keep},
     {"/iterations", Role::keep},
     {"/iterations/#", Role::iteration},
     {"/iterations/#/wan_bytes", Role::wan_bytes},
@@ -120,6 +122,8 @@ class DigestReader final : public nlohmann::json_sax<Json> {
     digest.iterations = iterations_;
     digest.first_iteration_s = first_iteration_s(fields);
     digest.wan_bytes = wan_bytes_;
+    if (fields.has("per_step"))
+      digest.steps_per_iteration = fields.object("per_step").whole<int>("steps_per_iteration");
     const Fields configuration = fields.object("configuration");
     digest.configuration = detail::view_of(configuration);
     if (fields.has("emulation")) {

@@ -80,9 +80,27 @@ std::string emulation_cell(const ResultRow& row) {
 
 std::string percent(double fraction) { return fmt::format("{:.1f}%", 100 * fraction); }
 
-std::vector<Line> training_lines(const std::vector<ResultRow>& rows) {
-  const double first = rows.front().iteration_s;
+bool any_rounds(const std::vector<ResultRow>& rows) {
+  return std::any_of(rows.begin(), rows.end(), [](const ResultRow& row) { return row.steps_per_iteration > 1; });
+}
+
+// A DiLoCo run's iteration is an outer round of many training steps: where
+// one is compared, the figures per step come beside those per iteration.
+std::vector<Line> step_lines(const std::vector<ResultRow>& rows) {
+  if (!any_rounds(rows)) return {};
   return {
+      line("steps / iteration", rows, [](const ResultRow& r) { return std::to_string(r.steps_per_iteration); }),
+      line("step (s)", rows, [](const ResultRow& r) { return fmt::format("{:.3f}", r.step_s()); }),
+      line("WAN MB / step", rows,
+           [](const ResultRow& r) {
+             return fmt::format("{:.1f}", r.wan_bytes_per_iteration / r.steps_per_iteration / 1e6);
+           }),
+  };
+}
+
+std::vector<Line> training_lines(const std::vector<ResultRow>& rows) {
+  const double first = rows.front().step_s();
+  std::vector<Line> lines{
       line("experiment", rows, [](const ResultRow& r) { return shown(r.experiment); }),
       line("schedule", rows, [](const ResultRow& r) { return shown(r.schedule); }),
       line("placement", rows, [](const ResultRow& r) { return shown(r.placement); }),
@@ -98,12 +116,15 @@ std::vector<Line> training_lines(const std::vector<ResultRow>& rows) {
              return r.slowdown ? fmt::format("{:+.1f}%", 100 * (r.slowdown->ratio() - 1)) : std::string("-");
            }),
       line("speedup", rows,
-           [&](const ResultRow& r) { return fmt::format("{:.2f}x", r.iteration_s > 0 ? first / r.iteration_s : 0); }),
+           [&](const ResultRow& r) { return fmt::format("{:.2f}x", r.step_s() > 0 ? first / r.step_s() : 0); }),
       line("GPU utilization", rows, [](const ResultRow& r) { return percent(r.utilization); }),
       line("bubble", rows, [](const ResultRow& r) { return percent(r.bubble); }),
       line("WAN MB / iteration", rows,
            [](const ResultRow& r) { return fmt::format("{:.1f}", r.wan_bytes_per_iteration / 1e6); }),
   };
+  std::vector<Line> steps = step_lines(rows);
+  lines.insert(lines.begin() + 11, steps.begin(), steps.end());  // after "vs its plan", before "speedup"
+  return lines;
 }
 
 std::vector<Line> prefill_lines(const std::vector<ResultRow>& rows) {
@@ -163,7 +184,10 @@ std::string notes(const std::vector<ResultRow>& rows) {
   const bool mixed_scale =
       std::any_of(rows.begin(), rows.end(), [&](const ResultRow& row) { return row.scale != rows.front().scale; });
   std::string out =
-      "speedup: the first result's iteration time over each one's; WAN MB as sent (scaled by each run's scale)";
+      any_rounds(rows)
+          ? "speedup: the first result's time per training step over each one's (a DiLoCo iteration is an outer "
+            "round of many steps); WAN MB as sent (scaled by each run's scale)"
+          : "speedup: the first result's iteration time over each one's; WAN MB as sent (scaled by each run's scale)";
   out += mixed_scale ? "; scales differ between these results\n" : "\n";
   if (any_prefill(rows))
     out +=
@@ -214,6 +238,7 @@ ResultRow result_row(const ResultsDigest& results, const std::string& label) {
   row.iteration_s = results.run.mean_iteration_s;
   row.utilization = results.run.mean_gpu_utilization;
   row.bubble = results.run.mean_bubble_fraction;
+  row.steps_per_iteration = std::max(1, results.steps_per_iteration);
   row.wan_bytes_per_iteration =
       results.iterations == 0 ? 0 : results.wan_bytes / static_cast<double>(results.iterations);
   if (results.prefill) row.prefill = prefill_columns(results);

@@ -123,6 +123,7 @@ struct ResultsDigest {
   std::size_t iterations = 0;
   double first_iteration_s = 0;  // iterations[0].time_s (0 without iterations)
   double wan_bytes = 0;          // over every iteration and link
+  int steps_per_iteration = 1;   // per_step.steps_per_iteration: a DiLoCo round's inner steps
   // utilization with prefill, tokens/s, TTFT p50 and p99, served, rejected,
   // failed and training delay; the rest 0
   std::optional<PrefillSummary> prefill;

@@ -42,10 +42,12 @@ struct ResultRow {
   bool temporal_sharing = false;
   double scale = 1;
   int iterations = 0;
-  double iteration_s = 0;                    // mean_iteration_s
-  double utilization = 0;                    // mean_gpu_utilization
-  double bubble = 0;                         // mean_bubble_fraction
-  double wan_bytes_per_iteration = 0;        // summed over links, mean over iterations (as sent, scaled)
+  double iteration_s = 0;              // mean_iteration_s
+  double utilization = 0;              // mean_gpu_utilization
+  double bubble = 0;                   // mean_bubble_fraction
+  double wan_bytes_per_iteration = 0;  // summed over links, mean over iterations (as sent, scaled)
+  int steps_per_iteration = 1;         // training steps an iteration holds (DiLoCo: inner steps)
+  double step_s() const { return iteration_s / steps_per_iteration; }
   std::optional<PrefillColumns> prefill;     // runs with [prefill] enabled
   std::optional<bool> emulation_kept_up;     // real runs: whether the emulation kept up
   std::string emulation_verdict;             // and the line that says so
