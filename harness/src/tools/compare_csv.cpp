@@ -90,6 +90,8 @@ const std::vector<Column>& columns() {
       slowdown("slowdown_gpu_held_s", [](S s) { return s.causes.gpu_held_s; }),
       slowdown("slowdown_wake_ups_s", [](S s) { return s.causes.wake_ups_s; }),
       slowdown("slowdown_other_s", [](S s) { return s.causes.other_s; }),
+      {"steps_per_iteration", [](R r) { return std::to_string(r.steps_per_iteration); }},
+      {"step_s", [](R r) { return number(r.step_s()); }},
   };
   return table;
 }
