@@ -115,6 +115,10 @@ BOOST_AUTO_TEST_CASE(bad_settings_name_their_field) {
   hs::Experiment e = diloco_experiment("diloco", 2, 2, 2, "inner_steps = 8");
   BOOST_TEST(error_of([&] { hs::apply_override(e, "--inner-steps", "x"); }).starts_with("--inner-steps: "));
   BOOST_TEST(error_of([&] { hs::apply_override(e, "--fragments", "2"); }).starts_with("--fragments: "));
+  // A round too big to simulate names the inner steps among what makes it big.
+  BOOST_TEST(error_of([&] {
+               hs::apply_override(e, "--inner-steps", "100000");
+             }).find("model.microbatches 2, diloco.inner_steps 100000) = ") != std::string::npos);
 }
 
 // Two stages, four replicas: two in DC a, two in DC b. Eight inner steps,

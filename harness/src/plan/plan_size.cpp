@@ -15,12 +15,14 @@ namespace {
   // the command-line option when --iterations gave the count, else at the file.
   std::string where = experiment.where("iterations");
   if (!where.starts_with("--")) where = experiment.path;
+  const std::string rounds =
+      is_diloco(experiment.schedule) ? fmt::format(", diloco.inner_steps {}", experiment.diloco.inner_steps) : "";
   throw ExperimentError(fmt::format(
       "{}: the run is too big: iterations {} x {} steps per iteration (parallel.pp {}, parallel.dp {}, "
-      "model.microbatches {}) = {} steps; at most {} (a step is a forward, backward, send, recv or all-reduce "
+      "model.microbatches {}{}) = {} steps; at most {} (a step is a forward, backward, send, recv or all-reduce "
       "ring step)",
       where, iterations, size.steps_per_iteration, experiment.parallel.pp, experiment.parallel.dp,
-      experiment.model.microbatches, steps, limit));
+      experiment.model.microbatches, rounds, steps, limit));
 }
 
 void check_steps(const Experiment& experiment, const PlanSize& size, int iterations, std::uint64_t limit) {
