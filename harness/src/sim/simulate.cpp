@@ -61,6 +61,22 @@ void Simulator::number_messages() {
 
 void Simulator::make_collectives() {
   collective_of_op_.assign(message_of_op_.size(), -1);
+  // Each worker's place in its rings, found once: a join looks it up, where a
+  // search of a ring of R members at each of its R joins would cost R^2.
+  place_in_ring_.assign(plan_.workers.size(), 0);
+  place_in_dc_ring_.assign(plan_.workers.size(), 0);
+  for (const WorkerPlan& worker_plan : plan_.workers) {
+    const Worker& self = worker_plan.worker;
+    if (self.allreduce_group.empty() || self.allreduce_group.front() != self.id) continue;  // once per ring
+    for (std::size_t p = 0; p < self.allreduce_group.size(); ++p)
+      place_in_ring_[static_cast<std::size_t>(self.allreduce_group[p])] = p;
+  }
+  for (const WorkerPlan& worker_plan : plan_.workers) {
+    const Worker& self = worker_plan.worker;
+    if (self.dc_group.empty() || self.dc_group.front() != self.id) continue;
+    for (std::size_t p = 0; p < self.dc_group.size(); ++p)
+      place_in_dc_ring_[static_cast<std::size_t>(self.dc_group[p])] = p;
+  }
   std::map<std::pair<int, int>, int> numbers;  // (the ring's first member, number) -> collective
   for (std::size_t id = 0; id < plan_.workers.size(); ++id) {
     const Worker& self = plan_.workers[id].worker;
@@ -233,14 +249,6 @@ void Simulator::schedule(Timed timed) {
   stats_.peak_pending = std::max(stats_.peak_pending, timed_.size());
 }
 
-namespace {
-
-std::size_t ring_position(const std::vector<int>& ring, int id) {
-  return static_cast<std::size_t>(std::find(ring.begin(), ring.end(), id) - ring.begin());
-}
-
-}  // namespace
-
 // A ring's pieces per member: 2(R-1) steps of one chunk each; with a
 // [fabric], pipelined as NCCL does: each member streams its 2(R-1) chunks to
 // its successor as one transfer, and the last chunk lands 2(R-1) - 1 hop
@@ -254,7 +262,7 @@ void Simulator::join_collective(int id) {
   WorkerState& state = states_[static_cast<std::size_t>(id)];
   const int index = collective_of(id);
   Collective& collective = collectives_[static_cast<std::size_t>(index)];
-  const std::size_t position = ring_position(collective.ring, id);
+  const std::size_t position = place_in(id);
   RingMember& member = collective.members[position];
   member.joined = true;
   member.joined_at = now_;
@@ -314,7 +322,7 @@ void Simulator::finish_member(Collective& collective, std::size_t position) {
 void Simulator::wait_for_collective(int id) {
   WorkerState& state = states_[static_cast<std::size_t>(id)];
   Collective& collective = collectives_[static_cast<std::size_t>(collective_of(id))];
-  RingMember& member = collective.members[ring_position(collective.ring, id)];
+  RingMember& member = collective.members[place_in(id)];
   if (member.done) {
     add_event(id, current_op(id), now_, now_);
     ++state.next_op;

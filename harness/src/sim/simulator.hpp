@@ -159,6 +159,11 @@ class Simulator {
   int collective_of(int id) const {
     return collective_of_op_[first_op_[static_cast<std::size_t>(id)] + states_[static_cast<std::size_t>(id)].next_op];
   }
+  // The worker's position in the ring of its current op (an all-reduce or a wait).
+  std::size_t place_in(int id) const {
+    const auto worker = static_cast<std::size_t>(id);
+    return current_op(id).within_dc ? place_in_dc_ring_[worker] : place_in_ring_[worker];
+  }
   int ring_pieces(const Collective& collective) const;
   void join_collective(int id);
   void wait_for_collective(int id);
@@ -225,9 +230,11 @@ class Simulator {
   std::unordered_map<std::uint64_t, ChannelQueue> channels_;   // transfers not yet sent, in order
   std::unordered_map<std::uint64_t, ChannelTcp> channel_tcp_;  // from iteration to iteration
   std::vector<Message> messages_;
-  std::vector<std::size_t> first_op_;  // per worker, the index of its first op among all workers' ops
-  std::vector<int> message_of_op_;     // by op index among all: its message, or -1
-  std::vector<int> collective_of_op_;  // by op index among all: its collective (allreduce, allreduce_wait), or -1
+  std::vector<std::size_t> first_op_;       // per worker, the index of its first op among all workers' ops
+  std::vector<int> message_of_op_;          // by op index among all: its message, or -1
+  std::vector<int> collective_of_op_;       // by op index among all: its collective (allreduce, allreduce_wait), or -1
+  std::vector<std::size_t> place_in_ring_;  // by worker: its position in Worker::allreduce_group
+  std::vector<std::size_t> place_in_dc_ring_;  // and in Worker::dc_group
   std::size_t messages_count_ = 0;
   std::priority_queue<Timed, std::vector<Timed>, std::greater<>> timed_;
   std::uint64_t sequence_ = 0;
