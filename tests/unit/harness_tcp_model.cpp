@@ -80,14 +80,41 @@ BOOST_AUTO_TEST_CASE(slow_start_doubles_a_window_that_limited_the_round_up_to_th
   // A round under half the window after a round that was not full: no growth.
   after_round(path, state, 4, 4 * 0.5 * kInitialWindowBytes);
   BOOST_TEST(state.cwnd_bytes == 2.4 * kInitialWindowBytes, boost::test_tools::tolerance(1e-12));
-  // Over half of it: the kernel's cwnd < 2 x in flight test, growth.
+  // Over half of it: the kernel's cwnd < 2 x in flight test, growth, up to
+  // twice what was in flight (the test fails from there on, ACK by ACK).
   after_round(path, state, 4, 4 * 1.5 * kInitialWindowBytes);
-  BOOST_TEST(state.cwnd_bytes == 3.9 * kInitialWindowBytes, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(state.cwnd_bytes == 3.0 * kInitialWindowBytes, boost::test_tools::tolerance(1e-12));
   // Rounds the window ceiling (100 segments) stops: cwnd goes on growing
   // while under twice what is in flight, and stops at twice the ceiling.
   for (int round = 0; round < 10; ++round) after_round(path, state, 1, round_bytes(path, state, 1, 1e12));
   BOOST_TEST(state.cwnd_bytes == 200 * kSegmentBytes);
   BOOST_TEST(round_bytes(path, state, 1, 1e12) == 100 * kSegmentBytes);
+}
+
+// A stream paced below its link (SO_MAX_PACING_RATE, as wanlab train sets
+// the link's rate / streams) has only rate x RTT in flight however large a
+// round the model gives it, so cwnd stops at twice that. Measured on
+// atlas-3dc (8 streams at 100 Mbit/s / 8, 66 ms RTT: 71 segments in flight):
+// cwnd 140-220 at a message's end. Unbounded, cwnd grew to thousands, and an
+// idle restart halving it once per RTO kept far more than the kernel does.
+BOOST_AUTO_TEST_CASE(a_paced_stream_grows_cwnd_to_twice_its_rate_times_rtt) {
+  TcpPath path = path_of(100e6, 0.033, 4e6);
+  path.paced = true;
+  path.max_pacing_bps = 100e6 / 8;
+  const double in_flight = path.max_pacing_bps / 8 * path.rtt_s;  // 103 KB, 71 segments
+  TcpChannelState state;
+  for (int message = 0; message < 8; ++message) transfer_alone_s(path, 8, 1.68e6, state);
+  // Twice 71 segments, and the one window after the last cwnd-limited round
+  // (the kernel keeps is_cwnd_limited for it) may carry it a little past.
+  BOOST_TEST(state.cwnd_bytes >= 2 * in_flight);
+  BOOST_TEST(state.cwnd_bytes <= 220 * kSegmentBytes);
+  const double settled = state.cwnd_bytes;
+  for (int message = 0; message < 8; ++message) transfer_alone_s(path, 8, 1.68e6, state);
+  BOOST_TEST(state.cwnd_bytes == settled);
+  // Idle for 2 s between iterations at an RTO of about 0.27 s: back to the
+  // initial window, and the next message takes its slow start again.
+  after_idle(path, state, 2.0);
+  BOOST_TEST(state.cwnd_bytes == kInitialWindowBytes);
 }
 
 BOOST_AUTO_TEST_CASE(paced_a_stream_sends_at_most_twice_its_window_per_rtt) {

@@ -64,19 +64,28 @@ void after_round(const TcpPath& path, TcpChannelState& state, double streams, do
   else
     state.rttvar_s -= std::max(0.0, state.rttvar_s - kMinRtoS) / 4;
   const double per_stream = sent_bytes / streams;
+  // A stream whose max pacing rate spreads its round over more than an RTT
+  // has only an RTT's worth of it in flight at once (Linux's
+  // max_packets_out). The link spreading a round does not count: what waits
+  // in its queue is in flight.
+  const double in_flight = std::min(per_stream, path.max_pacing_bps / 8 * path.rtt_s);
   // cwnd, not the window ceiling below it, stopped the round.
-  const bool cwnd_limited = per_stream >= state.cwnd_bytes - kDoneBytes;
+  const bool cwnd_limited = in_flight >= state.cwnd_bytes - kDoneBytes;
   // A round sent while a cwnd-limited round's ACKs come back is sent as they
   // free the window, so in flight stays at cwnd until its last segment: Linux
   // keeps is_cwnd_limited for that window and grows cwnd by all of it.
   const bool ack_clocked = state.last_round_full;
-  const double most_in_flight = std::max(per_stream, state.last_round_bytes);
-  // Where the buffers cap what is in flight, cwnd still grows while it is
-  // under twice that (the kernel's slow-start test), so it ends at twice the
-  // window ceiling.
-  if (cwnd_limited || ack_clocked || 2 * most_in_flight > state.cwnd_bytes)
+  const double most_in_flight = std::max(in_flight, state.last_round_bytes);
+  if (cwnd_limited || ack_clocked) {
     state.cwnd_bytes = std::min(state.cwnd_bytes + per_stream, 2 * path.window_bytes);
-  state.last_round_bytes = per_stream;
+  } else if (2 * most_in_flight > state.cwnd_bytes) {
+    // Where the buffers or a pacing rate cap what is in flight, cwnd still
+    // grows while it is under twice that (the kernel's slow-start test,
+    // tcp_is_cwnd_limited), so it ends at twice what was in flight: twice the
+    // window ceiling, or twice a paced stream's rate x RTT.
+    state.cwnd_bytes = std::min({state.cwnd_bytes + per_stream, 2 * most_in_flight, 2 * path.window_bytes});
+  }
+  state.last_round_bytes = in_flight;
   state.last_round_full = cwnd_limited;
   state.cwnd_bytes = std::max(state.cwnd_bytes, kInitialWindowBytes);
   state.pacing_cwnd_bytes = state.cwnd_bytes;

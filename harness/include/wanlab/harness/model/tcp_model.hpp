@@ -13,10 +13,14 @@
 //   the round, or the round followed one that cwnd stopped (sent as that
 //   round's ACKs freed the window, so in flight stayed at cwnd), or cwnd is
 //   below twice the most in flight over this round or the one before. The
-//   last test lets cwnd grow to twice the window ceiling, which then bounds
-//   in flight while cwnd does not. (Measured: after a cold 1 MB message cwnd
-//   is 10 segments plus every segment sent; at the ceiling of 4 MB/6 MB
-//   buffers, 2200 segments, cwnd reads 4000-5000.)
+//   last test lets cwnd grow to twice what bounds in flight while cwnd does
+//   not: the window ceiling, or a max pacing rate x RTT (a paced stream has
+//   only an RTT of its round in flight). (Measured: after a cold 1 MB
+//   message cwnd is 10 segments plus every segment sent; at the ceiling of
+//   4 MB/6 MB buffers, 2200 segments, cwnd reads 4000-5000; streams paced at
+//   100 Mbit/s / 8 over 66 ms, 71 segments in flight, read 140-220, where
+//   the model without the pacing bound let cwnd grow to thousands and an
+//   idle restart kept too much of it.)
 // - Paced (SO_MAX_PACING_RATE, as wanlab train sets it), TCP spreads a round
 //   over time itself: a stream sends at most 2 x cwnd / RTT (Linux's
 //   tcp_pacing_ss_ratio, in slow start), so a full window takes half an RTT.
@@ -65,7 +69,7 @@ struct TcpPath {
 // The congestion window of each of a channel's streams (they move alike).
 struct TcpChannelState {
   double cwnd_bytes = kInitialWindowBytes;
-  double last_round_bytes = 0;                     // per stream: what the round before sent
+  double last_round_bytes = 0;                     // per stream: the most the round before had in flight
   bool last_round_full = false;                    // the round before sent a whole window
   double pacing_cwnd_bytes = kInitialWindowBytes;  // the cwnd the pacing rate was last set from (on ACKs)
   double rttvar_s = -1;                            // the RTO's variance term; < 0: only the handshake's sample so far
