@@ -8,7 +8,8 @@
 #   SIMULATE_ONLY=1 bench/harness/run-experiments.sh the simulator only (seconds, no root)
 #
 # Environment: WANLAB (the binary, default build/cli/wanlab), OUT (where the
-# runs go, default bench/results/harness/DATE), ITERATIONS (3), SCALE (0.1).
+# runs go, default bench/results/harness/DATE), ITERATIONS (3), SCALE (0.1),
+# SKIP (run names left out, e.g. SKIP="3dc-dp-across-dc": their rows read "-").
 #
 # 1. Latency sweep: a 2-DC job (pp 2 x dp 2, 1F1B, one TCP stream per
 #    transfer) with its stages across the DCs (pp-across-dc) or its replicas
@@ -38,6 +39,7 @@ ITERATIONS=${ITERATIONS:-3}
 SCALE=${SCALE:-0.1}
 ONLY=${ONLY:-all}
 SIMULATE_ONLY=${SIMULATE_ONLY:-0}
+SKIP=${SKIP:-}
 
 [ -x "$WANLAB" ] || { echo "run-experiments.sh: $WANLAB is not built (set WANLAB=...)" >&2; exit 2; }
 if [ "$SIMULATE_ONLY" != 1 ] && [ "$ONLY" != plots ] && [ "$(id -u)" != 0 ]; then
@@ -51,6 +53,7 @@ echo "results in $OUT"
 run() {
   local name=$1 experiment=$2
   shift 2
+  case " $SKIP " in *" $name "*) echo "  $name: skipped (SKIP)"; return 0 ;; esac
   "$WANLAB" train "$experiment" "$@" --simulate --quiet --out "$OUT/$name-sim" > "$OUT/$name-sim.log" 2>&1 ||
     { echo "  $name: simulation failed, see $OUT/$name-sim.log" >&2; return 0; }
   [ "$SIMULATE_ONLY" = 1 ] && return 0
