@@ -167,8 +167,8 @@ def main():
     out, seeds = sys.argv[1], [int(s) for s in sys.argv[2:]]
     rows = []
     print("| seed | experiment | util off real / sim | util on real / sim | iteration on / off | TTFT p99 / SLO "
-          "| served real / sim | emulation |")
-    print("|---:|---|---:|---:|---:|---:|---:|---|")
+          "| served real / sim | bubble error p90, start / length, of the bubble | emulation |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---|")
     for seed in seeds:
         d, experiment, refused = prepare(seed, out)
         base = os.path.join(out, f"bg{seed}")
@@ -191,11 +191,15 @@ def main():
         it = ratio(on and on["iteration_s"], off and off["iteration_s"])
         ttft = ratio(on and on["ttft_p99_s"], SLO_S) if on and int(on["served"]) else None
         emulation = "-" if not kept else ("kept up" if row["kept_up"] else "FELL BEHIND")
+        # The real run's bubble prediction (the simulator's repeats exactly); absent from older binaries' CSV.
+        bubble = (f"{pct(on, 'bubble_start_error_rel_p90')} / {pct(on, 'bubble_length_error_rel_p90')}"
+                  if on and on.get("bubble_start_error_rel_p90") else "-")
         print(f"| {seed} | {describe(d)}{f' ({refused} draws refused)' if refused else ''} "
               f"| {pct(off, 'utilization')} / {pct(off_sim, 'utilization')} "
               f"| {pct(on, 'utilization_with_prefill')} / {pct(on_sim, 'utilization_with_prefill')} "
               f"| {f'{it:.3f}' if it else '-'} | {f'{ttft:.2f}' if ttft else '-'} "
-              f"| {on['served'] if on else '-'} / {on_sim['served'] if on_sim else '-'} | {emulation} |", flush=True)
+              f"| {on['served'] if on else '-'} / {on_sim['served'] if on_sim else '-'} | {bubble} | {emulation} |",
+              flush=True)
     if SIMULATE_ONLY:
         return
     targets(rows)

@@ -158,6 +158,8 @@ BOOST_AUTO_TEST_CASE(prediction_errors_match_the_most_overlapping_window) {
   BOOST_TEST(errors[0].length_error_ns == 10 - 23);
   BOOST_TEST(errors[1].start_error_ns == 30 - 60);  // no overlap: the nearest start
   BOOST_TEST(errors[1].length_error_ns == 20 - 10);
+  BOOST_TEST(errors[0].predicted_ns == 23);  // what each error is relative to
+  BOOST_TEST(errors[1].predicted_ns == 10);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -607,6 +609,25 @@ BOOST_AUTO_TEST_CASE(no_requests_change_nothing) {
   // Nothing served: no TTFT, not a perfect-looking 0 s.
   BOOST_TEST(!summary.ttft_p50_s.has_value());
   BOOST_TEST(!summary.ttft_p99_s.has_value());
+}
+
+// Each error counts as a share of its own predicted bubble: 5 ms off a 10 ms
+// bubble is half of it, 5 ms off a 1 s bubble nothing to speak of.
+BOOST_AUTO_TEST_CASE(prediction_errors_are_reported_relative_to_the_predicted_bubble) {
+  RunRecord record = run(bubbletea("schedule = \"1f1b\"", 0));
+  BOOST_REQUIRE(record.prefill.has_value());
+  record.prefill->prediction = {
+      {0, 1, 5'000'000, -2'000'000, 10'000'000},    // start 0.5, length 0.2 of the bubble
+      {1, 1, -5'000'000, 0, 1'000'000'000},         // 0.005, 0
+      {2, 1, 10'000'000, 50'000'000, 100'000'000},  // 0.1, 0.5
+      {3, 1, 0, 0, 0},                              // no predicted length: not counted
+  };
+  const PrefillSummary summary = summarize_prefill(record);
+  BOOST_TEST(summary.prediction_start_error_rel_p50 == 0.1, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(summary.prediction_length_error_rel_p50 == 0.2, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(summary.prediction_start_error_rel_p90 > 0.1);
+  BOOST_TEST(summary.prediction_start_error_rel_p90 <= 0.5);
+  BOOST_TEST(summary.prediction_start_error_p50_s == 0.005, boost::test_tools::tolerance(1e-12));  // absolute, all four
 }
 
 BOOST_AUTO_TEST_CASE(an_unknown_decode_dc_is_an_error) {

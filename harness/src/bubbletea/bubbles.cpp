@@ -116,7 +116,8 @@ std::vector<PredictionError> prediction_errors(const std::vector<Window>& predic
   }
   std::vector<PredictionError> errors;
   for (const Window& window : predicted) {
-    PredictionError error{window.worker, iteration, 0, -(window.end_ns - window.start_ns)};
+    const std::int64_t length = window.end_ns - window.start_ns;
+    PredictionError error{window.worker, iteration, 0, -length, length};
     if (window.worker >= 0 && static_cast<std::size_t>(window.worker) < actual.size()) {
       if (const Window* found = match(window, actual[static_cast<std::size_t>(window.worker)])) {
         error.start_error_ns = found->start_ns - window.start_ns;

@@ -100,10 +100,21 @@ void add_requests(const PrefillRecord& prefill, PrefillSummary& summary) {
 void add_prediction(const PrefillRecord& prefill, PrefillSummary& summary) {
   std::vector<double> start_s;
   std::vector<double> length_s;
+  std::vector<double> start_rel;
+  std::vector<double> length_rel;
   for (const PredictionError& error : prefill.prediction) {
-    start_s.push_back(std::abs(static_cast<double>(error.start_error_ns)) / 1e9);
-    length_s.push_back(std::abs(static_cast<double>(error.length_error_ns)) / 1e9);
+    const double start = std::abs(static_cast<double>(error.start_error_ns));
+    const double length = std::abs(static_cast<double>(error.length_error_ns));
+    start_s.push_back(start / 1e9);
+    length_s.push_back(length / 1e9);
+    if (error.predicted_ns <= 0) continue;
+    start_rel.push_back(start / static_cast<double>(error.predicted_ns));
+    length_rel.push_back(length / static_cast<double>(error.predicted_ns));
   }
+  summary.prediction_start_error_rel_p50 = percentile_or_zero(start_rel, 50);
+  summary.prediction_start_error_rel_p90 = percentile_or_zero(start_rel, 90);
+  summary.prediction_length_error_rel_p50 = percentile_or_zero(length_rel, 50);
+  summary.prediction_length_error_rel_p90 = percentile_or_zero(length_rel, 90);
   summary.prediction_start_error_p50_s = percentile_or_zero(start_s, 50);
   summary.prediction_start_error_p90_s = percentile_or_zero(start_s, 90);
   summary.prediction_length_error_p50_s = percentile_or_zero(length_s, 50);

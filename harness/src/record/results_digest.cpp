@@ -62,6 +62,11 @@ constexpr Member kDigestMembers[] = {
     {"/prefill/ttft_s/p50", Role::keep},
     {"/prefill/ttft_s/p99", Role::keep},
     {"/prefill/training_delay_s", Role::keep},
+    {"/prefill/bubble_prediction_error_relative", Role::keep},
+    {"/prefill/bubble_prediction_error_relative/start_p50", Role::keep},
+    {"/prefill/bubble_prediction_error_relative/start_p90", Role::keep},
+    {"/prefill/bubble_prediction_error_relative/length_p50", Role::keep},
+    {"/prefill/bubble_prediction_error_relative/length_p90", Role::keep},
     {"/prefill/request_outcomes", Role::keep},  // its rows are not kept in the document
     {"/prefill/request_outcomes/#", Role::request},
     {"/configuration/prefill", Role::keep},

@@ -141,6 +141,10 @@ Json prefill_json(const PrefillResults& prefill) {
                                        {"start_p90", s.prediction_start_error_p90_s},
                                        {"length_p50", s.prediction_length_error_p50_s},
                                        {"length_p90", s.prediction_length_error_p90_s}};
+  json["bubble_prediction_error_relative"] = {{"start_p50", s.prediction_start_error_rel_p50},
+                                              {"start_p90", s.prediction_start_error_rel_p90},
+                                              {"length_p50", s.prediction_length_error_rel_p50},
+                                              {"length_p90", s.prediction_length_error_rel_p90}};
   json["training_delay_s"] = s.training_delay_s;
   json["notes"] = prefill.notes;
   Json& rows = json["request_outcomes"] = Json::array();
@@ -340,6 +344,13 @@ PrefillSummary prefill_shown(const Fields& fields) {
   s.ttft_p50_s = ttft.optional_number("p50");
   s.ttft_p99_s = ttft.optional_number("p99");
   s.training_delay_s = fields.number("training_delay_s");
+  if (fields.has("bubble_prediction_error_relative")) {  // absent from files written before it was reported
+    const Fields relative = fields.object("bubble_prediction_error_relative");
+    s.prediction_start_error_rel_p50 = relative.number("start_p50");
+    s.prediction_start_error_rel_p90 = relative.number("start_p90");
+    s.prediction_length_error_rel_p50 = relative.number("length_p50");
+    s.prediction_length_error_rel_p90 = relative.number("length_p90");
+  }
   return s;
 }
 

@@ -92,6 +92,8 @@ const std::vector<Column>& columns() {
       slowdown("slowdown_other_s", [](S s) { return s.causes.other_s; }),
       {"steps_per_iteration", [](R r) { return std::to_string(r.steps_per_iteration); }},
       {"step_s", [](R r) { return number(r.step_s()); }},
+      prefill("bubble_start_error_rel_p90", [](P p) { return number(p.bubble_start_error_rel_p90); }),
+      prefill("bubble_length_error_rel_p90", [](P p) { return number(p.bubble_length_error_rel_p90); }),
   };
   return table;
 }

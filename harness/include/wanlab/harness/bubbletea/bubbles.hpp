@@ -35,6 +35,7 @@ struct PredictionError {
   int iteration = 0;
   std::int64_t start_error_ns = 0;   // actual start - predicted start
   std::int64_t length_error_ns = 0;  // actual length - predicted length
+  std::int64_t predicted_ns = 0;     // the predicted window's length: what the errors are relative to
 };
 std::vector<PredictionError> prediction_errors(const std::vector<Window>& predicted,
                                                const std::vector<std::vector<Window>>& actual_offsets,

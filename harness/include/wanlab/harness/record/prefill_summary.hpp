@@ -35,6 +35,10 @@ struct PrefillSummary {
   std::vector<std::pair<std::string, std::uint64_t>> kv_bytes;                // per WAN link ("east->europe"), sorted
   double prediction_start_error_p50_s = 0, prediction_start_error_p90_s = 0;  // |error|, every iteration
   double prediction_length_error_p50_s = 0, prediction_length_error_p90_s = 0;
+  // The same errors, each as a share of its predicted window's length (0.1:
+  // a tenth of the bubble): what decides whether prefill placed there fits.
+  double prediction_start_error_rel_p50 = 0, prediction_start_error_rel_p90 = 0;
+  double prediction_length_error_rel_p50 = 0, prediction_length_error_rel_p90 = 0;
   double training_delay_s = 0;  // training compute started late because prefill held the GPU
   bool operator==(const PrefillSummary&) const = default;
 };

@@ -22,6 +22,9 @@ struct PrefillColumns {
   int rejected = 0;
   int failed = 0;
   double training_delay_s = 0;
+  // The bubble prediction's error p90, as a share of the predicted bubble.
+  double bubble_start_error_rel_p90 = 0;
+  double bubble_length_error_rel_p90 = 0;
   std::optional<double> ttft_slo_s;  // configuration.prefill.ttft_slo_s
   // Served requests whose TTFT passed the SLO, and of those the ones that
   // arrived during the first iteration (before iterations[0].time_s); none
