@@ -148,6 +148,42 @@ BOOST_AUTO_TEST_CASE(prediction_is_the_offsets_at_the_next_start_and_repeats_exa
   }
 }
 
+// Two iterations of one worker, the second 30 ns ahead: bubbles ended by ops
+// 3 and 7, and the tail. Place by place the shared idle time is each bubble's
+// overlap with its twin; every window against every other also cut a sliver
+// out of op 7's bubble with op 3's twin, which no bubble is.
+BOOST_AUTO_TEST_CASE(idle_in_both_iterations_is_taken_bubble_by_bubble) {
+  const std::vector<std::vector<Window>> earlier{{{0, 100, 200, 3}, {0, 250, 400, 7}, {0, 500, 600, -1}}};
+  const std::vector<std::vector<Window>> later{{{0, 70, 260, 3}, {0, 300, 380, 7}, {0, 470, 600, -1}}};
+  const std::vector<std::vector<Window>> both = idle_in_both(earlier, later);
+  BOOST_REQUIRE(both.size() == 1u);
+  BOOST_REQUIRE(both[0].size() == 3u);
+  BOOST_TEST(both[0][0].start_ns == 100);
+  BOOST_TEST(both[0][0].end_ns == 200);
+  BOOST_TEST(both[0][0].before_op == 3);
+  BOOST_TEST(both[0][1].start_ns == 300);  // not [250, 260): op 3's later twin reaching into it
+  BOOST_TEST(both[0][1].end_ns == 380);
+  BOOST_TEST(both[0][2].start_ns == 500);
+  BOOST_TEST(both[0][2].before_op == -1);
+  // A bubble only one iteration has (an op that came right after another) is left out.
+  const std::vector<std::vector<Window>> merged{{{0, 70, 260, 3}, {0, 470, 600, -1}}};
+  BOOST_TEST(idle_in_both(earlier, merged)[0].size() == 2u);
+}
+
+// The idle offsets say which op ends each bubble.
+BOOST_AUTO_TEST_CASE(idle_offsets_name_the_op_that_ends_each_bubble) {
+  const RunRecord record = harness_test::pp_across_dc_run().record;
+  for (const std::vector<Window>& worker : idle_offsets(record, 1)) {
+    BOOST_REQUIRE(!worker.empty());
+    // Every bubble but the tail (if the iteration does not end in compute) is
+    // ended by an op, each by another one.
+    for (std::size_t i = 0; i + 1 < worker.size(); ++i) {
+      BOOST_TEST(worker[i].before_op >= 0);
+      BOOST_TEST((worker[i].before_op < worker[i + 1].before_op || worker[i + 1].before_op == -1));
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(prediction_errors_match_the_most_overlapping_window) {
   std::vector<std::vector<Window>> actual{{{0, 10, 20}, {0, 30, 50}}};
   std::vector<Window> predicted{{0, 1000 + 12, 1000 + 35}, {0, 1000 + 60, 1000 + 70}};

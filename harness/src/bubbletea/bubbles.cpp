@@ -35,17 +35,17 @@ std::vector<std::vector<Window>> idle_offsets_of(const RunRecord& record, int it
     // Compute of a real run may overlap the iteration's bounds by a little
     // (clock reads): the cursor clamps everything into [start, end).
     std::int64_t cursor = span.start_ns;
-    auto add = [&](std::int64_t until) {
+    auto add = [&](std::int64_t until, int before_op) {
       until = std::min(until, span.end_ns);
       if (until > cursor) {
-        offsets[worker].push_back({static_cast<int>(worker), cursor - span.start_ns, until - span.start_ns});
+        offsets[worker].push_back({static_cast<int>(worker), cursor - span.start_ns, until - span.start_ns, before_op});
       }
     };
     for (const Event* event : busy) {
-      add(event->start_ns);
+      add(event->start_ns, event->op_index);
       cursor = std::max(cursor, event->end_ns);
     }
-    add(span.end_ns);
+    add(span.end_ns, -1);
   }
   return offsets;
 }
@@ -60,13 +60,30 @@ std::vector<std::vector<Window>> idle_offsets(const RunRecord& record, int itera
   return detail::idle_offsets_of(record, iteration, events);
 }
 
+std::vector<std::vector<Window>> idle_in_both(const std::vector<std::vector<Window>>& a,
+                                              const std::vector<std::vector<Window>>& b) {
+  std::vector<std::vector<Window>> both(std::min(a.size(), b.size()));
+  for (std::size_t w = 0; w < both.size(); ++w) {
+    for (const Window& x : a[w]) {
+      const auto twin =
+          std::find_if(b[w].begin(), b[w].end(), [&](const Window& y) { return y.before_op == x.before_op; });
+      if (twin == b[w].end()) continue;
+      const Window shared{x.worker, std::max(x.start_ns, twin->start_ns), std::min(x.end_ns, twin->end_ns),
+                          x.before_op};
+      if (shared.end_ns > shared.start_ns) both[w].push_back(shared);
+    }
+  }
+  return both;
+}
+
 std::vector<Window> predict_windows(const std::vector<std::vector<Window>>& offsets, std::int64_t iteration_start_ns,
                                     std::int64_t min_ns) {
   std::vector<Window> windows;
   for (const std::vector<Window>& worker : offsets) {
     for (const Window& offset : worker) {
       if (offset.end_ns - offset.start_ns < min_ns) continue;
-      windows.push_back({offset.worker, iteration_start_ns + offset.start_ns, iteration_start_ns + offset.end_ns});
+      windows.push_back(
+          {offset.worker, iteration_start_ns + offset.start_ns, iteration_start_ns + offset.end_ns, offset.before_op});
     }
   }
   return windows;

@@ -26,19 +26,6 @@ namespace {
 constexpr auto kLostWait = std::chrono::seconds(3);
 constexpr const char* kMissedReason = "prefill not done by its TTFT SLO: the GPU was busy";
 
-// Per worker, the time idle in both `a` and `b` (offsets from an iteration's start).
-std::vector<std::vector<Window>> idle_in_both(const std::vector<std::vector<Window>>& a,
-                                              const std::vector<std::vector<Window>>& b) {
-  std::vector<std::vector<Window>> both(std::min(a.size(), b.size()));
-  for (std::size_t w = 0; w < both.size(); ++w)
-    for (const Window& x : a[w])
-      for (const Window& y : b[w]) {
-        const Window overlap{x.worker, std::max(x.start_ns, y.start_ns), std::min(x.end_ns, y.end_ns)};
-        if (overlap.end_ns > overlap.start_ns) both[w].push_back(overlap);
-      }
-  return both;
-}
-
 // The simulated iteration time of the plan, for the requests' horizon.
 std::int64_t simulated_iteration_ns(const RunRecord& simulated) {
   if (simulated.iteration_end_ns.empty()) return 1'000'000'000;
@@ -312,12 +299,14 @@ void PrefillService::start_iteration(int iteration, std::int64_t start_ns, std::
   // came early once, or a send that waited for the link, does not make a
   // bubble look longer than it is. The first iteration is slower than the
   // rest (its connections' first data: 5.1-5.4 s against 3.9-4.3 s on
-  // bubbletea-3dc-local), so it counts only for the second, beside the
-  // simulation; the third takes the second alone. Windows that end earlier
+  // bubbletea-3dc-local) and predicts nothing: the second is predicted from
+  // the simulation, the third from the second alone. (Iteration 0 beside the
+  // simulation, as before, cut the bubbles into pieces that matched neither:
+  // its errors' p90 was 1.7-4x the bubble at its start and 5-11x at its
+  // length on bubbletea-3dc-busy and -local, the simulation's alone 0.2-0.4x
+  // and 0.04-0.07x; from the third on, 0.03-0.09x.) Windows that end earlier
   // than predicted cost training at most one step (PrefillAssign::step_ns).
-  const auto simulated = idle_offsets(*simulated_, 0);
-  const auto offsets = iteration == 0   ? simulated
-                       : iteration == 1 ? idle_in_both(idle_offsets(record, 0), simulated)
+  const auto offsets = iteration <= 1 ? idle_offsets(*simulated_, 0)
                        : iteration == 2
                            ? idle_offsets(record, 1)
                            : idle_in_both(idle_offsets(record, iteration - 1), idle_offsets(record, iteration - 2));

@@ -14,6 +14,10 @@ struct Window {
   int worker = 0;
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
+  // Its place in the schedule: the index of the worker's op whose compute
+  // ends it; -1 for the idle time from its last compute to the iteration's
+  // end (or where it is not known).
+  int before_op = -1;
 };
 
 // The training schedule repeats every iteration: the idle windows of every
@@ -21,6 +25,14 @@ struct Window {
 // and backward events, and from its last compute to the iteration's end),
 // as offsets from that iteration's start. Per worker, in time order.
 std::vector<std::vector<Window>> idle_offsets(const RunRecord& record, int iteration);
+// Per worker, the idle time two iterations' offsets share place by place:
+// each window of `a` against the window of `b` that the same op ends, the
+// time in both (the schedule repeats, so a bubble is the same bubble when the
+// same op ends it). A window without its twin is left out. Intersecting every
+// window with every other instead cut slivers out of neighbouring bubbles
+// wherever one iteration ran a little ahead of the other.
+std::vector<std::vector<Window>> idle_in_both(const std::vector<std::vector<Window>>& a,
+                                              const std::vector<std::vector<Window>>& b);
 // Those offsets placed at `iteration_start_ns`: the prediction of the next
 // iteration's windows. Windows shorter than `min_ns` are dropped.
 std::vector<Window> predict_windows(const std::vector<std::vector<Window>>& offsets, std::int64_t iteration_start_ns,
