@@ -69,10 +69,10 @@ void print_prefill_summary(const hs::RunRecord& record) {
       "  bubble prediction error: start p50 {:.1f} ms, p90 {:.1f} ms; length p50 {:.1f} ms, p90 {:.1f} ms "
       "(of the predicted bubble: start p50 {:.0f}%, p90 {:.0f}%; length p50 {:.0f}%, p90 {:.0f}%); "
       "compute held up by prefill {:.3f} s in all workers\n",
-      1e3 * p.prediction_start_error_p50_s, 1e3 * p.prediction_start_error_p90_s, 1e3 * p.prediction_length_error_p50_s,
-      1e3 * p.prediction_length_error_p90_s, 100 * p.prediction_start_error_rel_p50,
-      100 * p.prediction_start_error_rel_p90, 100 * p.prediction_length_error_rel_p50,
-      100 * p.prediction_length_error_rel_p90, p.training_delay_s);
+      1e3 * p.prediction_error_s.start_p50, 1e3 * p.prediction_error_s.start_p90, 1e3 * p.prediction_error_s.length_p50,
+      1e3 * p.prediction_error_s.length_p90, 100 * p.prediction_error_relative.start_p50,
+      100 * p.prediction_error_relative.start_p90, 100 * p.prediction_error_relative.length_p50,
+      100 * p.prediction_error_relative.length_p90, p.training_delay_s);
   for (const auto& note : record.prefill->notes) fmt::print("  note: {}\n", note);
 }
 

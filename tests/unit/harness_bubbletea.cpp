@@ -512,7 +512,7 @@ BOOST_AUTO_TEST_CASE(requests_are_accounted_for_and_served_ttft_is_the_kv_arriva
   BOOST_TEST(to_string(RequestState::served) == "served");
   BOOST_TEST(to_string(RequestState::unfinished) == "unfinished");
   BOOST_TEST(prefill.prediction.size() > 0u);
-  BOOST_TEST(summary.prediction_start_error_p90_s < 1e-6);
+  BOOST_TEST(summary.prediction_error_s.start_p90 < 1e-6);
 }
 
 // Decode in c, the pipeline's second DC: the KV caches of a's stages share
@@ -659,11 +659,11 @@ BOOST_AUTO_TEST_CASE(prediction_errors_are_reported_relative_to_the_predicted_bu
       {3, 1, 0, 0, 0},                              // no predicted length: not counted
   };
   const PrefillSummary summary = summarize_prefill(record);
-  BOOST_TEST(summary.prediction_start_error_rel_p50 == 0.1, boost::test_tools::tolerance(1e-12));
-  BOOST_TEST(summary.prediction_length_error_rel_p50 == 0.2, boost::test_tools::tolerance(1e-12));
-  BOOST_TEST(summary.prediction_start_error_rel_p90 > 0.1);
-  BOOST_TEST(summary.prediction_start_error_rel_p90 <= 0.5);
-  BOOST_TEST(summary.prediction_start_error_p50_s == 0.005, boost::test_tools::tolerance(1e-12));  // absolute, all four
+  BOOST_TEST(summary.prediction_error_relative.start_p50 == 0.1, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(summary.prediction_error_relative.length_p50 == 0.2, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(summary.prediction_error_relative.start_p90 > 0.1);
+  BOOST_TEST(summary.prediction_error_relative.start_p90 <= 0.5);
+  BOOST_TEST(summary.prediction_error_s.start_p50 == 0.005, boost::test_tools::tolerance(1e-12));  // absolute, all four
 }
 
 BOOST_AUTO_TEST_CASE(an_unknown_decode_dc_is_an_error) {

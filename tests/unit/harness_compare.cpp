@@ -276,19 +276,20 @@ Results with_requests() {
   Results r = results(1.5, 0.3, "atlas", 8);
   r.configuration["prefill"] = {{"enabled", true}, {"ttft_slo_s", 3.0}};
   PrefillResults prefill;
-  prefill.summary = PrefillSummary{.gpu_utilization = {},
-                                   .mean_gpu_utilization = 0.9,
-                                   .prefill_tokens_per_s = 1000.25,
-                                   .requests = 5,
-                                   .served = 4,
-                                   .rejected = 1,
-                                   .ttft_p50_s = 3,
-                                   .ttft_p90_s = {},
-                                   .ttft_p99_s = 4.97,
-                                   .kv_bytes = {},
-                                   .prediction_start_error_rel_p90 = 0.5,
-                                   .prediction_length_error_rel_p90 = 0.25,
-                                   .training_delay_s = 0.125};
+  prefill.summary = PrefillSummary{
+      .gpu_utilization = {},
+      .mean_gpu_utilization = 0.9,
+      .prefill_tokens_per_s = 1000.25,
+      .requests = 5,
+      .served = 4,
+      .rejected = 1,
+      .ttft_p50_s = 3,
+      .ttft_p90_s = {},
+      .ttft_p99_s = 4.97,
+      .kv_bytes = {},
+      .prediction_error_s = {},
+      .prediction_error_relative = {.start_p50 = 0, .start_p90 = 0.5, .length_p50 = 0, .length_p90 = 0.25},
+      .training_delay_s = 0.125};
   prefill.requests = {{0, 0.5, 100, "served", 4.0, ""},
                       {1, 1.0, 100, "served", 1.0, ""},
                       {2, 2.0, 100, "rejected", std::nullopt, "TTFT SLO of 3 s cannot be met"},

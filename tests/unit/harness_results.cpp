@@ -42,8 +42,8 @@ Results full_results() {
   prefill.summary.ttft_p90_s = 1.2;
   prefill.summary.ttft_p99_s = 2.5;
   prefill.summary.kv_bytes = {{"a->c", 123456}};
-  prefill.summary.prediction_start_error_p50_s = 0.001;
-  prefill.summary.prediction_length_error_rel_p90 = 0.25;
+  prefill.summary.prediction_error_s.start_p50 = 0.001;
+  prefill.summary.prediction_error_relative.length_p90 = 0.25;
   prefill.summary.training_delay_s = 0.002;
   prefill.notes = {"prefill worker 3 died: killed by signal 9"};
   prefill.requests = {RequestRow{0, 0.5, 1500, "served", 0.75, ""},
@@ -117,8 +117,8 @@ BOOST_AUTO_TEST_CASE(a_file_without_the_relative_prediction_error_reads) {
   BOOST_REQUIRE(document["prefill"].erase("bubble_prediction_error_relative") == 1u);
   const Results read = results_from_json(document.dump(), "results.json");
   BOOST_REQUIRE(read.prefill.has_value());
-  BOOST_TEST(read.prefill->summary.prediction_length_error_rel_p90 == 0.0);
-  BOOST_TEST(read.prefill->summary.prediction_start_error_p50_s == 0.001);
+  BOOST_TEST(read.prefill->summary.prediction_error_relative.length_p90 == 0.0);
+  BOOST_TEST(read.prefill->summary.prediction_error_s.start_p50 == 0.001);
 }
 
 BOOST_AUTO_TEST_CASE(top_level_fields_keep_their_names_and_order) {

@@ -97,6 +97,11 @@ void add_requests(const PrefillRecord& prefill, PrefillSummary& summary) {
   summary.ttft_p99_s = base::percentile(ttft_s, 99);
 }
 
+BubbleErrors percentiles_of(const std::vector<double>& start, const std::vector<double>& length) {
+  return {percentile_or_zero(start, 50), percentile_or_zero(start, 90), percentile_or_zero(length, 50),
+          percentile_or_zero(length, 90)};
+}
+
 void add_prediction(const PrefillRecord& prefill, PrefillSummary& summary) {
   std::vector<double> start_s;
   std::vector<double> length_s;
@@ -111,14 +116,8 @@ void add_prediction(const PrefillRecord& prefill, PrefillSummary& summary) {
     start_rel.push_back(start / static_cast<double>(error.predicted_ns));
     length_rel.push_back(length / static_cast<double>(error.predicted_ns));
   }
-  summary.prediction_start_error_rel_p50 = percentile_or_zero(start_rel, 50);
-  summary.prediction_start_error_rel_p90 = percentile_or_zero(start_rel, 90);
-  summary.prediction_length_error_rel_p50 = percentile_or_zero(length_rel, 50);
-  summary.prediction_length_error_rel_p90 = percentile_or_zero(length_rel, 90);
-  summary.prediction_start_error_p50_s = percentile_or_zero(start_s, 50);
-  summary.prediction_start_error_p90_s = percentile_or_zero(start_s, 90);
-  summary.prediction_length_error_p50_s = percentile_or_zero(length_s, 50);
-  summary.prediction_length_error_p90_s = percentile_or_zero(length_s, 90);
+  summary.prediction_error_s = percentiles_of(start_s, length_s);
+  summary.prediction_error_relative = percentiles_of(start_rel, length_rel);
 }
 
 }  // namespace

@@ -114,6 +114,8 @@ class Fields {
 // The prefill figures compare shows: mean utilization with prefill, tokens/s,
 // requests served, rejected and failed, TTFT p50 and p99, training delay.
 PrefillSummary prefill_shown(const Fields& prefill);
+// A bubble_prediction_error_* object: start_p50, start_p90, length_p50, length_p90.
+BubbleErrors bubble_errors_from(const Fields& errors);
 EmulationHealth emulation_from(const Fields& emulation);
 TrainingSlowdown slowdown_from(const Fields& slowdown);
 EmulationFigures emulation_figures(const Fields& emulation);

@@ -123,6 +123,13 @@ Json slowdown_json(const TrainingSlowdown& s) {
             {"max", s.op_start_late.max_ms}}}};
 }
 
+Json bubble_errors_json(const BubbleErrors& errors) {
+  return {{"start_p50", errors.start_p50},
+          {"start_p90", errors.start_p90},
+          {"length_p50", errors.length_p50},
+          {"length_p90", errors.length_p90}};
+}
+
 Json prefill_json(const PrefillResults& prefill) {
   const PrefillSummary& s = prefill.summary;
   Json json = Json::object();
@@ -137,14 +144,8 @@ Json prefill_json(const PrefillResults& prefill) {
                       {"unfinished", s.unfinished}};
   json["ttft_s"] = {{"p50", or_null(s.ttft_p50_s)}, {"p90", or_null(s.ttft_p90_s)}, {"p99", or_null(s.ttft_p99_s)}};
   json["kv_bytes"] = object_of(s.kv_bytes);
-  json["bubble_prediction_error_s"] = {{"start_p50", s.prediction_start_error_p50_s},
-                                       {"start_p90", s.prediction_start_error_p90_s},
-                                       {"length_p50", s.prediction_length_error_p50_s},
-                                       {"length_p90", s.prediction_length_error_p90_s}};
-  json["bubble_prediction_error_relative"] = {{"start_p50", s.prediction_start_error_rel_p50},
-                                              {"start_p90", s.prediction_start_error_rel_p90},
-                                              {"length_p50", s.prediction_length_error_rel_p50},
-                                              {"length_p90", s.prediction_length_error_rel_p90}};
+  json["bubble_prediction_error_s"] = bubble_errors_json(s.prediction_error_s);
+  json["bubble_prediction_error_relative"] = bubble_errors_json(s.prediction_error_relative);
   json["training_delay_s"] = s.training_delay_s;
   json["notes"] = prefill.notes;
   Json& rows = json["request_outcomes"] = Json::array();
@@ -213,11 +214,7 @@ PrefillResults prefill_from(const Fields& fields) {
   s.unfinished = requests.whole<int>("unfinished");
   s.ttft_p90_s = fields.object("ttft_s").optional_number("p90");
   s.kv_bytes = fields.counts("kv_bytes");
-  const Fields prediction = fields.object("bubble_prediction_error_s");
-  s.prediction_start_error_p50_s = prediction.number("start_p50");
-  s.prediction_start_error_p90_s = prediction.number("start_p90");
-  s.prediction_length_error_p50_s = prediction.number("length_p50");
-  s.prediction_length_error_p90_s = prediction.number("length_p90");
+  s.prediction_error_s = detail::bubble_errors_from(fields.object("bubble_prediction_error_s"));
   prefill.notes = fields.texts("notes");
   const Json& rows = fields.array("request_outcomes");
   for (std::size_t i = 0; i < rows.size(); ++i)
@@ -332,6 +329,11 @@ EmulationFigures emulation_figures(const Fields& fields) {
 }
 
 // The prefill figures compare shows (the digest reads these alone).
+BubbleErrors bubble_errors_from(const Fields& fields) {
+  return {fields.number("start_p50"), fields.number("start_p90"), fields.number("length_p50"),
+          fields.number("length_p90")};
+}
+
 PrefillSummary prefill_shown(const Fields& fields) {
   PrefillSummary s;
   s.mean_gpu_utilization = fields.number("mean_gpu_utilization");
@@ -344,13 +346,8 @@ PrefillSummary prefill_shown(const Fields& fields) {
   s.ttft_p50_s = ttft.optional_number("p50");
   s.ttft_p99_s = ttft.optional_number("p99");
   s.training_delay_s = fields.number("training_delay_s");
-  if (fields.has("bubble_prediction_error_relative")) {  // absent from files written before it was reported
-    const Fields relative = fields.object("bubble_prediction_error_relative");
-    s.prediction_start_error_rel_p50 = relative.number("start_p50");
-    s.prediction_start_error_rel_p90 = relative.number("start_p90");
-    s.prediction_length_error_rel_p50 = relative.number("length_p50");
-    s.prediction_length_error_rel_p90 = relative.number("length_p90");
-  }
+  if (fields.has("bubble_prediction_error_relative"))  // absent from files written before it was reported
+    s.prediction_error_relative = bubble_errors_from(fields.object("bubble_prediction_error_relative"));
   return s;
 }
 

@@ -35,8 +35,8 @@ PrefillColumns prefill_columns(const ResultsDigest& results) {
   columns.rejected = summary.rejected;
   columns.failed = summary.failed;
   columns.training_delay_s = summary.training_delay_s;
-  columns.bubble_start_error_rel_p90 = summary.prediction_start_error_rel_p90;
-  columns.bubble_length_error_rel_p90 = summary.prediction_length_error_rel_p90;
+  columns.bubble_start_error_rel_p90 = summary.prediction_error_relative.start_p90;
+  columns.bubble_length_error_rel_p90 = summary.prediction_error_relative.length_p90;
   columns.ttft_slo_s = results.ttft_slo_s;
   count_over_slo(results, columns);
   columns.ttfts_s.reserve(results.served.size());

@@ -13,6 +13,13 @@ namespace wanlab::harness {
 
 struct RunRecord;
 
+// p50 and p90 of the bubble prediction's |errors| at a window's start and in its length.
+struct BubbleErrors {
+  double start_p50 = 0, start_p90 = 0;
+  double length_p50 = 0, length_p90 = 0;
+  bool operator==(const BubbleErrors&) const = default;
+};
+
 // Summary of a run's PrefillRecord (record.hpp), over the iterations that
 // summarize_run uses (after the first unless there is only one). Like
 // summarize_run, utilization is a mean over those iterations of per-iteration
@@ -32,13 +39,12 @@ struct PrefillSummary {
   // Of the served requests (base::percentile); none when nothing was served:
   // 0 would read as a perfect figure (results.json says null).
   std::optional<double> ttft_p50_s, ttft_p90_s, ttft_p99_s;
-  std::vector<std::pair<std::string, std::uint64_t>> kv_bytes;                // per WAN link ("east->europe"), sorted
-  double prediction_start_error_p50_s = 0, prediction_start_error_p90_s = 0;  // |error|, every iteration
-  double prediction_length_error_p50_s = 0, prediction_length_error_p90_s = 0;
-  // The same errors, each as a share of its predicted window's length (0.1:
-  // a tenth of the bubble): what decides whether prefill placed there fits.
-  double prediction_start_error_rel_p50 = 0, prediction_start_error_rel_p90 = 0;
-  double prediction_length_error_rel_p50 = 0, prediction_length_error_rel_p90 = 0;
+  std::vector<std::pair<std::string, std::uint64_t>> kv_bytes;  // per WAN link ("east->europe"), sorted
+  // The bubble prediction's |errors| over every iteration, in seconds, and
+  // each as a share of its predicted window's length (0.1: a tenth of the
+  // bubble), which decides whether prefill placed there fits.
+  BubbleErrors prediction_error_s;
+  BubbleErrors prediction_error_relative;
   double training_delay_s = 0;  // training compute started late because prefill held the GPU
   bool operator==(const PrefillSummary&) const = default;
 };
