@@ -209,6 +209,11 @@ BOOST_AUTO_TEST_CASE(a_stage_that_does_not_fit_is_refused_with_or_without_prefil
                  "[gpus] memory_gb",
              message);
   BOOST_CHECK_NO_THROW(parsed(job(2, 1, 8, "[gpus]\na = 8\nmemory_gb = 0.6\n")));  // half the state per GPU
+  // A memory_gb so small that the tp it needs is past any int (found by the
+  // experiment fuzzer: the count was cast to an int) is refused the same way.
+  const std::string tiny = error_of([&] { parsed(job(1, 1, 8, "[gpus]\na = 8\nmemory_gb = 5e-324\n")); });
+  BOOST_TEST(tiny.find("a pipeline stage does not fit in 4.94066e-324 GB per GPU") != std::string::npos, tiny);
+  BOOST_TEST(tiny.find("use tp >= inf,") != std::string::npos, tiny);
 }
 
 // What the planner keeps, train accepts: every candidate `wanlab plan` would

@@ -141,7 +141,9 @@ void check_memory(const Experiment& experiment) {
   if (total <= estimate.capacity) return;
   // Every term is divided over tp: the tp that fits follows directly.
   double at_tp1 = total * experiment.parallel.tp;
-  int tp_needed = static_cast<int>(std::ceil(at_tp1 / estimate.capacity));
+  // A double, not an int: a huge model on a tiny memory_gb asks for more than
+  // any int holds, or for infinity (found by the experiment fuzzer).
+  const double tp_needed = std::ceil(at_tp1 / estimate.capacity);
   if (!experiment.prefill.enabled) {
     throw ExperimentError(fmt::format(
         "{}: a pipeline stage does not fit in {:g} GB per GPU: weights {:.1f} + gradients {:.1f} + optimizer "
