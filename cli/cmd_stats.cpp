@@ -126,7 +126,7 @@ nlohmann::json to_json(const std::string& testbed, const std::vector<PairRow>& r
 int cmd_stats(const Options& options) {
   const double interval_s = options.decimal("interval", 0.01, 86400).value_or(1.0);
   const auto state = em::load_state(em::resolve_testbed(testbed_option(options)));
-  const em::Datapath datapath = em::Datapath::open_pinned(em::bpffs_dir(state.name));
+  const em::Datapath datapath = em::open_data_plane(state);
   std::vector<wanlab_pair_stats> previous(state.dcs.size() * state.dcs.size());
   sample(datapath, state.dcs, previous, 0);
   do {

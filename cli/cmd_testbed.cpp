@@ -24,6 +24,7 @@
 #include "wanlab/emulator/process.hpp"
 #include "wanlab/emulator/rtnl.hpp"
 #include "wanlab/emulator/scenario.hpp"
+#include "wanlab/emulator/machines.hpp"
 #include "wanlab/emulator/testbed.hpp"
 #include "wanlab/emulator/units.hpp"
 #include "wanlab/emulator/verify.hpp"
@@ -137,6 +138,35 @@ int cmd_attach(const Options& options) {
     fmt::print(
         "without sch_fq, packets are shaped as they ARRIVE on {}; attach on both ends to shape both directions\n",
         state.dev);
+  fmt::print("remove with: wanlab down {}\n", state.name);
+  return 0;
+}
+
+int cmd_join(const Options& options) {
+  const em::Scenario scenario = em::load_scenario(one_positional(options, "scenario file"));
+  em::JoinOptions join;
+  join.exe = base::self_exe();
+  if (const auto name = options.get("name")) join.name = checked_testbed_name(*name, "--name");
+  if (const auto dev = options.get("dev")) {
+    if (!em::is_valid_interface_name(*dev))
+      throw UsageError("--dev: expected an interface name (1-15 of [A-Za-z0-9_.@:-]), got " + base::quoted(*dev));
+    join.dev = *dev;
+  }
+  if (!options.flag("quiet"))
+    join.progress = [](const std::string& step) {
+      fmt::print("wanlab join: {}\n", step);
+      std::fflush(stdout);
+    };
+  const em::MachineRole role = em::find_machine_role(scenario, em::this_machine(), em::resolve_host);
+  const auto state = em::join_machine(scenario, role, join);
+  if (role.gateway)
+    fmt::print(
+        "testbed {}: this machine is DC {}'s gateway; the DC's links to {} other DCs leave through {} (release "
+        "path fq)\n",
+        state.name, state.machine->dc, state.dcs.size() - 1, state.dev);
+  else
+    fmt::print("testbed {}: this machine is in DC {}; traffic to other DCs goes through its gateway {} ({} routes)\n",
+               state.name, state.machine->dc, em::ipv4_to_string(role.gateway_address), state.machine->routes.size());
   fmt::print("remove with: wanlab down {}\n", state.name);
   return 0;
 }
@@ -404,8 +434,11 @@ int cmd_status(const Options& options) {
                         {"daemon_alive", alive}});
         continue;
       }
-      const std::string where = state.kind == em::TestbedKind::attached ? "attached to " + state.dev
-                                                                        : std::to_string(state.hosts.size()) + " hosts";
+      const std::string where = state.machine ? fmt::format("DC {}'s {} on {}", state.machine->dc,
+                                                            state.machine->gateway ? "gateway" : "member", state.dev)
+                                : state.kind == em::TestbedKind::attached
+                                    ? "attached to " + state.dev
+                                    : std::to_string(state.hosts.size()) + " hosts";
       fmt::print("{}: {} DCs, {}, release path {} ({}); daemon {}\n", name, state.dcs.size(), where,
                  em::to_string(state.release), state.release_reason,
                  alive ? "running" : "NOT RUNNING (wanlab down " + name + ")");

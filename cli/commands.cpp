@@ -135,6 +135,13 @@ std::vector<Command> make_commands() {
         valued("netns", "NAME", "the interface's named network namespace"),
         valued("pid", "PID", "the interface is in this process's network namespace")},
        cmd_attach},
+      {"join",
+       "SCENARIO",
+       "this machine's part of a scenario over machines (dc.machines): a DC's gateway shapes its links, the "
+       "others route through it",
+       {kName, kQuiet,
+        valued("dev", "DEV", "the interface to other DCs (default: the one holding this machine's address)")},
+       cmd_join},
       {"demo",
        "[SCENARIO]",
        "bring up a WAN, measure RTT and goodput per DC pair, take it down",

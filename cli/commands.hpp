@@ -68,6 +68,7 @@ int cmd_set(const Options& options);
 int cmd_stats(const Options& options);
 int cmd_status(const Options& options);
 int cmd_attach(const Options& options);
+int cmd_join(const Options& options);
 int cmd_daemon(const Options& options);  // internal: releaser and timed events of one testbed
 int cmd_perf(Args args);
 int cmd_whatif(const Options& options);  // sweeps of the simulator

@@ -37,7 +37,16 @@ for i in "${!writable[@]}"; do
   mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 "share$i" "${writable[$i]}" || fail "mounting ${writable[$i]} writable failed"
 done
 ip link set lo up
-hostname wanlab-vm 2>/dev/null || true
+hostname "$(<"$share/hostname")" 2>/dev/null || true
+if [[ -s $share/hosts ]]; then cp "$share/hosts" /etc/hosts; fi
+# --tap: the one NIC, named eth0 whatever the kernel called it.
+address=$(<"$share/address")
+if [[ -n $address ]]; then
+  nic=$(ls /sys/class/net | grep -v '^lo$' | head -n 1)
+  [[ -n $nic ]] || fail "no network interface for --address $address"
+  [[ $nic == eth0 ]] || ip link set "$nic" name eth0 || fail "renaming $nic to eth0 failed"
+  ip addr add "$address" dev eth0 && ip link set eth0 up || fail "configuring eth0 with $address failed"
+fi
 
 mapfile -d '' -t environment <"$share/env"
 mapfile -d '' -t command <"$share/argv"

@@ -19,6 +19,12 @@
 #     --timeout SECONDS  wall-clock limit for the whole run (default 600)
 #     --memory MIB       guest memory (default 2048)
 #     --cpus N           guest CPUs (default 1; TCG runs one host thread each)
+#     --tap NAME         a virtio NIC on the existing tap device NAME of this
+#                        network namespace (run-machines.sh makes them); the
+#                        guest names it eth0
+#     --address A/LEN    eth0's IPv4 address (with --tap)
+#     --hostname NAME    the guest's host name (default wanlab-vm)
+#     --hosts-file FILE  the guest's /etc/hosts
 #
 # The kernel is `linux-image-amd64`'s dependency from apt, downloaded and
 # unpacked (not installed) into $WANLAB_VM_CACHE (default /var/cache/wanlab-vm)
@@ -37,6 +43,10 @@ timeout=600
 memory=2048
 cpus=1
 fetch_only=0
+tap=""
+address=""
+guest_hostname=wanlab-vm
+hosts_file=""
 shares=()
 cwd="$PWD"
 environment=("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" "HOME=/root" "LANG=C.UTF-8")
@@ -50,7 +60,7 @@ die() {
 }
 
 usage() {
-  echo "usage: $me --fetch | [--env NAME=VALUE] [--modprobe MODULE] [--cwd DIR] [--share DIR] [--timeout SECONDS] [--memory MIB] [--cpus N] -- COMMAND [ARG...]" >&2
+  echo "usage: $me --fetch | [--env NAME=VALUE] [--modprobe MODULE] [--cwd DIR] [--share DIR] [--timeout SECONDS] [--memory MIB] [--cpus N] [--tap NAME [--address A/LEN]] [--hostname NAME] [--hosts-file FILE] -- COMMAND [ARG...]" >&2
   exit 2
 }
 
@@ -70,6 +80,14 @@ while [[ $# -gt 0 ]]; do
     --timeout) [[ $# -ge 2 ]] || usage; positive "$1" "$2"; timeout=$2; shift 2 ;;
     --memory) [[ $# -ge 2 ]] || usage; positive "$1" "$2"; memory=$2; shift 2 ;;
     --cpus) [[ $# -ge 2 ]] || usage; positive "$1" "$2"; cpus=$2; shift 2 ;;
+    --tap) [[ $# -ge 2 && $2 =~ ^[A-Za-z0-9_-]{1,15}$ ]] || { echo "$me: --tap needs a tap device's name" >&2; usage; }
+           tap=$2; modules+=(virtio_net); shift 2 ;;
+    --address) [[ $# -ge 2 && $2 =~ ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+/[0-9]+$ ]] || { echo "$me: --address needs A.B.C.D/LEN" >&2; usage; }
+               address=$2; shift 2 ;;
+    --hostname) [[ $# -ge 2 && $2 =~ ^[A-Za-z0-9][A-Za-z0-9.-]{0,62}$ ]] || { echo "$me: --hostname needs a host name" >&2; usage; }
+                guest_hostname=$2; shift 2 ;;
+    --hosts-file) [[ $# -ge 2 && -f $2 ]] || { echo "$me: --hosts-file needs an existing file" >&2; usage; }
+                  hosts_file="$(realpath -- "$2")"; shift 2 ;;
     --fetch) fetch_only=1; shift ;;
     --) shift; break ;;
     *) echo "$me: unknown option $1" >&2; usage ;;
@@ -198,6 +216,9 @@ printf '%s\0' "${modules[@]}" >"$share/modprobe"
 printf '%s\0' "${environment[@]}" >"$share/env"
 printf '%s\0' "$@" >"$share/argv"
 : >"$share/writable"
+printf '%s' "$address" >"$share/address"
+printf '%s' "$guest_hostname" >"$share/hostname"
+if [[ -n $hosts_file ]]; then cp "$hosts_file" "$share/hosts"; fi
 # (printf with no arguments would still write one empty entry)
 if [[ ${#shares[@]} -gt 0 ]]; then printf '%s\0' "${shares[@]}" >"$share/writable"; fi
 
@@ -205,6 +226,12 @@ if [[ ${#shares[@]} -gt 0 ]]; then printf '%s\0' "${shares[@]}" >"$share/writabl
 # A comma in a QEMU option's value is written twice.
 qemu_value() { printf '%s' "${1//,/,,}"; }
 share_devices=()
+nic=(-nic none)
+if [[ -n $tap ]]; then
+  # A locally administered MAC from the tap's name: each guest its own.
+  mac="52:54:$(printf '%s' "$tap" | md5sum | sed 's/^\(..\)\(..\)\(..\)\(..\).*/\1:\2:\3:\4/')"
+  nic=(-netdev "tap,id=net0,ifname=$tap,script=no,downscript=no" -device "virtio-net-pci,netdev=net0,mac=$mac")
+fi
 for i in "${!shares[@]}"; do
   share_devices+=(-fsdev "local,id=share$i,path=$(qemu_value "${shares[$i]}"),security_model=none"
                   -device "virtio-9p-pci,fsdev=share$i,mount_tag=share$i")
@@ -218,7 +245,7 @@ cmdline="console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init clocksource=hpet t
 # setpriv --pdeathsig: QEMU dies with this script, however the script ends.
 setpriv --pdeathsig KILL -- qemu-system-x86_64 \
   -accel tcg -cpu max -smp "$cpus" -m "$memory" \
-  -display none -vga none -monitor none -no-reboot -nic none \
+  -display none -vga none -monitor none -no-reboot "${nic[@]}" \
   -chardev "stdio,id=console,signal=off,logfile=$(qemu_value "$console")" -serial chardev:console \
   -kernel "$(qemu_value "$vmlinuz")" -initrd "$work/initramfs.img" \
   -append "$cmdline" \

@@ -128,7 +128,7 @@ class Schedules {
 
   explicit Schedules(const TestbedState& state) {
     try {
-      datapath_.emplace(Datapath::open_pinned(bpffs_dir(state.name)));
+      datapath_.emplace(open_data_plane(state));
     } catch (const std::exception& error) {
       throw std::runtime_error(fmt::format("{}: reading its data plane's schedules: {}", state.name, error.what()));
     }

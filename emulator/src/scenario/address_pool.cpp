@@ -63,7 +63,8 @@ Ipv4Prefix parse_ipv4_prefix(std::string_view text) {
   if (error != std::errc{} || stop != end || prefix.len < 0 || prefix.len > 32) {
     return fail("bad prefix length");
   }
-  std::uint32_t host_mask = prefix.len == 0 ? 0xffffffffu : (0xffffffffu >> prefix.len);
+  // (A shift by 32 is undefined: /32 has no host bits.)
+  const std::uint32_t host_mask = prefix.len == 32 ? 0 : 0xffffffffu >> prefix.len;
   if ((prefix.addr & host_mask) != 0) return fail("host bits are set");
   return prefix;
 }

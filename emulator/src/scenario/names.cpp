@@ -38,6 +38,23 @@ bool is_valid_host_name(std::string_view name) {
          std::all_of(index.begin(), index.end(), is_digit) && (index == "0" || index.front() != '0');
 }
 
+bool is_valid_machine_name(std::string_view name) {
+  if (name.empty() || name.size() > 253 || name.front() == '.' || name.back() == '.') return false;
+  std::size_t label = 0;
+  char previous = '.';
+  for (char c : name) {
+    if (c == '.') {
+      if (previous == '-' || previous == '.') return false;  // an empty label, or one ending in '-'
+      label = 0;
+    } else {
+      const bool allowed = is_lower_or_digit(c) || (c >= 'A' && c <= 'Z') || c == '-';
+      if (!allowed || (c == '-' && previous == '.') || ++label > 63) return false;
+    }
+    previous = c;
+  }
+  return previous != '-';
+}
+
 bool is_valid_interface_name(std::string_view name) {
   return !name.empty() && name.size() < 16 && std::all_of(name.begin(), name.end(), [](char c) {
     return (c >= 'A' && c <= 'Z') || is_lower_or_digit(c) || c == '_' || c == '-' || c == '.' || c == '@' || c == ':';

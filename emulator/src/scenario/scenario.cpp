@@ -33,7 +33,7 @@ constexpr std::array kTopKeys{"name"sv, "seed"sv, "network"sv, "defaults"sv, "in
                               "host"sv, "dc"sv,   "link"sv,    "event"sv};
 constexpr std::array kNetworkKeys{"pool"sv};
 constexpr std::array kHostKeys{"tcp_congestion"sv, "tcp_wmem_max"sv, "tcp_rmem_max"sv, "tcp_slow_start_after_idle"sv};
-constexpr std::array kDcKeys{"name"sv, "hosts"sv};
+constexpr std::array kDcKeys{"name"sv, "hosts"sv, "machines"sv, "gateway"sv};
 constexpr std::array kLinkTableKeys{"between"sv, "from"sv, "to"sv, "schedule"sv};
 constexpr std::array kDefaultsKeys{"schedule"sv};
 
@@ -62,6 +62,7 @@ class Parser : detail::ScenarioReader {
     read_network(root);
     read_defaults(root);
     read_link_table(root, "intra_dc", scenario_.intra_dc);
+    check_machines_fit(root);
     read_host(root);
     read_links(root);
     read_events(root);
@@ -154,9 +155,113 @@ class Parser : detail::ScenarioReader {
         fail(table->source(), fmt::format("dc: more than {} DCs", WANLAB_MAX_DCS));
       }
       check_known_keys(*table, kDcKeys, "[[dc]]");
-      scenario_.dcs.push_back(Dc{read_dc_name(*table), read_hosts(*table)});
+      scenario_.dcs.push_back(Dc{read_dc_name(*table), read_hosts(*table), {}, {}});
       dc_where_.push_back(table->source());
+      read_machines(*table, scenario_.dcs.back());
     }
+    const auto with_machines =
+        std::count_if(scenario_.dcs.begin(), scenario_.dcs.end(), [](const Dc& dc) { return !dc.machines.empty(); });
+    if (with_machines != 0 && with_machines != static_cast<std::ptrdiff_t>(scenario_.dcs.size())) {
+      for (std::size_t i = 0; i < tables.size(); ++i)
+        if (scenario_.dcs[i].machines.empty())
+          fail(tables[i]->source(), fmt::format("dc.machines: DC \"{}\" has none; in a scenario over machines every "
+                                                "DC names its machines",
+                                                scenario_.dcs[i].name));
+    }
+  }
+
+  // `machines = [...]`: host names, addresses or address ranges, each in one
+  // DC only; `gateway` one of them (or an address in a range), by default the
+  // first, which must then be one machine.
+  void read_machines(const toml::table& table, Dc& dc) {
+    const toml::node* node = table.get("machines");
+    if (node == nullptr) {
+      if (const toml::node* gateway = table.get("gateway"))
+        fail(gateway->source(), "dc.gateway: only a DC of machines has one; add dc.machines");
+      return;
+    }
+    if (const toml::node* hosts = table.get("hosts"))
+      fail(hosts->source(), "dc.hosts: a DC of machines has no emulated hosts; remove hosts or machines");
+    const toml::array* list = node->as_array();
+    if (list == nullptr || list->empty())
+      fail(node->source(), fmt::format(R"(dc.machines: expected a list of host names or addresses like ["node1", )"
+                                       R"("10.0.0.0/28"], got {})",
+                                       describe_value(*node)));
+    for (const toml::node& entry : *list) {
+      const std::string& text = expect_string(entry, "dc.machines", R"(a host name or an address like "10.0.0.7")");
+      Machine machine{text, parse_machine_address(text)};
+      if (!machine.prefix && !is_valid_machine_name(text))
+        fail(entry.source(), fmt::format("dc.machines: {} is neither an IPv4 address or range (\"10.0.0.0/28\") nor "
+                                         "a host name (letters, digits, '-' and '.', at most 253)",
+                                         base::quoted(text)));
+      if (machine.prefix && !detail::unusable_range(*machine.prefix).empty())
+        fail(entry.source(),
+             fmt::format("dc.machines: {} overlaps {}", base::quoted(text), detail::unusable_range(*machine.prefix)));
+      check_machine_unique(machine, entry);
+      machines_seen_.push_back({scenario_.dcs.size() - 1, machine, entry.source()});
+      dc.machines.push_back(std::move(machine));
+    }
+    read_gateway(table, dc);
+  }
+
+  static std::optional<Ipv4Prefix> parse_machine_address(const std::string& text) {
+    const std::string with_length = text.find('/') == std::string::npos ? text + "/32" : text;
+    try {
+      return detail::parse_ipv4_prefix(with_length);
+    } catch (const std::invalid_argument&) {
+      return std::nullopt;
+    }
+  }
+
+  // The same name, or ranges that overlap, in two places: a machine would
+  // be in two DCs (or listed twice).
+  void check_machine_unique(const Machine& machine, const toml::node& entry) const {
+    for (const SeenMachine& seen : machines_seen_) {
+      const Machine& other = seen.machine;
+      const bool same = machine.prefix && other.prefix ? machine.prefix->contains(other.prefix->addr) ||
+                                                             other.prefix->contains(machine.prefix->addr)
+                                                       : machine.text == other.text;
+      if (same)
+        fail(entry.source(), fmt::format("dc.machines: {} is also in DC \"{}\" ({} at {})", base::quoted(machine.text),
+                                         scenario_.dcs[seen.dc].name, base::quoted(other.text), where(seen.where)));
+    }
+  }
+
+  void read_gateway(const toml::table& table, Dc& dc) const {
+    const toml::node* node = table.get("gateway");
+    if (node == nullptr) {
+      if (!dc.machines.front().is_single())
+        fail(table.get("machines")->source(),
+             fmt::format("dc.gateway: missing; the first of DC \"{}\"'s machines is a range ({}), so name the machine "
+                         "that carries its traffic to other DCs (gateway = \"10.0.0.1\")",
+                         dc.name, dc.machines.front().text));
+      dc.gateway = dc.machines.front().text;
+      return;
+    }
+    const std::string& gateway = expect_string(*node, "dc.gateway", R"(one of the DC's machines, like "node1")");
+    const auto address = parse_machine_address(gateway);
+    const bool listed = std::any_of(dc.machines.begin(), dc.machines.end(), [&](const Machine& machine) {
+      return machine.text == gateway ||
+             (address && address->len == 32 && machine.prefix && machine.prefix->contains(address->addr));
+    });
+    if (!listed || (address && address->len != 32))
+      fail(node->source(),
+           fmt::format("dc.gateway: {} is not one machine of DC \"{}\"'s machines", base::quoted(gateway), dc.name));
+    dc.gateway = gateway;
+  }
+
+  // What has no meaning across machines: the pool (addresses are the
+  // machines') and [intra_dc] (a DC's machines talk over the cluster's own
+  // network, unshaped).
+  void check_machines_fit(const toml::table& root) const {
+    if (!scenario_.over_machines()) return;
+    if (const toml::table* network = optional_table(root, "network"); network && network->get("pool"))
+      fail(network->get("pool")->source(),
+           "network.pool: a scenario over machines takes each DC's addresses from its machines; remove the pool");
+    if (const toml::table* intra = optional_table(root, "intra_dc"))
+      fail(intra->source(),
+           "[intra_dc]: a DC of machines talks over the cluster's own network, which wanlab does not "
+           "shape; remove [intra_dc]");
   }
 
   std::string read_dc_name(const toml::table& table) const {
@@ -450,9 +555,20 @@ class Parser : detail::ScenarioReader {
   std::vector<std::shared_ptr<const Schedule>> schedules_;  // distinct, as read
   std::uint64_t schedule_steps_ = 0;                        // theirs in all
   std::vector<toml::source_region> dc_where_;
+  struct SeenMachine {
+    std::size_t dc;
+    Machine machine;
+    toml::source_region where;
+  };
+  std::vector<SeenMachine> machines_seen_;
 };
 
 }  // namespace
+
+bool Ipv4Prefix::contains(std::uint32_t address) const {
+  const std::uint32_t mask = len == 0 ? 0 : ~std::uint32_t{0} << (32 - len);
+  return (address & mask) == (addr & mask);
+}
 
 int Scenario::dc_index(const std::string& dc_name) const {
   for (std::size_t i = 0; i < dcs.size(); ++i) {

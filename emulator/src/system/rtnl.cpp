@@ -161,21 +161,36 @@ void Rtnl::add_address_v4(int ifindex, std::uint32_t addr, int prefix_len) {
   transact(message, if_name(ifindex) + ": adding address " + ipv4_to_string(addr) + "/" + std::to_string(prefix_len));
 }
 
-void Rtnl::add_route_v4(std::uint32_t dst, int dst_len, int oif, std::optional<std::uint32_t> gateway) {
-  NetlinkMessage message(RTM_NEWROUTE, kCreate);
-  nlmsghdr* nlh = message.header();
+namespace {
+
+// A static main-table IPv4 route, as adding and removing one name it.
+void put_route_v4(nlmsghdr* nlh, std::uint32_t dst, int dst_len, int oif, std::optional<std::uint32_t> gateway,
+                  unsigned char scope) {
   auto* rtm = static_cast<rtmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(rtmsg)));
   rtm->rtm_family = AF_INET;
   rtm->rtm_dst_len = static_cast<unsigned char>(dst_len);
   rtm->rtm_table = RT_TABLE_MAIN;
   rtm->rtm_protocol = RTPROT_STATIC;
   rtm->rtm_type = RTN_UNICAST;
-  rtm->rtm_scope = gateway ? RT_SCOPE_UNIVERSE : RT_SCOPE_LINK;
+  rtm->rtm_scope = scope;
   if (gateway) rtm->rtm_flags = RTNH_F_ONLINK;
   if (dst_len > 0) mnl_attr_put_u32(nlh, RTA_DST, htonl(dst));
   mnl_attr_put_u32(nlh, RTA_OIF, static_cast<std::uint32_t>(oif));
   if (gateway) mnl_attr_put_u32(nlh, RTA_GATEWAY, htonl(*gateway));
+}
+
+}  // namespace
+
+void Rtnl::add_route_v4(std::uint32_t dst, int dst_len, int oif, std::optional<std::uint32_t> gateway) {
+  NetlinkMessage message(RTM_NEWROUTE, kCreate);
+  put_route_v4(message.header(), dst, dst_len, oif, gateway, gateway ? RT_SCOPE_UNIVERSE : RT_SCOPE_LINK);
   transact(message, if_name(oif) + ": adding route " + ipv4_to_string(dst) + "/" + std::to_string(dst_len));
+}
+
+void Rtnl::delete_route_v4(std::uint32_t dst, int dst_len, int oif, std::uint32_t gateway) {
+  NetlinkMessage message(RTM_DELROUTE, NLM_F_REQUEST | NLM_F_ACK);
+  put_route_v4(message.header(), dst, dst_len, oif, gateway, RT_SCOPE_NOWHERE);  // any scope
+  transact(message, if_name(oif) + ": removing route " + ipv4_to_string(dst) + "/" + std::to_string(dst_len));
 }
 
 void Rtnl::add_address_v6(int ifindex, const Ipv6& addr, int prefix_len) {

@@ -100,6 +100,7 @@ TestbedState attach_up(const std::string& dev, const Scenario& scenario, const A
   state.kind = TestbedKind::attached;
   state.name = options.name.empty() ? scenario.name : options.name;
   state.dev = dev;
+  state.machine = options.machine;
   state.netns = kPrefix + state.name + kAttachedSuffix;
   for (const auto& dc : scenario.dcs) state.dcs.push_back(dc.name);
   if (std::filesystem::exists(run_dir(state.name)))
@@ -118,11 +119,20 @@ TestbedState attach_up(const std::string& dev, const Scenario& scenario, const A
     create_run_dir(state, scenario);
     name_current_netns(state.netns);
     mount_bpffs(state.name);
-    std::tie(state.release, state.release_reason) = choose_release_for(state.name, options.release);
+    try {
+      std::tie(state.release, state.release_reason) = choose_release_for(state.name, options.release);
+    } catch (const std::runtime_error& error) {
+      if (!state.machine) throw;
+      // On the nfqueue path only what arrives would wait: a gateway's own
+      // traffic to other DCs arrives at their members, not at a gateway.
+      throw std::runtime_error(fmt::format("{}: a DC's gateway needs the fq release path: {}", dev, error.what()));
+    }
     say("release path: " + to_string(state.release) + " (" + state.release_reason + ")");
     if (state.release == ReleasePath::fq) refuse_configured_root_qdisc(rtnl, ifindex, dev);
 
-    Datapath datapath = load_datapath(scenario, state, false);
+    std::optional<Datapath::Gateway> gateway;
+    if (state.machine && state.machine->gateway) gateway = Datapath::Gateway{ifindex, options.gateway_mac};
+    Datapath datapath = load_datapath(scenario, state, false, options.dc_prefixes, gateway);
     base::check_interrupted();
 
     state.created_clsact = add_clsact_if_missing(rtnl, ifindex);

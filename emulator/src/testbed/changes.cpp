@@ -125,7 +125,7 @@ void drop_overridden(toml::array& changes) {
 
 void refresh_locked(const TestbedState& state) {
   const Scenario scenario = current_scenario(state);
-  Datapath datapath = Datapath::open_pinned(bpffs_dir(state.name));
+  Datapath datapath = open_data_plane(state);
   write_pairs(datapath, scenario);
 }
 
@@ -191,7 +191,7 @@ namespace {
 // own). Only the change's pairs, and only their map's head unless it shares.
 void check_schedules_send_at(const TestbedState& state, const Change& change, const LinkParams& checked) {
   const Scenario scenario = current_scenario(state);
-  const Datapath datapath = Datapath::open_pinned(bpffs_dir(state.name));
+  const Datapath datapath = open_data_plane(state);
   std::vector<std::pair<int, int>> pairs{{dc_of_change(state, change.from), dc_of_change(state, change.to)}};
   if (change.symmetric) pairs.emplace_back(pairs[0].second, pairs[0].first);
   for (const auto& [src, dst] : pairs) {

@@ -182,7 +182,7 @@ void set_schedule_live(const TestbedState& state, const Change& selection, const
   TestbedLock lock(state.name);
   // Reads the changes strictly: a broken file stops here, before anything changes.
   const Scenario scenario = current_scenario(state);
-  Datapath datapath = Datapath::open_pinned(bpffs_dir(state.name));
+  Datapath datapath = open_data_plane(state);
   if (live) {
     check_pairs_send(state, scenario, *live, pairs);
     check_total_with(datapath, *live, pairs);

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <toml++/toml.h>
 
+#include "scenario/scenario_reader.hpp"
 #include "testbed/strict_toml.hpp"
 #include "testbed/testbed_internal.hpp"
 #include "wanlab/base/files.hpp"
@@ -44,7 +45,10 @@ constexpr std::array kStateKeys{"name"sv,
                                 "created_clsact"sv,
                                 "created_fq"sv,
                                 "dcs"sv,
-                                "hosts"sv};
+                                "hosts"sv,
+                                "machine"sv};
+constexpr std::array kMachineKeys{"role"sv, "dc"sv, "address"sv, "gateway_address"sv, "routes"sv, "sysctls"sv};
+constexpr std::array kSysctlKeys{"path"sv, "before"sv};
 constexpr std::array kHostKeys{"name"sv,  "dc"sv,   "dc_index"sv, "index"sv,
                                "netns"sv, "ipv4"sv, "ipv6"sv,     "core_ifname"sv};
 
@@ -113,6 +117,89 @@ Host read_host(const StrictToml& file, const toml::node& node, std::size_t posit
   return host;
 }
 
+std::uint32_t read_ipv4(const StrictToml& file, const toml::table& table, std::string_view key,
+                        const std::string& field) {
+  const auto address = parse_ipv4(file.string(table, key, field));
+  if (!address) file.fail(*table.get(key), field, "not an IPv4 address");
+  return *address;
+}
+
+// The sysctls a gateway may have changed, and only to 0 or 1: down writes
+// these files back as root, so nothing else may be named here.
+void check_sysctl(const StrictToml& file, const toml::node& node, const std::string& field, const std::string& path,
+                  const std::string& before, const TestbedState& state) {
+  const std::string base = "/proc/sys/net/ipv4/";
+  const bool known = path == base + "ip_forward" || path == base + "conf/all/send_redirects" ||
+                     path == base + "conf/" + state.dev + "/send_redirects" ||
+                     path == base + "conf/" + state.dev + "/accept_local";
+  if (!known) file.fail(node, field + ".path", fmt::format("not a sysctl a gateway changes: {}", base::quoted(path)));
+  if (before != "0" && before != "1") file.fail(node, field + ".before", fmt::format("expected \"0\" or \"1\""));
+}
+
+// `wanlab join`'s part ([machine]); absent for every other testbed.
+void read_machine(const StrictToml& file, TestbedState& state) {
+  const toml::node* node = file.root().get("machine");
+  if (node == nullptr) {
+    if (state.kind == TestbedKind::member) file.fail(file.root(), "machine", "missing; a member testbed has one");
+    return;
+  }
+  if (state.kind == TestbedKind::namespaces) file.fail(*node, "machine", "a namespace testbed has no machine part");
+  const toml::table& table = file.entry(*node, "machine", kMachineKeys);
+  MachinePart part;
+  part.gateway = one_of(file, table, "role", "machine.role", {"gateway", "member"}) == "gateway";
+  if (part.gateway != (state.kind == TestbedKind::attached))
+    file.fail(*table.get("role"), "machine.role", "does not match the testbed's kind");
+  part.dc = file.string(table, "dc", "machine.dc");
+  if (std::find(state.dcs.begin(), state.dcs.end(), part.dc) == state.dcs.end())
+    file.fail(*table.get("dc"), "machine.dc", fmt::format("not one of the testbed's DCs: {}", base::quoted(part.dc)));
+  part.address = read_ipv4(file, table, "address", "machine.address");
+  part.gateway_address = read_ipv4(file, table, "gateway_address", "machine.gateway_address");
+  const toml::array& routes = file.array(table, "routes", "machine.routes");
+  for (std::size_t i = 0; i < routes.size(); ++i) {
+    const std::string field = fmt::format("machine.routes[{}]", i);
+    try {
+      part.routes.push_back(parse_ipv4_prefix(file.string(routes[i], field)));
+    } catch (const std::invalid_argument& error) {
+      file.fail(routes[i], field, error.what());
+    }
+  }
+  const toml::array& sysctls = file.array(table, "sysctls", "machine.sysctls");
+  for (std::size_t i = 0; i < sysctls.size(); ++i) {
+    const std::string field = fmt::format("machine.sysctls[{}]", i);
+    const toml::table& entry = file.entry(sysctls[i], field, kSysctlKeys);
+    std::string path = file.string(entry, "path", field + ".path");
+    std::string before = file.string(entry, "before", field + ".before");
+    check_sysctl(file, sysctls[i], field, path, before, state);
+    part.sysctls.emplace_back(std::move(path), std::move(before));
+  }
+  if (part.gateway ? !part.routes.empty() : !part.sysctls.empty())
+    file.fail(table, "machine", "a gateway changes sysctls and a member routes, not the other way round");
+  state.machine = std::move(part);
+}
+
+toml::table machine_table(const MachinePart& part) {
+  toml::array routes;
+  for (const Ipv4Prefix& prefix : part.routes)
+    routes.push_back(fmt::format("{}/{}", ipv4_to_string(prefix.addr), prefix.len));
+  toml::array sysctls;
+  for (const auto& [path, before] : part.sysctls) sysctls.push_back(toml::table{{"path", path}, {"before", before}});
+  return toml::table{{"role", part.gateway ? "gateway" : "member"},
+                     {"dc", part.dc},
+                     {"address", ipv4_to_string(part.address)},
+                     {"gateway_address", ipv4_to_string(part.gateway_address)},
+                     {"routes", routes},
+                     {"sysctls", sysctls}};
+}
+
+const char* kind_name(TestbedKind kind) {
+  switch (kind) {
+    case TestbedKind::namespaces: return "namespaces";
+    case TestbedKind::attached: return "attached";
+    case TestbedKind::member: return "member";
+  }
+  return "namespaces";
+}
+
 void read_attachment(const StrictToml& file, TestbedState& state) {
   const toml::table& root = file.root();
   state.dev = file.string(root, "dev", "dev");
@@ -123,6 +210,8 @@ void read_attachment(const StrictToml& file, TestbedState& state) {
       file.fail(root, "dev", "a namespace testbed is attached to no interface");
     return;
   }
+  if (state.kind == TestbedKind::member && (state.created_clsact || state.created_fq))
+    file.fail(root, "created_clsact", "a member machine adds no qdisc");
   if (!is_valid_interface_name(state.dev))
     file.fail(*root.get("dev"), "dev", fmt::format("not an interface name: {}", base::quoted(state.dev)));
 }
@@ -179,7 +268,7 @@ void write_state(const TestbedState& state) {
                    {"daemon_pid", static_cast<std::int64_t>(state.daemon_pid)},
                    {"created_unix", state.created_unix},
                    {"created_mono_ns", static_cast<std::int64_t>(state.created_mono_ns)},
-                   {"kind", state.kind == TestbedKind::attached ? "attached" : "namespaces"},
+                   {"kind", kind_name(state.kind)},
                    {"netns", state.netns},
                    {"queue_num", static_cast<std::int64_t>(state.queue_num)},
                    {"dev", state.dev},
@@ -187,6 +276,7 @@ void write_state(const TestbedState& state) {
                    {"created_fq", state.created_fq},
                    {"dcs", dcs},
                    {"hosts", hosts}};
+  if (state.machine) root.insert("machine", machine_table(*state.machine));
   std::ostringstream text;
   text << root << "\n";
   try {
@@ -272,9 +362,11 @@ TestbedState read_state_file(const std::string& path, const std::string& name) {
   expect_equal(file, root, "name", "name", name);
   state.scenario_path = run_dir(name) + "/scenario.toml";
   expect_equal(file, root, "scenario", "scenario", state.scenario_path);
-  state.kind = one_of(file, root, "kind", "kind", {"namespaces", "attached"}) == "attached" ? TestbedKind::attached
-                                                                                            : TestbedKind::namespaces;
-  state.netns = state.kind == TestbedKind::attached ? kPrefix + name + kAttachedSuffix : core_netns(name);
+  const std::string kind = one_of(file, root, "kind", "kind", {"namespaces", "attached", "member"});
+  state.kind = kind == "attached" ? TestbedKind::attached
+               : kind == "member" ? TestbedKind::member
+                                  : TestbedKind::namespaces;
+  state.netns = state.kind == TestbedKind::namespaces ? core_netns(name) : kPrefix + name + kAttachedSuffix;
   expect_equal(file, root, "netns", "netns", state.netns);
   state.release =
       one_of(file, root, "release", "release", {"fq", "nfqueue"}) == "fq" ? ReleasePath::fq : ReleasePath::nfqueue;
@@ -287,9 +379,10 @@ TestbedState read_state_file(const std::string& path, const std::string& name) {
   read_attachment(file, state);
   state.dcs = read_dcs(file);
   const toml::array& hosts = file.array(root, "hosts", "hosts");
-  if (state.kind == TestbedKind::attached && !hosts.empty())
+  if (state.kind != TestbedKind::namespaces && !hosts.empty())
     file.fail(hosts, "hosts", "an attached testbed has no hosts of its own");
   for (std::size_t i = 0; i < hosts.size(); ++i) state.hosts.push_back(read_host(file, hosts[i], i, state));
+  read_machine(file, state);
   return state;
 }
 

@@ -72,7 +72,7 @@ TestbedState testbed_up(const Scenario& scenario, const UpOptions& options) {
     std::tie(state.release, state.release_reason) = choose_release(options.release, core);
     say(options, "release path: " + to_string(state.release) + " (" + state.release_reason + ")");
 
-    Datapath datapath = load_datapath(scenario, state, true);
+    Datapath datapath = load_datapath(scenario, state, true, {}, std::nullopt);
 
     say(options, fmt::format("creating {} hosts", state.hosts.size()));
     for (const Host& host : state.hosts) {
@@ -113,6 +113,7 @@ void testbed_down(const std::string& name) {
   if (state && pid_is_our_daemon(state->daemon_pid, name)) attempt([&] { base::terminate_pids({state->daemon_pid}); });
   if (!state) attempt([&] { base::terminate_pids(daemons_of(name)); });
   if (state && state->kind == TestbedKind::attached) attempt([&] { detach_interface(*state); });
+  if (state && state->machine) attempt([&] { leave_machine(*state); });
   // Without a readable state an attached interface cannot be named: say so.
   if (!state && !state_error.empty() && netns_exists(kPrefix + name + kAttachedSuffix))
     failures.push_back(

@@ -75,7 +75,11 @@ void build_host(const Scenario& scenario, Rtnl& core, const Host& host);
 void attach_program(Rtnl& core, const Host& host, ReleasePath release, int prog_fd);
 // Loads the program for the scenario's DCs and the state's release path, fills
 // the prefix tries (IPv6 too for namespace testbeds) and pairs, and pins the maps.
-Datapath load_datapath(const Scenario& scenario, const TestbedState& state, bool with_ipv6);
+// DC i is the pool's i-th /24, or as `dc_prefixes` say when given; with
+// `gateway`, the program detours a gateway machine's own packets.
+Datapath load_datapath(const Scenario& scenario, const TestbedState& state, bool with_ipv6,
+                       const std::vector<std::pair<Ipv4Prefix, int>>& dc_prefixes,
+                       const std::optional<Datapath::Gateway>& gateway);
 void allow_congestion_control(const std::string& name);
 void restore_allowed_congestion_control();
 
@@ -95,5 +99,8 @@ inline constexpr std::uint32_t kFilterPriority = 0xc0de;
 inline constexpr std::uint32_t kFilterHandle = 0x5741;
 // Removes what attach_up added to the interface (testbed_down calls it).
 void detach_interface(const TestbedState& state);
+// A machine's part of a scenario over machines: its routes removed, its
+// sysctls back (machine.cpp).
+void leave_machine(const TestbedState& state);
 
 }  // namespace wanlab::emulator::detail

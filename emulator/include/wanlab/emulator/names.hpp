@@ -34,6 +34,10 @@ void check_testbed_name(std::string_view name, std::string_view where);
 bool is_valid_dc_name(std::string_view name);
 bool is_valid_host_name(std::string_view name);
 
+/// A machine's host name (RFC 1123): labels of [A-Za-z0-9-], not starting
+/// or ending with '-', joined by '.'; at most 253 characters.
+bool is_valid_machine_name(std::string_view name);
+
 /// An interface name we may pass to the kernel and to iptables' argv (where
 /// '+' is a wildcard): 1 to 15 of [A-Za-z0-9_.@:-].
 bool is_valid_interface_name(std::string_view name);

@@ -62,6 +62,8 @@ class Rtnl {
   using Ipv6 = std::array<std::uint8_t, 16>;
   // Without duplicate address detection: our links have one peer, and DAD
   // would keep the address unusable for a second.
+  // Only the route with this gateway and interface (the one add_route_v4 made).
+  void delete_route_v4(std::uint32_t dst, int dst_len, int oif, std::uint32_t gateway);
   void add_address_v6(int ifindex, const Ipv6& addr, int prefix_len);
   void add_route_v6(const Ipv6& dst, int dst_len, int oif, std::optional<Ipv6> gateway);
   void add_clsact(int ifindex);

@@ -87,9 +87,31 @@ struct PairParams {
   void apply(const LinkParams& change);
 };
 
+struct Ipv4Prefix {
+  std::uint32_t addr = 0;  // host byte order
+  int len = 0;
+
+  bool contains(std::uint32_t address) const;
+  bool operator==(const Ipv4Prefix&) const = default;
+};
+
+// One entry of a [[dc]]'s `machines` (a scenario over real machines,
+// docs/SCALE-OUT.md): a machine by its host name, or by its address or an
+// address range ("10.0.0.7", "10.0.0.0/28").
+struct Machine {
+  std::string text;                  // as written
+  std::optional<Ipv4Prefix> prefix;  // empty for a host name (resolved on each machine)
+
+  bool is_single() const { return !prefix || prefix->len == 32; }
+};
+
 struct Dc {
   std::string name;
   int hosts = 1;
+  std::vector<Machine> machines;  // empty: emulated hosts on one box
+  // The machine that carries the DC's traffic to other DCs (its NIC holds
+  // the DC's links): `gateway`, or the first of `machines`.
+  std::string gateway;
 };
 
 // A directed or symmetric selection of DC pairs ([[link]] and [[event]]).
@@ -119,11 +141,6 @@ struct HostSettings {
   std::optional<bool> tcp_slow_start_after_idle;
 };
 
-struct Ipv4Prefix {
-  std::uint32_t addr = 0;  // host byte order
-  int len = 0;
-};
-
 struct Scenario {
   std::string path;
   std::string source;  // the text that was parsed (a testbed keeps this copy)
@@ -139,6 +156,8 @@ struct Scenario {
   std::vector<Event> events;  // sorted by at_ns
 
   int dc_index(const std::string& name) const;  // -1 if unknown
+  // Whether its DCs are real machines (`machines`), not emulated hosts.
+  bool over_machines() const { return !dcs.empty() && !dcs.front().machines.empty(); }
   // Effective settings for src -> dst (same index: intra-DC): built-in
   // defaults, then [defaults] (src != dst) or [intra_dc] (src == dst), then
   // every [[link]] matching the directed pair. Events are not applied.

@@ -35,7 +35,20 @@ struct Host {
   std::string core_ifname;              // its veth end in the core namespace
 };
 
-enum class TestbedKind { namespaces, attached };
+// attached: `wanlab attach`, or a gateway's part of a scenario over machines;
+// member: a machine of such a scenario that only routes through its gateway.
+enum class TestbedKind { namespaces, attached, member };
+
+// `wanlab join`'s part on one machine (machines.hpp).
+struct MachinePart {
+  bool gateway = false;
+  std::string dc;
+  std::uint32_t address = 0;          // host byte order
+  std::uint32_t gateway_address = 0;  // the DC's gateway
+  std::vector<Ipv4Prefix> routes;     // member: added via the gateway on `dev`
+  // Gateway: the /proc/sys files it changed and their values before.
+  std::vector<std::pair<std::string, std::string>> sysctls;
+};
 
 struct TestbedState {
   TestbedKind kind = TestbedKind::namespaces;
@@ -54,6 +67,7 @@ struct TestbedState {
   std::string dev;
   bool created_clsact = false;
   bool created_fq = false;
+  std::optional<MachinePart> machine;  // `wanlab join` only
 
   const Host& host(const std::string& host_name) const;  // throws naming the testbed
 };
@@ -91,6 +105,12 @@ struct AttachOptions {
   std::optional<std::uint16_t> queue_num;  // default: 30000 + the interface's index
   std::function<void(const std::string&)> progress;
   std::string exe;  // the daemon's binary, as UpOptions::exe; required
+  // A gateway of a scenario over machines (machines.hpp): its DCs' prefixes
+  // (default: the scenario's pool, DC i the i-th /24) and its part, kept in
+  // the state; it needs the fq path.
+  std::vector<std::pair<Ipv4Prefix, int>> dc_prefixes;
+  std::optional<MachinePart> machine;
+  std::array<std::uint8_t, 6> gateway_mac{};  // with `machine` as a gateway: the interface's MAC
 };
 
 // Puts the data plane on an existing interface `dev` of the calling thread's
@@ -198,6 +218,10 @@ void set_schedule_live(const TestbedState& state, const Change& selection, const
 void refresh_data_plane(const TestbedState& state);
 
 class Datapath;
+// The running data plane's maps (pinned under bpffs_dir). A member machine of
+// a scenario over machines has none: its gateway holds the DC's links, and
+// this says so in one line.
+Datapath open_data_plane(const TestbedState& state);
 // Writes every pair of `scenario` into a data plane, keeping running state.
 void write_pairs(Datapath& datapath, const Scenario& scenario);
 // Gives every scheduled pair of the scenario its schedule, time 0 at start_ns
