@@ -11,11 +11,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <chrono>
 #include <optional>
+#include <thread>
 
 #include "commands.hpp"
 #include "json.hpp"
 #include "options.hpp"
+#include "wanlab/base/interrupts.hpp"
 #include "wanlab/base/process.hpp"
 #include "wanlab/base/sys.hpp"
 #include "wanlab/emulator/launch.hpp"
@@ -157,6 +160,10 @@ int cmd_join(const Options& options) {
       fmt::print("wanlab join: {}\n", step);
       std::fflush(stdout);
     };
+  // With --hold the signals that end a Slurm step (or a terminal) are noted
+  // from here on: one during join stops it there, one after takes the WAN down.
+  std::optional<base::InterruptGuard> hold;
+  if (options.flag("hold")) hold.emplace();
   const em::MachineRole role = em::find_machine_role(scenario, em::this_machine(), em::resolve_host);
   const auto state = em::join_machine(scenario, role, join);
   if (role.gateway)
@@ -167,7 +174,15 @@ int cmd_join(const Options& options) {
   else
     fmt::print("testbed {}: this machine is in DC {}; traffic to other DCs goes through its gateway {} ({} routes)\n",
                state.name, state.machine->dc, em::ipv4_to_string(role.gateway_address), state.machine->routes.size());
-  fmt::print("remove with: wanlab down {}\n", state.name);
+  if (!hold) {
+    fmt::print("remove with: wanlab down {}\n", state.name);
+    return 0;
+  }
+  fmt::print("holding {} until SIGTERM, SIGINT or SIGHUP (the end of the job step), then taking it down\n", state.name);
+  std::fflush(stdout);
+  while (base::interrupted_by() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  em::testbed_down(state.name);
+  fmt::print("testbed {} is down (signal {})\n", state.name, base::interrupted_by());
   return 0;
 }
 
@@ -419,29 +434,68 @@ int cmd_set(const Options& options) {
   return 0;
 }
 
+namespace {
+
+// A member machine has no daemon: its gateway runs the DC's.
+bool running_as_it_should(const em::TestbedState& state) {
+  return state.kind == em::TestbedKind::member || em::daemon_alive(state);
+}
+
+std::string status_line(const em::TestbedState& state) {
+  const std::string where = state.machine ? fmt::format("DC {}'s {} on {}", state.machine->dc,
+                                                        state.machine->gateway ? "gateway" : "member", state.dev)
+                            : state.kind == em::TestbedKind::attached ? "attached to " + state.dev
+                                                                      : std::to_string(state.hosts.size()) + " hosts";
+  const std::string daemon = state.kind == em::TestbedKind::member ? "none (its gateway runs the DC's)"
+                             : em::daemon_alive(state)             ? "running"
+                                                                   : "NOT RUNNING (wanlab down " + state.name + ")";
+  return fmt::format("{}: {} DCs, {}, release path {} ({}); daemon {}", state.name, state.dcs.size(), where,
+                     em::to_string(state.release), state.release_reason, daemon);
+}
+
+// `status --wait NAME`: until the testbed is up here (a job script's step
+// that waits for `join --hold` on every node), or the timeout.
+int wait_for_testbed(const std::string& name, double timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  std::string last = "no such testbed";
+  while (true) {
+    try {
+      const auto state = em::load_state(name);
+      if (running_as_it_should(state)) {
+        fmt::print("{}\n", status_line(state));
+        return 0;
+      }
+      last = "its daemon is not running";
+    } catch (const std::exception& error) {
+      last = error.what();
+    }
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  fmt::print(stderr, "wanlab status: testbed {} is not up after {} s ({})\n", name, timeout_s, last);
+  return 1;
+}
+
+}  // namespace
+
 int cmd_status(const Options& options) {
+  if (const auto name = options.get("wait"))
+    return wait_for_testbed(checked_testbed_name(*name, "--wait"), options.decimal("timeout", 0, 86400).value_or(60));
+  if (options.get("timeout")) throw UsageError("--timeout goes with --wait");
   nlohmann::json list = nlohmann::json::array();
   for (const auto& name : em::testbeds_found()) {
     try {
       const auto state = em::load_state(name);
-      const bool alive = em::daemon_alive(state);
       if (options.flag("json")) {
         list.push_back({{"name", name},
                         {"release", em::to_string(state.release)},
                         {"release_reason", state.release_reason},
                         {"attached_to", state.dev},
                         {"hosts", state.hosts.size()},
-                        {"daemon_alive", alive}});
+                        {"daemon_alive", em::daemon_alive(state)}});
         continue;
       }
-      const std::string where = state.machine ? fmt::format("DC {}'s {} on {}", state.machine->dc,
-                                                            state.machine->gateway ? "gateway" : "member", state.dev)
-                                : state.kind == em::TestbedKind::attached
-                                    ? "attached to " + state.dev
-                                    : std::to_string(state.hosts.size()) + " hosts";
-      fmt::print("{}: {} DCs, {}, release path {} ({}); daemon {}\n", name, state.dcs.size(), where,
-                 em::to_string(state.release), state.release_reason,
-                 alive ? "running" : "NOT RUNNING (wanlab down " + name + ")");
+      fmt::print("{}\n", status_line(state));
     } catch (const std::exception& error) {
       if (options.flag("json")) {
         list.push_back({{"name", name}, {"error", error.what()}});

@@ -29,6 +29,7 @@ packages=(build-essential cmake ninja-build pkg-config clang llvm libclang-rt-de
           libasio-dev libfmt-dev libtomlplusplus-dev nlohmann-json3-dev libboost-test-dev
           iproute2 iptables iperf3 iputils-ping procps python3
           qemu-system-x86 busybox-static kmod xz-utils   # the vm tests
+          slurm-wlm munge        # the multihost tests: Slurm's daemons run inside the guests
           mininet bridge-utils   # examples/mininet: Linux bridges, as Open vSwitch's kernel module may be absent
           python3-torch)         # examples/pytorch (gloo on CPU): about 150 MB to fetch, 630 MB on disk, 1 min here
 # Workers run in podman (crun as its OCI runtime), unless one is here already.

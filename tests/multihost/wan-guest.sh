@@ -6,9 +6,6 @@
 # what it measured there as KEY.MACHINE files; the test on the host asserts.
 # It asserts nothing itself: it only fails when a step cannot run.
 set -uo pipefail
-dir=$WANLAB_MH_DIR
-me=$WANLAB_MACHINE
-count=$WANLAB_MH_COUNT
 wanlab=$WANLAB_BIN
 scenario=$WANLAB_SOURCE_DIR/tests/data/multihost/two-dc.toml
 seconds=6
@@ -19,35 +16,9 @@ fail() {
   "$wanlab" down mh >/dev/null 2>&1
   exit 1
 }
-
-# Waits until every machine has reached `name`, or one has failed.
-barrier() {
-  touch "$dir/barrier.$1.$me"
-  for ((i = 0; i < 1500; i++)); do
-    if compgen -G "$dir/failed.*" >/dev/null; then
-      echo "$me: another machine failed: $(cat "$dir"/failed.*)" >&2
-      "$wanlab" down mh >/dev/null 2>&1
-      exit 1
-    fi
-    local reached=("$dir"/barrier."$1".*)
-    [[ ${#reached[@]} -ge $count ]] && return 0
-    sleep 0.2
-  done
-  fail "barrier $1: not every machine came within 300 s"
-}
-
-# What wanlab may change here; the same text before join and after down.
-kernel_state() {
-  tc qdisc show dev eth0 | sed 's/ refcnt [0-9]*//'
-  tc filter show dev eth0 egress
-  tc filter show dev eth0 ingress
-  ip -4 route show
-  sysctl -n net.ipv4.ip_forward net.ipv4.conf.all.send_redirects net.ipv4.conf.eth0.send_redirects
-  ls /run/wanlab 2>/dev/null
-  ip netns list
-  bpftool prog show 2>/dev/null | grep -c wanlab_tc
-  pgrep -c -f "wanlab daemon" || true
-}
+on_abort() { "$wanlab" down mh >/dev/null 2>&1; }
+# shellcheck source=guest-common.sh
+source "$(dirname "$0")/guest-common.sh"
 
 # iperf3 to m3 for $seconds s after a first second left out (slow start):
 # the receiver's bits/s as iperf3's JSON says.

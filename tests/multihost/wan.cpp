@@ -6,19 +6,14 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <regex>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "multihost/machines.hpp"
 #include "support/json.hpp"
-#include "support/process.hpp"
-#include "support/scratch.hpp"
 
 using namespace wanlab::test;
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -26,71 +21,16 @@ namespace {
 constexpr double kRateBps = 20e6;
 constexpr double kRttMs = 30;
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("missing " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// The median of ping's per-reply times.
-double median_rtt_ms(const std::string& ping_output) {
-  std::vector<double> times;
-  const std::regex time_re(R"(time=([0-9.]+) ms)");
-  for (auto it = std::sregex_iterator(ping_output.begin(), ping_output.end(), time_re); it != std::sregex_iterator();
-       ++it)
-    times.push_back(std::stod((*it)[1]));
-  BOOST_TEST_REQUIRE(!times.empty(), "no replies in: " << ping_output);
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
-
 // The receiver's goodput of an iperf3 -J run.
-double received_bps(const fs::path& path) {
+double received_bps(const std::filesystem::path& path) {
   const auto report = nlohmann::json::parse(slurp(path));
   return report.at("end").at("sum_received").at("bits_per_second").get<double>();
 }
 
-struct Machines {
-  Scratch scratch{"multihost"};
-  CliResult run;
-
-  Machines() {
-    const std::string dir = scratch.dir.string();
-    const std::string source = source_dir();
-    run = wanlab::test::run({source + "/scripts/vm/run-machines.sh",
-                             "--machine",
-                             "m1=10.99.0.1",
-                             "--machine",
-                             "m2=10.99.0.2",
-                             "--machine",
-                             "m3=10.99.0.3",
-                             "--share",
-                             dir,
-                             "--env",
-                             "WANLAB_MH_DIR=" + dir,
-                             "--env",
-                             "WANLAB_MH_COUNT=3",
-                             "--env",
-                             "WANLAB_BIN=" + wanlab_bin(),
-                             "--env",
-                             "WANLAB_SOURCE_DIR=" + source,
-                             "--timeout",
-                             "480",
-                             "--memory",
-                             "1024",
-                             "--",
-                             source + "/tests/multihost/wan-guest.sh"});
-    BOOST_TEST_MESSAGE(run.output);
-  }
-  fs::path file(const std::string& name) const { return scratch.dir / name; }
-};
-
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(a_wan_over_three_machines_shapes_each_dc_pair_once_and_leaves_nothing) {
-  Machines machines;
+  Machines machines("wan-guest.sh");
   BOOST_TEST_REQUIRE(machines.run.status == 0, "the guests failed:\n" << machines.run.output);
 
   // Who is what: m1 east's gateway, m2 a member routing through it, m3 west's gateway.

@@ -163,7 +163,10 @@ TestbedState join_as_gateway(const Scenario& scenario, const MachineRole& role, 
   attach.dc_prefixes = role.dc_prefixes;
   attach.machine = state.machine;
   attach.gateway_mac = interface_mac(state.dev);
+  const std::string reason = state.release_reason;
   state = attach_up(state.dev, scenario, attach);
+  state.release_reason = reason;  // not "asked for with --release fq": a gateway has no choice
+  write_state(state);
   base::InterruptGuard interrupts;
   try {
     // Forward members' traffic to other DCs, and never tell them (ICMP

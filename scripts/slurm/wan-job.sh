@@ -1,0 +1,35 @@
+#!/bin/bash
+# A WAN across the job's nodes for the job's life, and a program run across it:
+#
+#   sbatch --nodes=3 --ntasks-per-node=1 scripts/slurm/wan-job.sh SCENARIO -- PROGRAM [ARG...]
+#
+# Every node of the allocation must be one of the scenario's machines
+# ([[dc]] machines, docs/SCALE-OUT.md); wanlab must be on each node's PATH
+# (or in $WANLAB) and the scenario at the same path on each. The job:
+#  1. runs `wanlab join --hold` on every node as one step in the background:
+#     each node finds its DC and role and does its part, then holds it;
+#  2. waits until every node's part is up (`wanlab status --wait`);
+#  3. runs PROGRAM as a step, one task per node (srun's defaults);
+#  4. ends the hold step (SIGTERM), whose tasks take their parts down.
+# Cancelled (scancel, time limit), Slurm sends the hold step SIGTERM, and each
+# node takes its part down the same way; the Epilog (scripts/slurm/epilog.sh)
+# removes what a node killed harder left. The testbed is named j<job id>.
+set -euo pipefail
+
+wanlab=${WANLAB:-wanlab}
+[[ $# -ge 3 && $2 == -- ]] || { echo "usage: sbatch ... $0 SCENARIO -- PROGRAM [ARG...]" >&2; exit 2; }
+scenario=$1
+shift 2
+[[ -n ${SLURM_JOB_ID:-} ]] || { echo "$0: run me with sbatch (SLURM_JOB_ID is not set)" >&2; exit 2; }
+wan="j${SLURM_JOB_ID}"
+
+# --overlap: the steps share the allocation's CPUs with the hold step.
+srun --overlap --ntasks-per-node=1 --kill-on-bad-exit=1 "$wanlab" join --hold --quiet --name "$wan" "$scenario" &
+hold=$!
+# However the script ends, the hold step ends with it, and with it the WAN:
+# SIGTERM to the job's steps (not to srun, which would answer with SIGKILL
+# to its tasks, leaving them no time to take the WAN down).
+trap 'scancel --signal=TERM "$SLURM_JOB_ID" 2>/dev/null || true; wait "$hold" || true' EXIT
+
+srun --overlap --ntasks-per-node=1 "$wanlab" status --wait "$wan" --timeout 120
+srun --overlap "$@"
