@@ -26,11 +26,12 @@
 /* Set by the loader before load. */
 const volatile __u32 num_dcs = 1;
 const volatile __u32 release_mode = WANLAB_RELEASE_FQ;
-/* On a DC's gateway machine (`wanlab join`, fq path): the interface the
- * program is on and its MAC; 0 elsewhere. Packets the machine's own sockets
- * send to another DC are turned back in through that interface's ingress, so
- * that IP forwards them as it forwards the DC's other machines' packets, and
- * are shaped on their second way out. Receiving a packet releases its
+/* On an interface of a host (`wanlab attach` on the fq path, a DC's gateway
+ * machine of `wanlab join`): the interface the program is on and its MAC; 0
+ * on a testbed's router namespace. Packets the host's own sockets send to
+ * another DC are turned back in through that interface's ingress, so that IP
+ * forwards them as a router forwards anyone's, and are shaped on their second
+ * way out. Receiving a packet releases its
  * socket's claim on it (ip_rcv orphans it); held in fq for the pair's delay
  * while still claimed, it would count against TCP's small-queue limit (about
  * 1 ms of the socket's pacing rate) and stall the sender: measured 2.5 of 20

@@ -192,6 +192,7 @@ created_clsact = false
 created_fq = false
 dcs = ["east", "west"]
 hosts = []
+sysctls = []
 )";
 
 std::string state_error(const wanlab::test::Scratch& scratch, const std::string& text) {
@@ -213,7 +214,6 @@ dc = "east"
 address = "10.0.0.2"
 gateway_address = "10.0.0.1"
 routes = ["10.0.1.0/28", "10.0.0.9/32"]
-sysctls = []
 )";
   const em::TestbedState state = em::read_state_file(scratch.file("state.toml", member), "mh");
   BOOST_TEST((state.kind == em::TestbedKind::member));
@@ -225,31 +225,30 @@ sysctls = []
   auto gateway_state = [&](const std::string& path, const std::string& before) {
     std::string text = kMemberState;
     text.replace(text.find("kind = \"member\""), 15, "kind = \"attached\"");
+    text.replace(text.find("sysctls = []"), 12, "sysctls = [{ path = \"" + path + "\", before = \"" + before + "\" }]");
     return text +
            "[machine]\nrole = \"gateway\"\ndc = \"east\"\naddress = \"10.0.0.1\"\ngateway_address = "
-           "\"10.0.0.1\"\nroutes = []\nsysctls = [{ path = \"" +
-           path + "\", before = \"" + before + "\" }]\n";
+           "\"10.0.0.1\"\nroutes = []\n";
   };
   const em::TestbedState gateway = em::read_state_file(
       scratch.file("state.toml", gateway_state("/proc/sys/net/ipv4/conf/eth0/send_redirects", "1")), "mh");
   BOOST_REQUIRE(gateway.machine.has_value());
-  BOOST_TEST(gateway.machine->sysctls.size() == 1u);
+  BOOST_TEST(gateway.sysctls.size() == 1u);
   // down writes these back as root: nothing but the gateway's own sysctls, and only 0 or 1.
   const std::vector<std::pair<std::string, std::string>> bad{
-      {state_error(scratch, gateway_state("/proc/sys/kernel/core_pattern", "1")), "not a sysctl a gateway changes"},
+      {state_error(scratch, gateway_state("/proc/sys/kernel/core_pattern", "1")), "not a sysctl attach changes"},
       {state_error(scratch, gateway_state("/proc/sys/net/ipv4/conf/eth1/send_redirects", "1")), "not a sysctl"},
       {state_error(scratch, gateway_state("/proc/sys/net/ipv4/ip_forward", "|/bin/sh")), "expected \"0\" or \"1\""},
       {state_error(scratch, kMemberState), "machine: missing"},
       {state_error(scratch, member + "extra = 1\n"), "unknown key \"extra\""},
       {state_error(scratch, kMemberState + "[machine]\nrole = \"gateway\"\ndc = \"east\"\naddress = \"10.0.0.1\"\n"
-                                           "gateway_address = \"10.0.0.1\"\nroutes = []\nsysctls = []\n"),
+                                           "gateway_address = \"10.0.0.1\"\nroutes = []\n"),
        "machine.role: does not match"},
       {state_error(scratch, kMemberState + "[machine]\nrole = \"member\"\ndc = \"north\"\naddress = \"10.0.0.1\"\n"
-                                           "gateway_address = \"10.0.0.1\"\nroutes = []\nsysctls = []\n"),
+                                           "gateway_address = \"10.0.0.1\"\nroutes = []\n"),
        "machine.dc: not one of the testbed's DCs"},
-      {state_error(scratch, kMemberState +
-                                "[machine]\nrole = \"member\"\ndc = \"east\"\naddress = \"10.0.0.1\"\n"
-                                "gateway_address = \"10.0.0.1\"\nroutes = [\"10.0.1.1/24\"]\nsysctls = []\n"),
+      {state_error(scratch, kMemberState + "[machine]\nrole = \"member\"\ndc = \"east\"\naddress = \"10.0.0.1\"\n"
+                                           "gateway_address = \"10.0.0.1\"\nroutes = [\"10.0.1.1/24\"]\n"),
        "machine.routes[0]: "},
   };
   for (const auto& [message, expected] : bad) {

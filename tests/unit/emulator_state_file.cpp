@@ -33,6 +33,7 @@ dev = ""
 created_clsact = false
 created_fq = false
 dcs = ["east", "west"]
+sysctls = []
 )";
 
 const std::string kHosts = R"(
@@ -120,7 +121,7 @@ BOOST_AUTO_TEST_CASE(every_missing_field_is_named) {
   Scratch scratch("state-file");
   for (const std::string key :
        {"name", "scenario", "release", "release_reason", "daemon_pid", "created_unix", "created_mono_ns", "kind",
-        "netns", "queue_num", "dev", "created_clsact", "created_fq", "dcs"})
+        "netns", "queue_num", "dev", "created_clsact", "created_fq", "dcs", "sysctls"})
     check_error(scratch, without(kTop, key) + kHosts, key, "missing key");
   check_error(scratch, kTop, "hosts", "missing key");
   for (const std::string key : {"dc", "dc_index", "index", "netns", "ipv4", "ipv6", "core_ifname", "name"})
@@ -140,6 +141,8 @@ BOOST_AUTO_TEST_CASE(a_malformed_field_is_named) {
       {"created_fq", "1", "created_fq", "expected true or false"},
       {"dcs", "[\"east\", \"w e s t\"]", "dcs[1]", "not a DC name"},
       {"dev", "\"eth0\"", "dev", "attached to no interface"},
+      {"sysctls", "[{ path = \"/proc/sys/net/ipv4/ip_forward\", before = \"0\" }]", "sysctls",
+       "only an attached testbed changes sysctls"},
   };
   for (const auto& c : top) check_error(scratch, with(kTop, c.key, c.value) + kHosts, c.field, c.says);
   const Bad host[] = {

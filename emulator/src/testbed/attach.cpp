@@ -1,5 +1,9 @@
 // `wanlab attach`: the data plane on an interface that is not ours.
 #include <fcntl.h>
+#include <net/if.h>
+#include <net/if_arp.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -23,6 +27,7 @@
 #include "wanlab/emulator/netns.hpp"
 #include "wanlab/emulator/process.hpp"
 #include "wanlab/emulator/rtnl.hpp"
+#include "wanlab/emulator/sys.hpp"
 #include "wanlab/base/sys.hpp"
 #include "wanlab/emulator/testbed.hpp"
 
@@ -91,6 +96,39 @@ void refuse_configured_root_qdisc(Rtnl& rtnl, int ifindex, const std::string& de
                   dev, root->kind, root->handle >> 16, dev));
 }
 
+// A sysctl of the calling thread's namespace set to `value`, its value before
+// kept in the state first (down writes it back).
+void change_sysctl(TestbedState& state, const std::string& name, const std::string& value) {
+  const std::string path = "/proc/sys/net/ipv4/" + name;
+  const std::string before = read_sysctl(path);
+  if (before == value) return;
+  state.sysctls.emplace_back(path, before);
+  write_state(state);
+  write_sysctl(path, value);
+}
+
+// What the program's detour of local packets (wanlab_tc.bpf.c) needs: IP
+// forwards them back out, sends no ICMP redirect for a packet that leaves
+// where it came in, and takes in packets that carry one of its own addresses.
+void enable_local_detour(TestbedState& state) {
+  change_sysctl(state, "ip_forward", "1");
+  change_sysctl(state, "conf/all/send_redirects", "0");
+  change_sysctl(state, "conf/" + state.dev + "/send_redirects", "0");
+  change_sysctl(state, "conf/" + state.dev + "/accept_local", "1");
+}
+
+std::optional<std::array<std::uint8_t, 6>> ethernet_address(const std::string& dev) {
+  base::UniqueFd socket(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!socket) base::throw_errno("socket for " + dev + "'s MAC");
+  ifreq request{};
+  std::copy_n(dev.c_str(), std::min(dev.size(), sizeof request.ifr_name - 1), request.ifr_name);
+  base::check(::ioctl(socket.get(), SIOCGIFHWADDR, &request), dev + ": reading its MAC");
+  if (request.ifr_hwaddr.sa_family != ARPHRD_ETHER) return std::nullopt;
+  std::array<std::uint8_t, 6> mac{};
+  std::copy_n(reinterpret_cast<const std::uint8_t*>(request.ifr_hwaddr.sa_data), mac.size(), mac.begin());
+  return mac;
+}
+
 }  // namespace
 
 TestbedState attach_up(const std::string& dev, const Scenario& scenario, const AttachOptions& options) {
@@ -130,9 +168,13 @@ TestbedState attach_up(const std::string& dev, const Scenario& scenario, const A
     say("release path: " + to_string(state.release) + " (" + state.release_reason + ")");
     if (state.release == ReleasePath::fq) refuse_configured_root_qdisc(rtnl, ifindex, dev);
 
-    std::optional<Datapath::Gateway> gateway;
-    if (state.machine && state.machine->gateway) gateway = Datapath::Gateway{ifindex, options.gateway_mac};
-    Datapath datapath = load_datapath(scenario, state, false, options.dc_prefixes, gateway);
+    // The detour needs a MAC to address the packet to the interface itself.
+    const auto mac = state.release == ReleasePath::fq ? ethernet_address(dev) : std::nullopt;
+    if (state.machine && !mac)
+      throw std::runtime_error(dev + ": a DC's gateway forwards its members' packets: its NIC must be Ethernet");
+    std::optional<Datapath::Gateway> detour;
+    if (mac) detour = Datapath::Gateway{ifindex, *mac};
+    Datapath datapath = load_datapath(scenario, state, false, options.dc_prefixes, detour);
     base::check_interrupted();
 
     state.created_clsact = add_clsact_if_missing(rtnl, ifindex);
@@ -142,6 +184,12 @@ TestbedState attach_up(const std::string& dev, const Scenario& scenario, const A
       state.created_fq = true;
       write_state(state);
       rtnl.add_bpf_filter(ifindex, false, datapath.program_fd(), "wanlab_tc", kFilterPriority, kFilterHandle);
+      if (detour) {
+        say("local senders take a detour through " + dev + "'s ingress (ip_forward, accept_local on, redirects off)");
+        enable_local_detour(state);
+      } else {
+        say(dev + " has no Ethernet address: senders on this machine are limited by TCP's small queues");
+      }
     } else {
       rtnl.add_bpf_filter(ifindex, true, datapath.program_fd(), "wanlab_tc", kFilterPriority, kFilterHandle);
       install_nfqueue_rule(state);
@@ -189,6 +237,7 @@ void detail::detach_interface(const TestbedState& state) {
     if (state.created_fq) attempt([&] { rtnl.delete_root_qdisc(ifindex); });
     if (state.created_clsact) attempt([&] { rtnl.delete_clsact(ifindex); });
   }
+  for (const auto& [path, before] : state.sysctls) attempt([&] { write_sysctl(path, before); });
   if (state.release == ReleasePath::nfqueue) {
     // Exit status 1 means the rule is not there (already gone): nothing to do.
     for (bool ipv6 : nfqueue_rule_families(state))

@@ -97,31 +97,6 @@ std::uint32_t gateway_address_of(const Dc& dc, const ResolveHost& resolve) {
   return prefixes.front().addr;
 }
 
-std::string sysctl_path(const std::string& name) { return "/proc/sys/net/ipv4/" + name; }
-
-// Sets a sysctl, remembering its value before in `state` (written before the change).
-void change_sysctl(TestbedState& state, const std::string& name, const std::string& value) {
-  const std::string path = sysctl_path(name);
-  const std::string before = read_sysctl(path);
-  if (before == value) return;
-  state.machine->sysctls.emplace_back(path, before);
-  write_state(state);
-  write_sysctl(path, value);
-}
-
-std::array<std::uint8_t, 6> interface_mac(const std::string& dev) {
-  base::UniqueFd socket(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  if (!socket) base::throw_errno("socket for " + dev + "'s MAC");
-  ifreq request{};
-  std::copy_n(dev.c_str(), std::min(dev.size(), sizeof request.ifr_name - 1), request.ifr_name);
-  base::check(::ioctl(socket.get(), SIOCGIFHWADDR, &request), dev + ": reading its MAC");
-  if (request.ifr_hwaddr.sa_family != ARPHRD_ETHER)
-    throw std::runtime_error(dev + ": not an Ethernet interface; a gateway's NIC must be one");
-  std::array<std::uint8_t, 6> mac{};
-  std::copy_n(reinterpret_cast<const std::uint8_t*>(request.ifr_hwaddr.sa_data), mac.size(), mac.begin());
-  return mac;
-}
-
 TestbedState join_as_member(const Scenario& scenario, const MachineRole& role, TestbedState state,
                             const JoinOptions& options) {
   state.kind = TestbedKind::member;
@@ -162,26 +137,10 @@ TestbedState join_as_gateway(const Scenario& scenario, const MachineRole& role, 
   attach.exe = options.exe;
   attach.dc_prefixes = role.dc_prefixes;
   attach.machine = state.machine;
-  attach.gateway_mac = interface_mac(state.dev);
   const std::string reason = state.release_reason;
   state = attach_up(state.dev, scenario, attach);
   state.release_reason = reason;  // not "asked for with --release fq": a gateway has no choice
   write_state(state);
-  base::InterruptGuard interrupts;
-  try {
-    // Forward members' traffic to other DCs, and never tell them (ICMP
-    // redirect) to send to the other DC's machine directly: that would skip
-    // the DC's link.
-    change_sysctl(state, "ip_forward", "1");
-    change_sysctl(state, "conf/all/send_redirects", "0");
-    change_sysctl(state, "conf/" + state.dev + "/send_redirects", "0");
-    // The machine's own packets come back in through dev on their detour
-    // (wanlab_tc.bpf.c) with a source address of this machine.
-    change_sysctl(state, "conf/" + state.dev + "/accept_local", "1");
-  } catch (...) {
-    testbed_down(state.name);
-    throw;
-  }
   return state;
 }
 
@@ -282,7 +241,7 @@ TestbedState join_machine(const Scenario& scenario, const MachineRole& role, con
   state.created_unix = ::time(nullptr);
   state.created_mono_ns = base::monotonic_ns();
   state.machine = MachinePart{
-      role.gateway, scenario.dcs[static_cast<std::size_t>(role.dc)].name, role.address, role.gateway_address, {}, {}};
+      role.gateway, scenario.dcs[static_cast<std::size_t>(role.dc)].name, role.address, role.gateway_address, {}};
   if (std::filesystem::exists(run_dir(state.name)))
     throw std::runtime_error(fmt::format("testbed \"{}\" is already up (wanlab down {})", state.name, state.name));
   if (options.progress)
@@ -306,13 +265,6 @@ void detail::leave_machine(const TestbedState& state) {
   if (!state.machine || !netns_exists(state.netns)) return;
   std::vector<std::string> failures;
   NetnsScope in_ns(state.netns);
-  for (const auto& [path, before] : state.machine->sysctls) {
-    try {
-      write_sysctl(path, before);
-    } catch (const std::exception& error) {
-      failures.push_back(error.what());
-    }
-  }
   if (!state.machine->routes.empty()) {
     Rtnl rtnl;
     int ifindex = 0;

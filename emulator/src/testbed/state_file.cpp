@@ -46,8 +46,9 @@ constexpr std::array kStateKeys{"name"sv,
                                 "created_fq"sv,
                                 "dcs"sv,
                                 "hosts"sv,
+                                "sysctls"sv,
                                 "machine"sv};
-constexpr std::array kMachineKeys{"role"sv, "dc"sv, "address"sv, "gateway_address"sv, "routes"sv, "sysctls"sv};
+constexpr std::array kMachineKeys{"role"sv, "dc"sv, "address"sv, "gateway_address"sv, "routes"sv};
 constexpr std::array kSysctlKeys{"path"sv, "before"sv};
 constexpr std::array kHostKeys{"name"sv,  "dc"sv,   "dc_index"sv, "index"sv,
                                "netns"sv, "ipv4"sv, "ipv6"sv,     "core_ifname"sv};
@@ -124,15 +125,15 @@ std::uint32_t read_ipv4(const StrictToml& file, const toml::table& table, std::s
   return *address;
 }
 
-// The sysctls a gateway may have changed, and only to 0 or 1: down writes
-// these files back as root, so nothing else may be named here.
+// The sysctls attach's local detour may have changed, and only from 0 or 1:
+// down writes these files back as root, so nothing else may be named here.
 void check_sysctl(const StrictToml& file, const toml::node& node, const std::string& field, const std::string& path,
                   const std::string& before, const TestbedState& state) {
   const std::string base = "/proc/sys/net/ipv4/";
   const bool known = path == base + "ip_forward" || path == base + "conf/all/send_redirects" ||
                      path == base + "conf/" + state.dev + "/send_redirects" ||
                      path == base + "conf/" + state.dev + "/accept_local";
-  if (!known) file.fail(node, field + ".path", fmt::format("not a sysctl a gateway changes: {}", base::quoted(path)));
+  if (!known) file.fail(node, field + ".path", fmt::format("not a sysctl attach changes: {}", base::quoted(path)));
   if (before != "0" && before != "1") file.fail(node, field + ".before", fmt::format("expected \"0\" or \"1\""));
 }
 
@@ -163,32 +164,35 @@ void read_machine(const StrictToml& file, TestbedState& state) {
       file.fail(routes[i], field, error.what());
     }
   }
-  const toml::array& sysctls = file.array(table, "sysctls", "machine.sysctls");
+  if (part.gateway && !part.routes.empty())
+    file.fail(*table.get("routes"), "machine.routes", "a gateway adds no routes; its members do");
+  state.machine = std::move(part);
+}
+
+// `sysctls`: what attach's detour changed ([] for other testbeds).
+void read_sysctls(const StrictToml& file, TestbedState& state) {
+  const toml::array& sysctls = file.array(file.root(), "sysctls", "sysctls");
+  if (state.kind != TestbedKind::attached && !sysctls.empty())
+    file.fail(sysctls, "sysctls", "only an attached testbed changes sysctls");
   for (std::size_t i = 0; i < sysctls.size(); ++i) {
-    const std::string field = fmt::format("machine.sysctls[{}]", i);
+    const std::string field = fmt::format("sysctls[{}]", i);
     const toml::table& entry = file.entry(sysctls[i], field, kSysctlKeys);
     std::string path = file.string(entry, "path", field + ".path");
     std::string before = file.string(entry, "before", field + ".before");
     check_sysctl(file, sysctls[i], field, path, before, state);
-    part.sysctls.emplace_back(std::move(path), std::move(before));
+    state.sysctls.emplace_back(std::move(path), std::move(before));
   }
-  if (part.gateway ? !part.routes.empty() : !part.sysctls.empty())
-    file.fail(table, "machine", "a gateway changes sysctls and a member routes, not the other way round");
-  state.machine = std::move(part);
 }
 
 toml::table machine_table(const MachinePart& part) {
   toml::array routes;
   for (const Ipv4Prefix& prefix : part.routes)
     routes.push_back(fmt::format("{}/{}", ipv4_to_string(prefix.addr), prefix.len));
-  toml::array sysctls;
-  for (const auto& [path, before] : part.sysctls) sysctls.push_back(toml::table{{"path", path}, {"before", before}});
   return toml::table{{"role", part.gateway ? "gateway" : "member"},
                      {"dc", part.dc},
                      {"address", ipv4_to_string(part.address)},
                      {"gateway_address", ipv4_to_string(part.gateway_address)},
-                     {"routes", routes},
-                     {"sysctls", sysctls}};
+                     {"routes", routes}};
 }
 
 const char* kind_name(TestbedKind kind) {
@@ -276,6 +280,9 @@ void write_state(const TestbedState& state) {
                    {"created_fq", state.created_fq},
                    {"dcs", dcs},
                    {"hosts", hosts}};
+  toml::array sysctls;
+  for (const auto& [path, before] : state.sysctls) sysctls.push_back(toml::table{{"path", path}, {"before", before}});
+  root.insert("sysctls", sysctls);
   if (state.machine) root.insert("machine", machine_table(*state.machine));
   std::ostringstream text;
   text << root << "\n";
@@ -382,6 +389,7 @@ TestbedState read_state_file(const std::string& path, const std::string& name) {
   if (state.kind != TestbedKind::namespaces && !hosts.empty())
     file.fail(hosts, "hosts", "an attached testbed has no hosts of its own");
   for (std::size_t i = 0; i < hosts.size(); ++i) state.hosts.push_back(read_host(file, hosts[i], i, state));
+  read_sysctls(file, state);
   read_machine(file, state);
   return state;
 }

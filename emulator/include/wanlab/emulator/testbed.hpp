@@ -46,8 +46,6 @@ struct MachinePart {
   std::uint32_t address = 0;          // host byte order
   std::uint32_t gateway_address = 0;  // the DC's gateway
   std::vector<Ipv4Prefix> routes;     // member: added via the gateway on `dev`
-  // Gateway: the /proc/sys files it changed and their values before.
-  std::vector<std::pair<std::string, std::string>> sysctls;
 };
 
 struct TestbedState {
@@ -67,6 +65,10 @@ struct TestbedState {
   std::string dev;
   bool created_clsact = false;
   bool created_fq = false;
+  // `attach` on the fq path (a gateway's too): the /proc/sys files of its
+  // namespace it changed for the local detour (attach.cpp), and their
+  // values before, which down writes back.
+  std::vector<std::pair<std::string, std::string>> sysctls;
   std::optional<MachinePart> machine;  // `wanlab join` only
 
   const Host& host(const std::string& host_name) const;  // throws naming the testbed
@@ -110,16 +112,19 @@ struct AttachOptions {
   // the state; it needs the fq path.
   std::vector<std::pair<Ipv4Prefix, int>> dc_prefixes;
   std::optional<MachinePart> machine;
-  std::array<std::uint8_t, 6> gateway_mac{};  // with `machine` as a gateway: the interface's MAC
 };
 
 // Puts the data plane on an existing interface `dev` of the calling thread's
 // network namespace (a Mininet host, a container, a real NIC). DCs are told
 // apart by the scenario's address pool; no hosts or namespaces are created.
-// With fq, departures are enforced on dev's egress; without it, what arrives
-// on dev is shaped through its ingress hook and an NFQUEUE releaser. Only what
-// this call adds is removed by testbed_down; the interface's own qdiscs and
-// filters are left alone.
+// With fq, departures are enforced on dev's egress, and packets of the
+// namespace's own sockets take a detour through dev's ingress first (IP
+// forwarding on, ICMP redirects off and accept_local on dev, in that
+// namespace, while attached; wanlab_tc.bpf.c says why); without fq, what
+// arrives on dev is shaped through its ingress hook and an NFQUEUE releaser.
+// Only what this call adds is removed by testbed_down, and the sysctls it
+// changed are written back; the interface's own qdiscs and filters are left
+// alone.
 TestbedState attach_up(const std::string& dev, const Scenario& scenario, const AttachOptions& options);
 
 // Removes everything of the testbed, from its state file or, after a crash,
