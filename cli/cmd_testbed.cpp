@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <chrono>
@@ -319,9 +320,34 @@ std::vector<em::LaunchRank> experiment_ranks(const em::TestbedState& state, cons
 
 }  // namespace
 
+namespace {
+
+// `launch --slurm`: this task of a Slurm job step becomes the program, with
+// the rank environment Slurm's placement gives (srun started one per task).
+int exec_as_slurm_rank(const Options& options) {
+  for (const char* other : {"hosts", "per-host", "experiment", "runtime", "image", "grace"})
+    if (options.get(other)) throw UsageError(fmt::format("--slurm: Slurm places the ranks; not with --{}", other));
+  const auto state = em::load_state(em::resolve_testbed(testbed_option(options)));
+  const em::SlurmTask task = em::slurm_task([](const char* name) { return std::getenv(name); });
+  const em::Environment environment =
+      em::slurm_rank_environment(state, task, options.integer<std::uint16_t>("master-port", 1, 65535).value_or(29500),
+                                 options.integer<int>("threads", 1, 1024).value_or(0));
+  for (const auto& [name, value] : environment) ::setenv(name.c_str(), value.c_str(), 1);
+  std::vector<char*> argv;
+  for (const auto& word : options.rest()) argv.push_back(const_cast<char*>(word.c_str()));
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  ::execvp(argv[0], argv.data());
+  fmt::print(stderr, "wanlab launch: {}: {}\n", options.rest().front(), std::strerror(errno));
+  return 127;
+}
+
+}  // namespace
+
 int cmd_launch(const Options& options) {
   if (options.rest().empty()) throw UsageError("expected a command after --");
   if (!options.positionals().empty()) throw UsageError("hosts go in --hosts, the command after --");
+  if (options.flag("slurm")) return exec_as_slurm_rank(options);
   const auto experiment = options.get("experiment");
   if (experiment && (options.get("hosts") || options.get("per-host")))
     throw UsageError("--experiment places the ranks: not with --hosts or --per-host");

@@ -114,6 +114,9 @@ std::vector<Command> make_commands() {
         valued("runtime", "process|podman", "plain processes (default), or a podman container per rank"),
         valued("image", "IMG", "with podman: the image to run (default: the machine's own root, --rootfs /)"),
         valued("master-port", "PORT", "MASTER_PORT (1 to 65535, default 29500)"),
+        flag("slurm",
+             "as a task of a Slurm job step (srun) on a machine of `wanlab join`: become the command, with the rank "
+             "environment Slurm's placement gives"),
         valued("threads", "N", "OMP_NUM_THREADS per rank unless set (1 to 1024, default: cores / ranks)"),
         valued("grace", "SECONDS",
                "after the first failure, how long the others get before SIGKILL (0 to 600, "

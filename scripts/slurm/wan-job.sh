@@ -3,6 +3,11 @@
 #
 #   sbatch --nodes=3 --ntasks-per-node=1 scripts/slurm/wan-job.sh SCENARIO -- PROGRAM [ARG...]
 #
+# A PyTorch program gets torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK,
+# MASTER_ADDR, ...) from Slurm's placement through `wanlab launch --slurm`:
+#
+#   sbatch ... scripts/slurm/wan-job.sh SCENARIO -- wanlab launch --slurm -- python train.py
+#
 # Every node of the allocation must be one of the scenario's machines
 # ([[dc]] machines, docs/SCALE-OUT.md); wanlab must be on each node's PATH
 # (or in $WANLAB) and the scenario at the same path on each. The job:
@@ -32,4 +37,5 @@ hold=$!
 trap 'scancel --signal=TERM "$SLURM_JOB_ID" 2>/dev/null || true; wait "$hold" || true' EXIT
 
 srun --overlap --ntasks-per-node=1 "$wanlab" status --wait "$wan" --timeout 120
+export WANLAB_TESTBED=$wan
 srun --overlap "$@"

@@ -53,10 +53,11 @@ if [[ $me == m1 ]]; then
   done
   [[ $idle -ge $count ]] || fail "only $idle of $count nodes idle: $(sinfo -N 2>&1 | tr '\n' ' ')"
   cd "$dir" || fail "no $dir"
-  # Job 1, to its end: every node's task writes what it sees, m2 pings m3 across the WAN.
+  # Job 1, to its end: every node's task (through `wanlab launch --slurm`)
+  # writes what it sees, m2 pings m3 across the WAN.
   sbatch --wait --nodes="$count" --ntasks-per-node=1 -o "$dir/job1.out" --export=ALL,WANLAB_TASK_TAG=job1 \
-    "$source_dir/scripts/slurm/wan-job.sh" "$scenario" -- "$source_dir/tests/multihost/slurm-task.sh" \
-    >"$dir/sbatch1.out" 2>&1
+    "$source_dir/scripts/slurm/wan-job.sh" "$scenario" -- \
+    wanlab launch --slurm -- "$source_dir/tests/multihost/slurm-task.sh" >"$dir/sbatch1.out" 2>&1
   echo "exit $?" >>"$dir/sbatch1.out"
   echo "== job 1's output"
   cat "$dir/job1.out"

@@ -82,6 +82,16 @@ BOOST_AUTO_TEST_CASE(a_slurm_job_brings_the_wan_up_on_every_node_and_every_endin
   BOOST_TEST(machines.read("job1.task.m1").find("DC east's gateway on eth0") != std::string::npos);
   BOOST_TEST(machines.read("job1.task.m2").find("DC east's member on eth0") != std::string::npos);
   BOOST_TEST(machines.read("job1.task.m3").find("DC west's gateway on eth0") != std::string::npos);
+  // `wanlab launch --slurm` gave each task torchrun's variables from Slurm's
+  // placement (one task per node, in node order) and its machine's DC.
+  const std::vector<std::pair<std::string, std::string>> ranks{{"m1", "0"}, {"m2", "1"}, {"m3", "2"}};
+  for (const auto& [node, rank] : ranks) {
+    const std::string dc = node == "m3" ? "west" : "east";
+    const std::string expected = "env RANK=" + rank + " WORLD_SIZE=3 LOCAL_RANK=0 GROUP_RANK=" + rank +
+                                 " MASTER_ADDR=m1 WANLAB_DC=" + dc + " WANLAB_TESTBED=j1";
+    const std::string seen = machines.read("job1.task." + node);
+    BOOST_TEST(seen.find(expected) != std::string::npos, node << " saw:\n" << seen);
+  }
   const double rtt_ms = median_rtt_ms(machines.read("job1.task.m2"));
   BOOST_TEST_MESSAGE("job 1: m2 -> m3 median RTT " << rtt_ms << " ms (30 configured)");
   // Never below the configuration; above it, TCG guests running Slurm's

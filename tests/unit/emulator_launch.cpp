@@ -154,3 +154,64 @@ BOOST_AUTO_TEST_CASE(a_container_rank_refuses_a_working_directory_podman_cannot_
     BOOST_TEST(std::string(error.what()).find("holds a ':'") != std::string::npos, error.what());
   }
 }
+
+BOOST_AUTO_TEST_CASE(a_slurm_task_gets_the_same_variables_from_slurms_placement) {
+  BOOST_TEST(em::first_slurm_host("m[1-3],n5") == "m1");
+  BOOST_TEST(em::first_slurm_host("gpu[007-009]") == "gpu007");
+  BOOST_TEST(em::first_slurm_host("a,b") == "a");
+  BOOST_TEST(em::first_slurm_host("node1") == "node1");
+  for (const char* bad : {"m[", "m[]", "m[x-2]"}) BOOST_CHECK_THROW(em::first_slurm_host(bad), std::invalid_argument);
+  BOOST_TEST(em::slurm_tasks_on_node("2(x3),1", 0) == 2u);
+  BOOST_TEST(em::slurm_tasks_on_node("2(x3),1", 2) == 2u);
+  BOOST_TEST(em::slurm_tasks_on_node("2(x3),1", 3) == 1u);
+  BOOST_CHECK_THROW(em::slurm_tasks_on_node("2(x3),1", 4), std::out_of_range);
+  for (const char* bad : {"x", "2(x", "2(3)", ""}) BOOST_CHECK_THROW(em::slurm_tasks_on_node(bad, 0), std::exception);
+
+  // Rank 3 of 6: the second task on node 1 of gpu[01-03], two per node.
+  std::map<std::string, std::string> slurm{{"SLURM_PROCID", "3"},
+                                           {"SLURM_STEP_NUM_TASKS", "6"},
+                                           {"SLURM_LOCALID", "1"},
+                                           {"SLURM_NODEID", "1"},
+                                           {"SLURM_STEP_NUM_NODES", "3"},
+                                           {"SLURM_STEP_NODELIST", "gpu[01-03]"},
+                                           {"SLURM_STEP_TASKS_PER_NODE", "2(x3)"},
+                                           {"SLURMD_NODENAME", "gpu02"}};
+  const auto variable = [&](const char* name) -> const char* {
+    const auto found = slurm.find(name);
+    return found == slurm.end() ? nullptr : found->second.c_str();
+  };
+  const em::SlurmTask task = em::slurm_task(variable);
+  em::TestbedState state;
+  state.name = "j42";
+  state.machine = em::MachinePart{false, "west", 0x0a000002, 0x0a000001, {}};
+  const em::Environment environment = em::slurm_rank_environment(state, task, 29500, 4);
+  const std::map<std::string, std::string> got(environment.begin(), environment.end());
+  const std::map<std::string, std::string> expected{{"RANK", "3"},
+                                                    {"WORLD_SIZE", "6"},
+                                                    {"LOCAL_RANK", "1"},
+                                                    {"LOCAL_WORLD_SIZE", "2"},
+                                                    {"GROUP_RANK", "1"},
+                                                    {"GROUP_WORLD_SIZE", "3"},
+                                                    {"ROLE_RANK", "3"},
+                                                    {"ROLE_WORLD_SIZE", "6"},
+                                                    {"MASTER_ADDR", "gpu01"},
+                                                    {"MASTER_PORT", "29500"},
+                                                    {"WANLAB_TESTBED", "j42"},
+                                                    {"WANLAB_HOST", "gpu02"},
+                                                    {"WANLAB_DC", "west"}};
+  for (const auto& [name, value] : expected) BOOST_TEST(got.at(name) == value, name);
+  // Outside a step, or with Slurm's variables broken, one line naming the variable.
+  slurm.erase("SLURM_PROCID");
+  try {
+    em::slurm_task(variable);
+    BOOST_FAIL("no error without SLURM_PROCID");
+  } catch (const std::runtime_error& error) {
+    BOOST_TEST(std::string(error.what()).find("$SLURM_PROCID is not set") != std::string::npos, error.what());
+  }
+  slurm["SLURM_PROCID"] = "three";
+  BOOST_CHECK_THROW(em::slurm_task(variable), std::runtime_error);
+  // Not a testbed of `wanlab join`: no machine, no DC to give.
+  slurm["SLURM_PROCID"] = "3";
+  BOOST_CHECK_THROW(em::slurm_rank_environment(em::TestbedState{}, em::slurm_task(variable), 29500, 1),
+                    std::runtime_error);
+}

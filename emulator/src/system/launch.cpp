@@ -196,6 +196,43 @@ std::vector<std::string> container_argv(const TestbedState& state, const LaunchP
   return argv;
 }
 
+namespace {
+
+// torchrun's variables, whoever placed the ranks (one box or Slurm).
+struct RankPlace {
+  std::size_t rank = 0, world = 1, local_rank = 0, local_world = 1, group = 0, groups = 1;
+};
+
+Environment torchrun_environment(const RankPlace& place, const std::string& master_addr, std::uint16_t master_port) {
+  return {{"RANK", std::to_string(place.rank)},
+          {"WORLD_SIZE", std::to_string(place.world)},
+          {"LOCAL_RANK", std::to_string(place.local_rank)},
+          {"LOCAL_WORLD_SIZE", std::to_string(place.local_world)},
+          {"GROUP_RANK", std::to_string(place.group)},
+          {"GROUP_WORLD_SIZE", std::to_string(place.groups)},
+          {"ROLE_RANK", std::to_string(place.rank)},
+          {"ROLE_WORLD_SIZE", std::to_string(place.world)},
+          {"MASTER_ADDR", master_addr},
+          {"MASTER_PORT", std::to_string(master_port)}};
+}
+
+// A count in Slurm's variables: decimal digits only.
+bool whole(std::string_view text, std::size_t& value) {
+  try {
+    value = base::parse_integer<std::size_t>(text, 0, 1u << 30);
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// A user's own setting wins, as with torchrun.
+void add_threads(Environment& environment, int threads) {
+  if (!std::getenv("OMP_NUM_THREADS")) environment.emplace_back("OMP_NUM_THREADS", std::to_string(threads));
+}
+
+}  // namespace
+
 Environment rank_environment(const TestbedState& state, const LaunchPlan& plan, std::size_t rank) {
   if (rank >= plan.ranks.size()) throw std::out_of_range(fmt::format("rank {} of {}", rank, plan.ranks.size()));
   const Host& host = plan.ranks[rank].host;
@@ -203,30 +240,102 @@ Environment rank_environment(const TestbedState& state, const LaunchPlan& plan, 
   std::vector<std::string> hosts;
   for (const auto& each : plan.ranks)
     if (std::find(hosts.begin(), hosts.end(), each.host.name) == hosts.end()) hosts.push_back(each.host.name);
-  const auto group = std::find(hosts.begin(), hosts.end(), host.name) - hosts.begin();
-  const std::string world = std::to_string(plan.ranks.size());
+  const auto group = static_cast<std::size_t>(std::find(hosts.begin(), hosts.end(), host.name) - hosts.begin());
   const int threads =
       plan.threads_per_rank > 0
           ? plan.threads_per_rank
           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / static_cast<int>(plan.ranks.size()));
-  Environment environment{
-      {"RANK", std::to_string(rank)},
-      {"WORLD_SIZE", world},
-      {"LOCAL_RANK", std::to_string(ranks_on_host(plan, host.name, rank))},
-      {"LOCAL_WORLD_SIZE", std::to_string(ranks_on_host(plan, host.name, plan.ranks.size()))},
-      {"GROUP_RANK", std::to_string(group)},
-      {"GROUP_WORLD_SIZE", std::to_string(hosts.size())},
-      {"ROLE_RANK", std::to_string(rank)},
-      {"ROLE_WORLD_SIZE", world},
-      {"MASTER_ADDR", plan.master_addr.empty() ? plan.ranks.front().host.name : plan.master_addr},
-      {"MASTER_PORT", std::to_string(plan.master_port)},
-      {"WANLAB_TESTBED", state.name},
-      {"WANLAB_HOST", host.name},
-      {"WANLAB_DC", host.dc},
-  };
-  // A user's own setting wins, as with torchrun.
-  if (!std::getenv("OMP_NUM_THREADS")) environment.emplace_back("OMP_NUM_THREADS", std::to_string(threads));
+  Environment environment = torchrun_environment(
+      {rank, plan.ranks.size(), static_cast<std::size_t>(ranks_on_host(plan, host.name, rank)),
+       static_cast<std::size_t>(ranks_on_host(plan, host.name, plan.ranks.size())), group, hosts.size()},
+      plan.master_addr.empty() ? plan.ranks.front().host.name : plan.master_addr, plan.master_port);
+  environment.insert(environment.end(),
+                     {{"WANLAB_TESTBED", state.name}, {"WANLAB_HOST", host.name}, {"WANLAB_DC", host.dc}});
+  add_threads(environment, threads);
   for (const auto& variable : plan.ranks[rank].extra) environment.push_back(variable);
+  return environment;
+}
+
+std::string first_slurm_host(std::string_view hostlist) {
+  const std::string_view first = hostlist.substr(0, hostlist.find_first_of(",["));
+  if (hostlist.size() == first.size() || hostlist[first.size()] == ',') return std::string(first);
+  // "m[1-3,7]": the prefix and the range's first number, zero padding kept.
+  const std::size_t open = first.size();
+  const std::size_t end = hostlist.find_first_of("-,]", open + 1);
+  if (end == std::string_view::npos || end == open + 1)
+    throw std::invalid_argument(fmt::format("not a Slurm host list: {}", base::quoted(hostlist)));
+  const std::string_view number = hostlist.substr(open + 1, end - open - 1);
+  if (!std::all_of(number.begin(), number.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    throw std::invalid_argument(fmt::format("not a Slurm host list: {}", base::quoted(hostlist)));
+  return std::string(first) + std::string(number);
+}
+
+std::size_t slurm_tasks_on_node(std::string_view tasks_per_node, std::size_t node) {
+  // "2(x3),1": two tasks on each of three nodes, then one.
+  std::size_t index = 0;
+  std::size_t at = 0;
+  const auto fail = [&]() -> std::size_t {
+    throw std::invalid_argument(fmt::format("not a Slurm tasks-per-node list: {}", base::quoted(tasks_per_node)));
+  };
+  while (at < tasks_per_node.size()) {
+    const std::size_t comma = std::min(tasks_per_node.find(',', at), tasks_per_node.size());
+    const std::string_view entry = tasks_per_node.substr(at, comma - at);
+    std::size_t tasks = 0, repeat = 1;
+    const auto paren = entry.find("(x");
+    if (!whole(entry.substr(0, paren), tasks)) return fail();
+    if (paren != std::string_view::npos &&
+        (!entry.ends_with(")") || !whole(entry.substr(paren + 2, entry.size() - paren - 3), repeat)))
+      return fail();
+    if (node < index + repeat) return tasks;
+    index += repeat;
+    at = comma + 1;
+  }
+  throw std::out_of_range(fmt::format("node {} of tasks-per-node list {}", node, base::quoted(tasks_per_node)));
+}
+
+SlurmTask slurm_task(const std::function<const char*(const char*)>& variable) {
+  const auto need = [&](std::initializer_list<const char*> names) -> std::string {
+    for (const char* name : names)
+      if (const char* value = variable(name); value && *value) return value;
+    throw std::runtime_error(
+        fmt::format("${} is not set: run this as a task of a Slurm job step (srun)", *names.begin()));
+  };
+  const auto number = [&](std::initializer_list<const char*> names) {
+    const std::string text = need(names);
+    std::size_t value = 0;
+    if (!whole(text, value))
+      throw std::runtime_error(fmt::format("${}: expected a whole number, got {}", *names.begin(), base::quoted(text)));
+    return value;
+  };
+  SlurmTask task;
+  task.rank = number({"SLURM_PROCID"});
+  task.world = number({"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"});
+  task.local_rank = number({"SLURM_LOCALID"});
+  task.node = number({"SLURM_NODEID"});
+  task.nodes = number({"SLURM_STEP_NUM_NODES", "SLURM_NNODES"});
+  const std::string nodelist = need({"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST"});
+  try {
+    task.first_node = first_slurm_host(nodelist);
+    task.local_world = slurm_tasks_on_node(need({"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"}), task.node);
+  } catch (const std::exception& error) {
+    throw std::runtime_error(std::string("Slurm's environment: ") + error.what());
+  }
+  task.node_name = need({"SLURMD_NODENAME"});
+  return task;
+}
+
+Environment slurm_rank_environment(const TestbedState& state, const SlurmTask& task, std::uint16_t master_port,
+                                   int threads) {
+  if (!state.machine)
+    throw std::runtime_error(fmt::format("testbed {} is not a scenario over machines (wanlab join)", state.name));
+  Environment environment = torchrun_environment(
+      {task.rank, task.world, task.local_rank, task.local_world, task.node, task.nodes}, task.first_node, master_port);
+  environment.insert(
+      environment.end(),
+      {{"WANLAB_TESTBED", state.name}, {"WANLAB_HOST", task.node_name}, {"WANLAB_DC", state.machine->dc}});
+  add_threads(environment, threads > 0 ? threads
+                                       : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
+                                                         static_cast<int>(std::max<std::size_t>(1, task.local_world))));
   return environment;
 }
 

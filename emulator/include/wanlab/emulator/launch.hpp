@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -78,6 +79,28 @@ std::vector<std::string> container_argv(const TestbedState& state, const LaunchP
 // MASTER_ADDR, MASTER_PORT, OMP_NUM_THREADS (unless ours has it), WANLAB_TESTBED,
 // WANLAB_HOST, WANLAB_DC, then the rank's extra ones.
 Environment rank_environment(const TestbedState& state, const LaunchPlan& plan, std::size_t rank);
+
+// One task of a Slurm job step (srun), as its SLURM_* variables place it
+// (`wanlab launch --slurm`, across the machines of a scenario over machines).
+struct SlurmTask {
+  std::size_t rank = 0, world = 1, local_rank = 0, local_world = 1, node = 0, nodes = 1;
+  std::string first_node;  // the step's first node: MASTER_ADDR
+  std::string node_name;   // SLURMD_NODENAME
+};
+// Read through `variable` (getenv); throws std::runtime_error naming a
+// missing or malformed variable.
+SlurmTask slurm_task(const std::function<const char*(const char*)>& variable);
+// The first host of a Slurm host list: "m[1-3],n5" -> "m1", "gpu[007-009]"
+// -> "gpu007", "a,b" -> "a". std::invalid_argument if it is none.
+std::string first_slurm_host(std::string_view hostlist);
+// Tasks on node `node` of a tasks-per-node list ("2(x3),1").
+std::size_t slurm_tasks_on_node(std::string_view tasks_per_node, std::size_t node);
+// The variables rank_environment gives, for a Slurm task on a machine of
+// `state` (a testbed of `wanlab join`): WANLAB_DC is the machine's DC,
+// WANLAB_HOST its node name; OMP_NUM_THREADS `threads`, or the machine's
+// cores / tasks on the node.
+Environment slurm_rank_environment(const TestbedState& state, const SlurmTask& task, std::uint16_t master_port,
+                                   int threads);
 
 // The hosts a `launch` names: "all" (every host), or a comma-separated list
 // of host names and DC names (a DC stands for its hosts, in order), each once.
