@@ -62,7 +62,7 @@ BOOST_AUTO_TEST_CASE(a_wan_over_three_machines_shapes_each_dc_pair_once_and_leav
                      << gateway_alone / 1e6 << ", member alone " << member_alone / 1e6 << ", both at once "
                      << together / 1e6 << " Mbit/s; west -> member " << reverse / 1e6 << " Mbit/s");
   // The floors are low because three TCG guests share two host cores here:
-  // one stream measured 63-84% of the rate. A gateway's own sender without
+  // one stream measured 63-88% of the rate in eight runs. A gateway's own sender without
   // the detour (wanlab_tc.bpf.c) got 13%; one link per machine would give
   // both together twice the rate.
   for (double alone : {gateway_alone, member_alone, reverse}) {
