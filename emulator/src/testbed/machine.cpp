@@ -1,9 +1,6 @@
 // `wanlab join`: one machine's part of a scenario over machines (machines.hpp).
 #include <arpa/inet.h>
 #include <ifaddrs.h>
-#include <net/if.h>
-#include <net/if_arp.h>
-#include <sys/ioctl.h>
 #include <netdb.h>
 #include <unistd.h>
 
@@ -13,7 +10,6 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <set>
 #include <stdexcept>
 
 #include "testbed/testbed_internal.hpp"
@@ -25,7 +21,6 @@
 #include "wanlab/emulator/names.hpp"
 #include "wanlab/emulator/netns.hpp"
 #include "wanlab/emulator/rtnl.hpp"
-#include "wanlab/emulator/sys.hpp"
 
 namespace wanlab::emulator {
 using namespace detail;
@@ -46,14 +41,10 @@ bool same_host(const std::string& entry, const std::string& host_name) {
          (a.find('.') == std::string::npos || b.find('.') == std::string::npos);
 }
 
-struct Resolved {
-  std::vector<Ipv4Prefix> prefixes;
-};
-
 // An entry's prefixes: its own, or its host name's addresses as /32s.
-Resolved resolve_entry(const Machine& machine, const ResolveHost& resolve) {
-  if (machine.prefix) return {{*machine.prefix}};
-  Resolved resolved;
+std::vector<Ipv4Prefix> resolve_entry(const Machine& machine, const ResolveHost& resolve) {
+  if (machine.prefix) return {*machine.prefix};
+  std::vector<Ipv4Prefix> resolved;
   for (std::uint32_t address : resolve(machine.text)) {
     if (is_loopback(address))
       throw std::runtime_error(fmt::format(
@@ -61,10 +52,9 @@ Resolved resolve_entry(const Machine& machine, const ResolveHost& resolve) {
           "its address in the scenario, or map its name to the address other machines reach it at",
           base::quoted(machine.text), ipv4_to_string(address)));
     Ipv4Prefix host{address, 32};
-    if (std::find(resolved.prefixes.begin(), resolved.prefixes.end(), host) == resolved.prefixes.end())
-      resolved.prefixes.push_back(host);
+    if (std::find(resolved.begin(), resolved.end(), host) == resolved.end()) resolved.push_back(host);
   }
-  if (resolved.prefixes.empty())
+  if (resolved.empty())
     throw std::runtime_error(fmt::format("machine {}: no IPv4 address", base::quoted(machine.text)));
   return resolved;
 }
@@ -88,7 +78,7 @@ std::uint32_t gateway_address_of(const Dc& dc, const ResolveHost& resolve) {
   in_addr parsed{};
   const std::vector<Ipv4Prefix> prefixes = ::inet_pton(AF_INET, dc.gateway.c_str(), &parsed) == 1
                                                ? std::vector<Ipv4Prefix>{{ntohl(parsed.s_addr), 32}}
-                                               : resolve_entry(Machine{dc.gateway, std::nullopt}, resolve).prefixes;
+                                               : resolve_entry(Machine{dc.gateway, std::nullopt}, resolve);
   if (prefixes.size() != 1)
     throw std::runtime_error(
         fmt::format("DC \"{}\": gateway {} resolves to {} addresses; name it by the one address "
@@ -189,19 +179,16 @@ MachineRole find_machine_role(const Scenario& scenario, const LocalMachine& me, 
   std::string found_where;
   for (std::size_t dc = 0; dc < scenario.dcs.size(); ++dc) {
     for (const Machine& machine : scenario.dcs[dc].machines) {
-      const Resolved resolved = resolve_entry(machine, resolve);
-      for (const Ipv4Prefix& prefix : resolved.prefixes) {
-        role.dc_prefixes.emplace_back(prefix, static_cast<int>(dc));
-      }
+      const std::vector<Ipv4Prefix> resolved = resolve_entry(machine, resolve);
+      for (const Ipv4Prefix& prefix : resolved) role.dc_prefixes.emplace_back(prefix, static_cast<int>(dc));
       const bool by_name = !machine.prefix && same_host(machine.text, me.host_name);
-      const LocalAddress* local = local_in(me, resolved.prefixes);
+      const LocalAddress* local = local_in(me, resolved);
       if (!by_name && local == nullptr) continue;
       if (by_name && local == nullptr)
-        throw std::runtime_error(
-            fmt::format("machine {} (DC \"{}\") is this machine by name, but resolves to {}, "
-                        "which no interface here holds ({})",
-                        base::quoted(machine.text), scenario.dcs[dc].name,
-                        ipv4_to_string(resolved.prefixes.front().addr), describe(me)));
+        throw std::runtime_error(fmt::format(
+            "machine {} (DC \"{}\") is this machine by name, but resolves to {}, "
+            "which no interface here holds ({})",
+            base::quoted(machine.text), scenario.dcs[dc].name, ipv4_to_string(resolved.front().addr), describe(me)));
       const std::string where = fmt::format("{} of DC \"{}\"", base::quoted(machine.text), scenario.dcs[dc].name);
       if (found && static_cast<std::size_t>(role.dc) != dc)
         throw std::runtime_error(
