@@ -201,7 +201,7 @@ Datapath::Datapath(Datapath&&) noexcept = default;
 Datapath& Datapath::operator=(Datapath&&) noexcept = default;
 Datapath::~Datapath() = default;
 
-Datapath Datapath::load(int num_dcs, wanlab_release_mode mode, const std::optional<Gateway>& gateway) {
+Datapath Datapath::load(int num_dcs, wanlab_release_mode mode, const std::optional<LocalDetour>& detour) {
   if (num_dcs < 1 || num_dcs > WANLAB_MAX_DCS)
     throw std::invalid_argument(fmt::format("loading tc program: {} DCs, expected 1..{}", num_dcs, WANLAB_MAX_DCS));
   if (mode != WANLAB_RELEASE_FQ && mode != WANLAB_RELEASE_NFQUEUE)
@@ -214,11 +214,11 @@ Datapath Datapath::load(int num_dcs, wanlab_release_mode mode, const std::option
   wanlab_tc& skel = *impl->skel;
   skel.rodata->num_dcs = static_cast<__u32>(num_dcs);
   skel.rodata->release_mode = mode;
-  if (gateway) {
-    if (gateway->ifindex <= 0 || mode != WANLAB_RELEASE_FQ)
-      throw std::invalid_argument("loading tc program: a gateway needs an interface and the fq release mode");
-    skel.rodata->own_ifindex = static_cast<__u32>(gateway->ifindex);
-    std::copy(gateway->mac.begin(), gateway->mac.end(), const_cast<__u8*>(skel.rodata->own_mac));
+  if (detour) {
+    if (detour->ifindex <= 0 || mode != WANLAB_RELEASE_FQ)
+      throw std::invalid_argument("loading tc program: the local detour needs an interface and the fq release mode");
+    skel.rodata->own_ifindex = static_cast<__u32>(detour->ifindex);
+    std::copy(detour->mac.begin(), detour->mac.end(), const_cast<__u8*>(skel.rodata->own_mac));
   }
   auto pairs = static_cast<__u32>(num_dcs * num_dcs);
   for (bpf_map* map : {skel.maps.pair_config, skel.maps.pair_state, skel.maps.pair_stats, skel.maps.pair_sched}) {

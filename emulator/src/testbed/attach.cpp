@@ -172,8 +172,8 @@ TestbedState attach_up(const std::string& dev, const Scenario& scenario, const A
     const auto mac = state.release == ReleasePath::fq ? ethernet_address(dev) : std::nullopt;
     if (state.machine && !mac)
       throw std::runtime_error(dev + ": a DC's gateway forwards its members' packets: its NIC must be Ethernet");
-    std::optional<Datapath::Gateway> detour;
-    if (mac) detour = Datapath::Gateway{ifindex, *mac};
+    std::optional<Datapath::LocalDetour> detour;
+    if (mac) detour = Datapath::LocalDetour{ifindex, *mac};
     Datapath datapath = load_datapath(scenario, state, false, options.dc_prefixes, detour);
     base::check_interrupted();
 

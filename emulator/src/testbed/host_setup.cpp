@@ -146,10 +146,10 @@ void attach_program(Rtnl& core, const Host& host, ReleasePath release, int prog_
 
 Datapath load_datapath(const Scenario& scenario, const TestbedState& state, bool with_ipv6,
                        const std::vector<std::pair<Ipv4Prefix, int>>& dc_prefixes,
-                       const std::optional<Datapath::Gateway>& gateway) {
+                       const std::optional<Datapath::LocalDetour>& detour) {
   Datapath datapath =
       Datapath::load(static_cast<int>(scenario.dcs.size()),
-                     state.release == ReleasePath::fq ? WANLAB_RELEASE_FQ : WANLAB_RELEASE_NFQUEUE, gateway);
+                     state.release == ReleasePath::fq ? WANLAB_RELEASE_FQ : WANLAB_RELEASE_NFQUEUE, detour);
   for (const auto& [prefix, dc] : dc_prefixes) datapath.set_dc_prefix_v4(prefix.addr, prefix.len, dc);
   for (int dc = 0; dc < static_cast<int>(scenario.dcs.size()) && dc_prefixes.empty(); ++dc) {
     datapath.set_dc_prefix_v4(scenario.pool.addr + (static_cast<std::uint32_t>(dc) << 8), 24, dc);

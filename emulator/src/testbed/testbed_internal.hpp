@@ -76,10 +76,10 @@ void attach_program(Rtnl& core, const Host& host, ReleasePath release, int prog_
 // Loads the program for the scenario's DCs and the state's release path, fills
 // the prefix tries (IPv6 too for namespace testbeds) and pairs, and pins the maps.
 // DC i is the pool's i-th /24, or as `dc_prefixes` say when given; with
-// `gateway`, the program detours a gateway machine's own packets.
+// `detour`, the program detours the attached host's own packets.
 Datapath load_datapath(const Scenario& scenario, const TestbedState& state, bool with_ipv6,
                        const std::vector<std::pair<Ipv4Prefix, int>>& dc_prefixes,
-                       const std::optional<Datapath::Gateway>& gateway);
+                       const std::optional<Datapath::LocalDetour>& detour);
 void allow_congestion_control(const std::string& name);
 void restore_allowed_congestion_control();
 

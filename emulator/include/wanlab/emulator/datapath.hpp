@@ -31,14 +31,15 @@ class Datapath {
  public:
   // Loads the program for num_dcs DCs (1..WANLAB_MAX_DCS) releasing packets by
   // `mode`. All pairs start disabled: packets pass untouched until set_pair.
-  // `gateway`: the interface (index, MAC) of a DC's gateway machine, whose
-  // own sockets' packets to other DCs the program sends back in through the
-  // interface's ingress to be forwarded and shaped (wanlab_tc.bpf.c).
-  struct Gateway {
+  // `detour`: the interface (index, MAC) of a host the program is attached
+  // to on the fq path, whose own sockets' packets to other DCs it sends back
+  // in through the interface's ingress to be forwarded and shaped
+  // (wanlab_tc.bpf.c).
+  struct LocalDetour {
     int ifindex = 0;
     std::array<std::uint8_t, 6> mac{};
   };
-  static Datapath load(int num_dcs, wanlab_release_mode mode, const std::optional<Gateway>& gateway = std::nullopt);
+  static Datapath load(int num_dcs, wanlab_release_mode mode, const std::optional<LocalDetour>& detour = std::nullopt);
   // Opens the maps another process pinned in dir. The result has no program
   // (program_fd() is -1) but supports everything else.
   static Datapath open_pinned(const std::string& dir);
