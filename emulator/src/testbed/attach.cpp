@@ -96,25 +96,17 @@ void refuse_configured_root_qdisc(Rtnl& rtnl, int ifindex, const std::string& de
                   dev, root->kind, root->handle >> 16, dev));
 }
 
-// A sysctl of the calling thread's namespace set to `value`, its value before
-// kept in the state first (down writes it back).
-void change_sysctl(TestbedState& state, const std::string& name, const std::string& value) {
-  const std::string path = "/proc/sys/net/ipv4/" + name;
-  const std::string before = read_sysctl(path);
-  if (before == value) return;
-  state.sysctls.emplace_back(path, before);
-  write_state(state);
-  write_sysctl(path, value);
-}
-
-// What the program's detour of local packets (wanlab_tc.bpf.c) needs: IP
-// forwards them back out, sends no ICMP redirect for a packet that leaves
-// where it came in, and takes in packets that carry one of its own addresses.
+// What the program's detour of local packets (wanlab_tc.bpf.c) needs, set
+// in the calling thread's namespace, each value before kept in the state
+// first (down writes it back).
 void enable_local_detour(TestbedState& state) {
-  change_sysctl(state, "ip_forward", "1");
-  change_sysctl(state, "conf/all/send_redirects", "0");
-  change_sysctl(state, "conf/" + state.dev + "/send_redirects", "0");
-  change_sysctl(state, "conf/" + state.dev + "/accept_local", "1");
+  for (const auto& [path, value] : local_detour_sysctls(state.dev)) {
+    const std::string before = read_sysctl(path);
+    if (before == value) continue;
+    state.sysctls.emplace_back(path, before);
+    write_state(state);
+    write_sysctl(path, value);
+  }
 }
 
 std::optional<std::array<std::uint8_t, 6>> ethernet_address(const std::string& dev) {
@@ -130,6 +122,17 @@ std::optional<std::array<std::uint8_t, 6>> ethernet_address(const std::string& d
 }
 
 }  // namespace
+
+std::vector<std::pair<std::string, std::string>> detail::local_detour_sysctls(const std::string& dev) {
+  // IP forwards the packets back out, sends no ICMP redirect for a packet
+  // that leaves where it came in, and takes in packets that carry one of its
+  // own addresses.
+  const std::string ipv4 = "/proc/sys/net/ipv4/";
+  return {{ipv4 + "ip_forward", "1"},
+          {ipv4 + "conf/all/send_redirects", "0"},
+          {ipv4 + "conf/" + dev + "/send_redirects", "0"},
+          {ipv4 + "conf/" + dev + "/accept_local", "1"}};
+}
 
 TestbedState attach_up(const std::string& dev, const Scenario& scenario, const AttachOptions& options) {
   check_interface_name(dev);

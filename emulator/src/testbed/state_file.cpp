@@ -7,6 +7,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -129,10 +130,9 @@ std::uint32_t read_ipv4(const StrictToml& file, const toml::table& table, std::s
 // down writes these files back as root, so nothing else may be named here.
 void check_sysctl(const StrictToml& file, const toml::node& node, const std::string& field, const std::string& path,
                   const std::string& before, const TestbedState& state) {
-  const std::string base = "/proc/sys/net/ipv4/";
-  const bool known = path == base + "ip_forward" || path == base + "conf/all/send_redirects" ||
-                     path == base + "conf/" + state.dev + "/send_redirects" ||
-                     path == base + "conf/" + state.dev + "/accept_local";
+  const auto allowed = local_detour_sysctls(state.dev);
+  const bool known =
+      std::any_of(allowed.begin(), allowed.end(), [&](const auto& sysctl) { return sysctl.first == path; });
   if (!known) file.fail(node, field + ".path", fmt::format("not a sysctl attach changes: {}", base::quoted(path)));
   if (before != "0" && before != "1") file.fail(node, field + ".before", fmt::format("expected \"0\" or \"1\""));
 }

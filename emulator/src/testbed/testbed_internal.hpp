@@ -99,6 +99,9 @@ inline constexpr std::uint32_t kFilterPriority = 0xc0de;
 inline constexpr std::uint32_t kFilterHandle = 0x5741;
 // Removes what attach_up added to the interface (testbed_down calls it).
 void detach_interface(const TestbedState& state);
+// The sysctls (/proc/sys paths) and values the program's detour of local
+// packets needs on `dev` (attach.cpp): the only ones a state file may name.
+std::vector<std::pair<std::string, std::string>> local_detour_sysctls(const std::string& dev);
 // A machine's part of a scenario over machines: its routes removed, its
 // sysctls back (machine.cpp).
 void leave_machine(const TestbedState& state);
