@@ -209,7 +209,15 @@ void replace_at(int dir_fd, const std::string& dir_shown, std::string_view name,
   // Where nothing stood, nothing may appear meanwhile and be replaced unseen.
   const unsigned flags = target == Target::regular_only && kind_at(dir_fd, shown, name) == 0 ? RENAME_NOREPLACE : 0;
   if (::renameat2(dir_fd, temporary.c_str(), dir_fd, std::string(name).c_str(), flags) == 0) return;
-  const int err = errno;
+  int err = errno;
+  // File systems without RENAME_NOREPLACE (9p, as QEMU shares a folder; some
+  // NFS servers, as clusters share them) refuse the flag with EINVAL: a plain
+  // rename then. It replaces a name that appeared meanwhile, never writes
+  // through it (a link is replaced, not followed).
+  if (err == EINVAL && flags != 0) {
+    if (::renameat(dir_fd, temporary.c_str(), dir_fd, std::string(name).c_str()) == 0) return;
+    err = errno;
+  }
   ::unlinkat(dir_fd, temporary.c_str(), 0);
   if (err == EEXIST) refuse_unless_regular(kind_at(dir_fd, shown, name), shown);
   fail(shown, "replacing it", err);
