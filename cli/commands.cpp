@@ -69,7 +69,9 @@ OptionSpecs train_options() {
   for (const harness::ExperimentOption& option : harness::experiment_options())
     options.push_back(valued(std::string(option.name), std::string(option.metavar), std::string(option.help)));
   for (OptionSpec option :
-       {valued("runtime", "auto|podman|sandbox|external", "where workers run (default auto: podman, else the sandbox)"),
+       {valued("runtime", "auto|podman|sandbox|external|slurm",
+               "where workers run (default auto: podman, else the sandbox; slurm: across the machines of a Slurm "
+               "job, over the WAN `wanlab join` holds)"),
         valued("image", "IMG", "the worker image (default: the one built for this binary)"), kRelease,
         valued("timeout", "SECONDS", "fail an iteration that takes longer (1 to 86400)"), kQuiet,
         flag("simulate", "the planner's simulation instead of the emulated WAN")})

@@ -26,7 +26,7 @@ fuzz_build=${FUZZ_BUILD_DIR:-build-fuzz}
 # libclang-rt-dev: libFuzzer and the sanitizers' runtimes (only recommended by clang).
 packages=(build-essential cmake ninja-build pkg-config clang llvm libclang-rt-dev
           libbpf-dev bpftool libelf-dev zlib1g-dev libmnl-dev
-          libasio-dev libfmt-dev libtomlplusplus-dev nlohmann-json3-dev libboost-test-dev
+          libasio-dev libfmt-dev libtomlplusplus-dev nlohmann-json3-dev libboost-test-dev libssl-dev
           iproute2 iptables iperf3 iputils-ping procps python3
           qemu-system-x86 busybox-static kmod xz-utils   # the vm tests
           slurm-wlm munge        # the multihost tests: Slurm's daemons run inside the guests

@@ -8,13 +8,20 @@
 #
 #   sbatch ... scripts/slurm/wan-job.sh SCENARIO -- wanlab launch --slurm -- python train.py
 #
+# With --here, PROGRAM runs once, in this script on the allocation's first
+# node, rather than as a step on every node: for a program that starts its
+# own steps, as wanlab's harness does (each worker on its node through srun):
+#
+#   sbatch ... scripts/slurm/wan-job.sh --here SCENARIO -- wanlab train EXPERIMENT --runtime slurm --out DIR
+#
 # Every node of the allocation must be one of the scenario's machines
 # ([[dc]] machines, docs/SCALE-OUT.md); wanlab must be on each node's PATH
 # (or in $WANLAB) and the scenario at the same path on each. The job:
 #  1. runs `wanlab join --hold` on every node as one step in the background:
 #     each node finds its DC and role and does its part, then holds it;
 #  2. waits until every node's part is up (`wanlab status --wait`);
-#  3. runs PROGRAM as a step, one task per node (srun's defaults);
+#  3. runs PROGRAM as a step, one task per node (srun's defaults), or with
+#     --here once, here;
 #  4. ends the hold step (SIGTERM), whose tasks take their parts down.
 # Cancelled (scancel, time limit), Slurm sends the hold step SIGTERM, and each
 # node takes its part down the same way; the Epilog (scripts/slurm/epilog.sh)
@@ -22,7 +29,12 @@
 set -euo pipefail
 
 wanlab=${WANLAB:-wanlab}
-[[ $# -ge 3 && $2 == -- ]] || { echo "usage: sbatch ... $0 SCENARIO -- PROGRAM [ARG...]" >&2; exit 2; }
+here=0
+if [[ ${1:-} == --here ]]; then
+  here=1
+  shift
+fi
+[[ $# -ge 3 && $2 == -- ]] || { echo "usage: sbatch ... $0 [--here] SCENARIO -- PROGRAM [ARG...]" >&2; exit 2; }
 scenario=$1
 shift 2
 [[ -n ${SLURM_JOB_ID:-} ]] || { echo "$0: run me with sbatch (SLURM_JOB_ID is not set)" >&2; exit 2; }
@@ -38,4 +50,8 @@ trap 'scancel --signal=TERM "$SLURM_JOB_ID" 2>/dev/null || true; wait "$hold" ||
 
 srun --overlap --ntasks-per-node=1 "$wanlab" status --wait "$wan" --timeout 120
 export WANLAB_TESTBED=$wan
-srun --overlap "$@"
+if [[ $here == 1 ]]; then
+  "$@"
+else
+  srun --overlap "$@"
+fi

@@ -1,9 +1,10 @@
 #!/bin/bash
 # One machine's part of the multihost Slurm test (multihost/slurm.cpp runs it
 # in every guest): munge and slurmd on every guest, slurmctld on m1, which
-# submits scripts/slurm/wan-job.sh twice over tests/data/multihost/two-dc.toml:
-# once to its end (a program pings across the WAN from every node), once
-# cancelled with scancel while it runs. Each machine records its kernel's
+# submits scripts/slurm/wan-job.sh four times over tests/data/multihost/two-dc.toml:
+# to its end (a program pings across the WAN from every node), with
+# `wanlab train --runtime slurm` across the nodes, cancelled with scancel
+# while its program runs; then a training, cancelled after its first iteration. Each machine records its kernel's
 # state before, after each job, and what the job's tasks saw, as KEY.MACHINE
 # files in $WANLAB_MH_DIR; the test on the host asserts. This script only
 # fails when a step cannot run.
@@ -19,6 +20,15 @@ fail() {
   exit 1
 }
 on_abort() { :; }
+# scancel JOB, then wait until it has left the queue (its tasks and Epilog done).
+cancel() {
+  scancel "$1"
+  for ((i = 0; i < 600; i++)); do
+    [[ -z $(squeue -h -j "$1" 2>/dev/null) ]] && return 0
+    sleep 0.2
+  done
+  fail "job $2 still in the queue 120 s after scancel"
+}
 # shellcheck source=guest-common.sh
 source "$(dirname "$0")/guest-common.sh"
 
@@ -68,6 +78,21 @@ kernel_state >"$dir/after-job1.$me"
 barrier job1-checked
 
 if [[ $me == m1 ]]; then
+  # Job 3: wanlab's own training across the nodes (--here: the coordinator
+  # runs in the batch script, each worker as a step on its node).
+  sbatch --wait --nodes="$count" --ntasks-per-node=1 -o "$dir/job3.out" \
+    "$source_dir/scripts/slurm/wan-job.sh" --here "$scenario" -- \
+    wanlab train "$source_dir/tests/data/multihost/train-3.toml" --runtime slurm --out "$dir/train3" \
+    >"$dir/sbatch3.out" 2>&1
+  echo "exit $?" >>"$dir/sbatch3.out"
+  echo "== job 3's output"
+  cat "$dir/job3.out"
+fi
+barrier job3
+kernel_state >"$dir/after-job3.$me"
+barrier job3-checked
+
+if [[ $me == m1 ]]; then
   # Job 2, cancelled while its program runs on every node.
   job=$(sbatch --parsable --nodes="$count" --ntasks-per-node=1 -o "$dir/job2.out" \
     --export=ALL,WANLAB_TASK_HOLD=1,WANLAB_TASK_TAG=job2 "$source_dir/scripts/slurm/wan-job.sh" "$scenario" -- \
@@ -78,15 +103,29 @@ if [[ $me == m1 ]]; then
     sleep 0.2
   done
   [[ ${#running[@]} -ge $count ]] || { cat "$dir/job2.out"; fail "job 2's program did not start on every node"; }
-  scancel "$job"
-  for ((i = 0; i < 600; i++)); do
-    [[ -z $(squeue -h -j "$job" 2>/dev/null) ]] && break
-    sleep 0.2
-  done
-  [[ -z $(squeue -h -j "$job" 2>/dev/null) ]] || fail "job 2 still in the queue 120 s after scancel"
+  cancel "$job" 2
   echo "$job" >"$dir/job2.id"
 fi
 barrier job2
 kernel_state >"$dir/after-job2.$me"
+barrier job2-checked
+
+if [[ $me == m1 ]]; then
+  # Job 4: a training cancelled with scancel after its first iteration.
+  job=$(sbatch --parsable --nodes="$count" --ntasks-per-node=1 -o "$dir/job4.out" \
+    "$source_dir/scripts/slurm/wan-job.sh" --here "$scenario" -- \
+    wanlab train "$source_dir/tests/data/multihost/train-3.toml" --runtime slurm --iterations 200) ||
+    fail "sbatch of job 4 failed"
+  for ((i = 0; i < 900; i++)); do
+    grep -q "^iteration 1/200" "$dir/job4.out" 2>/dev/null && break
+    sleep 0.2
+  done
+  grep -q "^iteration 1/200" "$dir/job4.out" 2>/dev/null || { cat "$dir/job4.out"; fail "job 4 did not train"; }
+  cancel "$job" 4
+  echo "== job 4's output"
+  cat "$dir/job4.out"
+fi
+barrier job4
+kernel_state >"$dir/after-job4.$me"
 barrier done
 exit 0

@@ -1,8 +1,10 @@
 // Slurm launches the WAN: three QEMU guests (scripts/vm/run-machines.sh) as
 // the nodes of a Slurm cluster (munge, slurmctld on m1, slurmd on each, from
 // Debian), and scripts/slurm/wan-job.sh, the README's job script, submitted
-// twice over tests/data/multihost/two-dc.toml: to its end, and cancelled with
-// scancel while its program runs. Each guest runs multihost/slurm-guest.sh;
+// over tests/data/multihost/two-dc.toml: to its end, with `wanlab train
+// --runtime slurm` (tests/data/multihost/train-3.toml) across the nodes,
+// cancelled with scancel while its program runs, and a training cancelled
+// after its first iteration. Each guest runs multihost/slurm-guest.sh;
 // here we check what the jobs' tasks saw and that each node's kernel is as
 // before after each job.
 #include <boost/test/unit_test.hpp>
@@ -10,6 +12,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -69,6 +73,45 @@ std::size_t count(const std::string& text, const std::string& what) {
   return found;
 }
 
+// Job 3's outputs: results.json of a complete run by the slurm runtime, and a
+// trace with every planned op of every iteration on the worker's own track,
+// within its iteration (on the coordinator's clock; the guests' clocks differ
+// by their boot times).
+void check_training_across_machines(const Machines& machines) {
+  const auto results = nlohmann::json::parse(machines.read("train3/results.json"), nullptr, false);
+  BOOST_TEST_REQUIRE(results.is_object(), "results.json is not JSON");
+  BOOST_TEST(results.value("runtime", "") == "slurm");
+  BOOST_TEST_REQUIRE(results["iterations"].size() == 3u);
+  BOOST_TEST(results["transfers"].contains("east->west"), results["transfers"].dump());
+  BOOST_TEST(results["transfers"].contains("west->east"), results["transfers"].dump());
+  const auto trace = nlohmann::json::parse(machines.read("train3/trace.json"), nullptr, false);
+  BOOST_TEST_REQUIRE(trace.contains("traceEvents"));
+  // 1F1B, 3 stages, 4 microbatches: per iteration each stage computes 4
+  // forwards and 4 backwards, each within its iteration's span. Without the
+  // clocks' offsets the guests' ops would lie seconds apart (their clocks
+  // count from their own boots); the offsets' error is a few ms at most.
+  std::map<int, std::pair<double, double>> iteration_us;  // iteration -> [start, end]
+  for (const auto& event : trace["traceEvents"])
+    if (event.value("cat", "") == "iteration") {
+      const double ts = event["ts"].get<double>();
+      iteration_us[event["args"]["iteration"].get<int>()] = {ts, ts + event["dur"].get<double>()};
+    }
+  BOOST_TEST_REQUIRE(iteration_us.size() == 3u);
+  int computes = 0;
+  for (const auto& event : trace["traceEvents"]) {
+    if (event.value("cat", "") != "compute") continue;
+    ++computes;
+    const auto [start, end] = iteration_us.at(event["args"]["iteration"].get<int>());
+    const double ts = event["ts"].get<double>(), te = ts + event["dur"].get<double>();
+    BOOST_TEST((ts >= start - 5000 && te <= end + 5000), event.dump() << " outside [" << start << ", " << end << "]");
+  }
+  BOOST_TEST(computes == 3 * 3 * 4 * 2, "compute events in the trace: " << computes);
+  for (const auto& iteration : results["iterations"]) {
+    BOOST_TEST(iteration.value("time_s", 0.0) > 0.3, iteration.dump());
+    BOOST_TEST(iteration.value("time_s", 0.0) < 10.0, iteration.dump());
+  }
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(a_slurm_job_brings_the_wan_up_on_every_node_and_every_ending_takes_it_down) {
@@ -102,17 +145,41 @@ BOOST_AUTO_TEST_CASE(a_slurm_job_brings_the_wan_up_on_every_node_and_every_endin
   const std::string job1 = machines.read("job1.out");
   BOOST_TEST(count(job1, "is down (signal 15)") == 3u, job1);
 
+  // Job 3 trained across the nodes: the coordinator on m1, each worker a step
+  // on its stage's node, over the WAN; every planned event recorded (the
+  // coordinator checks each report against the plan: a run completes only
+  // then), times on the coordinator's clock, so every op of an iteration falls
+  // within it.
+  const std::string sbatch3 = machines.read("sbatch3.out");
+  const std::string job3 = machines.read("job3.out");
+  BOOST_TEST(sbatch3.ends_with("exit 0\n"), sbatch3 << job3);
+  BOOST_TEST(
+      job3.find("across machines over testbed j2 (this node in DC east): east: m1, m2; west: m3") != std::string::npos,
+      job3);
+  BOOST_TEST(job3.find("(TCP, authenticated with the run's secret)") != std::string::npos, job3);
+  BOOST_TEST(job3.find("workers' clocks: offsets known within") != std::string::npos, job3);
+  BOOST_TEST(count(job3, "is down (signal 15)") == 3u, job3);
+  check_training_across_machines(machines);
+
   // Job 2 was cancelled while its program ran on every node: the hold step
   // took the WAN down on Slurm's SIGTERM.
   const std::string job2 = machines.read("job2.out");
   BOOST_TEST(machines.read("job2.task.m2").find("DC east's member") != std::string::npos);
   BOOST_TEST(count(job2, "is down (signal 15)") == 3u, job2);
 
+  // Job 4, a training cancelled after its first iteration: the coordinator
+  // stopped on Slurm's SIGTERM, its workers' steps ended, and the WAN went
+  // down on every node; nothing of the run remains on any node (below).
+  const std::string job4 = machines.read("job4.out");
+  BOOST_TEST(job4.find("iteration 1/200") != std::string::npos, job4);
+  BOOST_TEST(job4.find("iteration 200/200") == std::string::npos, job4);
+  BOOST_TEST(count(job4, "is down (signal 15)") == 3u, job4);
+
   // After each job every node is as before: no qdisc, filter, route, sysctl,
   // run directory, namespace, program or wanlab process of ours.
   for (const std::string machine : {"m1", "m2", "m3"}) {
     const std::string before = machines.read("before." + machine);
-    for (const std::string after : {"after-job1.", "after-job2."})
+    for (const std::string after : {"after-job1.", "after-job3.", "after-job2.", "after-job4."})
       BOOST_TEST(before == machines.read(after + machine), machine << " before:\n"
                                                                    << before << after << machine << ":\n"
                                                                    << machines.read(after + machine));

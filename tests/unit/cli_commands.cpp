@@ -185,7 +185,8 @@ BOOST_AUTO_TEST_CASE(bad_values_name_their_option_and_exit_2) {
   BOOST_TEST(old_name.err.find("--schedule is the old name of --pipeline") != std::string::npos, old_name.err);
   // The commands' own numbers, times, percentages and choices.
   check_bad_value({"train", experiment, "--timeout", "soon"}, "--timeout", "a whole number");
-  check_bad_value({"train", experiment, "--runtime", "docker"}, "--runtime", "auto, podman, sandbox or external");
+  check_bad_value({"train", experiment, "--runtime", "docker"}, "--runtime",
+                  "auto, podman, sandbox, external or slurm");
   check_bad_value({"train", experiment, "--image=--privileged"}, "--image", "an image reference");
   check_bad_value({"launch", "--runtime", "podman", "--image=-v/:/host", "--", "true"}, "--image",
                   "an image reference");

@@ -398,7 +398,17 @@ BOOST_AUTO_TEST_CASE(malformed_bubbletea_messages_are_errors_that_say_why) {
   put_u32(negative_batch, 1, 0xfffffffe);
   BOOST_TEST(decode_error(negative_batch).find("malformed kv_gate_grant frame at byte 5: batch is -2") !=
              std::string::npos);
-  BOOST_TEST(decode_error({std::byte{25}}).find("unknown type 25 (expected 1..24)") != std::string::npos);
+  BOOST_TEST(decode_error({std::byte{27}}).find("unknown type 27 (expected 1..26)") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(clock_messages_round_trip) {
+  const auto probe = std::get<ctl::ClockProbe>(round_trip(ctl::ClockProbe{3, 1'000'000'000'123}));
+  BOOST_TEST(probe.sequence == 3);
+  BOOST_TEST(probe.coordinator_ns == 1'000'000'000'123);
+  const auto reply = std::get<ctl::ClockReply>(round_trip(ctl::ClockReply{7, 11, -5}));
+  BOOST_TEST(reply.sequence == 7);
+  BOOST_TEST(reply.coordinator_ns == 11);
+  BOOST_TEST(reply.worker_ns == -5);
 }
 
 BOOST_AUTO_TEST_CASE(frame_reader_reassembles_any_split) {

@@ -10,12 +10,14 @@
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
 #include <asio/local/stream_protocol.hpp>
 #include <asio/posix/stream_descriptor.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/use_awaitable.hpp>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <set>
 #include <thread>
@@ -58,7 +60,35 @@ struct WorkerState {
   bool ready = false;
   int reported = -1;  // last iteration reported
   bool said_failed = false;
+  // Its CLOCK_MONOTONIC minus the coordinator's (workers on other machines:
+  // from the clock probe with the shortest round trip), and that round trip.
+  std::int64_t clock_offset_ns = 0;
+  std::int64_t clock_rtt_ns = std::numeric_limits<std::int64_t>::max();
+  int clock_replies = 0;
+  bool clock_known = false;
 };
+
+// Clock probes per worker on another machine: the shortest round trip of
+// these bounds the offset's error by half of it.
+constexpr int kClockProbes = 8;
+
+// A worker's report in the coordinator's clock: its times less its offset.
+void to_coordinator_clock(ctl::Report& report, std::int64_t offset_ns) {
+  if (offset_ns == 0) return;
+  for (Event& e : report.events) {
+    e.start_ns -= offset_ns;
+    e.end_ns -= offset_ns;
+  }
+  for (ctl::Arrival& a : report.arrivals) {
+    a.arrival_ns -= offset_ns;
+    a.first_byte_ns -= offset_ns;
+  }
+  for (ctl::SendRecord& s : report.sends) {
+    s.queued_ns -= offset_ns;
+    s.first_sent_ns -= offset_ns;
+    s.last_sent_ns -= offset_ns;
+  }
+}
 
 struct Failure {
   int worker = -1;  // -1: not a worker's
@@ -98,16 +128,27 @@ class Coordinator {
     setup.control_dir = control_dir_;
     setup.exe = options_.exe.empty() ? base::self_exe() : options_.exe;
     setup.image = options_.image;
-    setup.etc_files = em::host_identity(testbed_, testbed_.hosts.front()).files;
+    if (!remote()) setup.etc_files = em::host_identity(testbed_, testbed_.hosts.front()).files;
     setup.progress = options_.log;
+    setup.slurm_nodes = options_.slurm_nodes;
+    if (remote()) {
+      secret_ = RunSecret::generate();
+      setup.secret_hex = secret_->hex();
+    }
     runtime_ = make_runtime(setup);
     log(fmt::format("workers run in {} ({})", runtime_->name(), runtime_->detail()));
     record_.plan = plan_;
     record_.runtime = runtime_->name();
     record_.runtime_detail = runtime_->detail();
 
-    const std::string socket_path = control_dir_ + "/control.sock";
-    acceptor_.emplace(io_, asio::local::stream_protocol::endpoint(socket_path));
+    if (remote()) {
+      tcp_acceptor_.emplace(io_, asio::ip::tcp::endpoint(asio::ip::address_v4(options_.control_ipv4), 0));
+      control_address_ = ControlAddress{"", options_.control_ipv4, tcp_acceptor_->local_endpoint().port()}.to_string();
+      log(fmt::format("the coordinator listens on {} (TCP, authenticated with the run's secret)", control_address_));
+    } else {
+      control_address_ = control_dir_ + "/control.sock";
+      acceptor_.emplace(io_, asio::local::stream_protocol::endpoint(control_address_));
+    }
     asio::co_spawn(io_, main(), [this](std::exception_ptr error) {
       if (error) main_error_ = error;
       io_.stop();
@@ -121,6 +162,9 @@ class Coordinator {
   void log(const std::string& line) const {
     if (options_.log) options_.log(line);
   }
+
+  // Workers on other machines (--runtime slurm): TCP control, their own clocks.
+  bool remote() const { return options_.runtime == RuntimeChoice::slurm; }
 
   std::string who(int worker) const {
     const Worker& w = workers_[worker].plan->worker;
@@ -170,8 +214,10 @@ class Coordinator {
     launch_workers();
     if (prefill_) prefill_->launch(*runtime_);
     const auto startup_deadline = Clock::now() + options_.startup_timeout;
-    co_await wait_for([&] { return all([](const WorkerState& w) { return w.hello; }); }, startup_deadline,
-                      [&] { return missing("connected", [](const WorkerState& w) { return w.hello; }); });
+    co_await wait_for(
+        [&] { return all([](const WorkerState& w) { return w.hello && w.clock_known; }); }, startup_deadline,
+        [&] { return missing("connected", [](const WorkerState& w) { return w.hello && w.clock_known; }); });
+    if (remote()) log_clocks();
     log(fmt::format("{} workers connected; opening channels", workers_.size()));
     for (std::size_t i = 0; i < workers_.size(); ++i) workers_[i].control->post(assignment(static_cast<int>(i)));
     co_await wait_for([&] { return all([](const WorkerState& w) { return w.listening; }); }, startup_deadline,
@@ -227,7 +273,8 @@ class Coordinator {
       spec.name = fmt::format("wanlab-{}-w{}", testbed_.name, id);
       spec.hostname = fmt::format("w{}-{}", id, workers_[i].host->name);
       spec.netns = workers_[i].host->netns;
-      spec.args = {"worker", "--control", control_dir_ + "/control.sock", "--id", std::to_string(id)};
+      spec.host = workers_[i].host->name;
+      spec.args = {"worker", "--control", control_address_, "--id", std::to_string(id)};
       workers_[i].pid = runtime_->launch(spec);
       if (workers_[i].pid > 0) asio::co_spawn(io_, watch_exit(id), asio::detached);
     }
@@ -248,10 +295,45 @@ class Coordinator {
   asio::awaitable<void> accept_workers() {
     for (;;) {
       std::error_code ec;
-      auto socket = co_await acceptor_->async_accept(asio::redirect_error(asio::use_awaitable, ec));
-      if (ec) co_return;  // closed
-      asio::co_spawn(io_, serve(std::make_shared<ControlSocket>(std::move(socket))), asio::detached);
+      if (tcp_acceptor_) {
+        auto socket = co_await tcp_acceptor_->async_accept(asio::redirect_error(asio::use_awaitable, ec));
+        if (ec) co_return;  // closed
+        socket.set_option(asio::ip::tcp::no_delay(true), ec);
+        auto control = std::make_shared<ControlSocket>(ControlSocket::Socket(std::move(socket)));
+        asio::co_spawn(io_, authenticate_then_serve(control), asio::detached);
+      } else {
+        auto socket = co_await acceptor_->async_accept(asio::redirect_error(asio::use_awaitable, ec));
+        if (ec) co_return;  // closed
+        asio::co_spawn(io_, serve(std::make_shared<ControlSocket>(ControlSocket::Socket(std::move(socket)))),
+                       asio::detached);
+      }
     }
+  }
+
+  // Over TCP anyone on the network may connect: one that does not prove it
+  // holds the run's secret in time is dropped, and the run goes on (a
+  // worker that never comes is the startup timeout's to report).
+  asio::awaitable<void> authenticate_then_serve(std::shared_ptr<ControlSocket> control) {
+    asio::steady_timer deadline(io_);
+    deadline.expires_after(kHandshakeTimeout);
+    auto done = std::make_shared<bool>(false);
+    deadline.async_wait([done, control](std::error_code ec) {
+      if (!ec && !*done) control->close();
+    });
+    std::string refused;
+    try {
+      co_await control->authenticate_worker(*secret_);
+    } catch (const std::exception& error) {
+      refused = error.what();
+    }
+    *done = true;
+    deadline.cancel();
+    if (!refused.empty()) {
+      log(fmt::format("refused a control connection: {}", refused));
+      control->close();
+      co_return;
+    }
+    co_await serve(control);
   }
 
   // One worker's control connection: its hello, then whatever it says.
@@ -272,6 +354,11 @@ class Coordinator {
       id = hello->worker;
       workers_[id].hello = true;
       workers_[id].control = socket;
+      if (remote()) {
+        socket->post(ctl::ClockProbe{0, monotonic_ns()});
+      } else {
+        workers_[id].clock_known = true;  // one machine, one clock
+      }
       changed_.notify();
       for (;;) {
         auto message = co_await socket->read();
@@ -318,12 +405,41 @@ class Coordinator {
       if (prefill_) prefill_->link_changed();
     } else if (auto* report = std::get_if<ctl::Report>(&message)) {
       accept_report(id, std::move(*report));
+    } else if (auto* reply = std::get_if<ctl::ClockReply>(&message)) {
+      clock_reply(id, *reply);
     } else if (auto* failed = std::get_if<ctl::Failed>(&message)) {
       w.said_failed = true;
       fail(id, failed->reason, failed->reason.find("worker") == std::string::npos);
     } else {
       throw ctl::ControlError("unexpected " + ctl::type_name(message) + " message");
     }
+  }
+
+  // A reply to the last probe: keep the offset of the shortest round trip,
+  // assuming the two ways took as long (the error is at most half the trip).
+  void clock_reply(int id, const ctl::ClockReply& reply) {
+    WorkerState& w = workers_[id];
+    if (!remote() || w.clock_known || reply.sequence != w.clock_replies)
+      throw ctl::ControlError(fmt::format("unexpected clock_reply {}", reply.sequence));
+    const std::int64_t now = monotonic_ns();
+    const std::int64_t rtt = now - reply.coordinator_ns;
+    if (rtt < 0 || reply.coordinator_ns <= 0) throw ctl::ControlError("clock_reply echoes a time not sent");
+    if (rtt < w.clock_rtt_ns) {
+      w.clock_rtt_ns = rtt;
+      w.clock_offset_ns = reply.worker_ns - (reply.coordinator_ns + rtt / 2);
+    }
+    if (++w.clock_replies < kClockProbes) {
+      w.control->post(ctl::ClockProbe{w.clock_replies, monotonic_ns()});
+    } else {
+      w.clock_known = true;
+    }
+  }
+
+  void log_clocks() const {
+    std::int64_t worst = 0;
+    for (const WorkerState& w : workers_) worst = std::max(worst, w.clock_rtt_ns / 2);
+    log(fmt::format("workers' clocks: offsets known within {:.2f} ms (half the shortest of {} round trips)",
+                    static_cast<double>(worst) / 1e6, kClockProbes));
   }
 
   void grant(const std::vector<LinkGate::Grant>& grants) {
@@ -398,6 +514,7 @@ class Coordinator {
       throw ctl::ControlError(
           fmt::format("report of iteration {} while iteration {} runs", report.iteration, current_iteration_));
     const int iteration = report.iteration;
+    to_coordinator_clock(report, workers_[id].clock_offset_ns);
     std::int64_t gpu_wait_ns = 0;
     for (const Event& e : report.events) gpu_wait_ns += e.gpu_wait_ns;
     add_wake_ups(report.events);
@@ -466,6 +583,8 @@ class Coordinator {
     std::error_code ignored;
     if (acceptor_) acceptor_->close(ignored);
     acceptor_.reset();
+    if (tcp_acceptor_) tcp_acceptor_->close(ignored);
+    tcp_acceptor_.reset();
     fs::remove_all(harness_dir_, ignored);
   }
 
@@ -489,9 +608,12 @@ class Coordinator {
   RunRecord record_;
   std::exception_ptr main_error_;
   std::optional<PrefillService> prefill_;  // with [prefill] enabled
+  std::string control_address_;            // what workers are told to connect to
+  std::optional<RunSecret> secret_;        // workers on other machines prove they hold it
   // Last: destroyed first, with the coroutines it still holds.
   asio::io_context io_{1};
   std::optional<asio::local::stream_protocol::acceptor> acceptor_;
+  std::optional<asio::ip::tcp::acceptor> tcp_acceptor_;
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "coordinator/machines_run.hpp"
 #include "wanlab/base/interrupts.hpp"
 #include "wanlab/base/process.hpp"
 #include "wanlab/emulator/tcp_window.hpp"
@@ -33,6 +34,7 @@ std::string run_testbed_name(const em::Scenario& scenario) {
 }
 
 RunRecord run_experiment(const Experiment& experiment, const em::Scenario& scenario, const RunOptions& options) {
+  if (options.runtime == RuntimeChoice::slurm) return run_detail::run_on_machines(experiment, scenario, options);
   const Plan plan = make_plan(experiment, scenario);
   check_emulated_run(plan, experiment.iterations);  // before a testbed exists; run_plan checks again
   // A malformed request trace is an error before a testbed exists (the run reads it again, to its horizon).

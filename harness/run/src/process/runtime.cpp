@@ -26,6 +26,7 @@
 #include "wanlab/emulator/netns.hpp"
 #include "wanlab/base/process.hpp"
 #include "wanlab/base/sys.hpp"
+#include "protocol/control_auth.hpp"
 
 namespace wanlab::harness {
 namespace em = wanlab::emulator;
@@ -407,6 +408,50 @@ class External final : public WorkerRuntime {
   RuntimeSetup setup_;
 };
 
+// ---- slurm ----------------------------------------------------------------
+
+// Each worker as a one-task step on its host's node. srun is our child: its
+// exit is the worker's, and SIGTERM or SIGKILL to it ends the task (srun
+// forwards the one, Slurm kills the step's tasks on the other). The secret
+// goes in srun's environment, which Slurm passes on to the task.
+class Slurm final : public WorkerRuntime {
+ public:
+  explicit Slurm(const RuntimeSetup& setup) : setup_(setup) {}
+  std::string name() const override { return "slurm"; }
+  std::string detail() const override {
+    const char* job = std::getenv("SLURM_JOB_ID");
+    return fmt::format("srun steps of job {} on {} nodes", job ? job : "?", nodes());
+  }
+  pid_t launch(const LaunchSpec& spec) override {
+    const auto node = setup_.slurm_nodes.find(spec.host);
+    if (node == setup_.slurm_nodes.end())
+      throw std::runtime_error(fmt::format("worker {}: host {} has no node of the allocation", spec.worker, spec.host));
+    std::vector<std::string> argv{"srun",
+                                  "--overlap",
+                                  "--nodes=1",
+                                  "--ntasks=1",
+                                  "--nodelist=" + node->second,
+                                  "--kill-on-bad-exit=1",
+                                  "--job-name=" + spec.name,
+                                  setup_.exe};
+    argv.insert(argv.end(), spec.args.begin(), spec.args.end());
+    base::SpawnOptions options;
+    options.own_group = true;
+    options.stdin_fd = base::kDevNull;
+    options.environment = {{run_detail::kRunSecretVariable, setup_.secret_hex}};
+    return base::spawn(argv, options).release();
+  }
+  void cleanup() noexcept override {}
+
+ private:
+  std::size_t nodes() const {
+    std::set<std::string> distinct;
+    for (const auto& [host, node] : setup_.slurm_nodes) distinct.insert(node);
+    return distinct.size();
+  }
+  RuntimeSetup setup_;
+};
+
 }  // namespace
 
 RuntimeChoice parse_runtime_choice(std::string_view text) {
@@ -414,7 +459,8 @@ RuntimeChoice parse_runtime_choice(std::string_view text) {
   if (text == "podman") return RuntimeChoice::podman;
   if (text == "sandbox") return RuntimeChoice::sandbox;
   if (text == "external") return RuntimeChoice::external;
-  throw std::invalid_argument(fmt::format("expected auto, podman, sandbox or external, got \"{}\"", text));
+  if (text == "slurm") return RuntimeChoice::slurm;
+  throw std::invalid_argument(fmt::format("expected auto, podman, sandbox, external or slurm, got \"{}\"", text));
 }
 
 void make_rootfs(const std::string& exe, const std::string& dir) {
@@ -439,6 +485,10 @@ void make_rootfs(const std::string& exe, const std::string& dir) {
 
 std::unique_ptr<WorkerRuntime> make_runtime(const RuntimeSetup& setup) {
   if (setup.choice == RuntimeChoice::external) return std::make_unique<External>(setup);
+  if (setup.choice == RuntimeChoice::slurm) {
+    if (!setup.image.empty()) throw std::invalid_argument("--image needs the podman runtime");
+    return std::make_unique<Slurm>(setup);
+  }
   if (setup.image.empty()) make_rootfs(setup.exe, setup.rootfs_dir);
   if (setup.choice == RuntimeChoice::sandbox) {
     if (!setup.image.empty()) throw std::invalid_argument("--image needs the podman runtime");

@@ -18,7 +18,8 @@ constexpr const char* kTypeNames[] = {
     "hello",          "assign",          "listening",     "connect",         "ready",        "start",
     "gate_request",   "gate_grant",      "gate_release",  "report",          "stop",         "failed",
     "prefill_hello",  "sink_hello",      "sink_assign",   "prefill_assign",  "prefill_task", "prefill_done",
-    "prefill_missed", "kv_gate_request", "kv_gate_grant", "kv_gate_release", "kv_sent",      "kv_arrived"};
+    "prefill_missed", "kv_gate_request", "kv_gate_grant", "kv_gate_release", "kv_sent",      "kv_arrived",
+    "clock_probe",    "clock_reply"};
 static_assert(std::size(kTypeNames) == std::variant_size_v<Message>);
 
 // The message of the variant's alternative I, read and checked.
@@ -87,15 +88,28 @@ std::optional<Message> FrameReader::next() {
   const std::uint32_t length = read_length(buffer_.data() + consumed_);
   if (length == 0 || length > kMaxFrameBytes)
     throw ControlError(fmt::format("malformed frame: length {} (expected 1..{})", length, kMaxFrameBytes));
-  if (available - 4 < length) return std::nullopt;
-  const std::span<const std::byte> body(buffer_.data() + consumed_ + 4, length);
-  consumed_ += 4 + length;
+  if (available - 4 < length + tag_bytes_) return std::nullopt;
+  const std::span<const std::byte> frame(buffer_.data() + consumed_, 4 + length);
+  const std::span<const std::byte> body = frame.subspan(4);
+  ++frames_;
+  const std::span<const std::byte> tag(buffer_.data() + consumed_ + 4 + length, tag_bytes_);
+  if (check_tag_ && !check_tag_(frame, tag))
+    throw ControlError(
+        fmt::format("frame {}: its authentication tag does not match (forged, replayed or changed "
+                    "on the way)",
+                    frames_));
+  consumed_ += 4 + length + tag_bytes_;
   Message message = decode(body);
   if (consumed_ == buffer_.size()) {
     buffer_.clear();
     consumed_ = 0;
   }
   return message;
+}
+
+void FrameReader::require_tags(std::size_t tag_bytes, TagCheck check) {
+  tag_bytes_ = tag_bytes;
+  check_tag_ = std::move(check);
 }
 
 }  // namespace wanlab::harness::control

@@ -249,6 +249,21 @@ void fields(Wire& w, Is<KvArrived> auto& m) {
   w.i64("at_ns", m.at_ns);
 }
 
+// ---- clocks across machines ---------------------------------------------------
+
+template <typename Wire>
+void fields(Wire& w, Is<ClockProbe> auto& m) {
+  w.index("sequence", m.sequence);
+  w.i64("coordinator_ns", m.coordinator_ns);
+}
+
+template <typename Wire>
+void fields(Wire& w, Is<ClockReply> auto& m) {
+  w.index("sequence", m.sequence);
+  w.i64("coordinator_ns", m.coordinator_ns);
+  w.i64("worker_ns", m.worker_ns);
+}
+
 // ---- what a decoded message must also satisfy --------------------------------
 
 template <typename M>

@@ -144,6 +144,8 @@ class WorkerProcess {
       grants_.insert({grant->iteration, grant->op_index});
     } else if (std::holds_alternative<ctl::Stop>(message)) {
       stop_ = true;
+    } else if (auto* probe = std::get_if<ctl::ClockProbe>(&message)) {
+      control_->post(ctl::ClockReply{probe->sequence, probe->coordinator_ns, monotonic_ns()});
     } else {
       throw WorkerFailure("unexpected " + ctl::type_name(message) + " message from the coordinator");
     }

@@ -1,6 +1,8 @@
 // The control protocol between the coordinator (`wanlab train`) and its
 // workers (`wanlab worker`): small length-prefixed binary frames over a Unix
-// domain socket in the run directory, unshaped by the emulated WAN.
+// domain socket in the run directory, unshaped by the emulated WAN; across
+// machines (`--runtime slurm`) over TCP, each frame with an authentication
+// tag after a handshake on the run's secret (protocol/control_auth.hpp).
 //
 // Frame: u32 length (little-endian, of what follows, 1..kMaxFrameBytes), then
 // one type byte and the message's fields, little-endian, fixed layouts;
@@ -10,6 +12,8 @@
 //
 // A run, seen from one worker:
 //   W->C hello        its id and pid
+//   C->W clock_probe / W->C clock_reply   (workers on other machines) the
+//                     worker's CLOCK_MONOTONIC against the coordinator's
 //   C->W assign       its plan, its data addresses, its peers' addresses
 //   W->C listening    its data port accepts channels
 //   C->W connect      every worker listens: open channels to peers
@@ -39,6 +43,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -152,6 +157,18 @@ struct Report {
   std::vector<SendRecord> sends;  // its cross-DC send ops
 };
 struct Stop {};
+// Across machines each has its own CLOCK_MONOTONIC: the coordinator sends its
+// time and the worker answers with its own, so that its reports' times can
+// be moved to the coordinator's clock (the probe with the shortest round trip).
+struct ClockProbe {
+  int sequence = 0;
+  std::int64_t coordinator_ns = 0;
+};
+struct ClockReply {
+  int sequence = 0;
+  std::int64_t coordinator_ns = 0;  // the probe's, echoed
+  std::int64_t worker_ns = 0;
+};
 struct Failed {
   std::string reason;
 };
@@ -257,9 +274,10 @@ struct KvArrived {
   std::int64_t at_ns = 0;
 };
 
-using Message = std::variant<Hello, Assign, Listening, Connect, Ready, Start, GateRequest, GateGrant, GateRelease,
-                             Report, Stop, Failed, PrefillHello, SinkHello, SinkAssign, PrefillAssign, PrefillTask,
-                             PrefillDone, PrefillMissed, KvGateRequest, KvGateGrant, KvGateRelease, KvSent, KvArrived>;
+using Message =
+    std::variant<Hello, Assign, Listening, Connect, Ready, Start, GateRequest, GateGrant, GateRelease, Report, Stop,
+                 Failed, PrefillHello, SinkHello, SinkAssign, PrefillAssign, PrefillTask, PrefillDone, PrefillMissed,
+                 KvGateRequest, KvGateGrant, KvGateRelease, KvSent, KvArrived, ClockProbe, ClockReply>;
 
 // "hello", "assign", ... for messages in errors.
 std::string type_name(const Message& message);
@@ -279,9 +297,18 @@ class FrameReader {
   // Bytes of an incomplete frame buffered (non-zero at EOF: a truncated frame).
   std::size_t pending() const { return buffer_.size() - consumed_; }
 
+  // From now on every frame is followed by a tag of `tag_bytes`, which
+  // `check(frame, tag)` must accept (a control channel over TCP:
+  // control_auth.hpp); a frame it refuses throws ControlError.
+  using TagCheck = std::function<bool(std::span<const std::byte> frame, std::span<const std::byte> tag)>;
+  void require_tags(std::size_t tag_bytes, TagCheck check);
+
  private:
   std::vector<std::byte> buffer_;
   std::size_t consumed_ = 0;
+  std::size_t tag_bytes_ = 0;
+  TagCheck check_tag_;
+  std::uint64_t frames_ = 0;
 };
 
 }  // namespace wanlab::harness::control

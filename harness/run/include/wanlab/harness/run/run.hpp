@@ -19,7 +19,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -63,6 +65,12 @@ struct RunOptions {
   emulator::ReleaseChoice release = emulator::ReleaseChoice::automatic;
   std::function<void(const std::string&)> log;  // steps; may be empty
   std::function<void(const Progress&)> progress;
+  // RuntimeChoice::slurm (run_on_machines fills these): the address the
+  // coordinator listens on (host byte order), each plan host's Slurm node.
+  std::uint32_t control_ipv4 = 0;
+  std::map<std::string, std::string> slurm_nodes;
+  // Which testbed of `wanlab join` this machine is part of; default: $WANLAB_TESTBED.
+  std::string testbed;
 };
 
 // Runs `plan` on a testbed that is up (its hosts' network namespaces and

@@ -9,6 +9,10 @@
 //            the host's network namespace, pivot_root into the same root
 //            file system with the control directory bind-mounted. For
 //            machines where no OCI runtime works.
+//   slurm    across machines: `srun --overlap` starts each worker on its
+//            host's node of the job's allocation (a machine of a scenario
+//            over machines that `wanlab join` made part of the WAN); the
+//            control channel is TCP, authenticated with the run's secret.
 //   external nothing is started: each worker's command is logged, for
 //            starting by hand (a debugger) or by another tool; the
 //            coordinator waits for the workers to connect.
@@ -20,6 +24,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -29,8 +34,8 @@
 
 namespace wanlab::harness {
 
-enum class RuntimeChoice { automatic, podman, sandbox, external };
-// "auto" | "podman" | "sandbox" | "external"; throws std::invalid_argument naming the choices.
+enum class RuntimeChoice { automatic, podman, sandbox, external, slurm };
+// "auto" | "podman" | "sandbox" | "external" | "slurm"; throws std::invalid_argument naming the choices.
 RuntimeChoice parse_runtime_choice(std::string_view text);
 
 struct LaunchSpec {
@@ -38,6 +43,7 @@ struct LaunchSpec {
   std::string name;               // unique per run: container name "wanlab-<testbed>-w3"
   std::string hostname;           // "w3-east-0"
   std::string netns;              // the emulated host's network namespace
+  std::string host;               // the plan's host ("east-0")
   std::vector<std::string> args;  // after the executable: {"worker", "--control", ...}
 };
 
@@ -69,6 +75,10 @@ struct RuntimeSetup {
   // and /etc/resolv.conf (emulator/testbed.hpp's host identity).
   std::vector<base::HostIdentity::File> etc_files;
   std::function<void(const std::string&)> progress;  // also where `external` tells its commands
+  // slurm: each plan host's node, and the run's secret its workers get in
+  // their environment (control_auth.hpp).
+  std::map<std::string, std::string> slurm_nodes;
+  std::string secret_hex;
 };
 
 std::unique_ptr<WorkerRuntime> make_runtime(const RuntimeSetup& setup);

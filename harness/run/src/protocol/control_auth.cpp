@@ -1,0 +1,165 @@
+#include "protocol/control_auth.hpp"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+namespace wanlab::harness::run_detail {
+namespace {
+
+constexpr std::uint8_t kHelloMagic[4] = {'W', 'L', 'C', '1'};
+
+// HMAC-SHA256(key, label | a | b).
+AuthKey hmac(const AuthKey& key, std::string_view label, std::span<const std::uint8_t> a,
+             std::span<const std::uint8_t> b) {
+  std::vector<std::uint8_t> message(label.begin(), label.end());
+  message.insert(message.end(), a.begin(), a.end());
+  message.insert(message.end(), b.begin(), b.end());
+  AuthKey out{};
+  unsigned int length = 0;
+  if (!HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), message.data(), message.size(), out.data(),
+            &length) ||
+      length != out.size())
+    throw std::runtime_error("HMAC-SHA256 failed (OpenSSL)");
+  return out;
+}
+
+bool same(std::span<const std::uint8_t> a, std::span<const std::uint8_t> b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+AuthKey proof_of(const RunSecret& secret, std::string_view who, const Nonce& nonce_c, const Nonce& nonce_w) {
+  return hmac(secret.key, who, nonce_c, nonce_w);
+}
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+RunSecret RunSecret::generate() {
+  RunSecret secret;
+  if (RAND_bytes(secret.key.data(), static_cast<int>(secret.key.size())) != 1)
+    throw std::runtime_error("making the run's secret: the random generator failed (OpenSSL RAND_bytes)");
+  return secret;
+}
+
+RunSecret RunSecret::from_hex(std::string_view hex) {
+  RunSecret secret;
+  if (hex.size() != 2 * secret.key.size())
+    throw std::runtime_error(std::string(kRunSecretVariable) + ": expected 64 hex digits, got " +
+                             std::to_string(hex.size()) + " characters");
+  for (std::size_t i = 0; i < secret.key.size(); ++i) {
+    const int high = hex_digit(hex[2 * i]), low = hex_digit(hex[2 * i + 1]);
+    if (high < 0 || low < 0) throw std::runtime_error(std::string(kRunSecretVariable) + ": not hex digits");
+    secret.key[i] = static_cast<std::uint8_t>(high * 16 + low);
+  }
+  return secret;
+}
+
+std::string RunSecret::hex() const {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (std::uint8_t byte : key) {
+    out += kDigits[byte >> 4];
+    out += kDigits[byte & 15];
+  }
+  return out;
+}
+
+RunSecret take_run_secret() {
+  const char* text = std::getenv(kRunSecretVariable);
+  if (text == nullptr)
+    throw std::runtime_error(std::string("a control channel over TCP needs the run's secret in ") + kRunSecretVariable +
+                             ", which the coordinator gives the processes it starts");
+  const std::string copy = text;
+  ::unsetenv(kRunSecretVariable);
+  return RunSecret::from_hex(copy);
+}
+
+Nonce random_nonce() { return RunSecret::generate().key; }
+
+std::array<std::uint8_t, kHandshakeHelloBytes> handshake_hello(const Nonce& nonce_c) {
+  std::array<std::uint8_t, kHandshakeHelloBytes> out{};
+  std::memcpy(out.data(), kHelloMagic, 4);
+  std::memcpy(out.data() + 4, nonce_c.data(), nonce_c.size());
+  return out;
+}
+
+Nonce read_handshake_hello(std::span<const std::uint8_t, kHandshakeHelloBytes> hello) {
+  if (std::memcmp(hello.data(), kHelloMagic, 4) != 0)
+    throw std::runtime_error("the control connection did not start with wanlab's handshake");
+  Nonce nonce_c{};
+  std::memcpy(nonce_c.data(), hello.data() + 4, nonce_c.size());
+  return nonce_c;
+}
+
+std::array<std::uint8_t, kHandshakeProofBytes> handshake_proof(const RunSecret& secret, const Nonce& nonce_c,
+                                                               const Nonce& nonce_w) {
+  std::array<std::uint8_t, kHandshakeProofBytes> out{};
+  std::memcpy(out.data(), nonce_w.data(), nonce_w.size());
+  const AuthKey proof = proof_of(secret, "wanlab worker", nonce_c, nonce_w);
+  std::memcpy(out.data() + 32, proof.data(), proof.size());
+  return out;
+}
+
+Nonce check_handshake_proof(const RunSecret& secret, const Nonce& nonce_c,
+                            std::span<const std::uint8_t, kHandshakeProofBytes> proof) {
+  Nonce nonce_w{};
+  std::memcpy(nonce_w.data(), proof.data(), nonce_w.size());
+  if (nonce_w == nonce_c) throw std::runtime_error("the peer echoed the coordinator's nonce");
+  if (!same(proof.subspan(32), proof_of(secret, "wanlab worker", nonce_c, nonce_w)))
+    throw std::runtime_error("the peer does not know the run's secret");
+  return nonce_w;
+}
+
+std::array<std::uint8_t, kHandshakeAnswerBytes> handshake_answer(const RunSecret& secret, const Nonce& nonce_c,
+                                                                 const Nonce& nonce_w) {
+  return proof_of(secret, "wanlab coordinator", nonce_c, nonce_w);
+}
+
+void check_handshake_answer(const RunSecret& secret, const Nonce& nonce_c, const Nonce& nonce_w,
+                            std::span<const std::uint8_t, kHandshakeAnswerBytes> answer) {
+  if (!same(answer, proof_of(secret, "wanlab coordinator", nonce_c, nonce_w)))
+    throw std::runtime_error("the coordinator does not know the run's secret");
+}
+
+FrameTags::FrameTags(const RunSecret& secret, const Nonce& nonce_c, const Nonce& nonce_w, Side side) {
+  const AuthKey to_worker = hmac(secret.key, "c2w", nonce_c, nonce_w);
+  const AuthKey to_coordinator = hmac(secret.key, "w2c", nonce_c, nonce_w);
+  send_key_ = side == Side::coordinator ? to_worker : to_coordinator;
+  receive_key_ = side == Side::coordinator ? to_coordinator : to_worker;
+}
+
+namespace {
+AuthKey frame_mac(const AuthKey& key, std::uint64_t sequence, std::span<const std::byte> frame) {
+  std::uint8_t number[8];
+  for (int i = 0; i < 8; ++i) number[i] = static_cast<std::uint8_t>(sequence >> (8 * i));
+  return hmac(key, "", number,
+              std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(frame.data()), frame.size()));
+}
+}  // namespace
+
+std::array<std::byte, kFrameTagBytes> FrameTags::sign(std::span<const std::byte> frame) {
+  const AuthKey mac = frame_mac(send_key_, sent_++, frame);
+  std::array<std::byte, kFrameTagBytes> tag{};
+  std::memcpy(tag.data(), mac.data(), tag.size());
+  return tag;
+}
+
+bool FrameTags::verify(std::span<const std::byte> frame, std::span<const std::byte> tag) {
+  const AuthKey mac = frame_mac(receive_key_, received_++, frame);
+  return tag.size() == kFrameTagBytes && CRYPTO_memcmp(tag.data(), mac.data(), kFrameTagBytes) == 0;
+}
+
+}  // namespace wanlab::harness::run_detail
