@@ -89,6 +89,32 @@ RunSecret take_run_secret() {
 
 Nonce random_nonce() { return RunSecret::generate().key; }
 
+std::optional<RunSecret> run_secret_for(const std::string& control_address) {
+  if (!control_address.starts_with("tcp:")) return std::nullopt;
+  return take_run_secret();
+}
+
+namespace {
+std::array<std::uint8_t, 8> ids(int from, int to) {
+  std::array<std::uint8_t, 8> out{};
+  for (int i = 0; i < 4; ++i) {
+    out[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(static_cast<std::uint32_t>(from) >> (8 * i));
+    out[static_cast<std::size_t>(4 + i)] = static_cast<std::uint8_t>(static_cast<std::uint32_t>(to) >> (8 * i));
+  }
+  return out;
+}
+}  // namespace
+
+AuthKey data_channel_proof(const RunSecret& secret, const Nonce& nonce, int from, int to) {
+  return hmac(secret.key, "wanlab data", nonce, ids(from, to));
+}
+
+bool check_data_channel_proof(const RunSecret& secret, const Nonce& nonce, int from, int to,
+                              std::span<const std::byte> proof) {
+  const AuthKey expected = data_channel_proof(secret, nonce, from, to);
+  return proof.size() == expected.size() && CRYPTO_memcmp(proof.data(), expected.data(), expected.size()) == 0;
+}
+
 std::array<std::uint8_t, kHandshakeHelloBytes> handshake_hello(const Nonce& nonce_c) {
   std::array<std::uint8_t, kHandshakeHelloBytes> out{};
   std::memcpy(out.data(), kHelloMagic, 4);

@@ -21,6 +21,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -49,6 +50,11 @@ RunSecret take_run_secret();
 
 Nonce random_nonce();
 
+// What a process connecting to `control_address` authenticates with: the
+// run's secret (take_run_secret) for a coordinator over TCP ("tcp:..."),
+// nothing for a Unix socket's path.
+std::optional<RunSecret> run_secret_for(const std::string& control_address);
+
 inline constexpr std::size_t kHandshakeHelloBytes = 4 + 32;   // "WLC1" | nonce_c
 inline constexpr std::size_t kHandshakeProofBytes = 32 + 32;  // nonce_w | proof
 inline constexpr std::size_t kHandshakeAnswerBytes = 32;      // the coordinator's proof
@@ -68,6 +74,15 @@ std::array<std::uint8_t, kHandshakeAnswerBytes> handshake_answer(const RunSecret
 // The worker's side; throws std::runtime_error if the answer is wrong.
 void check_handshake_answer(const RunSecret& secret, const Nonce& nonce_c, const Nonce& nonce_w,
                             std::span<const std::uint8_t, kHandshakeAnswerBytes> answer);
+
+// The workers' data channels across machines: the accepting worker sends a
+// nonce after the connecting one named itself, which answers with
+// HMAC-SHA256(secret, "wanlab data" | nonce | from | to) (ids as u32
+// little-endian), so that a channel is admitted only from a worker of the run.
+AuthKey data_channel_proof(const RunSecret& secret, const Nonce& nonce, int from, int to);
+// In constant time.
+bool check_data_channel_proof(const RunSecret& secret, const Nonce& nonce, int from, int to,
+                              std::span<const std::byte> proof);
 
 // The tags of one connection's frames, both directions.
 class FrameTags {

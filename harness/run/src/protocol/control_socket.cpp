@@ -190,15 +190,15 @@ ControlSocket::Socket connect_once(asio::io_context& io, const ControlAddress& w
 
 }  // namespace
 
-std::shared_ptr<ControlSocket> connect_control(asio::io_context& io, const std::string& address) {
+std::shared_ptr<ControlSocket> connect_control(asio::io_context& io, const std::string& address,
+                                               const std::optional<RunSecret>& secret) {
   ControlAddress where;
   try {
     where = parse_control_address(address);
   } catch (const std::invalid_argument& error) {
     throw std::runtime_error(error.what());
   }
-  std::optional<RunSecret> secret;
-  if (where.tcp()) secret = take_run_secret();
+  if (where.tcp() && !secret) throw std::runtime_error("a control channel over TCP needs the run's secret");
   std::error_code ec;
   std::optional<ControlSocket::Socket> socket;
   for (int attempt = 0; attempt < 50; ++attempt) {

@@ -75,8 +75,13 @@ ControlAddress parse_control_address(const std::string& text);
 // Connects to the coordinator (a few tries over five seconds: the socket
 // exists before any process starts, but a slow file system may show it late;
 // a coordinator across machines is listening before it starts anyone). Over
-// TCP it then authenticates with the run's secret (take_run_secret()).
+// TCP it then authenticates with `secret` (run_secret_for(address)).
 // Throws std::runtime_error naming the address.
-std::shared_ptr<ControlSocket> connect_control(asio::io_context& io, const std::string& address);
+std::shared_ptr<ControlSocket> connect_control(asio::io_context& io, const std::string& address,
+                                               const std::optional<RunSecret>& secret);
+// The same, taking the secret from the environment where the address needs one.
+inline std::shared_ptr<ControlSocket> connect_control(asio::io_context& io, const std::string& address) {
+  return connect_control(io, address, run_secret_for(address));
+}
 
 }  // namespace wanlab::harness::run_detail

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <asio/ip/address_v4.hpp>
+#include <cstdio>
+#include <cstring>
 
 #include "wanlab/harness/run/gpu.hpp"
 
@@ -82,6 +84,7 @@ asio::awaitable<void> DataChannels::open(Clock::time_point deadline) {
       auto channel = co_await Channel::connect(io_.get_executor(), address, p.port, channel_options(p.cross_dc));
       const auto identity = encode_identity(id_);
       co_await channel.send_borrowed(std::span<const std::byte>(identity)).wait();
+      if (secret_) co_await prove_to(channel, p.worker);
       add_channel(p.worker, std::move(channel));
     } catch (const std::exception& error) {
       throw WorkerFailure(
@@ -93,16 +96,70 @@ asio::awaitable<void> DataChannels::open(Clock::time_point deadline) {
         fmt::format("only {} of {} peers' channels open after 60 s", channels_.size(), assign_->peers.size()));
 }
 
+bool DataChannels::expected_peer(std::optional<int> worker, bool cross) const {
+  return worker && *worker < id_ && !channels_.count(*worker) &&
+         std::any_of(assign_->peers.begin(), assign_->peers.end(),
+                     [&](const ctl::PeerAddress& p) { return p.worker == *worker && p.cross_dc == cross; });
+}
+
 asio::awaitable<void> DataChannels::accept_channels(transport::Acceptor& acceptor, int count, bool cross) {
+  if (secret_) co_return co_await accept_proven_channels(acceptor, cross);
   for (int accepted = 0; accepted < count; ++accepted) {
     auto channel = co_await acceptor.accept();
     auto first = co_await channel.receive();
     const auto worker = first ? decode_identity(first->bytes()) : std::nullopt;
-    if (!worker || *worker >= id_ || channels_.count(*worker) || layout_->peer(*worker).cross_dc != cross)
+    if (!expected_peer(worker, cross))
       throw WorkerFailure(fmt::format("a channel from {} did not name an expected worker",
                                       channel.remote_endpoint().address().to_string()));
     add_channel(*worker, std::move(channel));
   }
+}
+
+// Across machines anyone on the network may connect: each connection is
+// admitted on its own (a silent one holds only itself), and the acceptor
+// listens until the run ends, dropping whatever does not prove itself.
+asio::awaitable<void> DataChannels::accept_proven_channels(transport::Acceptor& acceptor, bool cross) {
+  for (;;) {
+    std::optional<Channel> channel;
+    try {
+      channel.emplace(co_await acceptor.accept());
+    } catch (const std::exception& error) {
+      if (run_over_() || all_open()) co_return;  // closed at the end
+      throw WorkerFailure(fmt::format("accepting data channels: {}", error.what()));
+    }
+    spawn_(admit(std::move(*channel), cross));
+  }
+}
+
+asio::awaitable<void> DataChannels::admit(Channel channel, bool cross) {
+  const std::string from = channel.remote_endpoint().address().to_string();
+  std::optional<int> worker;
+  try {
+    auto first = co_await channel.receive();
+    worker = first ? decode_identity(first->bytes()) : std::nullopt;
+    if (!expected_peer(worker, cross)) throw std::runtime_error("it did not name an expected worker");
+    const Nonce nonce = random_nonce();
+    co_await channel.send_borrowed(std::as_bytes(std::span(nonce))).wait();
+    auto proof = co_await channel.receive();
+    if (!proof || !check_data_channel_proof(*secret_, nonce, *worker, id_, proof->bytes()))
+      throw std::runtime_error("it did not prove it holds the run's secret");
+    if (!expected_peer(worker, cross)) throw std::runtime_error("the worker it names is connected already");
+  } catch (const std::exception& error) {
+    fmt::print(stderr, "wanlab worker {}: refused a data channel from {}: {}\n", id_, from, error.what());
+    channel.close();
+    co_return;
+  }
+  add_channel(*worker, std::move(channel));
+}
+
+asio::awaitable<void> DataChannels::prove_to(Channel& channel, int peer) {
+  auto challenge = co_await channel.receive();
+  if (!challenge || challenge->bytes().size() != sizeof(Nonce))
+    throw std::runtime_error("worker " + std::to_string(peer) + " did not send its challenge");
+  Nonce nonce{};
+  std::memcpy(nonce.data(), challenge->bytes().data(), nonce.size());
+  const AuthKey proof = data_channel_proof(*secret_, nonce, id_, peer);
+  co_await channel.send_borrowed(std::as_bytes(std::span(proof))).wait();
 }
 
 void DataChannels::add_channel(int worker, Channel channel) {

@@ -11,8 +11,10 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
+#include "protocol/control_auth.hpp"
 #include "protocol/data_header.hpp"
 #include "protocol/notifier.hpp"
 #include "wanlab/harness/run/control.hpp"
@@ -46,6 +48,10 @@ class DataChannels {
 
   // Once assigned: both outlive this object's use of them.
   void assign(const control::Assign& assign, const WorkerLayout& layout);
+  // Across machines: every channel proves it comes from a worker of the run
+  // (control_auth.hpp's data_channel_proof); a connection that does not is
+  // dropped, and the acceptor goes on waiting for the real peer.
+  void authenticate_with(const RunSecret& secret) { secret_ = secret; }
   // One acceptor per kind of channel (intra-DC, cross-DC) a lower peer uses.
   void listen();
   // Connects to the higher peers and accepts the lower ones; throws
@@ -71,6 +77,10 @@ class DataChannels {
   transport::ChannelOptions channel_options(bool cross_dc);
   std::shared_ptr<transport::MemoryBudget> memory_budget(std::uint64_t largest_message);
   asio::awaitable<void> accept_channels(transport::Acceptor& acceptor, int count, bool cross);
+  asio::awaitable<void> accept_proven_channels(transport::Acceptor& acceptor, bool cross);
+  asio::awaitable<void> admit(transport::Channel channel, bool cross);
+  asio::awaitable<void> prove_to(transport::Channel& channel, int peer);
+  bool expected_peer(std::optional<int> worker, bool cross) const;
   void add_channel(int worker, transport::Channel channel);
   asio::awaitable<void> read_channel(int worker, std::shared_ptr<transport::Channel> channel);
   void arrive(int worker, transport::Received received, std::int64_t at_ns);
@@ -83,6 +93,7 @@ class DataChannels {
   std::function<bool()> run_over_;
   const control::Assign* assign_ = nullptr;
   const WorkerLayout* layout_ = nullptr;
+  std::optional<RunSecret> secret_;
   std::shared_ptr<transport::MemoryBudget> budget_;  // before the channels and acceptors that charge it
   std::vector<transport::Acceptor> acceptors_;       // intra-DC and/or cross-DC
   std::vector<bool> acceptor_is_cross_;

@@ -107,7 +107,10 @@ class WorkerProcess {
 
   asio::awaitable<void> connect_control() {
     try {
-      control_ = run_detail::connect_control(io_, control_path_);
+      // Across machines the run's secret authenticates the control channel and the data channels.
+      const std::optional<RunSecret> secret = run_secret_for(control_path_);
+      control_ = run_detail::connect_control(io_, control_path_, secret);
+      if (secret) data_.authenticate_with(*secret);
     } catch (const std::runtime_error& error) {
       throw WorkerFailure(error.what());
     }
