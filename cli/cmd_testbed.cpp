@@ -63,10 +63,14 @@ bool verify_and_print(const em::TestbedState& state, const std::function<em::Sce
              em::units::format_time(options.slack_ns), options.goodput ? ", goodput too" : "");
   fmt::print("{}\n", em::verify_table_header());
   std::fflush(stdout);
-  const auto result = em::verify_testbed(state, configured, options, [](const em::VerifyRow& row) {
+  const auto print_row = [](const em::VerifyRow& row) {
     fmt::print("{}\n", em::format_verify_row(row));
     std::fflush(stdout);
-  });
+  };
+  // Across machines (a part of `wanlab join`): ping and iperf3 on the Slurm job's nodes.
+  const auto result = state.machine
+                          ? em::verify_machines(state, configured, options, print_row, em::slurm_probes(configured()))
+                          : em::verify_testbed(state, configured, options, print_row);
   if (result.passed()) {
     fmt::print("verify {}: every pair within its bounds\n", state.name);
     std::fflush(stdout);

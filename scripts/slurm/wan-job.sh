@@ -20,21 +20,34 @@
 #  1. runs `wanlab join --hold` on every node as one step in the background:
 #     each node finds its DC and role and does its part, then holds it;
 #  2. waits until every node's part is up (`wanlab status --wait`);
-#  3. runs PROGRAM as a step, one task per node (srun's defaults), or with
+#  3. with --verify, measures each DC pair's RTT and goodput against the
+#     scenario (`wanlab verify`: ping and iperf3 through srun on each DC's
+#     first node; options in $WANLAB_VERIFY_OPTIONS), and ends the job if one
+#     is off;
+#  4. runs PROGRAM as a step, one task per node (srun's defaults), or with
 #     --here once, here;
-#  4. ends the hold step (SIGTERM), whose tasks take their parts down.
+#  5. ends the hold step (SIGTERM), whose tasks take their parts down.
 # Cancelled (scancel, time limit), Slurm sends the hold step SIGTERM, and each
 # node takes its part down the same way; the Epilog (scripts/slurm/epilog.sh)
 # removes what a node killed harder left. The testbed is named j<job id>.
 set -euo pipefail
 
 wanlab=${WANLAB:-wanlab}
+usage() {
+  echo "usage: sbatch ... $0 [--here] [--verify] SCENARIO -- PROGRAM [ARG...]" >&2
+  exit 2
+}
 here=0
-if [[ ${1:-} == --here ]]; then
-  here=1
+verify=0
+while [[ ${1:-} == --* && ${1:-} != -- ]]; do
+  case $1 in
+    --here) here=1 ;;
+    --verify) verify=1 ;;
+    *) usage ;;
+  esac
   shift
-fi
-[[ $# -ge 3 && $2 == -- ]] || { echo "usage: sbatch ... $0 [--here] SCENARIO -- PROGRAM [ARG...]" >&2; exit 2; }
+done
+[[ $# -ge 3 && $2 == -- ]] || usage
 scenario=$1
 shift 2
 [[ -n ${SLURM_JOB_ID:-} ]] || { echo "$0: run me with sbatch (SLURM_JOB_ID is not set)" >&2; exit 2; }
@@ -50,6 +63,11 @@ trap 'scancel --signal=TERM "$SLURM_JOB_ID" 2>/dev/null || true; wait "$hold" ||
 
 srun --overlap --ntasks-per-node=1 "$wanlab" status --wait "$wan" --timeout 120
 export WANLAB_TESTBED=$wan
+if [[ $verify == 1 ]]; then
+  # Options for verify (--tolerance 20%, --slack 5ms) from the environment, split into words.
+  read -ra verify_options <<<"${WANLAB_VERIFY_OPTIONS:-}"
+  "$wanlab" verify "$scenario" --testbed "$wan" --rate "${verify_options[@]}"
+fi
 if [[ $here == 1 ]]; then
   "$@"
 else

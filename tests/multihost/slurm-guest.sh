@@ -78,10 +78,12 @@ kernel_state >"$dir/after-job1.$me"
 barrier job1-checked
 
 if [[ $me == m1 ]]; then
-  # Job 3: wanlab's own training across the nodes (--here: the coordinator
-  # runs in the batch script, each worker as a step on its node).
+  # Job 3: the WAN verified (ping and iperf3 across it, TCG's bounds), then
+  # wanlab's own training across the nodes (--here: the coordinator runs in
+  # the batch script, each worker as a step on its node).
   sbatch --wait --nodes="$count" --ntasks-per-node=1 -o "$dir/job3.out" \
-    "$source_dir/scripts/slurm/wan-job.sh" --here "$scenario" -- \
+    --export="ALL,WANLAB_VERIFY_OPTIONS=--tolerance 70%" \
+    "$source_dir/scripts/slurm/wan-job.sh" --here --verify "$scenario" -- \
     wanlab train "$source_dir/tests/data/multihost/train-3.toml" --runtime slurm --out "$dir/train3" \
     >"$dir/sbatch3.out" 2>&1
   echo "exit $?" >>"$dir/sbatch3.out"

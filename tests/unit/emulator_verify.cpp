@@ -280,3 +280,32 @@ BOOST_AUTO_TEST_CASE(nothing_measured_is_not_a_pass) {
   BOOST_TEST(result.nothing_measured() ==
              "no pair could be measured: the testbed has one DC (verify measures between DCs)");
 }
+
+// Across machines verify reads ping's and iperf3's own output (run on the
+// nodes through srun): what they print on Debian 12, and their failures.
+BOOST_AUTO_TEST_CASE(ping_and_iperf3_output_are_read_across_machines) {
+  const std::string ping =
+      "PING 10.99.0.3 (10.99.0.3) 56(84) bytes of data.\n"
+      "64 bytes from 10.99.0.3: icmp_seq=1 ttl=64 time=37.2 ms\n"
+      "64 bytes from 10.99.0.3: icmp_seq=3 ttl=64 time=31 ms\n"
+      "\n--- 10.99.0.3 ping statistics ---\n"
+      "3 packets transmitted, 2 received, 33.3333% packet loss, time 402ms\n"
+      "rtt min/avg/max/mdev = 31.000/34.100/37.200/3.100 ms\n";
+  BOOST_TEST(em::ping_times_ms(ping) == (std::vector<double>{37.2, 31.0}), boost::test_tools::per_element());
+  BOOST_TEST(em::ping_times_ms("From 10.99.0.1 icmp_seq=1 Destination Host Unreachable\n").empty());
+
+  BOOST_TEST(em::iperf3_received_bps(R"({"start": {}, "end": {"sum_sent": {"bits_per_second": 2e7},
+                                         "sum_received": {"bits_per_second": 18500000.5}}})") == 18500000.5);
+  const auto error_of = [](const std::string& json) {
+    try {
+      em::iperf3_received_bps(json);
+    } catch (const std::runtime_error& error) {
+      return std::string(error.what());
+    }
+    return std::string("no error");
+  };
+  BOOST_TEST(error_of(R"({"start": {}, "end": {}, "error": "unable to connect to server: Connection refused"})") ==
+             "iperf3: \"unable to connect to server: Connection refused\"");
+  BOOST_TEST(error_of(R"({"end": {"sum_received": {}}})") == "iperf3's JSON has no end.sum_received.bits_per_second");
+  BOOST_TEST(error_of("srun: error: Unable to create step").find("iperf3 did not write JSON: ") == 0u);
+}

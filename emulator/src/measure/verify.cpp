@@ -166,6 +166,23 @@ class Schedules {
   std::optional<Datapath> datapath_;
 };
 
+// `pair` over the window: as the data plane's schedules give it on one box;
+// across machines (no schedules here: each gateway holds its own) as
+// configured, or not measured when the scenario schedules it.
+Schedules::View view_of(const Schedules* schedules, const Scenario& scenario, const PairParams& pair, int src, int dst,
+                        std::uint64_t window_ns) {
+  if (schedules) return schedules->over(pair, src, dst, window_ns);
+  Schedules::View view{pair, "", ""};
+  const Dc &from = scenario.dcs[static_cast<std::size_t>(src)], &to = scenario.dcs[static_cast<std::size_t>(dst)];
+  // Read or not (a trace file left unread gives no schedule but says it gives one).
+  const bool scheduled =
+      scenario.schedule(src, dst) || std::any_of(scenario.links.begin(), scenario.links.end(), [&](const LinkSpec& l) {
+        return l.gives_schedule && l.matches(from.name, to.name);
+      });
+  if (scheduled) view.unsteady = "its schedule runs on the DC's gateway, which verify across machines does not follow";
+  return view;
+}
+
 VerifyRow not_measured(VerifyRow row, const std::string& why) {
   row.unmeasured = why;
   row.how = "not measured: " + why;
@@ -174,15 +191,16 @@ VerifyRow not_measured(VerifyRow row, const std::string& why) {
 
 std::uint64_t seconds_ns(double seconds) { return static_cast<std::uint64_t>(seconds * 1e9); }
 
-VerifyRow verify_rtt(const TestbedState& state, const std::function<Scenario()>& configured, const Schedules& schedules,
-                     const VerifyOptions& options, int a, int b) {
+VerifyRow verify_rtt(const TestbedState& state, const std::function<Scenario()>& configured, const Schedules* schedules,
+                     const PairProbes& probes, const VerifyOptions& options, int a, int b) {
   const Scenario before = configured_for(state, configured);
   const PairParams there = before.pair(a, b), back = before.pair(b, a);
   // Long enough for every echo at the configured settings (a step only makes it longer or shorter by its delay).
   const RttPlan configured_plan = plan_rtt(there, back);
   const std::uint64_t window =
       seconds_ns((configured_plan.probes * configured_plan.interval_ms + 4 * configured_plan.expected_ms) / 1e3 + 1);
-  const Schedules::View there_now = schedules.over(there, a, b, window), back_now = schedules.over(back, b, a, window);
+  const Schedules::View there_now = view_of(schedules, before, there, a, b, window),
+                        back_now = view_of(schedules, before, back, b, a, window);
   const RttPlan plan = plan_rtt(there_now.pair, back_now.pair);
   VerifyRow row;
   row.pair = state.dcs[static_cast<std::size_t>(a)] + " <-> " + state.dcs[static_cast<std::size_t>(b)];
@@ -193,10 +211,12 @@ VerifyRow verify_rtt(const TestbedState& state, const std::function<Scenario()>&
   if (!plan.measurable)
     return not_measured(std::move(row),
                         fmt::format("configured loss answers {:.1f}% of echoes", 100 * plan.answer_probability));
+  if (const std::string why = probes.unmeasurable ? probes.unmeasurable(a, b) : ""; !why.empty())
+    return not_measured(std::move(row), why);
   measure_into(row, [&] {
-    const std::vector<double> rtts =
-        measure_rtt_ms(endpoint(first_host(state, a)), endpoint(first_host(state, b)), plan.probes, plan.interval_ms);
-    row.how = fmt::format("{} of {}/{} echoes", plan.use_mean ? "mean" : "median", rtts.size(), plan.probes);
+    const std::vector<double> rtts = probes.rtt_ms(a, b, plan.probes, plan.interval_ms);
+    row.how = fmt::format("{} of {}/{} {}", plan.use_mean ? "mean" : "median", rtts.size(), plan.probes,
+                          probes.echo_name.empty() ? "echoes" : probes.echo_name);
     if (plan.use_mean) row.how += fmt::format(", jitter: sd {:.2f} ms", plan.spread_ms);
     if (rtts.empty()) {
       row.problem = fmt::format("none of {} echoes came back", plan.probes);
@@ -213,7 +233,8 @@ VerifyRow verify_rtt(const TestbedState& state, const std::function<Scenario()>&
 }
 
 VerifyRow verify_goodput(const TestbedState& state, const std::function<Scenario()>& configured,
-                         const Schedules& schedules, const VerifyOptions& options, int src, int dst) {
+                         const Schedules* schedules, const PairProbes& probes, const VerifyOptions& options, int src,
+                         int dst) {
   const Scenario before = configured_for(state, configured);
   const PairParams configured_pair = before.pair(src, dst);
   // The measurement's length (its warm-up follows the RTT, which a step may change).
@@ -222,11 +243,11 @@ VerifyRow verify_goodput(const TestbedState& state, const std::function<Scenario
                       options.goodput_seconds + 1);
   };
   std::uint64_t window = window_for(configured_pair, before.pair(dst, src));
-  Schedules::View now = schedules.over(configured_pair, src, dst, window);
-  Schedules::View back = schedules.over(before.pair(dst, src), dst, src, window);
+  Schedules::View now = view_of(schedules, before, configured_pair, src, dst, window);
+  Schedules::View back = view_of(schedules, before, before.pair(dst, src), dst, src, window);
   if (const std::uint64_t needed = window_for(now.pair, back.pair); needed > window) {
-    now = schedules.over(configured_pair, src, dst, needed);
-    back = schedules.over(before.pair(dst, src), dst, src, needed);
+    now = view_of(schedules, before, configured_pair, src, dst, needed);
+    back = view_of(schedules, before, before.pair(dst, src), dst, src, needed);
   }
   const PairParams& pair = now.pair;
   const GoodputPlan plan = plan_goodput(pair, before.host, plan_rtt(pair, back.pair).expected_ms);
@@ -239,12 +260,14 @@ VerifyRow verify_goodput(const TestbedState& state, const std::function<Scenario
     return not_measured(std::move(row), why);
   if (mean_loss(pair) > kMaxGoodputLoss || mean_loss(before.pair(dst, src)) > kMaxGoodputLoss)
     return not_measured(std::move(row), "loss above 10% leaves TCP's goodput unrelated to the rate");
+  if (const std::string why = probes.unmeasurable ? probes.unmeasurable(src, dst) : ""; !why.empty())
+    return not_measured(std::move(row), why);
   measure_into(row, [&] {
     GoodputOptions goodput;
     goodput.seconds = options.goodput_seconds;
     goodput.warmup_seconds = plan.warmup_seconds;
     goodput.streams = plan.streams;
-    row.measured = measure_goodput_bps(endpoint(first_host(state, src)), endpoint(first_host(state, dst)), goodput);
+    row.measured = probes.goodput_bps(src, dst, goodput);
     row.allowed = goodput_range(plan, options);
     row.how = fmt::format("{} stream{}, {:g} s", plan.streams, plan.streams == 1 ? "" : "s", options.goodput_seconds);
     if (!plan.lower_bound && std::isfinite(plan.ceiling_bps)) row.how += "; no lower bound: " + plan.why_no_lower_bound;
@@ -386,13 +409,12 @@ std::string VerifyResult::nothing_measured() const {
   return "no pair could be measured: " + why;
 }
 
-VerifyResult verify_testbed(const TestbedState& state, const std::function<Scenario()>& configured,
-                            const VerifyOptions& options, const std::function<void(const VerifyRow&)>& on_row) {
-  if (state.kind == TestbedKind::attached)
-    throw std::runtime_error(
-        fmt::format("testbed {} is attached to {}: it has no hosts of its own to measure between "
-                    "(verify measures testbeds made by wanlab up)",
-                    state.name, state.dev));
+namespace {
+
+// Every pair's RTT first, then each direction's goodput, one at a time.
+VerifyResult verify_pairs(const TestbedState& state, const std::function<Scenario()>& configured,
+                          const VerifyOptions& options, const std::function<void(const VerifyRow&)>& on_row,
+                          const Schedules* schedules, const PairProbes& probes) {
   configured_for(state, configured);  // the DCs match before anything is measured
   base::InterruptGuard interrupts;
   VerifyResult result;
@@ -401,14 +423,40 @@ VerifyResult verify_testbed(const TestbedState& state, const std::function<Scena
     if (on_row) on_row(row);
     result.rows.push_back(std::move(row));
   };
-  const Schedules schedules(state);
   for (int a = 0; a < n; ++a)
-    for (int b = a + 1; b < n; ++b) add(verify_rtt(state, configured, schedules, options, a, b));
+    for (int b = a + 1; b < n; ++b) add(verify_rtt(state, configured, schedules, probes, options, a, b));
   if (options.goodput)
     for (int src = 0; src < n; ++src)
       for (int dst = 0; dst < n; ++dst)
-        if (src != dst) add(verify_goodput(state, configured, schedules, options, src, dst));
+        if (src != dst) add(verify_goodput(state, configured, schedules, probes, options, src, dst));
   return result;
+}
+
+}  // namespace
+
+VerifyResult verify_testbed(const TestbedState& state, const std::function<Scenario()>& configured,
+                            const VerifyOptions& options, const std::function<void(const VerifyRow&)>& on_row) {
+  if (state.kind == TestbedKind::attached || state.kind == TestbedKind::member)
+    throw std::runtime_error(
+        fmt::format("testbed {} is {} on {}: it has no hosts of its own to measure between "
+                    "(verify measures testbeds made by wanlab up, and across machines runs in a Slurm job)",
+                    state.name, state.machine ? "a part of `wanlab join`" : "attached", state.dev));
+  // Between the first hosts of two DCs, in their namespaces.
+  PairProbes probes;
+  probes.rtt_ms = [&state](int a, int b, int count, double interval_ms) {
+    return measure_rtt_ms(endpoint(first_host(state, a)), endpoint(first_host(state, b)), count, interval_ms);
+  };
+  probes.goodput_bps = [&state](int src, int dst, const GoodputOptions& goodput) {
+    return measure_goodput_bps(endpoint(first_host(state, src)), endpoint(first_host(state, dst)), goodput);
+  };
+  const Schedules schedules(state);
+  return verify_pairs(state, configured, options, on_row, &schedules, probes);
+}
+
+VerifyResult verify_machines(const TestbedState& state, const std::function<Scenario()>& configured,
+                             const VerifyOptions& options, const std::function<void(const VerifyRow&)>& on_row,
+                             const PairProbes& probes) {
+  return verify_pairs(state, configured, options, on_row, nullptr, probes);
 }
 
 }  // namespace wanlab::emulator

@@ -324,6 +324,26 @@ SlurmTask slurm_task(const std::function<const char*(const char*)>& variable) {
   return task;
 }
 
+std::vector<std::string> slurm_job_nodes() {
+  const char* list = std::getenv("SLURM_JOB_NODELIST");
+  if (list == nullptr || *list == '\0')
+    throw std::runtime_error("not inside a Slurm job (SLURM_JOB_NODELIST is not set): run it from a batch script");
+  const base::Captured shown = base::run_captured({"scontrol", "show", "hostnames", list});
+  if (shown.status != 0)
+    throw std::runtime_error(fmt::format("scontrol show hostnames {}: exit {}: {}", base::quoted(list), shown.status,
+                                         base::quoted(shown.output, 200)));
+  std::vector<std::string> nodes;
+  std::istringstream lines(shown.output);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) nodes.push_back(line);
+  if (nodes.empty()) throw std::runtime_error(fmt::format("scontrol show hostnames {}: no nodes", base::quoted(list)));
+  return nodes;
+}
+
+std::vector<std::string> srun_on_node(const std::string& node) {
+  return {"srun", "--overlap", "--nodes=1", "--ntasks=1", "--nodelist=" + node};
+}
+
 Environment slurm_rank_environment(const TestbedState& state, const SlurmTask& task, std::uint16_t master_port,
                                    int threads) {
   if (!state.machine)

@@ -214,6 +214,16 @@ MachineRole find_machine_role(const Scenario& scenario, const LocalMachine& me, 
   return role;
 }
 
+MachineRole find_node_role(const Scenario& scenario, const std::string& node, const ResolveHost& resolve) {
+  try {
+    LocalMachine machine{node, {}};
+    for (std::uint32_t address : resolve(node)) machine.addresses.push_back(LocalAddress{"", address});
+    return find_machine_role(scenario, machine, resolve);
+  } catch (const std::runtime_error& error) {
+    throw std::runtime_error(fmt::format("node {}: {}", node, error.what()));
+  }
+}
+
 TestbedState join_machine(const Scenario& scenario, const MachineRole& role, const JoinOptions& options) {
   TestbedState state;
   state.name = options.name.empty() ? scenario.name : options.name;

@@ -93,6 +93,13 @@ SlurmTask slurm_task(const std::function<const char*(const char*)>& variable);
 // The first host of a Slurm host list: "m[1-3],n5" -> "m1", "gpu[007-009]"
 // -> "gpu007", "a,b" -> "a". std::invalid_argument if it is none.
 std::string first_slurm_host(std::string_view hostlist);
+// The nodes of this Slurm job's allocation, in Slurm's order
+// (`scontrol show hostnames $SLURM_JOB_NODELIST`). Throws std::runtime_error
+// outside a Slurm job, or saying what scontrol said.
+std::vector<std::string> slurm_job_nodes();
+// The start of an argv that runs a program as a one-task step on `node` of
+// this job, beside its other steps: srun --overlap --nodes=1 --ntasks=1 --nodelist=NODE.
+std::vector<std::string> srun_on_node(const std::string& node);
 // Tasks on node `node` of a tasks-per-node list ("2(x3),1").
 std::size_t slurm_tasks_on_node(std::string_view tasks_per_node, std::size_t node);
 // The variables rank_environment gives, for a Slurm task on a machine of

@@ -60,6 +60,11 @@ struct MachineRole {
 // one address.
 MachineRole find_machine_role(const Scenario& scenario, const LocalMachine& me, const ResolveHost& resolve);
 
+// The role of another machine known by name (a node of a Slurm
+// allocation): find_machine_role with its addresses as this machine resolves
+// them. Throws std::runtime_error "node NAME: why".
+MachineRole find_node_role(const Scenario& scenario, const std::string& node, const ResolveHost& resolve);
+
 struct JoinOptions {
   std::string name;  // overrides the scenario's name
   std::string dev;   // the interface to use; default: the one holding the machine's address

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "wanlab/emulator/probe.hpp"
 #include "wanlab/emulator/scenario.hpp"
 #include "wanlab/emulator/tcp_window.hpp"
 #include "wanlab/emulator/testbed.hpp"
@@ -111,6 +112,16 @@ struct VerifyResult {
   std::string nothing_measured() const;
 };
 
+// How verify measures a pair of DCs (by index): RTTs of `count` echoes every
+// `interval_ms` (ms each; a lost one left out), and TCP goodput (bit/s at the
+// receiver); `unmeasurable` says why a pair cannot be ("" when it can; may be empty).
+struct PairProbes {
+  std::function<std::vector<double>(int a, int b, int count, double interval_ms)> rtt_ms;
+  std::function<double(int src, int dst, const GoodputOptions& options)> goodput_bps;
+  std::function<std::string(int a, int b)> unmeasurable;
+  std::string echo_name;  // what the table calls an echo ("pings"); default "echoes"
+};
+
 // Measures a namespace testbed between the first hosts of every two DCs: all
 // RTTs first, then (options.goodput) each direction's goodput, one at a time.
 // `configured` gives the scenario to compare with; it is asked before and
@@ -120,5 +131,27 @@ struct VerifyResult {
 // exception after the current measurement. Attached testbeds are refused.
 VerifyResult verify_testbed(const TestbedState& state, const std::function<Scenario()>& configured,
                             const VerifyOptions& options, const std::function<void(const VerifyRow&)>& on_row);
+
+// Across machines (a testbed of `wanlab join`): the same checks and order,
+// each pair measured by `probes` (slurm_probes: ping and iperf3 on the
+// allocation's nodes through srun). The schedules live on the gateways and
+// are not followed: a scheduled pair is not measured.
+VerifyResult verify_machines(const TestbedState& state, const std::function<Scenario()>& configured,
+                             const VerifyOptions& options, const std::function<void(const VerifyRow&)>& on_row,
+                             const PairProbes& probes);
+
+// What pings' output says: each reply's time (ms), in order.
+std::vector<double> ping_times_ms(std::string_view output);
+// iperf3 -J's goodput at the receiver (end.sum_received.bits_per_second);
+// throws std::runtime_error saying what is missing or what iperf3's error was.
+double iperf3_received_bps(std::string_view json);
+
+// For a testbed of `wanlab join` inside a Slurm job: each DC is measured from
+// the allocation's first node in it (a DC with none is not measured); ping
+// (as often as the RTT plan says) and an iperf3 client run on the near node,
+// an iperf3 server on the far one, each a one-task step `srun --overlap`.
+// iperf3 must be on each node's PATH. Throws std::runtime_error outside a
+// Slurm job or for a node in no DC.
+PairProbes slurm_probes(const Scenario& scenario);
 
 }  // namespace wanlab::emulator

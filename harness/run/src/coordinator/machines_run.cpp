@@ -9,7 +9,7 @@
 
 #include "wanlab/base/interrupts.hpp"
 #include "wanlab/base/parse.hpp"
-#include "wanlab/base/process.hpp"
+#include "wanlab/emulator/launch.hpp"
 #include "wanlab/harness/plan/plan.hpp"
 
 namespace wanlab::harness::run_detail {
@@ -23,14 +23,7 @@ AllocationHosts allocation_hosts(const em::Scenario& scenario, const std::vector
   std::set<std::string> seen;
   for (const std::string& node : nodes) {
     if (!seen.insert(node).second) throw std::runtime_error(fmt::format("node {} is in the allocation twice", node));
-    em::LocalMachine machine{node, {}};
-    for (std::uint32_t address : resolve(node)) machine.addresses.push_back(em::LocalAddress{"", address});
-    em::MachineRole role;
-    try {
-      role = em::find_machine_role(scenario, machine, resolve);
-    } catch (const std::runtime_error& error) {
-      throw std::runtime_error(fmt::format("node {} of the allocation: {}", node, error.what()));
-    }
+    const em::MachineRole role = em::find_node_role(scenario, node, resolve);
     const auto dc = static_cast<std::size_t>(role.dc);
     em::Host host;
     host.dc = scenario.dcs[dc].name;
@@ -54,24 +47,6 @@ void check_plan_fits(const Plan& plan, const AllocationHosts& allocation) {
                     "ask Slurm for a node of each DC the experiment's placement uses",
                     w.worker.id, w.worker.stage, w.worker.replica, w.worker.dc_name));
   }
-}
-
-std::vector<std::string> allocation_nodes() {
-  const char* list = std::getenv("SLURM_JOB_NODELIST");
-  if (list == nullptr || *list == '\0')
-    throw RunError(
-        "--runtime slurm: not inside a Slurm job (SLURM_JOB_NODELIST is not set): run it from a batch script, "
-        "as scripts/slurm/wan-job.sh --here SCENARIO -- wanlab train ... does");
-  const base::Captured shown = base::run_captured({"scontrol", "show", "hostnames", list});
-  if (shown.status != 0)
-    throw RunError(fmt::format("scontrol show hostnames {}: exit {}: {}", base::quoted(list), shown.status,
-                               base::quoted(shown.output, 200)));
-  std::vector<std::string> nodes;
-  std::istringstream lines(shown.output);
-  for (std::string line; std::getline(lines, line);)
-    if (!line.empty()) nodes.push_back(line);
-  if (nodes.empty()) throw RunError(fmt::format("scontrol show hostnames {}: no nodes", base::quoted(list)));
-  return nodes;
 }
 
 namespace {
@@ -122,7 +97,7 @@ RunRecord run_on_machines(const Experiment& experiment, const em::Scenario& scen
 
   AllocationHosts allocation;
   try {
-    allocation = allocation_hosts(scenario, allocation_nodes(), em::resolve_host);
+    allocation = allocation_hosts(scenario, em::slurm_job_nodes(), em::resolve_host);
   } catch (const std::runtime_error& error) {
     throw RunError(fmt::format("--runtime slurm: {}", error.what()));
   }

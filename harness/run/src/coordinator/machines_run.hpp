@@ -34,10 +34,6 @@ AllocationHosts allocation_hosts(const emulator::Scenario& scenario, const std::
 // (a DC with fewer nodes than the plan's hosts there, or none).
 void check_plan_fits(const Plan& plan, const AllocationHosts& allocation);
 
-// The nodes of the job's allocation ($SLURM_JOB_NODELIST through
-// `scontrol show hostnames`). Throws RunError outside a Slurm job.
-std::vector<std::string> allocation_nodes();
-
 RunRecord run_on_machines(const Experiment& experiment, const emulator::Scenario& scenario, RunOptions options);
 
 }  // namespace wanlab::harness::run_detail

@@ -426,14 +426,8 @@ class Slurm final : public WorkerRuntime {
     const auto node = setup_.slurm_nodes.find(spec.host);
     if (node == setup_.slurm_nodes.end())
       throw std::runtime_error(fmt::format("worker {}: host {} has no node of the allocation", spec.worker, spec.host));
-    std::vector<std::string> argv{"srun",
-                                  "--overlap",
-                                  "--nodes=1",
-                                  "--ntasks=1",
-                                  "--nodelist=" + node->second,
-                                  "--kill-on-bad-exit=1",
-                                  "--job-name=" + spec.name,
-                                  setup_.exe};
+    std::vector<std::string> argv = em::srun_on_node(node->second);
+    argv.insert(argv.end(), {"--kill-on-bad-exit=1", "--job-name=" + spec.name, setup_.exe});
     argv.insert(argv.end(), spec.args.begin(), spec.args.end());
     base::SpawnOptions options;
     options.own_group = true;
