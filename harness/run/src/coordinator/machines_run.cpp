@@ -85,7 +85,13 @@ RunRecord run_on_machines(const Experiment& experiment, const em::Scenario& scen
     throw RunError(
         "--runtime slurm: which WAN? WANLAB_TESTBED is not set: run inside scripts/slurm/wan-job.sh, "
         "which joins every node and sets it");
-  const em::TestbedState local = em::load_state(options.testbed);
+  em::TestbedState local;
+  try {
+    local = em::load_state(options.testbed);
+  } catch (const std::exception& error) {
+    throw RunError(fmt::format("--runtime slurm: testbed {} (WANLAB_TESTBED) is not up on this node: {}",
+                               base::quoted(options.testbed), error.what()));
+  }
   if (!local.machine)
     throw RunError(
         fmt::format("--runtime slurm: testbed {} on this machine is not a part of `wanlab join`", options.testbed));
