@@ -354,3 +354,31 @@ BOOST_AUTO_TEST_CASE(compare_kept_up_only_leaves_out_runs_that_fell_behind) {
   const Outcome table = run_wanlab({"compare", kept, behind});
   BOOST_TEST(table.out.find("FELL BEHIND") != std::string::npos, table.out);
 }
+
+// `train --runtime slurm` outside what it needs says so in one line, before
+// anything starts: no WAN named, a WAN not up here, a scenario on one box, a
+// scale below 1. (The run itself: multihost.slurm.)
+BOOST_AUTO_TEST_CASE(train_across_machines_says_what_it_lacks) {
+  ::unsetenv("WANLAB_TESTBED");
+  const std::string across = source("tests/data/multihost/train-3.toml");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+      {{"train", across, "--runtime", "slurm", "--quiet"},
+       "wanlab train: --runtime slurm: which WAN? WANLAB_TESTBED is not set"},
+      {{"train", source("scenarios/experiments/ci-2dc.toml"), "--runtime", "slurm", "--quiet"},
+       "ci.toml is not a scenario over machines"},
+      {{"train", across, "--runtime", "slurm", "--scale", "0.5", "--quiet"},
+       "wanlab train: --runtime slurm: scale 0.5: across machines the run goes over the WAN `wanlab join` holds"},
+  };
+  for (const auto& [argv, expected] : cases) {
+    const Outcome outcome = run_wanlab(argv);
+    BOOST_TEST(outcome.status == 1);
+    BOOST_TEST(outcome.err.find(expected) != std::string::npos, outcome.err);
+    BOOST_TEST(std::count(outcome.err.begin(), outcome.err.end(), '\n') == 1, outcome.err);
+  }
+  ::setenv("WANLAB_TESTBED", "nope", 1);
+  const Outcome absent = run_wanlab({"train", across, "--runtime", "slurm", "--quiet"});
+  ::unsetenv("WANLAB_TESTBED");
+  BOOST_TEST(absent.status == 1);
+  BOOST_TEST(absent.err.find("testbed \"nope\" (WANLAB_TESTBED) is not up on this node: ") != std::string::npos,
+             absent.err);
+}
