@@ -73,20 +73,25 @@ struct WorkerState {
 constexpr int kClockProbes = 8;
 
 // A worker's report in the coordinator's clock: its times less its offset.
+// A time that would leave the clock's range is a malformed report.
 void to_coordinator_clock(ctl::Report& report, std::int64_t offset_ns) {
   if (offset_ns == 0) return;
+  const auto shift = [offset_ns](std::int64_t& t) {
+    if (__builtin_sub_overflow(t, offset_ns, &t))
+      throw ctl::ControlError(fmt::format("report: a time ({} ns) beyond the clock's range", t));
+  };
   for (Event& e : report.events) {
-    e.start_ns -= offset_ns;
-    e.end_ns -= offset_ns;
+    shift(e.start_ns);
+    shift(e.end_ns);
   }
   for (ctl::Arrival& a : report.arrivals) {
-    a.arrival_ns -= offset_ns;
-    a.first_byte_ns -= offset_ns;
+    shift(a.arrival_ns);
+    shift(a.first_byte_ns);
   }
   for (ctl::SendRecord& s : report.sends) {
-    s.queued_ns -= offset_ns;
-    s.first_sent_ns -= offset_ns;
-    s.last_sent_ns -= offset_ns;
+    shift(s.queued_ns);
+    shift(s.first_sent_ns);
+    shift(s.last_sent_ns);
   }
 }
 
@@ -297,7 +302,14 @@ class Coordinator {
       std::error_code ec;
       if (tcp_acceptor_) {
         auto socket = co_await tcp_acceptor_->async_accept(asio::redirect_error(asio::use_awaitable, ec));
-        if (ec) co_return;  // closed
+        if (ec == asio::error::operation_aborted || !tcp_acceptor_ || !tcp_acceptor_->is_open()) co_return;
+        if (ec) {
+          // Out of descriptors (a flood of connections from the network): the
+          // handshakes' deadline frees them; go on accepting.
+          asio::steady_timer pause(io_, std::chrono::milliseconds(100));
+          co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+          continue;
+        }
         socket.set_option(asio::ip::tcp::no_delay(true), ec);
         auto control = std::make_shared<ControlSocket>(ControlSocket::Socket(std::move(socket)));
         asio::co_spawn(io_, authenticate_then_serve(control), asio::detached);
@@ -424,6 +436,7 @@ class Coordinator {
     const std::int64_t now = monotonic_ns();
     const std::int64_t rtt = now - reply.coordinator_ns;
     if (rtt < 0 || reply.coordinator_ns <= 0) throw ctl::ControlError("clock_reply echoes a time not sent");
+    if (reply.worker_ns < 0) throw ctl::ControlError("clock_reply: a negative CLOCK_MONOTONIC");
     if (rtt < w.clock_rtt_ns) {
       w.clock_rtt_ns = rtt;
       w.clock_offset_ns = reply.worker_ns - (reply.coordinator_ns + rtt / 2);
