@@ -171,12 +171,19 @@ int cmd_join(const Options& options) {
   if (options.flag("hold")) hold.emplace();
   const em::MachineRole role = em::find_machine_role(scenario, em::this_machine(), em::resolve_host);
   const auto state = em::join_machine(scenario, role, join);
-  if (role.gateway)
+  if (role.gateway) {
     fmt::print(
         "testbed {}: this machine is DC {}'s gateway; the DC's links to {} other DCs leave through {} (release "
         "path fq)\n",
         state.name, state.machine->dc, state.dcs.size() - 1, state.dev);
-  else
+    // Even with --quiet: nothing would cross the WAN, and nothing else would say why.
+    for (const std::string& backend : em::forward_dropping_backends())
+      fmt::print(stderr,
+                 "wanlab join: warning: {}'s FORWARD policy is DROP here (Docker sets it): traffic to other DCs, "
+                 "which this gateway forwards, is dropped unless a rule accepts it, e.g. {} -I FORWARD -i {} -o {} "
+                 "-j ACCEPT (and -D to remove it after)\n",
+                 backend, backend, state.dev, state.dev);
+  } else
     fmt::print("testbed {}: this machine is in DC {}; traffic to other DCs goes through its gateway {} ({} routes)\n",
                state.name, state.machine->dc, em::ipv4_to_string(role.gateway_address), state.machine->routes.size());
   if (!hold) {

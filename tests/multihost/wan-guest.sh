@@ -33,6 +33,15 @@ kernel_state >"$dir/before.$me"
 barrier base
 [[ $me == m1 ]] && { ping -c 10 -i 0.2 -W 5 m3 >"$dir/ping-before.$me" || fail "ping m3 before join failed"; }
 barrier pinged
+if [[ $me == m3 ]]; then
+  # A FORWARD policy of DROP (as Docker sets it) on a gateway: join warns,
+  # and leaves the policy as it was.
+  iptables-nft -P FORWARD DROP || fail "iptables-nft -P FORWARD DROP"
+  "$wanlab" join --name fwd "$scenario" >"$dir/join-drop.$me" 2>&1 || fail "wanlab join with DROP failed"
+  "$wanlab" down fwd >/dev/null 2>&1 || fail "wanlab down fwd failed"
+  iptables-nft -S FORWARD >>"$dir/join-drop.$me"
+  iptables-nft -P FORWARD ACCEPT
+fi
 "$wanlab" join "$scenario" >"$dir/join.$me" 2>&1 || fail "wanlab join failed: $(tail -n 1 "$dir/join.$me")"
 if [[ $me == m3 ]]; then
   iperf3 -s -p 5201 -D -1 >/dev/null 2>&1 || fail "iperf3 server 5201"

@@ -37,6 +37,12 @@ BOOST_AUTO_TEST_CASE(a_wan_over_three_machines_shapes_each_dc_pair_once_and_leav
   BOOST_TEST(slurp(machines.file("join.m1")).find("DC east's gateway") != std::string::npos);
   BOOST_TEST(slurp(machines.file("join.m2")).find("through its gateway 10.99.0.1") != std::string::npos);
   BOOST_TEST(slurp(machines.file("join.m3")).find("DC west's gateway") != std::string::npos);
+  // A gateway whose FORWARD policy drops (Docker's) is warned about; the policy stays.
+  const std::string drop = slurp(machines.file("join-drop.m3"));
+  BOOST_TEST(drop.find("wanlab join: warning: iptables-nft's FORWARD policy is DROP here") != std::string::npos, drop);
+  BOOST_TEST(drop.find("iptables-nft -I FORWARD -i eth0 -o eth0 -j ACCEPT") != std::string::npos, drop);
+  BOOST_TEST(drop.find("\n-P FORWARD DROP") != std::string::npos, drop);
+  BOOST_TEST(slurp(machines.file("join.m1")).find("warning") == std::string::npos);
   const std::string member_stats = slurp(machines.file("stats.m2"));
   BOOST_TEST(member_stats.find("is a member of DC east, whose links its gateway 10.99.0.1 holds") != std::string::npos,
              member_stats);

@@ -258,3 +258,14 @@ routes = ["10.0.1.0/28", "10.0.0.9/32"]
     }
   }
 }
+
+// A gateway forwards every packet to another DC: a FORWARD policy of DROP (as
+// Docker sets it) is found in `iptables -S` output, and only there.
+BOOST_AUTO_TEST_CASE(a_forward_policy_of_drop_is_found) {
+  BOOST_TEST(em::forward_policy_drops("-P FORWARD DROP\n-N DOCKER\n-A FORWARD -j DOCKER-USER\n"));
+  BOOST_TEST(em::forward_policy_drops("-P FORWARD DROP"));
+  BOOST_TEST(!em::forward_policy_drops("-P FORWARD ACCEPT\n"));
+  BOOST_TEST(!em::forward_policy_drops("-A FORWARD -j DROP\n"));  // a rule, not the policy
+  BOOST_TEST(!em::forward_policy_drops("-P INPUT DROP\n-P FORWARD ACCEPT\n"));
+  BOOST_TEST(!em::forward_policy_drops(""));
+}

@@ -9,6 +9,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fstream>
 #include <fmt/ranges.h>
 #include <stdexcept>
 
@@ -16,6 +17,7 @@
 #include "wanlab/base/clock.hpp"
 #include "wanlab/base/interrupts.hpp"
 #include "wanlab/base/parse.hpp"
+#include "wanlab/base/process.hpp"
 #include "wanlab/base/sys.hpp"
 #include "wanlab/emulator/machines.hpp"
 #include "wanlab/emulator/names.hpp"
@@ -212,6 +214,29 @@ MachineRole find_machine_role(const Scenario& scenario, const LocalMachine& me, 
   for (const auto& [prefix, owner] : role.dc_prefixes)
     if (owner != role.dc) role.remote_prefixes.push_back(prefix);
   return role;
+}
+
+bool forward_policy_drops(std::string_view rules) {
+  for (std::size_t at = 0; at < rules.size();) {
+    const std::size_t end = std::min(rules.find('\n', at), rules.size());
+    if (rules.substr(at, end - at) == "-P FORWARD DROP") return true;
+    at = end + 1;
+  }
+  return false;
+}
+
+std::vector<std::string> forward_dropping_backends() {
+  std::vector<std::string> found;
+  const auto ask = [&](const char* binary, const char* name) {
+    if (::access(binary, X_OK) != 0) return;
+    const base::Captured listed = base::run_captured({binary, "-w", "-S", "FORWARD"});
+    if (listed.status == 0 && forward_policy_drops(listed.output)) found.push_back(name);
+  };
+  ask("/usr/sbin/iptables-nft", "iptables-nft");
+  std::ifstream names("/proc/net/ip_tables_names");
+  for (std::string table; std::getline(names, table);)
+    if (table == "filter") ask("/usr/sbin/iptables-legacy", "iptables-legacy");
+  return found;
 }
 
 MachineRole find_node_role(const Scenario& scenario, const std::string& node, const ResolveHost& resolve) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -64,6 +65,16 @@ MachineRole find_machine_role(const Scenario& scenario, const LocalMachine& me, 
 // allocation): find_machine_role with its addresses as this machine resolves
 // them. Throws std::runtime_error "node NAME: why".
 MachineRole find_node_role(const Scenario& scenario, const std::string& node, const ResolveHost& resolve);
+
+// Whether `iptables -S FORWARD` output sets the chain's policy to DROP.
+bool forward_policy_drops(std::string_view rules);
+// The iptables backends here ("iptables-nft", "iptables-legacy") whose
+// FORWARD chain's policy is DROP, as Docker sets it. On a gateway every
+// packet to another DC passes FORWARD (members' and, after the detour, the
+// gateway's own), so such a policy drops them unless a rule accepts them.
+// The legacy backend is asked only when its filter table exists (listing
+// would make one). Nothing is changed.
+std::vector<std::string> forward_dropping_backends();
 
 struct JoinOptions {
   std::string name;  // overrides the scenario's name
