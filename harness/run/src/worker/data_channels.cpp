@@ -132,9 +132,10 @@ asio::awaitable<void> DataChannels::accept_proven_channels(transport::Acceptor& 
 }
 
 asio::awaitable<void> DataChannels::admit(Channel channel, bool cross) {
-  const std::string from = channel.remote_endpoint().address().to_string();
+  std::string from = "a peer that left";
   std::optional<int> worker;
   try {
+    from = channel.remote_endpoint().address().to_string();  // throws once the peer has gone
     auto first = co_await channel.receive();
     worker = first ? decode_identity(first->bytes()) : std::nullopt;
     if (!expected_peer(worker, cross)) throw std::runtime_error("it did not name an expected worker");
