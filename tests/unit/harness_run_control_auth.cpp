@@ -204,3 +204,16 @@ BOOST_AUTO_TEST_CASE(control_addresses) {
   for (const char* bad : {"tcp:10.99.0.1", "tcp:host:1", "tcp:10.0.0.1:0", "tcp:10.0.0.1:70000", "tcp:10.0.0.1:x", ""})
     BOOST_CHECK_THROW(rd::parse_control_address(bad), std::invalid_argument);
 }
+
+// The proofs are HMAC-SHA256 as the docs say: a value computed elsewhere
+// (Python's hmac) over "wanlab data" | nonce | from | to.
+BOOST_AUTO_TEST_CASE(proofs_are_hmac_sha256) {
+  rd::Nonce nonce{};
+  for (std::size_t i = 0; i < nonce.size(); ++i) nonce[i] = static_cast<std::uint8_t>(i);
+  const rd::AuthKey proof = rd::data_channel_proof(secret_of('k'), nonce, 3, 5);
+  rd::RunSecret as_hex;
+  as_hex.key = proof;
+  BOOST_TEST(as_hex.hex() == "1a452197a4dff3778a69ad259fd60619f28d56354e2ed612b3fe13feda185d2f");
+  BOOST_TEST(rd::check_data_channel_proof(secret_of('k'), nonce, 3, 5, std::as_bytes(std::span(proof))));
+  BOOST_TEST(!rd::check_data_channel_proof(secret_of('k'), nonce, 5, 3, std::as_bytes(std::span(proof))));
+}

@@ -173,13 +173,7 @@ Schedules::View view_of(const Schedules* schedules, const Scenario& scenario, co
                         std::uint64_t window_ns) {
   if (schedules) return schedules->over(pair, src, dst, window_ns);
   Schedules::View view{pair, "", ""};
-  const Dc &from = scenario.dcs[static_cast<std::size_t>(src)], &to = scenario.dcs[static_cast<std::size_t>(dst)];
-  // Read or not (a trace file left unread gives no schedule but says it gives one).
-  const bool scheduled =
-      scenario.schedule(src, dst) || std::any_of(scenario.links.begin(), scenario.links.end(), [&](const LinkSpec& l) {
-        return l.gives_schedule && l.matches(from.name, to.name);
-      });
-  if (scheduled) view.unsteady = "its schedule runs on the DC's gateway, which verify across machines does not follow";
+  if (scenario.scheduled(src, dst)) view.unsteady = "its schedule runs on the DC's gateway, which verify across machines does not follow";
   return view;
 }
 

@@ -188,15 +188,27 @@ std::shared_ptr<const Schedule> read_schedule_table(const base::TomlReader& read
 
 namespace wanlab::emulator {
 
+namespace {
+// The last of `links` that gives or removes src -> dst's schedule, if any.
+const LinkSpec* schedule_link(const Scenario& scenario, int src, int dst) {
+  const Dc& src_dc = scenario.dcs.at(static_cast<std::size_t>(src));
+  const Dc& dst_dc = scenario.dcs.at(static_cast<std::size_t>(dst));
+  for (auto link = scenario.links.rbegin(); link != scenario.links.rend(); ++link)
+    if ((link->gives_schedule || link->removes_schedule) && link->matches(src_dc.name, dst_dc.name)) return &*link;
+  return nullptr;
+}
+}  // namespace
+
 std::shared_ptr<const Schedule> Scenario::schedule(int src, int dst) const {
-  const Dc& src_dc = dcs.at(static_cast<std::size_t>(src));
-  const Dc& dst_dc = dcs.at(static_cast<std::size_t>(dst));
   if (src == dst) return nullptr;
-  for (auto link = links.rbegin(); link != links.rend(); ++link) {
-    if ((link->gives_schedule || link->removes_schedule) && link->matches(src_dc.name, dst_dc.name))
-      return link->schedule;
-  }
-  return defaults_schedule;
+  const LinkSpec* link = schedule_link(*this, src, dst);
+  return link ? link->schedule : defaults_schedule;
+}
+
+bool Scenario::scheduled(int src, int dst) const {
+  if (src == dst) return false;
+  const LinkSpec* link = schedule_link(*this, src, dst);
+  return link ? link->gives_schedule : defaults_schedule != nullptr;
 }
 
 std::vector<Scenario::SharedSchedule> Scenario::shared_schedules() const {

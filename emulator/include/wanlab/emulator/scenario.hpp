@@ -170,6 +170,10 @@ struct Scenario {
   // (a [[link]]'s, then live ones from changes.toml), else [defaults]'
   // (src != dst); null if none, or if the file was read with ScheduleFiles::skip.
   std::shared_ptr<const Schedule> schedule(int src, int dst) const;
+  // Whether src -> dst runs a schedule, also one whose trace file
+  // ScheduleFiles::skip left unread (a [defaults] trace file left unread is
+  // not seen).
+  bool scheduled(int src, int dst) const;
   // The distinct schedules of the pairs (equal ones once, however many
   // pairs run them) and the pairs of each: one map each in the data plane.
   struct SharedSchedule {

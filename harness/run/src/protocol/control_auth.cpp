@@ -1,41 +1,58 @@
 #include "protocol/control_auth.hpp"
 
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
+#include <openssl/params.h>
 #include <openssl/rand.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
+#include <memory>
 #include <stdexcept>
-#include <vector>
 
 namespace wanlab::harness::run_detail {
 namespace {
 
 constexpr std::uint8_t kHelloMagic[4] = {'W', 'L', 'C', '1'};
 
-// HMAC-SHA256(key, label | a | b).
-AuthKey hmac(const AuthKey& key, std::string_view label, std::span<const std::uint8_t> a,
-             std::span<const std::uint8_t> b) {
-  std::vector<std::uint8_t> message(label.begin(), label.end());
-  message.insert(message.end(), a.begin(), a.end());
-  message.insert(message.end(), b.begin(), b.end());
+// HMAC-SHA256(key, the pieces one after the other), without copying them
+// together (a frame may be megabytes).
+AuthKey hmac(const AuthKey& key, std::initializer_list<std::span<const std::uint8_t>> pieces) {
+  struct Free {
+    void operator()(EVP_MAC* mac) const { EVP_MAC_free(mac); }
+    void operator()(EVP_MAC_CTX* ctx) const { EVP_MAC_CTX_free(ctx); }
+  };
+  const std::unique_ptr<EVP_MAC, Free> mac(EVP_MAC_fetch(nullptr, "HMAC", nullptr));
+  const std::unique_ptr<EVP_MAC_CTX, Free> ctx(mac ? EVP_MAC_CTX_new(mac.get()) : nullptr);
+  char digest[] = "SHA256";
+  const OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+                               OSSL_PARAM_construct_end()};
+  bool ok = ctx && EVP_MAC_init(ctx.get(), key.data(), key.size(), params) == 1;
+  for (const auto& piece : pieces) ok = ok && EVP_MAC_update(ctx.get(), piece.data(), piece.size()) == 1;
   AuthKey out{};
-  unsigned int length = 0;
-  if (!HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), message.data(), message.size(), out.data(),
-            &length) ||
-      length != out.size())
+  std::size_t length = 0;
+  if (!ok || EVP_MAC_final(ctx.get(), out.data(), &length, out.size()) != 1 || length != out.size())
     throw std::runtime_error("HMAC-SHA256 failed (OpenSSL)");
   return out;
 }
 
-bool same(std::span<const std::uint8_t> a, std::span<const std::uint8_t> b) {
-  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+std::span<const std::uint8_t> bytes_of(std::string_view text) {
+  return {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()};
+}
+std::span<const std::uint8_t> bytes_of(std::span<const std::byte> bytes) {
+  return {reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()};
+}
+
+// In constant time: whether `given` is `expected` cut to its length (a tag) or whole.
+bool same(std::span<const std::uint8_t> given, std::span<const std::uint8_t> expected) {
+  return !given.empty() && given.size() <= expected.size() &&
+         CRYPTO_memcmp(given.data(), expected.data(), given.size()) == 0;
 }
 
 AuthKey proof_of(const RunSecret& secret, std::string_view who, const Nonce& nonce_c, const Nonce& nonce_w) {
-  return hmac(secret.key, who, nonce_c, nonce_w);
+  return hmac(secret.key, {bytes_of(who), nonce_c, nonce_w});
 }
 
 int hex_digit(char c) {
@@ -89,11 +106,6 @@ RunSecret take_run_secret() {
 
 Nonce random_nonce() { return RunSecret::generate().key; }
 
-std::optional<RunSecret> run_secret_for(const std::string& control_address) {
-  if (!control_address.starts_with("tcp:")) return std::nullopt;
-  return take_run_secret();
-}
-
 namespace {
 std::array<std::uint8_t, 8> ids(int from, int to) {
   std::array<std::uint8_t, 8> out{};
@@ -106,13 +118,12 @@ std::array<std::uint8_t, 8> ids(int from, int to) {
 }  // namespace
 
 AuthKey data_channel_proof(const RunSecret& secret, const Nonce& nonce, int from, int to) {
-  return hmac(secret.key, "wanlab data", nonce, ids(from, to));
+  return hmac(secret.key, {bytes_of("wanlab data"), nonce, ids(from, to)});
 }
 
 bool check_data_channel_proof(const RunSecret& secret, const Nonce& nonce, int from, int to,
                               std::span<const std::byte> proof) {
-  const AuthKey expected = data_channel_proof(secret, nonce, from, to);
-  return proof.size() == expected.size() && CRYPTO_memcmp(proof.data(), expected.data(), expected.size()) == 0;
+  return proof.size() == sizeof(AuthKey) && same(bytes_of(proof), data_channel_proof(secret, nonce, from, to));
 }
 
 std::array<std::uint8_t, kHandshakeHelloBytes> handshake_hello(const Nonce& nonce_c) {
@@ -161,8 +172,8 @@ void check_handshake_answer(const RunSecret& secret, const Nonce& nonce_c, const
 }
 
 FrameTags::FrameTags(const RunSecret& secret, const Nonce& nonce_c, const Nonce& nonce_w, Side side) {
-  const AuthKey to_worker = hmac(secret.key, "c2w", nonce_c, nonce_w);
-  const AuthKey to_coordinator = hmac(secret.key, "w2c", nonce_c, nonce_w);
+  const AuthKey to_worker = hmac(secret.key, {bytes_of("c2w"), nonce_c, nonce_w});
+  const AuthKey to_coordinator = hmac(secret.key, {bytes_of("w2c"), nonce_c, nonce_w});
   send_key_ = side == Side::coordinator ? to_worker : to_coordinator;
   receive_key_ = side == Side::coordinator ? to_coordinator : to_worker;
 }
@@ -171,8 +182,7 @@ namespace {
 AuthKey frame_mac(const AuthKey& key, std::uint64_t sequence, std::span<const std::byte> frame) {
   std::uint8_t number[8];
   for (int i = 0; i < 8; ++i) number[i] = static_cast<std::uint8_t>(sequence >> (8 * i));
-  return hmac(key, "", number,
-              std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(frame.data()), frame.size()));
+  return hmac(key, {number, bytes_of(frame)});
 }
 }  // namespace
 
@@ -185,7 +195,7 @@ std::array<std::byte, kFrameTagBytes> FrameTags::sign(std::span<const std::byte>
 
 bool FrameTags::verify(std::span<const std::byte> frame, std::span<const std::byte> tag) {
   const AuthKey mac = frame_mac(receive_key_, received_++, frame);
-  return tag.size() == kFrameTagBytes && CRYPTO_memcmp(tag.data(), mac.data(), kFrameTagBytes) == 0;
+  return tag.size() == kFrameTagBytes && same(bytes_of(tag), mac);
 }
 
 }  // namespace wanlab::harness::run_detail

@@ -21,7 +21,6 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -49,11 +48,6 @@ struct RunSecret {
 RunSecret take_run_secret();
 
 Nonce random_nonce();
-
-// What a process connecting to `control_address` authenticates with: the
-// run's secret (take_run_secret) for a coordinator over TCP ("tcp:..."),
-// nothing for a Unix socket's path.
-std::optional<RunSecret> run_secret_for(const std::string& control_address);
 
 inline constexpr std::size_t kHandshakeHelloBytes = 4 + 32;   // "WLC1" | nonce_c
 inline constexpr std::size_t kHandshakeProofBytes = 32 + 32;  // nonce_w | proof

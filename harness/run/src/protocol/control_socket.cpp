@@ -174,6 +174,15 @@ ControlAddress parse_control_address(const std::string& text) {
   return out;
 }
 
+std::optional<RunSecret> run_secret_for(const std::string& control_address) {
+  try {
+    if (!parse_control_address(control_address).tcp()) return std::nullopt;
+  } catch (const std::invalid_argument&) {
+    return std::nullopt;
+  }
+  return take_run_secret();
+}
+
 namespace {
 
 ControlSocket::Socket connect_once(asio::io_context& io, const ControlAddress& where, std::error_code& ec) {

@@ -72,6 +72,11 @@ struct ControlAddress {
 // Throws std::invalid_argument naming what is wrong.
 ControlAddress parse_control_address(const std::string& text);
 
+// What a process connecting to `control_address` authenticates with: the
+// run's secret (take_run_secret) for a coordinator over TCP, nothing for a
+// Unix socket's path (or an address that does not parse: connect says why).
+std::optional<RunSecret> run_secret_for(const std::string& control_address);
+
 // Connects to the coordinator (a few tries over five seconds: the socket
 // exists before any process starts, but a slow file system may show it late;
 // a coordinator across machines is listening before it starts anyone). Over
