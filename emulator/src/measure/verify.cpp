@@ -173,7 +173,8 @@ Schedules::View view_of(const Schedules* schedules, const Scenario& scenario, co
                         std::uint64_t window_ns) {
   if (schedules) return schedules->over(pair, src, dst, window_ns);
   Schedules::View view{pair, "", ""};
-  if (scenario.scheduled(src, dst)) view.unsteady = "its schedule runs on the DC's gateway, which verify across machines does not follow";
+  if (scenario.scheduled(src, dst))
+    view.unsteady = "its schedule runs on the DC's gateway, which verify across machines does not follow";
   return view;
 }
 
