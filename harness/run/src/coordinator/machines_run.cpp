@@ -109,7 +109,6 @@ RunRecord run_on_machines(const Experiment& experiment, const em::Scenario& scen
   }
   const Plan plan = make_plan(experiment, allocation.planning);
   check_plan_fits(plan, allocation);
-  check_emulated_run(plan, experiment.iterations);
   em::TestbedState testbed = local;
   testbed.hosts = allocation.hosts;
   options.control_ipv4 = local.machine->address;
