@@ -4,7 +4,9 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
+#include <cstddef>
 #include <cstdint>
 #include <ctime>
 #include <filesystem>
@@ -112,6 +114,13 @@ struct MeasureAheadOfOtherWork {
   }
 };
 
+// The mean of `values` without the `share` highest and `share` lowest.
+double trimmed_mean(std::vector<double> values, double share) {
+  std::sort(values.begin(), values.end());
+  const auto cut = static_cast<std::ptrdiff_t>(share * static_cast<double>(values.size()));
+  return em::mean(std::vector<double>(values.begin() + cut, values.end() - cut));
+}
+
 void check_goodput_follows_the_square_wave() {
   Testbed bed(kSquareWave);
   const std::vector<wanlab_sched_entry> schedule = bed.schedule();
@@ -149,14 +158,18 @@ void check_goodput_follows_the_square_wave() {
   // host sometimes runs neither the sender, the releaser nor the receiver for
   // tens of ms, and a window loses or gains that much: three in four within
   // 5%, the median within 2% (one 1514-byte packet more or less is 1.5% of a
-  // window at 8 Mbit/s), and each phase's mean within 5%.
+  // window at 8 Mbit/s), and each phase's mean within 5% once its highest and
+  // lowest tenth are set aside. A stall's catch-up lands in the next window,
+  // or in a window skipped at an edge, so an untrimmed mean moved 5.6% in CI
+  // with the rate right (here: -69.7% then +69.6%, and -47% whose catch-up
+  // crossed the edge); a wrong rate moves every window, trimmed or not.
   const auto within = std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 0.05; });
   BOOST_TEST(within * 4 >= static_cast<long>(errors.size()) * 3,
              within << " of " << errors.size() << " windows within 5%");
   BOOST_TEST(em::median(errors) <= 0.02);
   for (const auto& [high, ratios] : by_phase) {
     BOOST_TEST_INFO((high ? "high" : "low") << " phase");
-    BOOST_TEST(std::abs(em::mean(ratios) - 1) <= 0.05);
+    BOOST_TEST(std::abs(trimmed_mean(ratios, 0.1) - 1) <= 0.05);
   }
 }
 
