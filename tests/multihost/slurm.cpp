@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -125,6 +126,56 @@ void check_training_across_machines(const Machines& machines) {
   }
 }
 
+// Job 3 ran BubbleTea too: a prefill worker beside each training worker,
+// sharing its GPU through a lease file on that worker's node, and the decode
+// sink on m3. Every process came up and stayed; requests were served (KV
+// caches over the WAN from m1 and m2, with the run's secret); each prefill
+// span lies within the run and off its GPU's training computes: both are on
+// the coordinator's clock by the same offset (one machine, one clock), and
+// the lease kept them apart.
+void check_prefill_across_machines(const Machines& machines, const std::string& job3) {
+  BOOST_TEST(job3.find("BubbleTea: 3 prefill workers and the decode sink on west-0") != std::string::npos, job3);
+  const auto results = nlohmann::json::parse(machines.read("train3/results.json"), nullptr, false);
+  BOOST_TEST_REQUIRE(results.contains("prefill"), "no prefill in results.json");
+  const auto& prefill = results["prefill"];
+  BOOST_TEST_MESSAGE("job 3's prefill: " << prefill["requests"].dump() << ", TTFT " << prefill["ttft_s"].dump()
+                                         << ", notes " << prefill["notes"].dump());
+  for (const auto& note : prefill["notes"]) {
+    const std::string text = note.get<std::string>();
+    BOOST_TEST(text.find("prefill worker") == std::string::npos, text);
+    BOOST_TEST(text.find("decode sink") == std::string::npos, text);
+  }
+  BOOST_TEST(prefill["requests"].value("arrived", 0) > 0, prefill["requests"].dump());
+  BOOST_TEST(prefill["requests"].value("served", 0) > 0, prefill["requests"].dump());
+  const auto trace = nlohmann::json::parse(machines.read("train3/trace.json"), nullptr, false);
+  BOOST_TEST_REQUIRE(trace.contains("traceEvents"));
+  double run_start = 1e300, run_end = -1e300;
+  std::map<int, std::vector<std::pair<double, double>>> computes;  // GPU track -> [start, end]
+  for (const auto& event : trace["traceEvents"]) {
+    const std::string cat = event.value("cat", "");
+    if (cat != "iteration" && cat != "compute") continue;
+    const double ts = event["ts"].get<double>(), te = ts + event["dur"].get<double>();
+    if (cat == "iteration") {
+      run_start = std::min(run_start, ts);
+      run_end = std::max(run_end, te);
+    } else {
+      computes[event["tid"].get<int>()].emplace_back(ts, te);
+    }
+  }
+  int spans = 0;
+  for (const auto& event : trace["traceEvents"]) {
+    if (event.value("cat", "") != "prefill") continue;
+    ++spans;
+    const double ts = event["ts"].get<double>(), te = ts + event["dur"].get<double>();
+    BOOST_TEST((ts >= run_start && te <= run_end), event.dump()
+                                                       << " outside the run [" << run_start << ", " << run_end << "]");
+    for (const auto& [cs, ce] : computes[event["tid"].get<int>()])
+      BOOST_TEST((ce <= ts + 0.001 || cs >= te - 0.001),
+                 event.dump() << " overlaps a compute [" << cs << ", " << ce << "] on its GPU");
+  }
+  BOOST_TEST(spans > 0);
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(a_slurm_job_brings_the_wan_up_on_every_node_and_every_ending_takes_it_down) {
@@ -184,6 +235,7 @@ BOOST_AUTO_TEST_CASE(a_slurm_job_brings_the_wan_up_on_every_node_and_every_endin
   BOOST_TEST(job3.find("workers' clocks: offsets known within") != std::string::npos, job3);
   BOOST_TEST(count(job3, "is down (signal 15)") == 3u, job3);
   check_training_across_machines(machines);
+  check_prefill_across_machines(machines, job3);
 
   // Job 2 was cancelled while its program ran on every node: the hold step
   // took the WAN down on Slurm's SIGTERM.

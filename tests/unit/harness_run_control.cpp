@@ -284,6 +284,7 @@ ctl::PrefillAssign sample_prefill_assign() {
   ctl::PrefillAssign m;
   m.worker = 5;
   m.gpu_lease = "/run/wanlab/t/harness/control/gpu-5.lease";
+  m.sink = 2;
   m.sink_ipv4 = 0x0a4d0301;
   m.sink_port = 49000;
   m.streams = 8;
@@ -308,6 +309,7 @@ BOOST_AUTO_TEST_CASE(bubbletea_messages_round_trip) {
   const auto assign = std::get<ctl::PrefillAssign>(round_trip(sample_prefill_assign()));
   BOOST_TEST(assign.worker == 5);
   BOOST_TEST(assign.gpu_lease == sample_prefill_assign().gpu_lease);
+  BOOST_TEST(assign.sink == 2);
   BOOST_TEST(assign.sink_ipv4 == 0x0a4d0301u);
   BOOST_TEST(assign.sink_port == 49000);
   BOOST_TEST(assign.streams == 8);

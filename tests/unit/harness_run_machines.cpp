@@ -83,7 +83,7 @@ BOOST_AUTO_TEST_CASE(a_plan_beyond_the_allocation_is_refused) {
   plan.workers[1].worker.dc_name = "west";
   plan.workers[1].worker.host = "west-0";
   try {
-    rd::check_plan_fits(plan, east_only);  // ... which no node holds
+    rd::check_plan_fits(plan, east_only.planning, east_only);  // ... which no node holds
     BOOST_FAIL("a worker without a node was accepted");
   } catch (const hs::RunError& error) {
     BOOST_TEST(std::string(error.what())
@@ -92,5 +92,31 @@ BOOST_AUTO_TEST_CASE(a_plan_beyond_the_allocation_is_refused) {
                error.what());
   }
   plan.workers.pop_back();
-  BOOST_CHECK_NO_THROW(rd::check_plan_fits(plan, east_only));
+  BOOST_CHECK_NO_THROW(rd::check_plan_fits(plan, east_only.planning, east_only));
+}
+
+// BubbleTea's decode sink goes on its decode DC's first host: a DC without a
+// node cannot hold it, whether or not a worker trains there.
+BOOST_AUTO_TEST_CASE(a_decode_sink_beyond_the_allocation_is_refused) {
+  const em::Scenario scenario = em::parse_scenario(kScenario, "mh.toml");
+  const rd::AllocationHosts east_only = rd::allocation_hosts(scenario, {"m1", "m2"}, resolve);
+  hs::Plan plan;
+  plan.workers.resize(1);
+  plan.workers[0].worker.host = "east-1";
+  plan.experiment.prefill.enabled = true;
+  plan.experiment.prefill.decode_dc = "west";
+  try {
+    rd::check_plan_fits(plan, east_only.planning, east_only);
+    BOOST_FAIL("a decode sink without a node was accepted");
+  } catch (const hs::RunError& error) {
+    BOOST_TEST(std::string(error.what())
+                       .find("[prefill] decodes worker 0's requests in DC \"west\", where the "
+                             "allocation has no node") != std::string::npos,
+               error.what());
+  }
+  plan.experiment.prefill.decode_dc = "local";  // east-0, on m1
+  BOOST_CHECK_NO_THROW(rd::check_plan_fits(plan, east_only.planning, east_only));
+  plan.experiment.prefill.enabled = false;
+  plan.experiment.prefill.decode_dc = "west";
+  BOOST_CHECK_NO_THROW(rd::check_plan_fits(plan, east_only.planning, east_only));
 }

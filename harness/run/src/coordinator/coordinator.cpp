@@ -24,6 +24,7 @@
 
 #include "protocol/control_socket.hpp"
 #include "coordinator/assignment.hpp"
+#include "coordinator/clock_sync.hpp"
 #include "process/exit_status.hpp"
 #include "coordinator/health_probe.hpp"
 #include "coordinator/iteration_reports.hpp"
@@ -60,26 +61,14 @@ struct WorkerState {
   bool ready = false;
   int reported = -1;  // last iteration reported
   bool said_failed = false;
-  // Its CLOCK_MONOTONIC minus the coordinator's (workers on other machines:
-  // from the clock probe with the shortest round trip), and that round trip.
-  std::int64_t clock_offset_ns = 0;
-  std::int64_t clock_rtt_ns = std::numeric_limits<std::int64_t>::max();
-  int clock_replies = 0;
-  bool clock_known = false;
+  ClockSync clock;  // its CLOCK_MONOTONIC against the coordinator's
 };
 
-// Clock probes per worker on another machine: the shortest round trip of
-// these bounds the offset's error by half of it.
-constexpr int kClockProbes = 8;
-
-// A worker's report in the coordinator's clock: its times less its offset.
-// A time that would leave the clock's range is a malformed report.
-void to_coordinator_clock(ctl::Report& report, std::int64_t offset_ns) {
-  if (offset_ns == 0) return;
-  const auto shift = [offset_ns](std::int64_t& t) {
-    if (__builtin_sub_overflow(t, offset_ns, &t))
-      throw ctl::ControlError(fmt::format("report: a time ({} ns) beyond the clock's range", t));
-  };
+// A worker's report in the coordinator's clock. A time that would leave the
+// clock's range is a malformed report.
+void to_coordinator_clock(ctl::Report& report, const ClockSync& clock) {
+  if (clock.offset_ns() == 0) return;
+  const auto shift = [&clock](std::int64_t& t) { t = clock.to_coordinator(t); };
   for (Event& e : report.events) {
     shift(e.start_ns);
     shift(e.end_ns);
@@ -112,12 +101,14 @@ class Coordinator {
         throw RunError(fmt::format("plan: worker {} has id {}", i, plan.workers[i].worker.id));
       workers_[i].plan = &plan.workers[i];
       workers_[i].host = &testbed.host(plan.workers[i].worker.host);
+      if (!remote()) workers_[i].clock.same_clock();
     }
     harness_dir_ = em::run_dir(testbed.name) + "/harness";
     control_dir_ = harness_dir_ + "/control";
     if (plan.experiment.prefill.enabled)
-      prefill_.emplace(
-          PrefillService::Setup{&plan_, &scenario_, &testbed_, control_dir_, &io_, &changed_, &gate_, options_.log});
+      prefill_.emplace(PrefillService::Setup{
+          &plan_, &scenario_, &testbed_, control_dir_, &io_, &changed_, &gate_, options_.log, remote(),
+          [this](int worker) -> const ClockSync& { return workers_.at(static_cast<std::size_t>(worker)).clock; }});
   }
 
   ~Coordinator() { cleanup(); }
@@ -217,11 +208,11 @@ class Coordinator {
     asio::co_spawn(io_, accept_workers(), asio::detached);
     if (prefill_) prefill_->create_leases();
     launch_workers();
-    if (prefill_) prefill_->launch(*runtime_);
+    if (prefill_) prefill_->launch(*runtime_, control_address_);
     const auto startup_deadline = Clock::now() + options_.startup_timeout;
     co_await wait_for(
-        [&] { return all([](const WorkerState& w) { return w.hello && w.clock_known; }); }, startup_deadline,
-        [&] { return missing("connected", [](const WorkerState& w) { return w.hello && w.clock_known; }); });
+        [&] { return all([](const WorkerState& w) { return w.hello && w.clock.known(); }); }, startup_deadline,
+        [&] { return missing("connected", [](const WorkerState& w) { return w.hello && w.clock.known(); }); });
     if (remote()) log_clocks();
     log(fmt::format("{} workers connected; opening channels", workers_.size()));
     for (std::size_t i = 0; i < workers_.size(); ++i) workers_[i].control->post(assignment(static_cast<int>(i)));
@@ -366,11 +357,7 @@ class Coordinator {
       id = hello->worker;
       workers_[id].hello = true;
       workers_[id].control = socket;
-      if (remote()) {
-        socket->post(ctl::ClockProbe{0, monotonic_ns()});
-      } else {
-        workers_[id].clock_known = true;  // one machine, one clock
-      }
+      if (remote()) socket->post(workers_[id].clock.first_probe(monotonic_ns()));
       changed_.notify();
       for (;;) {
         auto message = co_await socket->read();
@@ -407,6 +394,7 @@ class Coordinator {
     WorkerState& w = workers_[id];
     if (std::holds_alternative<ctl::Listening>(message)) {
       w.listening = true;
+      if (prefill_ && prefill_->make_leases_on_workers()) prefill_->lease_made(id);
     } else if (std::holds_alternative<ctl::Ready>(message)) {
       w.ready = true;
     } else if (auto* request = std::get_if<ctl::GateRequest>(&message)) {
@@ -427,32 +415,16 @@ class Coordinator {
     }
   }
 
-  // A reply to the last probe: keep the offset of the shortest round trip,
-  // assuming the two ways took as long (the error is at most half the trip).
   void clock_reply(int id, const ctl::ClockReply& reply) {
     WorkerState& w = workers_[id];
-    if (!remote() || w.clock_known || reply.sequence != w.clock_replies)
-      throw ctl::ControlError(fmt::format("unexpected clock_reply {}", reply.sequence));
-    const std::int64_t now = monotonic_ns();
-    const std::int64_t rtt = now - reply.coordinator_ns;
-    if (rtt < 0 || reply.coordinator_ns <= 0) throw ctl::ControlError("clock_reply echoes a time not sent");
-    if (reply.worker_ns < 0) throw ctl::ControlError("clock_reply: a negative CLOCK_MONOTONIC");
-    if (rtt < w.clock_rtt_ns) {
-      w.clock_rtt_ns = rtt;
-      w.clock_offset_ns = reply.worker_ns - (reply.coordinator_ns + rtt / 2);
-    }
-    if (++w.clock_replies < kClockProbes) {
-      w.control->post(ctl::ClockProbe{w.clock_replies, monotonic_ns()});
-    } else {
-      w.clock_known = true;
-    }
+    if (const auto next = w.clock.reply(reply, monotonic_ns())) w.control->post(*next);
   }
 
   void log_clocks() const {
     std::int64_t worst = 0;
-    for (const WorkerState& w : workers_) worst = std::max(worst, w.clock_rtt_ns / 2);
+    for (const WorkerState& w : workers_) worst = std::max(worst, w.clock.bound_ns());
     log(fmt::format("workers' clocks: offsets known within {:.2f} ms (half the shortest of {} round trips)",
-                    static_cast<double>(worst) / 1e6, kClockProbes));
+                    static_cast<double>(worst) / 1e6, ClockSync::kProbes));
   }
 
   void grant(const std::vector<LinkGate::Grant>& grants) {
@@ -463,7 +435,10 @@ class Coordinator {
     std::vector<const em::Host*> hosts;
     for (const WorkerState& w : workers_) hosts.push_back(w.host);
     ctl::Assign assign = make_assignment(plan_, scenario_, hosts, id);
-    if (prefill_) assign.gpu_lease = prefill_->lease_path(id);
+    if (prefill_) {
+      assign.gpu_lease = prefill_->lease_path(id);
+      assign.make_gpu_lease = prefill_->make_leases_on_workers();
+    }
     assign.announced_ops = gate_.announced(id);
     return assign;
   }
@@ -527,7 +502,7 @@ class Coordinator {
       throw ctl::ControlError(
           fmt::format("report of iteration {} while iteration {} runs", report.iteration, current_iteration_));
     const int iteration = report.iteration;
-    to_coordinator_clock(report, workers_[id].clock_offset_ns);
+    to_coordinator_clock(report, workers_[id].clock);
     std::int64_t gpu_wait_ns = 0;
     for (const Event& e : report.events) gpu_wait_ns += e.gpu_wait_ns;
     add_wake_ups(report.events);

@@ -10,6 +10,7 @@
 #include "wanlab/base/interrupts.hpp"
 #include "wanlab/base/parse.hpp"
 #include "wanlab/emulator/launch.hpp"
+#include "wanlab/harness/model/kv_routes.hpp"
 #include "wanlab/harness/plan/plan.hpp"
 
 namespace wanlab::harness::run_detail {
@@ -39,13 +40,22 @@ AllocationHosts allocation_hosts(const em::Scenario& scenario, const std::vector
   return out;
 }
 
-void check_plan_fits(const Plan& plan, const AllocationHosts& allocation) {
+void check_plan_fits(const Plan& plan, const em::Scenario& scenario, const AllocationHosts& allocation) {
   for (const WorkerPlan& w : plan.workers) {
     if (allocation.nodes.count(w.worker.host)) continue;
     throw RunError(
         fmt::format("the plan puts worker {} (stage {}, replica {}) in DC \"{}\", where the allocation has no node: "
                     "ask Slurm for a node of each DC the experiment's placement uses",
                     w.worker.id, w.worker.stage, w.worker.replica, w.worker.dc_name));
+  }
+  if (!plan.experiment.prefill.enabled) return;
+  for (const WorkerPlan& w : plan.workers) {
+    const int dc = decode_dc_of(plan.experiment, scenario, w.worker.dc);
+    if (dc < 0 || allocation.nodes.count(decode_host_name(scenario, dc))) continue;  // an unknown DC: the run says
+    throw RunError(fmt::format(
+        "[prefill] decodes worker {}'s requests in DC \"{}\", where the allocation has no node for the decode "
+        "sink: ask Slurm for a node there",
+        w.worker.id, scenario.dcs[static_cast<std::size_t>(dc)].name));
   }
 }
 
@@ -75,10 +85,6 @@ RunRecord run_on_machines(const Experiment& experiment, const em::Scenario& scen
         fmt::format("--runtime slurm: scale {}: across machines the run goes over the WAN `wanlab join` "
                     "holds, at the scenario's own rates; run with scale = 1 (--scale 1)",
                     experiment.scale));
-  if (experiment.prefill.enabled)
-    throw RunError(
-        "--runtime slurm: [prefill] (BubbleTea) does not run across machines yet; turn it off "
-        "(--prefill off) or run on one box");
   if (options.testbed.empty())
     if (const char* name = std::getenv("WANLAB_TESTBED")) options.testbed = name;
   if (options.testbed.empty())
@@ -108,7 +114,7 @@ RunRecord run_on_machines(const Experiment& experiment, const em::Scenario& scen
     throw RunError(fmt::format("--runtime slurm: {}", error.what()));
   }
   const Plan plan = make_plan(experiment, allocation.planning);
-  check_plan_fits(plan, allocation);
+  check_plan_fits(plan, allocation.planning, allocation);
   em::TestbedState testbed = local;
   testbed.hosts = allocation.hosts;
   options.control_ipv4 = local.machine->address;

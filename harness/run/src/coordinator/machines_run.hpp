@@ -31,8 +31,9 @@ AllocationHosts allocation_hosts(const emulator::Scenario& scenario, const std::
                                  const emulator::ResolveHost& resolve);
 
 // Throws RunError when the plan puts a worker on a host the allocation lacks
-// (a DC with fewer nodes than the plan's hosts there, or none).
-void check_plan_fits(const Plan& plan, const AllocationHosts& allocation);
+// (a DC with fewer nodes than the plan's hosts there, or none), or, with
+// [prefill], a decode sink in a DC without a node.
+void check_plan_fits(const Plan& plan, const emulator::Scenario& scenario, const AllocationHosts& allocation);
 
 RunRecord run_on_machines(const Experiment& experiment, const emulator::Scenario& scenario, RunOptions options);
 

@@ -14,6 +14,7 @@
 #include <asio/ip/address_v4.hpp>
 #include <map>
 
+#include "protocol/control_auth.hpp"
 #include "protocol/control_socket.hpp"
 #include "protocol/data_header.hpp"
 #include "protocol/notifier.hpp"
@@ -52,7 +53,13 @@ class DecodeSink {
   asio::awaitable<void> guarded(asio::awaitable<void> work) { return life_.guarded(std::move(work)); }
 
   asio::awaitable<void> main_loop() {
-    control_ = connect_control(io_, control_path_);
+    try {
+      // Across machines the run's secret authenticates the control channel and the KV channels.
+      secret_ = run_secret_for(control_path_);
+      control_ = connect_control(io_, control_path_, secret_);
+    } catch (const std::runtime_error& error) {
+      throw SinkFailure(error.what());
+    }
     control_->post(ctl::SinkHello{sink_, static_cast<int>(::getpid())});
     asio::co_spawn(io_, guarded(read_control()), asio::detached);
     if (!co_await changed_.wait_for([&] { return assign_.has_value() || stop_; }, Clock::now() + kAssignWait))
@@ -78,6 +85,8 @@ class DecodeSink {
         assign_ = *assign;
       } else if (std::holds_alternative<ctl::Stop>(*message)) {
         stop_ = true;
+      } else if (auto* probe = std::get_if<ctl::ClockProbe>(&message.value())) {
+        control_->post(ctl::ClockReply{probe->sequence, probe->coordinator_ns, monotonic_ns()});
       } else {
         throw SinkFailure("unexpected " + ctl::type_name(*message) + " message from the coordinator");
       }
@@ -137,7 +146,8 @@ class DecodeSink {
       const auto at = monotonic_ns();
       if (!worker) {
         worker = decode_identity(message->bytes());
-        if (!worker) throw SinkFailure("a KV channel did not name its prefill worker");
+        if (!worker && !secret_) throw SinkFailure("a KV channel did not name its prefill worker");
+        if (secret_ && !co_await admitted(*channel, worker)) co_return;
         continue;
       }
       const KvHeader header = decode_kv_header(message->bytes());
@@ -155,8 +165,30 @@ class DecodeSink {
     }
   }
 
+  // Across machines anyone on the network may connect: a channel whose peer
+  // does not prove it holds the run's secret for the worker it names
+  // (kv_channel_proof) is closed, and the sink goes on.
+  asio::awaitable<bool> admitted(transport::Channel& channel, std::optional<int> worker) {
+    std::string from = "a peer that left";
+    try {
+      from = channel.remote_endpoint().address().to_string();
+      if (!worker) throw std::runtime_error("it did not name a prefill worker");
+      const Nonce nonce = random_nonce();
+      co_await channel.send_borrowed(std::as_bytes(std::span(nonce))).wait();
+      auto proof = co_await channel.receive();
+      if (!proof || !check_kv_channel_proof(*secret_, nonce, *worker, sink_, proof->bytes()))
+        throw std::runtime_error("it did not prove it holds the run's secret");
+    } catch (const std::exception& error) {
+      fmt::print(stderr, "wanlab decode-sink: refused a KV channel from {}: {}\n", from, error.what());
+      channel.close();
+      co_return false;
+    }
+    co_return true;
+  }
+
   std::string control_path_;
   int sink_ = 0;
+  std::optional<RunSecret> secret_;  // across machines
   std::shared_ptr<ControlSocket> control_;
   Notifier changed_;
   std::optional<ctl::SinkAssign> assign_;

@@ -64,6 +64,7 @@ ctl::PrefillAssign PrefillService::assignment(int worker) const {
   ctl::PrefillAssign a;
   a.worker = worker;
   a.gpu_lease = lease_path(worker);
+  a.sink = sink_of_[worker];
   a.sink_ipv4 = sinks_[sink_of_[worker]].host->ipv4;
   a.sink_port = kSinkPort;
   const bool cross = !link_of(worker).empty();

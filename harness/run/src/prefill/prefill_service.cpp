@@ -35,7 +35,6 @@ std::int64_t simulated_iteration_ns(const RunRecord& simulated) {
 }  // namespace
 
 PrefillService::PrefillService(Setup setup) : setup_(std::move(setup)), experiment_(setup_.plan->experiment) {
-  socket_path_ = setup_.control_dir + "/control.sock";
   record_.training_delay_ns.assign(setup_.plan->workers.size(), 0);
   for (const WorkerPlan& w : setup_.plan->workers) {
     const int dc = decode_dc_of(experiment_, *setup_.scenario, w.worker.dc);
@@ -61,15 +60,25 @@ PrefillService::PrefillService(Setup setup) : setup_(std::move(setup)), experime
   });
 }
 
+// Across machines: in the testbed's directory on the worker's machine, which
+// `wanlab join` made there and `leave` removes with whatever a killed worker left.
 std::string PrefillService::lease_path(int worker) const {
-  return fmt::format("{}/gpu-{}.lease", setup_.control_dir, worker);
+  return fmt::format("{}/gpu-{}.lease", setup_.remote ? emulator::run_dir(setup_.testbed->name) : setup_.control_dir,
+                     worker);
 }
 
 void PrefillService::create_leases() {
+  lease_ready_.assign(static_cast<std::size_t>(workers()), !setup_.remote);
+  if (setup_.remote) return;
   for (int w = 0; w < workers(); ++w) leases_.push_back(GpuLease::create(lease_path(w)));
 }
 
-void PrefillService::launch(WorkerRuntime& runtime) {
+void PrefillService::lease_made(int worker) {
+  lease_ready_.at(static_cast<std::size_t>(worker)) = true;
+  assign_ready();
+}
+
+void PrefillService::launch(WorkerRuntime& runtime, const std::string& control_address) {
   const std::string& testbed = setup_.testbed->name;
   for (int index = 0; index < static_cast<int>(processes_.size()); ++index) {
     LaunchSpec spec;
@@ -80,13 +89,15 @@ void PrefillService::launch(WorkerRuntime& runtime) {
       spec.name = fmt::format("wanlab-{}-sink{}", testbed, sink);
       spec.hostname = "sink-" + host.name;
       spec.netns = host.netns;
-      spec.args = {"decode-sink", "--control", socket_path_, "--id", std::to_string(sink)};
+      spec.host = host.name;
+      spec.args = {"decode-sink", "--control", control_address, "--id", std::to_string(sink)};
     } else {
       const emulator::Host& host = setup_.testbed->host(setup_.plan->workers[index].worker.host);
       spec.name = fmt::format("wanlab-{}-p{}", testbed, index);
       spec.hostname = fmt::format("p{}-{}", index, host.name);
       spec.netns = host.netns;
-      spec.args = {"prefill-worker", "--control", socket_path_, "--id", std::to_string(index)};
+      spec.host = host.name;
+      spec.args = {"prefill-worker", "--control", control_address, "--id", std::to_string(index)};
     }
     processes_[index].pid = runtime.launch(spec);
     if (processes_[index].pid > 0) asio::co_spawn(*setup_.io, watch_exit(index), asio::detached);
@@ -153,20 +164,44 @@ void PrefillService::on_hello(int index, std::shared_ptr<ControlSocket> socket) 
     p.control->post(ctl::Stop{});
     return;
   }
-  if (is_sink(index)) {
-    p.control->post(sink_assignment(index));
-    p.assigned = true;
+  if (!is_sink(index)) {
+    // Its training worker's clock: probed by the coordinator.
+  } else if (setup_.remote) {
+    p.control->post(p.clock.first_probe(monotonic_ns()));
+  } else {
+    p.clock.same_clock();
   }
-  assign_ready_workers();
+  assign_ready();
   setup_.changed->notify();
 }
 
-// Prefill workers get their assignment once their sink accepts channels.
-void PrefillService::assign_ready_workers() {
-  for (int w = 0; w < workers(); ++w) {
-    Process& p = processes_[w];
-    if (!p.hello || p.assigned || p.gone || !processes_[sink_process(w)].ready) continue;
-    p.control->post(assignment(w));
+const ClockSync& PrefillService::clock_of(int index) const {
+  return is_sink(index) ? processes_[index].clock : setup_.training_clock(index);
+}
+
+void PrefillService::clock_reply(int index, const ctl::ClockReply& reply) {
+  Process& p = processes_[index];
+  if (!is_sink(index)) throw ctl::ControlError(fmt::format("unexpected clock_reply {}", reply.sequence));
+  if (const auto next = p.clock.reply(reply, monotonic_ns())) {
+    p.control->post(*next);
+  } else {
+    assign_ready();
+  }
+}
+
+// A process is assigned once its clock is known; a prefill worker also once
+// its GPU's lease exists and its sink accepts channels.
+void PrefillService::assign_ready() {
+  for (int index = 0; index < static_cast<int>(processes_.size()); ++index) {
+    Process& p = processes_[index];
+    if (!p.hello || p.assigned || p.gone || !clock_of(index).known()) continue;
+    if (is_sink(index)) {
+      p.control->post(sink_assignment(index));
+    } else if (lease_ready_.at(static_cast<std::size_t>(index)) && processes_[sink_process(index)].ready) {
+      p.control->post(assignment(index));
+    } else {
+      continue;
+    }
     p.assigned = true;
   }
 }
@@ -181,7 +216,10 @@ void PrefillService::give_up_unsettled(const std::string& why) {
 }
 
 void PrefillService::handle(int index, ctl::Message message) {
-  if (auto* failed = std::get_if<ctl::Failed>(&message)) {
+  to_coordinator_clock(index, message);
+  if (auto* reply = std::get_if<ctl::ClockReply>(&message)) {
+    clock_reply(index, *reply);
+  } else if (auto* failed = std::get_if<ctl::Failed>(&message)) {
     gone(index, failed->reason);
   } else if (is_sink(index)) {
     handle_sink(index, message);
@@ -190,10 +228,28 @@ void PrefillService::handle(int index, ctl::Message message) {
   }
 }
 
+void PrefillService::to_coordinator_clock(int index, ctl::Message& message) const {
+  const ClockSync& clock = clock_of(index);
+  if (clock.offset_ns() == 0) return;
+  const auto shift = [&clock](std::int64_t& t) { t = clock.to_coordinator(t); };
+  if (auto* done = std::get_if<ctl::PrefillDone>(&message)) {
+    shift(done->start_ns);
+    shift(done->end_ns);
+  } else if (auto* missed = std::get_if<ctl::PrefillMissed>(&message)) {
+    shift(missed->at_ns);
+    shift(missed->busy_until_ns);
+  } else if (auto* sent = std::get_if<ctl::KvSent>(&message)) {
+    shift(sent->start_ns);
+    shift(sent->written_ns);
+  } else if (auto* arrived = std::get_if<ctl::KvArrived>(&message)) {
+    shift(arrived->at_ns);
+  }
+}
+
 void PrefillService::handle_sink(int index, ctl::Message& message) {
   if (std::holds_alternative<ctl::Listening>(message)) {
     processes_[index].ready = true;
-    assign_ready_workers();
+    assign_ready();
   } else if (auto* arrived = std::get_if<ctl::KvArrived>(&message)) {
     kv_arrived(*arrived);
   } else {
@@ -387,10 +443,13 @@ void PrefillService::place(const Batch& batch) {
   for (std::size_t c = 0; c < batch.chunks.size(); ++c) {
     const Chunk& chunk = batch.chunks[c];
     const bool last = c + 1 == batch.chunks.size();
+    const ClockSync& clock = clock_of(chunk.worker);
+    const auto on_its_clock = [&clock](std::int64_t ns) { return clock.to_process(ns); };
     processes_.at(chunk.worker)
-        .control->post(ctl::PrefillTask{batch.id, static_cast<int>(c), origin_ns_ + chunk.start_ns,
-                                        origin_ns_ + slot_end(chunk), origin_ns_ + give_up, chunk.duration_ns,
-                                        chunk.first_layer, chunk.end_layer, batch.tokens, last ? batch.kv_bytes : 0});
+        .control->post(ctl::PrefillTask{batch.id, static_cast<int>(c), on_its_clock(origin_ns_ + chunk.start_ns),
+                                        on_its_clock(origin_ns_ + slot_end(chunk)), on_its_clock(origin_ns_ + give_up),
+                                        chunk.duration_ns, chunk.first_layer, chunk.end_layer, batch.tokens,
+                                        last ? batch.kv_bytes : 0});
   }
 }
 

@@ -6,7 +6,12 @@
 // pieces take a WAN link only while training's gated sends neither hold nor
 // wait for it) and the PrefillRecord. A prefill process that dies fails its
 // outstanding requests and is avoided from then on; training goes on.
-// Everything runs on the coordinator's io_context.
+// Everything runs on the coordinator's io_context. Across machines
+// (Setup::remote) times in the processes' messages move between their
+// clocks and the coordinator's: a prefill worker's clock is its training
+// worker's (one machine, one clock, one estimate, so that the two on one GPU
+// line up), a decode sink's is probed like a worker's. Each training worker
+// makes its GPU's lease file on its own machine.
 #pragma once
 
 #include <sys/types.h>
@@ -21,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/clock_sync.hpp"
 #include "protocol/control_socket.hpp"
 #include "worker/gpu_lease.hpp"
 #include "protocol/notifier.hpp"
@@ -46,14 +52,22 @@ class PrefillService {
     Notifier* changed = nullptr;  // notified whenever a process's state changes
     const LinkGate* gate = nullptr;
     std::function<void(const std::string&)> log;
+    bool remote = false;  // the processes run on other machines (--runtime slurm)
+    // A training worker's clock against the coordinator's.
+    std::function<const ClockSync&(int worker)> training_clock;
   };
   explicit PrefillService(Setup setup);
 
-  // The lease file of worker's GPU (made by create_leases, before any worker starts).
+  // The lease file of worker's GPU: on one machine made by create_leases
+  // before any worker starts; across machines by the training worker itself
+  // (make_leases_on_workers), which then says it listens (lease_made).
   std::string lease_path(int worker) const;
   void create_leases();
-  // Starts the decode sinks and one prefill worker per training worker.
-  void launch(WorkerRuntime& runtime);
+  bool make_leases_on_workers() const { return setup_.remote; }
+  void lease_made(int worker);
+  // Starts the decode sinks and one prefill worker per training worker, told
+  // to connect to `control_address`.
+  void launch(WorkerRuntime& runtime, const std::string& control_address);
   // Whether `message` is the first word of one of ours.
   static bool is_hello(const control::Message& message);
   // Serves one of our processes' control connections after its hello.
@@ -92,6 +106,7 @@ class PrefillService {
     bool assigned = false;
     bool ready = false;  // prefill worker: its KV channel is open; sink: listening
     bool gone = false;   // died, failed or was given up: avoided from then on
+    ClockSync clock;     // a sink's CLOCK_MONOTONIC against the coordinator's
   };
   struct BatchState {
     Batch batch;
@@ -129,7 +144,11 @@ class PrefillService {
   std::uint64_t largest_kv_bytes() const;
 
   void on_hello(int index, std::shared_ptr<ControlSocket> socket);
-  void assign_ready_workers();
+  void clock_reply(int index, const control::ClockReply& reply);
+  const ClockSync& clock_of(int index) const;
+  // Messages' times on the coordinator's clock (received) and the process's (sent).
+  void to_coordinator_clock(int index, control::Message& message) const;
+  void assign_ready();
   void handle(int index, control::Message message);
   void handle_sink(int index, control::Message& message);
   void handle_worker(int worker, control::Message& message);
@@ -160,10 +179,10 @@ class PrefillService {
 
   Setup setup_;
   const Experiment& experiment_;
-  std::string socket_path_;
   std::vector<Sink> sinks_;
   std::vector<int> sink_of_;  // per training worker: its index in sinks_
   std::vector<GpuLease> leases_;
+  std::vector<bool> lease_ready_;   // per training worker: its lease file exists
   std::vector<Process> processes_;  // prefill workers by training worker id, then the sinks
   bool stopping_ = false;
 

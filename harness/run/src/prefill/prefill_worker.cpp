@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/io_context.hpp>
@@ -17,6 +18,7 @@
 #include <map>
 #include <set>
 
+#include "protocol/control_auth.hpp"
 #include "protocol/control_socket.hpp"
 #include "protocol/data_header.hpp"
 #include "worker/gpu_lease.hpp"
@@ -55,7 +57,13 @@ class PrefillProcess {
   asio::awaitable<void> guarded(asio::awaitable<void> work) { return life_.guarded(std::move(work)); }
 
   asio::awaitable<void> main_loop() {
-    control_ = connect_control(io_, control_path_);
+    try {
+      // Across machines the run's secret authenticates the control channel and the KV channel.
+      secret_ = run_secret_for(control_path_);
+      control_ = connect_control(io_, control_path_, secret_);
+    } catch (const std::runtime_error& error) {
+      throw PrefillFailure(error.what());
+    }
     control_->post(ctl::PrefillHello{id_, static_cast<int>(::getpid())});
     asio::co_spawn(io_, guarded(read_control()), asio::detached);
     if (!co_await changed_.wait_for([&] { return assign_.has_value() || stop_; }, Clock::now() + kAssignWait))
@@ -103,6 +111,8 @@ class PrefillProcess {
       grants_.insert({grant->batch, grant->piece});
     } else if (std::holds_alternative<ctl::Stop>(message)) {
       stop_ = true;
+    } else if (auto* probe = std::get_if<ctl::ClockProbe>(&message)) {
+      control_->post(ctl::ClockReply{probe->sequence, probe->coordinator_ns, monotonic_ns()});
     } else {
       throw PrefillFailure("unexpected " + ctl::type_name(message) + " message from the coordinator");
     }
@@ -122,10 +132,23 @@ class PrefillProcess {
       channel_.emplace(co_await transport::Channel::connect(io_.get_executor(), address, assign_->sink_port, options));
       const auto identity = encode_identity(id_);
       co_await channel_->send_borrowed(std::span<const std::byte>(identity)).wait();
+      if (secret_) co_await prove_to_sink();
     } catch (const std::exception& error) {
       throw PrefillFailure(fmt::format("opening the KV channel to the decode sink at {}:{}: {}", address,
                                        assign_->sink_port, error.what()));
     }
+  }
+
+  // Across machines the sink answers the identity with a nonce, and admits
+  // the channel on its HMAC (control_auth.hpp's kv_channel_proof).
+  asio::awaitable<void> prove_to_sink() {
+    auto challenge = co_await channel_->receive();
+    if (!challenge || challenge->bytes().size() != sizeof(Nonce))
+      throw std::runtime_error("the decode sink did not send its challenge");
+    Nonce nonce{};
+    std::memcpy(nonce.data(), challenge->bytes().data(), nonce.size());
+    const AuthKey proof = kv_channel_proof(*secret_, nonce, id_, assign_->sink);
+    co_await channel_->send_borrowed(std::as_bytes(std::span(proof))).wait();
   }
 
   // A batch's chunks are time slots on this GPU for its work, in layer
@@ -258,6 +281,7 @@ class PrefillProcess {
   std::string control_path_;
   int id_;
   std::shared_ptr<ControlSocket> control_;
+  std::optional<RunSecret> secret_;  // across machines
   Notifier changed_;
   std::optional<ctl::PrefillAssign> assign_;
   std::optional<GpuLease> lease_;

@@ -117,13 +117,34 @@ std::array<std::uint8_t, 8> ids(int from, int to) {
 }
 }  // namespace
 
+namespace {
+AuthKey channel_proof(const char* label, const RunSecret& secret, const Nonce& nonce, int from, int to) {
+  return hmac(secret.key, {bytes_of(label), nonce, ids(from, to)});
+}
+bool check_channel_proof(const char* label, const RunSecret& secret, const Nonce& nonce, int from, int to,
+                         std::span<const std::byte> proof) {
+  return proof.size() == sizeof(AuthKey) && same(bytes_of(proof), channel_proof(label, secret, nonce, from, to));
+}
+constexpr const char* kDataLabel = "wanlab data";
+constexpr const char* kKvLabel = "wanlab kv";
+}  // namespace
+
 AuthKey data_channel_proof(const RunSecret& secret, const Nonce& nonce, int from, int to) {
-  return hmac(secret.key, {bytes_of("wanlab data"), nonce, ids(from, to)});
+  return channel_proof(kDataLabel, secret, nonce, from, to);
 }
 
 bool check_data_channel_proof(const RunSecret& secret, const Nonce& nonce, int from, int to,
                               std::span<const std::byte> proof) {
-  return proof.size() == sizeof(AuthKey) && same(bytes_of(proof), data_channel_proof(secret, nonce, from, to));
+  return check_channel_proof(kDataLabel, secret, nonce, from, to, proof);
+}
+
+AuthKey kv_channel_proof(const RunSecret& secret, const Nonce& nonce, int worker, int sink) {
+  return channel_proof(kKvLabel, secret, nonce, worker, sink);
+}
+
+bool check_kv_channel_proof(const RunSecret& secret, const Nonce& nonce, int worker, int sink,
+                            std::span<const std::byte> proof) {
+  return check_channel_proof(kKvLabel, secret, nonce, worker, sink, proof);
 }
 
 std::array<std::uint8_t, kHandshakeHelloBytes> handshake_hello(const Nonce& nonce_c) {

@@ -77,6 +77,12 @@ AuthKey data_channel_proof(const RunSecret& secret, const Nonce& nonce, int from
 // In constant time.
 bool check_data_channel_proof(const RunSecret& secret, const Nonce& nonce, int from, int to,
                               std::span<const std::byte> proof);
+// BubbleTea's KV channels across machines: the same exchange between a
+// prefill worker and its decode sink under the label "wanlab kv", so that a
+// proof for one kind of channel is none for the other.
+AuthKey kv_channel_proof(const RunSecret& secret, const Nonce& nonce, int worker, int sink);
+bool check_kv_channel_proof(const RunSecret& secret, const Nonce& nonce, int worker, int sink,
+                            std::span<const std::byte> proof);
 
 // The tags of one connection's frames, both directions.
 class FrameTags {

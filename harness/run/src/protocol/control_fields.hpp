@@ -128,6 +128,7 @@ void fields(Wire& w, Is<Assign> auto& m) {
   w.index("cross_dc_streams", m.cross_dc_streams);
   w.index("iterations", m.iterations);
   w.string("gpu_lease", m.gpu_lease);
+  w.boolean("make_gpu_lease", m.make_gpu_lease);
   w.indexes("announced_ops", m.announced_ops);
 }
 
@@ -183,6 +184,7 @@ template <typename Wire>
 void fields(Wire& w, Is<PrefillAssign> auto& m) {
   w.index("worker", m.worker);
   w.string("gpu_lease", m.gpu_lease);
+  w.index("sink", m.sink);
   w.u32("sink_ipv4", m.sink_ipv4);
   w.u16("sink_port", m.sink_port);
   w.index("streams", m.streams);

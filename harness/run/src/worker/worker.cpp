@@ -67,6 +67,7 @@ class WorkerProcess {
     data_.clear();
     if (control_) control_->close();
     control_.reset();
+    if (!made_lease_.empty()) ::unlink(made_lease_.c_str());  // the prefill worker's mapping outlives the name
     return code;
   }
 
@@ -198,11 +199,18 @@ class WorkerProcess {
     for (const int op_index : sends) announce(iteration, op_index);
   }
 
-  // BubbleTea: the prefill worker on this GPU reserves it through the same lease.
+  // BubbleTea: the prefill worker on this GPU reserves it through the same
+  // lease. Across machines this worker makes it, on its own machine, before
+  // it says it listens (the coordinator assigns the prefill worker after).
   void share_gpu() {
     if (assign_->gpu_lease.empty()) return;
     try {
-      lease_.emplace(run_detail::GpuLease::open(assign_->gpu_lease));
+      if (assign_->make_gpu_lease) {
+        lease_.emplace(run_detail::GpuLease::create(assign_->gpu_lease));
+        made_lease_ = assign_->gpu_lease;
+      } else {
+        lease_.emplace(run_detail::GpuLease::open(assign_->gpu_lease));
+      }
     } catch (const std::exception& error) {
       throw WorkerFailure(error.what());
     }
@@ -379,6 +387,7 @@ class WorkerProcess {
       [this](asio::awaitable<void> work) { asio::co_spawn(io_, guarded(std::move(work)), asio::detached); },
       [this] { return run_over(); }};
   std::optional<run_detail::GpuLease> lease_;  // before the GPU that points to it
+  std::string made_lease_;                     // the lease file this worker made, removed when it ends
   EmulatedGpu gpu_;
   std::vector<Event> events_;
   std::vector<ctl::Arrival> arrivals_;

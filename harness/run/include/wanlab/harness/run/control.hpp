@@ -106,6 +106,9 @@ struct Assign {
   int iterations = 0;
   // The GPU lease file shared with this worker's prefill worker; empty: none.
   std::string gpu_lease;
+  // The worker makes the lease file (on its own machine, where the
+  // coordinator cannot) before it listens, and removes it when it ends.
+  bool make_gpu_lease = false;
   // Send ops that announce their link to the coordinator (LinkGate::announced:
   // with BubbleTea, sends between hosts of one DC), ascending.
   std::vector<int> announced_ops;
@@ -193,6 +196,7 @@ struct SinkAssign {
 struct PrefillAssign {
   int worker = 0;
   std::string gpu_lease;
+  int sink = 0;  // its decode sink's id (across machines, in the KV channel's proof)
   std::uint32_t sink_ipv4 = 0;
   std::uint16_t sink_port = 0;
   int streams = 1;  // TCP connections of its KV channel
