@@ -136,10 +136,12 @@ class DecodeSink {
       try {
         message = co_await channel->receive();
       } catch (const std::exception& error) {
-        // Its prefill worker died or was stopped: the coordinator sees its exit.
-        if (!stop_)
-          fmt::print(stderr, "wanlab decode-sink: KV channel of prefill worker {}: {}\n", worker.value_or(-1),
-                     error.what());
+        // Its prefill worker died or was stopped: the coordinator sees its
+        // exit. Between caches nothing is lost (a stopped worker closes its
+        // channel at once, often before the sink's own stop arrives).
+        if (!stop_ && !received.empty())
+          fmt::print(stderr, "wanlab decode-sink: KV channel of prefill worker {} ended inside a cache: {}\n",
+                     worker.value_or(-1), error.what());
         co_return;
       }
       if (!message) co_return;
