@@ -888,3 +888,14 @@ BOOST_AUTO_TEST_CASE(a_requeue_counts_what_waits_at_the_wire_time_learned_since)
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// Across machines an announcement reaches the coordinator one control delay
+// late and the last grant it sent before reaches the prefill worker one more
+// later: the lead grows by both; on one machine it is kAnnounceLeadNs.
+BOOST_AUTO_TEST_CASE(the_announce_lead_grows_by_the_control_channels_delays) {
+  using wanlab::harness::announce_lead_ns;
+  using wanlab::harness::kAnnounceLeadNs;
+  BOOST_TEST(announce_lead_ns(0, 0) == kAnnounceLeadNs);
+  BOOST_TEST(announce_lead_ns(15'000'000, 2'000'000) == kAnnounceLeadNs + 17'000'000);
+  BOOST_TEST(announce_lead_ns(-1, -1) == kAnnounceLeadNs);  // no delay is shorter than none
+}

@@ -43,6 +43,11 @@ std::string decode_host_name(const emulator::Scenario& scenario, int dc) {
   return scenario.dcs.at(static_cast<std::size_t>(dc)).name + "-0";
 }
 
+std::int64_t announce_lead_ns(std::int64_t worker_control_delay_ns, std::int64_t prefill_control_delay_ns) {
+  return kAnnounceLeadNs + std::max<std::int64_t>(0, worker_control_delay_ns) +
+         std::max<std::int64_t>(0, prefill_control_delay_ns);
+}
+
 KvRoutes::KvRoutes(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model)
     : plan_(&plan),
       dcs_(static_cast<int>(scenario.dcs.size())),

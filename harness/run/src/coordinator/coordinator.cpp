@@ -29,6 +29,7 @@
 #include "coordinator/health_probe.hpp"
 #include "coordinator/iteration_reports.hpp"
 #include "prefill/prefill_service.hpp"
+#include "wanlab/harness/model/kv_routes.hpp"
 #include "protocol/notifier.hpp"
 #include "wanlab/base/interrupts.hpp"
 #include "wanlab/base/process.hpp"
@@ -215,7 +216,17 @@ class Coordinator {
         [&] { return missing("connected", [](const WorkerState& w) { return w.hello && w.clock.known(); }); });
     if (remote()) log_clocks();
     log(fmt::format("{} workers connected; opening channels", workers_.size()));
-    for (std::size_t i = 0; i < workers_.size(); ++i) workers_[i].control->post(assignment(static_cast<int>(i)));
+    std::uint64_t longest_lead = 0;
+    for (std::size_t i = 0; i < workers_.size(); ++i) {
+      ctl::Assign assign = assignment(static_cast<int>(i));
+      longest_lead = std::max(longest_lead, assign.announce_lead_ns);
+      workers_[i].control->post(std::move(assign));
+    }
+    if (remote() && longest_lead > 0)
+      log(
+          fmt::format("BubbleTea: sends between a DC's machines are announced up to {:.1f} ms ahead (the control "
+                      "channel's delays added to {} ms)",
+                      static_cast<double>(longest_lead) / 1e6, kAnnounceLeadNs / 1'000'000));
     co_await wait_for([&] { return all([](const WorkerState& w) { return w.listening; }); }, startup_deadline,
                       [&] { return missing("listening", [](const WorkerState& w) { return w.listening; }); });
     for (auto& w : workers_) w.control->post(ctl::Connect{});
@@ -440,7 +451,20 @@ class Coordinator {
       assign.make_gpu_lease = prefill_->make_leases_on_workers();
     }
     assign.announced_ops = gate_.announced(id);
+    if (!assign.announced_ops.empty())
+      assign.announce_lead_ns = static_cast<std::uint64_t>(announce_lead_ns(
+          workers_[static_cast<std::size_t>(id)].clock.bound_ns(), dc_control_delay_ns(workers_[id].plan->worker.dc)));
     return assign;
+  }
+
+  // The longest control delay (half the clock probes' shortest round trip)
+  // of the workers in `dc`, and so of the prefill workers beside them, whose
+  // KV pieces take the DC's own link.
+  std::int64_t dc_control_delay_ns(int dc) const {
+    std::int64_t longest = 0;
+    for (const WorkerState& w : workers_)
+      if (w.plan->worker.dc == dc) longest = std::max(longest, w.clock.bound_ns());
+    return longest;
   }
 
   // ---- iterations -----------------------------------------------------------

@@ -51,6 +51,8 @@ constexpr auto kDrainPoll = std::chrono::milliseconds(1);
 // compute back by a step (bubbletea-3dc-local, 2026-11-23 20:35: 68 of 512
 // computes, 347 ms).
 constexpr std::uint64_t kComputeHoldNs = 1'000'000;
+// A lead beyond this is a malformed assignment (a control delay of seconds).
+constexpr std::uint64_t kMaxAnnounceLeadNs = 60'000'000'000;
 // A ring step's message carries (all-reduce number + 1) x this + the step in
 // its header's step field: an iteration of DiLoCo holds many all-reduces over
 // the same ring. A ring of a real run has at most kMaxEmulatedWorkers members,
@@ -164,6 +166,8 @@ class WorkerProcess {
     }
     if (std::adjacent_find(ops.begin(), ops.end(), std::greater_equal<>()) != ops.end())
       throw WorkerFailure("assigned ops to announce that are not in ascending order");
+    if (assign.announce_lead_ns > kMaxAnnounceLeadNs)
+      throw WorkerFailure(fmt::format("assigned an announce lead of {} ns", assign.announce_lead_ns));
   }
 
   bool is_announced(int op_index) const {
@@ -178,8 +182,9 @@ class WorkerProcess {
   }
 
   // The announced sends that follow a compute, up to the next compute, are
-  // announced kAnnounceLeadNs before it is planned to end, so that the
-  // KV piece on their link has ended when their bytes come.
+  // announced the assignment's lead (kAnnounceLeadNs on one machine) before
+  // it is planned to end, so that the KV piece on their link has ended when
+  // their bytes come.
   void announce_sends_after(int iteration, int op_index, std::int64_t compute_end_ns) {
     const auto& ops = assign_->plan.ops;
     std::vector<int> sends;
@@ -189,7 +194,9 @@ class WorkerProcess {
         sends.push_back(static_cast<int>(next));
     }
     if (sends.empty()) return;
-    asio::co_spawn(io_, guarded(announce_at(iteration, std::move(sends), compute_end_ns - kAnnounceLeadNs)),
+    asio::co_spawn(io_,
+                   guarded(announce_at(iteration, std::move(sends),
+                                       compute_end_ns - static_cast<std::int64_t>(assign_->announce_lead_ns))),
                    asio::detached);
   }
 

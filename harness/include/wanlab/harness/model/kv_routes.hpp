@@ -26,6 +26,12 @@ namespace wanlab::harness {
 // goes unused between them, and the more grants a second.
 inline constexpr double kDcKvPieceSeconds = 0.003;
 inline constexpr std::int64_t kAnnounceLeadNs = 5'000'000;
+// Across machines the announcement reaches the coordinator one control
+// delay late, and a grant it sent just before reaches the prefill worker one
+// more later: the lead grows by both (each half the control channel's round
+// trip, as the clock probes measured it), so that the last piece granted
+// still ends before the send's bytes come.
+std::int64_t announce_lead_ns(std::int64_t worker_control_delay_ns, std::int64_t prefill_control_delay_ns);
 
 // The DC whose decode host receives the KV caches of a worker in `worker_dc`:
 // [prefill] decode_dc, or the worker's own DC with decode_dc = "local"; -1 if

@@ -112,6 +112,9 @@ struct Assign {
   // Send ops that announce their link to the coordinator (LinkGate::announced:
   // with BubbleTea, sends between hosts of one DC), ascending.
   std::vector<int> announced_ops;
+  // How long before the compute they follow ends they are announced
+  // (announce_lead_ns in kv_routes.hpp).
+  std::uint64_t announce_lead_ns = 0;
 };
 
 struct Listening {};
