@@ -12,9 +12,12 @@
 #include <chrono>
 #include <exception>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "protocol/control_auth.hpp"
+#include "protocol/control_socket.hpp"
+#include "protocol/data_header.hpp"
 #include "protocol/notifier.hpp"
 #include "worker/data_channels.hpp"
 #include "worker/worker_layout.hpp"
@@ -128,5 +131,53 @@ BOOST_AUTO_TEST_CASE(a_stranger_naming_a_peer_is_dropped_and_the_peer_admitted) 
   receiver.data.close();
   sender.data.close();
   stranger.data.close();
+  io.run_for(std::chrono::milliseconds(100));
+}
+
+// A stranger that names the expected peer and then stays silent holds only
+// its own connection, and only until the handshake's deadline (20 s): the
+// receiver closes it and goes on.
+BOOST_AUTO_TEST_CASE(a_silent_stranger_is_closed_at_the_handshakes_deadline) {
+  asio::io_context io;
+  const std::uint16_t port0 = static_cast<std::uint16_t>(base_port() + 2);  // within this process's 20 ports
+  Side receiver(io, 1, port0, secret_of('r'));
+  receiver.data.listen();
+  // Its opening gives up 3 s after the stranger's deadline: no real peer comes.
+  const auto deadline = rd::Clock::now() + rd::kHandshakeTimeout + std::chrono::seconds(3);
+  receiver.spawn(io, receiver.data.open(deadline));
+
+  std::optional<wanlab::transport::Channel> silent;
+  bool challenged = false, closed = false;
+  const auto since = std::chrono::steady_clock::now();
+  // Named: the coroutine refers to the lambda's captures after this statement.
+  const auto stranger = [&]() -> asio::awaitable<void> {
+    wanlab::transport::ChannelOptions options;
+    options.idle_timeout = std::chrono::milliseconds(0);
+    silent.emplace(co_await wanlab::transport::Channel::connect(io.get_executor(), "127.0.0.1",
+                                                                static_cast<std::uint16_t>(port0 + 1), options));
+    const auto identity = rd::encode_identity(0);
+    co_await silent->send_borrowed(std::span<const std::byte>(identity)).wait();
+    challenged = (co_await silent->receive()).has_value();  // the nonce, left unanswered
+    try {
+      closed = !(co_await silent->receive()).has_value();
+    } catch (const std::exception&) {
+      closed = true;
+    }
+  };
+  asio::co_spawn(io, stranger(), asio::detached);
+  const auto limit = std::chrono::steady_clock::now() + rd::kHandshakeTimeout + std::chrono::seconds(10);
+  while (!closed && std::chrono::steady_clock::now() < limit) io.run_for(std::chrono::milliseconds(20));
+  BOOST_TEST(challenged);
+  BOOST_TEST(closed, "the silent stranger's channel is still open");
+  const auto after = std::chrono::steady_clock::now() - since;
+  BOOST_TEST((after >= rd::kHandshakeTimeout - std::chrono::seconds(1)), std::chrono::duration<double>(after).count());
+  BOOST_TEST(receiver.failure == "", "the receiver failed: " << receiver.failure);
+  if (silent) silent->close();
+  // The opening ends at its own deadline, for want of the real peer only.
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (receiver.failure.empty() && std::chrono::steady_clock::now() < end) io.run_for(std::chrono::milliseconds(20));
+  BOOST_TEST(receiver.failure.find("peers' channels open") != std::string::npos, receiver.failure);
+  receiver.over = true;
+  receiver.data.close();
   io.run_for(std::chrono::milliseconds(100));
 }

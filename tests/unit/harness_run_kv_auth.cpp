@@ -4,8 +4,9 @@
 // holds the secret for itself and this sink. A stranger naming a worker, a
 // proof made with another secret, for another sink or for a workers' data
 // channel is refused, and the sink goes on: the real worker's cache then
-// arrives, and the sink tells the coordinator (here, this test). Real
-// channels over loopback TCP.
+// arrives, and the sink tells the coordinator (here, this test). One that
+// names a worker and stays silent is closed at the handshake's deadline
+// (20 s). Real channels over loopback TCP.
 #include <boost/test/unit_test.hpp>
 
 #include <unistd.h>
@@ -42,7 +43,15 @@ constexpr std::uint32_t kLoopback = 0x7f000001;
 constexpr int kSink = 0;
 constexpr int kWorker = 3;
 
-std::uint16_t sink_port() { return static_cast<std::uint16_t>(31000 + (::getpid() % 1000) * 20); }
+// A port the kernel had free just now (bound and let go): the sink's.
+std::uint16_t sink_port() {
+  static const std::uint16_t port = [] {
+    asio::io_context io;
+    asio::ip::tcp::acceptor probe(io, asio::ip::tcp::endpoint(asio::ip::address_v4(kLoopback), 0));
+    return probe.local_endpoint().port();
+  }();
+  return port;
+}
 
 rd::RunSecret secret_of(char fill) {
   rd::RunSecret secret;
@@ -50,11 +59,11 @@ rd::RunSecret secret_of(char fill) {
   return secret;
 }
 
-// Runs `work` on `io` until it ends, for at most 20 s.
+// Runs `work` on `io` until it ends, for at most `limit`.
 template <typename T>
-T run(asio::io_context& io, asio::awaitable<T> work) {
+T run(asio::io_context& io, asio::awaitable<T> work, std::chrono::seconds limit = std::chrono::seconds(20)) {
   auto result = asio::co_spawn(io, std::move(work), asio::use_future);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  const auto deadline = std::chrono::steady_clock::now() + limit;
   while (result.wait_for(std::chrono::seconds(0)) != std::future_status::ready &&
          std::chrono::steady_clock::now() < deadline) {
     io.restart();
@@ -87,7 +96,21 @@ asio::awaitable<std::optional<tp::Channel>> offer(int worker, Prover prove) {
   co_return std::move(channel);
 }
 
-// Whether the sink closed `channel` (a refused one) within a second.
+// A KV channel to the sink that names `worker`, takes the sink's nonce and answers nothing.
+asio::awaitable<std::optional<tp::Channel>> open_silently(int worker) {
+  tp::ChannelOptions options;
+  options.max_message_size = 64;
+  options.idle_timeout = std::chrono::milliseconds(0);
+  auto executor = co_await asio::this_coro::executor;
+  tp::Channel channel = co_await tp::Channel::connect(executor, "127.0.0.1", sink_port(), options);
+  const auto identity = rd::encode_identity(worker);
+  co_await channel.send_borrowed(std::span<const std::byte>(identity)).wait();
+  auto challenge = co_await channel.receive();  // the nonce, left unanswered
+  if (!challenge) co_return std::nullopt;
+  co_return std::move(channel);
+}
+
+// Whether the sink closed `channel` (a refused one): its next receive ends.
 asio::awaitable<bool> closed_by_sink(tp::Channel& channel) {
   try {
     auto message = co_await channel.receive();
@@ -158,6 +181,12 @@ BOOST_AUTO_TEST_CASE(the_sink_admits_a_kv_channel_only_on_the_runs_proof) {
   BOOST_TEST_REQUIRE(listening.has_value());
   BOOST_TEST_REQUIRE(std::holds_alternative<ctl::Listening>(*listening));
 
+  // A stranger that names the worker and then stays silent holds only
+  // itself, and only until the handshake's deadline.
+  const auto silent_since = std::chrono::steady_clock::now();
+  auto silent = run(io, open_silently(kWorker));
+  BOOST_TEST_REQUIRE(silent.has_value(), "the sink sent the silent stranger no challenge");
+
   // Refused: each is closed by the sink, which goes on.
   const std::vector<std::pair<std::string, Prover>> refused{
       {"no proof", [](const rd::Nonce&) { return std::vector<std::byte>(32, std::byte{0}); }},
@@ -189,6 +218,13 @@ BOOST_AUTO_TEST_CASE(the_sink_admits_a_kv_channel_only_on_the_runs_proof) {
   BOOST_TEST(kv->batch == 7);
   BOOST_TEST(kv->worker == kWorker);
   BOOST_TEST(kv->bytes == 1000u);
+
+  // The silent stranger's channel was closed at the deadline.
+  BOOST_TEST(run(io, closed_by_sink(*silent), rd::kHandshakeTimeout + std::chrono::seconds(10)));
+  const auto silent_for = std::chrono::steady_clock::now() - silent_since;
+  BOOST_TEST((silent_for >= rd::kHandshakeTimeout - std::chrono::seconds(1)),
+             std::chrono::duration<double>(silent_for).count() << " s");
+  silent->close();
 
   control->post(ctl::Stop{});
   io.restart();

@@ -12,6 +12,7 @@
 #include <asio/detached.hpp>
 #include <asio/io_context.hpp>
 #include <asio/ip/address_v4.hpp>
+#include <asio/steady_timer.hpp>
 #include <map>
 
 #include "protocol/control_auth.hpp"
@@ -149,7 +150,7 @@ class DecodeSink {
       if (!worker) {
         worker = decode_identity(message->bytes());
         if (!worker && !secret_) throw SinkFailure("a KV channel did not name its prefill worker");
-        if (secret_ && !co_await admitted(*channel, worker)) co_return;
+        if (secret_ && !co_await admitted(channel, worker)) co_return;
         continue;
       }
       const KvHeader header = decode_kv_header(message->bytes());
@@ -169,22 +170,29 @@ class DecodeSink {
 
   // Across machines anyone on the network may connect: a channel whose peer
   // does not prove it holds the run's secret for the worker it names
-  // (kv_channel_proof) is closed, and the sink goes on.
-  asio::awaitable<bool> admitted(transport::Channel& channel, std::optional<int> worker) {
+  // (kv_channel_proof) within kHandshakeTimeout is closed (a silent one
+  // would hold its descriptor to the run's end), and the sink goes on.
+  asio::awaitable<bool> admitted(std::shared_ptr<transport::Channel> channel, std::optional<int> worker) {
+    asio::steady_timer deadline(io_, kHandshakeTimeout);
+    deadline.async_wait([channel](std::error_code ec) {
+      if (!ec) channel->close();
+    });
     std::string from = "a peer that left";
     try {
-      from = channel.remote_endpoint().address().to_string();
+      from = channel->remote_endpoint().address().to_string();
       if (!worker) throw std::runtime_error("it did not name a prefill worker");
       const Nonce nonce = random_nonce();
-      co_await channel.send_borrowed(std::as_bytes(std::span(nonce))).wait();
-      auto proof = co_await channel.receive();
+      co_await channel->send_borrowed(std::as_bytes(std::span(nonce))).wait();
+      auto proof = co_await channel->receive();
       if (!proof || !check_kv_channel_proof(*secret_, nonce, *worker, sink_, proof->bytes()))
         throw std::runtime_error("it did not prove it holds the run's secret");
     } catch (const std::exception& error) {
       fmt::print(stderr, "wanlab decode-sink: refused a KV channel from {}: {}\n", from, error.what());
-      channel.close();
+      deadline.cancel();
+      channel->close();
       co_return false;
     }
+    deadline.cancel();
     co_return true;
   }
 

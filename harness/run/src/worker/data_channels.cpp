@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <asio/ip/address_v4.hpp>
+#include <asio/steady_timer.hpp>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 
+#include "protocol/control_socket.hpp"
 #include "wanlab/harness/run/gpu.hpp"
 
 namespace wanlab::harness::run_detail {
@@ -131,26 +134,40 @@ asio::awaitable<void> DataChannels::accept_proven_channels(transport::Acceptor& 
   }
 }
 
-asio::awaitable<void> DataChannels::admit(Channel channel, bool cross) {
+// A peer that has not proved itself within kHandshakeTimeout is closed: a
+// silent one would hold its descriptor until the run ends. The timer holds the
+// channel too: closing it fails the pending receive, and the coroutine may end
+// (and its frame go) before close() returns.
+asio::awaitable<void> DataChannels::admit(Channel accepted, bool cross) {
+  const auto channel = std::make_shared<Channel>(std::move(accepted));
+  const auto decided = std::make_shared<bool>(false);
+  asio::steady_timer deadline(io_, kHandshakeTimeout);
+  deadline.async_wait([decided, channel](std::error_code ec) {
+    if (!ec && !*decided) channel->close();
+  });
   std::string from = "a peer that left";
   std::optional<int> worker;
   try {
-    from = channel.remote_endpoint().address().to_string();  // throws once the peer has gone
-    auto first = co_await channel.receive();
+    from = channel->remote_endpoint().address().to_string();  // throws once the peer has gone
+    auto first = co_await channel->receive();
     worker = first ? decode_identity(first->bytes()) : std::nullopt;
     if (!expected_peer(worker, cross)) throw std::runtime_error("it did not name an expected worker");
     const Nonce nonce = random_nonce();
-    co_await channel.send_borrowed(std::as_bytes(std::span(nonce))).wait();
-    auto proof = co_await channel.receive();
+    co_await channel->send_borrowed(std::as_bytes(std::span(nonce))).wait();
+    auto proof = co_await channel->receive();
     if (!proof || !check_data_channel_proof(*secret_, nonce, *worker, id_, proof->bytes()))
       throw std::runtime_error("it did not prove it holds the run's secret");
     if (!expected_peer(worker, cross)) throw std::runtime_error("the worker it names is connected already");
   } catch (const std::exception& error) {
+    *decided = true;
+    deadline.cancel();
     fmt::print(stderr, "wanlab worker {}: refused a data channel from {}: {}\n", id_, from, error.what());
-    channel.close();
+    channel->close();
     co_return;
   }
-  add_channel(*worker, std::move(channel));
+  *decided = true;
+  deadline.cancel();
+  add_channel(*worker, std::move(*channel));
 }
 
 asio::awaitable<void> DataChannels::prove_to(Channel& channel, int peer) {
