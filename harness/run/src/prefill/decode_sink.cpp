@@ -14,6 +14,7 @@
 #include <asio/ip/address_v4.hpp>
 #include <asio/steady_timer.hpp>
 #include <map>
+#include <memory>
 
 #include "protocol/control_auth.hpp"
 #include "protocol/control_socket.hpp"
@@ -173,9 +174,10 @@ class DecodeSink {
   // (kv_channel_proof) within kHandshakeTimeout is closed (a silent one
   // would hold its descriptor to the run's end), and the sink goes on.
   asio::awaitable<bool> admitted(std::shared_ptr<transport::Channel> channel, std::optional<int> worker) {
+    const auto decided = std::make_shared<bool>(false);  // a deadline met just now closes nothing
     asio::steady_timer deadline(io_, kHandshakeTimeout);
-    deadline.async_wait([channel](std::error_code ec) {
-      if (!ec) channel->close();
+    deadline.async_wait([decided, channel](std::error_code ec) {
+      if (!ec && !*decided) channel->close();
     });
     std::string from = "a peer that left";
     try {
@@ -188,10 +190,12 @@ class DecodeSink {
         throw std::runtime_error("it did not prove it holds the run's secret");
     } catch (const std::exception& error) {
       fmt::print(stderr, "wanlab decode-sink: refused a KV channel from {}: {}\n", from, error.what());
+      *decided = true;
       deadline.cancel();
       channel->close();
       co_return false;
     }
+    *decided = true;
     deadline.cancel();
     co_return true;
   }

@@ -164,11 +164,11 @@ void PrefillService::on_hello(int index, std::shared_ptr<ControlSocket> socket) 
     p.control->post(ctl::Stop{});
     return;
   }
-  if (!is_sink(index)) {
-    // Its training worker's clock: probed by the coordinator.
-  } else if (setup_.remote) {
+  // A sink's clock is its own; a prefill worker's is its training worker's,
+  // which the coordinator probes.
+  if (is_sink(index) && setup_.remote) {
     p.control->post(p.clock.first_probe(monotonic_ns()));
-  } else {
+  } else if (is_sink(index)) {
     p.clock.same_clock();
   }
   assign_ready();
