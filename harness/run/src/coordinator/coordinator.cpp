@@ -328,20 +328,14 @@ class Coordinator {
   // holds the run's secret in time is dropped, and the run goes on (a
   // worker that never comes is the startup timeout's to report).
   asio::awaitable<void> authenticate_then_serve(std::shared_ptr<ControlSocket> control) {
-    asio::steady_timer deadline(io_);
-    deadline.expires_after(kHandshakeTimeout);
-    auto done = std::make_shared<bool>(false);
-    deadline.async_wait([done, control](std::error_code ec) {
-      if (!ec && !*done) control->close();
-    });
+    HandshakeDeadline deadline(io_.get_executor(), control);
     std::string refused;
     try {
       co_await control->authenticate_worker(*secret_);
     } catch (const std::exception& error) {
       refused = error.what();
     }
-    *done = true;
-    deadline.cancel();
+    deadline.decide();
     if (!refused.empty()) {
       log(fmt::format("refused a control connection: {}", refused));
       control->close();

@@ -12,13 +12,13 @@
 #include <asio/detached.hpp>
 #include <asio/io_context.hpp>
 #include <asio/ip/address_v4.hpp>
-#include <asio/steady_timer.hpp>
 #include <map>
 #include <memory>
 
 #include "protocol/control_auth.hpp"
 #include "protocol/control_socket.hpp"
 #include "protocol/data_header.hpp"
+#include "protocol/handshake_deadline.hpp"
 #include "protocol/notifier.hpp"
 #include "process/process_life.hpp"
 #include "wanlab/harness/run/gpu.hpp"
@@ -174,11 +174,7 @@ class DecodeSink {
   // (kv_channel_proof) within kHandshakeTimeout is closed (a silent one
   // would hold its descriptor to the run's end), and the sink goes on.
   asio::awaitable<bool> admitted(std::shared_ptr<transport::Channel> channel, std::optional<int> worker) {
-    const auto decided = std::make_shared<bool>(false);  // a deadline met just now closes nothing
-    asio::steady_timer deadline(io_, kHandshakeTimeout);
-    deadline.async_wait([decided, channel](std::error_code ec) {
-      if (!ec && !*decided) channel->close();
-    });
+    HandshakeDeadline deadline(io_.get_executor(), channel);
     std::string from = "a peer that left";
     try {
       from = channel->remote_endpoint().address().to_string();
@@ -189,14 +185,12 @@ class DecodeSink {
       if (!proof || !check_kv_channel_proof(*secret_, nonce, *worker, sink_, proof->bytes()))
         throw std::runtime_error("it did not prove it holds the run's secret");
     } catch (const std::exception& error) {
+      deadline.decide();
       fmt::print(stderr, "wanlab decode-sink: refused a KV channel from {}: {}\n", from, error.what());
-      *decided = true;
-      deadline.cancel();
       channel->close();
       co_return false;
     }
-    *decided = true;
-    deadline.cancel();
+    deadline.decide();
     co_return true;
   }
 

@@ -16,12 +16,10 @@
 #include <vector>
 
 #include "protocol/control_auth.hpp"
+#include "protocol/handshake_deadline.hpp"
 #include "wanlab/harness/run/control.hpp"
 
 namespace wanlab::harness::run_detail {
-
-// How long a handshake may take before the connection counts as failed.
-inline constexpr std::chrono::seconds kHandshakeTimeout{20};
 
 class ControlSocket : public std::enable_shared_from_this<ControlSocket> {
  public:

@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <asio/ip/address_v4.hpp>
-#include <asio/steady_timer.hpp>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 
 #include "protocol/control_socket.hpp"
+#include "protocol/handshake_deadline.hpp"
 #include "wanlab/harness/run/gpu.hpp"
 
 namespace wanlab::harness::run_detail {
@@ -134,17 +134,10 @@ asio::awaitable<void> DataChannels::accept_proven_channels(transport::Acceptor& 
   }
 }
 
-// A peer that has not proved itself within kHandshakeTimeout is closed: a
-// silent one would hold its descriptor until the run ends. The timer holds the
-// channel too: closing it fails the pending receive, and the coroutine may end
-// (and its frame go) before close() returns.
+// A peer that has not proved itself within kHandshakeTimeout is closed.
 asio::awaitable<void> DataChannels::admit(Channel accepted, bool cross) {
   const auto channel = std::make_shared<Channel>(std::move(accepted));
-  const auto decided = std::make_shared<bool>(false);
-  asio::steady_timer deadline(io_, kHandshakeTimeout);
-  deadline.async_wait([decided, channel](std::error_code ec) {
-    if (!ec && !*decided) channel->close();
-  });
+  HandshakeDeadline deadline(io_.get_executor(), channel);
   std::string from = "a peer that left";
   std::optional<int> worker;
   try {
@@ -159,14 +152,12 @@ asio::awaitable<void> DataChannels::admit(Channel accepted, bool cross) {
       throw std::runtime_error("it did not prove it holds the run's secret");
     if (!expected_peer(worker, cross)) throw std::runtime_error("the worker it names is connected already");
   } catch (const std::exception& error) {
-    *decided = true;
-    deadline.cancel();
+    deadline.decide();
     fmt::print(stderr, "wanlab worker {}: refused a data channel from {}: {}\n", id_, from, error.what());
     channel->close();
     co_return;
   }
-  *decided = true;
-  deadline.cancel();
+  deadline.decide();
   add_channel(*worker, std::move(*channel));
 }
 
