@@ -198,6 +198,45 @@ BOOST_AUTO_TEST_CASE(prediction_errors_match_the_most_overlapping_window) {
   BOOST_TEST(errors[1].predicted_ns == 10);
 }
 
+// A schedule that runs ahead of its prediction: computes predicted to end at
+// 100 and 300 end at 90 and 260. Each time the worker's later windows move by
+// the drift so far (not by each drift again), earlier windows and other
+// workers' stay, and a window moved earlier does not reach back over prefill
+// already placed before it.
+BOOST_AUTO_TEST_CASE(windows_follow_the_schedule_as_its_computes_end) {
+  std::vector<Window> windows{{0, 20, 80, 1}, {0, 100, 200, 3}, {0, 300, 400, -1}, {1, 100, 200, 2}};
+  DriftFollower drift;
+  drift.reset(2);
+  const auto nothing_placed = [](int, std::int64_t) { return std::numeric_limits<std::int64_t>::min(); };
+  const DriftFollower::Shift first = drift.compute_ended(0, 100, 90);
+  BOOST_TEST(first.from_ns == 100);
+  BOOST_TEST(first.by_ns == -10);
+  shift_windows(windows, 0, first, nothing_placed);
+  BOOST_TEST(windows[0].start_ns == 20);  // before the compute: as predicted
+  BOOST_TEST(windows[1].start_ns == 90);  // the bubble after it starts where it ended
+  BOOST_TEST(windows[1].end_ns == 190);
+  BOOST_TEST(windows[2].start_ns == 290);
+  BOOST_TEST(windows[3].start_ns == 100);  // another GPU's
+  // The next compute, predicted at 300 (now 290), ended at 260: 30 more.
+  const DriftFollower::Shift second = drift.compute_ended(0, 300, 260);
+  BOOST_TEST(second.from_ns == 290);
+  BOOST_TEST(second.by_ns == -30);
+  shift_windows(windows, 0, second, [](int, std::int64_t start) { return start == 290 ? 275 : start; });
+  BOOST_TEST(windows[1].start_ns == 90);   // before it
+  BOOST_TEST(windows[2].start_ns == 275);  // not over the prefill placed until 275
+  BOOST_TEST(windows[2].end_ns == 360);
+  BOOST_TEST(drift.applied_ns(0) == -40);
+  // Running behind: the windows move later by the new drift only.
+  const DriftFollower::Shift late = drift.compute_ended(1, 100, 125);
+  BOOST_TEST(late.by_ns == 25);
+  shift_windows(windows, 1, late, nothing_placed);
+  BOOST_TEST(windows[3].start_ns == 125);
+  BOOST_TEST(windows[3].end_ns == 225);
+  // As predicted: nothing moves; a worker out of range moves nothing.
+  BOOST_TEST(drift.compute_ended(1, 400, 425).by_ns == 0);
+  BOOST_TEST(drift.compute_ended(5, 100, 0).by_ns == 0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(admission)

@@ -404,7 +404,7 @@ BOOST_AUTO_TEST_CASE(malformed_bubbletea_messages_are_errors_that_say_why) {
   put_u32(negative_batch, 1, 0xfffffffe);
   BOOST_TEST(decode_error(negative_batch).find("malformed kv_gate_grant frame at byte 5: batch is -2") !=
              std::string::npos);
-  BOOST_TEST(decode_error({std::byte{27}}).find("unknown type 27 (expected 1..26)") != std::string::npos);
+  BOOST_TEST(decode_error({std::byte{28}}).find("unknown type 28 (expected 1..27)") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(clock_messages_round_trip) {
@@ -415,6 +415,17 @@ BOOST_AUTO_TEST_CASE(clock_messages_round_trip) {
   BOOST_TEST(reply.sequence == 7);
   BOOST_TEST(reply.coordinator_ns == 11);
   BOOST_TEST(reply.worker_ns == -5);
+}
+
+BOOST_AUTO_TEST_CASE(compute_done_round_trips_and_a_negative_op_is_malformed) {
+  const auto done = std::get<ctl::ComputeDone>(round_trip(ctl::ComputeDone{2, 17, 123'456'789}));
+  BOOST_TEST(done.iteration == 2);
+  BOOST_TEST(done.op_index == 17);
+  BOOST_TEST(done.end_ns == 123'456'789);
+  auto negative_op = body_of(ctl::encode(ctl::ComputeDone{2, 3, 5}));
+  put_u32(negative_op, 5, 0xffffffff);  // after the type byte and the iteration
+  BOOST_TEST(decode_error(negative_op).find("malformed compute_done frame at byte 9: op_index is -1") !=
+             std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(frame_reader_reassembles_any_split) {

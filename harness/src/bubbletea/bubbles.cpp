@@ -24,7 +24,8 @@ std::vector<std::vector<Window>> idle_offsets_of(const RunRecord& record, int it
   std::vector<std::vector<const Event*>> compute(workers);
   for (std::size_t index : events) {
     const Event& event = record.events[index];
-    if (!is_compute(event.kind) || event.worker < 0 || static_cast<std::size_t>(event.worker) >= workers) continue;
+    if (!detail::is_compute(event.kind) || event.worker < 0 || static_cast<std::size_t>(event.worker) >= workers)
+      continue;
     compute[static_cast<std::size_t>(event.worker)].push_back(&event);
   }
   IterationSpan span = iteration_span(record, iteration);
@@ -87,6 +88,35 @@ std::vector<Window> predict_windows(const std::vector<std::vector<Window>>& offs
     }
   }
   return windows;
+}
+
+std::vector<std::map<int, std::int64_t>> compute_end_offsets(const RunRecord& record, int iteration) {
+  std::vector<std::map<int, std::int64_t>> ends(record.plan.workers.size());
+  const detail::IterationSpan span = detail::iteration_span(record, iteration);
+  for (const Event& event : record.events) {
+    if (event.iteration != iteration || !detail::is_compute(event.kind) || event.worker < 0 ||
+        static_cast<std::size_t>(event.worker) >= ends.size())
+      continue;
+    ends[static_cast<std::size_t>(event.worker)][event.op_index] = event.end_ns - span.start_ns;
+  }
+  return ends;
+}
+
+void DriftFollower::reset(std::size_t workers) { applied_ns_.assign(workers, 0); }
+
+std::int64_t DriftFollower::applied_ns(int worker) const {
+  return worker >= 0 && static_cast<std::size_t>(worker) < applied_ns_.size()
+             ? applied_ns_[static_cast<std::size_t>(worker)]
+             : 0;
+}
+
+DriftFollower::Shift DriftFollower::compute_ended(int worker, std::int64_t predicted_end_ns,
+                                                  std::int64_t actual_end_ns) {
+  if (worker < 0 || static_cast<std::size_t>(worker) >= applied_ns_.size()) return {};
+  std::int64_t& applied = applied_ns_[static_cast<std::size_t>(worker)];
+  const Shift shift{predicted_end_ns + applied, (actual_end_ns - predicted_end_ns) - applied};
+  applied += shift.by_ns;
+  return shift;
 }
 
 namespace {

@@ -410,6 +410,9 @@ class Coordinator {
       if (prefill_) prefill_->link_changed();
     } else if (auto* report = std::get_if<ctl::Report>(&message)) {
       accept_report(id, std::move(*report));
+    } else if (auto* done = std::get_if<ctl::ComputeDone>(&message)) {
+      if (!prefill_) throw ctl::ControlError("unexpected compute_done message: this run has no prefill");
+      prefill_->compute_done(id, done->iteration, done->op_index, w.clock.to_coordinator(done->end_ns));
     } else if (auto* reply = std::get_if<ctl::ClockReply>(&message)) {
       clock_reply(id, *reply);
     } else if (auto* failed = std::get_if<ctl::Failed>(&message)) {

@@ -1,6 +1,7 @@
 #include "prefill/prefill_service.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <asio/co_spawn.hpp>
@@ -10,6 +11,7 @@
 #include <limits>
 
 #include "process/exit_status.hpp"
+#include "protocol/control_auth.hpp"
 #include "wanlab/harness/run/gpu.hpp"
 #include "wanlab/harness/bubbletea/admission.hpp"
 #include "wanlab/harness/bubbletea/bubbles.hpp"
@@ -35,6 +37,10 @@ std::int64_t simulated_iteration_ns(const RunRecord& simulated) {
 }  // namespace
 
 PrefillService::PrefillService(Setup setup) : setup_(std::move(setup)), experiment_(setup_.plan->experiment) {
+  if (setup_.remote) {
+    const Nonce nonce = random_nonce();
+    lease_tag_ = fmt::format("{:02x}", fmt::join(nonce.begin(), nonce.begin() + 8, ""));
+  }
   record_.training_delay_ns.assign(setup_.plan->workers.size(), 0);
   for (const WorkerPlan& w : setup_.plan->workers) {
     const int dc = decode_dc_of(experiment_, *setup_.scenario, w.worker.dc);
@@ -61,10 +67,13 @@ PrefillService::PrefillService(Setup setup) : setup_(std::move(setup)), experime
 }
 
 // Across machines: in the testbed's directory on the worker's machine, which
-// `wanlab join` made there and `leave` removes with whatever a killed worker left.
+// `wanlab join` made there and `leave` removes with whatever a killed worker
+// left; named for this run too, since another run may use the testbed at the
+// same time (the run's own directory is on the coordinator's machine).
 std::string PrefillService::lease_path(int worker) const {
-  return fmt::format("{}/gpu-{}.lease", setup_.remote ? emulator::run_dir(setup_.testbed->name) : setup_.control_dir,
-                     worker);
+  if (setup_.remote)
+    return fmt::format("{}/gpu-{}.{}.lease", emulator::run_dir(setup_.testbed->name), worker, lease_tag_);
+  return fmt::format("{}/gpu-{}.lease", setup_.control_dir, worker);
 }
 
 void PrefillService::create_leases() {
@@ -368,11 +377,35 @@ void PrefillService::start_iteration(int iteration, std::int64_t start_ns, std::
                            : idle_in_both(idle_offsets(record, iteration - 1), idle_offsets(record, iteration - 2));
   predicted_ = predict_windows(offsets, start_ns - origin_ns_, static_cast<std::int64_t>(experiment_.prefill.guard_ns));
   windows_ = predicted_;
+  // Where the prediction has each compute end (the iteration it came from,
+  // the later of two), so that the windows follow the schedule as it runs.
+  predicted_ends_ = iteration <= 1 ? compute_end_offsets(*simulated_, 0) : compute_end_offsets(record, iteration - 1);
+  for (auto& ends : predicted_ends_)
+    for (auto& [op, end] : ends) end += start_ns - origin_ns_;
+  drift_.reset(predicted_ends_.size());
+  if (chunk_ends_.size() != predicted_ends_.size()) chunk_ends_.resize(predicted_ends_.size());
   std::erase_if(windows_, [&](const Window& w) { return !usable(w.worker); });
   if (!started_) {
     started_ = true;
     asio::co_spawn(*setup_.io, feed_arrivals(), asio::detached);
   }
+  schedule();
+}
+
+void PrefillService::compute_done(int worker, int iteration, int op_index, std::int64_t end_ns) {
+  if (iteration != iteration_ || worker < 0 || static_cast<std::size_t>(worker) >= predicted_ends_.size()) return;
+  const auto& ends = predicted_ends_[static_cast<std::size_t>(worker)];
+  const auto predicted = ends.find(op_index);
+  if (predicted == ends.end()) return;
+  const DriftFollower::Shift shift = drift_.compute_ended(worker, predicted->second, end_ns - origin_ns_);
+  if (shift.by_ns == 0) return;
+  // A window moved earlier does not reach back over prefill already placed before it.
+  shift_windows(windows_, worker, shift, [this](int w, std::int64_t start) {
+    const auto& placed = chunk_ends_[static_cast<std::size_t>(w)];
+    const auto after = placed.upper_bound(start);
+    return after == placed.begin() ? std::numeric_limits<std::int64_t>::min() : *std::prev(after);
+  });
+  shift_windows(predicted_, worker, shift, [](int, std::int64_t) { return std::numeric_limits<std::int64_t>::min(); });
   schedule();
 }
 
@@ -433,6 +466,7 @@ std::int64_t PrefillService::slot_end(const Chunk& chunk) const {
 void PrefillService::place(const Batch& batch) {
   BatchState& state = batches_[batch.id];
   state.batch = batch;
+  for (const Chunk& chunk : batch.chunks) chunk_ends_.at(static_cast<std::size_t>(chunk.worker)).insert(chunk.end_ns());
   for (int id : batch.requests) outcome(id).batch = batch.id;
   const Chunk& last_chunk = batch.chunks.back();
   kv_routes_->queue(last_chunk.worker, last_chunk.end_ns(), batch.kv_bytes);

@@ -81,6 +81,9 @@ class PrefillService {
   // Iteration `iteration` began at `start_ns` (CLOCK_MONOTONIC); `origin_ns`
   // is the run's origin; `record` holds the iterations before.
   void start_iteration(int iteration, std::int64_t start_ns, std::int64_t origin_ns, const RunRecord& record);
+  // A compute of `worker` (op `op_index` of `iteration`) ended at `end_ns`
+  // (the coordinator's CLOCK_MONOTONIC): its GPU's later windows follow.
+  void compute_done(int worker, int iteration, int op_index, std::int64_t end_ns);
   // Its events are in `record`: the prediction error of its windows.
   void finish_iteration(int iteration, const RunRecord& record);
   void add_training_delay(int worker, std::int64_t ns);
@@ -182,6 +185,7 @@ class PrefillService {
   std::vector<Sink> sinks_;
   std::vector<int> sink_of_;  // per training worker: its index in sinks_
   std::vector<GpuLease> leases_;
+  std::string lease_tag_;           // across machines: this run's, in its lease files' names
   std::vector<bool> lease_ready_;   // per training worker: its lease file exists
   std::vector<Process> processes_;  // prefill workers by training worker id, then the sinks
   bool stopping_ = false;
@@ -192,6 +196,9 @@ class PrefillService {
   std::optional<RunRecord> simulated_;  // the plan's first iteration, simulated: iteration 0's prediction
   std::vector<Window> windows_;         // what is left of the running iteration's prediction
   std::vector<Window> predicted_;       // the running iteration's prediction, whole
+  std::vector<std::map<int, std::int64_t>> predicted_ends_;  // per worker: op index -> its compute's predicted end
+  DriftFollower drift_;                                      // how far each worker's windows have moved
+  std::vector<std::set<std::int64_t>> chunk_ends_;           // per worker: the ends of chunks placed on it
   std::int64_t origin_ns_ = 0;
   bool started_ = false;
   std::map<int, BatchState> batches_;

@@ -19,7 +19,7 @@ constexpr const char* kTypeNames[] = {
     "gate_request",   "gate_grant",      "gate_release",  "report",          "stop",         "failed",
     "prefill_hello",  "sink_hello",      "sink_assign",   "prefill_assign",  "prefill_task", "prefill_done",
     "prefill_missed", "kv_gate_request", "kv_gate_grant", "kv_gate_release", "kv_sent",      "kv_arrived",
-    "clock_probe",    "clock_reply"};
+    "clock_probe",    "clock_reply",     "compute_done"};
 static_assert(std::size(kTypeNames) == std::variant_size_v<Message>);
 
 // The message of the variant's alternative I, read and checked.

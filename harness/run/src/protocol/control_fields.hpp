@@ -267,6 +267,13 @@ void fields(Wire& w, Is<ClockReply> auto& m) {
   w.i64("worker_ns", m.worker_ns);
 }
 
+template <typename Wire>
+void fields(Wire& w, Is<ComputeDone> auto& m) {
+  w.index("iteration", m.iteration);
+  w.index("op_index", m.op_index);
+  w.i64("end_ns", m.end_ns);
+}
+
 // ---- what a decoded message must also satisfy --------------------------------
 
 template <typename M>

@@ -283,6 +283,8 @@ class WorkerProcess {
     const std::string what = fmt::format("{}{}", op.kind == OpKind::forward ? "F" : "B", op.microbatch);
     const auto interval = co_await gpu_.compute(io_.get_executor(), op.duration_ns, what,
                                                 next_needs_gpu_soon(op_index) ? kComputeHoldNs : 0);
+    // Prefill shares this GPU: its next bubble starts now.
+    if (lease_) control_->post(ctl::ComputeDone{iteration, op_index, interval.end_ns});
     Event event = event_of(iteration, op_index, op, interval.start_ns, interval.end_ns);
     event.gpu_wait_ns = interval.delayed_ns;
     event.wake_late_ns = interval.woke_late_ns;

@@ -2,7 +2,9 @@
 // next iteration's start, and how far a prediction was from what happened.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <map>
 #include <vector>
 
 namespace wanlab::harness {
@@ -37,6 +39,50 @@ std::vector<std::vector<Window>> idle_in_both(const std::vector<std::vector<Wind
 // iteration's windows. Windows shorter than `min_ns` are dropped.
 std::vector<Window> predict_windows(const std::vector<std::vector<Window>>& offsets, std::int64_t iteration_start_ns,
                                     std::int64_t min_ns = 0);
+
+// Where each worker's computes end in iteration `iteration` of `record`, as
+// offsets from its start: per worker, op index -> end offset.
+std::vector<std::map<int, std::int64_t>> compute_end_offsets(const RunRecord& record, int iteration);
+
+// A prediction that follows the schedule as it runs. A compute of `worker`
+// that the prediction put at `predicted_end_ns` ended at `actual_end_ns`:
+// the worker's windows from that compute on (those starting at or after its
+// predicted end, moved by what earlier computes moved them) now move by the
+// whole drift. On a run slower or faster than its prediction (the first
+// iterations come from the simulation: bubbletea-general seed 12's real
+// iterations were 6.7% shorter, its bubbles up to 2.4 s early by an
+// iteration's end), each bubble is then off by what the schedule drifts
+// between one compute and the next, not by all it drifted since the start.
+class DriftFollower {
+ public:
+  void reset(std::size_t workers);
+  // The shift (ns) to apply to the worker's windows from `from_ns` on; zero
+  // when the drift has not changed.
+  struct Shift {
+    std::int64_t from_ns = 0;
+    std::int64_t by_ns = 0;
+  };
+  Shift compute_ended(int worker, std::int64_t predicted_end_ns, std::int64_t actual_end_ns);
+  std::int64_t applied_ns(int worker) const;
+
+ private:
+  std::vector<std::int64_t> applied_ns_;  // per worker: how far its windows have moved
+};
+// Moves the windows of `worker` that start at or after shift.from_ns by
+// shift.by_ns. A window moved earlier starts no earlier than
+// `not_before_ns(worker, its start)` (prefill already placed before it).
+template <typename NotBefore>
+void shift_windows(std::vector<Window>& windows, int worker, DriftFollower::Shift shift, NotBefore not_before_ns) {
+  if (shift.by_ns == 0) return;
+  for (Window& window : windows) {
+    if (window.worker != worker || window.start_ns < shift.from_ns) continue;
+    const std::int64_t start = window.start_ns;
+    window.start_ns += shift.by_ns;
+    window.end_ns += shift.by_ns;
+    if (shift.by_ns < 0)
+      window.start_ns = std::min(window.end_ns, std::max(window.start_ns, not_before_ns(worker, start)));
+  }
+}
 
 // Predicted against actual, one error per predicted window: matched with the
 // actual window of its worker that overlaps it most, or with none overlapping,

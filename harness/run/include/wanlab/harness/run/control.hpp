@@ -281,10 +281,19 @@ struct KvArrived {
   std::int64_t at_ns = 0;
 };
 
+// BubbleTea: a compute of a worker whose GPU prefill shares ended, told as it
+// happens (the iteration's report comes at its end): the coordinator moves
+// that GPU's predicted bubbles by how far the schedule has drifted.
+struct ComputeDone {
+  int iteration = 0;
+  int op_index = 0;
+  std::int64_t end_ns = 0;  // CLOCK_MONOTONIC
+};
+
 using Message =
     std::variant<Hello, Assign, Listening, Connect, Ready, Start, GateRequest, GateGrant, GateRelease, Report, Stop,
                  Failed, PrefillHello, SinkHello, SinkAssign, PrefillAssign, PrefillTask, PrefillDone, PrefillMissed,
-                 KvGateRequest, KvGateGrant, KvGateRelease, KvSent, KvArrived, ClockProbe, ClockReply>;
+                 KvGateRequest, KvGateGrant, KvGateRelease, KvSent, KvArrived, ClockProbe, ClockReply, ComputeDone>;
 
 // "hello", "assign", ... for messages in errors.
 std::string type_name(const Message& message);
