@@ -313,6 +313,22 @@ BOOST_FIXTURE_TEST_CASE(a_report_that_does_not_match_the_plan_is_refused, Fixtur
   BOOST_TEST(error.find("events for") != std::string::npos, error);
 }
 
+// compute_done is BubbleTea's (a worker whose GPU prefill shares): in a run
+// without prefill it is a protocol error like any message out of place.
+BOOST_FIXTURE_TEST_CASE(a_compute_done_without_prefill_is_refused, Fixture) {
+  require_root();
+  auto run = start();
+  auto workers = connect_both();
+  for (auto& w : workers) w->send(ctl::Listening{});
+  for (auto& w : workers) w->expect<ctl::Connect>();
+  for (auto& w : workers) w->send(ctl::Ready{});
+  workers[0]->expect<ctl::Start>();
+  workers[0]->send(ctl::ComputeDone{0, 0, 1});
+  const std::string error = finish(run);
+  BOOST_TEST(error.find("worker 0 (stage 0") == 0u, error);
+  BOOST_TEST(error.find("unexpected compute_done message: this run has no prefill") != std::string::npos, error);
+}
+
 BOOST_FIXTURE_TEST_CASE(send_records_that_do_not_match_the_plan_are_refused, Fixture) {
   require_root();
   auto run = start();

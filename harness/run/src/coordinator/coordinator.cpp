@@ -412,7 +412,12 @@ class Coordinator {
       accept_report(id, std::move(*report));
     } else if (auto* done = std::get_if<ctl::ComputeDone>(&message)) {
       if (!prefill_) throw ctl::ControlError("unexpected compute_done message: this run has no prefill");
-      prefill_->compute_done(id, done->iteration, done->op_index, w.clock.to_coordinator(done->end_ns));
+      // An end outside the running iteration (a clock estimate gone stale over
+      // a long run) moves nothing: the prediction stays as it was.
+      const std::int64_t end = w.clock.to_coordinator(done->end_ns);
+      const std::int64_t bound = w.clock.bound_ns();
+      if (end >= iteration_start_ns_ - bound && end <= monotonic_ns() + bound)
+        prefill_->compute_done(id, done->iteration, done->op_index, end);
     } else if (auto* reply = std::get_if<ctl::ClockReply>(&message)) {
       clock_reply(id, *reply);
     } else if (auto* failed = std::get_if<ctl::Failed>(&message)) {
@@ -484,6 +489,7 @@ class Coordinator {
     current_iteration_ = i;
     gate_.start_iteration(i);
     const std::int64_t start = monotonic_ns();
+    iteration_start_ns_ = start;
     if (i == 0) origin_ns_ = start;
     for (auto& w : workers_) w.control->post(ctl::Start{i});
     if (prefill_) {
@@ -611,6 +617,7 @@ class Coordinator {
   bool stopping_ = false;
   int lost_pending_ = 0;  // connections lost whose worker's exit status is awaited
   int current_iteration_ = -1;
+  std::int64_t iteration_start_ns_ = 0;  // the running iteration's start (CLOCK_MONOTONIC)
   std::optional<std::chrono::seconds> iteration_timeout_;
   std::int64_t origin_ns_ = 0;
   IterationReports reports_;
