@@ -182,11 +182,16 @@ struct Fixture {
     return workers;
   }
 
-  // Both workers ready and worker 0 started: its first report, played, not yet sent.
-  ctl::Report first_report(std::vector<std::unique_ptr<FakeWorker>>& workers) {
+  // Both workers listening, told to connect, and ready.
+  static void ready_both(std::vector<std::unique_ptr<FakeWorker>>& workers) {
     for (auto& w : workers) w->send(ctl::Listening{});
     for (auto& w : workers) w->expect<ctl::Connect>();
     for (auto& w : workers) w->send(ctl::Ready{});
+  }
+
+  // Both workers ready and worker 0 started: its first report, played, not yet sent.
+  ctl::Report first_report(std::vector<std::unique_ptr<FakeWorker>>& workers) {
+    ready_both(workers);
     workers[0]->expect<ctl::Start>();
     return workers[0]->play_iteration(0, plan.workers[0]);
   }
@@ -215,9 +220,7 @@ BOOST_FIXTURE_TEST_CASE(a_run_with_well_behaved_workers_records_their_events, Fi
   require_root();
   auto run = start();
   auto workers = connect_both();
-  for (auto& w : workers) w->send(ctl::Listening{});
-  for (auto& w : workers) w->expect<ctl::Connect>();
-  for (auto& w : workers) w->send(ctl::Ready{});
+  ready_both(workers);
   for (int iteration = 0; iteration < 2; ++iteration) {
     for (int id = 0; id < 2; ++id) {
       BOOST_TEST(workers[id]->expect<ctl::Start>().iteration == iteration);
@@ -272,9 +275,7 @@ BOOST_FIXTURE_TEST_CASE(gated_sends_are_granted_in_slot_order, Fixture) {
   require_root();
   auto run = start();
   auto workers = connect_both();
-  for (auto& w : workers) w->send(ctl::Listening{});
-  for (auto& w : workers) w->expect<ctl::Connect>();
-  for (auto& w : workers) w->send(ctl::Ready{});
+  ready_both(workers);
   for (int iteration = 0; iteration < 2; ++iteration)
     for (int id = 0; id < 2; ++id) {
       workers[id]->expect<ctl::Start>();
@@ -319,9 +320,7 @@ BOOST_FIXTURE_TEST_CASE(a_compute_done_without_prefill_is_refused, Fixture) {
   require_root();
   auto run = start();
   auto workers = connect_both();
-  for (auto& w : workers) w->send(ctl::Listening{});
-  for (auto& w : workers) w->expect<ctl::Connect>();
-  for (auto& w : workers) w->send(ctl::Ready{});
+  ready_both(workers);
   workers[0]->expect<ctl::Start>();
   workers[0]->send(ctl::ComputeDone{0, 0, 1});
   const std::string error = finish(run);
