@@ -42,6 +42,7 @@ PrefillService::PrefillService(Setup setup) : setup_(std::move(setup)), experime
     lease_tag_ = fmt::format("{:02x}", fmt::join(nonce.begin(), nonce.begin() + 8, ""));
   }
   record_.training_delay_ns.assign(setup_.plan->workers.size(), 0);
+  chunk_ends_.resize(setup_.plan->workers.size());
   for (const WorkerPlan& w : setup_.plan->workers) {
     const int dc = decode_dc_of(experiment_, *setup_.scenario, w.worker.dc);
     if (dc < 0)
@@ -383,7 +384,6 @@ void PrefillService::start_iteration(int iteration, std::int64_t start_ns, std::
   for (auto& ends : predicted_ends_)
     for (auto& [op, end] : ends) end += start_ns - origin_ns_;
   drift_.reset(predicted_ends_.size());
-  if (chunk_ends_.size() != predicted_ends_.size()) chunk_ends_.resize(predicted_ends_.size());
   std::erase_if(windows_, [&](const Window& w) { return !usable(w.worker); });
   if (!started_) {
     started_ = true;
