@@ -10,7 +10,8 @@
 #
 # Environment: WANLAB (the binary, default build/cli/wanlab), OUT (default
 # bench/results/harness/health-DATE), EXPERIMENT (default
-# scenarios/experiments/atlas-3dc.toml), ITERATIONS (3), HOGS (the loads, "0 1 2 4").
+# scenarios/experiments/atlas-3dc.toml), ITERATIONS (3), HOGS (the loads, "0 1 2 4"; a load
+# given again runs again, as hogs-N.2, hogs-N.3, ...: HOGS="0 0 0" is three idle runs).
 # It reads the runs with `wanlab compare --csv` (docs/REPORTS.md), all of them:
 # the verdict is what it measures, so it does not leave out runs that fell behind.
 set -euo pipefail
@@ -37,8 +38,11 @@ stop_hogs() {
 trap stop_hogs EXIT
 
 runs=()
+declare -A times_run=()
 for count in $HOGS; do
+  times_run[$count]=$((${times_run[$count]:-0} + 1))
   name="hogs-$count"
+  [ "${times_run[$count]}" -eq 1 ] || name="$name.${times_run[$count]}"
   for ((i = 0; i < count; i++)); do
     (while :; do :; done) &
     hogs+=($!)
