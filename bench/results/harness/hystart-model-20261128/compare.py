@@ -1,6 +1,7 @@
-# Stored real runs (runA/runB of 2026-11-28) against a new simulation of each.
-import json, sys, os
-base = '/work/main/bench/results/harness/20261128-threedc'
+# Stored real runs (runA/runB of 2026-11-28) against a new simulation of each:
+#   compare.py OUT   (OUT from SIMULATE_ONLY=1 ONLY=threedc ITERATIONS=4 bench/harness/run-experiments.sh)
+import json, os, sys
+base = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '20261128-threedc')
 new = sys.argv[1]
 names = ['3dc-gpipe','3dc-1f1b','3dc-dp-across-dc','3dc-1f1b+streams','3dc-1f1b+sharing','3dc-1f1b+placement',
          '3dc-1f1b+streams+sharing','3dc-atlas+no-sharing','3dc-atlas','3dc-atlas+no-sharing-tuned','3dc-atlas-tuned']
