@@ -75,3 +75,29 @@ BOOST_AUTO_TEST_CASE(compute_holds_the_gpu_for_the_planned_duration) {
   BOOST_TEST(woke_at >= done[1].end_ns);
   BOOST_TEST(woke_at - before < 2'000'000'000);
 }
+
+// A compute's timer aims early (base::WakeLead) and spins the rest: across
+// many short ops, none ends before its planned end, each records how late it
+// ended, and the time between start and resume is never below the op.
+BOOST_AUTO_TEST_CASE(a_timer_set_early_never_ends_a_compute_early) {
+  asio::io_context io;
+  EmulatedGpu gpu;
+  std::vector<std::int64_t> resumed_late;
+  std::vector<EmulatedGpu::Interval> done;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        for (int op = 0; op < 60; ++op) {
+          done.push_back(co_await gpu.compute(io.get_executor(), 2'000'000, "F" + std::to_string(op)));
+          resumed_late.push_back(monotonic_ns() - done.back().end_ns);
+        }
+      },
+      asio::detached);
+  io.run();
+  BOOST_REQUIRE(done.size() == 60u);
+  for (std::size_t op = 0; op < done.size(); ++op) {
+    BOOST_TEST(resumed_late[op] >= 0, "op " << op << " resumed " << -resumed_late[op] << " ns before its end");
+    BOOST_TEST(done[op].woke_late_ns >= 0);
+    BOOST_TEST(done[op].woke_late_ns <= resumed_late[op]);
+  }
+}

@@ -17,6 +17,7 @@
 
 #include "wanlab/base/clock.hpp"
 #include "wanlab/base/sys.hpp"
+#include "wanlab/base/wake_lead.hpp"
 
 extern "C" {
 #include "wanlab_edt.h"  // the mark's one decoding: wanlab_edt_mark_depart_ns
@@ -28,8 +29,6 @@ namespace {
 // A verdict this close to its departure time is given now rather than after
 // another trip through the timer.
 constexpr std::uint64_t kEarlySlackNs = 2'000;
-constexpr std::uint64_t kMinWakeLeadNs = 20'000;
-constexpr std::uint64_t kMaxWakeLeadNs = 250'000;
 
 // A number from a /proc/sys file; nothing if it cannot be read.
 std::optional<long long> proc_sys_number(const char* path) {
@@ -242,14 +241,13 @@ void NfqueueReleaser::release_due(std::uint64_t now_ns) {
   arm_timer();
 }
 
-// Waking up takes tens of microseconds on a VM, more under load; the timer is
-// set that much early (as measured so far) and the rest is spent spinning, so
-// verdicts leave on time instead of one wake-up late.
+// The timer is set a wake-up's latency early (base::WakeLead) and the rest is
+// spent spinning, so verdicts leave on time instead of one wake-up late.
 void NfqueueReleaser::arm_timer() {
   if (held_.empty()) return;
   const std::uint64_t next = held_.top().depart_ns;
   // Without spin budget left, wake at the departure itself: one wake-up late.
-  const std::uint64_t lead = may_spin(base::monotonic_ns()) ? wake_lead_ns_ : 0;
+  const std::uint64_t lead = may_spin(base::monotonic_ns()) ? wake_lead_.lead_ns() : 0;
   const std::uint64_t wake = next > lead ? next - lead : next;
   if (timer_at_ns_ != 0 && timer_at_ns_ <= wake) return;  // an earlier wake-up is pending
   timer_at_ns_ = wake;
@@ -258,21 +256,15 @@ void NfqueueReleaser::arm_timer() {
     if (ec) return;  // re-armed or shut down
     timer_at_ns_ = 0;
     std::uint64_t now = base::monotonic_ns();
-    learn_wake_latency(now > wake ? now - wake : 0);
+    wake_lead_.learn(now > wake ? now - wake : 0);
     if (may_spin(now)) {
       while (!held_.empty() && held_.top().depart_ns > now + kEarlySlackNs &&
-             held_.top().depart_ns - now <= 2 * kMaxWakeLeadNs) {
+             held_.top().depart_ns - now <= 2 * base::WakeLead::kMaxNs) {
         now = base::monotonic_ns();
       }
     }
     release_due(now);
   });
-}
-
-void NfqueueReleaser::learn_wake_latency(std::uint64_t latency_ns) {
-  // Exponentially weighted mean; the lead is twice it, within bounds.
-  wake_latency_ewma_ns_ = (wake_latency_ewma_ns_ * 7 + latency_ns) / 8;
-  wake_lead_ns_ = std::clamp<std::uint64_t>(2 * wake_latency_ewma_ns_, kMinWakeLeadNs, kMaxWakeLeadNs);
 }
 
 void NfqueueReleaser::queue_verdict(const Held& packet, std::uint64_t now_ns) {

@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "wanlab/base/wake_lead.hpp"
+
 struct mnl_socket;
 struct nlmsghdr;
 
@@ -113,7 +115,6 @@ class NfqueueReleaser {
   void handle_packet(const nlmsghdr* nlh, std::uint64_t now_ns);
   void release_due(std::uint64_t now_ns);
   void arm_timer();
-  void learn_wake_latency(std::uint64_t latency_ns);
   void queue_verdict(const Held& packet, std::uint64_t now_ns);
   std::uint32_t pair_of(std::uint32_t indev, std::uint32_t outdev) const;
   static constexpr std::uint32_t kNoPair = UINT32_MAX;
@@ -126,8 +127,7 @@ class NfqueueReleaser {
   asio::posix::stream_descriptor readable_;
   asio::steady_timer timer_;
   std::uint64_t timer_at_ns_ = 0;  // 0: not armed
-  std::uint64_t wake_latency_ewma_ns_ = 50'000;
-  std::uint64_t wake_lead_ns_ = 100'000;
+  base::WakeLead wake_lead_;
   // Busy-waiting for departures, per window of the kernel's real-time period
   // (may_spin()): the thread's CPU time at the window's start, and the most
   // it may use in a window and still spin.

@@ -41,11 +41,19 @@ asio::awaitable<EmulatedGpu::Interval> EmulatedGpu::compute(asio::any_io_executo
   }
   Interval interval = reserve(start, duration_ns, std::move(what));
   interval.delayed_ns = delayed;
-  // steady_clock is CLOCK_MONOTONIC on Linux, so the deadline is the planned end.
-  asio::steady_timer timer(executor, std::chrono::steady_clock::time_point(std::chrono::nanoseconds(interval.end_ns)));
+  // steady_clock is CLOCK_MONOTONIC on Linux: the timer aims a wake-up's
+  // latency before the planned end, and the rest is spun.
+  const auto lead = static_cast<std::int64_t>(std::min(wake_lead_.lead_ns(), duration_ns / kSpinShareDivisor));
+  const std::int64_t aim = interval.end_ns - lead;
+  asio::steady_timer timer(executor, std::chrono::steady_clock::time_point(std::chrono::nanoseconds(aim)));
   std::error_code ec;
   co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-  if (!ec) interval.woke_late_ns = std::max<std::int64_t>(0, monotonic_ns() - interval.end_ns);
+  if (!ec) {
+    const std::int64_t woke = monotonic_ns();
+    wake_lead_.learn(static_cast<std::uint64_t>(std::max<std::int64_t>(0, woke - aim)));
+    const std::int64_t now = woke < interval.end_ns ? base::spin_until_ns(interval.end_ns) : woke;
+    interval.woke_late_ns = std::max<std::int64_t>(0, now - interval.end_ns);
+  }
   co_return interval;
 }
 

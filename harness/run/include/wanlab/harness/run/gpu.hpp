@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "wanlab/base/clock.hpp"
+#include "wanlab/base/wake_lead.hpp"
 
 namespace wanlab::harness {
 
@@ -27,6 +28,11 @@ using base::monotonic_ns;
 
 class EmulatedGpu {
  public:
+  // A compute spins for at most 1/kSpinShareDivisor of its length: the CPU
+  // an emulated op may cost beside the box's other work, twice the 1% of
+  // compute that late wake-ups may add before a run is said to fall behind.
+  static constexpr std::uint64_t kSpinShareDivisor = 50;
+
   struct Interval {
     std::int64_t start_ns = 0;
     std::int64_t end_ns = 0;
@@ -41,8 +47,11 @@ class EmulatedGpu {
   // overlaps an interval already reserved.
   const Interval& reserve(std::int64_t start_ns, std::uint64_t duration_ns, std::string what);
   // Reserves `duration_ns` from now (or from the end of the last interval if
-  // that is later) and waits on `executor` until the interval ends. Returns
-  // the interval: its end is the planned end, whatever the timer's wake-up lag.
+  // that is later) and waits on `executor` until the interval ends: on a
+  // timer set a wake-up's latency early (base::WakeLead, at most
+  // 1/kSpinShareDivisor of the op, the most the wait spins), then spinning.
+  // Returns the interval: its end is the planned end, whatever the timer's
+  // wake-up lag.
   // With a lease, `hold_ns` keeps the shared GPU from the other process that
   // long past the end, for this process's next compute (GpuLease::reserve).
   asio::awaitable<Interval> compute(asio::any_io_executor executor, std::uint64_t duration_ns, std::string what,
@@ -68,6 +77,7 @@ class EmulatedGpu {
   std::vector<Interval> busy_;  // sorted by start, non-overlapping
   run_detail::GpuLease* lease_ = nullptr;
   std::int64_t delayed_ns_ = 0;
+  base::WakeLead wake_lead_;
 };
 
 }  // namespace wanlab::harness
