@@ -25,9 +25,10 @@ namespace ctl = control;
 namespace {
 
 constexpr std::uint16_t kSinkPort = 49000;
-// A KV piece under temporal sharing: about this long on its link, so that a
-// training transfer that asks for the link shares it for at most that long.
-constexpr double kPieceSeconds = 0.002;
+// What KV pieces may cost training over an iteration, as a share of it: half
+// the 2% an iteration with prefill may differ from one without (the
+// generalization benchmark's target), as the emulation's health takes half.
+constexpr double kKvCostOfIteration = 0.01;
 // At least about three segments. A floor of 32 KB made a piece 8-240 ms on
 // the slow links of scaled runs (3.2 to 0.11 Gbit/s at scale 0.01), each a
 // wait for training's sends: bubbletea-general seed 14's iteration was 6%
@@ -87,7 +88,7 @@ ctl::PrefillAssign PrefillService::assignment(int worker) const {
   a.chunk_size = transport::kDefaultChunkSize;
   a.not_sent_lowat = ctl::kBulkUnsentLowat;
   if (cross) {
-    a.piece_bytes = piece_bytes(worker, kPieceSeconds);
+    a.piece_bytes = piece_bytes(worker, piece_seconds(worker));
     if (a.gated) a.chunk_size = a.not_sent_lowat = kCrossDcChunkBytes;
   } else if (dc_link) {
     a.piece_bytes = piece_bytes(worker, kDcKvPieceSeconds);
@@ -104,6 +105,20 @@ ctl::PrefillAssign PrefillService::assignment(int worker) const {
   a.max_kv_bytes = largest_kv_bytes();
   a.step_ns = std::max(kMinStepNs, experiment_.prefill.guard_ns);
   return a;
+}
+
+// A KV piece across DCs, in seconds on its link. Every gated training send on
+// the link may find up to two pieces ahead of its bytes (one on the wire, the
+// next paced behind it), so over an iteration pieces cost training at most
+// 2 x piece x the link's gated sends (its temporal-sharing slots), which
+// kKvCostOfIteration of the plan's simulated iteration bounds. Fixed at 2 ms
+// before, bubbletea-general seed 14 (24 gated sends a 1.7 s iteration) ran
+// each forward message on the caches' link 3.5 ms slower with prefill on and
+// its iteration 2.1-2.3% over prefill off (2026-11-28).
+double PrefillService::piece_seconds(int worker) const {
+  const auto sends = gated_sends_.find(link_of(worker));
+  const int per_iteration = sends == gated_sends_.end() ? 1 : std::max(1, sends->second);
+  return kKvCostOfIteration * static_cast<double>(simulated_iteration_ns_) / 1e9 / (2.0 * per_iteration);
 }
 
 // A gated KV piece: about `seconds` on its link.
@@ -252,7 +267,7 @@ void PrefillService::grant_kv() {
     if (on_dc_link(it->worker))
       kv_cache_on_[link] = it->batch;
     else
-      kv_next_grant_[link] = now + kv_wire_ns(it->worker, piece_bytes(it->worker, kPieceSeconds)) * 5 / 4;
+      kv_next_grant_[link] = now + kv_wire_ns(it->worker, piece_bytes(it->worker, piece_seconds(it->worker))) * 5 / 4;
     processes_[it->worker].control->post(ctl::KvGateGrant{it->batch, it->piece});
     it = kv_waiting_.erase(it);
   }
