@@ -1,5 +1,5 @@
 // Waking from a timer takes tens of microseconds on a VM, more under load
-// (about 100 us at p50 on the project's 2-core VM, idle). A wait that must end
+// (120-170 us at p50 on the project's 2-core VM, idle: bench/run-wake-bench.sh). A wait that must end
 // on time (a packet's departure, an emulated GPU op's end) sets its timer that
 // much early, as measured so far, and spends the rest spinning: it then ends
 // on time instead of one wake-up late.

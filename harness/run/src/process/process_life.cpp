@@ -5,17 +5,12 @@
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/signal_set.hpp>
-#include <sys/prctl.h>
-
 #include <csignal>
 #include <cstring>
 
 namespace wanlab::harness::run_detail {
 
 int ProcessLife::run(asio::awaitable<void> main, const std::shared_ptr<ControlSocket>& control) {
-  // The run's processes time emulated work with timers; the default slack
-  // (50 us for a normal process) would add to every wake-up.
-  ::prctl(PR_SET_TIMERSLACK, 1UL);
   asio::signal_set signals(io_, SIGINT, SIGTERM, SIGHUP);
   signals.async_wait([this](std::error_code ec, int sig) {
     if (!ec) fail(fmt::format("terminated by signal {} ({})", sig, ::strsignal(sig)));
