@@ -88,7 +88,7 @@ ctl::PrefillAssign PrefillService::assignment(int worker) const {
   a.chunk_size = transport::kDefaultChunkSize;
   a.not_sent_lowat = ctl::kBulkUnsentLowat;
   if (cross) {
-    a.piece_bytes = piece_bytes(worker, piece_seconds(worker));
+    a.piece_bytes = wan_piece_bytes_[worker];
     if (a.gated) a.chunk_size = a.not_sent_lowat = kCrossDcChunkBytes;
   } else if (dc_link) {
     a.piece_bytes = piece_bytes(worker, kDcKvPieceSeconds);
@@ -107,18 +107,31 @@ ctl::PrefillAssign PrefillService::assignment(int worker) const {
   return a;
 }
 
-// A KV piece across DCs, in seconds on its link. Every gated training send on
-// the link may find up to two pieces ahead of its bytes (one on the wire, the
-// next paced behind it), so over an iteration pieces cost training at most
-// 2 x piece x the link's gated sends (its temporal-sharing slots), which
-// kKvCostOfIteration of the plan's simulated iteration bounds. Fixed at 2 ms
-// before, bubbletea-general seed 14 (24 gated sends a 1.7 s iteration) ran
-// each forward message on the caches' link 3.5 ms slower with prefill on and
-// its iteration 2.1-2.3% over prefill off (2026-11-28).
-double PrefillService::piece_seconds(int worker) const {
-  const auto sends = gated_sends_.find(link_of(worker));
-  const int per_iteration = sends == gated_sends_.end() ? 1 : std::max(1, sends->second);
-  return kKvCostOfIteration * static_cast<double>(simulated_iteration_ns_) / 1e9 / (2.0 * per_iteration);
+// Each worker's KV piece across DCs, once (`iteration_ns`: the plan's simulated
+// iteration). Every gated training send on the link may find up to two pieces
+// ahead of its bytes (one on the wire, the next paced behind it), so over an
+// iteration pieces cost training at most 2 x piece x the link's gated sends
+// (its temporal-sharing slots), which kKvCostOfIteration of the iteration
+// bounds. Fixed at 2 ms before, bubbletea-general seed 14 (24 gated sends a
+// 1.7 s iteration) ran each forward message on the caches' link 3.4 ms slower
+// with prefill on and its iteration 2.1-2.3% over prefill off (2026-11-28).
+void PrefillService::size_wan_pieces(std::int64_t iteration_ns) {
+  std::map<std::string, int> gated_sends;  // per directed WAN link: training's link slots in an iteration
+  for (const WorkerPlan& w : setup_.plan->workers)
+    for (const Op& op : w.ops)
+      if (op.kind == OpKind::send && op.link_slot >= 0) {
+        int& slots = gated_sends[emulator::pair_name(w.worker.dc_name, setup_.plan->workers[op.peer].worker.dc_name)];
+        slots = std::max(slots, op.link_slot + 1);
+      }
+  wan_piece_bytes_.assign(setup_.plan->workers.size(), 0);
+  for (std::size_t worker = 0; worker < wan_piece_bytes_.size(); ++worker) {
+    const std::string link = link_of(static_cast<int>(worker));
+    if (link.empty()) continue;
+    const auto sends = gated_sends.find(link);
+    const int per_iteration = sends == gated_sends.end() ? 1 : std::max(1, sends->second);
+    const double seconds = kKvCostOfIteration * static_cast<double>(iteration_ns) / 1e9 / (2.0 * per_iteration);
+    wan_piece_bytes_[worker] = piece_bytes(static_cast<int>(worker), seconds);
+  }
 }
 
 // A gated KV piece: about `seconds` on its link.
@@ -267,7 +280,7 @@ void PrefillService::grant_kv() {
     if (on_dc_link(it->worker))
       kv_cache_on_[link] = it->batch;
     else
-      kv_next_grant_[link] = now + kv_wire_ns(it->worker, piece_bytes(it->worker, piece_seconds(it->worker))) * 5 / 4;
+      kv_next_grant_[link] = now + kv_wire_ns(it->worker, wan_piece_bytes_[it->worker]) * 5 / 4;
     processes_[it->worker].control->post(ctl::KvGateGrant{it->batch, it->piece});
     it = kv_waiting_.erase(it);
   }

@@ -58,17 +58,11 @@ PrefillService::PrefillService(Setup setup) : setup_(std::move(setup)), experime
   simulated_ =
       simulate_training(*setup_.plan, *setup_.scenario, link_model_for(*setup_.scenario, experiment_.scale), 1);
   // Requests over twice the run's simulated length: a slower real run still has arrivals to the end.
-  simulated_iteration_ns_ = simulated_iteration_ns(*simulated_);
-  const std::int64_t horizon = 2 * experiment_.iterations * simulated_iteration_ns_ + 1'000'000'000;
+  const std::int64_t horizon = 2 * experiment_.iterations * simulated_iteration_ns(*simulated_) + 1'000'000'000;
   requests_ = load_requests(experiment_, horizon);
   kv_routes_.emplace(*setup_.plan, *setup_.scenario, link_model_for(*setup_.scenario, experiment_.scale));
   kv_routes_->leave_to_training(*simulated_);
-  for (const WorkerPlan& w : setup_.plan->workers)
-    for (const Op& op : w.ops)
-      if (op.kind == OpKind::send && op.link_slot >= 0) {
-        int& slots = gated_sends_[emulator::pair_name(w.worker.dc_name, setup_.plan->workers[op.peer].worker.dc_name)];
-        slots = std::max(slots, op.link_slot + 1);
-      }
+  size_wan_pieces(simulated_iteration_ns(*simulated_));
   admission_.emplace(experiment_, [this](int worker, std::uint64_t bytes) {
     return kv_routes_->estimate_ns(worker, bytes, monotonic_ns() - origin_ns_);
   });

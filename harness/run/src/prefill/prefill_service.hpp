@@ -175,7 +175,7 @@ class PrefillService {
   bool kv_turn(int worker, int batch, int piece);
   bool kv_requested(int batch) const;  // its first piece waits for the gate
   asio::awaitable<void> wake_kv(std::string link, std::int64_t at_ns);
-  double piece_seconds(int worker) const;
+  void size_wan_pieces(std::int64_t iteration_ns);
   std::uint64_t piece_bytes(int worker, double seconds) const;
 
   RequestOutcome& outcome(int request);
@@ -195,9 +195,8 @@ class PrefillService {
   std::size_t next_arrival_ = 0;
   std::optional<Admission> admission_;
   std::optional<RunRecord> simulated_;  // the plan's first iteration, simulated: iteration 0's prediction
-  // Per directed WAN link ("east->europe"): training's gated sends on it in an iteration (its link slots).
-  std::map<std::string, int> gated_sends_;
-  std::int64_t simulated_iteration_ns_ = 0;
+  // Per worker: its KV piece across DCs, in bytes (size_wan_pieces; 0 inside its decode DC).
+  std::vector<std::uint64_t> wan_piece_bytes_;
   std::vector<Window> windows_;         // what is left of the running iteration's prediction
   std::vector<Window> predicted_;       // the running iteration's prediction, whole
   std::vector<std::map<int, std::int64_t>> predicted_ends_;  // per worker: op index -> its compute's predicted end
