@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "protocol/data_ports.hpp"
 #include "wanlab/harness/model/link_model.hpp"
 #include "wanlab/harness/model/tcp_model.hpp"
 #include "wanlab/transport/options.hpp"
@@ -13,8 +14,6 @@ namespace {
 namespace ctl = control;
 namespace em = wanlab::emulator;
 
-constexpr std::uint16_t kIntraDcPort = 47000;                // + worker id
-constexpr std::uint16_t kCrossDcPort = 48000;                // + worker id
 constexpr std::uint32_t kCrossDcChunk = kCrossDcChunkBytes;  // tcp_model.hpp: the simulator models the striping
 
 // Intra-DC channels carry the large all-reduce pieces: large chunks, few

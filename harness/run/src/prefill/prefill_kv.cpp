@@ -10,6 +10,7 @@
 #include <asio/detached.hpp>
 
 #include "prefill/kv_order.hpp"
+#include "protocol/data_ports.hpp"
 #include "prefill/prefill_service.hpp"
 #include "wanlab/harness/run/gpu.hpp"
 #include "wanlab/harness/bubbletea/admission.hpp"
@@ -24,7 +25,6 @@ namespace ctl = control;
 
 namespace {
 
-constexpr std::uint16_t kSinkPort = 49000;
 // What KV pieces may cost training over an iteration, as a share of it: half
 // the 2% an iteration with prefill may differ from one without (the
 // generalization benchmark's target), as the emulation's health takes half.
