@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The wake-up benchmark in one command: how late an emulated GPU op ends on
-# this machine, waited out on a plain Asio timer (the anchor), with 1 ns timer
-# slack, and through EmulatedGpu::compute (aimed early, spun), for op lengths
+# this machine, waited out on a plain Asio timer (the anchor) and through
+# EmulatedGpu::compute (aimed early, spun), each with and without idle
+# pollers in the CPUs' idle time (base::IdlePollers, as a real run), for op lengths
 # of 6.5, 15 and 30 ms; prints the table and writes
 # bench/results/harness/wake.md. No root, no network.
 #

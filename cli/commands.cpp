@@ -73,8 +73,11 @@ OptionSpecs train_options() {
                "where workers run (default auto: podman, else the sandbox; slurm: across the machines of a Slurm "
                "job, over the WAN `wanlab join` holds)"),
         valued("image", "IMG", "the worker image (default: the one built for this binary)"), kRelease,
-        valued("timeout", "SECONDS", "fail an iteration that takes longer (1 to 86400)"), kQuiet,
-        flag("simulate", "the planner's simulation instead of the emulated WAN")})
+        valued("timeout", "SECONDS", "fail an iteration that takes longer (1 to 86400)"),
+        flag("no-idle-poll",
+             "let idle CPUs halt during a real run (default: a SCHED_IDLE thread per CPU spins in idle time, so that "
+             "timers wake on time on a VM)"),
+        kQuiet, flag("simulate", "the planner's simulation instead of the emulated WAN")})
     options.push_back(std::move(option));
   return options;
 }

@@ -1,6 +1,8 @@
 // The machine's side of a run's emulation health (coordinator/health_probe):
 // /proc/stat read into busy and total ticks, the busy share between two
 // readings, and a probe that samples the CPUs while it lives.
+#include <sched.h>
+
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
@@ -81,7 +83,7 @@ BOOST_AUTO_TEST_CASE(the_probe_samples_this_machine_while_it_lives) {
   wanlab::emulator::TestbedState testbed;
   testbed.name = "probe-test";          // no such testbed: no releaser counters
   wanlab::emulator::Scenario scenario;  // no DCs: no WAN delay
-  rd::HealthProbe probe(testbed, scenario, std::chrono::milliseconds(100));
+  rd::HealthProbe probe(testbed, scenario, false, std::chrono::milliseconds(100));
   // Keep a CPU busy: at least its share shows.
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(600);
   while (std::chrono::steady_clock::now() < until) {
@@ -97,4 +99,27 @@ BOOST_AUTO_TEST_CASE(the_probe_samples_this_machine_while_it_lives) {
   BOOST_TEST(!samples.releaser.has_value());
   BOOST_TEST(samples.cpu_interval_s == 0.1);
   BOOST_TEST(samples.smallest_wan_delay_ns == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(idle_pollers_spin_during_the_probe_and_their_time_is_not_busy) {
+  wanlab::emulator::TestbedState testbed;
+  testbed.name = "probe-test";
+  wanlab::emulator::Scenario scenario;
+  rd::HealthProbe probe(testbed, scenario, true, std::chrono::milliseconds(100));
+  // One CPU busy for real; every other spends its idle time polling.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(600);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+  wanlab::harness::EmulationSamples samples;
+  probe.finish(samples);
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  BOOST_REQUIRE(::sched_getaffinity(0, sizeof(allowed), &allowed) == 0);
+  BOOST_TEST(samples.idle_pollers == CPU_COUNT(&allowed));
+  BOOST_TEST_REQUIRE(samples.cpu_busy.size() >= 3u);
+  for (const double busy : samples.cpu_busy) BOOST_TEST((busy >= 0.0 && busy <= 1.0), busy);
+  double most = 0;
+  for (const double busy : samples.cpu_busy) most = std::max(most, busy);
+  BOOST_TEST_MESSAGE("busiest sample with idle pollers: " << most << " of " << samples.cpus << " CPUs");
+  BOOST_TEST(most >= 0.9 / samples.cpus, most);  // the real work still shows
 }

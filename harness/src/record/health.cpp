@@ -99,6 +99,7 @@ void judge_releaser(const EmulationSamples& samples, const HealthLimits& limits,
 void judge_cpu(const EmulationSamples& samples, const HealthLimits& limits, EmulationHealth& health,
                std::vector<std::string>& shown, std::vector<std::string>& behind) {
   health.cpus = samples.cpus;
+  health.idle_pollers = samples.idle_pollers;
   const auto& busy = samples.cpu_busy;
   if (busy.empty()) return;
   health.cpu_mean = std::accumulate(busy.begin(), busy.end(), 0.0) / static_cast<double>(busy.size());
@@ -106,10 +107,11 @@ void judge_cpu(const EmulationSamples& samples, const HealthLimits& limits, Emul
   const auto saturated = std::count_if(busy.begin(), busy.end(), [&](double b) { return b >= limits.cpu_busy; });
   health.cpu_saturated_share = static_cast<double>(saturated) / static_cast<double>(busy.size());
   const bool over = health.cpu_saturated_share > limits.cpu_saturated_share;
-  const std::string text = over ? fmt::format("CPU at least {:.0f}% busy in {:.0f}% of the run ({} CPUs)",
-                                              100 * limits.cpu_busy, 100 * health.cpu_saturated_share, samples.cpus)
-                                : fmt::format("CPU {:.0f}% (max {:.0f}%, {} CPUs)", 100 * health.cpu_mean,
-                                              100 * health.cpu_max, samples.cpus);
+  const std::string text =
+      over ? fmt::format("CPU at least {:.0f}% busy in {:.0f}% of the run ({} CPUs)", 100 * limits.cpu_busy,
+                         100 * health.cpu_saturated_share, samples.cpus)
+           : fmt::format("CPU {:.0f}% (max {:.0f}%, {} CPUs{})", 100 * health.cpu_mean, 100 * health.cpu_max,
+                         samples.cpus, samples.idle_pollers ? ", idle time polled" : "");
   (over ? behind : shown).push_back(text);
 }
 

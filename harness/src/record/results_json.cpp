@@ -80,6 +80,7 @@ Json emulation_json(const EmulationHealth& h) {
   json["wake_late_ms"] = {{"p50", h.wake_late_p50_ms}, {"p99", h.wake_late_p99_ms}, {"max", h.wake_late_max_ms}};
   json["wake_late_share"] = h.wake_late_share;
   json["cpus"] = h.cpus;
+  json["idle_pollers"] = h.idle_pollers;
   json["cpu_busy"] = {{"mean", h.cpu_mean}, {"max", h.cpu_max}, {"saturated_share", h.cpu_saturated_share}};
   json["release_path"] = h.release_path;
   if (h.releaser) {
@@ -294,6 +295,7 @@ EmulationHealth emulation_from(const Fields& fields) {
   h.wake_late_max_ms = wake.number("max");
   h.wake_late_share = fields.number("wake_late_share");
   h.cpus = fields.whole<int>("cpus");
+  if (fields.has("idle_pollers")) h.idle_pollers = fields.whole<int>("idle_pollers");  // written since idle polling
   const Fields cpu = fields.object("cpu_busy");
   h.cpu_mean = cpu.number("mean");
   h.cpu_max = cpu.number("max");

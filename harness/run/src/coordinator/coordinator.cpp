@@ -639,7 +639,7 @@ RunRecord run_plan(const Plan& plan, const emulator::Scenario& scenario, const e
   // Before any worker starts: the events of an oversized run would not fit.
   check_emulated_run(plan, plan.experiment.iterations);
   base::InterruptGuard interrupts;
-  run_detail::HealthProbe health(testbed, scenario);
+  run_detail::HealthProbe health(testbed, scenario, options.poll_idle_cpus);
   Coordinator coordinator(plan, scenario, testbed, options);
   RunRecord record = coordinator.run();
   health.finish(record.emulation ? *record.emulation : record.emulation.emplace());

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -43,7 +44,7 @@ std::uint64_t smallest_wan_delay_ns(const em::Scenario& scenario) {
   return smallest;
 }
 
-HealthProbe::HealthProbe(const em::TestbedState& testbed, const em::Scenario& scenario,
+HealthProbe::HealthProbe(const em::TestbedState& testbed, const em::Scenario& scenario, bool poll_idle_cpus,
                          std::chrono::milliseconds interval)
     : releaser_path_(em::releaser_stats_path(testbed.name)),
       release_path_(em::to_string(testbed.release)),
@@ -53,6 +54,10 @@ HealthProbe::HealthProbe(const em::TestbedState& testbed, const em::Scenario& sc
     releaser_before_ = em::read_releaser_stats_if_present(releaser_path_);
   } catch (const std::exception&) {
     // A counter file being replaced: the run's releaser figures start at 0.
+  }
+  if (poll_idle_cpus) {
+    idle_pollers_.emplace();
+    idle_pollers_running_ = static_cast<int>(idle_pollers_->count());
   }
   thread_ = std::thread([this] { sample(); });
 }
@@ -66,13 +71,20 @@ void HealthProbe::stop() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  idle_pollers_.reset();
+}
+
+std::optional<CpuTimes> HealthProbe::cpu_times_but_polling() const {
+  std::optional<CpuTimes> times = read_cpu_times();
+  if (times && idle_pollers_) times->busy -= std::min(times->busy, idle_pollers_->busy_ticks());
+  return times;
 }
 
 void HealthProbe::sample() {
-  std::optional<CpuTimes> last = read_cpu_times();
+  std::optional<CpuTimes> last = cpu_times_but_polling();
   std::unique_lock lock(mutex_);
   while (!wake_.wait_for(lock, interval_, [this] { return stopping_; })) {
-    const std::optional<CpuTimes> now = read_cpu_times();
+    const std::optional<CpuTimes> now = cpu_times_but_polling();
     if (last && now) busy_.push_back(busy_share(*last, *now));
     last = now;
   }
@@ -83,6 +95,7 @@ void HealthProbe::finish(EmulationSamples& samples) {
   samples.cpu_busy = busy_;
   samples.cpu_interval_s = std::chrono::duration<double>(interval_).count();
   samples.cpus = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
+  samples.idle_pollers = idle_pollers_running_;
   samples.release_path = release_path_;
   samples.smallest_wan_delay_ns = smallest_wan_delay_ns_;
   std::optional<em::ReleaserStats> after;

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "wanlab/base/idle_poll.hpp"
 #include "wanlab/emulator/releaser.hpp"
 #include "wanlab/emulator/scenario.hpp"
 #include "wanlab/emulator/testbed.hpp"
@@ -20,7 +21,8 @@
 
 namespace wanlab::harness::run_detail {
 
-// All CPUs' time counters of /proc/stat's "cpu" line, in clock ticks.
+// All CPUs' time counters of /proc/stat's "cpu" line, in clock ticks; busy
+// leaves out the time of idle pollers, which only spin where nothing else runs.
 struct CpuTimes {
   std::uint64_t busy = 0;
   std::uint64_t total = 0;
@@ -41,7 +43,9 @@ class HealthProbe {
  public:
   // Starts sampling. `testbed` is the run's own: its releaser's counters, if
   // it has one, are read now and at finish().
-  HealthProbe(const emulator::TestbedState& testbed, const emulator::Scenario& scenario,
+  // With `poll_idle_cpus`, IdlePollers spin in the CPUs' idle time until
+  // finish(), and the CPU samples leave their time out.
+  HealthProbe(const emulator::TestbedState& testbed, const emulator::Scenario& scenario, bool poll_idle_cpus,
               std::chrono::milliseconds interval = std::chrono::milliseconds(500));
   ~HealthProbe();
   HealthProbe(const HealthProbe&) = delete;
@@ -53,12 +57,15 @@ class HealthProbe {
  private:
   void sample();
   void stop();
+  std::optional<CpuTimes> cpu_times_but_polling() const;
 
   std::string releaser_path_;
   std::string release_path_;
   std::uint64_t smallest_wan_delay_ns_ = 0;
   std::optional<emulator::ReleaserStats> releaser_before_;
   std::chrono::milliseconds interval_;
+  std::optional<base::IdlePollers> idle_pollers_;
+  int idle_pollers_running_ = 0;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;

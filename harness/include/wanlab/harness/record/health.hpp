@@ -47,6 +47,9 @@ struct EmulationSamples {
   std::vector<double> cpu_busy;
   double cpu_interval_s = 0;
   int cpus = 0;
+  // CPUs whose idle time IdlePollers spent spinning (base/idle_poll.hpp);
+  // cpu_busy leaves that time out.
+  int idle_pollers = 0;
   std::string release_path;                          // "fq" or "nfqueue"
   std::optional<ReleaserLateness> releaser;          // the nfqueue path only
   std::vector<PairReleaserLateness> releaser_pairs;  // those with verdicts in the run
@@ -86,6 +89,7 @@ struct EmulationHealth {
   double wake_late_max_ms = 0;
   double wake_late_share = 0;  // of the planned compute
   int cpus = 0;
+  int idle_pollers = 0;            // CPUs whose idle time was spent polling (EmulationSamples)
   double cpu_mean = 0;             // share busy, mean over the intervals
   double cpu_max = 0;              // the busiest interval
   double cpu_saturated_share = 0;  // intervals at least HealthLimits::cpu_busy busy

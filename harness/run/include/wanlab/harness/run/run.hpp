@@ -63,6 +63,9 @@ struct RunOptions {
   // Per iteration; 0: 30 s plus ten times the simulated iteration time.
   std::chrono::seconds iteration_timeout{0};
   emulator::ReleaseChoice release = emulator::ReleaseChoice::automatic;
+  // Keep this machine's idle CPUs spinning while the run runs, so that its
+  // timers wake on time (base/idle_poll.hpp).
+  bool poll_idle_cpus = true;
   std::function<void(const std::string&)> log;  // steps; may be empty
   std::function<void(const Progress&)> progress;
   // RuntimeChoice::slurm (run_on_machines fills these): the address the

@@ -1,0 +1,69 @@
+#include "wanlab/base/idle_poll.hpp"
+
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <future>
+
+namespace wanlab::base {
+namespace {
+
+// Pins the calling thread to `cpu` at SCHED_IDLE; false if either fails.
+bool become_idle_poller(int cpu) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  if (::pthread_setaffinity_np(::pthread_self(), sizeof(one), &one) != 0) return false;
+  sched_param none{};
+  return ::pthread_setschedparam(::pthread_self(), SCHED_IDLE, &none) == 0;
+}
+
+void spin(const std::atomic<bool>& stopping) {
+  while (!stopping.load(std::memory_order_relaxed)) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+}
+
+}  // namespace
+
+IdlePollers::IdlePollers() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (::sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &allowed)) continue;
+    std::promise<bool> ready;
+    auto is_ready = ready.get_future();
+    threads_.emplace_back([this, cpu, &ready] {
+      const bool ok = become_idle_poller(cpu);
+      ready.set_value(ok);
+      if (ok) spin(stopping_);
+    });
+    if (!is_ready.get()) continue;  // that thread returns at once
+    clockid_t clock{};
+    if (::pthread_getcpuclockid(threads_.back().native_handle(), &clock) == 0) clocks_.push_back(clock);
+    running_++;
+  }
+}
+
+IdlePollers::~IdlePollers() {
+  stopping_ = true;
+  for (std::thread& thread : threads_) thread.join();
+}
+
+std::uint64_t IdlePollers::busy_ticks() const {
+  static const long ticks_per_second = ::sysconf(_SC_CLK_TCK);
+  std::uint64_t ns = 0;
+  for (clockid_t clock : clocks_) {
+    timespec used{};
+    if (::clock_gettime(clock, &used) == 0)
+      ns += static_cast<std::uint64_t>(used.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(used.tv_nsec);
+  }
+  return ticks_per_second > 0 ? ns / (1'000'000'000u / static_cast<std::uint64_t>(ticks_per_second)) : 0;
+}
+
+}  // namespace wanlab::base
