@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <future>
+#include <system_error>
 
 namespace wanlab::base {
 namespace {
@@ -36,13 +37,18 @@ IdlePollers::IdlePollers() {
   if (::sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
     if (!CPU_ISSET(cpu, &allowed)) continue;
+    // The thread owns its promise: it may still be inside set_value when get() returns here.
     std::promise<bool> ready;
     auto is_ready = ready.get_future();
-    threads_.emplace_back([this, cpu, &ready] {
-      const bool ok = become_idle_poller(cpu);
-      ready.set_value(ok);
-      if (ok) spin(stopping_);
-    });
+    try {
+      threads_.emplace_back([this, cpu, ready = std::move(ready)]() mutable {
+        const bool ok = become_idle_poller(cpu);
+        ready.set_value(ok);
+        if (ok) spin(stopping_);
+      });
+    } catch (const std::system_error&) {
+      break;  // no more threads: polling is a help, not a need
+    }
     if (!is_ready.get()) continue;  // that thread returns at once
     clockid_t clock{};
     if (::pthread_getcpuclockid(threads_.back().native_handle(), &clock) == 0) clocks_.push_back(clock);
