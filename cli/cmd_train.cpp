@@ -154,7 +154,7 @@ int cmd_train(const Options& options) {
   run.image = options.get("image").value_or("");
   if (!run.image.empty()) image_option(run.image);
   run.release = release_option(options);
-  run.poll_idle_cpus = !options.flag("no-idle-poll");
+  run.poll_idle_cpus = options.flag("idle-poll");
   if (const auto timeout = options.integer<int>("timeout", 1, 86400))
     run.iteration_timeout = std::chrono::seconds(*timeout);
   const bool quiet = options.flag("quiet");

@@ -74,9 +74,9 @@ OptionSpecs train_options() {
                "job, over the WAN `wanlab join` holds)"),
         valued("image", "IMG", "the worker image (default: the one built for this binary)"), kRelease,
         valued("timeout", "SECONDS", "fail an iteration that takes longer (1 to 86400)"),
-        flag("no-idle-poll",
-             "let idle CPUs halt during a real run (default: a SCHED_IDLE thread per CPU spins in idle time, so that "
-             "timers wake on time on a VM)"),
+        flag("idle-poll",
+             "keep idle CPUs from halting during a real run: a SCHED_IDLE thread per CPU spins in idle time, so that "
+             "timers on a VM wake sooner (a trade: docs/RUNTIME.md#emulation-health)"),
         kQuiet, flag("simulate", "the planner's simulation instead of the emulated WAN")})
     options.push_back(std::move(option));
   return options;

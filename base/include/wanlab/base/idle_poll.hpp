@@ -9,7 +9,9 @@
 // (cpuidle-haltpoll, idle=poll) would. With them the same runs' late verdicts
 // fell to 0.5-1.2% (bench/results/bubbletea/releaser-20261201/counters.md). Their CPU time is idle
 // time spent spinning: busy_ticks() says how much, so that a measure of how
-// busy the machine is can leave it out.
+// busy the machine is can leave it out. A trade, so only on request
+// (`wanlab train --idle-poll`): on busy runs the same VM's workers woke tens
+// of milliseconds late with them (docs/RUNTIME.md#emulation-health).
 #pragma once
 
 #include <atomic>
