@@ -1,5 +1,7 @@
 #include "wanlab/base/idle_poll.hpp"
 
+#include "wanlab/base/wake_lead.hpp"  // cpu_relax
+
 #include <pthread.h>
 #include <sched.h>
 #include <time.h>
@@ -22,11 +24,7 @@ bool become_idle_poller(int cpu) {
 }
 
 void spin(const std::atomic<bool>& stopping) {
-  while (!stopping.load(std::memory_order_relaxed)) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-  }
+  while (!stopping.load(std::memory_order_relaxed)) cpu_relax();
 }
 
 }  // namespace

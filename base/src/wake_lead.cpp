@@ -16,9 +16,7 @@ void WakeLead::learn(std::uint64_t latency_ns) {
 std::int64_t spin_until_ns(std::int64_t at_ns) {
   std::int64_t now = monotonic_ns();
   while (now < at_ns) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
+    cpu_relax();
     now = monotonic_ns();
   }
   return now;

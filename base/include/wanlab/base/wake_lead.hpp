@@ -26,6 +26,13 @@ class WakeLead {
   std::uint64_t lead_ns_ = 100'000;
 };
 
+// One turn of a busy-wait: tells the CPU (and a hypervisor) that this thread spins.
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
 // Busy-waits until CLOCK_MONOTONIC reads `at_ns` or later; returns that reading.
 std::int64_t spin_until_ns(std::int64_t at_ns);
 

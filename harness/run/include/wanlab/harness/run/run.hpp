@@ -64,9 +64,8 @@ struct RunOptions {
   std::chrono::seconds iteration_timeout{0};
   emulator::ReleaseChoice release = emulator::ReleaseChoice::automatic;
   // Keep this machine's idle CPUs spinning while the run runs, so that its
-  // timers wake sooner on a VM (base/idle_poll.hpp). Off by default: on the
-  // project's 2-core VM it made the releaser's verdicts timelier on light
-  // runs but workers' wake-ups far later on busy ones (docs/RUNTIME.md).
+  // timers wake sooner on a VM (base/idle_poll.hpp); off by default, a trade
+  // (docs/RUNTIME.md#emulation-health).
   bool poll_idle_cpus = false;
   std::function<void(const std::string&)> log;  // steps; may be empty
   std::function<void(const Progress&)> progress;
