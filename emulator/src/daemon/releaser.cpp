@@ -231,12 +231,22 @@ std::uint32_t NfqueueReleaser::pair_of(std::uint32_t indev, std::uint32_t outdev
                                     static_cast<std::size_t>(to->second));
 }
 
+// A verdict send forwards its packets inside the syscall: tens of
+// microseconds, a hundred and more when it wakes a worker on another CPU.
+// What fell due meanwhile is released as soon as the send returns, not after a
+// trip through the timer, which on a VM costs a hypervisor exit to set the
+// timer (about 27 us on the project's VM) and the timer interrupt's latency
+// (38 us at p50): bench/results/bubbletea/releaser-20261202/findings.md.
 void NfqueueReleaser::release_due(std::uint64_t now_ns) {
-  while (!held_.empty() && held_.top().depart_ns <= now_ns + kEarlySlackNs) {
-    queue_verdict(held_.top(), now_ns);
-    held_.pop();
+  for (;;) {
+    while (!held_.empty() && held_.top().depart_ns <= now_ns + kEarlySlackNs) {
+      queue_verdict(held_.top(), now_ns);
+      held_.pop();
+    }
+    if (verdict_bytes_ == 0) break;
+    flush_verdicts();
+    now_ns = base::monotonic_ns();
   }
-  flush_verdicts();
   stats_.held = held_.size();
   arm_timer();
 }
