@@ -117,3 +117,39 @@ BOOST_AUTO_TEST_CASE(a_run_seeds_its_testbed_with_the_experiments_seed) {
   BOOST_TEST(testbed.seed == 42u);
   BOOST_TEST(testbed.pair(0, 1).rate_bps == scale_scenario(original, 0.1).pair(0, 1).rate_bps);
 }
+
+// TCP's segments do not scale: a byte-sized queue keeps room for the floor
+// (a run's two largest messages), never more than its full size, and a
+// BDP-sized queue is left to the emulator's own floor.
+BOOST_AUTO_TEST_CASE(byte_queues_keep_a_floor_up_to_their_full_size) {
+  const em::Scenario original = em::parse_scenario(kScenario, "three-dc.toml");
+  const double full_size = original.pair(0, 1).queue.value;  // 2 MB
+  BOOST_TEST(scale_scenario(original, 0.01).pair(0, 1).queue.value == full_size * 0.01);
+  BOOST_TEST(scale_scenario(original, 0.01, 300'000).pair(0, 1).queue.value == 300'000.0);
+  BOOST_TEST(scale_scenario(original, 0.01, 10'000).pair(0, 1).queue.value == full_size * 0.01);  // below: scaled
+  BOOST_TEST(scale_scenario(original, 0.01, 50'000'000).pair(0, 1).queue.value == full_size);     // at most full size
+  const auto bdp = scale_scenario(original, 0.01, 300'000).pair(0, 0).queue;
+  BOOST_TEST(static_cast<int>(bdp.kind) == static_cast<int>(original.pair(0, 0).queue.kind));
+  BOOST_TEST(bdp.value == original.pair(0, 0).queue.value);
+}
+
+BOOST_AUTO_TEST_CASE(a_runs_queue_floor_is_twice_its_largest_message) {
+  wanlab::harness::Plan plan;
+  plan.workers.resize(2);
+  wanlab::harness::Op send;
+  send.kind = wanlab::harness::OpKind::send;
+  send.bytes = 167'772;
+  wanlab::harness::Op allreduce;
+  allreduce.kind = wanlab::harness::OpKind::allreduce;
+  allreduce.bytes = 9'000'000;  // a ring's bytes go in steps, not as one message
+  plan.workers[0].ops = {send, allreduce};
+  send.bytes = 1000;
+  plan.workers[1].ops = {send};
+  BOOST_TEST(wanlab::harness::queue_floor_bytes(plan) == 2u * 167'772u);
+  wanlab::harness::Experiment experiment;
+  experiment.scale = 0.01;
+  const em::Scenario original = em::parse_scenario(kScenario, "three-dc.toml");
+  BOOST_TEST(wanlab::harness::run_scenario(experiment, original, wanlab::harness::queue_floor_bytes(plan))
+                 .pair(0, 1)
+                 .queue.value == 2.0 * 167'772);
+}

@@ -20,8 +20,23 @@
 namespace wanlab::harness {
 namespace em = wanlab::emulator;
 
-em::Scenario run_scenario(const Experiment& experiment, const em::Scenario& scenario) {
-  em::Scenario out = scale_scenario(scenario, experiment.scale);
+// Twice the largest message: two senders' whole messages at once, as when two
+// stages on one host send to the next host together (three-dc.toml's
+// comment). bubbletea-general seed 14 at scale 0.01 (168 KB messages, 8
+// streams; 8 MB between a DC's hosts, 80 KB scaled): 346 packets dropped
+// between a DC's hosts in one run and one 168 KB hop in some runs 200-229 ms
+// long, where it takes 4 ms; with 120 KB of queue 102 dropped, 160 KB 4,
+// 240 KB none, the deepest backlog 3.8 ms (190 KB).
+std::uint64_t queue_floor_bytes(const Plan& plan) {
+  std::uint64_t largest = 0;
+  for (const WorkerPlan& worker : plan.workers)
+    for (const Op& op : worker.ops)
+      if (op.kind == OpKind::send) largest = std::max(largest, op.bytes);
+  return 2 * largest;
+}
+
+em::Scenario run_scenario(const Experiment& experiment, const em::Scenario& scenario, std::uint64_t queue_floor_bytes) {
+  em::Scenario out = scale_scenario(scenario, experiment.scale, queue_floor_bytes);
   out.seed = experiment.seed;
   return out;
 }
@@ -40,7 +55,7 @@ RunRecord run_experiment(const Experiment& experiment, const em::Scenario& scena
   // A malformed request trace is an error before a testbed exists (the run reads it again, to its horizon).
   if (experiment.prefill.enabled && !experiment.prefill.requests_path.empty())
     load_requests(experiment, std::numeric_limits<std::int64_t>::max());
-  const em::Scenario scaled_scenario = run_scenario(experiment, scenario);
+  const em::Scenario scaled_scenario = run_scenario(experiment, scenario, queue_floor_bytes(plan));
   base::InterruptGuard interrupts;
   em::UpOptions up;
   up.name = run_testbed_name(scenario);

@@ -38,7 +38,15 @@ struct LinkModel {
 // messages the planner scaled the same way; buffers stay at least the
 // kernel's initial sizes. Delays are kept. Throws std::invalid_argument for a
 // scale that is not > 0.
-emulator::Scenario scale_scenario(const emulator::Scenario& scenario, double scale);
+//
+// A byte-sized queue keeps at least `queue_floor_bytes` (never more than its
+// full size): TCP's segments do not scale, so at a small scale a sender's
+// burst is a whole message, which a queue scaled below it drops (a real
+// sender's NIC would hold it back), and a message that loses its last
+// segments waits out TCP's 200 ms minimum RTO. `wanlab train` passes twice its
+// largest message (run_scenario).
+emulator::Scenario scale_scenario(const emulator::Scenario& scenario, double scale,
+                                  std::uint64_t queue_floor_bytes = 0);
 
 // The link model the testbed implies at the experiment's `scale`: TCP's
 // dynamics, with the window ceiling of the [host] buffers the run's hosts get
