@@ -22,11 +22,8 @@ namespace em = wanlab::emulator;
 
 // Twice the largest message: two senders' whole messages at once, as when two
 // stages on one host send to the next host together (three-dc.toml's
-// comment). bubbletea-general seed 14 at scale 0.01 (168 KB messages, 8
-// streams; 8 MB between a DC's hosts, 80 KB scaled): 346 packets dropped
-// between a DC's hosts in one run and one 168 KB hop in some runs 200-229 ms
-// long, where it takes 4 ms; with 120 KB of queue 102 dropped, 160 KB 4,
-// 240 KB none, the deepest backlog 3.8 ms (190 KB).
+// comment). Why and what it measured: docs/EXPERIMENT.md, choosing scale, and
+// bench/results/bubbletea/queue-floor-20261202/findings.md.
 std::uint64_t queue_floor_bytes(const Plan& plan) {
   std::uint64_t largest = 0;
   for (const WorkerPlan& worker : plan.workers)
@@ -35,8 +32,8 @@ std::uint64_t queue_floor_bytes(const Plan& plan) {
   return 2 * largest;
 }
 
-em::Scenario run_scenario(const Experiment& experiment, const em::Scenario& scenario, std::uint64_t queue_floor_bytes) {
-  em::Scenario out = scale_scenario(scenario, experiment.scale, queue_floor_bytes);
+em::Scenario run_scenario(const Experiment& experiment, const em::Scenario& scenario, std::uint64_t min_queue_bytes) {
+  em::Scenario out = scale_scenario(scenario, experiment.scale, min_queue_bytes);
   out.seed = experiment.seed;
   return out;
 }

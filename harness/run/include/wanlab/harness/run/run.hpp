@@ -92,11 +92,11 @@ RunRecord run_plan(const Plan& plan, const emulator::Scenario& scenario, const e
 RunRecord run_experiment(const Experiment& experiment, const emulator::Scenario& scenario, const RunOptions& options);
 
 // The scenario `wanlab train` brings its testbed up with: scale_scenario at
-// the experiment's scale, byte-sized queues kept at least `queue_floor_bytes`
+// the experiment's scale, byte-sized queues kept at least `min_queue_bytes`
 // (queue_floor_bytes below), seeded with the experiment's seed (the emulated
 // WAN's loss and jitter draws: a run has one seed, the experiment's).
 emulator::Scenario run_scenario(const Experiment& experiment, const emulator::Scenario& scenario,
-                                std::uint64_t queue_floor_bytes = 0);
+                                std::uint64_t min_queue_bytes = 0);
 
 // The least a scaled byte-sized queue of a run keeps: twice the plan's
 // largest message, so that two senders' whole messages fit at once.
