@@ -9,6 +9,7 @@
 
 #include "wanlab/harness/run/gpu.hpp"
 
+using wanlab::harness::ComputeHold;
 using wanlab::harness::EmulatedGpu;
 using wanlab::harness::monotonic_ns;
 
@@ -100,4 +101,19 @@ BOOST_AUTO_TEST_CASE(a_timer_set_early_never_ends_a_compute_early) {
     BOOST_TEST(done[op].woke_late_ns >= 0);
     BOOST_TEST(done[op].woke_late_ns <= resumed_late[op]);
   }
+}
+
+// The hold is the largest of the last 100 reactions, at least the floor
+// given (the process's wake-up lead), also before any reaction was learned.
+BOOST_AUTO_TEST_CASE(a_compute_hold_is_the_largest_recent_reaction) {
+  ComputeHold hold;
+  BOOST_TEST(hold.hold_ns(80'000) == 80'000u);
+  hold.learn(30'000);
+  BOOST_TEST(hold.hold_ns(20'000) == 30'000u);
+  BOOST_TEST(hold.hold_ns(80'000) == 80'000u);
+  hold.learn(2'000'000);  // one slow wake-up
+  for (std::size_t i = 0; i + 1 < ComputeHold::kSamples; ++i) hold.learn(10'000);
+  BOOST_TEST(hold.hold_ns(0) == 2'000'000u);  // still among the last 100
+  hold.learn(10'000);
+  BOOST_TEST(hold.hold_ns(0) == 10'000u);  // 100 reactions later it is forgotten
 }

@@ -43,9 +43,14 @@ std::string decode_host_name(const emulator::Scenario& scenario, int dc) {
   return scenario.dcs.at(static_cast<std::size_t>(dc)).name + "-0";
 }
 
-std::int64_t announce_lead_ns(std::int64_t worker_control_delay_ns, std::int64_t prefill_control_delay_ns) {
-  return kAnnounceLeadNs + std::max<std::int64_t>(0, worker_control_delay_ns) +
+std::int64_t with_control_delays_ns(std::int64_t lead_ns, std::int64_t worker_control_delay_ns,
+                                    std::int64_t prefill_control_delay_ns) {
+  return lead_ns + std::max<std::int64_t>(0, worker_control_delay_ns) +
          std::max<std::int64_t>(0, prefill_control_delay_ns);
+}
+
+std::int64_t announce_lead_ns(std::int64_t worker_control_delay_ns, std::int64_t prefill_control_delay_ns) {
+  return with_control_delays_ns(kAnnounceLeadNs, worker_control_delay_ns, prefill_control_delay_ns);
 }
 
 KvRoutes::KvRoutes(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model)
@@ -65,6 +70,7 @@ KvRoutes::KvRoutes(const Plan& plan, const emulator::Scenario& scenario, const L
     const bool cross = src != decode;
     const detail::LinkRate rate = detail::link_rate(experiment, scenario, model, src, decode);
     Route route;
+    route.link_bps = static_cast<double>(scenario.pair(src, decode).rate_bps) * experiment.scale;
     route.delay_ns = static_cast<std::int64_t>(rate.delay_ns);
     route.rate_bps = detail::alone_rate_bps(rate, cross ? experiment.streams : 1);
     if (model.free_communication) {
@@ -106,14 +112,53 @@ std::map<int, std::vector<KvRoutes::Span>> KvRoutes::training_busy(const RunReco
     const Worker& to = plan_->workers[static_cast<std::size_t>(event.peer)].worker;
     const auto delay = delay_of.find(from.dc * dcs_ + to.dc);
     if (delay == delay_of.end() || (!event.cross_dc && from.host == to.host)) continue;
-    const std::int64_t lead = event.cross_dc ? 0 : kAnnounceLeadNs;
+    const std::int64_t lead = event.cross_dc ? request_lead_ns(delay->first) : kAnnounceLeadNs;
     busy[delay->first].push_back({event.start_ns - lead, std::max(event.start_ns, event.end_ns - delay->second)});
   }
   for (auto& [link, spans] : busy) spans = merged(std::move(spans));
   return busy;
 }
 
+void KvRoutes::size_pieces(std::int64_t iteration_ns) {
+  std::map<int, int> gated_sends;  // per directed WAN link (link_index): training's link slots in an iteration
+  for (const WorkerPlan& w : plan_->workers)
+    for (const Op& op : w.ops)
+      if (op.kind == OpKind::send && op.link_slot >= 0) {
+        int& slots = gated_sends[w.worker.dc * dcs_ + plan_->workers[static_cast<std::size_t>(op.peer)].worker.dc];
+        slots = std::max(slots, op.link_slot + 1);
+      }
+  for (int worker = 0; worker < static_cast<int>(routes_.size()); ++worker) {
+    Route& r = routes_[static_cast<std::size_t>(worker)];
+    if (r.link.empty()) continue;
+    const auto sends = gated_sends.find(r.link_index);
+    const int per_iteration = sends == gated_sends.end() ? 1 : std::max(1, sends->second);
+    r.piece_bytes =
+        bytes_in(worker, kKvCostOfIteration * static_cast<double>(iteration_ns) / 1e9 / (2.0 * per_iteration));
+  }
+}
+
+std::uint64_t KvRoutes::bytes_in(int worker, double seconds) const {
+  const double rate_bps = route(worker).link_bps;
+  if (!(rate_bps > 0)) return kMaxPiece;
+  return std::clamp<std::uint64_t>(static_cast<std::uint64_t>(rate_bps / 8 * seconds), kMinPiece, kMaxPiece);
+}
+
+std::int64_t KvRoutes::piece_interval_ns(int worker) const {
+  return route(worker).wire_ns(route(worker).piece_bytes) * 5 / 4;
+}
+
+std::int64_t KvRoutes::request_lead_ns(int link_index) const {
+  std::int64_t lead = 0;
+  for (int worker = 0; worker < static_cast<int>(routes_.size()); ++worker)
+    if (route(worker).link_index == link_index && !route(worker).link.empty() && takes_turns(worker))
+      lead = std::max(lead, 2 * piece_interval_ns(worker));
+  return lead;
+}
+
 void KvRoutes::leave_to_training(const RunRecord& training) {
+  const bool timed = !training.iteration_end_ns.empty() && !training.iteration_start_ns.empty();
+  size_pieces(timed ? std::max<std::int64_t>(1, training.iteration_end_ns[0] - training.iteration_start_ns[0])
+                    : 1'000'000'000);
   if (training.events.empty()) return;
   std::int64_t first = training.events.front().start_ns, last = training.events.front().end_ns;
   for (const Event& event : training.events) {
@@ -161,17 +206,22 @@ void KvRoutes::observe_lateness(int worker, std::int64_t late_ns, std::int64_t n
   // it is now): measured with it, a margin that worked would learn itself away.
   const std::int64_t without_margin = late_ns + margin_ns(worker, now_ns);
   std::vector<Lateness>& samples = lateness_[queue_key(route(worker), worker)];
+  std::erase_if(samples, [&](const Lateness& s) { return s.at_ns < now_ns - lateness_horizon_ns_; });
   samples.push_back({now_ns, without_margin});
-  if (samples.size() > kLatenessSamples) samples.erase(samples.begin());
 }
 
 std::int64_t KvRoutes::margin_ns(int worker, std::int64_t now_ns) const {
   const auto it = lateness_.find(queue_key(route(worker), worker));
   if (it == lateness_.end()) return 0;
-  std::int64_t margin = 0;
+  std::vector<std::int64_t> recent;
   for (const Lateness& sample : it->second)
-    if (sample.at_ns >= now_ns - lateness_horizon_ns_) margin = std::max(margin, sample.late_ns);
-  return margin;
+    if (sample.at_ns >= now_ns - lateness_horizon_ns_) recent.push_back(sample.late_ns);
+  if (recent.empty()) return 0;
+  // The sample that at most kLateShare of the others exceed.
+  const auto above = static_cast<std::size_t>(std::floor(kLateShare * static_cast<double>(recent.size())));
+  const auto at = recent.begin() + static_cast<std::ptrdiff_t>(recent.size() - 1 - above);
+  std::nth_element(recent.begin(), at, recent.end());
+  return std::max<std::int64_t>(0, *at);
 }
 
 void KvRoutes::queue(int worker, std::int64_t ready_ns, std::uint64_t bytes) {

@@ -25,16 +25,6 @@ namespace ctl = control;
 
 namespace {
 
-// What KV pieces may cost training over an iteration, as a share of it: half
-// the 2% an iteration with prefill may differ from one without (the
-// generalization benchmark's target), as the emulation's health takes half.
-constexpr double kKvCostOfIteration = 0.01;
-// At least about three segments. A floor of 32 KB made a piece 8-240 ms on
-// the slow links of scaled runs (3.2 to 0.11 Gbit/s at scale 0.01), each a
-// wait for training's sends: bubbletea-general seed 14's iteration was 6%
-// over prefill off, and 1.006-1.010 with this floor (2026-11-27).
-constexpr std::uint64_t kMinPiece = 4u << 10;
-constexpr std::uint64_t kMaxPiece = 4u << 20;
 // On a DC's own link a quarter of a piece (kDcKvPieceSeconds) waits in the sockets at most.
 constexpr std::uint64_t kMinDcChunk = 16u << 10;
 // The GPU time a prefill worker holds at once, at least (with a guard of 0).
@@ -88,10 +78,10 @@ ctl::PrefillAssign PrefillService::assignment(int worker) const {
   a.chunk_size = transport::kDefaultChunkSize;
   a.not_sent_lowat = ctl::kBulkUnsentLowat;
   if (cross) {
-    a.piece_bytes = wan_piece_bytes_[worker];
+    a.piece_bytes = kv_routes_->route(worker).piece_bytes;
     if (a.gated) a.chunk_size = a.not_sent_lowat = kCrossDcChunkBytes;
   } else if (dc_link) {
-    a.piece_bytes = piece_bytes(worker, kDcKvPieceSeconds);
+    a.piece_bytes = kv_routes_->bytes_in(worker, kDcKvPieceSeconds);
     a.chunk_size = a.not_sent_lowat = static_cast<std::uint32_t>(
         std::clamp<std::uint64_t>(a.piece_bytes / 4, kMinDcChunk, transport::kDefaultChunkSize));
   } else {
@@ -107,39 +97,8 @@ ctl::PrefillAssign PrefillService::assignment(int worker) const {
   return a;
 }
 
-// Each worker's KV piece across DCs, once (`iteration_ns`: the plan's simulated
-// iteration). Every gated training send on the link may find up to two pieces
-// ahead of its bytes (one on the wire, the next paced behind it), so over an
-// iteration pieces cost training at most 2 x piece x the link's gated sends
-// (its temporal-sharing slots), which kKvCostOfIteration of the iteration
-// bounds. Fixed at 2 ms before, bubbletea-general seed 14 (24 gated sends a
-// 1.7 s iteration) ran each forward message on the caches' link 3.4 ms slower
-// with prefill on and its iteration 2.1-2.3% over prefill off (2026-11-28).
-void PrefillService::size_wan_pieces(std::int64_t iteration_ns) {
-  std::map<std::string, int> gated_sends;  // per directed WAN link: training's link slots in an iteration
-  for (const WorkerPlan& w : setup_.plan->workers)
-    for (const Op& op : w.ops)
-      if (op.kind == OpKind::send && op.link_slot >= 0) {
-        int& slots = gated_sends[emulator::pair_name(w.worker.dc_name, setup_.plan->workers[op.peer].worker.dc_name)];
-        slots = std::max(slots, op.link_slot + 1);
-      }
-  wan_piece_bytes_.assign(setup_.plan->workers.size(), 0);
-  for (std::size_t worker = 0; worker < wan_piece_bytes_.size(); ++worker) {
-    const std::string link = link_of(static_cast<int>(worker));
-    if (link.empty()) continue;
-    const auto sends = gated_sends.find(link);
-    const int per_iteration = sends == gated_sends.end() ? 1 : std::max(1, sends->second);
-    const double seconds = kKvCostOfIteration * static_cast<double>(iteration_ns) / 1e9 / (2.0 * per_iteration);
-    wan_piece_bytes_[worker] = piece_bytes(static_cast<int>(worker), seconds);
-  }
-}
-
-// A gated KV piece: about `seconds` on its link.
-std::uint64_t PrefillService::piece_bytes(int worker, double seconds) const {
-  const auto pair = setup_.scenario->pair(setup_.plan->workers[worker].worker.dc, sinks_[sink_of_[worker]].dc);
-  const double rate_bps = static_cast<double>(pair.rate_bps) * experiment_.scale;
-  if (!(rate_bps > 0)) return kMaxPiece;
-  return std::clamp<std::uint64_t>(static_cast<std::uint64_t>(rate_bps / 8 * seconds), kMinPiece, kMaxPiece);
+std::int64_t PrefillService::request_lead_ns(int src_dc, int dst_dc) const {
+  return kv_routes_->request_lead_ns(kv_routes_->link_index(src_dc, dst_dc));
 }
 
 // The largest batch's KV: max_batch_tokens, or a longer prompt that goes alone.
@@ -268,8 +227,6 @@ void PrefillService::grant_kv() {
       ++it;
       continue;
     }
-    // Paced below the link's rate: written to the sockets is not yet on the
-    // wire, and pieces back to back would keep a queue ahead of training's sends.
     if (const auto next = kv_next_grant_[link]; now < next) {
       if (kv_wakes_.insert(link).second) asio::co_spawn(*setup_.io, wake_kv(link, next), asio::detached);
       ++it;
@@ -280,7 +237,7 @@ void PrefillService::grant_kv() {
     if (on_dc_link(it->worker))
       kv_cache_on_[link] = it->batch;
     else
-      kv_next_grant_[link] = now + kv_wire_ns(it->worker, wan_piece_bytes_[it->worker]) * 5 / 4;
+      kv_next_grant_[link] = now + kv_routes_->piece_interval_ns(it->worker);
     processes_[it->worker].control->post(ctl::KvGateGrant{it->batch, it->piece});
     it = kv_waiting_.erase(it);
   }

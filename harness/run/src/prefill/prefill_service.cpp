@@ -62,7 +62,6 @@ PrefillService::PrefillService(Setup setup) : setup_(std::move(setup)), experime
   requests_ = load_requests(experiment_, horizon);
   kv_routes_.emplace(*setup_.plan, *setup_.scenario, link_model_for(*setup_.scenario, experiment_.scale));
   kv_routes_->leave_to_training(*simulated_);
-  size_wan_pieces(simulated_iteration_ns(*simulated_));
   admission_.emplace(experiment_, [this](int worker, std::uint64_t bytes) {
     return kv_routes_->estimate_ns(worker, bytes, monotonic_ns() - origin_ns_);
   });

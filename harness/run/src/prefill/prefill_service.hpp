@@ -89,6 +89,9 @@ class PrefillService {
   void add_training_delay(int worker, std::int64_t ns);
   // Training's gated sends changed: KV pieces may go, or must wait.
   void link_changed();
+  // How long before a gated training send from DC `src` to DC `dst` its
+  // worker asks for the link, on one machine (KvRoutes::request_lead_ns).
+  std::int64_t request_lead_ns(int src_dc, int dst_dc) const;
   void fill(Progress& progress, const RunRecord& record) const;
 
   // The run is over: tells every process to stop.
@@ -175,8 +178,6 @@ class PrefillService {
   bool kv_turn(int worker, int batch, int piece);
   bool kv_requested(int batch) const;  // its first piece waits for the gate
   asio::awaitable<void> wake_kv(std::string link, std::int64_t at_ns);
-  void size_wan_pieces(std::int64_t iteration_ns);
-  std::uint64_t piece_bytes(int worker, double seconds) const;
 
   RequestOutcome& outcome(int request);
   std::optional<double> ttft_p50_s() const;
@@ -195,8 +196,6 @@ class PrefillService {
   std::size_t next_arrival_ = 0;
   std::optional<Admission> admission_;
   std::optional<RunRecord> simulated_;  // the plan's first iteration, simulated: iteration 0's prediction
-  // Per worker: its KV piece across DCs, in bytes (size_wan_pieces; 0 inside its decode DC).
-  std::vector<std::uint64_t> wan_piece_bytes_;
   std::vector<Window> windows_;         // what is left of the running iteration's prediction
   std::vector<Window> predicted_;       // the running iteration's prediction, whole
   std::vector<std::map<int, std::int64_t>> predicted_ends_;  // per worker: op index -> its compute's predicted end

@@ -57,6 +57,13 @@ asio::awaitable<EmulatedGpu::Interval> EmulatedGpu::compute(asio::any_io_executo
   co_return interval;
 }
 
+void ComputeHold::learn(std::uint64_t reaction_ns) { reactions_[count_++ % kSamples] = reaction_ns; }
+
+std::uint64_t ComputeHold::hold_ns(std::uint64_t floor_ns) const {
+  const auto learned = reactions_.begin() + static_cast<std::ptrdiff_t>(std::min(count_, kSamples));
+  return std::max(floor_ns, learned == reactions_.begin() ? 0 : *std::max_element(reactions_.begin(), learned));
+}
+
 std::int64_t EmulatedGpu::busy_ns(std::int64_t from_ns, std::int64_t to_ns) const {
   std::int64_t total = 0;
   for (const Interval& i : busy_)

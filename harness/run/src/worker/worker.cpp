@@ -43,14 +43,6 @@ using transport::Channel;
 constexpr auto kConnectPhase = std::chrono::seconds(60);
 // How often a gated send looks whether its bytes have left the sockets.
 constexpr auto kDrainPoll = std::chrono::milliseconds(1);
-// How long a compute keeps a shared GPU from its prefill worker past its end
-// when this worker's next op is another compute or a receive: the time it
-// takes this process to wake and reserve the next compute. A real framework
-// queues its next kernel behind the running one; without the hold, the
-// prefill worker, woken at the same instant, took the gap and held the next
-// compute back by a step (bubbletea-3dc-local, 2026-11-23 20:35: 68 of 512
-// computes, 347 ms).
-constexpr std::uint64_t kComputeHoldNs = 1'000'000;
 // A lead beyond this is a malformed assignment (a control delay of seconds).
 constexpr std::uint64_t kMaxAnnounceLeadNs = 60'000'000'000;
 // A ring step's message carries (all-reduce number + 1) x this + the step in
@@ -176,7 +168,7 @@ class WorkerProcess {
 
   // Tells the coordinator that announced send `op_index` will soon use its link (once
   // per iteration): from then until its bytes have left, KV caches leave that
-  // link to it.
+  // link to it. A gated send asks for its link the same way, once.
   void announce(int iteration, int op_index) {
     if (announced_now_.insert(op_index).second) control_->post(ctl::GateRequest{iteration, op_index});
   }
@@ -185,20 +177,31 @@ class WorkerProcess {
   // announced the assignment's lead (kAnnounceLeadNs on one machine) before
   // it is planned to end, so that the KV piece on their link has ended when
   // their bytes come.
+  // Gated sends (temporal sharing) ask for their link the assignment's
+  // request lead before, where KV pieces take turns on it, so that the gate
+  // has stopped granting them when the send's bytes come.
   void announce_sends_after(int iteration, int op_index, std::int64_t compute_end_ns) {
     const auto& ops = assign_->plan.ops;
-    std::vector<int> sends;
+    std::vector<int> announced, gated;
     for (std::size_t next = static_cast<std::size_t>(op_index) + 1; next < ops.size(); ++next) {
       if (ops[next].kind == OpKind::forward || ops[next].kind == OpKind::backward) break;
-      if (ops[next].kind == OpKind::send && is_announced(static_cast<int>(next)))
-        sends.push_back(static_cast<int>(next));
+      if (ops[next].kind != OpKind::send) continue;
+      if (is_announced(static_cast<int>(next)))
+        announced.push_back(static_cast<int>(next));
+      else if (is_gated(ops[next]) && assign_->request_lead_ns > 0)
+        gated.push_back(static_cast<int>(next));
     }
-    if (sends.empty()) return;
-    asio::co_spawn(io_,
-                   guarded(announce_at(iteration, std::move(sends),
-                                       compute_end_ns - static_cast<std::int64_t>(assign_->announce_lead_ns))),
-                   asio::detached);
+    const auto ahead = [&](std::vector<int> sends, std::uint64_t lead) {
+      if (sends.empty()) return;
+      asio::co_spawn(
+          io_, guarded(announce_at(iteration, std::move(sends), compute_end_ns - static_cast<std::int64_t>(lead))),
+          asio::detached);
+    };
+    ahead(std::move(announced), assign_->announce_lead_ns);
+    ahead(std::move(gated), assign_->request_lead_ns);
   }
+
+  static bool is_gated(const Op& op) { return op.cross_dc && op.link_slot >= 0; }
 
   asio::awaitable<void> announce_at(int iteration, std::vector<int> sends, std::int64_t at_ns) {
     co_await sleep_until_ns(at_ns);
@@ -236,6 +239,8 @@ class WorkerProcess {
     for (std::size_t index = 0; index < ops.size(); ++index) {
       const Op& op = ops[index];
       const int op_index = static_cast<int>(index);
+      // The next compute's reaction is measured across receives and sends only.
+      if (op.kind == OpKind::allreduce_wait || (op.kind == OpKind::allreduce && !op.overlapped)) held_from_ns_ = 0;
       switch (op.kind) {
         case OpKind::forward:
         case OpKind::backward: co_await compute(iteration, op_index, op); break;
@@ -255,6 +260,7 @@ class WorkerProcess {
         case OpKind::allreduce_wait: co_await wait_for_allreduce(iteration, op_index, op); break;
       }
     }
+    held_from_ns_ = 0;
     co_await changed_.wait_for([&] { return sends_in_flight_ == 0; });
     control_->post(ctl::Report{iteration, std::move(events_), std::move(arrivals_), std::move(sends_)});
     events_.clear();
@@ -279,10 +285,16 @@ class WorkerProcess {
   }
 
   asio::awaitable<void> compute(int iteration, int op_index, const Op& op) {
-    announce_sends_after(iteration, op_index, monotonic_ns() + static_cast<std::int64_t>(op.duration_ns));
+    const std::int64_t asked_ns = monotonic_ns();
+    if (held_from_ns_ != 0)
+      compute_hold_.learn(static_cast<std::uint64_t>(std::max<std::int64_t>(0, asked_ns - held_from_ns_)));
+    held_from_ns_ = 0;
+    announce_sends_after(iteration, op_index, asked_ns + static_cast<std::int64_t>(op.duration_ns));
     const std::string what = fmt::format("{}{}", op.kind == OpKind::forward ? "F" : "B", op.microbatch);
+    const bool hold = next_needs_gpu_soon(op_index);
     const auto interval = co_await gpu_.compute(io_.get_executor(), op.duration_ns, what,
-                                                next_needs_gpu_soon(op_index) ? kComputeHoldNs : 0);
+                                                hold ? compute_hold_.hold_ns(gpu_.wake_lead_ns()) : 0);
+    if (hold) held_from_ns_ = interval.end_ns;
     // Prefill shares this GPU: its next bubble starts now.
     if (lease_) control_->post(ctl::ComputeDone{iteration, op_index, interval.end_ns});
     Event event = event_of(iteration, op_index, op, interval.start_ns, interval.end_ns);
@@ -307,11 +319,10 @@ class WorkerProcess {
   asio::awaitable<void> send(int iteration, int op_index, const Op& op) {
     data_.to(op.peer);
     const auto queued = monotonic_ns();
-    const bool gated = op.cross_dc && op.link_slot >= 0;
+    const bool gated = is_gated(op);
     const bool announced = is_announced(op_index);
-    if (announced) announce(iteration, op_index);
+    if (announced || gated) announce(iteration, op_index);  // unless it was, ahead
     if (gated) {
-      control_->post(ctl::GateRequest{iteration, op_index});
       co_await changed_.wait_for([&] { return grants_.count({iteration, op_index}) != 0; });
       grants_.erase({iteration, op_index});
     }
@@ -343,6 +354,8 @@ class WorkerProcess {
     const Arrived arrived =
         co_await data_.take(InboxKey{iteration, op.peer, op.microbatch, -1}, op.bytes, "microbatch message");
     arrivals_.push_back(ctl::Arrival{op.peer, arrived.sender_op, arrived.at_ns, arrived.first_byte_ns});
+    // The next compute's reaction counts from this message's arrival, if after the last compute's end.
+    if (held_from_ns_ != 0) held_from_ns_ = std::max(held_from_ns_, arrived.at_ns);
     events_.push_back(event_of(iteration, op_index, op, start, std::max(start, arrived.at_ns)));
   }
 
@@ -389,7 +402,7 @@ class WorkerProcess {
   bool stop_ = false;
   std::deque<int> starts_;
   std::set<std::pair<int, int>> grants_;  // (iteration, op_index)
-  std::set<int> announced_now_;           // announced sends announced in the running iteration
+  std::set<int> announced_now_;           // sends announced (or gated sends that asked) in the running iteration
   int running_iteration_ = -1;
   DataChannels data_{
       io_, id_, changed_,
@@ -398,6 +411,10 @@ class WorkerProcess {
   std::optional<run_detail::GpuLease> lease_;  // before the GPU that points to it
   std::string made_lease_;                     // the lease file this worker made, removed when it ends
   EmulatedGpu gpu_;
+  // The hold of computes followed by another compute or a receive, learned
+  // here; the end of the last such compute (or a later arrival), 0 if none is pending.
+  ComputeHold compute_hold_;
+  std::int64_t held_from_ns_ = 0;
   std::vector<Event> events_;
   std::vector<ctl::Arrival> arrivals_;
   std::vector<ctl::SendRecord> sends_;  // this iteration's cross-DC sends

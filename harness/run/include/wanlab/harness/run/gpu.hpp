@@ -6,9 +6,11 @@
 // overlapping training.
 #pragma once
 
+#include <array>
 #include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -64,6 +66,8 @@ class EmulatedGpu {
   // Nanoseconds compute() started later than asked because the other process
   // held the GPU (0 without a lease).
   std::int64_t delayed_ns() const { return delayed_ns_; }
+  // How early compute() sets its timer now: a wake-up's latency, as learned.
+  std::uint64_t wake_lead_ns() const { return wake_lead_.lead_ns(); }
 
   const std::vector<Interval>& busy() const { return busy_; }
   // Busy nanoseconds inside [from_ns, to_ns).
@@ -78,6 +82,28 @@ class EmulatedGpu {
   run_detail::GpuLease* lease_ = nullptr;
   std::int64_t delayed_ns_ = 0;
   base::WakeLead wake_lead_;
+};
+
+// How long a compute keeps a shared GPU past its end for its process's next
+// compute (EmulatedGpu::compute's hold_ns), learned from the process itself:
+// its reaction, from the end of a compute it held the GPU after (or from the
+// arrival of the message its next compute waited for, if later) to that next
+// compute's reservation. A real framework queues its next kernel behind the
+// running one; the emulated worker must wake and reserve, and a prefill step
+// that takes the gap meanwhile holds training back by up to a step. The hold
+// is the largest of the last kSamples reactions, so that about one next
+// compute in kSamples comes after it: the share of late requests that the
+// TTFT p99 target allows, applied to training. At least `floor_ns` (the
+// process's wake-up lead), also before the first reaction.
+class ComputeHold {
+ public:
+  static constexpr std::size_t kSamples = 100;
+  void learn(std::uint64_t reaction_ns);
+  std::uint64_t hold_ns(std::uint64_t floor_ns) const;
+
+ private:
+  std::array<std::uint64_t, kSamples> reactions_{};
+  std::size_t count_ = 0;  // reactions learned, all time
 };
 
 }  // namespace wanlab::harness
