@@ -43,14 +43,9 @@ std::string decode_host_name(const emulator::Scenario& scenario, int dc) {
   return scenario.dcs.at(static_cast<std::size_t>(dc)).name + "-0";
 }
 
-std::int64_t with_control_delays_ns(std::int64_t lead_ns, std::int64_t worker_control_delay_ns,
-                                    std::int64_t prefill_control_delay_ns) {
-  return lead_ns + std::max<std::int64_t>(0, worker_control_delay_ns) +
-         std::max<std::int64_t>(0, prefill_control_delay_ns);
-}
-
 std::int64_t announce_lead_ns(std::int64_t worker_control_delay_ns, std::int64_t prefill_control_delay_ns) {
-  return with_control_delays_ns(kAnnounceLeadNs, worker_control_delay_ns, prefill_control_delay_ns);
+  return kAnnounceLeadNs + std::max<std::int64_t>(0, worker_control_delay_ns) +
+         std::max<std::int64_t>(0, prefill_control_delay_ns);
 }
 
 KvRoutes::KvRoutes(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model)
@@ -112,7 +107,7 @@ std::map<int, std::vector<KvRoutes::Span>> KvRoutes::training_busy(const RunReco
     const Worker& to = plan_->workers[static_cast<std::size_t>(event.peer)].worker;
     const auto delay = delay_of.find(from.dc * dcs_ + to.dc);
     if (delay == delay_of.end() || (!event.cross_dc && from.host == to.host)) continue;
-    const std::int64_t lead = event.cross_dc ? request_lead_ns(delay->first) : kAnnounceLeadNs;
+    const std::int64_t lead = event.cross_dc ? 0 : kAnnounceLeadNs;
     busy[delay->first].push_back({event.start_ns - lead, std::max(event.start_ns, event.end_ns - delay->second)});
   }
   for (auto& [link, spans] : busy) spans = merged(std::move(spans));
@@ -145,14 +140,6 @@ std::uint64_t KvRoutes::bytes_in(int worker, double seconds) const {
 
 std::int64_t KvRoutes::piece_interval_ns(int worker) const {
   return route(worker).wire_ns(route(worker).piece_bytes) * 5 / 4;
-}
-
-std::int64_t KvRoutes::request_lead_ns(int link_index) const {
-  std::int64_t lead = 0;
-  for (int worker = 0; worker < static_cast<int>(routes_.size()); ++worker)
-    if (route(worker).link_index == link_index && !route(worker).link.empty() && takes_turns(worker))
-      lead = std::max(lead, 2 * piece_interval_ns(worker));
-  return lead;
 }
 
 void KvRoutes::leave_to_training(const RunRecord& training) {

@@ -216,16 +216,12 @@ class Coordinator {
         [&] { return missing("connected", [](const WorkerState& w) { return w.hello && w.clock.known(); }); });
     if (remote()) log_clocks();
     log(fmt::format("{} workers connected; opening channels", workers_.size()));
-    std::uint64_t longest_lead = 0, longest_request = 0;
+    std::uint64_t longest_lead = 0;
     for (std::size_t i = 0; i < workers_.size(); ++i) {
       ctl::Assign assign = assignment(static_cast<int>(i));
       longest_lead = std::max(longest_lead, assign.announce_lead_ns);
-      longest_request = std::max(longest_request, assign.request_lead_ns);
       workers_[i].control->post(std::move(assign));
     }
-    if (longest_request > 0)
-      log(fmt::format("BubbleTea: gated sends ask for a WAN link that KV caches share up to {:.1f} ms ahead",
-                      static_cast<double>(longest_request) / 1e6));
     if (remote() && longest_lead > 0)
       log(
           fmt::format("BubbleTea: sends between a DC's machines are announced up to {:.1f} ms ahead (the control "
@@ -457,24 +453,10 @@ class Coordinator {
       assign.make_gpu_lease = prefill_->make_leases_on_workers();
     }
     assign.announced_ops = gate_.announced(id);
-    const std::int64_t worker_delay = workers_[static_cast<std::size_t>(id)].clock.bound_ns();
-    const std::int64_t prefill_delay = dc_control_delay_ns(workers_[id].plan->worker.dc);
     if (!assign.announced_ops.empty())
-      assign.announce_lead_ns = static_cast<std::uint64_t>(announce_lead_ns(worker_delay, prefill_delay));
-    if (const std::int64_t lead = request_lead_ns(*workers_[id].plan); lead > 0)
-      assign.request_lead_ns = static_cast<std::uint64_t>(with_control_delays_ns(lead, worker_delay, prefill_delay));
+      assign.announce_lead_ns = static_cast<std::uint64_t>(announce_lead_ns(
+          workers_[static_cast<std::size_t>(id)].clock.bound_ns(), dc_control_delay_ns(workers_[id].plan->worker.dc)));
     return assign;
-  }
-
-  // The longest early request (on one machine) of `worker`'s gated sends across DCs.
-  std::int64_t request_lead_ns(const WorkerPlan& worker) const {
-    std::int64_t lead = 0;
-    if (!prefill_) return lead;
-    for (const Op& op : worker.ops)
-      if (op.kind == OpKind::send && op.cross_dc && op.link_slot >= 0)
-        lead = std::max(lead, prefill_->request_lead_ns(worker.worker.dc,
-                                                        plan_.workers[static_cast<std::size_t>(op.peer)].worker.dc));
-    return lead;
   }
 
   // The longest control delay (half the clock probes' shortest round trip)

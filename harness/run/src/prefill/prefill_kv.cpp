@@ -97,10 +97,6 @@ ctl::PrefillAssign PrefillService::assignment(int worker) const {
   return a;
 }
 
-std::int64_t PrefillService::request_lead_ns(int src_dc, int dst_dc) const {
-  return kv_routes_->request_lead_ns(kv_routes_->link_index(src_dc, dst_dc));
-}
-
 // The largest batch's KV: max_batch_tokens, or a longer prompt that goes alone.
 std::uint64_t PrefillService::largest_kv_bytes() const {
   int tokens = experiment_.prefill.max_batch_tokens;

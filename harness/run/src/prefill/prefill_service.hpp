@@ -89,9 +89,6 @@ class PrefillService {
   void add_training_delay(int worker, std::int64_t ns);
   // Training's gated sends changed: KV pieces may go, or must wait.
   void link_changed();
-  // How long before a gated training send from DC `src` to DC `dst` its
-  // worker asks for the link, on one machine (KvRoutes::request_lead_ns).
-  std::int64_t request_lead_ns(int src_dc, int dst_dc) const;
   void fill(Progress& progress, const RunRecord& record) const;
 
   // The run is over: tells every process to stop.

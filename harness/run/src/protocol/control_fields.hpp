@@ -131,7 +131,6 @@ void fields(Wire& w, Is<Assign> auto& m) {
   w.boolean("make_gpu_lease", m.make_gpu_lease);
   w.indexes("announced_ops", m.announced_ops);
   w.u64("announce_lead_ns", m.announce_lead_ns);
-  w.u64("request_lead_ns", m.request_lead_ns);
 }
 
 template <typename Wire>

@@ -50,18 +50,18 @@ asio::awaitable<EmulatedGpu::Interval> EmulatedGpu::compute(asio::any_io_executo
   co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
   if (!ec) {
     const std::int64_t woke = monotonic_ns();
-    wake_lead_.learn(static_cast<std::uint64_t>(std::max<std::int64_t>(0, woke - aim)));
+    const auto latency = static_cast<std::uint64_t>(std::max<std::int64_t>(0, woke - aim));
+    wake_lead_.learn(latency);
+    wake_latencies_.learn(latency);
     const std::int64_t now = woke < interval.end_ns ? base::spin_until_ns(interval.end_ns) : woke;
     interval.woke_late_ns = std::max<std::int64_t>(0, now - interval.end_ns);
   }
   co_return interval;
 }
 
-void ComputeHold::learn(std::uint64_t reaction_ns) { reactions_[count_++ % kSamples] = reaction_ns; }
-
-std::uint64_t ComputeHold::hold_ns(std::uint64_t floor_ns) const {
-  const auto learned = reactions_.begin() + static_cast<std::ptrdiff_t>(std::min(count_, kSamples));
-  return std::max(floor_ns, learned == reactions_.begin() ? 0 : *std::max_element(reactions_.begin(), learned));
+std::uint64_t RecentMax::max() const {
+  const auto learned = values_.begin() + static_cast<std::ptrdiff_t>(std::min(count_, kSamples));
+  return learned == values_.begin() ? 0 : *std::max_element(values_.begin(), learned);
 }
 
 std::int64_t EmulatedGpu::busy_ns(std::int64_t from_ns, std::int64_t to_ns) const {

@@ -168,7 +168,7 @@ class WorkerProcess {
 
   // Tells the coordinator that announced send `op_index` will soon use its link (once
   // per iteration): from then until its bytes have left, KV caches leave that
-  // link to it. A gated send asks for its link the same way, once.
+  // link to it.
   void announce(int iteration, int op_index) {
     if (announced_now_.insert(op_index).second) control_->post(ctl::GateRequest{iteration, op_index});
   }
@@ -177,31 +177,20 @@ class WorkerProcess {
   // announced the assignment's lead (kAnnounceLeadNs on one machine) before
   // it is planned to end, so that the KV piece on their link has ended when
   // their bytes come.
-  // Gated sends (temporal sharing) ask for their link the assignment's
-  // request lead before, where KV pieces take turns on it, so that the gate
-  // has stopped granting them when the send's bytes come.
   void announce_sends_after(int iteration, int op_index, std::int64_t compute_end_ns) {
     const auto& ops = assign_->plan.ops;
-    std::vector<int> announced, gated;
+    std::vector<int> sends;
     for (std::size_t next = static_cast<std::size_t>(op_index) + 1; next < ops.size(); ++next) {
       if (ops[next].kind == OpKind::forward || ops[next].kind == OpKind::backward) break;
-      if (ops[next].kind != OpKind::send) continue;
-      if (is_announced(static_cast<int>(next)))
-        announced.push_back(static_cast<int>(next));
-      else if (is_gated(ops[next]) && assign_->request_lead_ns > 0)
-        gated.push_back(static_cast<int>(next));
+      if (ops[next].kind == OpKind::send && is_announced(static_cast<int>(next)))
+        sends.push_back(static_cast<int>(next));
     }
-    const auto ahead = [&](std::vector<int> sends, std::uint64_t lead) {
-      if (sends.empty()) return;
-      asio::co_spawn(
-          io_, guarded(announce_at(iteration, std::move(sends), compute_end_ns - static_cast<std::int64_t>(lead))),
-          asio::detached);
-    };
-    ahead(std::move(announced), assign_->announce_lead_ns);
-    ahead(std::move(gated), assign_->request_lead_ns);
+    if (sends.empty()) return;
+    asio::co_spawn(io_,
+                   guarded(announce_at(iteration, std::move(sends),
+                                       compute_end_ns - static_cast<std::int64_t>(assign_->announce_lead_ns))),
+                   asio::detached);
   }
-
-  static bool is_gated(const Op& op) { return op.cross_dc && op.link_slot >= 0; }
 
   asio::awaitable<void> announce_at(int iteration, std::vector<int> sends, std::int64_t at_ns) {
     co_await sleep_until_ns(at_ns);
@@ -293,7 +282,7 @@ class WorkerProcess {
     const std::string what = fmt::format("{}{}", op.kind == OpKind::forward ? "F" : "B", op.microbatch);
     const bool hold = next_needs_gpu_soon(op_index);
     const auto interval = co_await gpu_.compute(io_.get_executor(), op.duration_ns, what,
-                                                hold ? compute_hold_.hold_ns(gpu_.wake_lead_ns()) : 0);
+                                                hold ? compute_hold_.hold_ns(gpu_.wake_latency_bound_ns()) : 0);
     if (hold) held_from_ns_ = interval.end_ns;
     // Prefill shares this GPU: its next bubble starts now.
     if (lease_) control_->post(ctl::ComputeDone{iteration, op_index, interval.end_ns});
@@ -319,10 +308,11 @@ class WorkerProcess {
   asio::awaitable<void> send(int iteration, int op_index, const Op& op) {
     data_.to(op.peer);
     const auto queued = monotonic_ns();
-    const bool gated = is_gated(op);
+    const bool gated = op.cross_dc && op.link_slot >= 0;
     const bool announced = is_announced(op_index);
-    if (announced || gated) announce(iteration, op_index);  // unless it was, ahead
+    if (announced) announce(iteration, op_index);
     if (gated) {
+      control_->post(ctl::GateRequest{iteration, op_index});
       co_await changed_.wait_for([&] { return grants_.count({iteration, op_index}) != 0; });
       grants_.erase({iteration, op_index});
     }
@@ -402,7 +392,7 @@ class WorkerProcess {
   bool stop_ = false;
   std::deque<int> starts_;
   std::set<std::pair<int, int>> grants_;  // (iteration, op_index)
-  std::set<int> announced_now_;           // sends announced (or gated sends that asked) in the running iteration
+  std::set<int> announced_now_;           // announced sends announced in the running iteration
   int running_iteration_ = -1;
   DataChannels data_{
       io_, id_, changed_,

@@ -32,10 +32,6 @@ inline constexpr std::int64_t kAnnounceLeadNs = 5'000'000;
 // trip, as the clock probes measured it), so that the last piece granted
 // still ends before the send's bytes come.
 std::int64_t announce_lead_ns(std::int64_t worker_control_delay_ns, std::int64_t prefill_control_delay_ns);
-// The same for a lead of `lead_ns` on one machine (a gated WAN send's early
-// request: PrefillService::wan_request_lead_ns).
-std::int64_t with_control_delays_ns(std::int64_t lead_ns, std::int64_t worker_control_delay_ns,
-                                    std::int64_t prefill_control_delay_ns);
 
 // The DC whose decode host receives the KV caches of a worker in `worker_dc`:
 // [prefill] decode_dc, or the worker's own DC with decode_dc = "local"; -1 if
@@ -95,7 +91,7 @@ class KvRoutes {
   // `training` (the plan's iteration, simulated) leaves to caches. Sizes the
   // KV pieces across DCs first, from the same iteration: every gated training
   // send on a link may find up to two pieces ahead of its bytes (one on the
-  // wire, the next paced behind it) if it did not ask ahead, so a piece is
+  // wire, the next paced behind it), so a piece is
   // sized for 2 x piece x the link's gated sends (its temporal-sharing slots)
   // to be kKvCostOfIteration of the iteration.
   void leave_to_training(const RunRecord& training);
@@ -116,15 +112,6 @@ class KvRoutes {
   // is not yet on the wire, and pieces back to back would keep a queue ahead
   // of training's sends.
   std::int64_t piece_interval_ns(int worker) const;
-  // How long before a gated training send on `link_index` (a WAN link where
-  // caches take turns) it asks for its link, on one machine: the gate grants
-  // no piece while a training send holds or waits for the link, so after two
-  // piece intervals (the piece on the wire, and one granted just before the
-  // request) none is left ahead of the send's bytes. 0 where no cache takes
-  // turns on the link.
-  std::int64_t request_lead_ns(int link_index) const;
-  // The directed link from DC `src` to DC `dst`, as Route::link_index counts it.
-  int link_index(int src_dc, int dst_dc) const { return src_dc * dcs_ + dst_dc; }
 
   const Route& route(int worker) const { return routes_.at(static_cast<std::size_t>(worker)); }
   // Delay + wire time + the wire time of caches queued before it and not yet sent at `now_ns`.

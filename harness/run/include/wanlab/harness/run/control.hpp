@@ -115,10 +115,6 @@ struct Assign {
   // How long before the compute they follow ends they are announced
   // (announce_lead_ns in kv_routes.hpp).
   std::uint64_t announce_lead_ns = 0;
-  // How long before the compute they follow ends gated sends (temporal
-  // sharing) ask for their link, where KV pieces take turns on it
-  // (PrefillService::wan_request_lead_ns); 0: when they come to it.
-  std::uint64_t request_lead_ns = 0;
 };
 
 struct Listening {};

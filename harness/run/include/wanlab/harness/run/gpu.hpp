@@ -6,6 +6,7 @@
 // overlapping training.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
@@ -27,6 +28,19 @@ class GpuLease;
 
 // The GPU's timeline and every record are on base's clock (CLOCK_MONOTONIC ns).
 using base::monotonic_ns;
+
+// The largest of the last kSamples values learned (0 before any): about the
+// p99 of what it samples, the share that the TTFT p99 target leaves late.
+class RecentMax {
+ public:
+  static constexpr std::size_t kSamples = 100;
+  void learn(std::uint64_t value) { values_[count_++ % kSamples] = value; }
+  std::uint64_t max() const;
+
+ private:
+  std::array<std::uint64_t, kSamples> values_{};
+  std::size_t count_ = 0;  // values learned, all time
+};
 
 class EmulatedGpu {
  public:
@@ -66,8 +80,9 @@ class EmulatedGpu {
   // Nanoseconds compute() started later than asked because the other process
   // held the GPU (0 without a lease).
   std::int64_t delayed_ns() const { return delayed_ns_; }
-  // How early compute() sets its timer now: a wake-up's latency, as learned.
-  std::uint64_t wake_lead_ns() const { return wake_lead_.lead_ns(); }
+  // A wake-up's latency, high: the largest of compute()'s last timer
+  // wake-ups, at least the lead its timer is set early by.
+  std::uint64_t wake_latency_bound_ns() const { return std::max(wake_latencies_.max(), wake_lead_.lead_ns()); }
 
   const std::vector<Interval>& busy() const { return busy_; }
   // Busy nanoseconds inside [from_ns, to_ns).
@@ -82,28 +97,25 @@ class EmulatedGpu {
   run_detail::GpuLease* lease_ = nullptr;
   std::int64_t delayed_ns_ = 0;
   base::WakeLead wake_lead_;
+  RecentMax wake_latencies_;
 };
 
 // How long a compute keeps a shared GPU past its end for its process's next
-// compute (EmulatedGpu::compute's hold_ns), learned from the process itself:
-// its reaction, from the end of a compute it held the GPU after (or from the
-// arrival of the message its next compute waited for, if later) to that next
-// compute's reservation. A real framework queues its next kernel behind the
-// running one; the emulated worker must wake and reserve, and a prefill step
-// that takes the gap meanwhile holds training back by up to a step. The hold
-// is the largest of the last kSamples reactions, so that about one next
-// compute in kSamples comes after it: the share of late requests that the
-// TTFT p99 target allows, applied to training. At least `floor_ns` (the
-// process's wake-up lead), also before the first reaction.
+// compute (EmulatedGpu::compute's hold_ns), learned from the process itself.
+// A real framework queues its next kernel behind the running one; the
+// emulated worker must wake and reserve, and a prefill step that takes the
+// gap meanwhile holds training back by up to a step. The hold covers a
+// wake-up (`wake_ns`: EmulatedGpu::wake_latency_bound_ns) and the reaction
+// after it: from the end of a compute it held the GPU after (or from the
+// arrival of the message its next compute waited for, if later, as the
+// process read it, once awake) to that next compute's reservation.
 class ComputeHold {
  public:
-  static constexpr std::size_t kSamples = 100;
-  void learn(std::uint64_t reaction_ns);
-  std::uint64_t hold_ns(std::uint64_t floor_ns) const;
+  void learn(std::uint64_t reaction_ns) { reactions_.learn(reaction_ns); }
+  std::uint64_t hold_ns(std::uint64_t wake_ns) const { return wake_ns + reactions_.max(); }
 
  private:
-  std::array<std::uint64_t, kSamples> reactions_{};
-  std::size_t count_ = 0;  // reactions learned, all time
+  RecentMax reactions_;
 };
 
 }  // namespace wanlab::harness
