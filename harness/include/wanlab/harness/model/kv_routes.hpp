@@ -91,9 +91,9 @@ class KvRoutes {
   // `training` (the plan's iteration, simulated) leaves to caches. Sizes the
   // KV pieces across DCs first, from the same iteration: every gated training
   // send on a link may find up to two pieces ahead of its bytes (one on the
-  // wire, the next paced behind it), so a piece is
-  // sized for 2 x piece x the link's gated sends (its temporal-sharing slots)
-  // to be kKvCostOfIteration of the iteration.
+  // wire, the next paced behind it), so a piece is sized for 2 x piece x the
+  // link's gated sends (its temporal-sharing slots) to be kKvCostOfIteration
+  // of the iteration.
   void leave_to_training(const RunRecord& training);
   // What KV pieces may cost training over an iteration, as a share of it:
   // half the 2% an iteration with prefill may differ from one without (the
@@ -174,8 +174,8 @@ class KvRoutes {
     std::int64_t at_ns = 0;
     std::int64_t late_ns = 0;
   };
-  std::map<int, std::vector<Lateness>>
-      lateness_;  // per the same key: the lateness of caches within the horizon, oldest first
+  // Per the same key: the lateness of caches within the horizon, oldest first.
+  std::map<int, std::vector<Lateness>> lateness_;
   std::int64_t lateness_horizon_ns_ = 0;           // the TTFT SLO
 };
 
