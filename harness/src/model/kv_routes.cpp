@@ -143,9 +143,7 @@ std::int64_t KvRoutes::piece_interval_ns(int worker) const {
 }
 
 void KvRoutes::leave_to_training(const RunRecord& training) {
-  const bool timed = !training.iteration_end_ns.empty() && !training.iteration_start_ns.empty();
-  size_pieces(timed ? std::max<std::int64_t>(1, training.iteration_end_ns[0] - training.iteration_start_ns[0])
-                    : 1'000'000'000);
+  size_pieces(first_iteration_ns(training));
   if (training.events.empty()) return;
   std::int64_t first = training.events.front().start_ns, last = training.events.front().end_ns;
   for (const Event& event : training.events) {
@@ -200,12 +198,18 @@ void KvRoutes::observe_lateness(int worker, std::int64_t late_ns, std::int64_t n
 std::int64_t KvRoutes::margin_ns(int worker, std::int64_t now_ns) const {
   const auto it = lateness_.find(queue_key(route(worker), worker));
   if (it == lateness_.end()) return 0;
+  const auto in_horizon = [&](const Lateness& sample) { return sample.at_ns >= now_ns - lateness_horizon_ns_; };
+  const auto count = static_cast<std::size_t>(std::count_if(it->second.begin(), it->second.end(), in_horizon));
+  // The sample that at most kLateShare of the others exceed: the largest of fewer than 1 / kLateShare.
+  const auto above = static_cast<std::size_t>(std::floor(kLateShare * static_cast<double>(count)));
   std::vector<std::int64_t> recent;
-  for (const Lateness& sample : it->second)
-    if (sample.at_ns >= now_ns - lateness_horizon_ns_) recent.push_back(sample.late_ns);
-  if (recent.empty()) return 0;
-  // The sample that at most kLateShare of the others exceed.
-  const auto above = static_cast<std::size_t>(std::floor(kLateShare * static_cast<double>(recent.size())));
+  std::int64_t margin = 0;
+  for (const Lateness& sample : it->second) {
+    if (!in_horizon(sample)) continue;
+    margin = std::max(margin, sample.late_ns);
+    if (above > 0) recent.push_back(sample.late_ns);
+  }
+  if (above == 0) return margin;
   const auto at = recent.begin() + static_cast<std::ptrdiff_t>(recent.size() - 1 - above);
   std::nth_element(recent.begin(), at, recent.end());
   return std::max<std::int64_t>(0, *at);

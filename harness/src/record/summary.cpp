@@ -174,4 +174,9 @@ StepFigures step_figures(const Experiment& experiment, const std::vector<Iterati
   return figures;
 }
 
+std::int64_t first_iteration_ns(const RunRecord& record) {
+  if (record.iteration_end_ns.empty() || record.iteration_start_ns.empty()) return 1'000'000'000;
+  return std::max<std::int64_t>(1, record.iteration_end_ns[0] - record.iteration_start_ns[0]);
+}
+
 }  // namespace wanlab::harness

@@ -28,12 +28,6 @@ namespace {
 constexpr auto kLostWait = std::chrono::seconds(3);
 constexpr const char* kMissedReason = "prefill not done by its TTFT SLO: the GPU was busy";
 
-// The simulated iteration time of the plan, for the requests' horizon.
-std::int64_t simulated_iteration_ns(const RunRecord& simulated) {
-  if (simulated.iteration_end_ns.empty()) return 1'000'000'000;
-  return std::max<std::int64_t>(1, simulated.iteration_end_ns[0] - simulated.iteration_start_ns[0]);
-}
-
 }  // namespace
 
 PrefillService::PrefillService(Setup setup) : setup_(std::move(setup)), experiment_(setup_.plan->experiment) {
@@ -58,7 +52,7 @@ PrefillService::PrefillService(Setup setup) : setup_(std::move(setup)), experime
   simulated_ =
       simulate_training(*setup_.plan, *setup_.scenario, link_model_for(*setup_.scenario, experiment_.scale), 1);
   // Requests over twice the run's simulated length: a slower real run still has arrivals to the end.
-  const std::int64_t horizon = 2 * experiment_.iterations * simulated_iteration_ns(*simulated_) + 1'000'000'000;
+  const std::int64_t horizon = 2 * experiment_.iterations * first_iteration_ns(*simulated_) + 1'000'000'000;
   requests_ = load_requests(experiment_, horizon);
   kv_routes_.emplace(*setup_.plan, *setup_.scenario, link_model_for(*setup_.scenario, experiment_.scale));
   kv_routes_->leave_to_training(*simulated_);

@@ -159,6 +159,9 @@ struct RunRecord {
 };
 
 std::vector<IterationSummary> summarize(const RunRecord& record);
+// Iteration 0's length (at least 1 ns), or 1 s for a record without one: a
+// plan's simulated iteration, as BubbleTea sizes its horizon and KV pieces by it.
+std::int64_t first_iteration_ns(const RunRecord& record);
 
 // What results.json reports as mean_iteration_s and mean_gpu_utilization: the
 // mean over the iterations after the first (the first includes connection set-up
