@@ -898,6 +898,37 @@ BOOST_AUTO_TEST_CASE(a_routes_margin_lets_one_cache_in_a_hundred_come_later) {
   BOOST_TEST(routes.margin_ns(worker, at + slo + 1) == 0);
 }
 
+// Batches placed in one schedule() call queue behind each other on a route
+// they share: the estimate of each counts the caches placed before it in the
+// same call. It did not (the demo, 2026-12-02): two caches placed together on
+// a DC's own link were each estimated on a free link, and the second came
+// 0.7 s after its predicted end.
+BOOST_AUTO_TEST_CASE(batches_placed_together_queue_behind_each_other) {
+  Experiment e = local_decode_experiment();
+  e.prefill.max_batch_tokens = 1024;  // each request a batch of its own
+  auto scenario = three_dcs();
+  Plan plan = make_plan(e, scenario);
+  KvRoutes routes(plan, scenario, harness_test::steady_links(scenario));
+  const std::vector<int> second_host = workers_on(plan, "a-1");
+  BOOST_REQUIRE(second_host.size() == 2u);
+  Admission admission(
+      e, [&](int worker, std::uint64_t bytes) { return routes.estimate_ns(worker, bytes, 0); },
+      [&](int worker, std::int64_t ready_ns, std::uint64_t bytes) { routes.queue(worker, ready_ns, bytes); });
+  // A window on each worker of the DC's second host: their caches share its link.
+  std::vector<Window> windows;
+  for (const int worker : second_host) windows.push_back({worker, 0, 2000 * kMs});
+  admission.arrive(request(0, 0, 1024));
+  admission.arrive(request(1, 0, 1024));
+  const Admission::Decisions decisions = admission.schedule(0, windows);
+  BOOST_REQUIRE(decisions.batches.size() == 2u);
+  const Batch& first = decisions.batches[0];
+  const Batch& second = decisions.batches[1];
+  BOOST_TEST(routes.same_queue(first.chunks.back().worker, second.chunks.back().worker));
+  const std::int64_t wire = routes.wire_ns(second.chunks.back().worker, second.kv_bytes);
+  BOOST_TEST(wire > 0);
+  BOOST_TEST(second.predicted_first_token_ns >= first.predicted_first_token_ns + wire);
+}
+
 // Worker 0 holds stage 0 in a; the decode DC is b, 10 ms and 1 Gbit/s away.
 // 1F1B has no temporal sharing, so a KV cache gets half the link: 0.5 Gbit/s.
 BOOST_AUTO_TEST_CASE(estimates_count_delay_wire_time_the_queue_and_what_was_measured) {

@@ -121,8 +121,8 @@ void consume(std::vector<Window>& windows, const Candidate& placement) {
 
 }  // namespace
 
-Admission::Admission(const Experiment& experiment, KvEstimate kv_estimate)
-    : experiment_(&experiment), kv_estimate_(std::move(kv_estimate)) {}
+Admission::Admission(const Experiment& experiment, KvEstimate kv_estimate, KvPlaced kv_placed)
+    : experiment_(&experiment), kv_estimate_(std::move(kv_estimate)), kv_placed_(std::move(kv_placed)) {}
 
 std::size_t Admission::waiting() const { return waiting_.size(); }
 
@@ -221,6 +221,8 @@ Admission::Decisions Admission::schedule(std::int64_t now_ns, std::vector<Window
       continue;
     }
     batch->id = next_batch_++;
+    // Queued at once: the next batch of this call estimates its cache behind it.
+    if (kv_placed_) kv_placed_(batch->chunks.back().worker, batch->chunks.back().end_ns(), batch->kv_bytes);
     waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(head),
                    waiting_.begin() + static_cast<std::ptrdiff_t>(head + batch->requests.size()));
     decisions.batches.push_back(std::move(*batch));

@@ -98,7 +98,8 @@ class PrefillSimulation {
     // Admission's clock: the time of the schedule() call it estimates for.
     std::int64_t now = 0;
     Admission admission(
-        experiment_, [this, &now](int worker, std::uint64_t bytes) { return routes_.estimate_ns(worker, bytes, now); });
+        experiment_, [this, &now](int worker, std::uint64_t bytes) { return routes_.estimate_ns(worker, bytes, now); },
+        [this](int worker, std::int64_t ready_ns, std::uint64_t bytes) { routes_.queue(worker, ready_ns, bytes); });
     std::vector<std::vector<Window>> previous = idle_offsets_of(record_, 0, events[0]);
     std::size_t next = 0;
     for (int iteration = 0; iteration < iterations; ++iteration) {
@@ -135,8 +136,6 @@ class PrefillSimulation {
         outcomes_[static_cast<std::size_t>(id)].batch = batch.id;
         outcomes_[static_cast<std::size_t>(id)].reason = "admitted; not done when training ended";
       }
-      const Chunk& last = batch.chunks.back();
-      routes_.queue(last.worker, last.end_ns(), batch.kv_bytes);
       batches_.push_back(std::move(batch));
     }
     prefill_end_ns_.resize(batches_.size(), kPast);

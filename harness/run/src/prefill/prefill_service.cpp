@@ -56,9 +56,12 @@ PrefillService::PrefillService(Setup setup) : setup_(std::move(setup)), experime
   requests_ = load_requests(experiment_, horizon);
   kv_routes_.emplace(*setup_.plan, *setup_.scenario, link_model_for(*setup_.scenario, experiment_.scale));
   kv_routes_->leave_to_training(*simulated_);
-  admission_.emplace(experiment_, [this](int worker, std::uint64_t bytes) {
-    return kv_routes_->estimate_ns(worker, bytes, monotonic_ns() - origin_ns_);
-  });
+  admission_.emplace(
+      experiment_,
+      [this](int worker, std::uint64_t bytes) {
+        return kv_routes_->estimate_ns(worker, bytes, monotonic_ns() - origin_ns_);
+      },
+      [this](int worker, std::int64_t ready_ns, std::uint64_t bytes) { kv_routes_->queue(worker, ready_ns, bytes); });
 }
 
 // Across machines: in the testbed's directory on the worker's machine, which
@@ -463,7 +466,6 @@ void PrefillService::place(const Batch& batch) {
   for (const Chunk& chunk : batch.chunks) chunk_ends_.at(static_cast<std::size_t>(chunk.worker)).insert(chunk.end_ns());
   for (int id : batch.requests) outcome(id).batch = batch.id;
   const Chunk& last_chunk = batch.chunks.back();
-  kv_routes_->queue(last_chunk.worker, last_chunk.end_ns(), batch.kv_bytes);
   // The last chunk may finish late while its requests can still meet the
   // SLO: by their deadline less the KV cache's estimated time.
   const std::int64_t kv_ns = batch.predicted_first_token_ns - last_chunk.end_ns();

@@ -45,6 +45,11 @@ struct Rejection {
 // KV transfer time estimate from `worker` to the decode DC for `bytes`
 // (delay + bytes / rate of the pair, scaled). Given by the runner.
 using KvEstimate = std::function<std::int64_t(int worker, std::uint64_t bytes)>;
+// A batch was placed: its cache of `bytes` leaves `worker` once its prefill
+// ends at `ready_ns`. The runner queues it on the route (KvRoutes::queue), so
+// that the estimates of batches placed after it, in the same schedule() call
+// too, count it.
+using KvPlaced = std::function<void(int worker, std::int64_t ready_ns, std::uint64_t bytes)>;
 
 // Places requests, in arrival order, into predicted windows.
 // - Batches: FIFO. A batch takes the first waiting request and those after it
@@ -74,7 +79,7 @@ using KvEstimate = std::function<std::int64_t(int worker, std::uint64_t bytes)>;
 class Admission {
  public:
   // Keeps a pointer to `experiment`: it must outlive the Admission.
-  Admission(const Experiment& experiment, KvEstimate kv_estimate);
+  Admission(const Experiment& experiment, KvEstimate kv_estimate, KvPlaced kv_placed = {});
 
   void arrive(const Request& request);
   // The windows from `now_ns` on (consumed as batches take them: the caller
@@ -103,6 +108,7 @@ class Admission {
 
   const Experiment* experiment_;
   KvEstimate kv_estimate_;
+  KvPlaced kv_placed_;
   std::vector<Waiting> waiting_;  // in arrival order
   int next_batch_ = 0;
 };
