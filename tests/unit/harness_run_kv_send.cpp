@@ -1,6 +1,7 @@
 // How a prefill worker sends its KV caches (prefill/kv_order.hpp): in
-// placement order, in gated pieces over a link, and from the decode host
-// itself timed at its NVLink's rate with no bytes sent at all.
+// placement order, in gated pieces over a link (on a DC's own link one
+// chunk each), and from the decode host itself timed at its NVLink's rate
+// with no bytes sent at all.
 #include <boost/test/unit_test.hpp>
 
 #include "prefill/kv_order.hpp"
@@ -67,6 +68,23 @@ BOOST_AUTO_TEST_CASE(a_cache_on_a_link_goes_in_pieces_of_its_bytes) {
   BOOST_TEST(whole.piece_bytes == 2'500'000u);
   BOOST_TEST(whole.pieces == 1);
   BOOST_TEST(whole.modelled_bytes == 0u);
+}
+
+// On a DC's own link a piece and its header are one chunk, so the socket
+// takes a piece in one write and the worker releases it then; the piece
+// sizes KvRoutes gives (kMinPiece..kMaxPiece) all fit, and a chunk never
+// leaves the transport's range.
+BOOST_AUTO_TEST_CASE(a_piece_on_a_dc_link_is_one_chunk) {
+  namespace tp = wanlab::transport;
+  for (const std::uint64_t piece : {std::uint64_t{1}, std::uint64_t{4} << 10, std::uint64_t{37'568},
+                                    std::uint64_t{150'000}, std::uint64_t{4} << 20}) {
+    const std::uint32_t chunk = rd::dc_link_chunk_bytes(piece);
+    BOOST_TEST(chunk >= piece + rd::kKvHeaderBytes);
+    BOOST_TEST(chunk >= tp::kMinChunkSize);
+    BOOST_TEST(chunk <= tp::kMaxChunkSize);
+  }
+  BOOST_TEST(rd::dc_link_chunk_bytes(37'568) == 37'568u + rd::kKvHeaderBytes);
+  BOOST_TEST(rd::dc_link_chunk_bytes(std::uint64_t{1} << 40) == tp::kMaxChunkSize);
 }
 
 // On the decode host itself a cache is timed, not sent: 2.5 MB at

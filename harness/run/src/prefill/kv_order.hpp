@@ -10,7 +10,9 @@
 #include <optional>
 #include <utility>
 
+#include "protocol/data_header.hpp"
 #include "wanlab/harness/run/control.hpp"
+#include "wanlab/transport/options.hpp"
 
 namespace wanlab::harness::run_detail {
 
@@ -36,6 +38,14 @@ inline KvSendShape kv_send_shape(const control::PrefillAssign& assign, std::uint
   const std::uint64_t piece =
       assign.gated && assign.piece_bytes > 0 ? std::min(assign.piece_bytes, bytes) : std::max<std::uint64_t>(1, bytes);
   return {piece, static_cast<int>(std::max<std::uint64_t>(1, (bytes + piece - 1) / piece)), 0, 0};
+}
+
+// A DC's own link: the chunk (and unsent mark) of a worker whose pieces are
+// `piece_bytes`, so that a piece and its header go into the socket in one
+// write (PrefillService::assignment says why).
+inline std::uint32_t dc_link_chunk_bytes(std::uint64_t piece_bytes) {
+  return static_cast<std::uint32_t>(
+      std::clamp<std::uint64_t>(piece_bytes + kKvHeaderBytes, transport::kMinChunkSize, transport::kMaxChunkSize));
 }
 
 // A cache placed earlier on a shared route whose prefill has not ended, as

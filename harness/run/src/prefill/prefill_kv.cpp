@@ -25,8 +25,6 @@ namespace ctl = control;
 
 namespace {
 
-// On a DC's own link a quarter of a piece (kDcKvPieceSeconds) waits in the sockets at most.
-constexpr std::uint64_t kMinDcChunk = 16u << 10;
 // The GPU time a prefill worker holds at once, at least (with a guard of 0).
 constexpr std::uint64_t kMinStepNs = 1'000'000;
 
@@ -71,10 +69,16 @@ ctl::PrefillAssign PrefillService::assignment(int worker) const {
   const bool dc_link = on_dc_link(worker);
   a.gated = (cross && experiment_.temporal_sharing && setup_.gate->carries(link_of(worker))) || dc_link;
   // Small chunks where a piece's "written" hands a WAN link back to
-  // training; on a DC's own link chunks of a piece, so that at most about a
-  // piece waits in the sockets when a training send is announced (whole
-  // caches in 256 KB chunks held the gradients between a DC's hosts back by
-  // up to 0.3 s: bubbletea-3dc-local, 2026-11-23 20:42); over loopback bulk.
+  // training; over loopback bulk. On a DC's own link a piece is one chunk,
+  // taken by the socket whole, and released as soon as it is written, so
+  // that the next grant's round trip overlaps the piece on the wire: in
+  // chunks of a quarter piece the release came as the last bytes left, and
+  // outside training's holds caches took 1.22 times their wire time against
+  // 1.00 simulated (the demo, 2026-12-02; 1.11 so). What waits on the link
+  // at an announcement stays about one piece: measured, the socket never
+  // held more than one (whole caches in 256 KB chunks held the gradients
+  // between a DC's hosts back by up to 0.3 s: bubbletea-3dc-local,
+  // 2026-11-23 20:42).
   a.chunk_size = transport::kDefaultChunkSize;
   a.not_sent_lowat = ctl::kBulkUnsentLowat;
   if (cross) {
@@ -82,8 +86,7 @@ ctl::PrefillAssign PrefillService::assignment(int worker) const {
     if (a.gated) a.chunk_size = a.not_sent_lowat = kCrossDcChunkBytes;
   } else if (dc_link) {
     a.piece_bytes = kv_routes_->bytes_in(worker, kDcKvPieceSeconds);
-    a.chunk_size = a.not_sent_lowat = static_cast<std::uint32_t>(
-        std::clamp<std::uint64_t>(a.piece_bytes / 4, kMinDcChunk, transport::kDefaultChunkSize));
+    a.chunk_size = a.not_sent_lowat = dc_link_chunk_bytes(a.piece_bytes);
   } else {
     a.piece_bytes = largest_kv_bytes();
     // On its decode host: timed at its NVLink's rate, its bytes not sent (a
