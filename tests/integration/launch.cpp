@@ -8,6 +8,7 @@
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -202,12 +203,16 @@ BOOST_AUTO_TEST_CASE(bad_input_is_one_line_and_starts_nothing) {
     BOOST_TEST(run.status == 2, run.output);
     BOOST_TEST(run.output.starts_with(bad.says), run.output);
   }
-  // A program that is not there: every rank says so, and the launch fails.
+  // A program that is not there: the first rank to fail says so, the launch
+  // stops the others (which may be stopped before they get as far) and fails.
   const auto missing = test::wanlab({"launch", "--testbed", "ltest", "--", "/nonexistent/program"});
   BOOST_TEST(missing.status == 127, missing.output);
-  BOOST_TEST(
-      missing.output.find("[0 east-0] wanlab: /nonexistent/program: No such file or directory") != std::string::npos,
-      missing.output);
+  static const std::regex says_missing(
+      R"(\[\d+ [a-z0-9-]+\] wanlab: /nonexistent/program: No such file or directory\n)");
+  BOOST_TEST(std::regex_search(missing.output, says_missing), missing.output);
+  static const std::regex stops_the_others(
+      R"(wanlab launch: rank \d+ \([a-z0-9-]+\) exited with 127; stopping the other ranks\n)");
+  BOOST_TEST(std::regex_search(missing.output, stops_the_others), missing.output);
   BOOST_TEST(bed.processes_on_hosts() == 0u);
 }
 
