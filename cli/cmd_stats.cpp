@@ -8,6 +8,7 @@
 #include "commands.hpp"
 #include "json.hpp"
 #include "options.hpp"
+#include "wanlab/base/late_bounds.hpp"
 #include "wanlab/emulator/datapath.hpp"
 #include "wanlab/emulator/releaser.hpp"
 #include "wanlab/emulator/testbed.hpp"
@@ -79,7 +80,7 @@ void print_table(const std::vector<PairRow>& rows, const std::optional<em::Relea
     fmt::print("releaser: {} verdicts, {} held now, lateness mean {:.1f} us, max {:.1f} us, {} over 100 us\n",
                releaser->packets, releaser->held,
                packets ? static_cast<double>(releaser->late_sum_ns) / packets / 1e3 : 0.0,
-               static_cast<double>(releaser->late_max_ns) / 1e3, releaser->late_over_100us);
+               static_cast<double>(releaser->late_max_ns) / 1e3, releaser->late_over[*base::late_bound_index(100'000)]);
   }
 }
 
@@ -106,17 +107,10 @@ nlohmann::json to_json(const std::string& testbed, const std::vector<PairRow>& r
     nlohmann::json& counters = out["releaser"] = nlohmann::json::object();
     for (const auto& [key, value] : em::releaser_counters(*releaser)) counters[std::string(key)] = value;
     nlohmann::json& by_pair = counters["pairs"] = nlohmann::json::array();
-    for (const em::ReleaserStats::Pair& pair : releaser->pairs)
-      by_pair.push_back({{"from", pair.from},
-                         {"to", pair.to},
-                         {"packets", pair.packets},
-                         {"late_max_ns", pair.late_max_ns},
-                         {"late_over_10us", pair.late_over_10us},
-                         {"late_over_100us", pair.late_over_100us},
-                         {"late_over_300us", pair.late_over_300us},
-                         {"late_over_1ms", pair.late_over_1ms},
-                         {"late_over_3ms", pair.late_over_3ms},
-                         {"late_over_10ms", pair.late_over_10ms}});
+    for (const em::ReleaserStats::Pair& pair : releaser->pairs) {
+      nlohmann::json& entry = by_pair.emplace_back(nlohmann::json{{"from", pair.from}, {"to", pair.to}});
+      for (const auto& [key, value] : em::late_counters(pair)) entry[std::string(key)] = value;
+    }
   }
   return out;
 }

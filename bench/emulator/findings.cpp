@@ -55,11 +55,12 @@ em::ReleaserStats releaser_after_run(const std::string& testbed) {
 }
 
 std::string mean_lateness(const em::ReleaserStats& before, const em::ReleaserStats& after) {
+  static const std::size_t kOver100us = *base::late_bound_index(100'000);
   const auto packets = after.packets - before.packets;
   if (packets == 0) return "no verdicts";
   return fmt::format("{:.1f} us ({} verdicts, {} >100us)",
                      static_cast<double>(after.late_sum_ns - before.late_sum_ns) / 1e3 / static_cast<double>(packets),
-                     packets, after.late_over_100us - before.late_over_100us);
+                     packets, after.late_over[kOver100us] - before.late_over[kOver100us]);
 }
 
 }  // namespace wanlab::bench::emu

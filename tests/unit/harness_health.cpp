@@ -2,12 +2,30 @@
 // each limit flags its own cause and nothing else, the figures behind the
 // verdict, and the one line the run prints.
 #include <boost/test/unit_test.hpp>
+#include <utility>
+#include <vector>
 
+#include "wanlab/base/late_bounds.hpp"
 #include "wanlab/harness/record/health.hpp"
 
 using namespace wanlab::harness;
 
 namespace {
+
+// `verdicts` verdicts, of which `late` gives how many left how late (ns); the
+// rest on time. Counted over every bound, as the releaser counts them.
+ReleaserLateness verdicts_late(std::uint64_t verdicts, std::vector<std::pair<std::uint64_t, std::uint64_t>> late) {
+  ReleaserLateness r;
+  r.verdicts = verdicts;
+  for (const std::uint64_t bound : wanlab::base::kLateBoundsNs) {
+    std::uint64_t over = 0;
+    for (const auto& [late_ns, count] : late)
+      if (late_ns > bound) over += count;
+    r.over[bound] = over;
+  }
+  for (const auto& [late_ns, count] : late) r.max_ns = std::max(r.max_ns, late_ns);
+  return r;
+}
 
 // A healthy run: 100 compute ops of 10 ms that woke 50 us late (0.5%), CPUs
 // half busy, a releaser whose verdicts are all within 10 us.
@@ -19,7 +37,7 @@ EmulationSamples healthy() {
   s.cpu_interval_s = 0.5;
   s.cpus = 2;
   s.release_path = "nfqueue";
-  s.releaser = ReleaserLateness{10'000, 0, 0, 0, 0, 0, 0, 9'000};
+  s.releaser = verdicts_late(10'000, {{9'000, 10'000}});
   return s;
 }
 
@@ -59,55 +77,83 @@ BOOST_AUTO_TEST_CASE(late_wake_ups_past_one_percent_of_compute_fall_behind) {
 
 BOOST_AUTO_TEST_CASE(releaser_verdicts_late_by_100_us_past_one_percent_fall_behind) {
   EmulationSamples s = healthy();
-  s.releaser = ReleaserLateness{10'000, 3000, 100, 0, 0, 0, 0, 400'000};  // 1% over 100 us: kept up
+  s.releaser = verdicts_late(10'000, {{50'000, 2'900}, {400'000, 100}});  // 1% over 100 us: kept up
   EmulationHealth h = judge_emulation(s);
   BOOST_TEST(h.kept_up);
-  BOOST_TEST(has(h.verdict, "releaser p99 <= 100 us over 10000 verdicts (1.00% over 100 us)"), h.verdict);
-  s.releaser = ReleaserLateness{10'000, 5000, 500, 300, 200, 50, 0, 4'000'000};
+  BOOST_TEST(has(h.verdict, "releaser p99 <= 50 us over 10000 verdicts (1.00% over 100 us)"), h.verdict);
+  s.releaser =
+      verdicts_late(10'000, {{50'000, 4'500}, {200'000, 200}, {500'000, 100}, {2'000'000, 150}, {4'000'000, 50}});
   h = judge_emulation(s);
   BOOST_TEST(!h.kept_up);
-  BOOST_TEST(has(h.verdict, "fell behind: releaser p99 <= 3 ms over 10000 verdicts (5.00% over 100 us)"), h.verdict);
-  s.releaser = ReleaserLateness{100, 100, 100, 100, 100, 100, 100, 40'000'000};
+  BOOST_TEST(has(h.verdict, "fell behind: releaser p99 <= 2 ms over 10000 verdicts (5.00% over 100 us)"), h.verdict);
+  s.releaser = verdicts_late(100, {{40'000'000, 100}});
   BOOST_TEST(has(judge_emulation(s).verdict, "releaser p99 > 10 ms"));
 }
 
-// The releaser is judged at 2% of the run's smallest WAN delay, as the largest
-// counter bound below that: 100 us for 5 ms (and when unknown), 300 us for
-// 33 ms, 1 ms for 80 ms; 10 us when even that is more than 2%.
+// The releaser is judged at 2% of the run's smallest WAN delay, as the
+// largest bound at most that: 100 us for 5 ms (and when unknown), 200 us for
+// 11 ms, 600 us for 33 ms, 1.5 ms for 80 ms; 10 us when even that is more
+// than 2%, 10 ms past 500 ms.
 BOOST_AUTO_TEST_CASE(the_releaser_limit_follows_the_smallest_wan_delay) {
   EmulationSamples s = healthy();
-  s.releaser = ReleaserLateness{10'000, 5000, 500, 50, 20, 0, 0, 2'000'000};  // 5% over 100 us, 0.5% over 300 us
+  // 5% over 100 us and over 200 us, 0.5% over 250 us.
+  s.releaser = verdicts_late(10'000, {{50'000, 4'500}, {250'000, 450}, {700'000, 50}});
   BOOST_TEST(!judge_emulation(s).kept_up);
   BOOST_TEST(judge_emulation(s).releaser_limit_ns == 100'000u);
+  s.smallest_wan_delay_ns = 11'000'000;
+  BOOST_TEST(!judge_emulation(s).kept_up);
+  BOOST_TEST(judge_emulation(s).releaser_limit_ns == 200'000u);
   s.smallest_wan_delay_ns = 33'000'000;
   EmulationHealth h = judge_emulation(s);
   BOOST_TEST(h.kept_up, h.verdict);
-  BOOST_TEST(h.releaser_limit_ns == 300'000u);
-  BOOST_TEST(has(h.verdict, "(0.50% over 300 us)"), h.verdict);
+  BOOST_TEST(h.releaser_limit_ns == 600'000u);
+  BOOST_TEST(has(h.verdict, "(0.50% over 600 us)"), h.verdict);
   s.smallest_wan_delay_ns = 80'000'000;
-  BOOST_TEST(judge_emulation(s).releaser_limit_ns == 1'000'000u);
+  BOOST_TEST(judge_emulation(s).releaser_limit_ns == 1'500'000u);
+  BOOST_TEST(has(judge_emulation(s).verdict, "(0.00% over 1.5 ms)"), judge_emulation(s).verdict);
   s.smallest_wan_delay_ns = 100'000;  // 2 us: no counter is that fine
   BOOST_TEST(judge_emulation(s).releaser_limit_ns == 10'000u);
+  s.smallest_wan_delay_ns = 1'000'000'000;
+  BOOST_TEST(judge_emulation(s).releaser_limit_ns == 10'000'000u);
+}
+
+// Every bound is never more than a quarter below the next: a limit between
+// two is judged at most 25% stricter than it is.
+BOOST_AUTO_TEST_CASE(the_bounds_are_at_most_a_quarter_apart) {
+  const auto& bounds = wanlab::base::kLateBoundsNs;
+  BOOST_TEST(bounds.front() == 10'000u);
+  BOOST_TEST(bounds.back() == 10'000'000u);
+  for (std::size_t i = 1; i < bounds.size(); ++i) {
+    BOOST_TEST(bounds[i] > bounds[i - 1]);
+    BOOST_TEST(static_cast<double>(bounds[i - 1]) >= 0.75 * static_cast<double>(bounds[i]), bounds[i]);
+  }
+  // The six of files written before the finer bounds are among them.
+  for (const std::uint64_t old : {10'000u, 100'000u, 300'000u, 1'000'000u, 3'000'000u, 10'000'000u})
+    BOOST_TEST(wanlab::base::late_bound_index(old).has_value(), old);
+  BOOST_TEST(wanlab::base::late_bound_key(1'200'000) == "1200us");
+  BOOST_TEST(wanlab::base::late_bound_key(3'000'000) == "3ms");
+  BOOST_TEST(wanlab::base::late_bound_text(1'200'000) == "1.2 ms");
+  BOOST_TEST(wanlab::base::late_bound_text(250'000) == "250 us");
 }
 
 // A pair is judged on its own at the same share once it has 1000 verdicts:
 // one slow link falls behind however punctual the rest; fewer decide nothing.
 BOOST_AUTO_TEST_CASE(one_pair_late_past_one_percent_falls_behind_and_is_named) {
   EmulationSamples s = healthy();
-  s.releaser = ReleaserLateness{100'000, 3000, 900, 0, 0, 0, 0, 200'000};  // 0.9% over 100 us
-  s.releaser_pairs = {{"east", "west", ReleaserLateness{99'000, 2000, 880, 0, 0, 0, 0, 200'000}},
-                      {"west", "europe", ReleaserLateness{1000, 1000, 20, 0, 0, 0, 0, 150'000}}};
+  s.releaser = verdicts_late(100'000, {{50'000, 2'100}, {150'000, 900}});  // 0.9% over 100 us
+  s.releaser_pairs = {{"east", "west", verdicts_late(99'000, {{50'000, 1'120}, {150'000, 880}})},
+                      {"west", "europe", verdicts_late(1000, {{50'000, 980}, {150'000, 20}})}};
   EmulationHealth h = judge_emulation(s);
   BOOST_TEST(!h.kept_up);
   BOOST_TEST((h.releaser_pairs == s.releaser_pairs));
   BOOST_TEST(has(h.verdict,
-                 "fell behind: releaser p99 <= 100 us over 100000 verdicts (0.90% over 100 us; west->europe p99 <= "
-                 "300 us over 1000 verdicts, 2.00% over 100 us)"),
+                 "fell behind: releaser p99 <= 50 us over 100000 verdicts (0.90% over 100 us; west->europe p99 <= "
+                 "150 us over 1000 verdicts, 2.00% over 100 us)"),
              h.verdict);
   s.releaser_pairs[1].late.verdicts = 999;  // too few to judge on their own
   h = judge_emulation(s);
   BOOST_TEST(h.kept_up, h.verdict);
-  BOOST_TEST(has(h.verdict, "releaser p99 <= 100 us over 100000 verdicts (0.90% over 100 us),"), h.verdict);
+  BOOST_TEST(has(h.verdict, "releaser p99 <= 50 us over 100000 verdicts (0.90% over 100 us),"), h.verdict);
 }
 
 BOOST_AUTO_TEST_CASE(a_packet_the_release_queue_dropped_falls_behind) {

@@ -3,11 +3,13 @@
 // transfers, a request without TTFT), the document's top-level fields in their
 // order, and a malformed file named with the field.
 #include <boost/test/unit_test.hpp>
+#include <set>
 
 #include <string>
 #include <vector>
 
 #include "harness_support.hpp"
+#include "wanlab/base/late_bounds.hpp"
 #include "wanlab/harness/record/results.hpp"
 
 using namespace wanlab::harness;
@@ -55,8 +57,12 @@ Results full_results() {
   samples.cpu_busy = {0.5, 0.97};
   samples.cpus = 2;
   samples.release_path = "nfqueue";
-  samples.releaser = ReleaserLateness{1000, 40, 5, 3, 1, 0, 0, 1'200'000, 2};
-  samples.releaser_pairs = {{"a", "b", ReleaserLateness{600, 30, 4, 2, 1, 0, 0, 1'200'000, 0}}};
+  samples.releaser = ReleaserLateness{1000, {}, 1'200'000, 2};
+  samples.releaser_pairs = {{"a", "b", ReleaserLateness{600, {}, 1'200'000, 0}}};
+  for (const std::uint64_t bound : wanlab::base::kLateBoundsNs) {  // 40 verdicts 5 us to 1.2 ms late, 30 of them a->b
+    samples.releaser->over[bound] = 40 * 5'000 / std::max<std::uint64_t>(5'000, bound);
+    samples.releaser_pairs[0].late.over[bound] = 30 * 5'000 / std::max<std::uint64_t>(5'000, bound);
+  }
   r.emulation = judge_emulation(samples);
   r.slowdown = TrainingSlowdown{3, 2.68, 2.4, SlowdownCauses{0.05, 0.001, 0.01, 0.2, 0.019},
                                 OpStartLateness{96, 1.5, 180.25, 240.5}};
@@ -119,6 +125,32 @@ BOOST_AUTO_TEST_CASE(a_file_without_the_relative_prediction_error_reads) {
   BOOST_REQUIRE(read.prefill.has_value());
   BOOST_TEST(read.prefill->summary.prediction_error_relative.length_p90 == 0.0);
   BOOST_TEST(read.prefill->summary.prediction_error_s.start_p50 == 0.001);
+}
+
+// Files written before the finer bounds have six counters a releaser (and
+// each pair): they read, and compare still finds the share at their limit.
+BOOST_AUTO_TEST_CASE(a_file_with_the_six_coarse_releaser_counters_reads) {
+  const Results made = full_results();
+  auto document = nlohmann::ordered_json::parse(results_text(made));
+  auto& releaser = document["emulation"]["releaser"];
+  const std::set<std::string> kept{"over_10us", "over_100us", "over_300us", "over_1ms", "over_3ms", "over_10ms"};
+  const auto coarse = [&](nlohmann::ordered_json& counters) {
+    nlohmann::ordered_json left = nlohmann::ordered_json::object();
+    for (const auto& [key, value] : counters.items())
+      if (!key.starts_with("over_") || kept.contains(key)) left[key] = value;
+    counters = left;
+  };
+  for (auto& pair : releaser["pairs"]) coarse(pair);
+  coarse(releaser);
+  BOOST_TEST(releaser.size() == 11u);  // verdicts, six counters, max_ns, dropped, limit_ns, pairs
+  const Results read = results_from_json(document.dump(), "results.json");
+  BOOST_REQUIRE(read.emulation.has_value());
+  const ReleaserLateness& lateness = *read.emulation->releaser;
+  BOOST_TEST(lateness.over.size() == 6u);
+  BOOST_TEST(lateness.over.at(100'000) == made.emulation->releaser->over.at(100'000));
+  BOOST_TEST(releaser_late_share(lateness, 100'000).value() == 0.002);
+  BOOST_TEST(!releaser_late_share(lateness, 200'000).has_value());
+  BOOST_TEST(read.emulation->releaser_pairs.at(0).late.over.size() == 6u);
 }
 
 BOOST_AUTO_TEST_CASE(top_level_fields_keep_their_names_and_order) {

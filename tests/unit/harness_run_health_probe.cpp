@@ -68,15 +68,37 @@ delay = "33ms"
 // Each pair's verdicts in the run: after less before; a pair new since then
 // from 0; a pair without a verdict in the run left out; max as the releaser has it.
 BOOST_AUTO_TEST_CASE(pair_lateness_is_each_pairs_counters_after_less_before) {
+  // Counters as the releaser counts: `n` more verdicts `late_ns` late each.
+  const auto count = [](wanlab::emulator::LateCounts& counts, int n, std::uint64_t late_ns) {
+    for (int i = 0; i < n; ++i) counts.count(late_ns);
+  };
   wanlab::emulator::ReleaserStats before, after;
-  before.pairs = {{{100, 50'000, 10, 1, 0, 0, 0, 0}, "east", "west"}, {{40, 9'000, 0, 0, 0, 0, 0, 0}, "west", "east"}};
-  after.pairs = {{{350, 700'000, 30, 6, 2, 0, 0, 0}, "east", "west"},
-                 {{40, 9'000, 0, 0, 0, 0, 0, 0}, "west", "east"},
-                 {{5, 20'000, 1, 0, 0, 0, 0, 0}, "east", "europe"}};
+  before.pairs = {{{}, "east", "west"}, {{}, "west", "east"}};
+  count(before.pairs[0], 90, 5'000);
+  count(before.pairs[0], 10, 50'000);
+  count(before.pairs[1], 40, 9'000);
+  after.pairs = {before.pairs[0], before.pairs[1], {{}, "east", "europe"}};
+  count(after.pairs[0], 230, 5'000);
+  count(after.pairs[0], 15, 50'000);
+  count(after.pairs[0], 3, 150'000);
+  count(after.pairs[0], 2, 700'000);
+  count(after.pairs[2], 5, 20'000);
   const auto pairs = rd::pair_lateness(before, after);
   BOOST_TEST_REQUIRE(pairs.size() == 2u);
-  BOOST_TEST((pairs[0] == wanlab::harness::PairReleaserLateness{"east", "west", {250, 20, 5, 2, 0, 0, 0, 700'000, 0}}));
-  BOOST_TEST((pairs[1] == wanlab::harness::PairReleaserLateness{"east", "europe", {5, 1, 0, 0, 0, 0, 0, 20'000, 0}}));
+  const wanlab::harness::ReleaserLateness& east_west = pairs[0].late;
+  BOOST_TEST(pairs[0].from + "->" + pairs[0].to == "east->west");
+  BOOST_TEST(east_west.verdicts == 250u);
+  BOOST_TEST(east_west.max_ns == 700'000u);
+  BOOST_TEST(east_west.over.size() == wanlab::base::kLateBoundsNs.size());
+  BOOST_TEST(east_west.over.at(10'000) == 20u);
+  BOOST_TEST(east_west.over.at(100'000) == 5u);
+  BOOST_TEST(east_west.over.at(150'000) == 2u);  // 150 us late is not later than 150 us
+  BOOST_TEST(east_west.over.at(600'000) == 2u);
+  BOOST_TEST(east_west.over.at(800'000) == 0u);
+  BOOST_TEST(pairs[1].from + "->" + pairs[1].to == "east->europe");
+  BOOST_TEST(pairs[1].late.verdicts == 5u);
+  BOOST_TEST(pairs[1].late.over.at(15'000) == 5u);
+  BOOST_TEST(pairs[1].late.over.at(20'000) == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(the_probe_samples_this_machine_while_it_lives) {

@@ -5,55 +5,67 @@
 #include <filesystem>
 #include <limits>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "testbed/strict_toml.hpp"
 #include "wanlab/base/files.hpp"
+#include "wanlab/base/late_bounds.hpp"
 #include "wanlab/emulator/releaser.hpp"
 #include "wanlab/emulator/testbed.hpp"
 
 namespace wanlab::emulator {
 namespace {
 
-template <class Counts>
-struct Counter {
-  std::string_view key;
-  std::uint64_t Counts::*field;
-};
+// The lateness counters, the whole queue's (at the top of the file) and each
+// pair's, by name: packets, late_max_ns, then late_over_<bound> for each of
+// base::kLateBoundsNs. The names live as long as the program (string_views
+// into them are handed out).
+const std::vector<std::string>& late_keys() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> names{"packets", "late_max_ns"};
+    for (const std::uint64_t bound : base::kLateBoundsNs) names.push_back("late_over_" + base::late_bound_key(bound));
+    return names;
+  }();
+  return keys;
+}
 
-// The lateness counters: the whole queue's (at the top of the file) and each pair's.
-constexpr std::array kLateCounters{
-    Counter<LateCounts>{"packets", &LateCounts::packets},
-    Counter<LateCounts>{"late_max_ns", &LateCounts::late_max_ns},
-    Counter<LateCounts>{"late_over_10us", &LateCounts::late_over_10us},
-    Counter<LateCounts>{"late_over_100us", &LateCounts::late_over_100us},
-    Counter<LateCounts>{"late_over_300us", &LateCounts::late_over_300us},
-    Counter<LateCounts>{"late_over_1ms", &LateCounts::late_over_1ms},
-    Counter<LateCounts>{"late_over_3ms", &LateCounts::late_over_3ms},
-    Counter<LateCounts>{"late_over_10ms", &LateCounts::late_over_10ms},
-};
+// The counter `late_keys()[i]` names.
+std::uint64_t& late_counter(LateCounts& counts, std::size_t i) {
+  if (i == 0) return counts.packets;
+  if (i == 1) return counts.late_max_ns;
+  return counts.late_over[i - 2];
+}
+std::uint64_t late_counter(const LateCounts& counts, std::size_t i) {
+  return i == 0 ? counts.packets : i == 1 ? counts.late_max_ns : counts.late_over[i - 2];
+}
+
 // What only the whole queue counts.
+struct QueueCounter {
+  std::string_view key;
+  std::uint64_t ReleaserStats::*field;
+};
 constexpr std::array kQueueCounters{
-    Counter<ReleaserStats>{"held", &ReleaserStats::held},
-    Counter<ReleaserStats>{"late_sum_ns", &ReleaserStats::late_sum_ns},
-    Counter<ReleaserStats>{"queue_dropped", &ReleaserStats::queue_dropped},
-    Counter<ReleaserStats>{"user_dropped", &ReleaserStats::user_dropped},
+    QueueCounter{"held", &ReleaserStats::held},
+    QueueCounter{"late_sum_ns", &ReleaserStats::late_sum_ns},
+    QueueCounter{"queue_dropped", &ReleaserStats::queue_dropped},
+    QueueCounter{"user_dropped", &ReleaserStats::user_dropped},
 };
 
-constexpr auto kPairKeys = [] {
-  std::array<std::string_view, kLateCounters.size() + 2> keys{"from", "to"};
-  for (std::size_t i = 0; i < kLateCounters.size(); ++i) keys[i + 2] = kLateCounters[i].key;
+std::vector<std::string_view> pair_keys() {
+  std::vector<std::string_view> keys{"from", "to"};
+  keys.insert(keys.end(), late_keys().begin(), late_keys().end());
   return keys;
-}();
-constexpr auto kRootKeys = [] {
-  std::array<std::string_view, kLateCounters.size() + kQueueCounters.size() + 1> keys{};
-  for (std::size_t i = 0; i < kLateCounters.size(); ++i) keys[i] = kLateCounters[i].key;
-  for (std::size_t i = 0; i < kQueueCounters.size(); ++i) keys[kLateCounters.size() + i] = kQueueCounters[i].key;
-  keys.back() = "pair";
+}
+std::vector<std::string_view> root_keys() {
+  std::vector<std::string_view> keys(late_keys().begin(), late_keys().end());
+  for (const auto& counter : kQueueCounters) keys.push_back(counter.key);
+  keys.push_back("pair");
   return keys;
-}();
+}
 
-// 64 DCs' pairs, each about 250 bytes.
-constexpr std::size_t kMaxBytes = 1 << 20;
+// 64 DCs' pairs, each about 800 bytes.
+constexpr std::size_t kMaxBytes = 4 << 20;
 
 std::string quoted(const std::string& text) {
   std::ostringstream out;
@@ -65,10 +77,14 @@ std::string quoted(const std::string& text) {
 
 std::string releaser_stats_path(const std::string& testbed) { return run_dir(testbed) + "/releaser.toml"; }
 
-std::vector<std::pair<std::string_view, std::uint64_t>> releaser_counters(const ReleaserStats& stats) {
+std::vector<std::pair<std::string_view, std::uint64_t>> late_counters(const LateCounts& counts) {
   std::vector<std::pair<std::string_view, std::uint64_t>> counters;
-  const LateCounts& late = stats;
-  for (const auto& counter : kLateCounters) counters.emplace_back(counter.key, late.*counter.field);
+  for (std::size_t i = 0; i < late_keys().size(); ++i) counters.emplace_back(late_keys()[i], late_counter(counts, i));
+  return counters;
+}
+
+std::vector<std::pair<std::string_view, std::uint64_t>> releaser_counters(const ReleaserStats& stats) {
+  std::vector<std::pair<std::string_view, std::uint64_t>> counters = late_counters(stats);
   for (const auto& counter : kQueueCounters) counters.emplace_back(counter.key, stats.*counter.field);
   return counters;
 }
@@ -79,7 +95,7 @@ std::string format_releaser_stats(const ReleaserStats& stats) {
   for (const ReleaserStats::Pair& pair : stats.pairs) {
     if (pair.packets == 0) continue;
     text += fmt::format("\n[[pair]]\nfrom = {}\nto = {}\n", quoted(pair.from), quoted(pair.to));
-    for (const auto& counter : kLateCounters) text += fmt::format("{} = {}\n", counter.key, pair.*counter.field);
+    for (const auto& [key, value] : late_counters(pair)) text += fmt::format("{} = {}\n", key, value);
   }
   return text;
 }
@@ -90,22 +106,27 @@ void write_releaser_stats(const std::string& path, const ReleaserStats& stats) {
 
 ReleaserStats read_releaser_stats(const std::string& path) {
   const detail::StrictToml file(path, kMaxBytes);
-  file.only_keys(file.root(), kRootKeys, "releaser statistics");
+  file.only_keys(file.root(), root_keys(), "releaser statistics");
   constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
   ReleaserStats stats;
   LateCounts& late = stats;
-  for (const auto& counter : kLateCounters)
-    late.*counter.field = static_cast<std::uint64_t>(file.integer(file.root(), counter.key, counter.key, 0, kMax));
+  for (std::size_t i = 0; i < late_keys().size(); ++i) {
+    const std::string& key = late_keys()[i];
+    late_counter(late, i) = static_cast<std::uint64_t>(file.integer(file.root(), key, key, 0, kMax));
+  }
   for (const auto& counter : kQueueCounters)
     stats.*counter.field = static_cast<std::uint64_t>(file.integer(file.root(), counter.key, counter.key, 0, kMax));
   if (!file.root().contains("pair")) return stats;
+  const std::vector<std::string_view> known_pair_keys = pair_keys();
   for (const toml::node& node : file.array(file.root(), "pair", "pair")) {
-    const toml::table& entry = file.entry(node, "pair", kPairKeys);
+    const toml::table& entry = file.entry(node, "pair", known_pair_keys);
     ReleaserStats::Pair pair;
     pair.from = file.string(entry, "from", "pair.from");
     pair.to = file.string(entry, "to", "pair.to");
-    for (const auto& counter : kLateCounters)
-      pair.*counter.field = static_cast<std::uint64_t>(file.integer(entry, counter.key, counter.key, 0, kMax));
+    for (std::size_t i = 0; i < late_keys().size(); ++i) {
+      const std::string& key = late_keys()[i];
+      late_counter(pair, i) = static_cast<std::uint64_t>(file.integer(entry, key, key, 0, kMax));
+    }
     stats.pairs.push_back(std::move(pair));
   }
   return stats;

@@ -4,8 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <numeric>
+
+#include "wanlab/base/late_bounds.hpp"
 
 namespace wanlab::harness {
 namespace {
@@ -16,35 +17,29 @@ double percentile_ms(std::vector<std::int64_t> sorted_ns, double p) {
   return static_cast<double>(sorted_ns[std::min(at, sorted_ns.size() - 1)]) / 1e6;
 }
 
-struct Bound {
-  const char* text;
-  std::uint64_t ns;
-  std::uint64_t ReleaserLateness::*over;
-};
-constexpr std::array kBounds{
-    Bound{"10 us", 10'000, &ReleaserLateness::over_10us},    Bound{"100 us", 100'000, &ReleaserLateness::over_100us},
-    Bound{"300 us", 300'000, &ReleaserLateness::over_300us}, Bound{"1 ms", 1'000'000, &ReleaserLateness::over_1ms},
-    Bound{"3 ms", 3'000'000, &ReleaserLateness::over_3ms},   Bound{"10 ms", 10'000'000, &ReleaserLateness::over_10ms}};
 constexpr std::uint64_t kUnknownWanDelayNs = 5'000'000;
 
 // The largest bound at most `share` of the smallest WAN delay (the first bound if none is).
-const Bound& judged_bound(std::uint64_t smallest_wan_delay_ns, double share) {
+std::uint64_t judged_bound_ns(std::uint64_t smallest_wan_delay_ns, double share) {
   const double limit = share * static_cast<double>(smallest_wan_delay_ns ? smallest_wan_delay_ns : kUnknownWanDelayNs);
-  const Bound* chosen = &kBounds.front();
-  for (const Bound& bound : kBounds)
-    if (static_cast<double>(bound.ns) <= limit) chosen = &bound;
-  return *chosen;
+  std::uint64_t chosen = base::kLateBoundsNs.front();
+  for (const std::uint64_t bound : base::kLateBoundsNs)
+    if (static_cast<double>(bound) <= limit) chosen = bound;
+  return chosen;
 }
 
-double share_over(const ReleaserLateness& r, std::uint64_t ReleaserLateness::*over) {
-  return r.verdicts ? static_cast<double>(r.*over) / static_cast<double>(r.verdicts) : 0;
+// The share of the verdicts later than `bound_ns`: 0 without verdicts or a counter for it.
+double share_over(const ReleaserLateness& r, std::uint64_t bound_ns) {
+  const auto counter = r.over.find(bound_ns);
+  if (r.verdicts == 0 || counter == r.over.end()) return 0;
+  return static_cast<double>(counter->second) / static_cast<double>(r.verdicts);
 }
 
-// "p99 <= 100 us": the smallest bound that at most 1% of the verdicts passed.
+// "p99 <= 250 us": the smallest bound that at most 1% of the verdicts passed.
 std::string releaser_p99(const ReleaserLateness& r) {
-  for (const Bound& bound : kBounds)
-    if (share_over(r, bound.over) <= 0.01) return fmt::format("p99 <= {}", bound.text);
-  return "p99 > 10 ms";
+  for (const auto& [bound, verdicts] : r.over)
+    if (share_over(r, bound) <= 0.01) return fmt::format("p99 <= {}", base::late_bound_text(bound));
+  return r.over.empty() ? "p99 unknown" : fmt::format("p99 > {}", base::late_bound_text(r.over.rbegin()->first));
 }
 
 void judge_wake_ups(const EmulationSamples& samples, const HealthLimits& limits, EmulationHealth& health,
@@ -73,23 +68,24 @@ void judge_releaser(const EmulationSamples& samples, const HealthLimits& limits,
     return;
   }
   const ReleaserLateness& r = *samples.releaser;
-  const Bound& bound = judged_bound(samples.smallest_wan_delay_ns, limits.releaser_late_of_delay);
-  health.releaser_limit_ns = bound.ns;
-  const double late = share_over(r, bound.over);
+  const std::uint64_t bound = judged_bound_ns(samples.smallest_wan_delay_ns, limits.releaser_late_of_delay);
+  const std::string bound_text = base::late_bound_text(bound);
+  health.releaser_limit_ns = bound;
+  const double late = share_over(r, bound);
   std::string text =
-      fmt::format("releaser {} over {} verdicts ({:.2f}% over {}", releaser_p99(r), r.verdicts, 100 * late, bound.text);
+      fmt::format("releaser {} over {} verdicts ({:.2f}% over {}", releaser_p99(r), r.verdicts, 100 * late, bound_text);
   // The pair latest most often, if it alone was over the limit.
   health.releaser_pairs = samples.releaser_pairs;
   const PairReleaserLateness* worst = nullptr;
   for (const PairReleaserLateness& pair : samples.releaser_pairs)
     if (pair.late.verdicts >= limits.releaser_pair_verdicts &&
-        share_over(pair.late, bound.over) > limits.releaser_late_share &&
-        (worst == nullptr || share_over(pair.late, bound.over) > share_over(worst->late, bound.over)))
+        share_over(pair.late, bound) > limits.releaser_late_share &&
+        (worst == nullptr || share_over(pair.late, bound) > share_over(worst->late, bound)))
       worst = &pair;
   if (worst != nullptr)
     text +=
         fmt::format("; {}->{} {} over {} verdicts, {:.2f}% over {}", worst->from, worst->to, releaser_p99(worst->late),
-                    worst->late.verdicts, 100 * share_over(worst->late, bound.over), bound.text);
+                    worst->late.verdicts, 100 * share_over(worst->late, bound), bound_text);
   text += ")";
   (late > limits.releaser_late_share || worst != nullptr ? behind : shown).push_back(text);
   // A packet dropped on its way to the releaser is lost to the emulation, not to the scenario.
@@ -124,9 +120,8 @@ std::string joined(const std::vector<std::string>& parts) {
 }  // namespace
 
 std::optional<double> releaser_late_share(const ReleaserLateness& r, std::uint64_t bound_ns) {
-  for (const Bound& bound : kBounds)
-    if (bound.ns == bound_ns) return share_over(r, bound.over);
-  return std::nullopt;
+  if (!r.over.contains(bound_ns)) return std::nullopt;
+  return share_over(r, bound_ns);
 }
 
 EmulationHealth judge_emulation(const EmulationSamples& samples, const HealthLimits& limits) {

@@ -28,11 +28,17 @@ enum class Role {
   request_cell,  // one of its cells
 };
 
-// The members compare reads, by path ("#": any index of an array).
+// The members compare reads, by path ("#": any index of an array; a last
+// "*": any rest of a key).
 struct Member {
   std::string_view path;
   Role role;
 };
+
+bool matches(std::string_view member, std::string_view path) {
+  if (member.ends_with('*')) return path.starts_with(member.substr(0, member.size() - 1));
+  return member == path;
+}
 constexpr Member kDigestMembers[] = {
     {"/experiment", Role::keep},
     {"/runtime", Role::keep},
@@ -83,12 +89,7 @@ constexpr Member kDigestMembers[] = {
     {"/emulation/releaser", Role::keep},
     {"/emulation/releaser/verdicts", Role::keep},
     {"/emulation/releaser/limit_ns", Role::keep},
-    {"/emulation/releaser/over_10us", Role::keep},
-    {"/emulation/releaser/over_100us", Role::keep},
-    {"/emulation/releaser/over_300us", Role::keep},
-    {"/emulation/releaser/over_1ms", Role::keep},
-    {"/emulation/releaser/over_3ms", Role::keep},
-    {"/emulation/releaser/over_10ms", Role::keep},
+    {"/emulation/releaser/over_*", Role::keep},  // one per bound (base::kLateBoundsNs)
     {"/emulation/releaser/max_ns", Role::keep},
     {"/emulation/releaser/dropped", Role::keep},
     {"/slowdown", Role::keep},
@@ -209,7 +210,7 @@ class DigestReader final : public nlohmann::json_sax<Json> {
     if (parent.role == Role::iteration && key_ != "wan_bytes") return std::nullopt;
     std::string path = parent.path + "/" + (parent.array ? "#" : key_);
     for (const Member& member : kDigestMembers) {
-      if (member.path != path) continue;
+      if (!matches(member.path, path)) continue;
       std::string pointer = parent.pointer + "/" + (parent.array ? std::to_string(index) : key_);
       return Found{std::move(path), std::move(pointer), member.role};
     }

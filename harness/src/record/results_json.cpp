@@ -12,6 +12,7 @@
 
 #include "record/results_fields.hpp"
 #include "wanlab/base/files.hpp"
+#include "wanlab/base/late_bounds.hpp"
 #include "wanlab/harness/record/results.hpp"
 #include "wanlab/base/parse.hpp"
 #include "wanlab/harness/record/prefill_summary.hpp"
@@ -72,6 +73,14 @@ Json request_json(const RequestRow& row) {
   return Json::array({row.id, row.arrival_s, row.prompt_tokens, row.state, or_null(row.ttft_s), row.reason});
 }
 
+// A releaser's verdicts: "verdicts", "over_10us" ... "over_10ms" (base::kLateBoundsNs), "max_ns".
+Json lateness_json(const ReleaserLateness& r) {
+  Json json = {{"verdicts", r.verdicts}};
+  for (const auto& [bound, verdicts] : r.over) json["over_" + base::late_bound_key(bound)] = verdicts;
+  json["max_ns"] = r.max_ns;
+  return json;
+}
+
 Json emulation_json(const EmulationHealth& h) {
   Json json = Json::object();
   json["kept_up"] = h.kept_up;
@@ -85,22 +94,15 @@ Json emulation_json(const EmulationHealth& h) {
   json["release_path"] = h.release_path;
   if (h.releaser) {
     const ReleaserLateness& r = *h.releaser;
-    json["releaser"] = {{"verdicts", r.verdicts},         {"over_10us", r.over_10us}, {"over_100us", r.over_100us},
-                        {"over_300us", r.over_300us},     {"over_1ms", r.over_1ms},   {"over_3ms", r.over_3ms},
-                        {"over_10ms", r.over_10ms},       {"max_ns", r.max_ns},       {"dropped", r.dropped},
-                        {"limit_ns", h.releaser_limit_ns}};
+    json["releaser"] = lateness_json(r);
+    json["releaser"]["dropped"] = r.dropped;
+    json["releaser"]["limit_ns"] = h.releaser_limit_ns;
     Json pairs = Json::array();
-    for (const PairReleaserLateness& p : h.releaser_pairs)
-      pairs.push_back({{"from", p.from},
-                       {"to", p.to},
-                       {"verdicts", p.late.verdicts},
-                       {"over_10us", p.late.over_10us},
-                       {"over_100us", p.late.over_100us},
-                       {"over_300us", p.late.over_300us},
-                       {"over_1ms", p.late.over_1ms},
-                       {"over_3ms", p.late.over_3ms},
-                       {"over_10ms", p.late.over_10ms},
-                       {"max_ns", p.late.max_ns}});
+    for (const PairReleaserLateness& p : h.releaser_pairs) {
+      Json pair = {{"from", p.from}, {"to", p.to}};
+      pair.update(lateness_json(p.late));
+      pairs.push_back(std::move(pair));
+    }
     json["releaser"]["pairs"] = std::move(pairs);
   }
   return json;
@@ -260,10 +262,14 @@ RequestRow request_from(const Json& row, const std::string& where) {
 
 // results.json's emulation.releaser counters.
 ReleaserLateness releaser_from(const Fields& r) {
-  ReleaserLateness lateness{r.whole<std::uint64_t>("verdicts"),   r.whole<std::uint64_t>("over_10us"),
-                            r.whole<std::uint64_t>("over_100us"), r.whole<std::uint64_t>("over_300us"),
-                            r.whole<std::uint64_t>("over_1ms"),   r.whole<std::uint64_t>("over_3ms"),
-                            r.whole<std::uint64_t>("over_10ms"),  r.whole<std::uint64_t>("max_ns")};
+  ReleaserLateness lateness;
+  lateness.verdicts = r.whole<std::uint64_t>("verdicts");
+  // Every bound written; files from before the finer bounds have six of them.
+  for (const std::uint64_t bound : base::kLateBoundsNs)
+    if (const std::string key = "over_" + base::late_bound_key(bound); r.has(key))
+      lateness.over[bound] = r.whole<std::uint64_t>(key);
+  if (lateness.over.empty()) r.fail("has no \"over_...\" counters");
+  lateness.max_ns = r.whole<std::uint64_t>("max_ns");
   // Written since the release queue's drops were counted; 0 in older files.
   if (r.has("dropped")) lateness.dropped = r.whole<std::uint64_t>("dropped");
   return lateness;
@@ -325,7 +331,8 @@ EmulationFigures emulation_figures(const Fields& fields) {
     const Fields r = fields.object("releaser");
     const auto limit = r.whole<std::uint64_t>("limit_ns");
     f.releaser_late_share = releaser_late_share(releaser_from(r), limit);
-    if (!f.releaser_late_share) r.fail(fmt::format("\"limit_ns\" is {}, not a counter's bound", limit));
+    if (!f.releaser_late_share)
+      r.fail(fmt::format("\"limit_ns\" is {}, a bound it has no \"over_...\" counter for", limit));
   }
   return f;
 }

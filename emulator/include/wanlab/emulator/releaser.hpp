@@ -7,6 +7,7 @@
 #include <asio/io_context.hpp>
 #include <asio/posix/stream_descriptor.hpp>
 #include <asio/steady_timer.hpp>
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <queue>
@@ -16,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "wanlab/base/late_bounds.hpp"
 #include "wanlab/base/wake_lead.hpp"
 
 struct mnl_socket;
@@ -23,18 +25,13 @@ struct nlmsghdr;
 
 namespace wanlab::emulator {
 
-// Verdicts given, and how many left more than 10 us, 100 us, 300 us, 1 ms,
-// 3 ms, 10 ms after their departure time: what a run's emulation health
-// reads its percentiles from.
+// Verdicts given, and how many left later than each of base::kLateBoundsNs
+// (10 us to 10 ms) after their departure time: what a run's emulation health
+// judges them by.
 struct LateCounts {
   std::uint64_t packets = 0;  // verdicts given
   std::uint64_t late_max_ns = 0;
-  std::uint64_t late_over_10us = 0;
-  std::uint64_t late_over_100us = 0;
-  std::uint64_t late_over_300us = 0;
-  std::uint64_t late_over_1ms = 0;
-  std::uint64_t late_over_3ms = 0;
-  std::uint64_t late_over_10ms = 0;
+  std::array<std::uint64_t, base::kLateBoundsNs.size()> late_over{};  // later than kLateBoundsNs[i]
   void count(std::uint64_t late_ns);  // one more verdict, `late_ns` after its departure
   bool operator==(const LateCounts&) const = default;
 };
@@ -75,7 +72,9 @@ struct ReleaserPairs {
 // line, "PATH:LINE:COLUMN: key: ...".
 std::string releaser_stats_path(const std::string& testbed);
 std::string format_releaser_stats(const ReleaserStats& stats);
-// The counters by the names releaser.toml gives them, in its order (`wanlab stats --json` too).
+// The counters by the names releaser.toml gives them, in its order (`wanlab stats --json` too):
+// a pair's (packets, late_max_ns, late_over_10us, ...), and the whole queue's (those, then its own).
+std::vector<std::pair<std::string_view, std::uint64_t>> late_counters(const LateCounts& counts);
 std::vector<std::pair<std::string_view, std::uint64_t>> releaser_counters(const ReleaserStats& stats);
 void write_releaser_stats(const std::string& path, const ReleaserStats& stats);  // replaced whole, never through a link
 ReleaserStats read_releaser_stats(const std::string& path);

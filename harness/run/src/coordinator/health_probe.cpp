@@ -113,15 +113,12 @@ void HealthProbe::finish(EmulationSamples& samples) {
 // The verdicts between two readings of the same counters; the latest is the
 // later reading's (since the testbed came up).
 ReleaserLateness lateness_between(const em::LateCounts& before, const em::LateCounts& after) {
-  return {after.packets - before.packets,
-          after.late_over_10us - before.late_over_10us,
-          after.late_over_100us - before.late_over_100us,
-          after.late_over_300us - before.late_over_300us,
-          after.late_over_1ms - before.late_over_1ms,
-          after.late_over_3ms - before.late_over_3ms,
-          after.late_over_10ms - before.late_over_10ms,
-          after.late_max_ns,
-          0};
+  ReleaserLateness lateness;
+  lateness.verdicts = after.packets - before.packets;
+  for (std::size_t i = 0; i < base::kLateBoundsNs.size(); ++i)
+    lateness.over[base::kLateBoundsNs[i]] = after.late_over[i] - before.late_over[i];
+  lateness.max_ns = after.late_max_ns;
+  return lateness;
 }
 
 // Each pair's verdicts during the run: its counters after less before (a pair

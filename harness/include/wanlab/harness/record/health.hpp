@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,15 +14,12 @@
 namespace wanlab::harness {
 
 // The nfqueue releaser's verdicts given during a run: how many, and how many
-// left later than each bound after their departure time.
+// left later than each bound after their departure time (base::kLateBoundsNs;
+// a results.json written before the finer bounds has 10 us, 100 us, 300 us,
+// 1 ms, 3 ms and 10 ms only).
 struct ReleaserLateness {
   std::uint64_t verdicts = 0;
-  std::uint64_t over_10us = 0;
-  std::uint64_t over_100us = 0;
-  std::uint64_t over_300us = 0;
-  std::uint64_t over_1ms = 0;
-  std::uint64_t over_3ms = 0;
-  std::uint64_t over_10ms = 0;
+  std::map<std::uint64_t, std::uint64_t> over;  // bound (ns) -> verdicts later than it
   std::uint64_t max_ns = 0;   // the latest verdict since the testbed came up
   std::uint64_t dropped = 0;  // packets the kernel dropped before the releaser had them (queue or socket full)
   bool operator==(const ReleaserLateness&) const = default;
@@ -65,8 +63,9 @@ struct HealthLimits {
   // Late wake-ups, summed, as a share of the compute they end.
   double wake_late_share = 0.01;
   // The share of releaser verdicts that may leave later than 2% of the run's
-  // smallest WAN delay (as the largest counter bound below it: 100 us for
-  // 5 ms, 300 us for 33 ms, 1 ms from 50 ms on).
+  // smallest WAN delay, judged at the largest of base::kLateBoundsNs at most
+  // that (100 us for 5 ms, 200 us for 11 ms, 600 us for 33 ms): never more
+  // than a quarter below it.
   double releaser_late_share = 0.01;
   double releaser_late_of_delay = 0.02;
   // Each DC pair with at least this many verdicts is judged on its own at
@@ -96,14 +95,15 @@ struct EmulationHealth {
   std::string release_path;
   std::optional<ReleaserLateness> releaser;
   std::vector<PairReleaserLateness> releaser_pairs;
-  std::uint64_t releaser_limit_ns = 0;  // the lateness judged (a counter's bound); 0 without a releaser
+  std::uint64_t releaser_limit_ns = 0;  // the lateness judged (one of the bounds); 0 without a releaser
   bool operator==(const EmulationHealth&) const = default;
 };
 
 EmulationHealth judge_emulation(const EmulationSamples& samples, const HealthLimits& limits = {});
 
 // The share of `r`'s verdicts later than `bound_ns`, one of its counters'
-// bounds (EmulationHealth::releaser_limit_ns); nothing for any other bound.
+// bounds (EmulationHealth::releaser_limit_ns); nothing for a bound it has no
+// counter for.
 std::optional<double> releaser_late_share(const ReleaserLateness& r, std::uint64_t bound_ns);
 
 }  // namespace wanlab::harness
