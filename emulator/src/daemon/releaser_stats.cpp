@@ -30,14 +30,12 @@ const std::vector<std::string>& late_keys() {
   return keys;
 }
 
-// The counter `late_keys()[i]` names.
-std::uint64_t& late_counter(LateCounts& counts, std::size_t i) {
+// The counter `late_keys()[i]` names (of a const or a mutable LateCounts).
+template <class Counts>
+auto& late_counter(Counts& counts, std::size_t i) {
   if (i == 0) return counts.packets;
   if (i == 1) return counts.late_max_ns;
   return counts.late_over[i - 2];
-}
-std::uint64_t late_counter(const LateCounts& counts, std::size_t i) {
-  return i == 0 ? counts.packets : i == 1 ? counts.late_max_ns : counts.late_over[i - 2];
 }
 
 // What only the whole queue counts.
