@@ -4,7 +4,8 @@
 Each seed draws one testbed and one Atlas + BubbleTea experiment from the
 space below, runs it simulated and real, with prefill off and on, and prints
 a row; the table ends with the issue's targets counted over the runs whose
-emulation kept up. Runs are read only through `wanlab compare --csv`.
+emulation kept up. Runs are read only through `wanlab compare --csv`. The
+emulation column names the hypervisor's steal (on a VM) where it reached 1%.
 
 The space (one draw per seed, random.Random(seed)):
   DCs 2-4, 1-3 hosts each; between every two DCs a WAN of 0.1-10 Gbit/s and
@@ -191,6 +192,10 @@ def main():
         it = ratio(on and on["iteration_s"], off and off["iteration_s"])
         ttft = ratio(on and on["ttft_p99_s"], SLO_S) if on and int(on["served"]) else None
         emulation = "-" if not kept else ("kept up" if row["kept_up"] else "FELL BEHIND")
+        # The hypervisor's steal over the two real runs, where a VM's host took any (absent from older CSV).
+        stolen = [float(r["cpu_stolen_mean"]) for r in (off, on) if r and r.get("cpu_stolen_mean")]
+        if stolen and max(stolen) >= 0.005:
+            emulation += f" (steal {' / '.join(f'{100 * s:.0f}%' for s in stolen)})"
         # The real run's bubble prediction (the simulator's repeats exactly); absent from older binaries' CSV.
         bubble = (f"{pct(on, 'bubble_start_error_rel_p90')} / {pct(on, 'bubble_length_error_rel_p90')}"
                   if on and on.get("bubble_start_error_rel_p90") else "-")

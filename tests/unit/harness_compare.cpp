@@ -320,14 +320,14 @@ BOOST_AUTO_TEST_CASE(csv_has_a_line_per_run_under_the_documented_columns) {
              "served_over_slo_first_iteration,emulation_kept_up,wake_late_share,wake_late_p99_ms,cpu_busy_mean,"
              "cpu_saturated_share,releaser_late_share,planned_iteration_s,slowdown_transfers_s,slowdown_link_gate_s,"
              "slowdown_gpu_held_s,slowdown_wake_ups_s,slowdown_other_s,steps_per_iteration,step_s,"
-             "bubble_start_error_rel_p90,bubble_length_error_rel_p90");
+             "bubble_start_error_rel_p90,bubble_length_error_rel_p90,cpu_stolen_mean");
   BOOST_TEST(lines[1] ==
-             "runs/plain,atlas-3dc,podman,1f1b,\"east,west\",1,true,0.5,2,2,0.25,0.75,4,,,,,,,,,,,,,,,,,,,,,,,,1,2,,");
+             "runs/plain,atlas-3dc,podman,1f1b,\"east,west\",1,true,0.5,2,2,0.25,0.75,4,,,,,,,,,,,,,,,,,,,,,,,,1,2,,,");
   // Over the SLO of 3 s: the requests of 4 and 5 s; of them, the one that
   // arrived before the first iteration's end (2 s).
   BOOST_TEST(lines[2] ==
              "runs/bt,atlas-3dc,podman,atlas,\"east,west\",8,true,0.5,2,1.5,0.3,0.7,4,0.9,1000.25,3,4.97,4,1,0,0.125,3,"
-             "2,1,,,,,,,,,,,,,1,1.5,0.5,0.25");
+             "2,1,,,,,,,,,,,,,1,1.5,0.5,0.25,");
 }
 
 // A real run's slowdown against its plan: a line of the table ("-" for a
@@ -343,8 +343,8 @@ BOOST_AUTO_TEST_CASE(the_slowdown_against_the_plan_is_shown_per_run) {
   const std::string table = compare_table(rows);
   BOOST_TEST((cells(table, "vs its plan") == std::vector<std::string>{"+25.0%", "-"}), table);
   const std::vector<std::string> lines = lines_of(compare_csv(rows));
-  BOOST_TEST(lines.at(1).ends_with(",1.6,0.125,0.05,0.25,0,-0.025,1,2,,"), lines.at(1));
-  BOOST_TEST(lines.at(2).ends_with(",,,,,,,1,1.6,,"), lines.at(2));
+  BOOST_TEST(lines.at(1).ends_with(",1.6,0.125,0.05,0.25,0,-0.025,1,2,,,"), lines.at(1));
+  BOOST_TEST(lines.at(2).ends_with(",,,,,,,1,1.6,,,"), lines.at(2));
 }
 
 // A real run says whether its emulation kept up: a line of the table, a note
@@ -355,6 +355,7 @@ BOOST_AUTO_TEST_CASE(the_emulation_verdict_is_shown_per_run) {
   EmulationSamples samples;
   samples.wake_late_ns = {100'000};
   samples.compute_ns = 1'000'000'000;
+  samples.cpu_stolen = {0.25};
   kept.emulation = judge_emulation(samples);
   samples.wake_late_ns = {100'000'000};  // 10% of the compute
   behind.emulation = judge_emulation(samples);
@@ -370,10 +371,10 @@ BOOST_AUTO_TEST_CASE(the_emulation_verdict_is_shown_per_run) {
   BOOST_TEST(table.find("kept: ") == std::string::npos, table);
   const std::vector<std::string> lines = lines_of(compare_csv(rows));
   // kept_up, wake_late_share, wake_late_p99_ms, cpu_busy_mean, cpu_saturated_share, releaser_late_share,
-  // the slowdown's six, steps_per_iteration, step_s, the two bubble errors
-  BOOST_TEST(lines.at(1).ends_with(",true,0.0001,0.1,0,0,,,,,,,,1,1,,"), lines.at(1));
-  BOOST_TEST(lines.at(2).ends_with(",false,0.1,100,0,0,,,,,,,,1,1,,"), lines.at(2));
-  BOOST_TEST(lines.at(3).ends_with(",,,,,,,,,,,,,1,1,,"), lines.at(3));
+  // the slowdown's six, steps_per_iteration, step_s, the two bubble errors, cpu_stolen_mean
+  BOOST_TEST(lines.at(1).ends_with(",true,0.0001,0.1,0,0,,,,,,,,1,1,,,0.25"), lines.at(1));
+  BOOST_TEST(lines.at(2).ends_with(",false,0.1,100,0,0,,,,,,,,1,1,,,0.25"), lines.at(2));
+  BOOST_TEST(lines.at(3).ends_with(",,,,,,,,,,,,,1,1,,,"), lines.at(3));
 }
 
 BOOST_AUTO_TEST_CASE(csv_numbers_read_back_the_same_and_text_cannot_split_a_line) {
@@ -492,7 +493,7 @@ BOOST_AUTO_TEST_CASE(a_diloco_round_is_compared_per_step) {
   BOOST_TEST(cells(table, "WAN MB / step") == (std::vector<std::string>{"4.0", "0.2"}), table);
   BOOST_TEST(cells(table, "speedup") == (std::vector<std::string>{"1.00x", "2.00x"}), table);
   BOOST_TEST(table.find("time per training step") != std::string::npos);
-  BOOST_TEST(lines_of(compare_csv({diloco_row}))[1].ends_with(",20,2,,"));
+  BOOST_TEST(lines_of(compare_csv({diloco_row}))[1].ends_with(",20,2,,,"));
   // Without a DiLoCo run the table stays as it was.
   BOOST_TEST(compare_table({atlas_row}).find("step (s)") == std::string::npos);
 }

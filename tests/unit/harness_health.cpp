@@ -185,6 +185,31 @@ BOOST_AUTO_TEST_CASE(a_box_saturated_most_of_the_run_falls_behind) {
   BOOST_TEST(has(h.verdict, "fell behind: CPU at least 95% busy in 75% of the run (2 CPUs)"), h.verdict);
 }
 
+// Time the hypervisor gave other guests is counted busy (the CPU was not
+// ours), and named: in the CPU figures of a run that kept up, and in the
+// advice of one that fell behind, since lowering the load alone may not help.
+BOOST_AUTO_TEST_CASE(time_stolen_by_the_hypervisor_is_named) {
+  EmulationSamples s = healthy();
+  s.cpu_stolen = {0.0, 0.004, 0.005};  // 0.3%: not named
+  EmulationHealth h = judge_emulation(s);
+  BOOST_TEST(h.cpu_stolen_mean == 0.003, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(h.cpu_stolen_max == 0.005);
+  BOOST_TEST(!has(h.verdict, "stolen"), h.verdict);
+  s.cpu_stolen = {0.02, 0.09, 0.07};
+  h = judge_emulation(s);
+  BOOST_TEST(h.kept_up);
+  BOOST_TEST(has(h.verdict, "CPU 50% (max 60%, 2 CPUs, 6% stolen by the hypervisor)"), h.verdict);
+  s.wake_late_ns.assign(100, 1'000'000);
+  h = judge_emulation(s);
+  BOOST_TEST(!h.kept_up);
+  BOOST_TEST(has(h.verdict,
+                 "not faithful; the hypervisor took 6% of this VM's CPU time (max 9% of an interval): rerun when the "
+                 "host is quieter, lower `scale` or the request rate"),
+             h.verdict);
+  s.cpu_stolen.clear();  // bare metal, or a kernel without steal accounting
+  BOOST_TEST(has(judge_emulation(s).verdict, "not faithful; lower `scale` or the request rate"));
+}
+
 BOOST_AUTO_TEST_CASE(every_cause_is_named_when_several_fell_behind) {
   EmulationSamples s = healthy();
   s.wake_late_ns.assign(100, 1'000'000);

@@ -55,6 +55,7 @@ Results full_results() {
   samples.wake_late_ns = {50'000, 70'000, 2'000'000};
   samples.compute_ns = 400'000'000;
   samples.cpu_busy = {0.5, 0.97};
+  samples.cpu_stolen = {0.02, 0.125};  // written and read back
   samples.cpus = 2;
   samples.release_path = "nfqueue";
   samples.releaser = ReleaserLateness{1000, {}, 1'200'000, 2};

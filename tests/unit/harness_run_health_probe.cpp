@@ -39,6 +39,19 @@ BOOST_AUTO_TEST_CASE(proc_stat_is_busy_and_total_ticks_with_idle_and_iowait_not_
   BOOST_TEST(!rd::read_cpu_times("/nonexistent/stat").has_value());
 }
 
+BOOST_AUTO_TEST_CASE(steal_is_busy_and_counted_on_its_own) {
+  const std::string path = stat_file("steal", "cpu  100 5 50 800 40 3 2 30 7 0\n");
+  const auto times = rd::read_cpu_times(path);
+  BOOST_TEST_REQUIRE(times.has_value());
+  BOOST_TEST(times->busy == 190u);
+  BOOST_TEST(times->total == 1030u);
+  BOOST_TEST(times->stolen == 30u);
+  fs::remove(path);
+  BOOST_TEST(rd::stolen_share({100, 1000, 10}, {400, 2000, 60}) == 0.05);
+  BOOST_TEST(rd::stolen_share({100, 1000, 10}, {100, 1000, 10}) == 0.0);  // no time passed
+  BOOST_TEST(rd::stolen_share({100, 1000, 10}, {200, 2000, 5}) == 0.0);   // counters went back
+}
+
 BOOST_AUTO_TEST_CASE(busy_share_is_the_busy_ticks_over_all_ticks_between_readings) {
   BOOST_TEST(rd::busy_share({100, 1000}, {400, 2000}) == 0.3);
   BOOST_TEST(rd::busy_share({100, 1000}, {100, 1000}) == 0.0);  // no time passed

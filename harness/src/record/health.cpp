@@ -92,10 +92,25 @@ void judge_releaser(const EmulationSamples& samples, const HealthLimits& limits,
   if (r.dropped > 0) behind.push_back(fmt::format("the release queue dropped {} packets", r.dropped));
 }
 
+// A share of the CPUs' time the hypervisor took is named once it rounds to 1%.
+constexpr double kStolenShown = 0.005;
+
+// ", 6% stolen by the hypervisor", or nothing.
+std::string stolen_part(const EmulationHealth& health) {
+  return health.cpu_stolen_mean >= kStolenShown
+             ? fmt::format(", {:.0f}% stolen by the hypervisor", 100 * health.cpu_stolen_mean)
+             : std::string();
+}
+
 void judge_cpu(const EmulationSamples& samples, const HealthLimits& limits, EmulationHealth& health,
                std::vector<std::string>& shown, std::vector<std::string>& behind) {
   health.cpus = samples.cpus;
   health.idle_pollers = samples.idle_pollers;
+  const auto& stolen = samples.cpu_stolen;
+  if (!stolen.empty()) {
+    health.cpu_stolen_mean = std::accumulate(stolen.begin(), stolen.end(), 0.0) / static_cast<double>(stolen.size());
+    health.cpu_stolen_max = *std::max_element(stolen.begin(), stolen.end());
+  }
   const auto& busy = samples.cpu_busy;
   if (busy.empty()) return;
   health.cpu_mean = std::accumulate(busy.begin(), busy.end(), 0.0) / static_cast<double>(busy.size());
@@ -106,8 +121,8 @@ void judge_cpu(const EmulationSamples& samples, const HealthLimits& limits, Emul
   const std::string text =
       over ? fmt::format("CPU at least {:.0f}% busy in {:.0f}% of the run ({} CPUs)", 100 * limits.cpu_busy,
                          100 * health.cpu_saturated_share, samples.cpus)
-           : fmt::format("CPU {:.0f}% (max {:.0f}%, {} CPUs{})", 100 * health.cpu_mean, 100 * health.cpu_max,
-                         samples.cpus, samples.idle_pollers ? ", idle time polled" : "");
+           : fmt::format("CPU {:.0f}% (max {:.0f}%, {} CPUs{}{})", 100 * health.cpu_mean, 100 * health.cpu_max,
+                         samples.cpus, stolen_part(health), samples.idle_pollers ? ", idle time polled" : "");
   (over ? behind : shown).push_back(text);
 }
 
@@ -134,9 +149,17 @@ EmulationHealth judge_emulation(const EmulationSamples& samples, const HealthLim
   if (health.kept_up) {
     health.verdict = "emulation kept up: " + (shown.empty() ? std::string("nothing was measured") : joined(shown));
   } else {
-    health.verdict = "emulation fell behind: " + joined(behind) +
-                     " - the figures of this run are not faithful; lower `scale` or the request rate, or stop what "
-                     "else runs on this machine";
+    // A VM whose host runs other guests on its CPUs loses time no setting of
+    // the run controls: say so, so that the user does not only lower the load.
+    const std::string host =
+        health.cpu_stolen_mean >= kStolenShown
+            ? fmt::format(
+                  "the hypervisor took {:.0f}% of this VM's CPU time (max {:.0f}% of an interval): rerun "
+                  "when the host is quieter, ",
+                  100 * health.cpu_stolen_mean, 100 * health.cpu_stolen_max)
+            : std::string();
+    health.verdict = "emulation fell behind: " + joined(behind) + " - the figures of this run are not faithful; " +
+                     host + "lower `scale` or the request rate, or stop what else runs on this machine";
   }
   return health;
 }

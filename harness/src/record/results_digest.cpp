@@ -86,6 +86,7 @@ constexpr Member kDigestMembers[] = {
     {"/emulation/cpu_busy", Role::keep},
     {"/emulation/cpu_busy/mean", Role::keep},
     {"/emulation/cpu_busy/saturated_share", Role::keep},
+    {"/emulation/cpu_busy/stolen_mean", Role::keep},
     {"/emulation/releaser", Role::keep},
     {"/emulation/releaser/verdicts", Role::keep},
     {"/emulation/releaser/limit_ns", Role::keep},

@@ -90,7 +90,11 @@ Json emulation_json(const EmulationHealth& h) {
   json["wake_late_share"] = h.wake_late_share;
   json["cpus"] = h.cpus;
   json["idle_pollers"] = h.idle_pollers;
-  json["cpu_busy"] = {{"mean", h.cpu_mean}, {"max", h.cpu_max}, {"saturated_share", h.cpu_saturated_share}};
+  json["cpu_busy"] = {{"mean", h.cpu_mean},
+                      {"max", h.cpu_max},
+                      {"saturated_share", h.cpu_saturated_share},
+                      {"stolen_mean", h.cpu_stolen_mean},
+                      {"stolen_max", h.cpu_stolen_max}};
   json["release_path"] = h.release_path;
   if (h.releaser) {
     const ReleaserLateness& r = *h.releaser;
@@ -306,6 +310,10 @@ EmulationHealth emulation_from(const Fields& fields) {
   h.cpu_mean = cpu.number("mean");
   h.cpu_max = cpu.number("max");
   h.cpu_saturated_share = cpu.number("saturated_share");
+  if (cpu.has("stolen_mean")) {  // written since the hypervisor's steal was measured
+    h.cpu_stolen_mean = cpu.number("stolen_mean");
+    h.cpu_stolen_max = cpu.number("stolen_max");
+  }
   h.release_path = fields.text("release_path");
   if (fields.has("releaser")) {
     const Fields r = fields.object("releaser");
@@ -327,6 +335,7 @@ EmulationFigures emulation_figures(const Fields& fields) {
   const Fields cpu = fields.object("cpu_busy");
   f.cpu_mean = cpu.number("mean");
   f.cpu_saturated_share = cpu.number("saturated_share");
+  if (cpu.has("stolen_mean")) f.cpu_stolen_mean = cpu.number("stolen_mean");
   if (fields.has("releaser")) {
     const Fields r = fields.object("releaser");
     const auto limit = r.whole<std::uint64_t>("limit_ns");

@@ -94,6 +94,7 @@ const std::vector<Column>& columns() {
       {"step_s", [](R r) { return number(r.step_s()); }},
       prefill("bubble_start_error_rel_p90", [](P p) { return number(p.bubble_start_error_rel_p90); }),
       prefill("bubble_length_error_rel_p90", [](P p) { return number(p.bubble_length_error_rel_p90); }),
+      emulation("cpu_stolen_mean", [](E e) { return number(e.cpu_stolen_mean); }),
   };
   return table;
 }

@@ -22,6 +22,7 @@ std::optional<CpuTimes> read_cpu_times(const std::string& path) {
   for (int index = 0; index < 8 && fields >> value; ++index) {
     times.total += value;
     if (index != 3 && index != 4) times.busy += value;  // idle and iowait are not busy
+    if (index == 7) times.stolen = value;
   }
   if (times.total == 0) return std::nullopt;
   return times;
@@ -30,6 +31,11 @@ std::optional<CpuTimes> read_cpu_times(const std::string& path) {
 double busy_share(const CpuTimes& before, const CpuTimes& after) {
   if (after.total <= before.total || after.busy < before.busy) return 0;
   return static_cast<double>(after.busy - before.busy) / static_cast<double>(after.total - before.total);
+}
+
+double stolen_share(const CpuTimes& before, const CpuTimes& after) {
+  if (after.total <= before.total || after.stolen < before.stolen) return 0;
+  return static_cast<double>(after.stolen - before.stolen) / static_cast<double>(after.total - before.total);
 }
 
 std::uint64_t smallest_wan_delay_ns(const em::Scenario& scenario) {
@@ -85,7 +91,10 @@ void HealthProbe::sample() {
   std::unique_lock lock(mutex_);
   while (!wake_.wait_for(lock, interval_, [this] { return stopping_; })) {
     const std::optional<CpuTimes> now = cpu_times_but_polling();
-    if (last && now) busy_.push_back(busy_share(*last, *now));
+    if (last && now) {
+      busy_.push_back(busy_share(*last, *now));
+      stolen_.push_back(stolen_share(*last, *now));
+    }
     last = now;
   }
 }
@@ -93,6 +102,7 @@ void HealthProbe::sample() {
 void HealthProbe::finish(EmulationSamples& samples) {
   stop();
   samples.cpu_busy = busy_;
+  samples.cpu_stolen = stolen_;
   samples.cpu_interval_s = std::chrono::duration<double>(interval_).count();
   samples.cpus = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
   samples.idle_pollers = idle_pollers_running_;

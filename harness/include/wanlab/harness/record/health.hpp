@@ -43,6 +43,9 @@ struct EmulationSamples {
   // The box's CPUs (all of them, /proc/stat): the share busy in each sampling
   // interval of the run.
   std::vector<double> cpu_busy;
+  // The share of each of those intervals the hypervisor ran other guests on
+  // the CPUs (/proc/stat's steal; inside cpu_busy): none on bare metal.
+  std::vector<double> cpu_stolen;
   double cpu_interval_s = 0;
   int cpus = 0;
   // CPUs whose idle time IdlePollers spent spinning (base/idle_poll.hpp);
@@ -92,6 +95,8 @@ struct EmulationHealth {
   double cpu_mean = 0;             // share busy, mean over the intervals
   double cpu_max = 0;              // the busiest interval
   double cpu_saturated_share = 0;  // intervals at least HealthLimits::cpu_busy busy
+  double cpu_stolen_mean = 0;      // share the hypervisor took (EmulationSamples::cpu_stolen), mean
+  double cpu_stolen_max = 0;       // and in the interval it took most
   std::string release_path;
   std::optional<ReleaserLateness> releaser;
   std::vector<PairReleaserLateness> releaser_pairs;

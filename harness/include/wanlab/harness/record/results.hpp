@@ -111,6 +111,7 @@ struct EmulationFigures {
   double wake_late_p99_ms = 0;
   double cpu_mean = 0;
   double cpu_saturated_share = 0;
+  double cpu_stolen_mean = 0;                 // 0 in files written before steal was measured
   std::optional<double> releaser_late_share;  // verdicts over 100 us late; the nfqueue path only
   bool operator==(const EmulationFigures&) const = default;
 };
