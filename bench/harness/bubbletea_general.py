@@ -160,6 +160,11 @@ def prepare(seed, out):
     raise SystemExit(f"seed {seed}: no draw of 20 plans")
 
 
+# The hypervisor's steal a seed's runs may have (either run, mean over the run)
+# before the emulation column names it: wanlab's verdict names it from 0.5%.
+STOLEN_NAMED = 0.005
+
+
 def ratio(a, b):
     return float(a) / float(b) if a not in ("", None) and b not in ("", None) and float(b) > 0 else None
 
@@ -194,7 +199,8 @@ def main():
         emulation = "-" if not kept else ("kept up" if row["kept_up"] else "FELL BEHIND")
         # The hypervisor's steal over the two real runs, where a VM's host took any (absent from older CSV).
         stolen = [float(r["cpu_stolen_mean"]) for r in (off, on) if r and r.get("cpu_stolen_mean")]
-        if stolen and max(stolen) >= 0.005:
+        row["stolen"] = max(stolen, default=0.0)
+        if row["stolen"] >= STOLEN_NAMED:
             emulation += f" (steal {' / '.join(f'{100 * s:.0f}%' for s in stolen)})"
         # The real run's bubble prediction (the simulator's repeats exactly); absent from older binaries' CSV.
         bubble = (f"{pct(on, 'bubble_start_error_rel_p90')} / {pct(on, 'bubble_length_error_rel_p90')}"
@@ -229,7 +235,13 @@ def targets(rows):
     print(f"| >= 80% where the simulation fills the bubbles (>= 90%; every such run) | {filled_ok} of {len(filled)} |")
     print(f"| iteration within 2% of prefill off (every run) | {iteration_ok} of {n} |")
     print(f"| TTFT p99 of served requests within the SLO (every run) | {ttft_ok} of {n} |")
-    print(f"| at most 20% of runs fell behind | {behind} of {len(rows)} |")
+    # A VM's host that runs other guests on its CPUs makes runs fall behind
+    # whatever wanlab does; the seeds it spared are counted apart so that a
+    # busy host and a slow releaser can be told apart (never instead).
+    spared = [r for r in rows if r.get("stolen", 0.0) < STOLEN_NAMED]
+    spared_behind = sum(not (r["kept_up"] and r["on"] and r["off"]) for r in spared)
+    print(f"| at most 20% of runs fell behind | {behind} of {len(rows)}; of the seeds whose runs both lost under "
+          f"{100 * STOLEN_NAMED:.1f}% of the CPUs to the hypervisor, {spared_behind} of {len(spared)} |")
 
 
 if __name__ == "__main__":
