@@ -5,7 +5,7 @@ Each seed draws one testbed and one Atlas + BubbleTea experiment from the
 space below, runs it simulated and real, with prefill off and on, and prints
 a row; the table ends with the issue's targets counted over the runs whose
 emulation kept up. Runs are read only through `wanlab compare --csv`. The
-emulation column names the hypervisor's steal (on a VM) where it reached 1%.
+emulation column names the hypervisor's steal (on a VM) from STOLEN_NAMED up.
 
 The space (one draw per seed, random.Random(seed)):
   DCs 2-4, 1-3 hosts each; between every two DCs a WAN of 0.1-10 Gbit/s and

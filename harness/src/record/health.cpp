@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <numeric>
+#include <tuple>
+#include <utility>
 
 #include "wanlab/base/late_bounds.hpp"
 
@@ -102,19 +104,21 @@ std::string stolen_part(const EmulationHealth& health) {
              : std::string();
 }
 
+// The mean and the largest of per-interval shares; zeros without intervals.
+std::pair<double, double> mean_and_max(const std::vector<double>& shares) {
+  if (shares.empty()) return {0, 0};
+  return {std::accumulate(shares.begin(), shares.end(), 0.0) / static_cast<double>(shares.size()),
+          *std::max_element(shares.begin(), shares.end())};
+}
+
 void judge_cpu(const EmulationSamples& samples, const HealthLimits& limits, EmulationHealth& health,
                std::vector<std::string>& shown, std::vector<std::string>& behind) {
   health.cpus = samples.cpus;
   health.idle_pollers = samples.idle_pollers;
-  const auto& stolen = samples.cpu_stolen;
-  if (!stolen.empty()) {
-    health.cpu_stolen_mean = std::accumulate(stolen.begin(), stolen.end(), 0.0) / static_cast<double>(stolen.size());
-    health.cpu_stolen_max = *std::max_element(stolen.begin(), stolen.end());
-  }
+  std::tie(health.cpu_stolen_mean, health.cpu_stolen_max) = mean_and_max(samples.cpu_stolen);
   const auto& busy = samples.cpu_busy;
   if (busy.empty()) return;
-  health.cpu_mean = std::accumulate(busy.begin(), busy.end(), 0.0) / static_cast<double>(busy.size());
-  health.cpu_max = *std::max_element(busy.begin(), busy.end());
+  std::tie(health.cpu_mean, health.cpu_max) = mean_and_max(busy);
   const auto saturated = std::count_if(busy.begin(), busy.end(), [&](double b) { return b >= limits.cpu_busy; });
   health.cpu_saturated_share = static_cast<double>(saturated) / static_cast<double>(busy.size());
   const bool over = health.cpu_saturated_share > limits.cpu_saturated_share;
