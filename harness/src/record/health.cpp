@@ -8,6 +8,7 @@
 #include <tuple>
 #include <utility>
 
+#include "wanlab/base/cpu_times.hpp"
 #include "wanlab/base/late_bounds.hpp"
 
 namespace wanlab::harness {
@@ -94,12 +95,9 @@ void judge_releaser(const EmulationSamples& samples, const HealthLimits& limits,
   if (r.dropped > 0) behind.push_back(fmt::format("the release queue dropped {} packets", r.dropped));
 }
 
-// A share of the CPUs' time the hypervisor took is named once it rounds to 1%.
-constexpr double kStolenShown = 0.005;
-
 // ", 6% stolen by the hypervisor", or nothing.
 std::string stolen_part(const EmulationHealth& health) {
-  return health.cpu_stolen_mean >= kStolenShown
+  return health.cpu_stolen_mean >= base::kStolenNamed
              ? fmt::format(", {:.0f}% stolen by the hypervisor", 100 * health.cpu_stolen_mean)
              : std::string();
 }
@@ -156,7 +154,7 @@ EmulationHealth judge_emulation(const EmulationSamples& samples, const HealthLim
     // A VM whose host runs other guests on its CPUs loses time no setting of
     // the run controls: say so, so that the user does not only lower the load.
     const std::string host =
-        health.cpu_stolen_mean >= kStolenShown
+        health.cpu_stolen_mean >= base::kStolenNamed
             ? fmt::format(
                   "the hypervisor took {:.0f}% of this VM's CPU time (max {:.0f}% of an interval): rerun "
                   "when the host is quieter, ",

@@ -10,34 +10,6 @@
 namespace wanlab::harness::run_detail {
 namespace em = wanlab::emulator;
 
-std::optional<CpuTimes> read_cpu_times(const std::string& path) {
-  std::ifstream file(path);
-  std::string line;
-  if (!std::getline(file, line) || !line.starts_with("cpu ")) return std::nullopt;
-  // cpu user nice system idle iowait irq softirq steal guest guest_nice
-  // (guest time is inside user already: proc(5)).
-  std::istringstream fields(line.substr(4));
-  std::uint64_t value = 0;
-  CpuTimes times;
-  for (int index = 0; index < 8 && fields >> value; ++index) {
-    times.total += value;
-    if (index != 3 && index != 4) times.busy += value;  // idle and iowait are not busy
-    if (index == 7) times.stolen = value;
-  }
-  if (times.total == 0) return std::nullopt;
-  return times;
-}
-
-double busy_share(const CpuTimes& before, const CpuTimes& after) {
-  if (after.total <= before.total || after.busy < before.busy) return 0;
-  return static_cast<double>(after.busy - before.busy) / static_cast<double>(after.total - before.total);
-}
-
-double stolen_share(const CpuTimes& before, const CpuTimes& after) {
-  if (after.total <= before.total || after.stolen < before.stolen) return 0;
-  return static_cast<double>(after.stolen - before.stolen) / static_cast<double>(after.total - before.total);
-}
-
 std::uint64_t smallest_wan_delay_ns(const em::Scenario& scenario) {
   std::uint64_t smallest = 0;
   const int dcs = static_cast<int>(scenario.dcs.size());
@@ -81,7 +53,7 @@ void HealthProbe::stop() {
 }
 
 std::optional<CpuTimes> HealthProbe::cpu_times_but_polling() const {
-  std::optional<CpuTimes> times = read_cpu_times();
+  std::optional<CpuTimes> times = base::read_cpu_times();
   if (times && idle_pollers_) times->busy -= std::min(times->busy, idle_pollers_->busy_ticks());
   return times;
 }
@@ -92,8 +64,8 @@ void HealthProbe::sample() {
   while (!wake_.wait_for(lock, interval_, [this] { return stopping_; })) {
     const std::optional<CpuTimes> now = cpu_times_but_polling();
     if (last && now) {
-      busy_.push_back(busy_share(*last, *now));
-      stolen_.push_back(stolen_share(*last, *now));
+      busy_.push_back(base::busy_share(*last, *now));
+      stolen_.push_back(base::stolen_share(*last, *now));
     }
     last = now;
   }

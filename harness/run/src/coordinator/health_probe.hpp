@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "wanlab/base/cpu_times.hpp"
 #include "wanlab/base/idle_poll.hpp"
 #include "wanlab/emulator/releaser.hpp"
 #include "wanlab/emulator/scenario.hpp"
@@ -21,20 +22,7 @@
 
 namespace wanlab::harness::run_detail {
 
-// All CPUs' time counters of /proc/stat's "cpu" line, in clock ticks; busy
-// leaves out the time of idle pollers, which only spin where nothing else runs.
-// Stolen is the part of busy a hypervisor ran other guests on this VM's CPUs.
-struct CpuTimes {
-  std::uint64_t busy = 0;
-  std::uint64_t total = 0;
-  std::uint64_t stolen = 0;
-};
-// Nothing if /proc/stat cannot be read or has no "cpu" line.
-std::optional<CpuTimes> read_cpu_times(const std::string& path = "/proc/stat");
-// The share of the CPUs busy between two readings (0 if no time passed).
-double busy_share(const CpuTimes& before, const CpuTimes& after);
-// The share of the CPUs' time the hypervisor took between two readings.
-double stolen_share(const CpuTimes& before, const CpuTimes& after);
+using base::CpuTimes;  // /proc/stat's, read by base/cpu_times.hpp
 // The smallest one-way delay between two different DCs of `scenario`, before
 // events (0 with a single DC).
 std::uint64_t smallest_wan_delay_ns(const emulator::Scenario& scenario);
