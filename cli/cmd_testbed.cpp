@@ -58,9 +58,10 @@ em::TestbedState bring_up(const std::string& scenario_path, const Options& optio
 // stderr; true if every check passed.
 bool verify_and_print(const em::TestbedState& state, const std::function<em::Scenario()>& configured,
                       const em::VerifyOptions& options, const char* command) {
-  fmt::print("verify {}: {} DCs, release path {}; tolerance {}, RTT slack {}{}\n", state.name, state.dcs.size(),
-             em::to_string(state.release), em::units::format_percent(options.tolerance),
-             em::units::format_time(options.slack_ns), options.goodput ? ", goodput too" : "");
+  fmt::print("verify {}: {} DCs, release path {}; tolerance {}, RTT slack {}{}, up to {} attempt{}\n", state.name,
+             state.dcs.size(), em::to_string(state.release), em::units::format_percent(options.tolerance),
+             em::units::format_time(options.slack_ns), options.goodput ? ", goodput too" : "", options.attempts,
+             options.attempts == 1 ? "" : "s");
   fmt::print("{}\n", em::verify_table_header());
   std::fflush(stdout);
   const auto print_row = [](const em::VerifyRow& row) {
@@ -220,14 +221,14 @@ int cmd_run(const Options& options) {
   // Every option is checked before the testbed is built.
   std::optional<em::VerifyOptions> verify;
   if (options.flag("verify")) {
-    verify = verify_options(options, "verify-tolerance", "verify-slack");
+    verify = verify_options(options, "verify-tolerance", "verify-slack", "verify-attempts");
     try {
       verify->goodput = em::parse_verify_check(options.get("verify").value_or("rtt"));
     } catch (const std::invalid_argument& error) {
       throw UsageError(std::string("--verify: ") + error.what());
     }
   } else {
-    for (const char* name : {"verify-tolerance", "verify-slack"})
+    for (const char* name : {"verify-tolerance", "verify-slack", "verify-attempts"})
       if (options.get(name)) throw UsageError(fmt::format("--{} needs --verify", name));
   }
   const auto state = bring_up(one_positional(options, "scenario file"), options, !options.flag("quiet"));
@@ -252,7 +253,7 @@ int cmd_run(const Options& options) {
 
 int cmd_verify(const Options& options) {
   if (options.positionals().size() > 1) throw UsageError("expected at most one scenario file or testbed name");
-  em::VerifyOptions verify = verify_options(options, "tolerance", "slack");
+  em::VerifyOptions verify = verify_options(options, "tolerance", "slack", "attempts");
   verify.goodput = options.flag("rate");
   const std::string target = options.positionals().empty() ? "" : options.positionals().front();
   // A path (with a '/' or ending in .toml) is a scenario file to compare with;

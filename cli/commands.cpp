@@ -85,6 +85,8 @@ OptionSpecs train_options() {
 std::vector<Command> make_commands() {
   const OptionSpec tolerance_help = valued("tolerance", "P%", "how far off a pair may be (default 10%)");
   const OptionSpec slack_help = valued("slack", "TIME", "RTT slack added to the tolerance (default 2ms)");
+  const OptionSpec attempts_help =
+      valued("attempts", "N", "measurements of a check slower than allowed; the best stands (default 3)");
   return {
       {"up", "SCENARIO", "build the emulated WAN", {kRelease, kName, kQuiet}, cmd_up},
       {"down", "[NAME...]", "remove a testbed, also after a crash", {flag("all", "every testbed found")}, cmd_down},
@@ -96,12 +98,13 @@ std::vector<Command> make_commands() {
         kQuiet,
         {"verify", Takes::optional_value, "rtt|rate", "measure every DC pair after up (rate: goodput too)"},
         valued("verify-tolerance", "P%", "with --verify: how far off a pair may be (default 10%)"),
-        valued("verify-slack", "TIME", "with --verify: RTT slack (default 2ms)")},
+        valued("verify-slack", "TIME", "with --verify: RTT slack (default 2ms)"),
+        valued("verify-attempts", "N", "with --verify: measurements of a slow check (default 3)")},
        cmd_run},
       {"verify",
        "[SCENARIO | TESTBED]",
        "measure every DC pair's RTT (and goodput) against the configuration",
-       {kTestbed, flag("rate", "measure goodput too"), tolerance_help, slack_help},
+       {kTestbed, flag("rate", "measure goodput too"), tolerance_help, slack_help, attempts_help},
        cmd_verify},
       {"hosts", "", "the emulated hosts", {kTestbed, kJson}, cmd_hosts},
       {"exec",

@@ -5,8 +5,10 @@
 
 namespace wanlab::cli {
 
-emulator::VerifyOptions verify_options(const Options& options, const std::string& tolerance, const std::string& slack) {
+emulator::VerifyOptions verify_options(const Options& options, const std::string& tolerance, const std::string& slack,
+                                       const std::string& attempts) {
   emulator::VerifyOptions verify;
+  verify.attempts = base::parsed_option(options, attempts, emulator::parse_verify_attempts).value_or(verify.attempts);
   verify.tolerance =
       base::parsed_option(options, tolerance, emulator::parse_verify_tolerance).value_or(verify.tolerance);
   verify.slack_ns = base::parsed_option(options, slack, emulator::parse_verify_slack).value_or(verify.slack_ns);

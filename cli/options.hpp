@@ -25,7 +25,8 @@ emulator::ReleaseChoice release_option(const Options& options);
 
 // --<tolerance> P% and --<slack> T (each optional; defaults as VerifyOptions),
 // a UsageError naming the option if malformed. `goodput` is left false.
-emulator::VerifyOptions verify_options(const Options& options, const std::string& tolerance, const std::string& slack);
+emulator::VerifyOptions verify_options(const Options& options, const std::string& tolerance, const std::string& slack,
+                                       const std::string& attempts);
 
 // --image IMG of `launch` and `train`, checked as podman's argv may carry it
 // (emulator::check_image_reference): a UsageError naming --image.

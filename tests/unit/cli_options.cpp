@@ -17,6 +17,7 @@ Options parse(const std::vector<std::string>& args) {
   using Takes = wanlab::cli::OptionSpec::Takes;
   return Options(args, {{"verify-tolerance", Takes::value, "P%", ""},
                         {"verify-slack", Takes::value, "TIME", ""},
+                        {"verify-attempts", Takes::value, "N", ""},
                         {"name", Takes::value, "NAME", ""},
                         {"quiet", Takes::nothing, "", ""},
                         {"verify", Takes::optional_value, "rtt|rate", ""}});
@@ -59,26 +60,40 @@ BOOST_AUTO_TEST_CASE(an_optional_value_comes_only_after_the_equals_sign) {
 }
 
 BOOST_AUTO_TEST_CASE(verify_settings_are_checked_and_name_their_option) {
-  const auto defaults = wanlab::cli::verify_options(parse({}), "verify-tolerance", "verify-slack");
+  const auto defaults = wanlab::cli::verify_options(parse({}), "verify-tolerance", "verify-slack", "verify-attempts");
   BOOST_TEST(defaults.tolerance == 0.10);
   BOOST_TEST(defaults.slack_ns == 2'000'000u);
   BOOST_TEST(!defaults.goodput);
+  BOOST_TEST(defaults.attempts == 3);
 
-  const auto set = wanlab::cli::verify_options(parse({"--verify-tolerance", "25%", "--verify-slack=500us"}),
-                                               "verify-tolerance", "verify-slack");
+  const auto set = wanlab::cli::verify_options(
+      parse({"--verify-tolerance", "25%", "--verify-slack=500us", "--verify-attempts", "1"}), "verify-tolerance",
+      "verify-slack", "verify-attempts");
   BOOST_TEST(set.tolerance == 0.25);
   BOOST_TEST(set.slack_ns == 500'000u);
+  BOOST_TEST(set.attempts == 1);
+  for (const char* bad : {"0", "11", "2.5", "three"}) {
+    const std::string attempts = usage_error([bad] {
+      wanlab::cli::verify_options(parse({"--verify-attempts", bad}), "verify-tolerance", "verify-slack",
+                                  "verify-attempts");
+    });
+    BOOST_TEST(attempts.starts_with("--verify-attempts: expected a whole number from 1 to 10"), attempts);
+  }
 
   const std::string tolerance = usage_error([] {
-    wanlab::cli::verify_options(parse({"--verify-tolerance", "10"}), "verify-tolerance", "verify-slack");
+    wanlab::cli::verify_options(parse({"--verify-tolerance", "10"}), "verify-tolerance", "verify-slack",
+                                "verify-attempts");
   });
   BOOST_TEST(tolerance.starts_with("--verify-tolerance: "), tolerance);
   BOOST_TEST(tolerance.find("%") != std::string::npos, tolerance);
   const std::string slack = usage_error([] {
-    wanlab::cli::verify_options(parse({"--verify-slack", "1abc"}), "verify-tolerance", "verify-slack");
+    wanlab::cli::verify_options(parse({"--verify-slack", "1abc"}), "verify-tolerance", "verify-slack",
+                                "verify-attempts");
   });
   BOOST_TEST(slack.starts_with("--verify-slack: "), slack);
-  const std::string whole = usage_error(
-      [] { wanlab::cli::verify_options(parse({"--verify-tolerance=100%"}), "verify-tolerance", "verify-slack"); });
+  const std::string whole = usage_error([] {
+    wanlab::cli::verify_options(parse({"--verify-tolerance=100%"}), "verify-tolerance", "verify-slack",
+                                "verify-attempts");
+  });
   BOOST_TEST(whole.starts_with("--verify-tolerance: "), whole);
 }

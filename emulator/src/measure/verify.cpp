@@ -8,6 +8,7 @@
 
 #include "testbed/testbed_internal.hpp"
 #include "wanlab/base/clock.hpp"
+#include "wanlab/base/cpu_times.hpp"
 #include "wanlab/emulator/datapath.hpp"
 #include "wanlab/base/interrupts.hpp"
 #include "wanlab/base/parse.hpp"
@@ -34,6 +35,7 @@ constexpr double kMaxGoodputLoss = 0.10;
 constexpr int kMaxStreams = 8;
 // Standard errors of the mean by which jitter widens the RTT range.
 constexpr double kJitterStandardErrors = 4;
+constexpr int kMaxAttempts = 10;
 
 double ms(std::uint64_t ns) { return static_cast<double>(ns) / 1e6; }
 
@@ -292,6 +294,8 @@ std::uint64_t parse_verify_slack(std::string_view text) {
   return ns;
 }
 
+int parse_verify_attempts(std::string_view text) { return base::parse_integer<int>(text, 1, kMaxAttempts); }
+
 double mean_loss(const PairParams& pair) {
   if (pair.loss_model == LossModel::bernoulli) return pair.loss;
   const double entering = pair.loss, leaving = pair.ge_r;
@@ -368,6 +372,32 @@ Range goodput_range(const GoodputPlan& plan, const VerifyOptions& options) {
   return range;
 }
 
+bool slower_than_allowed(const VerifyRow& row) {
+  if (!row.problem.empty() || !row.unmeasured.empty() || std::isnan(row.measured) || !row.allowed.bounded())
+    return false;
+  return row.check == VerifyRow::Check::rtt ? row.measured > row.allowed.high : row.measured < row.allowed.low;
+}
+
+VerifyRow measured_with_attempts(int attempts, const std::function<VerifyRow()>& measure) {
+  VerifyRow best = measure();
+  int taken = 1;
+  const auto better = [](const VerifyRow& row, const VerifyRow& than) {
+    return row.check == VerifyRow::Check::rtt ? row.measured < than.measured : row.measured > than.measured;
+  };
+  while (taken < attempts && slower_than_allowed(best)) {
+    VerifyRow again = measure();
+    ++taken;
+    if (slower_than_allowed(again)) {
+      if (better(again, best)) best = std::move(again);
+    } else {
+      best = std::move(again);  // it passed, or failed in a way no busy host explains
+    }
+  }
+  best.attempts = taken;
+  if (taken > 1) best.how += fmt::format("; best of {} attempts", taken);
+  return best;
+}
+
 std::string verify_table_header() {
   return fmt::format("{:<16} {:<7} {:>12} {:>13} {:>21}  {:<6} {}", "PAIR", "CHECK", "CONFIGURED", "MEASURED",
                      "ALLOWED", "RESULT", "HOW");
@@ -384,8 +414,16 @@ std::string describe_failure(const VerifyRow& row, const VerifyOptions& options)
   if (!row.problem.empty()) return fmt::format("{} {}: {}", row.pair, name(row.check), row.problem);
   std::string why = fmt::format("tolerance {}", units::format_percent(options.tolerance));
   if (row.check == VerifyRow::Check::rtt) why += " + slack " + units::format_time(options.slack_ns);
-  return fmt::format("{} {}: measured {}, configured {}; allowed {} ({})", row.pair, name(row.check),
-                     format_measured(row), row.configured, format_range(row.check, row.allowed), why);
+  std::string line = fmt::format("{} {}: measured {}, configured {}; allowed {} ({})", row.pair, name(row.check),
+                                 format_measured(row), row.configured, format_range(row.check, row.allowed), why);
+  if (row.attempts > 1)
+    line += fmt::format(", the best of {} attempts, each {}", row.attempts,
+                        row.check == VerifyRow::Check::rtt ? "longer" : "lower");
+  if (slower_than_allowed(row) && row.host_stolen >= base::kStolenNamed)
+    line += fmt::format(
+        "; the hypervisor took {:.0f}% of this machine's CPU time meanwhile: verify again when the host is quieter",
+        100 * row.host_stolen);
+  return line;
 }
 
 bool VerifyResult::passed() const {
@@ -406,6 +444,15 @@ std::string VerifyResult::nothing_measured() const {
 
 namespace {
 
+// measured_with_attempts, and what the hypervisor took meanwhile.
+VerifyRow attempted(const VerifyOptions& options, const std::function<VerifyRow()>& measure) {
+  const std::optional<base::CpuTimes> before = base::read_cpu_times();
+  VerifyRow row = measured_with_attempts(options.attempts, measure);
+  if (const std::optional<base::CpuTimes> after = base::read_cpu_times(); before && after)
+    row.host_stolen = base::stolen_share(*before, *after);
+  return row;
+}
+
 // Every pair's RTT first, then each direction's goodput, one at a time.
 VerifyResult verify_pairs(const TestbedState& state, const std::function<Scenario()>& configured,
                           const VerifyOptions& options, const std::function<void(const VerifyRow&)>& on_row,
@@ -419,11 +466,14 @@ VerifyResult verify_pairs(const TestbedState& state, const std::function<Scenari
     result.rows.push_back(std::move(row));
   };
   for (int a = 0; a < n; ++a)
-    for (int b = a + 1; b < n; ++b) add(verify_rtt(state, configured, schedules, probes, options, a, b));
+    for (int b = a + 1; b < n; ++b)
+      add(attempted(options, [&] { return verify_rtt(state, configured, schedules, probes, options, a, b); }));
   if (options.goodput)
     for (int src = 0; src < n; ++src)
       for (int dst = 0; dst < n; ++dst)
-        if (src != dst) add(verify_goodput(state, configured, schedules, probes, options, src, dst));
+        if (src != dst)
+          add(attempted(options,
+                        [&] { return verify_goodput(state, configured, schedules, probes, options, src, dst); }));
   return result;
 }
 
