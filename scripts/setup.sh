@@ -65,6 +65,38 @@ if [ "$what" = test ]; then
   cmake --build "$fuzz_build" -j "$(nproc)" --target fuzzers
 fi
 
+# "STOLEN TOTAL": the ticks a hypervisor took from this VM's CPUs, and all ticks.
+cpu_ticks() { awk '/^cpu /{print $9, $2+$3+$4+$5+$6+$7+$8+$9; exit}' /proc/stat; }
+
+# The suite, with what the hypervisor took meanwhile. A timing test
+# (integration, vm, multihost) that failed runs once more, alone, and passes
+# only if it passes then: a busy host makes a measurement slower, never faster,
+# and one that is wrong stays wrong (tests/README.md#timing-tests-on-a-busy-host).
+# A unit or bpf test is never run again.
+run_tests() {
+  local build=$1 before after status=0
+  before=$(cpu_ticks)
+  ctest --test-dir "$build" --output-on-failure --timeout 600 || status=1
+  after=$(cpu_ticks)
+  echo "== during the tests the hypervisor took $(echo "$before $after" |
+    awk '{t = $4 - $2; printf "%.1f%%", (t > 0 ? 100 * ($3 - $1) / t : 0)}') of this machine's CPU time"
+  [ "$status" -eq 0 ] && return 0
+  local failed timing=() name
+  mapfile -t failed < <(cut -d: -f2 "$build/Testing/Temporary/LastTestsFailed.log")
+  for name in "${failed[@]}"; do
+    case $name in integration.* | vm.* | multihost.*) timing+=("$name") ;; esac
+  done
+  if [ ${#timing[@]} -ne ${#failed[@]} ]; then
+    echo "== failed, not only timing tests: ${failed[*]}"
+    return 1
+  fi
+  echo "== timing tests failed: ${timing[*]}; each runs once more"
+  local pattern
+  pattern=$(printf '%s\n' "${timing[@]}" | sed 's/\./\\./g' | paste -sd '|')
+  ctest --test-dir "$build" --output-on-failure --timeout 600 -R "^($pattern)\$" || return 1
+  echo "== passed on their second run: ${timing[*]}"
+}
+
 case "$what" in
   demo)
     echo "== demo: three DCs"
@@ -91,7 +123,7 @@ case "$what" in
     # Both suites run; either failing fails the whole.
     status=0
     echo "== tests"
-    ctest --test-dir "$build" --output-on-failure --timeout 600 || status=1
+    run_tests "$build" || status=1
     echo "== fuzzing (label fuzz: each fuzzer ${FUZZ_SECONDS:-60} s, side by side)"
     ctest --test-dir "$fuzz_build" --output-on-failure --no-tests=error --timeout 600 -j "$(nproc)" || status=1
     exit "$status" ;;

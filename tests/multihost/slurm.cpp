@@ -227,7 +227,8 @@ BOOST_AUTO_TEST_CASE(a_slurm_job_brings_the_wan_up_on_every_node_and_every_endin
   // It was verified first: each DC pair's RTT and both directions' goodput,
   // measured between the DCs' first nodes (m1, m3) beside the configuration.
   // TCG's bounds: 70%, which still fails a WAN left unshaped or twice its
-  // rate (four runs: RTT 34.4-35.0 ms of 30; goodput 9.5-16.2 Mbit/s of 19).
+  // rate (four runs at 20 Mbit/s: RTT 34.4-35.0 ms of 30; goodput 9.5-16.2
+  // Mbit/s of 19; two-dc.toml has 10 Mbit/s since).
   for (const auto& [pair, check] : std::vector<std::pair<std::string, std::string>>{
            {"east <-> west", "rtt"}, {"east -> west", "goodput"}, {"west -> east", "goodput"}}) {
     const std::string line = verify_row(job3, pair, check);

@@ -18,7 +18,7 @@ using namespace wanlab::test;
 namespace {
 
 // tests/data/multihost/two-dc.toml
-constexpr double kRateBps = 20e6;
+constexpr double kRateBps = 10e6;
 constexpr double kRttMs = 30;
 
 // The receiver's goodput of an iperf3 -J run.
@@ -64,13 +64,15 @@ BOOST_AUTO_TEST_CASE(a_wan_over_three_machines_shapes_each_dc_pair_once_and_leav
   const double together =
       received_bps(machines.file("together.m1.json")) + received_bps(machines.file("together.m2.json"));
   const double reverse = received_bps(machines.file("reverse.m2.json"));
-  BOOST_TEST_MESSAGE("goodput east -> west, configured 20 Mbit/s: gateway alone "
-                     << gateway_alone / 1e6 << ", member alone " << member_alone / 1e6 << ", both at once "
-                     << together / 1e6 << " Mbit/s; west -> member " << reverse / 1e6 << " Mbit/s");
+  BOOST_TEST_MESSAGE("goodput east -> west, configured "
+                     << kRateBps / 1e6 << " Mbit/s: gateway alone " << gateway_alone / 1e6 << ", member alone "
+                     << member_alone / 1e6 << ", both at once " << together / 1e6 << " Mbit/s; west -> member "
+                     << reverse / 1e6 << " Mbit/s");
   // The floors are low because three TCG guests share two host cores here:
-  // one stream measured 63-88% of the rate in eight runs. A gateway's own sender without
-  // the detour (wanlab_tc.bpf.c) got 13%; one link per machine would give
-  // both together twice the rate.
+  // at 20 Mbit/s one stream measured 63-88% of the rate in eight runs, and
+  // 47% once on a busy CI host (hence 10 Mbit/s now). A gateway's own sender
+  // without the detour (wanlab_tc.bpf.c) got 13%; one link per machine would
+  // give both together twice the rate.
   for (double alone : {gateway_alone, member_alone, reverse}) {
     BOOST_TEST(alone >= 0.5 * kRateBps);
     BOOST_TEST(alone <= 1.05 * kRateBps);
