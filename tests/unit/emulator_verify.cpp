@@ -100,7 +100,7 @@ BOOST_AUTO_TEST_CASE(only_a_check_slower_than_allowed_is_measured_again_and_the_
   };
   const std::vector<Case> cases{
       {"a passing first measurement is the only one", {20}, 1, 20, "median of 20/20 echoes"},
-      {"slow, then within bounds: the second stands", {25, 21, 20}, 2, 21, "median of 20/20 echoes; best of 2 attempts"},
+      {"slow, then within bounds", {25, 21, 20}, 2, 21, "median of 20/20 echoes; best of 2 attempts"},
       {"slow every time: the lowest of all", {30, 26, 28}, 3, 26, "median of 20/20 echoes; best of 3 attempts"},
   };
   for (const auto& c : cases) {
