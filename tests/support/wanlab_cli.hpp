@@ -61,6 +61,12 @@ inline bool under_tcg() {
 // Lower bounds never move: no path may be faster than configured.
 inline double rtt_upper_ms(double configured_ms) { return configured_ms + 2.5 + (under_tcg() ? 4.0 : 0.0); }
 
+// The RTT slack the tests give `wanlab verify` where it must pass: its
+// default 2 ms, and under TCG the 4 ms more that rtt_upper_ms gives there
+// (verify's best of three medians measured 24.10 ms for 20.01 in a guest on a
+// busy host).
+inline std::string verify_slack() { return under_tcg() ? "6ms" : "2ms"; }
+
 // The median RTT of a path, for a check against rtt_upper_ms: `median()` (a
 // fresh set of echoes each call) is taken again while it is above `upper_ms`,
 // at most `attempts` times in all, and the least is kept. A busy host (other

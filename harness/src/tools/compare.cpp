@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "wanlab/base/cpu_times.hpp"
 #include "wanlab/base/parse.hpp"
 #include "wanlab/harness/record/prefill_summary.hpp"
 
@@ -74,10 +75,14 @@ Line prefill_line(std::string name, const std::vector<ResultRow>& rows,
   return line(std::move(name), rows, [&](const ResultRow& row) { return row.prefill ? cell(*row.prefill) : "-"; });
 }
 
-// A real run's verdict on its emulation; "-" for a simulated one.
+// A real run's verdict on its emulation, with the hypervisor's steal where
+// the verdict names it ("kept up, 6% stolen"); "-" for a simulated one.
 std::string emulation_cell(const ResultRow& row) {
   if (!row.emulation_kept_up) return "-";
-  return *row.emulation_kept_up ? "kept up" : "FELL BEHIND";
+  std::string cell = *row.emulation_kept_up ? "kept up" : "FELL BEHIND";
+  if (row.emulation.cpu_stolen_mean >= base::kStolenNamed)
+    cell += fmt::format(", {:.0f}% stolen", 100 * row.emulation.cpu_stolen_mean);
+  return cell;
 }
 
 std::string percent(double fraction) { return fmt::format("{:.1f}%", 100 * fraction); }
