@@ -20,15 +20,15 @@ rounds=${1:-10}
 name=bench-verify
 out="$repo/bench/results/emulator/verify-attempts.md"
 
-cpu_ticks() { awk '/^cpu /{print $9, $2+$3+$4+$5+$6+$7+$8+$9; exit}' /proc/stat; }
-stolen_percent() { echo "$1 $2" | awk '{t = $4 - $2; printf "%.1f", (t > 0 ? 100 * ($3 - $1) / t : 0)}'; }
+# shellcheck source=scripts/steal.sh
+. "$repo/scripts/steal.sh"
 
 "$wanlab" down "$name" >/dev/null 2>&1 || true
 trap '"$wanlab" down "$name" >/dev/null 2>&1 || true' EXIT
 trap 'exit 130' INT TERM HUP
 "$wanlab" up "$repo/scenarios/ci.toml" --name "$name" --quiet >/dev/null
 
-rows=""
+rows="" release=""
 declare -A failed=([1]=0 [3]=0) checks_failed=([1]=0 [3]=0) steal_sum=([1]=0 [3]=0)
 for round in $(seq 1 "$rounds"); do
   for attempts in 1 3; do
@@ -36,6 +36,7 @@ for round in $(seq 1 "$rounds"); do
     status=0
     output=$("$wanlab" verify "$name" --rate --attempts "$attempts" 2>&1) || status=$?
     steal=$(stolen_percent "$before" "$(cpu_ticks)")
+    release=${release:-$(sed -n 's/.*release path \([a-z]*\);.*/\1/p' <<<"$output")}
     bad=$(grep -c " FAIL " <<<"$output" || true)
     worst=$(awk '$4 == "goodput" && (min == "" || $6 + 0 < min) {min = $6 + 0} END {print min}' <<<"$output")
     [[ $status -ne 0 ]] && failed[$attempts]=$((failed[$attempts] + 1))
@@ -55,7 +56,7 @@ summary() {
   echo "# wanlab verify --rate on a correct testbed: one measurement a check against the best of three"
   echo
   echo "$(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$repo" rev-parse --short HEAD), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg);"
-  echo "\`bench/run-verify-bench.sh $rounds\`: scenarios/ci.toml (20 ms RTT, 100 Mbit/s), release path $("$wanlab" verify "$name" --attempts 1 2>/dev/null | sed -n 's/.*release path \([a-z]*\);.*/\1/p')."
+  echo "\`bench/run-verify-bench.sh $rounds\`: scenarios/ci.toml (20 ms RTT, 100 Mbit/s), release path $release."
   echo "Every failure is a false one: the testbed is correct. Steal: the hypervisor's share of the CPUs' time during each verify."
   echo
   echo "| attempts | rounds | verify failed | checks failed | steal, mean |"

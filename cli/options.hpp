@@ -23,8 +23,8 @@ using base::UsageError;
 // --release auto|fq|nfqueue (default auto); a UsageError if it is none of them.
 emulator::ReleaseChoice release_option(const Options& options);
 
-// --<tolerance> P% and --<slack> T (each optional; defaults as VerifyOptions),
-// a UsageError naming the option if malformed. `goodput` is left false.
+// --<tolerance> P%, --<slack> T and --<attempts> N (each optional; defaults as
+// VerifyOptions), a UsageError naming the option if malformed. `goodput` is left false.
 emulator::VerifyOptions verify_options(const Options& options, const std::string& tolerance, const std::string& slack,
                                        const std::string& attempts);
 

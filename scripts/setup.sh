@@ -65,10 +65,8 @@ if [ "$what" = test ]; then
   cmake --build "$fuzz_build" -j "$(nproc)" --target fuzzers
 fi
 
-# "STOLEN TOTAL": the ticks a hypervisor took from this VM's CPUs, and all ticks.
-cpu_ticks() { awk '/^cpu /{print $9, $2+$3+$4+$5+$6+$7+$8+$9; exit}' /proc/stat; }
-# The percentage of the CPUs' time stolen between two cpu_ticks readings.
-stolen_percent() { echo "$1 $2" | awk '{t = $4 - $2; printf "%.1f", (t > 0 ? 100 * ($3 - $1) / t : 0)}'; }
+# shellcheck source=scripts/steal.sh
+. scripts/steal.sh
 
 # Waits, for at most $1 s, until the hypervisor took under 2% of the CPUs'
 # time over 5 s (at once on a machine that is no VM), and says how long.

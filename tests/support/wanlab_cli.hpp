@@ -3,16 +3,17 @@
 #pragma once
 
 #include <bpf/bpf.h>
+#include <fmt/format.h>
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
-#include <algorithm>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "support/process.hpp"
 #include "wanlab/emulator/leftovers.hpp"
 #include "wanlab/emulator/netns.hpp"
+#include "wanlab/emulator/verify.hpp"
 
 namespace wanlab::test {
 
@@ -59,13 +61,19 @@ inline bool under_tcg() {
 // 2.5 ms for the forwarding and probing themselves on a loaded 2-core machine,
 // and under TCG 4 ms more (measured there: 0.5-3 ms above the configuration).
 // Lower bounds never move: no path may be faster than configured.
-inline double rtt_upper_ms(double configured_ms) { return configured_ms + 2.5 + (under_tcg() ? 4.0 : 0.0); }
+inline constexpr double kTcgRttAllowanceMs = 4.0;
+inline double rtt_upper_ms(double configured_ms) {
+  return configured_ms + 2.5 + (under_tcg() ? kTcgRttAllowanceMs : 0.0);
+}
 
 // The RTT slack the tests give `wanlab verify` where it must pass: its
 // default 2 ms, and under TCG the 4 ms more that rtt_upper_ms gives there
 // (verify's best of three medians measured 24.10 ms for 20.01 in a guest on a
 // busy host).
-inline std::string verify_slack() { return under_tcg() ? "6ms" : "2ms"; }
+inline std::string verify_slack() {
+  const double default_ms = static_cast<double>(emulator::VerifyOptions{}.slack_ns) / 1e6;
+  return fmt::format("{:g}ms", default_ms + (under_tcg() ? kTcgRttAllowanceMs : 0.0));
+}
 
 // The median RTT of a path, for a check against rtt_upper_ms: `median()` (a
 // fresh set of echoes each call) is taken again while it is above `upper_ms`,
