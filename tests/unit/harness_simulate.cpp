@@ -39,6 +39,13 @@ double makespan_ms(const std::string& top_level, int pp, int dp, int microbatche
   return iteration_ms(simulate(plan, scenario, model));
 }
 
+// `scenario` with queues of 20 BDP: no drop-tail loss in these tests.
+wanlab::emulator::Scenario deep_queues(wanlab::emulator::Scenario scenario) {
+  scenario.defaults.queue = wanlab::emulator::parse_queue("20bdp");
+  for (auto& link : scenario.links) link.params.queue.reset();
+  return scenario;
+}
+
 // 2 x 1024 x 1024 bytes at 1 Gbit/s.
 constexpr double kActivationWireMs = 2.0 * 1024 * 1024 * 8 / 1e9 * 1e3;
 
@@ -96,8 +103,10 @@ BOOST_AUTO_TEST_CASE(iterations_follow_each_other_and_repeat) {
 // With TCP's dynamics the channels' windows carry over: the first iteration
 // starts every channel from the initial window and is the slowest; later ones
 // start from what the previous left (less what idle took back) and repeat.
+// (Queues deep enough that nothing is lost: a loss's cwnd can make a later
+// iteration the slower, as the next suite shows.)
 BOOST_AUTO_TEST_CASE(tcp_windows_carry_over_so_the_first_iteration_is_the_slowest) {
-  auto scenario = three_dcs();
+  auto scenario = deep_queues(three_dcs());
   Plan plan = make_plan(experiment("schedule = \"1f1b\"", 4, 2, 8, 1, 2), scenario);
   RunRecord record = simulate(plan, scenario, link_model_for(scenario, plan.experiment.scale), 4);
   BOOST_TEST(iteration_ms(record, 0) > 1.2 * iteration_ms(record, 1));
@@ -116,6 +125,44 @@ BOOST_AUTO_TEST_CASE(tcp_windows_carry_over_so_the_first_iteration_is_the_slowes
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(transfers)
+
+namespace {
+
+// The mean time of the a -> b messages of `record`, first byte sent to last received.
+double mean_transfer_s(const RunRecord& record) {
+  double sum = 0;
+  int count = 0;
+  for (const TransferRecord& t : record.transfers) {
+    if (record.plan.workers[static_cast<std::size_t>(t.worker)].worker.dc != 0) continue;
+    sum += static_cast<double>(t.last_received_ns - t.first_sent_ns) / 1e9;
+    ++count;
+  }
+  BOOST_REQUIRE(count > 0);
+  return sum / count;
+}
+
+RunRecord with_queue(const std::string& queue, int dp) {
+  auto scenario = three_dcs();
+  scenario.defaults.queue = wanlab::emulator::parse_queue(queue);
+  Plan plan = make_plan(experiment("schedule = \"1f1b\"\nplacement = [\"a\", \"b\"]", 2, dp, 8), scenario);
+  return simulate(plan, scenario, link_model_for(scenario, plan.experiment.scale), 3);
+}
+
+}  // namespace
+
+// Drop-tail loss: each replica's channel is paced at the link's rate, so one
+// alone never fills a queue, and the same messages take the same time
+// behind a queue of a quarter BDP as of 20. Two replicas' channels sending
+// at once push twice the link's rate: behind the shallow queue they lose
+// segments, wait for them to be resent and cut their windows, and take
+// longer than behind the deep one, where they share the link without loss.
+BOOST_AUTO_TEST_CASE(two_channels_that_overflow_a_queue_together_lose_and_take_longer) {
+  BOOST_TEST(mean_transfer_s(with_queue("0.25bdp", 1)) == mean_transfer_s(with_queue("20bdp", 1)),
+             boost::test_tools::tolerance(1e-12));
+  const RunRecord shallow = with_queue("0.25bdp", 2), deep = with_queue("20bdp", 2);
+  BOOST_TEST(mean_transfer_s(shallow) > 1.02 * mean_transfer_s(deep));
+  BOOST_TEST(iteration_ms(shallow, 2) > iteration_ms(deep, 2));
+}
 
 // stage 0 in a, stage 1 in b, one microbatch: F0, activation a->b, F0, B0,
 // gradient b->a, B0. Each transfer: 10 ms + 2 MiB at 1 Gbit/s.

@@ -146,6 +146,43 @@ BOOST_AUTO_TEST_CASE(an_idle_channel_halves_its_window_per_rto_down_to_the_initi
   BOOST_TEST(state.cwnd_bytes == 1000 * kSegmentBytes);
 }
 
+// A loss (the simulator's drop-tail queue): cwnd to cubic's 0.7 and slow
+// start over; then cwnd follows cubic's curve back to the window before the
+// loss in K = cbrt(w_max x 0.3 / 0.4) seconds of sending, and the pacing
+// rate is 1.2 x cwnd / RTT instead of 2 x. A loss that hits a quarter of the
+// streams cuts the channel's cwnd by a quarter of that.
+BOOST_AUTO_TEST_CASE(a_loss_cuts_cwnd_to_cubics_beta_and_cubic_grows_it_back) {
+  TcpPath path = path_of(1e9, 0.05, 1e9);
+  path.paced = true;
+  TcpChannelState quarter;
+  quarter.cwnd_bytes = 100 * kSegmentBytes;
+  after_loss(quarter, 0.25);
+  BOOST_TEST(quarter.cwnd_bytes == (1 - 0.3 / 4) * 100 * kSegmentBytes, boost::test_tools::tolerance(1e-9));
+  TcpChannelState state;
+  state.cwnd_bytes = state.pacing_cwnd_bytes = 100 * kSegmentBytes;
+  after_loss(state);
+  BOOST_TEST(state.cwnd_bytes == 70 * kSegmentBytes, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(pacing_limit_bps(path, state) == 1.2 * 70 * kSegmentBytes * 8 / 0.1, boost::test_tools::tolerance(1e-9));
+  const double k = std::cbrt(100 * 0.3 / 0.4);  // 4.2 s: 42 rounds of 0.1 s
+  double before = state.cwnd_bytes;
+  for (int round = 0; round < 20; ++round) {  // cwnd-limited rounds: growth, slower and slower
+    after_round(path, state, 1, state.cwnd_bytes);
+    BOOST_TEST(state.cwnd_bytes >= before);
+    BOOST_TEST(state.cwnd_bytes < 100 * kSegmentBytes);
+    before = state.cwnd_bytes;
+  }
+  while (state.avoidance_s < k) after_round(path, state, 1, state.cwnd_bytes);
+  BOOST_TEST(state.cwnd_bytes >= 99 * kSegmentBytes);
+  BOOST_TEST(state.cwnd_bytes <= 101 * kSegmentBytes);
+  // An idle restart keeps ssthresh at 3/4 of the cwnd before it
+  // (tcp_current_ssthresh): slow start after it stops there.
+  state.ssthresh_bytes = 10 * kSegmentBytes;
+  const double cwnd = state.cwnd_bytes;
+  after_idle(path, state, 10.0);
+  BOOST_TEST(state.ssthresh_bytes == 0.75 * cwnd, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(state.cwnd_bytes == kInitialWindowBytes);
+}
+
 // The transport hands 16 KiB chunks to the streams as they take them: the
 // most loaded stream carries ceil(chunks / streams) of them.
 BOOST_AUTO_TEST_CASE(a_message_of_few_chunks_keeps_fewer_streams_busy) {

@@ -72,4 +72,12 @@ em::Scenario scale_scenario(const em::Scenario& scenario, double scale, std::uin
   return out;
 }
 
+std::uint64_t queue_floor_bytes(const Plan& plan) {
+  std::uint64_t largest = 0;
+  for (const WorkerPlan& worker : plan.workers)
+    for (const Op& op : worker.ops)
+      if (op.kind == OpKind::send) largest = std::max(largest, op.bytes);
+  return 2 * largest;
+}
+
 }  // namespace wanlab::harness

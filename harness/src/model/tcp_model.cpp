@@ -26,7 +26,8 @@ double burst_s(const TcpPath& path, const TcpChannelState& state, double streams
 
 double pacing_limit_bps(const TcpPath& path, const TcpChannelState& state) {
   if (!path.paced || !(path.rtt_s > 0)) return std::numeric_limits<double>::infinity();
-  return kPacingSlowStartRatio * state.pacing_cwnd_bytes * 8 / path.rtt_s;
+  const bool slow_start = state.pacing_cwnd_bytes < state.ssthresh_bytes;
+  return (slow_start ? kPacingSlowStartRatio : kPacingAvoidanceRatio) * state.pacing_cwnd_bytes * 8 / path.rtt_s;
 }
 
 double stream_rate_bps(const TcpPath& path, const TcpChannelState& state) {
@@ -76,19 +77,40 @@ void after_round(const TcpPath& path, TcpChannelState& state, double streams, do
   // keeps is_cwnd_limited for that window and grows cwnd by all of it.
   const bool ack_clocked = state.last_round_full;
   const double most_in_flight = std::max(in_flight, state.last_round_bytes);
-  if (cwnd_limited || ack_clocked) {
-    state.cwnd_bytes = std::min(state.cwnd_bytes + per_stream, 2 * path.window_bytes);
+  if (state.cwnd_bytes >= state.ssthresh_bytes) {
+    // Congestion avoidance: cubic's curve, where cwnd limits what is sent.
+    state.avoidance_s += path.rtt_s;
+    if (cwnd_limited || ack_clocked) {
+      const double w_max = state.w_max_bytes / kSegmentBytes;
+      const double k = std::cbrt(w_max * (1 - kCubicBeta) / kCubicC);
+      const double t = state.avoidance_s - k;
+      const double cubic = (kCubicC * t * t * t + w_max) * kSegmentBytes;
+      state.cwnd_bytes = std::clamp(cubic, state.cwnd_bytes, std::min(2 * state.cwnd_bytes, 2 * path.window_bytes));
+    }
+  } else if (cwnd_limited || ack_clocked) {
+    state.cwnd_bytes = std::min(
+        {state.cwnd_bytes + per_stream, 2 * path.window_bytes, std::max(state.ssthresh_bytes, state.cwnd_bytes)});
   } else if (2 * most_in_flight > state.cwnd_bytes) {
     // Where the buffers or a pacing rate cap what is in flight, cwnd still
     // grows while it is under twice that (the kernel's slow-start test,
     // tcp_is_cwnd_limited), so it ends at twice what was in flight: twice the
     // window ceiling, or twice a paced stream's rate x RTT.
-    state.cwnd_bytes = std::min({state.cwnd_bytes + per_stream, 2 * most_in_flight, 2 * path.window_bytes});
+    state.cwnd_bytes = std::min({state.cwnd_bytes + per_stream, 2 * most_in_flight, 2 * path.window_bytes,
+                                 std::max(state.ssthresh_bytes, state.cwnd_bytes)});
   }
   state.last_round_bytes = in_flight;
   state.last_round_full = cwnd_limited;
   state.cwnd_bytes = std::max(state.cwnd_bytes, kInitialWindowBytes);
   state.pacing_cwnd_bytes = state.cwnd_bytes;
+}
+
+void after_loss(TcpChannelState& state, double share_of_streams) {
+  const double beta = 1 - (1 - kCubicBeta) * share_of_streams;
+  state.w_max_bytes = state.cwnd_bytes;
+  state.cwnd_bytes = std::max(kInitialWindowBytes / 5, beta * state.cwnd_bytes);  // at least 2 segments
+  state.ssthresh_bytes = state.cwnd_bytes;
+  state.pacing_cwnd_bytes = state.cwnd_bytes;
+  state.avoidance_s = 0;
 }
 
 void after_idle(const TcpPath& path, TcpChannelState& state, double idle_s) {
@@ -98,6 +120,8 @@ void after_idle(const TcpPath& path, TcpChannelState& state, double idle_s) {
     state.last_round_full = false;
   }
   if (!path.slow_start_after_idle) return;
+  // tcp_cwnd_restart: ssthresh at least 3/4 of cwnd (tcp_current_ssthresh), then cwnd halves.
+  if (idle_s > rto) state.ssthresh_bytes = std::max(state.ssthresh_bytes, 0.75 * state.cwnd_bytes);
   const double restart = std::min(kInitialWindowBytes, state.cwnd_bytes);
   for (double left = idle_s - rto; left > 0 && state.cwnd_bytes > restart; left -= rto) state.cwnd_bytes /= 2;
   state.cwnd_bytes = std::max(state.cwnd_bytes, restart);

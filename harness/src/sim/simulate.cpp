@@ -18,7 +18,10 @@ namespace wanlab::harness {
 namespace detail::sim {
 
 Simulator::Simulator(const Plan& plan, const emulator::Scenario& scenario, const LinkModel& model)
-    : plan_(plan), model_(model), dcs_(static_cast<int>(scenario.dcs.size())) {
+    : plan_(plan),
+      model_(model),
+      dcs_(static_cast<int>(scenario.dcs.size())),
+      queues_(scale_scenario(scenario, plan.experiment.scale, queue_floor_bytes(plan))) {
   record_.plan = plan;
   record_.runtime = kSimulatorRuntime;
   if (plan.experiment.fabric) fabric_ = detail::fabric_links(plan, scenario.dcs.size());

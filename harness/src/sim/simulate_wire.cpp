@@ -37,6 +37,7 @@ void Simulator::make_links(const emulator::Scenario& scenario) {
     for (int dst = 0; dst < dcs_; ++dst) {
       LinkState link;
       static_cast<detail::LinkRate&>(link) = detail::link_rate(plan_.experiment, scenario, model_, src, dst);
+      link.queue_limit_bits = queue_limit_bits(link, queues_.pair(src, dst), queues_.rtt_ns(src, dst));
       link.ring_stream_pacing_bps = ring_stream_pacing_bps(plan_, scenario, model_, src, dst);
       links_.push_back(link);
     }
@@ -70,6 +71,9 @@ void Simulator::follow_wan(int link_index) {
   const std::uint64_t at_ns = plan_.experiment.wan_start_ns + static_cast<std::uint64_t>(std::llround(now_));
   LinkState& link = links_[static_cast<std::size_t>(link_index)];
   static_cast<detail::LinkRate&>(link) = detail::link_rate_at(plan_.experiment, *timeline_, model_, src, dst, at_ns);
+  const emulator::PairAt there = emulator::pair_at(queues_, src, dst, at_ns);
+  const emulator::PairAt back = emulator::pair_at(queues_, dst, src, at_ns);
+  link.queue_limit_bits = queue_limit_bits(link, there.params, there.params.delay_ns + back.params.delay_ns);
   const std::uint64_t next_ns = emulator::next_pair_change_ns(*timeline_, src, dst, at_ns);
   wan_change_at_[static_cast<std::size_t>(link_index)] =
       next_ns == std::numeric_limits<std::uint64_t>::max() ? kInf : now_ + static_cast<double>(next_ns - at_ns);
@@ -90,6 +94,16 @@ void Simulator::apply_wan_changes() {
     if (wan_change_at_[index] <= now_) follow_wan(static_cast<int>(index));
     next_wan_change_ = std::min(next_wan_change_, wan_change_at_[index]);
   }
+}
+
+// What the link's drop-tail queue holds, in payload bits: the time the
+// emulator lets a backlog take (its queue limit, emulator::make_pair_config)
+// at the link's payload rate. `pair`: the testbed's, as the run brings it
+// up (queues_).
+double Simulator::queue_limit_bits(const LinkState& link, const emulator::PairParams& pair, std::uint64_t rtt_ns) {
+  if (!std::isfinite(link.capacity_bps)) return kInf;
+  const double limit_ns = static_cast<double>(emulator::make_pair_config(pair, rtt_ns, 0, 0).queue_limit_ns);
+  return link.capacity_bps * limit_ns / 1e9;
 }
 
 int Simulator::link_of(int from, int to) const {
@@ -325,6 +339,48 @@ void Simulator::step_time() {
   }
 }
 
+// Drop-tail loss (docs/SIMULATOR.md, "Loss"): the transfers on a link push
+// their rounds at their own rates (pacing, 2 x cwnd / RTT), the link carries
+// its capacity, and what they push beyond it waits in the link's queue.
+// Where more waits than the queue holds over the `elapsed` seconds to come,
+// the excess is dropped, among the transfers in proportion to what each
+// pushed; the streams it hits each a random one of a transfer's. A transfer
+// that lost a segment is not wholly there before it is resent: after the
+// loss is seen (a round trip and the queue's wait) and one way more. Its
+// channel's cwnd falls once a window (cubic: to 0.7 on each stream hit) and
+// slow start ends there.
+void Simulator::fill_queue(LinkState& link, double elapsed) {
+  if (!std::isfinite(link.queue_limit_bits) || !model_.tcp_dynamics || !link.tcp_rounds) return;
+  double pushed = 0, unsent = 0, windows = 0;
+  for (int id : link.on_wire) {
+    const Transfer& transfer = transfers_[static_cast<std::size_t>(id)];
+    pushed += std::min(transfer.cap_bps * elapsed, transfer.round_bits_left);
+    unsent += transfer.round_bits_left;
+    windows += round_bytes(link.tcp, transfer.tcp->state, transfer.effective_streams, kInf) * 8;
+  }
+  // What waits is what was pushed and not carried, and never more than the
+  // windows hold beyond what the link itself has in flight.
+  const double most = std::min(unsent, std::max(0.0, windows - link.capacity_bps * link.tcp.rtt_s));
+  link.backlog_bits = std::clamp(link.backlog_bits + pushed - link.capacity_bps * elapsed, 0.0, most);
+  if (link.backlog_bits <= link.queue_limit_bits || !(pushed > 0)) return;
+  const double dropped_segments = (link.backlog_bits - link.queue_limit_bits) / (kSegmentBytes * 8);
+  link.backlog_bits = link.queue_limit_bits;
+  const double seen_ns = (link.tcp.rtt_s + link.backlog_bits / link.capacity_bps) * 1e9;
+  for (int id : link.on_wire) {
+    Transfer& transfer = transfers_[static_cast<std::size_t>(id)];
+    const double share = std::min(transfer.cap_bps * elapsed, transfer.round_bits_left) / pushed;
+    const double lost = dropped_segments * share;
+    if (!(lost > 0)) continue;
+    transfer.resent_arrives = std::max(transfer.resent_arrives, now_ + elapsed * 1e9 + seen_ns + link.delay_ns);
+    ChannelTcp& tcp = *transfer.tcp;
+    if (now_ < tcp.recovering_until) continue;
+    const double streams = transfer.effective_streams;
+    const double hit = streams * (1 - std::pow(1 - 1 / streams, lost));
+    after_loss(tcp.state, hit / streams);
+    tcp.recovering_until = now_ + seen_ns;
+  }
+}
+
 // Every transfer on the wire sends at its rate until `next`, first_done all
 // its round's bits; the links where a round is now sent go to rounds_sent_,
 // in index order, the others have nothing to take off the wire.
@@ -332,6 +388,7 @@ void Simulator::send_until(double next, int first_done) {
   const double elapsed = next - now_;
   rounds_sent_.clear();
   for (int link_index : wired_links_) {
+    if (elapsed > 0) fill_queue(links_[static_cast<std::size_t>(link_index)], elapsed / 1e9);
     bool round_sent = false;
     for (int id : links_[static_cast<std::size_t>(link_index)].on_wire) {
       Transfer& transfer = transfers_[static_cast<std::size_t>(id)];
@@ -376,9 +433,11 @@ void Simulator::take_sent_transfers_off_the_wire() {
       return true;
     });
     for (std::size_t i = before; i < sent.size(); ++i) {
-      mark_last_sent(sent[i], link.delay_ns);
-      schedule({now_ + link.delay_ns + transfers_[static_cast<std::size_t>(sent[i])].extra_delay_ns, 0,
-                TimedKind::arrival, sent[i]});
+      const Transfer& transfer = transfers_[static_cast<std::size_t>(sent[i])];
+      // The last bit, or a resent segment, whichever comes later.
+      const double arrives = std::max(now_ + link.delay_ns, transfer.resent_arrives);
+      mark_last_sent(sent[i], arrives - now_);
+      schedule({arrives + transfer.extra_delay_ns, 0, TimedKind::arrival, sent[i]});
       if (transfers_[static_cast<std::size_t>(sent[i])].slot >= 0) {
         slot_sent(link);
         slot_freed.push_back(link_index);

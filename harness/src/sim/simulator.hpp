@@ -39,12 +39,15 @@ struct LinkState : LinkRate {
   int current_slot = 0;             // whose turn it is
   int current_left = 0;             // sends of current_slot not yet wholly sent
   bool unbalanced = false;          // its transfers on the wire changed since their rates were set
+  double queue_limit_bits = kInf;   // what its drop-tail queue holds
+  double backlog_bits = 0;          // what its senders pushed and it has not carried yet
 };
 
 // A TCP channel's state between its rounds and messages.
 struct ChannelTcp {
   TcpChannelState state;
   double last_sent = -1;  // when its last bit was sent; -1: never
+  double recovering_until = -1;  // a loss before then is of the same window: cwnd fell once
 };
 
 // A channel's transfers not yet sent, in order: a list through
@@ -77,6 +80,8 @@ struct Transfer {
   int next_queued = -1;       // the transfer after it on its channel
   int record = -1;            // index into the record's transfers: a cross-DC message
   double extra_delay_ns = 0;  // a pipelined ring's later steps, after its last bit arrives
+  // A segment it lost to a full queue arrives, resent, no earlier than this.
+  double resent_arrives = -1;
 };
 
 struct Message {
@@ -207,11 +212,16 @@ class Simulator {
   // Moves time to the next compute completion, arrival or last bit sent.
   void step_time();
   void send_until(double next, int first_done);
+  void fill_queue(LinkState& link, double elapsed);
+  static double queue_limit_bits(const LinkState& link, const emulator::PairParams& pair, std::uint64_t rtt_ns);
   void take_sent_transfers_off_the_wire();
 
   const Plan& plan_;
   LinkModel model_;
   int dcs_;
+  // The testbed as `wanlab train` brings it up (scale_scenario, with the
+  // run's queue floor): its queues are the simulator's.
+  emulator::Scenario queues_;
   const emulator::Scenario* timeline_ = nullptr;  // set when the WAN changes over time
   std::vector<double> wan_change_at_;             // per link: when it changes next (kInf: never)
   double next_wan_change_ = kInf;                 // the least of them

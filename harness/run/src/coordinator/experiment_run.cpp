@@ -20,18 +20,6 @@
 namespace wanlab::harness {
 namespace em = wanlab::emulator;
 
-// Twice the largest message: two senders' whole messages at once, as when two
-// stages on one host send to the next host together (three-dc.toml's
-// comment). Why and what it measured: docs/EXPERIMENT.md, choosing scale, and
-// bench/results/bubbletea/queue-floor-20261202/findings.md.
-std::uint64_t queue_floor_bytes(const Plan& plan) {
-  std::uint64_t largest = 0;
-  for (const WorkerPlan& worker : plan.workers)
-    for (const Op& op : worker.ops)
-      if (op.kind == OpKind::send) largest = std::max(largest, op.bytes);
-  return 2 * largest;
-}
-
 em::Scenario run_scenario(const Experiment& experiment, const em::Scenario& scenario, std::uint64_t min_queue_bytes) {
   em::Scenario out = scale_scenario(scenario, experiment.scale, min_queue_bytes);
   out.seed = experiment.seed;

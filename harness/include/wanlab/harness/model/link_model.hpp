@@ -48,6 +48,14 @@ struct LinkModel {
 emulator::Scenario scale_scenario(const emulator::Scenario& scenario, double scale,
                                   std::uint64_t queue_floor_bytes = 0);
 
+// The least a scaled byte-sized queue of a run keeps: twice the plan's
+// largest message, so that two senders' whole messages fit at once (as when
+// two stages on one host send to the next host together; three-dc.toml's
+// comment). Why and what it measured: docs/EXPERIMENT.md, choosing scale,
+// and bench/results/bubbletea/queue-floor-20261202/findings.md. Both
+// runners use it: `wanlab train`'s testbed and the simulator's queues.
+std::uint64_t queue_floor_bytes(const Plan& plan);
+
 // The link model the testbed implies at the experiment's `scale`: TCP's
 // dynamics, with the window ceiling of the [host] buffers the run's hosts get
 // (scale_scenario's; emulator/tcp_window.hpp), in full-size bytes like every

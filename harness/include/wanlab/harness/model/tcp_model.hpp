@@ -49,6 +49,9 @@ inline constexpr double kSegmentBytes = emulator::kSegmentPayloadBytes;
 inline constexpr double kInitialWindowBytes = 10 * kSegmentBytes;
 inline constexpr double kMinRtoS = 0.2;               // Linux's TCP_RTO_MIN
 inline constexpr double kPacingSlowStartRatio = 2.0;  // net.ipv4.tcp_pacing_ss_ratio = 200 (%)
+inline constexpr double kPacingAvoidanceRatio = 1.2;  // net.ipv4.tcp_pacing_ca_ratio = 120 (%)
+inline constexpr double kCubicBeta = 0.7;             // cubic's window after a loss (beta = 717/1024)
+inline constexpr double kCubicC = 0.4;                // cubic's growth constant, segments / s^3
 // The chunk the harness's cross-DC channels stripe a message in: the
 // transport hands each chunk to whichever stream takes it first.
 inline constexpr std::uint32_t kCrossDcChunkBytes = 16u << 10;
@@ -73,6 +76,12 @@ struct TcpChannelState {
   bool last_round_full = false;                    // the round before sent a whole window
   double pacing_cwnd_bytes = kInitialWindowBytes;  // the cwnd the pacing rate was last set from (on ACKs)
   double rttvar_s = -1;                            // the RTO's variance term; < 0: only the handshake's sample so far
+  // After a loss: slow start ends at ssthresh, and cwnd follows cubic's
+  // curve from the window before the loss (w_max), over the time the
+  // channel has sent since (cubic does not count idle time).
+  double ssthresh_bytes = std::numeric_limits<double>::infinity();
+  double w_max_bytes = 0;
+  double avoidance_s = 0;
 };
 
 // How many streams a message keeps busy to its end: its chunks go to the
@@ -94,6 +103,9 @@ double stream_rate_bps(const TcpPath& path, const TcpChannelState& state);
 double pacing_limit_bps(const TcpPath& path, const TcpChannelState& state);
 // After a round that sent `sent_bytes` over `streams`: slow start's growth.
 void after_round(const TcpPath& path, TcpChannelState& state, double streams, double sent_bytes);
+// The channel lost segments to a full queue: cwnd to kCubicBeta of itself,
+// slow start over (at most once a round trip: the caller's to keep).
+void after_loss(TcpChannelState& state, double share_of_streams = 1);
 // The channel sent nothing for `idle_s` (from its last data sent).
 void after_idle(const TcpPath& path, TcpChannelState& state, double idle_s);
 // The streams' retransmission timeout now (RTT + rttvar).

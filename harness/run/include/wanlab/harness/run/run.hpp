@@ -93,14 +93,10 @@ RunRecord run_experiment(const Experiment& experiment, const emulator::Scenario&
 
 // The scenario `wanlab train` brings its testbed up with: scale_scenario at
 // the experiment's scale, byte-sized queues kept at least `min_queue_bytes`
-// (queue_floor_bytes below), seeded with the experiment's seed (the emulated
+// (queue_floor_bytes, link_model.hpp), seeded with the experiment's seed (the emulated
 // WAN's loss and jitter draws: a run has one seed, the experiment's).
 emulator::Scenario run_scenario(const Experiment& experiment, const emulator::Scenario& scenario,
                                 std::uint64_t min_queue_bytes = 0);
-
-// The least a scaled byte-sized queue of a run keeps: twice the plan's
-// largest message, so that two senders' whole messages fit at once.
-std::uint64_t queue_floor_bytes(const Plan& plan);
 
 // A testbed name for a run: a prefix of the scenario's name and our pid.
 std::string run_testbed_name(const emulator::Scenario& scenario);
