@@ -35,6 +35,13 @@
 //   (tcp_rtt_estimator with a constant RTT). Measured at 150 ms one way
 //   (tcpi_rto): 904 ms after the handshake; 588 ms after 7 rounds (model
 //   571); 756 ms after 3 rounds with a 320 ms handshake (model 747).
+// - Loss (the simulator's drop-tail queues, simulate_wire.cpp): a loss cuts
+//   cwnd to cubic's 0.7 on the streams it hits (after_loss) and ends slow
+//   start there (ssthresh); from then cwnd follows cubic's curve back to the
+//   window before the loss over the time the channel sends, where cwnd
+//   limits what it sends, and a paced stream's pacing rate is 1.2 x cwnd / RTT
+//   (tcp_pacing_ca_ratio). An idle restart keeps ssthresh at least 3/4 of the
+//   cwnd before it (tcp_current_ssthresh).
 // The cwnd persists between the messages of one channel (one connection set).
 #pragma once
 
