@@ -1,4 +1,6 @@
-# compare.py OUTDIR [links] [all]: the simulations resim.sh wrote beside the stored real
+# compare.py OUTDIR [links] [all]: the simulations that
+#   SIMULATE_ONLY=1 ONLY=threedc ITERATIONS=4 OUT=OUTDIR bench/harness/run-experiments.sh
+# wrote, beside the stored real
 # three-DC runs (measured / simulated iteration; * more than 5% off; links: per WAN link
 # transfer p50/p90 and retransmitted segments of the 2026-12-02 runs; all: also the runs
 # whose emulation fell behind, left out by default).
@@ -18,7 +20,7 @@ def real(s,n):
 tot={s:0 for s in sets}; cnt={s:0 for s in sets}
 print('%-28s %7s '%('run','sim')+' '.join('%6s'%s for s in sets))
 for n in names:
-    sim=json.load(open(f'{new}/{n}/results.json'))
+    sim=json.load(open(f'{new}/{n}-sim/results.json'))
     si=sim['mean_iteration_s']
     row=[]
     for s in sets:
