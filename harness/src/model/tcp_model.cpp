@@ -82,8 +82,7 @@ void after_round(const TcpPath& path, TcpChannelState& state, double streams, do
     state.avoidance_s += path.rtt_s;
     if (cwnd_limited || ack_clocked) {
       const double w_max = state.w_max_bytes / kSegmentBytes;
-      const double k = std::cbrt(w_max * (1 - kCubicBeta) / kCubicC);
-      const double t = state.avoidance_s - k;
+      const double t = state.avoidance_s - state.cubic_k_s;
       const double cubic = (kCubicC * t * t * t + w_max) * kSegmentBytes;
       state.cwnd_bytes = std::clamp(cubic, state.cwnd_bytes, std::min(2 * state.cwnd_bytes, 2 * path.window_bytes));
     }
@@ -107,6 +106,7 @@ void after_round(const TcpPath& path, TcpChannelState& state, double streams, do
 void after_loss(TcpChannelState& state, double share_of_streams) {
   const double beta = 1 - (1 - kCubicBeta) * share_of_streams;
   state.w_max_bytes = state.cwnd_bytes;
+  state.cubic_k_s = std::cbrt(state.w_max_bytes / kSegmentBytes * (1 - kCubicBeta) / kCubicC);
   state.cwnd_bytes = std::max(kInitialWindowBytes / 5, beta * state.cwnd_bytes);  // at least 2 segments
   state.ssthresh_bytes = state.cwnd_bytes;
   state.pacing_cwnd_bytes = state.cwnd_bytes;

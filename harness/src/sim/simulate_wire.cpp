@@ -215,6 +215,7 @@ void Simulator::begin_round(const LinkState& link, Transfer& transfer) {
     transfer.round_ends = now_ + link.tcp.rtt_s * 1e9;
   }
   transfer.round_bits_left = transfer.round_bits;
+  transfer.window_bits = full_round_bits;
 }
 
 // A cross-DC message's first (or last) bit goes on (or leaves) the wire now
@@ -351,17 +352,19 @@ void Simulator::step_time() {
 // slow start ends there.
 void Simulator::fill_queue(LinkState& link, double elapsed) {
   if (!std::isfinite(link.queue_limit_bits) || !model_.tcp_dynamics || !link.tcp_rounds) return;
-  double pushed = 0, unsent = 0, windows = 0;
+  double pushed = 0, unsent = 0;
   for (int id : link.on_wire) {
     const Transfer& transfer = transfers_[static_cast<std::size_t>(id)];
     pushed += std::min(transfer.cap_bps * elapsed, transfer.round_bits_left);
     unsent += transfer.round_bits_left;
-    windows += round_bytes(link.tcp, transfer.tcp->state, transfer.effective_streams, kInf) * 8;
   }
-  // What waits is what was pushed and not carried, and never more than the
-  // windows hold beyond what the link itself has in flight.
-  const double most = std::min(unsent, std::max(0.0, windows - link.capacity_bps * link.tcp.rtt_s));
-  link.backlog_bits = std::clamp(link.backlog_bits + pushed - link.capacity_bps * elapsed, 0.0, most);
+  link.backlog_bits = std::clamp(link.backlog_bits + pushed - link.capacity_bps * elapsed, 0.0, unsent);
+  if (link.backlog_bits <= 0) return;  // most links most of the time: nothing waits
+  // What waits is never more than the windows hold beyond what the link
+  // itself has in flight.
+  double windows = 0;
+  for (int id : link.on_wire) windows += transfers_[static_cast<std::size_t>(id)].window_bits;
+  link.backlog_bits = std::min(link.backlog_bits, std::max(0.0, windows - link.capacity_bps * link.tcp.rtt_s));
   if (link.backlog_bits <= link.queue_limit_bits || !(pushed > 0)) return;
   const double dropped_segments = (link.backlog_bits - link.queue_limit_bits) / (kSegmentBytes * 8);
   link.backlog_bits = link.queue_limit_bits;
@@ -377,6 +380,7 @@ void Simulator::fill_queue(LinkState& link, double elapsed) {
     const double streams = transfer.effective_streams;
     const double hit = streams * (1 - std::pow(1 - 1 / streams, lost));
     after_loss(tcp.state, hit / streams);
+    transfer.window_bits = round_bytes(link.tcp, tcp.state, streams, kInf) * 8;
     tcp.recovering_until = now_ + seen_ns;
   }
 }

@@ -65,6 +65,7 @@ struct Transfer {
   double round_bits = 0;         // put on the wire in the current round
   double round_bits_left = 0;    // of those, not yet sent
   double round_ends = 0;         // the next round begins no earlier
+  double window_bits = 0;        // what its streams may have in flight (its cwnds, at most the ceiling)
   bool on_wire_before = false;   // its first round has begun
   double cap_bps = kInf;
   double rate_bps = 0;

@@ -88,6 +88,7 @@ struct TcpChannelState {
   // channel has sent since (cubic does not count idle time).
   double ssthresh_bytes = std::numeric_limits<double>::infinity();
   double w_max_bytes = 0;
+  double cubic_k_s = 0;  // when the curve is back at w_max: cbrt(w_max x (1 - beta) / C), in segments
   double avoidance_s = 0;
 };
 
