@@ -77,6 +77,7 @@ void after_round(const TcpPath& path, TcpChannelState& state, double streams, do
   // keeps is_cwnd_limited for that window and grows cwnd by all of it.
   const bool ack_clocked = state.last_round_full;
   const double most_in_flight = std::max(in_flight, state.last_round_bytes);
+  const double slow_start_ends = std::max(state.ssthresh_bytes, state.cwnd_bytes);  // never below cwnd
   if (state.cwnd_bytes >= state.ssthresh_bytes) {
     // Congestion avoidance: cubic's curve, where cwnd limits what is sent.
     state.avoidance_s += path.rtt_s;
@@ -87,15 +88,14 @@ void after_round(const TcpPath& path, TcpChannelState& state, double streams, do
       state.cwnd_bytes = std::clamp(cubic, state.cwnd_bytes, std::min(2 * state.cwnd_bytes, 2 * path.window_bytes));
     }
   } else if (cwnd_limited || ack_clocked) {
-    state.cwnd_bytes = std::min(
-        {state.cwnd_bytes + per_stream, 2 * path.window_bytes, std::max(state.ssthresh_bytes, state.cwnd_bytes)});
+    state.cwnd_bytes = std::min({state.cwnd_bytes + per_stream, 2 * path.window_bytes, slow_start_ends});
   } else if (2 * most_in_flight > state.cwnd_bytes) {
     // Where the buffers or a pacing rate cap what is in flight, cwnd still
     // grows while it is under twice that (the kernel's slow-start test,
     // tcp_is_cwnd_limited), so it ends at twice what was in flight: twice the
     // window ceiling, or twice a paced stream's rate x RTT.
-    state.cwnd_bytes = std::min({state.cwnd_bytes + per_stream, 2 * most_in_flight, 2 * path.window_bytes,
-                                 std::max(state.ssthresh_bytes, state.cwnd_bytes)});
+    state.cwnd_bytes =
+        std::min({state.cwnd_bytes + per_stream, 2 * most_in_flight, 2 * path.window_bytes, slow_start_ends});
   }
   state.last_round_bytes = in_flight;
   state.last_round_full = cwnd_limited;
