@@ -729,6 +729,9 @@ BOOST_AUTO_TEST_CASE(local_decode_keeps_every_kv_cache_inside_its_dc) {
     if (from.host != decode_host_name(scenario, from.dc)) on_links.push_back(kv);
   }
   BOOST_REQUIRE(!on_links.empty());
+  KvRoutes routes(record.plan, scenario, harness_test::steady_links(scenario));
+  routes.leave_to_training(record);
+  BOOST_TEST(routes.dc_lead_ns(0) > 0);
   int training_sends = 0;
   for (const KvTransfer& kv : on_links) {
     const int dc = record.plan.workers[static_cast<std::size_t>(kv.worker)].worker.dc;
@@ -739,14 +742,14 @@ BOOST_AUTO_TEST_CASE(local_decode_keeps_every_kv_cache_inside_its_dc) {
       BOOST_TEST(!overlaps(kv.start_ns, kv.end_ns - delay, other.start_ns, other.end_ns - delay));
     }
     // Training's sends between the DC's hosts hold its link from the
-    // announcement, kAnnounceLeadNs ahead: a cache neither begins nor ends inside one.
+    // announcement, two KV pieces ahead: a cache neither begins nor ends inside one.
     for (const Event& event : record.events) {
       if (event.kind != OpKind::send || event.cross_dc) continue;
       const Worker& from = record.plan.workers[static_cast<std::size_t>(event.worker)].worker;
       const Worker& to = record.plan.workers[static_cast<std::size_t>(event.peer)].worker;
       if (from.dc != dc || from.host == to.host) continue;
       ++training_sends;
-      const std::int64_t held_from = event.start_ns - wanlab::harness::kAnnounceLeadNs, held_to = event.end_ns - delay;
+      const std::int64_t held_from = event.start_ns - routes.dc_lead_ns(dc), held_to = event.end_ns - delay;
       BOOST_TEST(!(held_from < kv.start_ns && kv.start_ns < held_to));
       BOOST_TEST(!(held_from < kv.end_ns - delay && kv.end_ns - delay < held_to));
     }
@@ -846,6 +849,43 @@ BOOST_AUTO_TEST_CASE(local_decode_routes_stay_in_the_workers_dc) {
   for (std::size_t w = 0; w < plan.workers.size(); ++w)
     if (plan.workers[w].worker.host == decode_host_name(scenario, plan.workers[w].worker.dc))
       BOOST_TEST(shared.route(static_cast<int>(w)).share == 1.0);  // NVLink: no link to share
+}
+
+// KV pieces on a DC's own link are sized from the experiment itself: every
+// send between two of the DC's hosts may find two pieces ahead of it, and
+// those may cost training kKvCostOfIteration of the iteration; its sends are
+// announced two pieces' wire time ahead. A DC with more such sends gets
+// smaller pieces, a longer iteration larger ones.
+BOOST_AUTO_TEST_CASE(dc_link_pieces_and_the_announce_lead_come_from_the_iteration) {
+  auto scenario = three_dcs();
+  auto sized = [&](const Experiment& e) {
+    Plan plan = make_plan(e, scenario);
+    const RunRecord training = simulate_training(plan, scenario, harness_test::steady_links(scenario), 1);
+    KvRoutes routes(plan, scenario, harness_test::steady_links(scenario));
+    routes.leave_to_training(training);
+    const int a = scenario.dc_index("a");
+    int sends = 0;
+    for (const WorkerPlan& w : plan.workers)
+      for (const Op& op : w.ops) {
+        const Worker& to = plan.workers[static_cast<std::size_t>(std::max(0, op.peer))].worker;
+        sends += op.kind == OpKind::send && w.worker.dc == a && to.dc == a && to.host != w.worker.host;
+      }
+    const int worker = workers_on(plan, "a-1").at(0);
+    const std::uint64_t piece = routes.route(worker).piece_bytes;
+    BOOST_TEST_REQUIRE(sends > 0);
+    // 2 x piece x sends = 1% of the iteration, at the link's rate (10 Gbit/s).
+    const double budget_s = KvRoutes::kKvCostOfIteration * static_cast<double>(first_iteration_ns(training)) / 1e9;
+    BOOST_TEST(piece == static_cast<std::uint64_t>(10e9 / 8 * budget_s / (2.0 * sends)));
+    BOOST_TEST(routes.dc_lead_ns(a) == 2 * routes.route(worker).wire_ns(piece));
+    BOOST_TEST(routes.dc_lead_ns(scenario.dc_index("b")) == 0);  // no stage there: no caches cross its link
+    return std::pair{piece, sends};
+  };
+  Experiment e = local_decode_experiment();
+  const auto [piece, sends] = sized(e);
+  e.model.microbatches *= 2;  // twice the sends, a longer iteration
+  const auto [more_piece, more_sends] = sized(e);
+  BOOST_TEST(more_sends == 2 * sends);
+  BOOST_TEST(more_piece < piece);
 }
 
 // A cache that came late raises its route's estimates by its lateness for
@@ -987,11 +1027,10 @@ BOOST_AUTO_TEST_SUITE_END()
 
 // Across machines an announcement reaches the coordinator one control delay
 // late and the last grant it sent before reaches the prefill worker one more
-// later: the lead grows by both; on one machine it is kAnnounceLeadNs.
+// later: the lead grows by both; on one machine it is the pieces' time.
 BOOST_AUTO_TEST_CASE(the_announce_lead_grows_by_the_control_channels_delays) {
   using wanlab::harness::announce_lead_ns;
-  using wanlab::harness::kAnnounceLeadNs;
-  BOOST_TEST(announce_lead_ns(0, 0) == kAnnounceLeadNs);
-  BOOST_TEST(announce_lead_ns(15'000'000, 2'000'000) == kAnnounceLeadNs + 17'000'000);
-  BOOST_TEST(announce_lead_ns(-1, -1) == kAnnounceLeadNs);  // no delay is shorter than none
+  BOOST_TEST(announce_lead_ns(6'000'000, 0, 0) == 6'000'000);
+  BOOST_TEST(announce_lead_ns(6'000'000, 15'000'000, 2'000'000) == 23'000'000);
+  BOOST_TEST(announce_lead_ns(6'000'000, -1, -1) == 6'000'000);  // no delay is shorter than none
 }

@@ -43,8 +43,9 @@ std::string decode_host_name(const emulator::Scenario& scenario, int dc) {
   return scenario.dcs.at(static_cast<std::size_t>(dc)).name + "-0";
 }
 
-std::int64_t announce_lead_ns(std::int64_t worker_control_delay_ns, std::int64_t prefill_control_delay_ns) {
-  return kAnnounceLeadNs + std::max<std::int64_t>(0, worker_control_delay_ns) +
+std::int64_t announce_lead_ns(std::int64_t pieces_ns, std::int64_t worker_control_delay_ns,
+                              std::int64_t prefill_control_delay_ns) {
+  return std::max<std::int64_t>(0, pieces_ns) + std::max<std::int64_t>(0, worker_control_delay_ns) +
          std::max<std::int64_t>(0, prefill_control_delay_ns);
 }
 
@@ -107,7 +108,7 @@ std::map<int, std::vector<KvRoutes::Span>> KvRoutes::training_busy(const RunReco
     const Worker& to = plan_->workers[static_cast<std::size_t>(event.peer)].worker;
     const auto delay = delay_of.find(from.dc * dcs_ + to.dc);
     if (delay == delay_of.end() || (!event.cross_dc && from.host == to.host)) continue;
-    const std::int64_t lead = event.cross_dc ? 0 : kAnnounceLeadNs;
+    const std::int64_t lead = event.cross_dc ? 0 : dc_lead_ns(from.dc);
     busy[delay->first].push_back({event.start_ns - lead, std::max(event.start_ns, event.end_ns - delay->second)});
   }
   for (auto& [link, spans] : busy) spans = merged(std::move(spans));
@@ -115,21 +116,36 @@ std::map<int, std::vector<KvRoutes::Span>> KvRoutes::training_busy(const RunReco
 }
 
 void KvRoutes::size_pieces(std::int64_t iteration_ns) {
-  std::map<int, int> gated_sends;  // per directed WAN link (link_index): training's link slots in an iteration
+  // Per link_index: training's sends that may find pieces ahead of them in an
+  // iteration. On a WAN link its gated link slots; on a DC's own link every
+  // send between two of its hosts (each is announced on its own).
+  std::map<int, int> sends_on;
   for (const WorkerPlan& w : plan_->workers)
-    for (const Op& op : w.ops)
-      if (op.kind == OpKind::send && op.link_slot >= 0) {
-        int& slots = gated_sends[w.worker.dc * dcs_ + plan_->workers[static_cast<std::size_t>(op.peer)].worker.dc];
+    for (const Op& op : w.ops) {
+      if (op.kind != OpKind::send) continue;
+      const Worker& to = plan_->workers[static_cast<std::size_t>(op.peer)].worker;
+      if (op.cross_dc && op.link_slot >= 0) {
+        int& slots = sends_on[w.worker.dc * dcs_ + to.dc];
         slots = std::max(slots, op.link_slot + 1);
+      } else if (!op.cross_dc && to.host != w.worker.host) {
+        ++sends_on[w.worker.dc * dcs_ + w.worker.dc];
       }
+    }
   for (int worker = 0; worker < static_cast<int>(routes_.size()); ++worker) {
     Route& r = routes_[static_cast<std::size_t>(worker)];
-    if (r.link.empty()) continue;
-    const auto sends = gated_sends.find(r.link_index);
-    const int per_iteration = sends == gated_sends.end() ? 1 : std::max(1, sends->second);
+    if (r.link_index < 0) continue;  // from the decode host: no link
+    const auto sends = sends_on.find(r.link_index);
+    const int per_iteration = sends == sends_on.end() ? 1 : std::max(1, sends->second);
     r.piece_bytes =
         bytes_in(worker, kKvCostOfIteration * static_cast<double>(iteration_ns) / 1e9 / (2.0 * per_iteration));
   }
+}
+
+std::int64_t KvRoutes::dc_lead_ns(int dc) const {
+  std::int64_t lead = 0;
+  for (const Route& r : routes_)
+    if (r.link.empty() && r.link_index == dc * dcs_ + dc) lead = std::max(lead, 2 * r.wire_ns(r.piece_bytes));
+  return lead;
 }
 
 std::uint64_t KvRoutes::bytes_in(int worker, double seconds) const {

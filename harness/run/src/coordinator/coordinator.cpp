@@ -222,11 +222,11 @@ class Coordinator {
       longest_lead = std::max(longest_lead, assign.announce_lead_ns);
       workers_[i].control->post(std::move(assign));
     }
-    if (remote() && longest_lead > 0)
+    if (longest_lead > 0)
       log(
-          fmt::format("BubbleTea: sends between a DC's machines are announced up to {:.1f} ms ahead (the control "
-                      "channel's delays added to {} ms)",
-                      static_cast<double>(longest_lead) / 1e6, kAnnounceLeadNs / 1'000'000));
+          fmt::format("BubbleTea: sends between a DC's hosts are announced up to {:.1f} ms ahead (two KV pieces on "
+                      "its link{})",
+                      static_cast<double>(longest_lead) / 1e6, remote() ? ", and the control channel's delays" : ""));
     co_await wait_for([&] { return all([](const WorkerState& w) { return w.listening; }); }, startup_deadline,
                       [&] { return missing("listening", [](const WorkerState& w) { return w.listening; }); });
     for (auto& w : workers_) w.control->post(ctl::Connect{});
@@ -453,9 +453,11 @@ class Coordinator {
       assign.make_gpu_lease = prefill_->make_leases_on_workers();
     }
     assign.announced_ops = gate_.announced(id);
-    if (!assign.announced_ops.empty())
+    if (!assign.announced_ops.empty()) {
+      const int dc = workers_[static_cast<std::size_t>(id)].plan->worker.dc;
       assign.announce_lead_ns = static_cast<std::uint64_t>(announce_lead_ns(
-          workers_[static_cast<std::size_t>(id)].clock.bound_ns(), dc_control_delay_ns(workers_[id].plan->worker.dc)));
+          prefill_->dc_lead_ns(dc), workers_[static_cast<std::size_t>(id)].clock.bound_ns(), dc_control_delay_ns(dc)));
+    }
     return assign;
   }
 

@@ -85,7 +85,7 @@ ctl::PrefillAssign PrefillService::assignment(int worker) const {
     a.piece_bytes = kv_routes_->route(worker).piece_bytes;
     if (a.gated) a.chunk_size = a.not_sent_lowat = kCrossDcChunkBytes;
   } else if (dc_link) {
-    a.piece_bytes = kv_routes_->bytes_in(worker, kDcKvPieceSeconds);
+    a.piece_bytes = kv_routes_->route(worker).piece_bytes;
     a.chunk_size = a.not_sent_lowat = dc_link_chunk_bytes(a.piece_bytes);
   } else {
     a.piece_bytes = largest_kv_bytes();

@@ -62,6 +62,9 @@ class PrefillService {
   // before any worker starts; across machines by the training worker itself
   // (make_leases_on_workers), which then says it listens (lease_made).
   std::string lease_path(int worker) const;
+  // How far ahead sends between two hosts of `dc` announce the DC's own
+  // link: two KV pieces there (KvRoutes::dc_lead_ns), before control delays.
+  std::int64_t dc_lead_ns(int dc) const { return kv_routes_->dc_lead_ns(dc); }
   void create_leases();
   bool make_leases_on_workers() const { return setup_.remote; }
   void lease_made(int worker);

@@ -174,7 +174,7 @@ class WorkerProcess {
   }
 
   // The announced sends that follow a compute, up to the next compute, are
-  // announced the assignment's lead (kAnnounceLeadNs on one machine) before
+  // announced the assignment's lead (two KV pieces, kv_routes.hpp) before
   // it is planned to end, so that the KV piece on their link has ended when
   // their bytes come.
   void announce_sends_after(int iteration, int op_index, std::int64_t compute_end_ns) {

@@ -17,21 +17,20 @@
 namespace wanlab::harness {
 
 // KV caches on a DC's own link (decode in the training DC, on another host)
-// go in pieces of about kDcKvPieceSeconds and leave the link to training:
-// a training send between two hosts of the DC holds it from
-// kAnnounceLeadNs before the compute it follows ends (the real run announces
-// it then, LinkGate) until its bytes have left. The lead is longer than a
-// piece, so that the piece on the link (and what waits in its sockets) is
-// gone when the send's bytes come; the shorter both, the less of the link
-// goes unused between them, and the more grants a second.
-inline constexpr double kDcKvPieceSeconds = 0.003;
-inline constexpr std::int64_t kAnnounceLeadNs = 5'000'000;
-// Across machines the announcement reaches the coordinator one control
-// delay late, and a grant it sent just before reaches the prefill worker one
-// more later: the lead grows by both (each half the control channel's round
-// trip, as the clock probes measured it), so that the last piece granted
-// still ends before the send's bytes come.
-std::int64_t announce_lead_ns(std::int64_t worker_control_delay_ns, std::int64_t prefill_control_delay_ns);
+// go in pieces and leave the link to training: a training send between two
+// hosts of the DC holds it from a lead before the compute it follows ends
+// (the real run announces it then, LinkGate) until its bytes have left. At
+// the announcement, what may still be granted is the piece leaving its
+// sockets and the next one, granted as the first was released: the lead is
+// those two pieces' wire time (KvRoutes::dc_lead_ns), the two pieces the
+// piece size budgets for (KvRoutes::leave_to_training). Across machines the
+// announcement reaches the coordinator one control delay late, and a grant
+// it sent just before reaches the prefill worker one more later: the lead
+// grows by both (each half the control channel's round trip, as the clock
+// probes measured it), so that the last piece granted still ends before the
+// send's bytes come.
+std::int64_t announce_lead_ns(std::int64_t pieces_ns, std::int64_t worker_control_delay_ns,
+                              std::int64_t prefill_control_delay_ns);
 
 // The DC whose decode host receives the KV caches of a worker in `worker_dc`:
 // [prefill] decode_dc, or the worker's own DC with decode_dc = "local"; -1 if
@@ -62,7 +61,7 @@ class KvRoutes {
     double share = 1;
     // The pair's rate x scale, which sizes KV pieces (bytes_in).
     double link_bps = 0;
-    // Across DCs: a KV piece, in bytes (leave_to_training; 0 before, and elsewhere).
+    // On a link: a KV piece, in bytes (leave_to_training; 0 before, and from the decode host).
     std::uint64_t piece_bytes = 0;
     std::int64_t wire_ns(std::uint64_t bytes) const;      // at rate_bps, the link to itself
     std::int64_t expected_ns(std::uint64_t bytes) const;  // sharing it: wire_ns / share
@@ -81,19 +80,20 @@ class KvRoutes {
   // temporal sharing), they leave it to training's sends: per link_index, the
   // spans (sorted, disjoint) during which `training`'s sends hold it. A WAN
   // send holds its link to its last bit, [start, end - the pair's delay]; a
-  // send between two hosts of a DC holds the DC's own link from
-  // kAnnounceLeadNs before it starts.
+  // send between two hosts of a DC holds the DC's own link from dc_lead_ns
+  // before it starts (call leave_to_training first: it sizes the pieces).
   std::map<int, std::vector<Span>> training_busy(const RunRecord& training) const;
   // Whether `worker`'s caches take turns on a link with the caches of others
   // and with training's sends (a DC's own link, a WAN link under temporal sharing).
   bool takes_turns(int worker) const;
   // Admission's model of such a route: the share of the link's time that
   // `training` (the plan's iteration, simulated) leaves to caches. Sizes the
-  // KV pieces across DCs first, from the same iteration: every gated training
-  // send on a link may find up to two pieces ahead of its bytes (one on the
-  // wire, the next paced behind it), so a piece is sized for 2 x piece x the
-  // link's gated sends (its temporal-sharing slots) to be kKvCostOfIteration
-  // of the iteration.
+  // KV pieces first, from the same iteration: every training send that takes
+  // turns with them (a WAN link's gated sends, its temporal-sharing slots; a
+  // DC's own link's sends between two of its hosts, each announced) may find
+  // up to two pieces ahead of its bytes (one on the wire, the next granted
+  // or paced behind it), so a piece is sized for 2 x piece x those sends to
+  // be kKvCostOfIteration of the iteration.
   void leave_to_training(const RunRecord& training);
   // What KV pieces may cost training over an iteration, as a share of it:
   // half the 2% an iteration with prefill may differ from one without (the
@@ -105,6 +105,10 @@ class KvRoutes {
   // over prefill off, and 1.006-1.010 with this floor (2026-11-27).
   static constexpr std::uint64_t kMinPiece = 4u << 10;
   static constexpr std::uint64_t kMaxPiece = 4u << 20;
+  // How long before a send between two hosts of `dc` ends the compute it
+  // follows the send holds the DC's own link: two of its KV pieces' wire time
+  // (0 where no caches cross that link).
+  std::int64_t dc_lead_ns(int dc) const;
   // About `seconds` of `worker`'s link (Route::link_bps), in bytes, within [kMinPiece, kMaxPiece].
   std::uint64_t bytes_in(int worker, double seconds) const;
   // Between two grants of `worker`'s KV pieces across DCs: a piece's wire
