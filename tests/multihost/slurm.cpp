@@ -138,7 +138,8 @@ void check_prefill_across_machines(const Machines& machines, const std::string& 
   BOOST_TEST(job3.find("BubbleTea: 3 prefill workers and the decode sink on west-0") != std::string::npos, job3);
   // Stage 0 on m1 sends to stage 1 on m2, both east: announced sends, whose
   // lead adds the control channel's delays.
-  BOOST_TEST(job3.find("BubbleTea: sends between a DC's machines are announced up to ") != std::string::npos, job3);
+  BOOST_TEST(job3.find("BubbleTea: sends between a DC's hosts are announced up to ") != std::string::npos, job3);
+  BOOST_TEST(job3.find("(two KV pieces on its link, and the control channel's delays)") != std::string::npos, job3);
   const auto results = nlohmann::json::parse(machines.read("train3/results.json"), nullptr, false);
   BOOST_TEST_REQUIRE(results.contains("prefill"), "no prefill in results.json");
   const auto& prefill = results["prefill"];
