@@ -101,6 +101,8 @@ std::map<int, std::vector<KvRoutes::Span>> KvRoutes::training_busy(const RunReco
   std::map<int, std::int64_t> delay_of;  // per link_index on which caches take turns
   for (int worker = 0; worker < static_cast<int>(routes_.size()); ++worker)
     if (takes_turns(worker)) delay_of[route(worker).link_index] = route(worker).delay_ns;
+  std::vector<std::int64_t> lead_of(static_cast<std::size_t>(dcs_));  // per DC, for its own link
+  for (int dc = 0; dc < dcs_; ++dc) lead_of[static_cast<std::size_t>(dc)] = dc_lead_ns(dc);
   std::map<int, std::vector<Span>> busy;
   for (const Event& event : training.events) {
     if (event.kind != OpKind::send) continue;
@@ -108,7 +110,7 @@ std::map<int, std::vector<KvRoutes::Span>> KvRoutes::training_busy(const RunReco
     const Worker& to = plan_->workers[static_cast<std::size_t>(event.peer)].worker;
     const auto delay = delay_of.find(from.dc * dcs_ + to.dc);
     if (delay == delay_of.end() || (!event.cross_dc && from.host == to.host)) continue;
-    const std::int64_t lead = event.cross_dc ? 0 : dc_lead_ns(from.dc);
+    const std::int64_t lead = event.cross_dc ? 0 : lead_of[static_cast<std::size_t>(from.dc)];
     busy[delay->first].push_back({event.start_ns - lead, std::max(event.start_ns, event.end_ns - delay->second)});
   }
   for (auto& [link, spans] : busy) spans = merged(std::move(spans));
