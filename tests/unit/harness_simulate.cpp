@@ -292,6 +292,37 @@ BOOST_AUTO_TEST_CASE(messages_between_two_workers_go_one_after_the_other) {
   }
 }
 
+// Messages queued back to back on one channel go as TCP sends them, one
+// stream of bytes that the window bounds: GPipe's three 2 MiB activations
+// a -> b, queued at 1, 2 and 3 ms while the first takes tens of ms, arrive
+// (the last) when one 6 MiB activation sent at the first one's time does.
+// Each message beginning a whole window of its own would carry more than
+// window / RTT: the three would arrive sooner.
+BOOST_AUTO_TEST_CASE(messages_back_to_back_move_as_one_message_of_their_bytes) {
+  const auto scenario = deep_queues(three_dcs());
+  const auto last_arrival_ms = [&](int microbatches, int seq_len) {
+    const std::string toml =
+        "name = \"x\"\ntestbed = \"t3.toml\"\nschedule = \"gpipe\"\nplacement = [\"a\", \"b\"]\n"
+        "[model]\nlayers = 64\nhidden = 1024\nseq_len = " +
+        std::to_string(seq_len) + "\nmicrobatches = " + std::to_string(microbatches) +
+        "\n[parallel]\npp = 2\ndp = 1\n[compute]\nforward_ms = 1\nbackward_ms = 2\n";
+    const Plan plan = make_plan(parse_experiment(toml, "x.toml"), scenario);
+    const RunRecord record = simulate(plan, scenario, link_model_for(scenario, plan.experiment.scale));
+    std::vector<const TransferRecord*> forward;
+    for (const TransferRecord& t : record.transfers)
+      if (t.worker == 0) forward.push_back(&t);
+    BOOST_REQUIRE(forward.size() == static_cast<std::size_t>(microbatches));
+    BOOST_TEST(forward.front()->first_sent_ns == 1'000'000);
+    // Each one after the first was queued before the one before it arrived.
+    for (std::size_t k = 1; k < forward.size(); ++k)
+      BOOST_TEST(forward[k]->queued_ns < forward[k - 1]->last_received_ns);
+    return static_cast<double>(forward.back()->last_received_ns) / kMs;
+  };
+  const double three = last_arrival_ms(3, 1024), one = last_arrival_ms(1, 3 * 1024);
+  BOOST_TEST(one > 10 + 3 * kActivationWireMs + 2 * 20);  // slow start: rounds of the 20 ms RTT
+  BOOST_TEST(three == one, boost::test_tools::tolerance(0.002));
+}
+
 BOOST_AUTO_TEST_CASE(allreduce_across_the_wan_is_slower_than_inside_a_dc) {
   std::string gpus = "[gpus]\na = 8\nb = 8\n";
   double inside = makespan_ms("schedule = \"1f1b\"\nplacement = [\"a\", \"b\"]", 2, 2, 4, LinkModel{}, gpus);

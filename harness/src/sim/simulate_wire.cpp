@@ -183,13 +183,19 @@ int Simulator::record_transfer(int from, int to) {
 // idle time since its last bit counts first).
 void Simulator::put_on_wire(LinkState& link, int id) {
   Transfer& transfer = transfers_[static_cast<std::size_t>(id)];
+  transfer.joins_round = false;
   if (!transfer.on_wire_before) {
     transfer.on_wire_before = true;
     mark_first_sent(id, link.delay_ns);
     ChannelTcp& tcp = *transfer.tcp;
     if (tcp.last_sent >= 0) after_idle(link.tcp, tcp.state, (now_ - tcp.last_sent) / 1e9);
+    if (model_.tcp_dynamics && link.tcp_rounds && tcp.round_ends > now_ && !join_round(link, transfer)) {
+      // Its channel's round filled the window: it goes as that round's ACKs come back.
+      schedule({tcp.round_ends, 0, TimedKind::round, id});
+      return;
+    }
   }
-  begin_round(link, transfer);
+  if (!transfer.joins_round) begin_round(link, transfer);
   link.on_wire.push_back(id);
   wired_links_.insert(static_cast<int>(&link - links_.data()));
 }
@@ -216,6 +222,23 @@ void Simulator::begin_round(const LinkState& link, Transfer& transfer) {
   }
   transfer.round_bits_left = transfer.round_bits;
   transfer.window_bits = full_round_bits;
+}
+
+// The transfer's first round is the rest of its channel's round, which a
+// message before it began and whose ACKs are not back yet: the streams
+// keep sending as TCP does with more queued, into what that round left of
+// the window (not a whole window more). False where it left nothing.
+bool Simulator::join_round(const LinkState& link, Transfer& transfer) {
+  const ChannelTcp& tcp = *transfer.tcp;
+  const double window_bytes = std::min(tcp.before_round.cwnd_bytes, link.tcp.window_bytes);
+  const double room_bits = std::max(0.0, window_bytes - tcp.round_in_flight_bytes) * 8 * transfer.effective_streams;
+  if (room_bits <= kDoneBits) return false;
+  transfer.joins_round = true;
+  transfer.round_bits = transfer.round_bits_left = std::min(transfer.bits_left, room_bits);
+  transfer.round_ends = tcp.round_ends;
+  transfer.window_bits = round_bytes(link.tcp, tcp.state, transfer.effective_streams, kInf) * 8;
+  transfer.cap_bps = paced_cap_bps(link, transfer, stream_rate_bps(link.tcp, tcp.state) * transfer.effective_streams);
+  return true;
 }
 
 // A cross-DC message's first (or last) bit goes on (or leaves) the wire now
@@ -269,8 +292,21 @@ void Simulator::slot_sent(LinkState& link) {
 // The round's bits have left: slow start counts them, the channel was busy until now.
 void Simulator::end_round(const LinkState& link, Transfer& transfer) {
   ChannelTcp& tcp = *transfer.tcp;
-  if (model_.tcp_dynamics && link.tcp_rounds)
-    after_round(link.tcp, tcp.state, transfer.effective_streams, transfer.round_bits / 8);
+  if (model_.tcp_dynamics && link.tcp_rounds) {
+    const double per_stream_bytes = transfer.round_bits / 8 / transfer.effective_streams;
+    if (transfer.joins_round && tcp.round_ends >= 0) {
+      // Slow start counts the channel's round whole, from the state it began with.
+      tcp.round_in_flight_bytes += per_stream_bytes;
+      tcp.state = tcp.before_round;
+      after_round(link.tcp, tcp.state, 1, tcp.round_in_flight_bytes);
+    } else {
+      tcp.before_round = tcp.state;
+      after_round(link.tcp, tcp.state, transfer.effective_streams, transfer.round_bits / 8);
+      // A round of one RTT can be joined; rounds at the window's rate end as they are sent.
+      tcp.round_ends = !transfer.joins_round && transfer.round_ends > now_ ? transfer.round_ends : -1;
+      tcp.round_in_flight_bytes = per_stream_bytes;
+    }
+  }
   tcp.last_sent = now_;
   transfer.round_bits_left = 0;
   if (transfer.bits_left <= kDoneBits) transfer.bits_left = 0;
@@ -380,6 +416,7 @@ void Simulator::fill_queue(LinkState& link, double elapsed) {
     const double streams = transfer.effective_streams;
     const double hit = streams * (1 - std::pow(1 - 1 / streams, lost));
     after_loss(tcp.state, hit / streams);
+    tcp.round_ends = -1;  // the round's state before the loss no longer holds
     transfer.window_bits = round_bytes(link.tcp, tcp.state, streams, kInf) * 8;
     tcp.recovering_until = now_ + seen_ns;
   }

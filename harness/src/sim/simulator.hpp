@@ -48,6 +48,13 @@ struct ChannelTcp {
   TcpChannelState state;
   double last_sent = -1;  // when its last bit was sent; -1: never
   double recovering_until = -1;  // a loss before then is of the same window: cwnd fell once
+  // The channel's latest round (docs/SIMULATOR.md, "Messages back to back"):
+  // until its ACKs are back, a message queued behind the one that sent it
+  // has only the window that round left free, and slow start counts the
+  // round whole.
+  double round_ends = -1;            // when the round's ACKs are back; -1: no round to join
+  double round_in_flight_bytes = 0;  // per stream, what the round has in flight
+  TcpChannelState before_round;      // the state the round began from
 };
 
 // A channel's transfers not yet sent, in order: a list through
@@ -67,6 +74,7 @@ struct Transfer {
   double round_ends = 0;         // the next round begins no earlier
   double window_bits = 0;        // what its streams may have in flight (its cwnds, at most the ceiling)
   bool on_wire_before = false;   // its first round has begun
+  bool joins_round = false;      // its current round is the rest of its channel's round
   double cap_bps = kInf;
   double rate_bps = 0;
   int slot = -1;
@@ -197,6 +205,7 @@ class Simulator {
   int record_transfer(int from, int to);
   void put_on_wire(LinkState& link, int id);
   void begin_round(const LinkState& link, Transfer& transfer);
+  bool join_round(const LinkState& link, Transfer& transfer);
   static double paced_cap_bps(const LinkState& link, const Transfer& transfer, double cap_bps);
   void mark_first_sent(int id, double delay_ns);
   void mark_last_sent(int id, double delay_ns);

@@ -19,7 +19,10 @@
 //   wire at its share, then leaves the link to others until one RTT after the
 //   round began; slow start grows the cwnds (after_round). The cwnds belong to
 //   the (sender, receiver) channel and last from message to message; a
-//   channel idle since its last bit was sent restarts (after_idle).
+//   channel idle since its last bit was sent restarts (after_idle). A message
+//   that goes on before its channel's last round is acknowledged sends into
+//   what that round left of the window, as part of it (one stream of bytes,
+//   as TCP sends queued messages).
 // - Messages from one worker to another go one after the other, as through one
 //   transport channel; only the head of a channel is on the wire.
 // - With temporal sharing, slotted transfers on a link go on the wire one at a
