@@ -323,6 +323,30 @@ BOOST_AUTO_TEST_CASE(messages_back_to_back_move_as_one_message_of_their_bytes) {
   BOOST_TEST(three == one, boost::test_tools::tolerance(0.002));
 }
 
+// A WAN link carries the ACKs of the data on its link back. Where data goes
+// both ways at once (a ring all-reduce between two DCs: each member sends to
+// the other), each way has its capacity less the other way's ACKs,
+// kAckShareOfData of that data, so the link-bound all-reduce takes about
+// 1 + kAckShareOfData times as long; data one way at a time pays nothing.
+BOOST_AUTO_TEST_CASE(data_both_ways_leaves_each_way_its_capacity_less_the_acks) {
+  const auto scenario = deep_queues(three_dcs());
+  const auto iteration_with = [&](const std::string& top_level, int pp, int dp, double ack_share) {
+    const Plan plan = make_plan(experiment(top_level, pp, dp, 1), scenario);
+    LinkModel model = link_model_for(scenario, plan.experiment.scale);
+    BOOST_TEST(model.ack_share == kAckShareOfData);  // the default
+    model.ack_share = ack_share;
+    return iteration_ms(simulate(plan, scenario, model));
+  };
+  const std::string across = "schedule = \"1f1b\"\nplacement = \"dp-across-dc\"";
+  const double both_ways = iteration_with(across, 1, 2, kAckShareOfData);
+  const double free_acks = iteration_with(across, 1, 2, 0);
+  BOOST_TEST(free_acks > 5000);  // gigabytes at 1 Gbit/s: the link, not slow start, sets the time
+  BOOST_TEST(both_ways > free_acks * (1 + 0.8 * kAckShareOfData));
+  BOOST_TEST(both_ways < free_acks * (1 + kAckShareOfData));
+  const std::string one_way = "schedule = \"gpipe\"\nplacement = [\"a\", \"b\"]";
+  BOOST_TEST(iteration_with(one_way, 2, 1, kAckShareOfData) == iteration_with(one_way, 2, 1, 0));
+}
+
 BOOST_AUTO_TEST_CASE(allreduce_across_the_wan_is_slower_than_inside_a_dc) {
   std::string gpus = "[gpus]\na = 8\nb = 8\n";
   double inside = makespan_ms("schedule = \"1f1b\"\nplacement = [\"a\", \"b\"]", 2, 2, 4, LinkModel{}, gpus);

@@ -117,6 +117,7 @@ LinkModel link_model_for(const emulator::Scenario& scenario, double scale) {
   model.tcp_dynamics = true;
   model.slow_start_after_idle = scenario.host.tcp_slow_start_after_idle.value_or(true);
   model.payload_share = emulator::kPayloadShare;
+  model.ack_share = kAckShareOfData;
   return model;
 }
 

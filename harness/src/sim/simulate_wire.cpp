@@ -39,6 +39,7 @@ void Simulator::make_links(const emulator::Scenario& scenario) {
       static_cast<detail::LinkRate&>(link) = detail::link_rate(plan_.experiment, scenario, model_, src, dst);
       link.queue_limit_bits = queue_limit_bits(link, queues_.pair(src, dst), queues_.rtt_ns(src, dst));
       link.ring_stream_pacing_bps = ring_stream_pacing_bps(plan_, scenario, model_, src, dst);
+      if (src != dst && model_.tcp_dynamics && model_.ack_share > 0) link.reverse = dst * dcs_ + src;
       links_.push_back(link);
     }
   }
@@ -320,17 +321,37 @@ void Simulator::rebalance(int link_index) {
 }
 
 // The rates only count when time moves: each changed link's shares once,
-// from its transfers on the wire as they are now.
+// from its transfers on the wire as they are now. A WAN link also carries
+// the ACKs of the data on its reverse link (docs/SIMULATOR.md, "ACKs"), so
+// where a link's data rate changed its reverse link is shared again, once:
+// the ACKs are about 2% of the data, so a further pass would move rates by
+// about 2% of 2%.
 void Simulator::balance_links() {
   std::vector<Transfer*> transfers;
-  for (int link_index : unbalanced_links_) {
-    LinkState& link = links_[static_cast<std::size_t>(link_index)];
-    link.unbalanced = false;
-    transfers.clear();
-    for (int id : link.on_wire) transfers.push_back(&transfers_[static_cast<std::size_t>(id)]);
-    share_fairly(link.capacity_bps, transfers);
+  std::vector<int> links;
+  for (int pass = 0; pass < 2 && !unbalanced_links_.empty(); ++pass) {
+    links.swap(unbalanced_links_);
+    unbalanced_links_.clear();
+    for (int link_index : links) {
+      LinkState& link = links_[static_cast<std::size_t>(link_index)];
+      link.unbalanced = false;
+      transfers.clear();
+      for (int id : link.on_wire) transfers.push_back(&transfers_[static_cast<std::size_t>(id)]);
+      if (link.reverse >= 0) link.acks_bps = model_.ack_share * data_rate_bps(link.reverse);
+      const double before = data_rate_bps(link_index);
+      share_fairly(link.data_capacity_bps(), transfers);
+      if (pass == 0 && link.reverse >= 0 && data_rate_bps(link_index) != before) rebalance(link.reverse);
+    }
   }
-  unbalanced_links_.clear();
+  // What the second pass marked waits for the next step.
+}
+
+// The payload rate of the data the link carries now.
+double Simulator::data_rate_bps(int link_index) const {
+  double sum = 0;
+  for (int id : links_[static_cast<std::size_t>(link_index)].on_wire)
+    sum += transfers_[static_cast<std::size_t>(id)].rate_bps;
+  return sum;
 }
 
 void Simulator::step_time() {
@@ -394,17 +415,17 @@ void Simulator::fill_queue(LinkState& link, double elapsed) {
     pushed += std::min(transfer.cap_bps * elapsed, transfer.round_bits_left);
     unsent += transfer.round_bits_left;
   }
-  link.backlog_bits = std::clamp(link.backlog_bits + pushed - link.capacity_bps * elapsed, 0.0, unsent);
+  link.backlog_bits = std::clamp(link.backlog_bits + pushed - link.data_capacity_bps() * elapsed, 0.0, unsent);
   if (link.backlog_bits <= 0) return;  // most links most of the time: nothing waits
   // What waits is never more than the windows hold beyond what the link
   // itself has in flight.
   double windows = 0;
   for (int id : link.on_wire) windows += transfers_[static_cast<std::size_t>(id)].window_bits;
-  link.backlog_bits = std::min(link.backlog_bits, std::max(0.0, windows - link.capacity_bps * link.tcp.rtt_s));
+  link.backlog_bits = std::min(link.backlog_bits, std::max(0.0, windows - link.data_capacity_bps() * link.tcp.rtt_s));
   if (link.backlog_bits <= link.queue_limit_bits || !(pushed > 0)) return;
   const double dropped_segments = (link.backlog_bits - link.queue_limit_bits) / (kSegmentBytes * 8);
   link.backlog_bits = link.queue_limit_bits;
-  const double seen_ns = (link.tcp.rtt_s + link.backlog_bits / link.capacity_bps) * 1e9;
+  const double seen_ns = (link.tcp.rtt_s + link.backlog_bits / link.data_capacity_bps()) * 1e9;
   for (int id : link.on_wire) {
     Transfer& transfer = transfers_[static_cast<std::size_t>(id)];
     const double share = std::min(transfer.cap_bps * elapsed, transfer.round_bits_left) / pushed;

@@ -4,6 +4,7 @@
 // time stepping). Internal to the harness library.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -41,6 +42,9 @@ struct LinkState : LinkRate {
   bool unbalanced = false;          // its transfers on the wire changed since their rates were set
   double queue_limit_bits = kInf;   // what its drop-tail queue holds
   double backlog_bits = 0;          // what its senders pushed and it has not carried yet
+  int reverse = -1;                 // a WAN link: the link back, which carries its ACKs
+  double acks_bps = 0;              // of its capacity, what the ACKs of the data on `reverse` take
+  double data_capacity_bps() const { return std::max(0.0, capacity_bps - acks_bps); }
 };
 
 // A TCP channel's state between its rounds and messages.
@@ -206,6 +210,7 @@ class Simulator {
   void put_on_wire(LinkState& link, int id);
   void begin_round(const LinkState& link, Transfer& transfer);
   bool join_round(const LinkState& link, Transfer& transfer);
+  double data_rate_bps(int link_index) const;
   static double paced_cap_bps(const LinkState& link, const Transfer& transfer, double cap_bps);
   void mark_first_sent(int id, double delay_ns);
   void mark_last_sent(int id, double delay_ns);

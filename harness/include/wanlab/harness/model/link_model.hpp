@@ -29,6 +29,9 @@ struct LinkModel {
   // The share of a link's rate (and of a per-flow cap) that carries TCP
   // payload: the emulator charges whole frames, 1514 bytes for 1448 of data.
   double payload_share = 1.0;
+  // With tcp_dynamics: what a WAN link's ACKs take of the link back, per bit
+  // of payload (tcp_model.hpp's kAckShareOfData; 0: ACKs are free).
+  double ack_share = 0;
 };
 
 // The emulated WAN of an experiment at `scale`: every rate and per-flow rate

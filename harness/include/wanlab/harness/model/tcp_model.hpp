@@ -53,6 +53,13 @@
 namespace wanlab::harness {
 
 inline constexpr double kSegmentBytes = emulator::kSegmentPayloadBytes;
+// What a TCP stream's ACKs take of the link back, per bit of its payload:
+// Linux ACKs every second full-sized segment (RFC 5681's delayed ACK), a
+// 66-byte frame (Ethernet, IPv4, TCP with timestamps) per two 1514-byte
+// frames, each frame charged as the data plane charges it. An upper bound:
+// GRO's stretch ACKs send fewer (docs/SIMULATOR.md, "ACKs", has the counts).
+inline constexpr double kAckFrameBytes = 66;
+inline constexpr double kAckShareOfData = kAckFrameBytes / (2 * emulator::kFrameBytes);
 inline constexpr double kInitialWindowBytes = 10 * kSegmentBytes;
 inline constexpr double kMinRtoS = 0.2;               // Linux's TCP_RTO_MIN
 inline constexpr double kPacingSlowStartRatio = 2.0;  // net.ipv4.tcp_pacing_ss_ratio = 200 (%)
