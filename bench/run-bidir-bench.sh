@@ -7,8 +7,11 @@
 # (as a scale-0.1 run of its experiments has them), for each shape of
 # streams the harness makes: one stream paced at the link's payload rate
 # (1F1B, GPipe), four paced at a quarter (dp-across-dc's four rings), four at
-# the whole rate, eight at an eighth (Atlas's channels). The data plane's
-# counters give the ACKs each way sends per data segment.
+# the whole rate, eight at an eighth (Atlas's channels). Both ways is two
+# iperf3 clients at once, one on each host, so that both ways' senders are
+# paced alike (iperf3 --bidir does not pace the server's way: it built a
+# queue the client's way did not). The data plane's counters give the ACKs
+# each way sends per data segment.
 #
 #   bench/run-bidir-bench.sh            about 3 minutes, as root
 #
@@ -24,12 +27,12 @@ seconds="${SECONDS_EACH:-20}"
 command -v iperf3 > /dev/null || { echo "run-bidir-bench.sh: iperf3 is not installed (scripts/setup.sh installs it)" >&2; exit 2; }
 
 work=$(mktemp -d)
-server=""
+servers=()
 cleanup() {
-  if [ -n "$server" ]; then
+  for server in "${servers[@]}"; do
     kill "$server" 2> /dev/null || true
     wait "$server" 2> /dev/null || true
-  fi
+  done
   "$wanlab" down bench-bidir > /dev/null 2>&1 || true
   rm -rf "$work"
 }
@@ -56,18 +59,35 @@ between = ["east", "west"]
 delay = "33ms"
 EOF
 "$wanlab" up "$work/bidir.toml" --name bench-bidir --quiet > /dev/null
-west=$("$wanlab" hosts --testbed bench-bidir --json | python3 -c 'import json,sys; print([h["ipv4"] for h in json.load(sys.stdin) if h["name"]=="west-0"][0])')
-"$wanlab" exec west-0 --testbed bench-bidir -- iperf3 -s -p 5201 > "$work/server.log" 2>&1 &
-server=$!
+address() {
+  "$wanlab" hosts --testbed bench-bidir --json | python3 -c 'import json,sys; print([h["ipv4"] for h in json.load(sys.stdin) if h["name"]==sys.argv[1]][0])' "$1"
+}
+east=$(address east-0)
+west=$(address west-0)
+"$wanlab" exec west-0 --testbed bench-bidir -- iperf3 -s -p 5201 > "$work/server-west.log" 2>&1 &
+servers+=($!)
+"$wanlab" exec east-0 --testbed bench-bidir -- iperf3 -s -p 5202 > "$work/server-east.log" 2>&1 &
+servers+=($!)
 sleep 1
 
-# measure NAME STREAMS PACING_MBIT [--bidir]: one iperf3 run and the data plane's counters around it.
+# send FROM TO_ADDRESS PORT STREAMS PACING_MBIT OUT: one iperf3 client.
+send() {
+  "$wanlab" exec "$1" --testbed bench-bidir -- iperf3 -c "$2" -p "$3" -t "$seconds" -O 3 -P "$4" \
+    --fq-rate "${5}M" -J > "$6"
+}
+
+# measure NAME STREAMS PACING_MBIT [both]: east to west, and west to east at
+# the same time with `both`, with the data plane's counters around them.
 measure() {
-  local name=$1 streams=$2 pacing=$3
-  shift 3
+  local name=$1 streams=$2 pacing=$3 both=${4:-}
   "$wanlab" stats --testbed bench-bidir --json > "$work/$name.before.json"
-  "$wanlab" exec east-0 --testbed bench-bidir -- iperf3 -c "$west" -t "$seconds" -O 3 -P "$streams" \
-    --fq-rate "${pacing}M" -J "$@" > "$work/$name.iperf.json"
+  local back=""
+  if [ -n "$both" ]; then
+    send west-0 "$east" 5202 "$streams" "$pacing" "$work/$name.back.json" &
+    back=$!
+  fi
+  send east-0 "$west" 5201 "$streams" "$pacing" "$work/$name.there.json"
+  [ -z "$back" ] || wait "$back"
   "$wanlab" stats --testbed bench-bidir --json > "$work/$name.after.json"
 }
 
@@ -75,7 +95,7 @@ echo "# both ways against one way: 100 Mbit/s, 33 ms one way, 400 KB / 600 KB bu
 for shape in "1 100" "4 24" "4 100" "8 12.5"; do
   read -r streams pacing <<< "$shape"
   measure "one-$streams-$pacing" "$streams" "$pacing"
-  measure "both-$streams-$pacing" "$streams" "$pacing" --bidir
+  measure "both-$streams-$pacing" "$streams" "$pacing" both
 done
 python3 - "$work" << 'EOF'
 import json, sys
@@ -94,17 +114,16 @@ def counters(name):
         out[(b['from'], b['to'])] = (data, packets - data, a['drops_queue'] - b['drops_queue'])
     return out
 
-def mbit(name, key):
-    end = json.load(open(f'{work}/{name}.iperf.json'))['end']
-    return end[key]['bits_per_second'] / 1e6 if key in end else None
+def mbit(name, way):
+    return json.load(open(f'{work}/{name}.{way}.json'))['end']['sum_received']['bits_per_second'] / 1e6
 
 print('| streams x pacing | one way (Mbit/s) | both ways, each (Mbit/s) | both / one | simulator: 1 / (1 + ACK share) | ACKs per data segment, one way / both | queue drops, both ways |')
 print('|---|---:|---:|---:|---:|---:|---:|')
 for shape in ('1-100', '4-24', '4-100', '8-12.5'):
     streams, pacing = shape.split('-')
-    one = mbit(f'one-{shape}', 'sum_received')
-    there = mbit(f'both-{shape}', 'sum_received')
-    back = mbit(f'both-{shape}', 'sum_received_bidir_reverse')
+    one = mbit(f'one-{shape}', 'there')
+    there = mbit(f'both-{shape}', 'there')
+    back = mbit(f'both-{shape}', 'back')
     c1, c2 = counters(f'one-{shape}'), counters(f'both-{shape}')
     acks_one = c1[('west', 'east')][1] / max(1.0, c1[('east', 'west')][0])
     acks_both = (c2[('west', 'east')][1] + c2[('east', 'west')][1]) / max(1.0, c2[('east', 'west')][0] + c2[('west', 'east')][0])
