@@ -337,13 +337,16 @@ void Simulator::balance_links() {
       link.unbalanced = false;
       transfers.clear();
       for (int id : link.on_wire) transfers.push_back(&transfers_[static_cast<std::size_t>(id)]);
-      if (link.reverse >= 0) link.acks_bps = model_.ack_share * data_rate_bps(link.reverse);
+      if (link.reverse < 0) {
+        share_fairly(link.capacity_bps, transfers);
+        continue;
+      }
+      link.acks_bps = model_.ack_share * data_rate_bps(link.reverse);
       const double before = data_rate_bps(link_index);
       share_fairly(link.data_capacity_bps(), transfers);
-      if (pass == 0 && link.reverse >= 0 && data_rate_bps(link_index) != before) rebalance(link.reverse);
+      if (pass == 0 && data_rate_bps(link_index) != before) rebalance(link.reverse);
     }
   }
-  // What the second pass marked waits for the next step.
 }
 
 // The payload rate of the data the link carries now.
