@@ -154,7 +154,13 @@ int cmd_train(const Options& options) {
   run.image = options.get("image").value_or("");
   if (!run.image.empty()) image_option(run.image);
   run.release = release_option(options);
-  run.poll_idle_cpus = options.flag("idle-poll");
+  if (options.flag("idle-poll")) {
+    try {
+      run.idle_poll = hs::parse_idle_poll(options.get("idle-poll").value_or("on"));
+    } catch (const std::invalid_argument& error) {
+      throw UsageError(std::string("--idle-poll: ") + error.what());
+    }
+  }
   if (const auto timeout = options.integer<int>("timeout", 1, 86400))
     run.iteration_timeout = std::chrono::seconds(*timeout);
   const bool quiet = options.flag("quiet");

@@ -72,12 +72,15 @@ OptionSpecs train_options() {
        {valued("runtime", "auto|podman|sandbox|external|slurm",
                "where workers run (default auto: podman, else the sandbox; slurm: across the machines of a Slurm "
                "job, over the WAN `wanlab join` holds)"),
-        valued("image", "IMG", "the worker image (default: the one built for this binary)"), kRelease,
+        valued("image", "IMG", "the worker image (default: the one built for this binary)"),
+        kRelease,
         valued("timeout", "SECONDS", "fail an iteration that takes longer (1 to 86400)"),
-        flag("idle-poll",
-             "keep idle CPUs from halting during a real run: a SCHED_IDLE thread per CPU spins in idle time, so that "
-             "timers on a VM wake sooner (a trade: docs/RUNTIME.md#emulation-health)"),
-        kQuiet, flag("simulate", "the planner's simulation instead of the emulated WAN")})
+        {"idle-poll", Takes::optional_value, "auto|on|off",
+         "keep idle CPUs from halting during a real run, so that timers on a VM wake sooner: a SCHED_IDLE thread per "
+         "CPU spins in idle time (default auto: while the run keeps the CPUs under 40% busy; bare: on; "
+         "docs/RUNTIME.md#idle-polling)"},
+        kQuiet,
+        flag("simulate", "the planner's simulation instead of the emulated WAN")})
     options.push_back(std::move(option));
   return options;
 }

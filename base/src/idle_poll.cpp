@@ -23,8 +23,15 @@ bool become_idle_poller(int cpu) {
   return ::pthread_setschedparam(::pthread_self(), SCHED_IDLE, &none) == 0;
 }
 
-void spin(const std::atomic<bool>& stopping) {
-  while (!stopping.load(std::memory_order_relaxed)) cpu_relax();
+// Spins while `active`, sleeps while not, returns once `stopping` (whoever
+// sets it also sets `active` and wakes the sleepers).
+void spin(const std::atomic<bool>& stopping, const std::atomic<bool>& active) {
+  while (!stopping.load(std::memory_order_relaxed)) {
+    if (!active.load(std::memory_order_relaxed))
+      active.wait(false);
+    else
+      cpu_relax();
+  }
 }
 
 }  // namespace
@@ -42,7 +49,7 @@ IdlePollers::IdlePollers() {
       threads_.emplace_back([this, cpu, ready = std::move(ready)]() mutable {
         const bool ok = become_idle_poller(cpu);
         ready.set_value(ok);
-        if (ok) spin(stopping_);
+        if (ok) spin(stopping_, active_);
       });
     } catch (const std::system_error&) {
       break;  // no more threads: polling is a help, not a need
@@ -56,7 +63,12 @@ IdlePollers::IdlePollers() {
 
 IdlePollers::~IdlePollers() {
   stopping_ = true;
+  set_active(true);
   for (std::thread& thread : threads_) thread.join();
+}
+
+void IdlePollers::set_active(bool active) {
+  if (active_.exchange(active) != active && active) active_.notify_all();
 }
 
 std::uint64_t IdlePollers::busy_ticks() const {

@@ -77,3 +77,32 @@ BOOST_AUTO_TEST_CASE(a_busy_thread_keeps_its_cpu_beside_a_poller) {
   BOOST_TEST_MESSAGE("busy thread's share of its CPU: alone " << alone << ", beside a poller " << beside);
   BOOST_TEST(beside >= alone - 0.15);
 }
+
+BOOST_AUTO_TEST_CASE(paused_pollers_take_no_cpu_time_and_resume) {
+  wanlab::base::IdlePollers pollers;
+  BOOST_REQUIRE(pollers.count() > 0u);
+  pollers.set_active(false);
+  BOOST_TEST(!pollers.active());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // each sees the pause
+  const std::uint64_t paused_at = pollers.busy_ticks();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // Asleep on a futex, not spinning: the CPUs idle for half a second would
+  // have given them about 50 ticks each. A tick each is rounding.
+  BOOST_TEST(pollers.busy_ticks() - paused_at <= pollers.count());
+  pollers.set_active(true);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (pollers.busy_ticks() <= paused_at + pollers.count() && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  BOOST_TEST(pollers.busy_ticks() > paused_at + pollers.count());
+}
+
+BOOST_AUTO_TEST_CASE(paused_pollers_stop_when_destroyed) {
+  const auto start = std::chrono::steady_clock::now();
+  {
+    wanlab::base::IdlePollers pollers;
+    pollers.set_active(false);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }  // joins threads asleep on the pause: they must be woken
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+  BOOST_TEST(took.count() < 5000);
+}

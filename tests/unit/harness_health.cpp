@@ -210,6 +210,23 @@ BOOST_AUTO_TEST_CASE(time_stolen_by_the_hypervisor_is_named) {
   BOOST_TEST(has(judge_emulation(s).verdict, "not faithful; lower `scale` or the request rate"));
 }
 
+// The share of the run the idle pollers were active: all of it with
+// --idle-poll=on, what the automatic rule allowed otherwise.
+BOOST_AUTO_TEST_CASE(idle_polling_says_for_how_much_of_the_run) {
+  EmulationSamples s = healthy();
+  BOOST_TEST(!has(judge_emulation(s).verdict, "polled"));
+  s.idle_pollers = 2;
+  s.idle_polled_share = 0.4;
+  EmulationHealth h = judge_emulation(s);
+  BOOST_TEST(h.idle_polled_share == 0.4);
+  BOOST_TEST(has(h.verdict, "CPU 50% (max 60%, 2 CPUs, idle time polled 40% of the run)"), h.verdict);
+  s.idle_polled_share = 0;  // present, paused all along
+  BOOST_TEST(!has(judge_emulation(s).verdict, "polled"));
+  s.idle_pollers = 0;  // none could run: no share either
+  s.idle_polled_share = 1;
+  BOOST_TEST(judge_emulation(s).idle_polled_share == 0.0);
+}
+
 BOOST_AUTO_TEST_CASE(every_cause_is_named_when_several_fell_behind) {
   EmulationSamples s = healthy();
   s.wake_late_ns.assign(100, 1'000'000);

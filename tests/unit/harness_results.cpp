@@ -57,6 +57,8 @@ Results full_results() {
   samples.cpu_busy = {0.5, 0.97};
   samples.cpu_stolen = {0.02, 0.125};  // written and read back
   samples.cpus = 2;
+  samples.idle_pollers = 2;
+  samples.idle_polled_share = 0.375;  // written and read back
   samples.release_path = "nfqueue";
   samples.releaser = ReleaserLateness{1000, {}, 1'200'000, 2};
   samples.releaser_pairs = {{"a", "b", ReleaserLateness{600, {}, 1'200'000, 0}}};
@@ -126,6 +128,20 @@ BOOST_AUTO_TEST_CASE(a_file_without_the_relative_prediction_error_reads) {
   BOOST_REQUIRE(read.prefill.has_value());
   BOOST_TEST(read.prefill->summary.prediction_error_relative.length_p90 == 0.0);
   BOOST_TEST(read.prefill->summary.prediction_error_s.start_p50 == 0.001);
+}
+
+// Files written before idle polling could pause were polled all run long
+// when they had pollers.
+BOOST_AUTO_TEST_CASE(a_file_without_the_polled_share_reads_as_polled_throughout) {
+  const Results made = full_results();
+  auto document = nlohmann::ordered_json::parse(results_text(made));
+  BOOST_TEST(document["emulation"]["idle_polled_share"] == 0.375);
+  BOOST_REQUIRE(document["emulation"].erase("idle_polled_share") == 1u);
+  Results read = results_from_json(document.dump(), "results.json");
+  BOOST_TEST(read.emulation->idle_polled_share == 1.0);
+  document["emulation"]["idle_pollers"] = 0;
+  read = results_from_json(document.dump(), "results.json");
+  BOOST_TEST(read.emulation->idle_polled_share == 0.0);
 }
 
 // Files written before the finer bounds have six counters a releaser (and

@@ -71,7 +71,7 @@ BOOST_AUTO_TEST_CASE(the_probe_samples_this_machine_while_it_lives) {
   wanlab::emulator::TestbedState testbed;
   testbed.name = "probe-test";          // no such testbed: no releaser counters
   wanlab::emulator::Scenario scenario;  // no DCs: no WAN delay
-  rd::HealthProbe probe(testbed, scenario, false, std::chrono::milliseconds(100));
+  rd::HealthProbe probe(testbed, scenario, wanlab::harness::IdlePoll::off, std::chrono::milliseconds(100));
   // Keep a CPU busy: at least its share shows.
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(600);
   while (std::chrono::steady_clock::now() < until) {
@@ -93,7 +93,7 @@ BOOST_AUTO_TEST_CASE(idle_pollers_spin_during_the_probe_and_their_time_is_not_bu
   wanlab::emulator::TestbedState testbed;
   testbed.name = "probe-test";
   wanlab::emulator::Scenario scenario;
-  rd::HealthProbe probe(testbed, scenario, true, std::chrono::milliseconds(100));
+  rd::HealthProbe probe(testbed, scenario, wanlab::harness::IdlePoll::on, std::chrono::milliseconds(100));
   // One CPU busy for real; every other spends its idle time polling.
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(600);
   while (std::chrono::steady_clock::now() < until) {
@@ -110,4 +110,36 @@ BOOST_AUTO_TEST_CASE(idle_pollers_spin_during_the_probe_and_their_time_is_not_bu
   for (const double busy : samples.cpu_busy) most = std::max(most, busy);
   BOOST_TEST_MESSAGE("busiest sample with idle pollers: " << most << " of " << samples.cpus << " CPUs");
   BOOST_TEST(most >= 0.9 / samples.cpus, most);  // the real work still shows
+  BOOST_TEST(samples.idle_polled_share == 1.0);
+}
+
+BOOST_AUTO_TEST_CASE(automatic_idle_polling_pauses_while_the_cpus_are_busy) {
+  wanlab::emulator::TestbedState testbed;
+  testbed.name = "probe-test";
+  wanlab::emulator::Scenario scenario;
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  BOOST_REQUIRE(::sched_getaffinity(0, sizeof(allowed), &allowed) == 0);
+  wanlab::harness::EmulationSamples samples;
+  {
+    rd::HealthProbe probe(testbed, scenario, wanlab::harness::IdlePoll::automatic, std::chrono::milliseconds(500));
+    // Every CPU busy for real for 2 s: well over kIdlePollBusyLimit in
+    // every decision, so the pollers are active at most for the first one
+    // (they start active) and whatever a loaded machine delays.
+    std::vector<std::thread> spinners;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    for (int cpu = 0; cpu < CPU_COUNT(&allowed); ++cpu)
+      spinners.emplace_back([until] {
+        while (std::chrono::steady_clock::now() < until) {
+        }
+      });
+    for (std::thread& spinner : spinners) spinner.join();
+    probe.finish(samples);
+  }
+  BOOST_TEST(samples.idle_pollers == CPU_COUNT(&allowed));
+  BOOST_TEST_MESSAGE("polled share while every CPU was busy: " << samples.idle_polled_share);
+  BOOST_TEST(samples.idle_polled_share > 0.0);   // active at the first decision
+  BOOST_TEST(samples.idle_polled_share <= 0.4);  // of 8 decisions, at most 3
+  BOOST_TEST(samples.cpu_busy.size() >= 3u);     // still a sample every 500 ms
+  BOOST_TEST(samples.cpu_interval_s == 0.5);
 }

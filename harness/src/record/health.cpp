@@ -102,6 +102,13 @@ std::string stolen_part(const EmulationHealth& health) {
              : std::string();
 }
 
+// ", idle time polled 40% of the run", or nothing.
+std::string polled_part(const EmulationHealth& health) {
+  return health.idle_polled_share > 0
+             ? fmt::format(", idle time polled {:.0f}% of the run", 100 * health.idle_polled_share)
+             : std::string();
+}
+
 // The mean and the largest of per-interval shares; zeros without intervals.
 std::pair<double, double> mean_and_max(const std::vector<double>& shares) {
   if (shares.empty()) return {0, 0};
@@ -113,6 +120,7 @@ void judge_cpu(const EmulationSamples& samples, const HealthLimits& limits, Emul
                std::vector<std::string>& shown, std::vector<std::string>& behind) {
   health.cpus = samples.cpus;
   health.idle_pollers = samples.idle_pollers;
+  health.idle_polled_share = samples.idle_pollers > 0 ? samples.idle_polled_share : 0;
   std::tie(health.cpu_stolen_mean, health.cpu_stolen_max) = mean_and_max(samples.cpu_stolen);
   const auto& busy = samples.cpu_busy;
   if (busy.empty()) return;
@@ -124,7 +132,7 @@ void judge_cpu(const EmulationSamples& samples, const HealthLimits& limits, Emul
       over ? fmt::format("CPU at least {:.0f}% busy in {:.0f}% of the run ({} CPUs)", 100 * limits.cpu_busy,
                          100 * health.cpu_saturated_share, samples.cpus)
            : fmt::format("CPU {:.0f}% (max {:.0f}%, {} CPUs{}{})", 100 * health.cpu_mean, 100 * health.cpu_max,
-                         samples.cpus, stolen_part(health), samples.idle_pollers ? ", idle time polled" : "");
+                         samples.cpus, stolen_part(health), polled_part(health));
   (over ? behind : shown).push_back(text);
 }
 

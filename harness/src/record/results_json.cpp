@@ -90,6 +90,7 @@ Json emulation_json(const EmulationHealth& h) {
   json["wake_late_share"] = h.wake_late_share;
   json["cpus"] = h.cpus;
   json["idle_pollers"] = h.idle_pollers;
+  json["idle_polled_share"] = h.idle_polled_share;
   json["cpu_busy"] = {{"mean", h.cpu_mean},
                       {"max", h.cpu_max},
                       {"saturated_share", h.cpu_saturated_share},
@@ -306,6 +307,9 @@ EmulationHealth emulation_from(const Fields& fields) {
   h.wake_late_share = fields.number("wake_late_share");
   h.cpus = fields.whole<int>("cpus");
   if (fields.has("idle_pollers")) h.idle_pollers = fields.whole<int>("idle_pollers");  // written since idle polling
+  // Written since polling could pause; before, pollers polled the whole run.
+  h.idle_polled_share =
+      fields.has("idle_polled_share") ? fields.number("idle_polled_share") : (h.idle_pollers > 0 ? 1 : 0);
   const Fields cpu = fields.object("cpu_busy");
   h.cpu_mean = cpu.number("mean");
   h.cpu_max = cpu.number("max");

@@ -9,9 +9,10 @@
 // (cpuidle-haltpoll, idle=poll) would. With them the same runs' late verdicts
 // fell to 0.5-1.2% (bench/results/bubbletea/releaser-20261201/counters.md). Their CPU time is idle
 // time spent spinning: busy_ticks() says how much, so that a measure of how
-// busy the machine is can leave it out. A trade, so only on request
-// (`wanlab train --idle-poll`): on busy runs the same VM's workers woke tens
-// of milliseconds late with them (docs/RUNTIME.md#emulation-health).
+// busy the machine is can leave it out. A trade: on busy runs the same VM's
+// workers woke tens of milliseconds late with them, so a run pauses them
+// while its own work keeps the CPUs busy (set_active; the rule is
+// harness/run's HealthProbe, docs/RUNTIME.md#idle-polling).
 #pragma once
 
 #include <atomic>
@@ -34,9 +35,13 @@ class IdlePollers {
   std::size_t count() const { return running_; }
   // Their CPU time so far, in /proc/stat's clock ticks (sysconf(_SC_CLK_TCK)).
   std::uint64_t busy_ticks() const;
+  // Paused pollers sleep (on a futex) until resumed: they start active.
+  void set_active(bool active);
+  bool active() const { return active_.load(std::memory_order_relaxed); }
 
  private:
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> active_{true};
   std::vector<std::thread> threads_;
   std::vector<clockid_t> clocks_;  // each running poller's CPU-time clock
   std::size_t running_ = 0;

@@ -641,7 +641,7 @@ RunRecord run_plan(const Plan& plan, const emulator::Scenario& scenario, const e
   // Before any worker starts: the events of an oversized run would not fit.
   check_emulated_run(plan, plan.experiment.iterations);
   base::InterruptGuard interrupts;
-  run_detail::HealthProbe health(testbed, scenario, options.poll_idle_cpus);
+  run_detail::HealthProbe health(testbed, scenario, options.idle_poll);
   Coordinator coordinator(plan, scenario, testbed, options);
   RunRecord record = coordinator.run();
   health.finish(record.emulation ? *record.emulation : record.emulation.emplace());

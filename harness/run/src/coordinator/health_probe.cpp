@@ -6,6 +6,20 @@
 #include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace wanlab::harness {
+
+IdlePoll parse_idle_poll(const std::string& text) {
+  if (text == "auto") return IdlePoll::automatic;
+  if (text == "on") return IdlePoll::on;
+  if (text == "off") return IdlePoll::off;
+  throw std::invalid_argument(fmt::format("'{}' is not auto, on or off", text));
+}
+
+}  // namespace wanlab::harness
 
 namespace wanlab::harness::run_detail {
 namespace em = wanlab::emulator;
@@ -22,7 +36,7 @@ std::uint64_t smallest_wan_delay_ns(const em::Scenario& scenario) {
   return smallest;
 }
 
-HealthProbe::HealthProbe(const em::TestbedState& testbed, const em::Scenario& scenario, bool poll_idle_cpus,
+HealthProbe::HealthProbe(const em::TestbedState& testbed, const em::Scenario& scenario, IdlePoll idle_poll,
                          std::chrono::milliseconds interval)
     : releaser_path_(em::releaser_stats_path(testbed.name)),
       release_path_(em::to_string(testbed.release)),
@@ -33,9 +47,10 @@ HealthProbe::HealthProbe(const em::TestbedState& testbed, const em::Scenario& sc
   } catch (const std::exception&) {
     // A counter file being replaced: the run's releaser figures start at 0.
   }
-  if (poll_idle_cpus) {
+  if (idle_poll != IdlePoll::off) {
     idle_pollers_.emplace();
     idle_pollers_running_ = static_cast<int>(idle_pollers_->count());
+    if (idle_pollers_running_ > 0) idle_poll_ = idle_poll;
   }
   thread_ = std::thread([this] { sample(); });
 }
@@ -58,11 +73,27 @@ std::optional<CpuTimes> HealthProbe::cpu_times_but_polling() const {
   return times;
 }
 
+// Every interval_ a sample; with IdlePoll::automatic also, every
+// kPollDecisionInterval, the pollers paused or resumed on the share of the
+// CPUs the run kept busy since the last decision.
 void HealthProbe::sample() {
+  const bool deciding = idle_poll_ == IdlePoll::automatic;
+  // A sample every so many ticks (interval_ a multiple of the decisions').
+  const auto tick = deciding ? std::min(interval_, kPollDecisionInterval) : interval_;
+  const auto ticks_per_sample = std::max<std::int64_t>(1, interval_ / tick);
   std::optional<CpuTimes> last = cpu_times_but_polling();
+  std::optional<CpuTimes> last_decided = last;
+  std::int64_t ticks = 0;
   std::unique_lock lock(mutex_);
-  while (!wake_.wait_for(lock, interval_, [this] { return stopping_; })) {
+  while (!wake_.wait_for(lock, tick, [this] { return stopping_; })) {
     const std::optional<CpuTimes> now = cpu_times_but_polling();
+    if (deciding && last_decided && now) {
+      decisions_polled_ += idle_pollers_->active() ? 1 : 0;
+      decisions_++;
+      idle_pollers_->set_active(idle_polling_pays(base::busy_share(*last_decided, *now)));
+    }
+    last_decided = now;
+    if (++ticks % ticks_per_sample != 0) continue;
     if (last && now) {
       busy_.push_back(base::busy_share(*last, *now));
       stolen_.push_back(base::stolen_share(*last, *now));
@@ -78,6 +109,9 @@ void HealthProbe::finish(EmulationSamples& samples) {
   samples.cpu_interval_s = std::chrono::duration<double>(interval_).count();
   samples.cpus = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
   samples.idle_pollers = idle_pollers_running_;
+  if (idle_poll_ == IdlePoll::on) samples.idle_polled_share = 1;
+  if (idle_poll_ == IdlePoll::automatic && decisions_ > 0)
+    samples.idle_polled_share = static_cast<double>(decisions_polled_) / decisions_;
   samples.release_path = release_path_;
   samples.smallest_wan_delay_ns = smallest_wan_delay_ns_;
   std::optional<em::ReleaserStats> after;

@@ -19,6 +19,7 @@
 #include "wanlab/emulator/scenario.hpp"
 #include "wanlab/emulator/testbed.hpp"
 #include "wanlab/harness/record/health.hpp"
+#include "wanlab/harness/run/run.hpp"
 
 namespace wanlab::harness::run_detail {
 
@@ -31,13 +32,24 @@ ReleaserLateness lateness_between(const emulator::LateCounts& before, const emul
 std::vector<PairReleaserLateness> pair_lateness(const emulator::ReleaserStats& before,
                                                 const emulator::ReleaserStats& after);
 
+// IdlePoll::automatic's rule: poll while the run's own work (the pollers'
+// time left out) kept less than this share of the box's CPUs busy over the
+// last kPollDecisionInterval. Polling helped the runs whose work kept the
+// 2-core VM 9-38% busy on average and cost runs at 45% and more (workers
+// woke 1-6% of compute late, against under 1% unpolled): the line lies
+// between (docs/RUNTIME.md#idle-polling).
+inline constexpr double kIdlePollBusyLimit = 0.4;
+inline constexpr std::chrono::milliseconds kPollDecisionInterval{250};
+inline bool idle_polling_pays(double busy_share_but_polling) { return busy_share_but_polling < kIdlePollBusyLimit; }
+
 class HealthProbe {
  public:
   // Starts sampling. `testbed` is the run's own: its releaser's counters, if
   // it has one, are read now and at finish().
-  // With `poll_idle_cpus`, IdlePollers spin in the CPUs' idle time until
-  // finish(), and the CPU samples leave their time out.
-  HealthProbe(const emulator::TestbedState& testbed, const emulator::Scenario& scenario, bool poll_idle_cpus,
+  // Unless IdlePoll::off, IdlePollers spin in the CPUs' idle time until
+  // finish() (with automatic, only while idle_polling_pays), and the CPU
+  // samples leave their time out.
+  HealthProbe(const emulator::TestbedState& testbed, const emulator::Scenario& scenario, IdlePoll idle_poll,
               std::chrono::milliseconds interval = std::chrono::milliseconds(500));
   ~HealthProbe();
   HealthProbe(const HealthProbe&) = delete;
@@ -58,6 +70,9 @@ class HealthProbe {
   std::chrono::milliseconds interval_;
   std::optional<base::IdlePollers> idle_pollers_;
   int idle_pollers_running_ = 0;
+  IdlePoll idle_poll_ = IdlePoll::off;
+  int decisions_ = 0;         // with automatic: kPollDecisionInterval's passed
+  int decisions_polled_ = 0;  // and those the pollers spent active
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;

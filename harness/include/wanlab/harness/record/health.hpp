@@ -51,6 +51,8 @@ struct EmulationSamples {
   // CPUs whose idle time IdlePollers spent spinning (base/idle_poll.hpp);
   // cpu_busy leaves that time out.
   int idle_pollers = 0;
+  // The share of the run they were active (IdlePoll::automatic pauses them).
+  double idle_polled_share = 0;
   std::string release_path;                          // "fq" or "nfqueue"
   std::optional<ReleaserLateness> releaser;          // the nfqueue path only
   std::vector<PairReleaserLateness> releaser_pairs;  // those with verdicts in the run
@@ -92,6 +94,7 @@ struct EmulationHealth {
   double wake_late_share = 0;  // of the planned compute
   int cpus = 0;
   int idle_pollers = 0;            // CPUs whose idle time was spent polling (EmulationSamples)
+  double idle_polled_share = 0;    // the share of the run they were active
   double cpu_mean = 0;             // share busy, mean over the intervals
   double cpu_max = 0;              // the busiest interval
   double cpu_saturated_share = 0;  // intervals at least HealthLimits::cpu_busy busy

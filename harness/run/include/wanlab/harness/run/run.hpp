@@ -54,6 +54,12 @@ struct Progress {
   std::optional<double> ttft_p50_s;  // of the requests served so far
 };
 
+// `wanlab train --idle-poll`: base::IdlePollers never, always, or while the
+// run's work leaves the CPUs mostly idle (HealthProbe's rule).
+enum class IdlePoll { off, on, automatic };
+// "auto", "on", "off"; std::invalid_argument otherwise.
+IdlePoll parse_idle_poll(const std::string& text);
+
 struct RunOptions {
   RuntimeChoice runtime = RuntimeChoice::automatic;
   std::string image;  // podman: a prebuilt image instead of a root file system from `exe`
@@ -64,9 +70,10 @@ struct RunOptions {
   std::chrono::seconds iteration_timeout{0};
   emulator::ReleaseChoice release = emulator::ReleaseChoice::automatic;
   // Keep this machine's idle CPUs spinning while the run runs, so that its
-  // timers wake sooner on a VM (base/idle_poll.hpp); off by default, a trade
-  // (docs/RUNTIME.md#emulation-health).
-  bool poll_idle_cpus = false;
+  // timers wake sooner on a VM (base/idle_poll.hpp). A trade
+  // (docs/RUNTIME.md#idle-polling): automatic polls only while the run's own
+  // work leaves the CPUs mostly idle.
+  IdlePoll idle_poll = IdlePoll::automatic;
   std::function<void(const std::string&)> log;  // steps; may be empty
   std::function<void(const Progress&)> progress;
   // RuntimeChoice::slurm (run_on_machines fills these): the address the
