@@ -10,9 +10,10 @@
 // fell to 0.5-1.2% (bench/results/bubbletea/releaser-20261201/counters.md). Their CPU time is idle
 // time spent spinning: busy_ticks() says how much, so that a measure of how
 // busy the machine is can leave it out. A trade: on busy runs the same VM's
-// workers woke tens of milliseconds late with them, so a run pauses them
-// while its own work keeps the CPUs busy (set_active; the rule is
-// harness/run's HealthProbe, docs/RUNTIME.md#idle-polling).
+// workers, each in a container's cpu cgroup, woke tens of milliseconds late
+// with them (SCHED_IDLE holds only within the pollers' own cgroup), so a run
+// pauses them while its own work keeps the CPUs busy (set_active; the rule
+// is harness/run's HealthProbe, docs/RUNTIME.md#idle-polling).
 #pragma once
 
 #include <atomic>

@@ -37,7 +37,9 @@ std::vector<PairReleaserLateness> pair_lateness(const emulator::ReleaserStats& b
 // last kPollDecisionInterval. Polling helped the runs whose work kept the
 // 2-core VM 9-38% busy on average and cost runs at 45% and more (workers
 // woke 1-6% of compute late, against under 1% unpolled): the line lies
-// between (docs/RUNTIME.md#idle-polling).
+// between. It stands in for the fix of the cause, measured since: the pollers
+// are SCHED_IDLE only inside the coordinator's cpu cgroup, not against the
+// workers' container cgroups (docs/RUNTIME.md#idle-polling).
 inline constexpr double kIdlePollBusyLimit = 0.4;
 inline constexpr std::chrono::milliseconds kPollDecisionInterval{250};
 inline bool idle_polling_pays(double busy_share_but_polling) { return busy_share_but_polling < kIdlePollBusyLimit; }
