@@ -19,6 +19,7 @@
 #include "commands.hpp"
 #include "json.hpp"
 #include "options.hpp"
+#include "wanlab/base/idle_poll.hpp"
 #include "wanlab/base/interrupts.hpp"
 #include "wanlab/base/process.hpp"
 #include "wanlab/base/sys.hpp"
@@ -213,6 +214,8 @@ int cmd_down(const Options& options) {
     fmt::print("testbed {} is down\n", name);
   }
   if (names.empty()) fmt::print("no testbed was up\n");
+  // A `wanlab train` killed outright leaves its idle pollers' cgroup (they die with it).
+  for (const auto& dir : base::remove_stale_idle_cgroups()) fmt::print("removed the idle pollers' cgroup {}\n", dir);
   return 0;
 }
 

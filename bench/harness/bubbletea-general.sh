@@ -11,7 +11,8 @@
 #
 # Environment: WANLAB (default build/cli/wanlab), OUT (default
 # bench/results/bubbletea/general-DATE), N (10), SEED (the first seed, 1),
-# SEEDS (a list instead of N from SEED),
+# SEEDS (a list instead of N from SEED), TRAIN_OPTIONS (added to every real
+# run's `wanlab train`, e.g. "--idle-poll=on"),
 # MAX_WORKERS (16: pp x dp at most, what two cores carry).
 set -euo pipefail
 
@@ -30,7 +31,7 @@ if [ "$SIMULATE_ONLY" != 1 ] && [ "$(id -u)" != 0 ]; then
   exit 2
 fi
 mkdir -p "$OUT"
-echo "results in $OUT; seeds ${SEEDS//$'\n'/ }; $(uptime)"
+echo "results in $OUT; seeds ${SEEDS//$'\n'/ }; real runs with: ${TRAIN_OPTIONS:-defaults}; $(uptime)"
 # shellcheck disable=SC2086  # one argument per seed
 python3 "$here/bubbletea_general.py" "$OUT" $SEEDS | tee "$OUT/general.md"
 echo "done; $(uptime)"

@@ -29,12 +29,15 @@ import io
 import math
 import os
 import random
+import shlex
 import subprocess
 import sys
 
 WANLAB = os.environ.get("WANLAB", "build/cli/wanlab")
 MAX_WORKERS = int(os.environ.get("MAX_WORKERS", "16"))
 SIMULATE_ONLY = os.environ.get("SIMULATE_ONLY", "0") == "1"
+# Options added to every real run, e.g. "--idle-poll=on".
+TRAIN_OPTIONS = shlex.split(os.environ.get("TRAIN_OPTIONS", ""))
 SLO_S = 3.0
 PROMPT_MEDIAN, PROMPT_P90 = 1469, 5194
 BATCH_TOKENS = 8192
@@ -183,7 +186,7 @@ def main():
         if not SIMULATE_ONLY:
             for mode, extra in (("off", ["--prefill", "off"]), ("on", [])):
                 print(f"  seed {seed}: real run, prefill {mode}", file=sys.stderr, flush=True)
-                wanlab(["train", experiment] + extra + ["--out", f"{base}-{mode}"], f"{base}-{mode}.log")
+                wanlab(["train", experiment] + extra + TRAIN_OPTIONS + ["--out", f"{base}-{mode}"], f"{base}-{mode}.log")
                 if os.path.exists(os.path.join(f"{base}-{mode}", "results.json")):
                     dirs.append(f"{base}-{mode}")
         runs = compare(dirs)

@@ -9,7 +9,8 @@
 #
 # Environment: WANLAB (the binary, default build/cli/wanlab), OUT (where the
 # runs go, default bench/results/harness/DATE), ITERATIONS (3), SCALE (0.1),
-# SKIP (run names left out, e.g. SKIP="3dc-dp-across-dc": their rows read "-").
+# SKIP (run names left out, e.g. SKIP="3dc-dp-across-dc": their rows read "-"),
+# TRAIN_OPTIONS (added to every real run's `wanlab train`, e.g. "--idle-poll=on").
 #
 # 1. Latency sweep: a 2-DC job (pp 2 x dp 2, 1F1B, one TCP stream per
 #    transfer) with its stages across the DCs (pp-across-dc) or its replicas
@@ -40,6 +41,7 @@ SCALE=${SCALE:-0.1}
 ONLY=${ONLY:-all}
 SIMULATE_ONLY=${SIMULATE_ONLY:-0}
 SKIP=${SKIP:-}
+read -ra train_options <<< "${TRAIN_OPTIONS:-}"
 
 [ -x "$WANLAB" ] || { echo "run-experiments.sh: $WANLAB is not built (set WANLAB=...)" >&2; exit 2; }
 if [ "$SIMULATE_ONLY" != 1 ] && [ "$ONLY" != plots ] && [ "$(id -u)" != 0 ]; then
@@ -47,7 +49,7 @@ if [ "$SIMULATE_ONLY" != 1 ] && [ "$ONLY" != plots ] && [ "$(id -u)" != 0 ]; the
   exit 2
 fi
 mkdir -p "$OUT/files"
-echo "results in $OUT"
+echo "results in $OUT; real runs with: ${TRAIN_OPTIONS:-defaults}"
 
 # run NAME EXPERIMENT [OPTIONS...]: the real run (unless SIMULATE_ONLY) and the simulated one.
 run() {
@@ -58,7 +60,7 @@ run() {
     { echo "  $name: simulation failed, see $OUT/$name-sim.log" >&2; return 0; }
   [ "$SIMULATE_ONLY" = 1 ] && return 0
   local started=$SECONDS
-  if "$WANLAB" train "$experiment" "$@" --out "$OUT/$name" > "$OUT/$name.log" 2>&1; then
+  if "$WANLAB" train "$experiment" "$@" "${train_options[@]}" --out "$OUT/$name" > "$OUT/$name.log" 2>&1; then
     echo "  $name: $(iteration_s "$name") s per iteration ($((SECONDS - started)) s)"
   else
     echo "  $name: FAILED, see $OUT/$name.log" >&2

@@ -22,6 +22,7 @@
 #include <tuple>
 
 #include "support/two_dc.hpp"
+#include "wanlab/base/idle_poll.hpp"
 #include "wanlab/base/process.hpp"
 #include "support/wanlab_cli.hpp"
 #include "wanlab/emulator/netns.hpp"
@@ -105,6 +106,9 @@ std::string run_leftovers(const std::string& name) {
   std::string found = test::leftovers(name);
   for (const auto& [pid, id] : worker_processes(name))
     found += " worker:" + std::to_string(id) + "(pid " + std::to_string(pid) + ")";
+  // No wanlab runs beside an integration test (they run one at a time): any
+  // idle pollers' cgroup is one a run left.
+  for (const auto& dir : wanlab::base::idle_cgroups_found()) found += " idle pollers' cgroup " + dir;
   return found + test::container_leftovers(name);
 }
 
@@ -645,6 +649,46 @@ BOOST_AUTO_TEST_CASE(killing_a_worker_in_the_sandbox_ends_the_run_and_leaves_not
 }
 
 BOOST_AUTO_TEST_CASE(killing_a_worker_in_podman_ends_the_run_and_leaves_nothing) { kill_a_worker_mid_run("podman"); }
+
+namespace {
+
+// The processes named wanlab-idlepoll (base::IdlePollers') there are now.
+std::vector<pid_t> idle_pollers_running() {
+  std::vector<pid_t> found;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator("/proc", error)) {
+    const std::string pid = entry.path().filename();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream comm(entry.path() / "comm");
+    std::string name;
+    if (std::getline(comm, name) && name == "wanlab-idlepoll") found.push_back(std::stoi(pid));
+  }
+  return found;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_train_killed_outright_takes_its_idle_pollers_along_and_down_removes_their_cgroup) {
+  Files files(200);
+  test::Running train(test::wanlab_argv({"train", files.experiment.path(), "--runtime", "sandbox", "--idle-poll=on"}));
+  BOOST_TEST_REQUIRE(train.read_until("iteration 2/200", 120s), train.output());
+  const std::string name = testbed_name(train.output());
+  BOOST_TEST_REQUIRE(!name.empty(), train.output());
+  BOOST_TEST(!idle_pollers_running().empty(), "no idle pollers in a run with --idle-poll=on: " << train.output());
+  const auto cgroups = wanlab::base::idle_cgroups_found();
+  BOOST_TEST_REQUIRE(cgroups.size() == 1u);
+  BOOST_TEST(cgroups.front().find("wanlab-idle-" + std::to_string(train.pid()) + "-") != std::string::npos,
+             cgroups.front());
+  ::kill(train.pid(), SIGKILL);
+  train.finish(30s);
+  // They die with it (PR_SET_PDEATHSIG); their cgroup stays until `down`.
+  BOOST_TEST(test::eventually([] { return idle_pollers_running().empty(); }));
+  BOOST_TEST(wanlab::base::idle_cgroups_found() == cgroups);
+  const auto down = test::wanlab({"down", name});
+  BOOST_TEST(down.status == 0, down.output);
+  BOOST_TEST(down.output.find("removed the idle pollers' cgroup " + cgroups.front()) != std::string::npos, down.output);
+  BOOST_TEST(test::eventually([&] { return run_leftovers(name).empty(); }), run_leftovers(name));
+}
 
 namespace {
 

@@ -50,6 +50,8 @@ HealthProbe::HealthProbe(const em::TestbedState& testbed, const em::Scenario& sc
   if (idle_poll != IdlePoll::off) {
     idle_pollers_.emplace();
     idle_pollers_running_ = static_cast<int>(idle_pollers_->count());
+    if (idle_pollers_running_ == 0)
+      fmt::print(stderr, "wanlab train: no idle polling: {}\n", idle_pollers_->why_none());
     if (idle_pollers_running_ > 0) idle_poll_ = idle_poll;
   }
   thread_ = std::thread([this] { sample(); });
