@@ -36,6 +36,10 @@ for i in "${!writable[@]}"; do
   mkdir -p "${writable[$i]}"
   mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 "share$i" "${writable[$i]}" || fail "mounting ${writable[$i]} writable failed"
 done
+# cgroup v2 (init mounts it) with the cpu controller for the cgroups below
+# the root, as systemd leaves a Debian 12 host: the idle pollers' cgroup
+# (base/idle_poll.hpp) is made there.
+echo +cpu >/sys/fs/cgroup/cgroup.subtree_control || fail "enabling the cpu controller in /sys/fs/cgroup failed"
 ip link set lo up
 hostname "$(<"$share/hostname")" 2>/dev/null || true
 if [[ -s $share/hosts ]]; then cp "$share/hosts" /etc/hosts; fi

@@ -20,7 +20,10 @@
 // made there are no pollers, and why_none() says why.
 //
 // Their CPU time is idle time spent spinning: busy_ticks() says how much, so
-// that a measure of how busy the machine is can leave it out.
+// that a measure of how busy the machine is can leave it out. Even so, busy
+// runs fared worse polled all along, so a run pauses them while its own work
+// keeps the CPUs busy (set_active; the rule is harness/run's HealthProbe,
+// docs/RUNTIME.md#idle-polling).
 #pragma once
 
 #include <sys/types.h>

@@ -34,12 +34,12 @@ std::vector<PairReleaserLateness> pair_lateness(const emulator::ReleaserStats& b
 
 // IdlePoll::automatic's rule: poll while the run's own work (the pollers'
 // time left out) kept less than this share of the box's CPUs busy over the
-// last kPollDecisionInterval. Polling helped the runs whose work kept the
-// 2-core VM 9-38% busy on average and cost runs at 45% and more (workers
-// woke 1-6% of compute late, against under 1% unpolled): the line lies
-// between. It stands in for the fix of the cause, measured since: the pollers
-// are SCHED_IDLE only inside the coordinator's cpu cgroup, not against the
-// workers' container cgroups (docs/RUNTIME.md#idle-polling).
+// last kPollDecisionInterval. On the 2-core VM, with the pollers in their
+// idle cgroup (base/idle_poll.hpp): polled all along, every random BubbleTea
+// run kept up (busiest 69% on average), but two of the eleven three-DC runs
+// fell behind at 70% and 80% (workers woke 1.1-2.3% of compute late) that
+// kept up with this rule; before the cgroup, polling hurt from 45% up. The
+// line is fitted to those runs, not derived (docs/RUNTIME.md#idle-polling).
 inline constexpr double kIdlePollBusyLimit = 0.4;
 inline constexpr std::chrono::milliseconds kPollDecisionInterval{250};
 inline bool idle_polling_pays(double busy_share_but_polling) { return busy_share_but_polling < kIdlePollBusyLimit; }

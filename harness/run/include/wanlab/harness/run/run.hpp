@@ -70,9 +70,9 @@ struct RunOptions {
   std::chrono::seconds iteration_timeout{0};
   emulator::ReleaseChoice release = emulator::ReleaseChoice::automatic;
   // Keep this machine's idle CPUs spinning while the run runs, so that its
-  // timers wake sooner on a VM (base/idle_poll.hpp). A trade
-  // (docs/RUNTIME.md#idle-polling): automatic polls only while the run's own
-  // work leaves the CPUs mostly idle.
+  // timers wake sooner on a VM (base/idle_poll.hpp), from a cpu cgroup of
+  // their own marked idle. A trade (docs/RUNTIME.md#idle-polling): automatic
+  // polls only while the run's own work leaves the CPUs mostly idle.
   IdlePoll idle_poll = IdlePoll::automatic;
   std::function<void(const std::string&)> log;  // steps; may be empty
   std::function<void(const Progress&)> progress;
