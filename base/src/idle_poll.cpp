@@ -1,6 +1,7 @@
 #include "wanlab/base/idle_poll.hpp"
 
 #include "wanlab/base/files.hpp"
+#include "wanlab/base/parse.hpp"
 #include "wanlab/base/wake_lead.hpp"  // cpu_relax
 
 #include <fcntl.h>
@@ -130,15 +131,15 @@ bool remove_cgroup(const std::string& dir) {
 }
 
 // The pid in a pollers' cgroup's name (wanlab-idle-<pid>-<n>), if it is one.
-std::optional<pid_t> owner_of(const std::string& name) {
-  if (name.rfind(kCgroupPrefix, 0) != 0) return std::nullopt;
-  const std::string rest = name.substr(kCgroupPrefix.size());
+std::optional<pid_t> owner_of(std::string_view name) {
+  if (!name.starts_with(kCgroupPrefix)) return std::nullopt;
+  const std::string_view rest = name.substr(kCgroupPrefix.size());
   const auto dash = rest.find('-');
-  if (dash == std::string::npos || dash == 0 || dash + 1 == rest.size()) return std::nullopt;
-  for (char c : rest)
-    if (c != '-' && (c < '0' || c > '9')) return std::nullopt;
+  if (dash == std::string_view::npos) return std::nullopt;
   try {
-    return static_cast<pid_t>(std::stol(rest.substr(0, dash)));
+    const auto pid = parse_integer<pid_t>(rest.substr(0, dash), 1, INT_MAX);
+    parse_integer<int>(rest.substr(dash + 1), 0, INT_MAX);  // the count of pollers' cgroups it made
+    return pid;
   } catch (const std::exception&) {
     return std::nullopt;
   }
