@@ -347,6 +347,33 @@ BOOST_AUTO_TEST_CASE(data_both_ways_leaves_each_way_its_capacity_less_the_acks) 
   BOOST_TEST(iteration_with(one_way, 2, 1, kAckShareOfData) == iteration_with(one_way, 2, 1, 0));
 }
 
+// The ACKs also wait in the link back's queue, behind the data going the
+// other way: a round's ACKs are back an RTT and that wait after it began.
+// Over 100 Mbit/s with 2 MiB messages and compute long enough that each
+// message starts on a channel idle for more than its RTO (cwnd halved, so
+// its rounds are window-bound), two replicas' channels each way, each paced
+// at the link's rate, keep a queue both ways: their messages take longer
+// than with ACKs that ride nothing (ack_share 0), by more than the ACKs'
+// bytes cost. One channel each way keeps no queue, and pays nothing here
+// (its data and the other way's do not overlap). Measured on atlas-3dc with
+// temporal sharing off: srtt p50 92 ms and p90 126 ms against 66 ms of
+// delay, simulated 92 and 124 (docs/SIMULATOR.md, "ACKs").
+BOOST_AUTO_TEST_CASE(acks_wait_in_the_queue_of_the_data_going_the_other_way) {
+  std::string toml = harness_test::kThreeDcScenario;
+  const std::string ab_delay = "delay = \"10ms\"";
+  toml.replace(toml.find(ab_delay), ab_delay.size(), ab_delay + "\nrate = \"100mbit\"");
+  const auto scenario = deep_queues(wanlab::emulator::parse_scenario(toml, "t3.toml"));
+  const auto mean_with = [&](int dp, double ack_share) {
+    const std::string top_level = "schedule = \"1f1b\"\nstreams = 8\nplacement = [\"a\", \"b\"]";
+    const Plan plan = make_plan(experiment(top_level, 2, dp, 8, 300, 600), scenario);
+    LinkModel model = link_model_for(scenario, plan.experiment.scale);
+    model.ack_share = ack_share;
+    return mean_transfer_s(simulate(plan, scenario, model, 3));
+  };
+  BOOST_TEST(mean_with(2, kAckShareOfData) > (1 + 2 * kAckShareOfData) * mean_with(2, 0));
+  BOOST_TEST(mean_with(1, kAckShareOfData) == mean_with(1, 0), boost::test_tools::tolerance(1e-12));
+}
+
 BOOST_AUTO_TEST_CASE(allreduce_across_the_wan_is_slower_than_inside_a_dc) {
   std::string gpus = "[gpus]\na = 8\nb = 8\n";
   double inside = makespan_ms("schedule = \"1f1b\"\nplacement = [\"a\", \"b\"]", 2, 2, 4, LinkModel{}, gpus);

@@ -26,8 +26,10 @@ double burst_s(const TcpPath& path, const TcpChannelState& state, double streams
 
 double pacing_limit_bps(const TcpPath& path, const TcpChannelState& state) {
   if (!path.paced || !(path.rtt_s > 0)) return std::numeric_limits<double>::infinity();
-  const bool slow_start = state.pacing_cwnd_bytes < state.ssthresh_bytes;
-  return (slow_start ? kPacingSlowStartRatio : kPacingAvoidanceRatio) * state.pacing_cwnd_bytes * 8 / path.rtt_s;
+  // tcp_update_pacing_rate: "approaching the end of slow start" from half of ssthresh.
+  const bool early_slow_start = state.pacing_cwnd_bytes < state.ssthresh_bytes / 2;
+  const double srtt = state.srtt_s > 0 ? state.srtt_s : path.rtt_s;
+  return (early_slow_start ? kPacingSlowStartRatio : kPacingAvoidanceRatio) * state.pacing_cwnd_bytes * 8 / srtt;
 }
 
 double stream_rate_bps(const TcpPath& path, const TcpChannelState& state) {
@@ -53,10 +55,12 @@ double handshake_rttvar_s(const TcpPath& path) { return std::max(2 * path.rtt_s,
 }  // namespace
 
 double rto_s(const TcpPath& path, const TcpChannelState& state) {
-  return path.rtt_s + (state.rttvar_s >= 0 ? state.rttvar_s : handshake_rttvar_s(path));
+  const double srtt = state.srtt_s > 0 ? state.srtt_s : path.rtt_s;
+  return srtt + (state.rttvar_s >= 0 ? state.rttvar_s : handshake_rttvar_s(path));
 }
 
-void after_round(const TcpPath& path, TcpChannelState& state, double streams, double sent_bytes) {
+void after_round(const TcpPath& path, TcpChannelState& state, double streams, double sent_bytes, double queue_wait_s) {
+  state.srtt_s = path.rtt_s + queue_wait_s;
   // From the second round on, a round's ACKs end a window of RTT samples
   // begun in the round before: rttvar moves a quarter of the way from the
   // handshake's 2 x RTT toward TCP_RTO_MIN (the RTT being constant).
@@ -69,7 +73,7 @@ void after_round(const TcpPath& path, TcpChannelState& state, double streams, do
   // has only an RTT's worth of it in flight at once (Linux's
   // max_packets_out). The link spreading a round does not count: what waits
   // in its queue is in flight.
-  const double in_flight = std::min(per_stream, path.max_pacing_bps / 8 * path.rtt_s);
+  const double in_flight = std::min(per_stream, path.max_pacing_bps / 8 * state.srtt_s);
   // cwnd, not the window ceiling below it, stopped the round.
   const bool cwnd_limited = in_flight >= state.cwnd_bytes - kDoneBytes;
   // A round sent while a cwnd-limited round's ACKs come back is sent as they
@@ -112,6 +116,8 @@ void after_loss(TcpChannelState& state, double share_of_streams) {
   state.pacing_cwnd_bytes = state.cwnd_bytes;
   state.avoidance_s = 0;
 }
+
+void on_peer_segment(TcpChannelState& state) { state.pacing_cwnd_bytes = state.cwnd_bytes; }
 
 void after_idle(const TcpPath& path, TcpChannelState& state, double idle_s) {
   const double rto = rto_s(path, state);

@@ -190,6 +190,7 @@ void Simulator::put_on_wire(LinkState& link, int id) {
     mark_first_sent(id, link.delay_ns);
     ChannelTcp& tcp = *transfer.tcp;
     if (tcp.last_sent >= 0) after_idle(link.tcp, tcp.state, (now_ - tcp.last_sent) / 1e9);
+    if (peer_sending(transfer.channel)) on_peer_segment(tcp.state);
     if (model_.tcp_dynamics && link.tcp_rounds && tcp.round_ends > now_ && !join_round(link, transfer)) {
       // Its channel's round filled the window: it goes as that round's ACKs come back.
       schedule({tcp.round_ends, 0, TimedKind::round, id});
@@ -199,6 +200,24 @@ void Simulator::put_on_wire(LinkState& link, int id) {
   if (!transfer.joins_round) begin_round(link, transfer);
   link.on_wire.push_back(id);
   wired_links_.insert(static_cast<int>(&link - links_.data()));
+}
+
+// How long what waits in a link's drop-tail queue takes to leave it, now.
+double LinkState::queue_wait_s() const { return data_capacity_bps() > 0 ? backlog_bits / data_capacity_bps() : 0; }
+
+// How long the ACKs of what a WAN link carries wait in the queue of its link
+// back, behind the data going the other way, now (docs/SIMULATOR.md, "ACKs").
+double Simulator::ack_queue_wait_s(const LinkState& link) const {
+  return link.reverse >= 0 ? links_[static_cast<std::size_t>(link.reverse)].queue_wait_s() : 0;
+}
+
+// The receiver is sending on the same connections (a transport channel
+// carries both ways): its message to the sender has begun and is not yet
+// wholly sent, so segments of it come in while this transfer starts.
+bool Simulator::peer_sending(std::pair<int, int> channel) const {
+  const auto peer = channels_.find(channel_key({channel.second, channel.first}));
+  return peer != channels_.end() && peer->second.head >= 0 &&
+         transfers_[static_cast<std::size_t>(peer->second.head)].on_wire_before;
 }
 
 // What the transfer sends in its next round (rounds: simulate.hpp). At the
@@ -219,7 +238,7 @@ void Simulator::begin_round(const LinkState& link, Transfer& transfer) {
   } else {
     transfer.round_bits = std::min(transfer.bits_left, full_round_bits);
     transfer.cap_bps = paced_cap_bps(link, transfer, stream_rate_bps(link.tcp, state) * transfer.effective_streams);
-    transfer.round_ends = now_ + link.tcp.rtt_s * 1e9;
+    transfer.round_ends = now_ + (link.tcp.rtt_s + ack_queue_wait_s(link)) * 1e9;
   }
   transfer.round_bits_left = transfer.round_bits;
   transfer.window_bits = full_round_bits;
@@ -295,14 +314,16 @@ void Simulator::end_round(const LinkState& link, Transfer& transfer) {
   ChannelTcp& tcp = *transfer.tcp;
   if (model_.tcp_dynamics && link.tcp_rounds) {
     const double per_stream_bytes = transfer.round_bits / 8 / transfer.effective_streams;
+    // The round's last bytes wait behind what the link's queue holds now: its ACKs' RTT.
+    const double queue_wait_s = link.queue_wait_s() + ack_queue_wait_s(link);
     if (transfer.joins_round && tcp.round_ends >= 0) {
       // Slow start counts the channel's round whole, from the state it began with.
       tcp.round_in_flight_bytes += per_stream_bytes;
       tcp.state = tcp.before_round;
-      after_round(link.tcp, tcp.state, 1, tcp.round_in_flight_bytes);
+      after_round(link.tcp, tcp.state, 1, tcp.round_in_flight_bytes, queue_wait_s);
     } else {
       tcp.before_round = tcp.state;
-      after_round(link.tcp, tcp.state, transfer.effective_streams, transfer.round_bits / 8);
+      after_round(link.tcp, tcp.state, transfer.effective_streams, transfer.round_bits / 8, queue_wait_s);
       // A round of one RTT can be joined; rounds at the window's rate end as they are sent.
       tcp.round_ends = !transfer.joins_round && transfer.round_ends > now_ ? transfer.round_ends : -1;
       tcp.round_in_flight_bytes = per_stream_bytes;

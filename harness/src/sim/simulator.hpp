@@ -45,6 +45,7 @@ struct LinkState : LinkRate {
   int reverse = -1;                 // a WAN link: the link back, which carries its ACKs
   double acks_bps = 0;              // of its capacity, what the ACKs of the data on `reverse` take
   double data_capacity_bps() const { return std::max(0.0, capacity_bps - acks_bps); }
+  double queue_wait_s() const;
 };
 
 // A TCP channel's state between its rounds and messages.
@@ -208,6 +209,8 @@ class Simulator {
   int start_transfer(int from, int to, double bits, int slot, int message, int collective);
   int record_transfer(int from, int to);
   void put_on_wire(LinkState& link, int id);
+  bool peer_sending(std::pair<int, int> channel) const;
+  double ack_queue_wait_s(const LinkState& link) const;
   void begin_round(const LinkState& link, Transfer& transfer);
   bool join_round(const LinkState& link, Transfer& transfer);
   double data_rate_bps(int link_index) const;

@@ -16,10 +16,14 @@
 //   stream_window_bytes x 8 / RTT.
 // - With tcp_dynamics a transfer is on the wire in rounds: each round puts
 //   round_bytes() (the streams' cwnds, capped by the window ceiling) on the
-//   wire at its share, then leaves the link to others until one RTT after the
-//   round began; slow start grows the cwnds (after_round). The cwnds belong to
-//   the (sender, receiver) channel and last from message to message; a
-//   channel idle since its last bit was sent restarts (after_idle). A message
+//   wire at its share, then leaves the link to others until its ACKs are back:
+//   one RTT after the round began, plus what then waits in the queue of the
+//   link back (a WAN link's ACKs ride it); slow start grows the cwnds
+//   (after_round). The cwnds belong to the (sender, receiver) channel and last
+//   from message to message; a channel idle since its last bit was sent
+//   restarts (after_idle), and the receiver's own message on the wire (the
+//   same connections carry both ways) sets its pacing rate again
+//   (on_peer_segment). A message
 //   that goes on before its channel's last round is acknowledged sends into
 //   what that round left of the window, as part of it (one stream of bytes,
 //   as TCP sends queued messages).
