@@ -22,14 +22,20 @@ double burst_s(const TcpPath& path, const TcpChannelState& state, double streams
   return std::max(link, flow);
 }
 
+// The RTT the channel's ACKs last measured (a queue's wait included), or the
+// path's before its first round.
+double srtt_or_rtt_s(const TcpPath& path, const TcpChannelState& state) {
+  return state.srtt_s > 0 ? state.srtt_s : path.rtt_s;
+}
+
 }  // namespace
 
 double pacing_limit_bps(const TcpPath& path, const TcpChannelState& state) {
   if (!path.paced || !(path.rtt_s > 0)) return std::numeric_limits<double>::infinity();
   // tcp_update_pacing_rate: "approaching the end of slow start" from half of ssthresh.
   const bool early_slow_start = state.pacing_cwnd_bytes < state.ssthresh_bytes / 2;
-  const double srtt = state.srtt_s > 0 ? state.srtt_s : path.rtt_s;
-  return (early_slow_start ? kPacingSlowStartRatio : kPacingAvoidanceRatio) * state.pacing_cwnd_bytes * 8 / srtt;
+  return (early_slow_start ? kPacingSlowStartRatio : kPacingAvoidanceRatio) * state.pacing_cwnd_bytes * 8 /
+         srtt_or_rtt_s(path, state);
 }
 
 double stream_rate_bps(const TcpPath& path, const TcpChannelState& state) {
@@ -55,8 +61,7 @@ double handshake_rttvar_s(const TcpPath& path) { return std::max(2 * path.rtt_s,
 }  // namespace
 
 double rto_s(const TcpPath& path, const TcpChannelState& state) {
-  const double srtt = state.srtt_s > 0 ? state.srtt_s : path.rtt_s;
-  return srtt + (state.rttvar_s >= 0 ? state.rttvar_s : handshake_rttvar_s(path));
+  return srtt_or_rtt_s(path, state) + (state.rttvar_s >= 0 ? state.rttvar_s : handshake_rttvar_s(path));
 }
 
 void after_round(const TcpPath& path, TcpChannelState& state, double streams, double sent_bytes, double queue_wait_s) {
