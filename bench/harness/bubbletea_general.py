@@ -113,11 +113,28 @@ def experiment_text(name, scenario_path, d, rate_per_s):
     return "\n".join(lines) + "\n"
 
 
-def describe(d):
+def describe_testbed(d):
+    """The draw's DCs and hosts, and its WAN, as the tables' rows begin and end."""
     wan = ", ".join(f"{a}-{b} {rate / 1e9:.2g}G/{delay:.0f}ms" for a, b, rate, delay in d["links"])
-    return (f"{len(d['dcs'])} DCs x {'/'.join(map(str, d['hosts']))} hosts, pp{d['pp']} dp{d['dp']} tp{d['tp']}, "
-            f"F {d['forward_ms']:.0f} ms, {d['served'][0]}, decode {d['decode']}, load {100 * d['load']:.0f}%; "
-            f"WAN {wan}")
+    return f"{len(d['dcs'])} DCs x {'/'.join(map(str, d['hosts']))} hosts", f"WAN {wan}"
+
+
+def describe(d):
+    testbed, wan = describe_testbed(d)
+    return (f"{testbed}, pp{d['pp']} dp{d['dp']} tp{d['tp']}, F {d['forward_ms']:.0f} ms, {d['served'][0]}, "
+            f"decode {d['decode']}, load {100 * d['load']:.0f}%; {wan}")
+
+
+def write_draw(out, name, d, experiment_text_for):
+    """The draw's testbed and experiment files under out/: (scenario path, experiment path).
+    experiment_text_for(scenario file name) gives the experiment's text."""
+    scenario_path = os.path.join(out, f"{name}.scenario.toml")
+    with open(scenario_path, "w") as f:
+        f.write(scenario_text(name, d))
+    experiment_path = os.path.join(out, f"{name}.toml")
+    with open(experiment_path, "w") as f:
+        f.write(experiment_text_for(os.path.basename(scenario_path)))
+    return scenario_path, experiment_path
 
 
 def wanlab(args, log):
@@ -142,12 +159,7 @@ def prepare(seed, out):
     for refused in range(20):
         d = draw(rng)
         name = f"bg{seed}"
-        scenario_path = os.path.join(out, f"{name}.scenario.toml")
-        with open(scenario_path, "w") as f:
-            f.write(scenario_text(name, d))
-        experiment_path = os.path.join(out, f"{name}.toml")
-        with open(experiment_path, "w") as f:
-            f.write(experiment_text(name, os.path.basename(scenario_path), d, 1.0))
+        scenario_path, experiment_path = write_draw(out, name, d, lambda path: experiment_text(name, path, d, 1.0))
         off_sim = os.path.join(out, f"{name}-off-sim")
         if wanlab(["train", experiment_path, "--prefill", "off", "--simulate", "--quiet", "--out", off_sim],
                   off_sim + ".log") != 0:

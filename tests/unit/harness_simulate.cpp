@@ -9,6 +9,7 @@
 
 #include "harness_support.hpp"
 #include "wanlab/harness/model/link_model.hpp"
+#include "wanlab/harness/model/link_share.hpp"
 #include "wanlab/harness/sim/simulate.hpp"
 
 using namespace wanlab::harness;
@@ -368,10 +369,84 @@ BOOST_AUTO_TEST_CASE(acks_wait_in_the_queue_of_the_data_going_the_other_way) {
     const Plan plan = make_plan(experiment(top_level, 2, dp, 8, 300, 600), scenario);
     LinkModel model = link_model_for(scenario, plan.experiment.scale);
     model.ack_share = ack_share;
+    model.serve_ties_in_turn = false;  // the replicas' channels overlap, each way
     return mean_transfer_s(simulate(plan, scenario, model, 3));
   };
   BOOST_TEST(mean_with(2, kAckShareOfData) > (1 + 2 * kAckShareOfData) * mean_with(2, 0));
   BOOST_TEST(mean_with(1, kAckShareOfData) == mean_with(1, 0), boost::test_tools::tolerance(1e-12));
+}
+
+// A drop-tail FIFO gives each sender its part of the link in proportion
+// to what it pushes; max-min gives equal shares to all that push more than
+// an equal share. Both give every sender its cap where the link has room.
+BOOST_AUTO_TEST_CASE(a_fifo_shares_a_link_by_what_each_sender_pushes) {
+  struct Sender {
+    double cap_bps = 0;
+    double rate_bps = 0;
+  };
+  Sender wide{200e6}, narrow{100e6}, small{10e6};
+  std::vector<Sender*> senders{&wide, &narrow, &small};
+  share_fifo(100e6, senders);
+  BOOST_TEST(wide.rate_bps == 2 * narrow.rate_bps, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(narrow.rate_bps == 10 * small.rate_bps, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(wide.rate_bps + narrow.rate_bps + small.rate_bps == 100e6, boost::test_tools::tolerance(1e-12));
+  share_max_min(100e6, senders);
+  BOOST_TEST(small.rate_bps == 10e6);
+  BOOST_TEST(wide.rate_bps == 45e6, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(narrow.rate_bps == 45e6, boost::test_tools::tolerance(1e-12));
+  share_fifo(1e9, senders);  // room for all
+  BOOST_TEST(wide.rate_bps == 200e6);
+  BOOST_TEST(narrow.rate_bps == 100e6);
+  BOOST_TEST(small.rate_bps == 10e6);
+}
+
+// The simulator runs a job's data-parallel replicas exactly in step; real
+// ones never send at one instant, and on a FIFO whichever is first keeps
+// ahead. So first rounds that reach a link at one instant go a segment's
+// time apart (1448 bytes at 100 Mbit/s of frames: 0.121 ms), and the lead
+// grows from there: over 100 Mbit/s with 8 streams, the two copies of a
+// message end up milliseconds apart. Held in step (serve_ties_in_turn off,
+// as the plan's temporal-sharing slots are taken), every message's two
+// copies arrive at one instant. Measured: real copies of a message left
+// 0.1-0.5 ms apart and arrived up to 1.1 s apart (docs/SIMULATOR.md,
+// "Replicas out of step").
+BOOST_AUTO_TEST_CASE(replicas_that_send_at_one_instant_drift_apart_on_a_fifo_link) {
+  std::string toml = harness_test::kThreeDcScenario;
+  const std::string ab_delay = "delay = \"10ms\"";
+  toml.replace(toml.find(ab_delay), ab_delay.size(), ab_delay + "\nrate = \"100mbit\"");
+  const auto scenario = deep_queues(wanlab::emulator::parse_scenario(toml, "t3.toml"));
+  const std::string top_level = "schedule = \"1f1b\"\nstreams = 8\nplacement = [\"a\", \"b\"]";
+  const Plan plan = make_plan(experiment(top_level, 2, 2, 8, 30, 60), scenario);
+  // Per message of replica 0 (sender, receiver, microbatch, iteration): how
+  // much later replica 1's copy left and arrived, in ms.
+  const auto copies_apart = [&](bool in_turn) {
+    LinkModel model = link_model_for(scenario, plan.experiment.scale);
+    model.serve_ties_in_turn = in_turn;
+    const RunRecord record = simulate(plan, scenario, model, 2);
+    std::map<std::tuple<int, int, int, int>, std::pair<std::int64_t, std::int64_t>> first, second;
+    for (const TransferRecord& transfer : record.transfers) {
+      const auto key = std::tuple{transfer.worker % 2, transfer.peer % 2, transfer.microbatch, transfer.iteration};
+      (transfer.worker < 2 ? first : second)[key] = {transfer.first_sent_ns, transfer.last_received_ns};
+    }
+    std::vector<std::pair<double, double>> apart;
+    for (const auto& [key, times] : first) {
+      const auto& other = second.at(key);
+      apart.emplace_back((other.first - times.first) / kMs, (other.second - times.second) / kMs);
+    }
+    return apart;
+  };
+  const auto in_step = copies_apart(false);
+  BOOST_TEST(in_step.size() == 2u * 2 * 8);  // 2 iterations, both ways, 8 microbatches
+  for (const auto& [left, arrived] : in_step) {
+    BOOST_TEST(left == 0);
+    BOOST_TEST(arrived == 0);
+  }
+  const auto in_turn = copies_apart(true);
+  const double segment_ms = 1448 * 8 / (100e6 * 1448 / 1514) * 1e3;
+  BOOST_TEST(in_turn.front().first == segment_ms, boost::test_tools::tolerance(0.01));
+  double most_apart = 0;
+  for (const auto& [left, arrived] : in_turn) most_apart = std::max(most_apart, std::abs(arrived));
+  BOOST_TEST(most_apart > 100 * segment_ms);  // 104 ms: the lead grew 850-fold
 }
 
 BOOST_AUTO_TEST_CASE(allreduce_across_the_wan_is_slower_than_inside_a_dc) {

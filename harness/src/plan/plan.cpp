@@ -254,7 +254,8 @@ std::size_t messages_per_slot(const Plan& plan, const emulator::Scenario& scenar
 // so the order never makes a transfer wait for one that waits for it; in one
 // slot they go together.
 void assign_link_slots(Plan& plan, const emulator::Scenario& scenario) {
-  const LinkModel model = link_model_for(scenario, plan.experiment.scale);
+  LinkModel model = link_model_for(scenario, plan.experiment.scale);
+  model.serve_ties_in_turn = false;  // the replicas in step: ties go to the lower replica
   RunRecord ideal = simulate_training(plan, scenario, model, 1);
   using Start = std::tuple<std::int64_t, int, int, int>;  // start, replica, stage, op index
   std::map<std::pair<int, int>, std::vector<Start>> by_link;

@@ -1,6 +1,7 @@
 // Discrete-event simulation of a Plan with fluid link sharing: between two
 // events every transfer on the wire moves at a constant rate, recomputed
-// (max-min fair, per-transfer caps) whenever a link's set of transfers changes.
+// (link_share.hpp: as a FIFO, or max-min) whenever a link's set of transfers
+// changes.
 // This file: the workers' side and the entry points (simulator.hpp).
 #include "wanlab/harness/model/link_model.hpp"
 #include "wanlab/harness/sim/simulate.hpp"

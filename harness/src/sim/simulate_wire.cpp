@@ -1,5 +1,6 @@
 // The simulator's wire (simulator.hpp): links, per-channel FIFO order, TCP
-// rounds and max-min fair sharing, and the step from one event to the next.
+// rounds, the links' sharing (link_share.hpp), and the step from one event
+// to the next.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -7,6 +8,7 @@
 
 #include "sim/simulator.hpp"
 #include "wanlab/harness/model/link_model.hpp"
+#include "wanlab/harness/model/link_share.hpp"
 #include "wanlab/harness/sim/simulate.hpp"
 
 namespace wanlab::harness::detail::sim {
@@ -14,20 +16,6 @@ namespace {
 
 std::uint64_t channel_key(std::pair<int, int> channel) {
   return (static_cast<std::uint64_t>(channel.first) << 32) | static_cast<std::uint32_t>(channel.second);
-}
-
-// Max-min fair shares of `capacity` among transfers with individual caps.
-void share_fairly(double capacity, std::vector<Transfer*>& transfers) {
-  std::sort(transfers.begin(), transfers.end(),
-            [](const Transfer* a, const Transfer* b) { return a->cap_bps < b->cap_bps; });
-  double left = capacity;
-  std::size_t remaining = transfers.size();
-  for (Transfer* transfer : transfers) {
-    double share = left / static_cast<double>(remaining);  // inf when the link is unlimited
-    transfer->rate_bps = std::min(transfer->cap_bps, share);
-    if (std::isfinite(left)) left = std::max(0.0, left - transfer->rate_bps);
-    --remaining;
-  }
 }
 
 }  // namespace
@@ -183,6 +171,7 @@ int Simulator::record_transfer(int from, int to) {
 // The transfer's next round goes on the wire (its first: the channel's
 // idle time since its last bit counts first).
 void Simulator::put_on_wire(LinkState& link, int id) {
+  if (served_after_tie(link, id)) return;
   Transfer& transfer = transfers_[static_cast<std::size_t>(id)];
   transfer.joins_round = false;
   if (!transfer.on_wire_before) {
@@ -200,6 +189,30 @@ void Simulator::put_on_wire(LinkState& link, int id) {
   if (!transfer.joins_round) begin_round(link, transfer);
   link.on_wire.push_back(id);
   wired_links_.insert(static_cast<int>(&link - links_.data()));
+}
+
+// Transfers whose first rounds reach a FIFO link at the same instant (the
+// replicas of a data-parallel job, which the simulator runs exactly in step)
+// are served one after another: each later one goes a segment's time on the
+// link after the one before. Real replicas never send at one instant, and on
+// a FIFO whichever is first keeps ahead (its window grows first, and its
+// share with it: share_fifo), so they drift apart
+// (docs/SIMULATOR.md, "Replicas out of step"). Returns whether `id` waits.
+bool Simulator::served_after_tie(LinkState& link, int id) {
+  Transfer& transfer = transfers_[static_cast<std::size_t>(id)];
+  if (!model_.serve_ties_in_turn || !model_.tcp_dynamics || !link.tcp_rounds || transfer.on_wire_before ||
+      transfer.tie_served || !std::isfinite(link.capacity_bps) || !(link.capacity_bps > 0))
+    return false;
+  if (now_ != link.first_round_at) {
+    link.first_round_at = now_;
+    link.tied = 0;
+    return false;
+  }
+  ++link.tied;
+  transfer.tie_served = true;
+  const double segment_ns = kSegmentBytes * 8 / link.capacity_bps * 1e9;
+  schedule({now_ + link.tied * segment_ns, 0, TimedKind::round, id});
+  return true;
 }
 
 // How long what waits in a link's drop-tail queue takes to leave it, now.
@@ -359,15 +372,25 @@ void Simulator::balance_links() {
       transfers.clear();
       for (int id : link.on_wire) transfers.push_back(&transfers_[static_cast<std::size_t>(id)]);
       if (link.reverse < 0) {
-        share_fairly(link.capacity_bps, transfers);
+        share(link, link.capacity_bps, transfers);
         continue;
       }
       link.acks_bps = model_.ack_share * data_rate_bps(link.reverse);
       const double before = data_rate_bps(link_index);
-      share_fairly(link.data_capacity_bps(), transfers);
+      share(link, link.data_capacity_bps(), transfers);
       if (pass == 0 && data_rate_bps(link_index) != before) rebalance(link.reverse);
     }
   }
+}
+
+// An emulated link's queue is the emulator's drop-tail FIFO, whose shares
+// follow what each transfer pushes; without TCP's dynamics (caps from
+// steady rates) and inside a [fabric], max-min.
+void Simulator::share(const LinkState& link, double capacity_bps, std::vector<Transfer*>& transfers) const {
+  if (model_.tcp_dynamics && link.tcp_rounds)
+    share_fifo(capacity_bps, transfers);
+  else
+    share_max_min(capacity_bps, transfers);
 }
 
 // The payload rate of the data the link carries now.

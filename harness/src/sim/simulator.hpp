@@ -1,6 +1,6 @@
 // The simulator of simulate.hpp, in two rooms: simulate.cpp runs the
 // workers (ops, messages, ring all-reduce steps, the event loop's iteration),
-// simulate_wire.cpp moves bits (links, channels, TCP rounds, max-min sharing,
+// simulate_wire.cpp moves bits (links, channels, TCP rounds, sharing,
 // time stepping). Internal to the harness library.
 #pragma once
 
@@ -43,6 +43,11 @@ struct LinkState : LinkRate {
   double queue_limit_bits = kInf;   // what its drop-tail queue holds
   double backlog_bits = 0;          // what its senders pushed and it has not carried yet
   int reverse = -1;                 // a WAN link: the link back, which carries its ACKs
+  // A drop-tail FIFO serves what reaches it at one instant one after
+  // another (Simulator::served_after_tie): the latest instant a transfer's
+  // first round reached it, and how many others reached it then.
+  double first_round_at = -1;
+  int tied = 0;
   double acks_bps = 0;              // of its capacity, what the ACKs of the data on `reverse` take
   double data_capacity_bps() const { return std::max(0.0, capacity_bps - acks_bps); }
   double queue_wait_s() const;
@@ -80,6 +85,7 @@ struct Transfer {
   double window_bits = 0;        // what its streams may have in flight (its cwnds, at most the ceiling)
   bool on_wire_before = false;   // its first round has begun
   bool joins_round = false;      // its current round is the rest of its channel's round
+  bool tie_served = false;       // its first round reached a FIFO together with another's; waited its turn
   double cap_bps = kInf;
   double rate_bps = 0;
   int slot = -1;
@@ -209,6 +215,7 @@ class Simulator {
   int start_transfer(int from, int to, double bits, int slot, int message, int collective);
   int record_transfer(int from, int to);
   void put_on_wire(LinkState& link, int id);
+  bool served_after_tie(LinkState& link, int id);
   bool peer_sending(std::pair<int, int> channel) const;
   double ack_queue_wait_s(const LinkState& link) const;
   void begin_round(const LinkState& link, Transfer& transfer);
@@ -227,6 +234,7 @@ class Simulator {
   // and step however often its transfers changed.
   void rebalance(int link_index);
   void balance_links();
+  void share(const LinkState& link, double capacity_bps, std::vector<Transfer*>& transfers) const;
   // Moves time to the next compute completion, arrival or last bit sent.
   void step_time();
   void send_until(double next, int first_done);

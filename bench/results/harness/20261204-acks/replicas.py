@@ -24,19 +24,20 @@ def messages(path):
     return out
 
 
-print("| trace | r1 - r0, p10 / p50 / p90 (s) | overlap, p10 / p50 / p90 |")
-print("|---|---|---|")
-for path in sys.argv[1:]:
-    m = messages(path)
-    offsets, overlaps = [], []
-    for (replica, rest, iteration), (s0, e0) in m.items():
-        if replica != "r0" or iteration == 0 or ("r1", rest, iteration) not in m:
-            continue
-        s1, e1 = m[("r1", rest, iteration)]
-        offsets.append(s1 - s0)
-        overlaps.append(max(0.0, min(e0, e1) - max(s0, s1)) / max(e0 - s0, 1e-9))
-    offsets.sort()
-    overlaps.sort()
-    n = len(offsets)
-    q = lambda v: " / ".join(f"{v[int(p * (n - 1))]:.2f}" for p in (0.1, 0.5, 0.9))
-    print(f"| {path} | {q(offsets)} | {q(overlaps)} |")
+if __name__ == "__main__":
+    print("| trace | r1 - r0, p10 / p50 / p90 (s) | overlap, p10 / p50 / p90 |")
+    print("|---|---|---|")
+    for path in sys.argv[1:]:
+        m = messages(path)
+        offsets, overlaps = [], []
+        for (replica, rest, iteration), (s0, e0) in m.items():
+            if replica != "r0" or iteration == 0 or ("r1", rest, iteration) not in m:
+                continue
+            s1, e1 = m[("r1", rest, iteration)]
+            offsets.append(s1 - s0)
+            overlaps.append(max(0.0, min(e0, e1) - max(s0, s1)) / max(e0 - s0, 1e-9))
+        offsets.sort()
+        overlaps.sort()
+        n = len(offsets)
+        q = lambda v: " / ".join(f"{v[int(p * (n - 1))]:.2f}" for p in (0.1, 0.5, 0.9))
+        print(f"| {path} | {q(offsets)} | {q(overlaps)} |")

@@ -32,6 +32,12 @@ struct LinkModel {
   // With tcp_dynamics: what a WAN link's ACKs take of the link back, per bit
   // of payload (tcp_model.hpp's kAckShareOfData; 0: ACKs are free).
   double ack_share = 0;
+  // With tcp_dynamics: a link serves first rounds that reach it at one
+  // instant one after another, a segment apart, so that data-parallel
+  // replicas, which the simulator runs exactly in step, drift apart as real
+  // ones do (docs/SIMULATOR.md, "Replicas out of step"). Off: they stay in
+  // step, as the order of temporal sharing's link slots is taken.
+  bool serve_ties_in_turn = true;
 };
 
 // The emulated WAN of an experiment at `scale`: every rate and per-flow rate

@@ -9,9 +9,13 @@
 // - One link per directed DC pair, the intra-DC pair included, as the tc
 //   program shapes them; its capacity is the pair's rate x scale (0: unlimited).
 // - A transfer is on the wire for bits / its rate, then arrives one pair delay
-//   later. Concurrent transfers share the capacity max-min fairly, each capped
-//   by streams x per-stream ceiling x scale (streams = experiment.streams
-//   across DCs, 1 inside). The per-stream ceiling is the least of the pair's
+//   later. Concurrent transfers share the capacity (link_share.hpp: with
+//   tcp_dynamics as the emulator's drop-tail FIFO, in proportion to what each
+//   pushes; else max-min fairly), each capped by streams x per-stream ceiling
+//   x scale (streams = experiment.streams across DCs, 1 inside). With
+//   tcp_dynamics, first rounds that reach a link at one instant go a
+//   segment's time apart (LinkModel::serve_ties_in_turn), so that replicas
+//   drift apart as real ones do. The per-stream ceiling is the least of the pair's
 //   flow_rate, per_stream_ceiling_bps and, without tcp_dynamics,
 //   stream_window_bytes x 8 / RTT.
 // - With tcp_dynamics a transfer is on the wire in rounds: each round puts
