@@ -60,14 +60,21 @@ def prefill_ms(parameters, tp, tokens):
     return 5 + 2 * parameters * tokens / (tp * 312e12 * 0.45) * 1e3
 
 
-def draw(rng):
-    dcs = rng.randint(2, 4)
+def draw_testbed(rng, most_dcs, most_hosts, least_bps, most_bps):
+    """DCs 2..most_dcs of 1..most_hosts hosts, and between every two a WAN of least_bps..most_bps
+    (log-uniform) and 5-80 ms one way: (DC names, hosts, links)."""
+    dcs = rng.randint(2, most_dcs)
     names = [f"d{i}" for i in range(dcs)]
-    hosts = [rng.randint(1, 3) for _ in names]
+    hosts = [rng.randint(1, most_hosts) for _ in names]
     links = []
     for a in range(dcs):
         for b in range(a + 1, dcs):
-            links.append((names[a], names[b], log_uniform(rng, 0.1e9, 10e9), rng.uniform(5, 80)))
+            links.append((names[a], names[b], log_uniform(rng, least_bps, most_bps), rng.uniform(5, 80)))
+    return names, hosts, links
+
+
+def draw(rng):
+    names, hosts, links = draw_testbed(rng, 4, 3, 0.1e9, 10e9)
     while True:
         pp, dp = rng.randint(2, 8), rng.randint(1, 4)
         if pp * dp <= MAX_WORKERS:

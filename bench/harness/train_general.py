@@ -29,7 +29,7 @@ import shlex
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bubbletea_general import compare, describe_testbed, log_uniform, wanlab, write_draw  # noqa: E402
+from bubbletea_general import compare, describe_testbed, draw_testbed, log_uniform, wanlab, write_draw  # noqa: E402
 
 MAX_WORKERS = int(os.environ.get("MAX_WORKERS", "12"))
 SIMULATE_ONLY = os.environ.get("SIMULATE_ONLY", "0") == "1"
@@ -38,13 +38,7 @@ TRAIN_OPTIONS = shlex.split(os.environ.get("TRAIN_OPTIONS", ""))
 
 
 def draw(rng):
-    dcs = rng.randint(2, 3)
-    names = [f"d{i}" for i in range(dcs)]
-    hosts = [rng.randint(1, 2) for _ in names]
-    links = []
-    for a in range(dcs):
-        for b in range(a + 1, dcs):
-            links.append((names[a], names[b], log_uniform(rng, 0.2e9, 2e9), rng.uniform(5, 80)))
+    names, hosts, links = draw_testbed(rng, 3, 2, 0.2e9, 2e9)
     schedule = rng.choice(["gpipe", "1f1b", "atlas"])
     streams = 8 if schedule == "atlas" else rng.choice([1, 8])
     sharing = rng.choice([True, False])
