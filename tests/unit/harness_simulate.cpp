@@ -47,6 +47,14 @@ wanlab::emulator::Scenario deep_queues(wanlab::emulator::Scenario scenario) {
   return scenario;
 }
 
+// three_dcs() with 100 Mbit/s between a and b (10 ms one way).
+wanlab::emulator::Scenario a_to_b_at_100_mbit() {
+  std::string toml = harness_test::kThreeDcScenario;
+  const std::string ab_delay = "delay = \"10ms\"";
+  toml.replace(toml.find(ab_delay), ab_delay.size(), ab_delay + "\nrate = \"100mbit\"");
+  return wanlab::emulator::parse_scenario(toml, "t3.toml");
+}
+
 // 2 x 1024 x 1024 bytes at 1 Gbit/s.
 constexpr double kActivationWireMs = 2.0 * 1024 * 1024 * 8 / 1e9 * 1e3;
 
@@ -360,10 +368,7 @@ BOOST_AUTO_TEST_CASE(data_both_ways_leaves_each_way_its_capacity_less_the_acks) 
 // temporal sharing off: srtt p50 92 ms and p90 126 ms against 66 ms of
 // delay, simulated 92 and 124 (docs/SIMULATOR.md, "ACKs").
 BOOST_AUTO_TEST_CASE(acks_wait_in_the_queue_of_the_data_going_the_other_way) {
-  std::string toml = harness_test::kThreeDcScenario;
-  const std::string ab_delay = "delay = \"10ms\"";
-  toml.replace(toml.find(ab_delay), ab_delay.size(), ab_delay + "\nrate = \"100mbit\"");
-  const auto scenario = deep_queues(wanlab::emulator::parse_scenario(toml, "t3.toml"));
+  const auto scenario = deep_queues(a_to_b_at_100_mbit());
   const auto mean_with = [&](int dp, double ack_share) {
     const std::string top_level = "schedule = \"1f1b\"\nstreams = 8\nplacement = [\"a\", \"b\"]";
     const Plan plan = make_plan(experiment(top_level, 2, dp, 8, 300, 600), scenario);
@@ -411,10 +416,7 @@ BOOST_AUTO_TEST_CASE(a_fifo_shares_a_link_by_what_each_sender_pushes) {
 // 0.1-0.5 ms apart and arrived up to 1.1 s apart (docs/SIMULATOR.md,
 // "Replicas out of step").
 BOOST_AUTO_TEST_CASE(replicas_that_send_at_one_instant_drift_apart_on_a_fifo_link) {
-  std::string toml = harness_test::kThreeDcScenario;
-  const std::string ab_delay = "delay = \"10ms\"";
-  toml.replace(toml.find(ab_delay), ab_delay.size(), ab_delay + "\nrate = \"100mbit\"");
-  const auto scenario = deep_queues(wanlab::emulator::parse_scenario(toml, "t3.toml"));
+  const auto scenario = deep_queues(a_to_b_at_100_mbit());
   const std::string top_level = "schedule = \"1f1b\"\nstreams = 8\nplacement = [\"a\", \"b\"]";
   const Plan plan = make_plan(experiment(top_level, 2, 2, 8, 30, 60), scenario);
   // Per message of replica 0 (sender, receiver, microbatch, iteration): how

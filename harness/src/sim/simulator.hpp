@@ -43,12 +43,12 @@ struct LinkState : LinkRate {
   double queue_limit_bits = kInf;   // what its drop-tail queue holds
   double backlog_bits = 0;          // what its senders pushed and it has not carried yet
   int reverse = -1;                 // a WAN link: the link back, which carries its ACKs
+  double acks_bps = 0;              // of its capacity, what the ACKs of the data on `reverse` take
   // A drop-tail FIFO serves what reaches it at one instant one after
   // another (Simulator::served_after_tie): the latest instant a transfer's
   // first round reached it, and how many others reached it then.
   double first_round_at = -1;
   int tied = 0;
-  double acks_bps = 0;              // of its capacity, what the ACKs of the data on `reverse` take
   double data_capacity_bps() const { return std::max(0.0, capacity_bps - acks_bps); }
   double queue_wait_s() const;
 };

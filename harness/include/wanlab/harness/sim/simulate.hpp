@@ -15,8 +15,8 @@
 //   x scale (streams = experiment.streams across DCs, 1 inside). With
 //   tcp_dynamics, first rounds that reach a link at one instant go a
 //   segment's time apart (LinkModel::serve_ties_in_turn), so that replicas
-//   drift apart as real ones do. The per-stream ceiling is the least of the pair's
-//   flow_rate, per_stream_ceiling_bps and, without tcp_dynamics,
+//   drift apart as real ones do. The per-stream ceiling is the least of the
+//   pair's flow_rate, per_stream_ceiling_bps and, without tcp_dynamics,
 //   stream_window_bytes x 8 / RTT.
 // - With tcp_dynamics a transfer is on the wire in rounds: each round puts
 //   round_bytes() (the streams' cwnds, capped by the window ceiling) on the
