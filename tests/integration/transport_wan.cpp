@@ -74,14 +74,27 @@ struct Run {
   std::string json;
 };
 
-Run perf(const std::string& server_address, unsigned streams) {
+Run perf(const std::string& server_address, unsigned streams, const std::vector<std::string>& options = {}) {
   const auto bin = test::wanlab_bin();
   test::Running server({bin, "exec", "west-0", "--testbed", kTestbed, "--", bin, "perf", "server", "--one-off"});
   BOOST_TEST_REQUIRE(server.read_until("listening on", 10s), server.output());
   std::string json;
-  const int status = run_wanlab({"exec", "east-0", "--testbed", kTestbed, "--", bin, "perf", "client", server_address,
-                                 "-P", std::to_string(streams), "-t", "10", "--json"},
-                                &json);
+  std::vector<std::string> args{"exec",
+                                "east-0",
+                                "--testbed",
+                                kTestbed,
+                                "--",
+                                bin,
+                                "perf",
+                                "client",
+                                server_address,
+                                "-P",
+                                std::to_string(streams),
+                                "-t",
+                                "10",
+                                "--json"};
+  args.insert(args.end(), options.begin(), options.end());
+  const int status = run_wanlab(args, &json);
   BOOST_TEST_REQUIRE(status == 0, json);
   BOOST_TEST(server.finish(10s) == 0, server.output());  // --one-off: the server exits after its client
 
@@ -102,16 +115,21 @@ Run perf(const std::string& server_address, unsigned streams) {
   return run;
 }
 
+// The west host's IPv4 address on the testbed that is up.
+std::string west_address() {
+  std::string hosts;
+  BOOST_TEST_REQUIRE(run_wanlab({"hosts", "--testbed", kTestbed, "--json"}, &hosts) == 0, hosts);
+  const auto west = test::json_object_with(hosts, {{"name", "west-0"}});
+  const std::string address = test::json_string(west, "ipv4");
+  BOOST_TEST_REQUIRE(!address.empty(), hosts);
+  return address;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(eight_streams_get_three_times_the_goodput_of_one_on_a_long_fat_pipe) {
   Testbed bed;
-  std::string hosts;
-  BOOST_TEST_REQUIRE(run_wanlab({"hosts", "--testbed", kTestbed, "--json"}, &hosts) == 0, hosts);
-  // The west host's IPv4 address.
-  const auto west = test::json_object_with(hosts, {{"name", "west-0"}});
-  const std::string address = test::json_string(west, "ipv4");
-  BOOST_TEST_REQUIRE(!address.empty(), hosts);
+  const std::string address = west_address();
 
   const auto one = perf(address, 1);
   const auto eight = perf(address, 8);
@@ -131,4 +149,23 @@ BOOST_AUTO_TEST_CASE(eight_streams_get_three_times_the_goodput_of_one_on_a_long_
   BOOST_TEST(eight.steady_goodput_bps >= std::min(3 * one.steady_goodput_bps, 0.9 * link_payload_bps), eight.json);
   BOOST_TEST(eight.goodput_bps >= std::min(2.5 * one.goodput_bps, 0.8 * link_payload_bps), eight.json);
   BOOST_TEST(eight.steady_goodput_bps < 1.01e9, eight.json);
+}
+
+// The harness's cross-DC channels write 16 KiB chunks, let at most one sit
+// unsent and pace each stream at the link's payload rate / streams. Paced,
+// the chunk just written waits unsent, and Linux wakes a writer only once a
+// third of the send buffer is free, so a writer that waited for that wake-up
+// held a buffer-bound stream's queue at two thirds of the buffer (measured
+// 0.64 of 1 MiB in flight at 100 Mbit/s, 160 ms, before 2026-12-05). It must
+// keep the buffer nearly full: 4 MiB per 100 ms less the skbs' overhead
+// (about 2% in 45-segment skbs).
+BOOST_AUTO_TEST_CASE(one_stream_with_small_chunks_keeps_its_send_buffer_full) {
+  Testbed bed;
+  const std::string address = west_address();
+
+  const auto small = perf(address, 1, {"--chunk-size", "16384", "--notsent-lowat", "16384", "--pacing-rate", "956M"});
+  BOOST_TEST_MESSAGE("1 stream, 16 KiB chunks: " << small.steady_goodput_bps / 1e6 << " Mbit/s steady");
+  constexpr double window_bps = (4 << 20) * 8 / 0.1;  // 335 Mbit/s
+  BOOST_TEST(small.steady_goodput_bps > 0.85 * window_bps, small.json);
+  BOOST_TEST(small.steady_goodput_bps < window_bps, small.json);
 }

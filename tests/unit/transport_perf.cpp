@@ -127,6 +127,18 @@ BOOST_AUTO_TEST_CASE(sizes_use_binary_multiples) {
   BOOST_CHECK_THROW(perf::parse_size("x", "99999999999T"), perf::UsageError);
 }
 
+BOOST_AUTO_TEST_CASE(rates_are_bits_per_second_in_decimal_multiples) {
+  BOOST_CHECK_EQUAL(perf::parse_bit_rate("x", "5000000"), 5'000'000u);
+  BOOST_CHECK_EQUAL(perf::parse_bit_rate("x", "64K"), 64'000u);
+  BOOST_CHECK_EQUAL(perf::parse_bit_rate("x", "100M"), 100'000'000u);
+  BOOST_CHECK_EQUAL(perf::parse_bit_rate("x", "1g"), 1'000'000'000u);
+  BOOST_CHECK_THROW(perf::parse_bit_rate("x", "0"), perf::UsageError);
+  BOOST_CHECK_THROW(perf::parse_bit_rate("x", "100Mbit"), perf::UsageError);
+  BOOST_CHECK_THROW(perf::parse_bit_rate("x", "99999999999999G"), perf::UsageError);
+  const std::vector<std::string> args{"client", "10.0.0.1", "-P", "2", "--pacing-rate", "100M"};
+  BOOST_CHECK_EQUAL(perf::parse_args(args).client.channel.socket.max_pacing_rate, 12'500'000u);
+}
+
 BOOST_AUTO_TEST_CASE(byte_count_run_reports_consistent_figures) {
   asio::io_context io;
   ServerRun server;

@@ -19,18 +19,6 @@
 namespace wanlab::transport::detail {
 namespace {
 
-// Linux reports a TCP socket writable (POLLOUT) only once a third of its send
-// buffer is free, but write() takes data whenever there is any room. A
-// connection whose window is its send buffer (one stream on a long-fat pipe)
-// would run a third below that window if its writer waited for POLLOUT alone,
-// so a waiting writer also tries again after a sixteenth of the RTT.
-std::chrono::microseconds retry_interval(std::chrono::microseconds smoothed_rtt) {
-  constexpr std::chrono::microseconds shortest{1000};
-  constexpr std::chrono::microseconds longest{8000};
-  if (smoothed_rtt.count() == 0) return shortest;
-  return std::clamp(smoothed_rtt / 16, shortest, longest);
-}
-
 /// Drops the first `written` bytes from a gather list.
 void consume(std::vector<asio::const_buffer>& pieces, std::size_t written) {
   auto first = pieces.begin();
@@ -106,9 +94,7 @@ bool ChannelCore::takes_chunks(Connection& connection) const {
   const auto state = read_send_state(connection.socket.native_handle());
   const auto lowat = options_.socket.not_sent_lowat;
   if (lowat != 0 && state.not_sent_bytes >= lowat) return false;
-  const std::uint64_t chunk_bytes = options_.chunk_size + wire::kChunkHeaderSize;
-  const auto room_needed = std::min<std::uint64_t>(chunk_bytes + chunk_bytes / 16, state.buffer_size / 3);
-  return state.buffer_free >= room_needed;
+  return state.buffer_free >= send_room_for_chunk(options_.chunk_size + wire::kChunkHeaderSize, state.buffer_size);
 }
 
 asio::awaitable<void> ChannelCore::wait_for_room(Connection& connection) {
@@ -125,7 +111,8 @@ asio::awaitable<void> ChannelCore::wait_for_room(Connection& connection) {
     connection.broken = true;
     co_return;
   }
-  connection.retry_timer.expires_after(retry_interval(read_smoothed_rtt(fd)));
+  const std::uint64_t chunk_bytes = options_.chunk_size + wire::kChunkHeaderSize;
+  connection.retry_timer.expires_after(retry_interval(chunk_bytes, read_send_state(fd), read_tcp_window(fd)));
   co_await (connection.socket.async_wait(asio::ip::tcp::socket::wait_write, asio::use_awaitable) ||
             connection.retry_timer.async_wait(asio::use_awaitable));
 }

@@ -188,6 +188,11 @@ std::vector<Option> make_options() {
        [](Command& c, const std::string& given, const std::string& value) {
          channel_of(c).socket.receive_buffer = static_cast<int>(size_at_most_1g(given, value));
        }},
+      {"pacing-rate", 0, "RATE", Side::both,
+       "cap each connection's sending rate (SO_MAX_PACING_RATE) in bits/s: 100M, 1G (default: none)",
+       [](Command& c, const std::string& given, const std::string& value) {
+         channel_of(c).socket.max_pacing_rate = std::max<std::uint64_t>(1, parse_bit_rate(given, value) / 8);
+       }},
       {"notsent-lowat", 0, "B", Side::both,
        fmt::format("TCP_NOTSENT_LOWAT (default {})", SocketOptions{}.not_sent_lowat),
        [](Command& c, const std::string& given, const std::string& value) {
@@ -254,6 +259,26 @@ std::string usage_lines(Side side) {
 }
 
 }  // namespace
+
+std::uint64_t parse_bit_rate(const std::string& option, const std::string& text) {
+  std::uint64_t value = 0;
+  const auto* end = text.data() + text.size();
+  const auto [rest, ec] = std::from_chars(text.data(), end, value);
+  const std::string_view suffix(rest, static_cast<std::size_t>(end - rest));
+  if (ec != std::errc() || rest == text.data() || value == 0)
+    usage_error(fmt::format("{}: {} is not a rate in bits/s (e.g. 100M, 1G)", option, base::quoted(text)));
+  std::uint64_t unit = 1;
+  if (suffix == "K" || suffix == "k")
+    unit = 1'000;
+  else if (suffix == "M" || suffix == "m")
+    unit = 1'000'000;
+  else if (suffix == "G" || suffix == "g")
+    unit = 1'000'000'000;
+  else if (!suffix.empty())
+    usage_error(fmt::format("{}: {} has an unknown unit (use K, M, G: bits/s)", option, base::quoted(text)));
+  if (value > ~std::uint64_t{0} / unit) usage_error(fmt::format("{}: {} is too large", option, base::quoted(text)));
+  return value * unit;
+}
 
 std::uint64_t parse_size(const std::string& option, const std::string& text) {
   std::uint64_t value = 0;

@@ -8,7 +8,9 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstring>
 
 #include "send_state.hpp"
@@ -71,7 +73,21 @@ TcpWindow read_tcp_window(int fd) {
   tcp_info raw{};
   socklen_t length = sizeof(raw);
   if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &raw, &length) != 0) return {};
-  return {raw.tcpi_snd_cwnd, raw.tcpi_rtt, raw.tcpi_total_retrans};
+  return {raw.tcpi_snd_cwnd, raw.tcpi_rtt, raw.tcpi_total_retrans, raw.tcpi_pacing_rate};
+}
+
+std::chrono::microseconds retry_interval(std::uint64_t chunk_bytes, const SendState& state, const TcpWindow& window) {
+  using std::chrono::microseconds;
+  constexpr microseconds longest{8000};
+  // ~0 is the kernel's "no pacing rate"; 0 an unknown one.
+  const bool paced = window.pacing_bytes_per_s != 0 && window.pacing_bytes_per_s != ~std::uint64_t{0};
+  const bool kernel_wakes = std::uint64_t{state.buffer_free} * 3 >= state.buffer_size;
+  if (paced && !kernel_wakes) {
+    const double chunk_us = 1e6 * static_cast<double>(chunk_bytes) / static_cast<double>(window.pacing_bytes_per_s);
+    return std::clamp(microseconds(static_cast<std::int64_t>(chunk_us)), microseconds{200}, longest);
+  }
+  if (window.srtt_us == 0) return microseconds{1000};
+  return std::clamp(microseconds(window.srtt_us / 16), microseconds{1000}, longest);
 }
 
 }  // namespace detail

@@ -2,6 +2,7 @@
 // long-fat pipes (high bandwidth x high RTT). docs/TRANSPORT.md explains them.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -29,6 +30,15 @@ inline constexpr std::uint64_t kDefaultMaxMessageSize = 1ull << 30;
 /// others' messages under way share the rest.
 inline constexpr std::uint64_t kDefaultMemoryBudget =
     2 * MemoryBudget::charge_of(kDefaultMaxMessageSize, kMinChunkSize);
+
+/// The free send buffer (kernel memory) a connection needs before it takes a
+/// chunk of `chunk_bytes` (payload and header): the chunk and a sixteenth for
+/// the kernel's per-packet overhead, or a third of the buffer when that is
+/// less (chunks too large for the buffer). The simulator's window model
+/// (harness::chunk_room_bytes) follows it.
+constexpr std::uint64_t send_room_for_chunk(std::uint64_t chunk_bytes, std::uint64_t buffer_bytes) {
+  return std::min(chunk_bytes + chunk_bytes / 16, buffer_bytes / 3);
+}
 
 /// Options applied to every TCP connection of a channel.
 struct SocketOptions {

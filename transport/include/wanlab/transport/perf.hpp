@@ -169,5 +169,8 @@ int run(const Command& command, std::ostream& out, std::ostream& err);
 
 /// "64K", "1M", "1MiB", "2G", "1500": bytes (binary multiples). Throws UsageError.
 std::uint64_t parse_size(const std::string& option, const std::string& text);
+/// "100M", "1G", "64K", "5000000": bits/s (decimal multiples, as iperf3's
+/// rates), more than 0. Throws UsageError.
+std::uint64_t parse_bit_rate(const std::string& option, const std::string& text);
 
 }  // namespace wanlab::transport::perf
