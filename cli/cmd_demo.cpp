@@ -60,9 +60,10 @@ void measure(const em::Scenario& scenario, const em::TestbedState& state, double
   fmt::print(
       "\nRTT CONF = one-way delay there + back; RTT MEAS = median of 20 UDP echoes, from kernel timestamps.\nGOODPUT = "
       "one TCP stream ({}), counted at the receiver.\n"
-      "WND LIMIT = what one stream can carry at this RTT with its socket buffers (window / RTT), by the simulator's\n"
-      "  rule (emulator/tcp_window.hpp), measured on paced transfers as `wanlab train` sends them; this bulk stream\n"
-      "  is not paced and keeps a little more in flight (about 7% with 4 MiB buffers), so OF MIN may pass 100%;\n"
+      "WND LIMIT = what one stream can carry at this RTT with its socket buffers (window / RTT), by the rule for a\n"
+      "  writer that refills its socket when a third of the send buffer is free (emulator/tcp_window.hpp); this\n"
+      "  bulk stream's blocking writes keep a little more in flight (about 7% with 4 MiB buffers), so OF MIN may\n"
+      "  pass 100%;\n"
       "OF MIN = goodput as a share of min(RATE CONF, WND LIMIT). Several streams (wanlab perf -P N) fill the rest.\n",
       scenario.host.tcp_congestion.value_or("the kernel's default congestion control"));
 }

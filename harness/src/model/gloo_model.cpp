@@ -22,7 +22,7 @@ TcpPath gloo_path(const emulator::Scenario& scenario, int src, int dst) {
   const emulator::PairParams back = scenario.pair(dst, src);
   const double rtt_s = static_cast<double>(there.delay_ns + back.delay_ns) / 1e9;
   TcpPath path = tcp_path_for(there, rtt_s, link_model_for(scenario, 1.0), 1.0, 0);
-  path.window_bytes = emulator::stream_window_bytes(scenario.host, /*paced=*/false);
+  path.window_bytes = emulator::stream_window_bytes(scenario.host, /*blocking_writer=*/true);
   return path;
 }
 

@@ -73,11 +73,22 @@ TcpPath tcp_path_for(const emulator::PairParams& there, double rtt_s, const Link
   path.flow_rate_bps = flow * scale;
   path.delay_s = static_cast<double>(there.delay_ns) / 1e9;
   path.rtt_s = rtt_s;
-  if (model.stream_window_bytes > 0) path.window_bytes = model.stream_window_bytes * scale;
   path.slow_start_after_idle = model.slow_start_after_idle;
   path.paced = paced_streams > 0;
   if (path.paced && std::isfinite(path.rate_bps))
     path.max_pacing_bps = std::min(path.flow_rate_bps, path.rate_bps / paced_streams);
+  if (model.stream_window_bytes > 0) path.window_bytes = model.stream_window_bytes * scale;
+  if (model.stream_window_bytes > 0 && model.send_buffer_bytes > 0) {
+    const double send_buffer = model.send_buffer_bytes * scale;
+    emulator::ChunkWriter writer;
+    writer.send_buffer_bytes = send_buffer;
+    writer.chunk_bytes = kCrossDcChunkBytes + kChunkHeaderBytes;
+    writer.room_bytes = chunk_room_bytes(send_buffer);
+    writer.max_pacing_bytes_per_s = path.max_pacing_bps / 8;
+    writer.link_bytes_per_s = std::min(path.rate_bps, path.flow_rate_bps) / 8;
+    writer.rtt_s = rtt_s;
+    path.window_bytes = std::min(path.window_bytes, emulator::chunk_writer_send_share(writer) * send_buffer);
+  }
   return path;
 }
 
@@ -112,8 +123,10 @@ double ring_stream_pacing_bps(const Plan& plan, const emulator::Scenario& scenar
 
 LinkModel link_model_for(const emulator::Scenario& scenario, double scale) {
   LinkModel model;
-  // The scaled hosts' window, in full-size bytes: tcp_path_for scales it back.
-  model.stream_window_bytes = emulator::stream_window_bytes(scale_scenario(scenario, scale).host) / scale;
+  // The scaled hosts' buffers, in full-size bytes: tcp_path_for scales them back.
+  const emulator::HostSettings host = scale_scenario(scenario, scale).host;
+  model.stream_window_bytes = emulator::receive_window_bytes(host) / scale;
+  model.send_buffer_bytes = static_cast<double>(host.tcp_wmem_max.value_or(emulator::kDefaultTcpWmemMax)) / scale;
   model.tcp_dynamics = true;
   model.slow_start_after_idle = scenario.host.tcp_slow_start_after_idle.value_or(true);
   model.payload_share = emulator::kPayloadShare;

@@ -11,7 +11,8 @@ sets={'1128A':H+'20261128-threedc/runA','1128B':H+'20261128-threedc/runB','1202'
       'rel':H+'20261202-threedc/releaser-c266347','qf':H+'20261202-threedc/queue-floor-e28ab2d','1203':H+'20261203-loss',
       '1204A':H+'20261204-quiet/run-a','1204B':H+'20261204-quiet/run-b',
       '1204C':H+'20261204-acks/run-1','1204D':H+'20261204-acks/run-2',
-      '1204E':H+'20261204-drift/run-1','1204F':H+'20261204-drift/run-2'}
+      '1204E':H+'20261204-drift/run-1','1204F':H+'20261204-drift/run-2',
+      '1205A':H+'20261205-sendbuf/threedc/run-1','1205B':H+'20261205-sendbuf/threedc/run-2'}
 names=['3dc-gpipe','3dc-1f1b','3dc-dp-across-dc','3dc-1f1b+streams','3dc-1f1b+sharing','3dc-1f1b+placement','3dc-1f1b+streams+sharing','3dc-atlas+no-sharing','3dc-atlas','3dc-atlas+no-sharing-tuned','3dc-atlas-tuned']
 new=sys.argv[1]; links='links' in sys.argv; every='all' in sys.argv  # all: also runs that fell behind
 def real(s,n):

@@ -7,6 +7,7 @@
 #include "wanlab/harness/model/link_model.hpp"
 #include "wanlab/harness/model/tcp_model.hpp"
 #include "wanlab/transport/options.hpp"
+#include "wanlab/transport/wire.hpp"
 
 namespace wanlab::harness::run_detail {
 namespace {
@@ -15,6 +16,12 @@ namespace ctl = control;
 namespace em = wanlab::emulator;
 
 constexpr std::uint32_t kCrossDcChunk = kCrossDcChunkBytes;  // tcp_model.hpp: the simulator models the striping
+// The simulator's window model takes the writer's room from tcp_model.hpp.
+static_assert(kChunkHeaderBytes == transport::wire::kChunkHeaderSize);
+static_assert(chunk_room_bytes(41984) ==
+              transport::send_room_for_chunk(kCrossDcChunk + transport::wire::kChunkHeaderSize, 41984));
+static_assert(chunk_room_bytes(409600) ==
+              transport::send_room_for_chunk(kCrossDcChunk + transport::wire::kChunkHeaderSize, 409600));
 
 // Intra-DC channels carry the large all-reduce pieces: large chunks, few
 // wake-ups. Cross-DC channels take small chunks and a small unsent

@@ -19,6 +19,12 @@ struct LinkModel {
   // 0: none; else one TCP stream keeps at most this many bytes in flight
   // (window ceiling; at most window / RTT), before scale like every rate.
   double stream_window_bytes = 0;
+  // 0: none; else each stream's send buffer, before scale: the window
+  // ceiling is then also the part of it that the harness's transport keeps
+  // in flight, which depends on the stream's pacing rate and RTT
+  // (emulator::chunk_writer_send_share). Only with stream_window_bytes > 0:
+  // stream_window_bytes = 0 means no window ceiling at all.
+  double send_buffer_bytes = 0;
   // TCP's dynamics (tcp_model.hpp): a transfer goes in rounds of one RTT,
   // from its channel's cwnd (the initial window on a new channel) growing by
   // slow start, the window ceiling binding in flight; an idle channel's cwnd

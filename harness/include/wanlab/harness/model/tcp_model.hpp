@@ -55,6 +55,7 @@
 // The cwnd persists between the messages of one channel (one connection set).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -79,6 +80,15 @@ inline constexpr double kCubicC = 0.4;                // cubic's growth constant
 // The chunk the harness's cross-DC channels stripe a message in: the
 // transport hands each chunk to whichever stream takes it first.
 inline constexpr std::uint32_t kCrossDcChunkBytes = 16u << 10;
+// The transport's header on each chunk (transport/wire.hpp's kChunkHeaderSize).
+inline constexpr std::uint32_t kChunkHeaderBytes = 40;
+// The free send buffer a cross-DC stream's writer waits for before it takes
+// a chunk: transport::send_room_for_chunk for kCrossDcChunkBytes and a send
+// buffer of `send_buffer_bytes` (the coordinator checks that they agree).
+constexpr double chunk_room_bytes(double send_buffer_bytes) {
+  constexpr std::uint64_t chunk = kCrossDcChunkBytes + kChunkHeaderBytes;
+  return static_cast<double>(std::min(chunk + chunk / 16, static_cast<std::uint64_t>(send_buffer_bytes) / 3));
+}
 
 struct TcpPath {
   double rate_bps = std::numeric_limits<double>::infinity();       // what the link gives this transfer
