@@ -17,7 +17,9 @@
 //   segment's time apart (LinkModel::serve_ties_in_turn), so that replicas
 //   drift apart as real ones do. The per-stream ceiling is the least of the
 //   pair's flow_rate, per_stream_ceiling_bps and, without tcp_dynamics,
-//   stream_window_bytes x 8 / RTT.
+//   the path's window x 8 / RTT (tcp_path_for: the receive window and the
+//   share of the send buffer the transport keeps in flight at the path's
+//   pacing rate and RTT).
 // - With tcp_dynamics a transfer is on the wire in rounds: each round puts
 //   round_bytes() (the streams' cwnds, capped by the window ceiling) on the
 //   wire at its share, then leaves the link to others until its ACKs are back:
