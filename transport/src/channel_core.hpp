@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "async_event.hpp"
+#include "send_state.hpp"
 #include "wanlab/transport/channel.hpp"
 #include "wanlab/transport/reassembly.hpp"
 #include "wanlab/transport/wire.hpp"
@@ -118,9 +119,13 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore> {
   asio::awaitable<void> idle_watch();
   void progressed() { last_progress_ = Clock::now(); }
   std::string idle_reason() const;
-  bool takes_chunks(Connection& connection) const;
-  /// One wait: until the socket reports POLLOUT or a fraction of the RTT passes.
-  asio::awaitable<void> wait_for_room(Connection& connection);
+  /// A chunk with its header, as it goes into a socket.
+  std::uint64_t chunk_wire_bytes() const { return options_.chunk_size + wire::kChunkHeaderSize; }
+  /// Whether the connection takes a chunk, by its socket's `state` (read_send_state).
+  bool takes_chunks(Connection& connection, const SendState& state) const;
+  /// One wait: until the socket reports POLLOUT or retry_interval passes;
+  /// `known`: the socket's state if the caller has just read it.
+  asio::awaitable<void> wait_for_room(Connection& connection, std::optional<SendState> known = std::nullopt);
   void stall_ended(Connection& connection);
   asio::awaitable<void> write_chunk(Connection& connection, const ChunkJob& job);
   asio::awaitable<void> write_goodbye(Connection& connection);

@@ -63,8 +63,9 @@ asio::awaitable<void> ChannelCore::write_loop(Connection& connection) {
         co_await write_goodbye(connection);
         co_return;
       }
-      if (!takes_chunks(connection)) {
-        co_await wait_for_room(connection);
+      const SendState state = read_send_state(connection.socket.native_handle());
+      if (!takes_chunks(connection, state)) {
+        co_await wait_for_room(connection, state);
         continue;  // the queue may have drained meanwhile
       }
       stall_ended(connection);
@@ -89,15 +90,14 @@ asio::awaitable<void> ChannelCore::write_loop(Connection& connection) {
 // (the kernel's mark is one chunk higher, see kernel_not_sent_lowat), and the
 // send buffer has room for the chunk and the kernel's per-packet overhead (or
 // a third of the buffer, when chunks are larger than that).
-bool ChannelCore::takes_chunks(Connection& connection) const {
+bool ChannelCore::takes_chunks(Connection& connection, const SendState& state) const {
   if (connection.broken) return true;  // the write reports why
-  const auto state = read_send_state(connection.socket.native_handle());
   const auto lowat = options_.socket.not_sent_lowat;
   if (lowat != 0 && state.not_sent_bytes >= lowat) return false;
-  return state.buffer_free >= send_room_for_chunk(options_.chunk_size + wire::kChunkHeaderSize, state.buffer_size);
+  return state.buffer_free >= send_room_for_chunk(chunk_wire_bytes(), state.buffer_size);
 }
 
-asio::awaitable<void> ChannelCore::wait_for_room(Connection& connection) {
+asio::awaitable<void> ChannelCore::wait_for_room(Connection& connection, std::optional<SendState> known) {
   using namespace asio::experimental::awaitable_operators;
   if (!connection.stalled_since) {
     ++connection.counters.stalls;
@@ -111,8 +111,8 @@ asio::awaitable<void> ChannelCore::wait_for_room(Connection& connection) {
     connection.broken = true;
     co_return;
   }
-  const std::uint64_t chunk_bytes = options_.chunk_size + wire::kChunkHeaderSize;
-  connection.retry_timer.expires_after(retry_interval(chunk_bytes, read_send_state(fd), read_tcp_window(fd)));
+  const SendState state = known ? *known : read_send_state(fd);
+  connection.retry_timer.expires_after(retry_interval(chunk_wire_bytes(), state, read_tcp_window(fd)));
   co_await (connection.socket.async_wait(asio::ip::tcp::socket::wait_write, asio::use_awaitable) ||
             connection.retry_timer.async_wait(asio::use_awaitable));
 }
